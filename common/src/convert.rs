@@ -1,0 +1,199 @@
+//! Conversions between the record model and the protobuf contract. Decoding validates:
+//! a bad field becomes a [`FieldError`] naming the field path, which the gRPC layer turns
+//! into `INVALID_ARGUMENT` with a `BadRequest` detail.
+use crate::error::ModelError;
+use crate::name::Name;
+use crate::pb;
+use crate::rdata::RecordType;
+use crate::rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
+use std::time::{Duration, SystemTime};
+
+/// A request field that failed validation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    /// Path of the field, e.g. `batch.changes[3].ops[0].after.values[1]`.
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+    fn model(field: impl Into<String>, e: ModelError) -> Self {
+        FieldError::new(field, e.to_string())
+    }
+}
+
+pub fn name_from_pb(field: &str, s: &str) -> Result<Name, FieldError> {
+    Name::parse(s).map_err(|e| FieldError::model(field, e))
+}
+
+impl From<&RecordKey> for pb::RecordKey {
+    fn from(k: &RecordKey) -> Self {
+        pb::RecordKey {
+            zone: k.zone.to_string(),
+            name: k.name.to_string(),
+            r#type: k.rtype.as_str().to_string(),
+        }
+    }
+}
+
+pub fn key_from_pb(field: &str, k: Option<&pb::RecordKey>) -> Result<RecordKey, FieldError> {
+    let k = k.ok_or_else(|| FieldError::new(field, "missing"))?;
+    let zone = name_from_pb(&format!("{field}.zone"), &k.zone)?;
+    let name = name_from_pb(&format!("{field}.name"), &k.name)?;
+    let rtype = RecordType::parse(&k.r#type).map_err(|e| FieldError::model(format!("{field}.type"), e))?;
+    if !name.is_within(&zone) {
+        return Err(FieldError::new(format!("{field}.name"), format!("{name} is outside zone {zone}")));
+    }
+    Ok(RecordKey::new(zone, name, rtype))
+}
+
+impl From<&RRSet> for pb::RrSet {
+    fn from(r: &RRSet) -> Self {
+        pb::RrSet {
+            key: Some((&r.key).into()),
+            ttl: r.ttl,
+            values: r.values().to_vec(),
+        }
+    }
+}
+
+/// Decodes an RRSet; values are re-canonicalised, so a peer cannot smuggle in a
+/// non-canonical spelling that would defeat equality.
+pub fn rrset_from_pb(field: &str, r: &pb::RrSet) -> Result<RRSet, FieldError> {
+    let key = key_from_pb(&format!("{field}.key"), r.key.as_ref())?;
+    for (i, v) in r.values.iter().enumerate() {
+        crate::rdata::canonicalize(key.rtype, v).map_err(|e| FieldError::model(format!("{field}.values[{i}]"), e))?;
+    }
+    RRSet::new(key, r.ttl, &r.values).map_err(|e| FieldError::model(field, e))
+}
+
+impl From<&RRSetOp> for pb::RrSetOp {
+    fn from(op: &RRSetOp) -> Self {
+        pb::RrSetOp {
+            key: Some((&op.key).into()),
+            before: op.before.as_ref().map(Into::into),
+            after: op.after.as_ref().map(Into::into),
+        }
+    }
+}
+
+pub fn op_from_pb(field: &str, op: &pb::RrSetOp) -> Result<RRSetOp, FieldError> {
+    let key = key_from_pb(&format!("{field}.key"), op.key.as_ref())?;
+    let side = |name: &str, r: Option<&pb::RrSet>| -> Result<Option<RRSet>, FieldError> {
+        let Some(r) = r else { return Ok(None) };
+        let path = format!("{field}.{name}");
+        let rr = rrset_from_pb(&path, r)?;
+        if rr.key != key {
+            return Err(FieldError::new(format!("{path}.key"), "differs from the op's key"));
+        }
+        Ok(Some(rr))
+    };
+    let before = side("before", op.before.as_ref())?;
+    let after = side("after", op.after.as_ref())?;
+    if before.is_none() && after.is_none() {
+        return Err(FieldError::new(field, "an op needs `before`, `after` or both"));
+    }
+    Ok(RRSetOp { key, before, after })
+}
+
+impl From<ChangeKind> for pb::ChangeKind {
+    fn from(k: ChangeKind) -> Self {
+        match k {
+            ChangeKind::Create => pb::ChangeKind::Create,
+            ChangeKind::Update => pb::ChangeKind::Update,
+            ChangeKind::Delete => pb::ChangeKind::Delete,
+            ChangeKind::Adopt => pb::ChangeKind::Adopt,
+        }
+    }
+}
+
+impl From<&Change> for pb::Change {
+    fn from(c: &Change) -> Self {
+        pb::Change {
+            id: c.id.clone(),
+            kind: pb::ChangeKind::from(c.kind) as i32,
+            ops: c.ops.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// Decodes a change and checks that all its ops are in `zone`. An empty id is filled in
+/// with the stable id; a given id is kept (the sender's id is what results refer to).
+pub fn change_from_pb(field: &str, zone: &Name, c: &pb::Change) -> Result<Change, FieldError> {
+    let kind = match pb::ChangeKind::try_from(c.kind) {
+        Ok(pb::ChangeKind::Create) => ChangeKind::Create,
+        Ok(pb::ChangeKind::Update) => ChangeKind::Update,
+        Ok(pb::ChangeKind::Delete) => ChangeKind::Delete,
+        Ok(pb::ChangeKind::Adopt) => ChangeKind::Adopt,
+        _ => return Err(FieldError::new(format!("{field}.kind"), "unknown or unspecified change kind")),
+    };
+    if c.ops.is_empty() {
+        return Err(FieldError::new(format!("{field}.ops"), "a change needs at least one op"));
+    }
+    let mut ops = Vec::with_capacity(c.ops.len());
+    for (i, op) in c.ops.iter().enumerate() {
+        let path = format!("{field}.ops[{i}]");
+        let op = op_from_pb(&path, op)?;
+        if &op.key.zone != zone {
+            return Err(FieldError::new(format!("{path}.key.zone"), format!("is not the batch's zone {zone}")));
+        }
+        ops.push(op);
+    }
+    let mut change = Change::new(kind, ops);
+    if !c.id.is_empty() {
+        change.id = c.id.clone();
+    }
+    Ok(change)
+}
+
+pub fn timestamp(t: SystemTime) -> prost_types::Timestamp {
+    prost_types::Timestamp::from(t)
+}
+
+pub fn duration(d: Duration) -> prost_types::Duration {
+    prost_types::Duration::try_from(d).unwrap_or(prost_types::Duration {
+        seconds: i64::MAX,
+        nanos: 0,
+    })
+}
+
+pub fn duration_from_pb(d: &prost_types::Duration) -> Duration {
+    Duration::try_from(*d).unwrap_or_default()
+}
+
+/// Outcome names as users see them (`APPLIED`, `CONFLICT`, ...).
+pub fn outcome_name(o: pb::Outcome) -> &'static str {
+    o.as_str_name().strip_prefix("OUTCOME_").unwrap_or("UNSPECIFIED")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdata::RecordType;
+
+    #[test]
+    fn round_trip_and_field_paths() {
+        let zone = Name::parse("example.com").unwrap();
+        let key = RecordKey::new(zone.clone(), Name::parse("a.example.com").unwrap(), RecordType::A);
+        let r = RRSet::new(key, 60, &["192.0.2.1"]).unwrap();
+        let c = Change::new(ChangeKind::Create, vec![RRSetOp::create(r)]);
+        let p: pb::Change = (&c).into();
+        assert_eq!(change_from_pb("c", &zone, &p).unwrap(), c);
+
+        let mut bad = p.clone();
+        bad.ops[0].after.as_mut().unwrap().values[0] = "300.0.0.1".into();
+        let e = change_from_pb("batch.changes[7]", &zone, &bad).unwrap_err();
+        assert_eq!(e.field, "batch.changes[7].ops[0].after.values[0]");
+        assert!(e.message.contains("300.0.0.1"));
+
+        let other = Name::parse("other.com").unwrap();
+        assert!(change_from_pb("c", &other, &p).unwrap_err().field.ends_with("key.zone"));
+    }
+}

@@ -1,0 +1,28 @@
+//! dnsplane-common: the record model, the gRPC contract and the plumbing both services
+//! share.
+//!
+//! - [`name`], [`rdata`], [`rrset`]: the record model. Names are absolute, lower-case,
+//!   IDNA; values are canonical per type, so equality is exact.
+//! - [`pb`]: the generated `dnsplane.v1` contract; [`convert`] maps it to the model and
+//!   validates on the way in.
+//! - [`grpc`]: reflection, health and error mapping; [`runtime`]: logging and shutdown.
+pub mod convert;
+pub mod error;
+pub mod grpc;
+pub mod name;
+pub mod rdata;
+pub mod rrset;
+pub mod runtime;
+
+pub use error::ModelError;
+pub use name::Name;
+pub use rdata::{RData, RecordType};
+pub use rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
+
+/// The generated `dnsplane.v1` messages and services.
+pub mod pb {
+    #![allow(missing_docs, clippy::all, missing_debug_implementations)]
+    tonic::include_proto!("dnsplane.v1");
+    /// Encoded descriptors, for gRPC server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("dnsplane_descriptor");
+}

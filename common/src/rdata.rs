@@ -1,0 +1,342 @@
+//! Record types and their values: parsed, validated and written back in one canonical
+//! presentation form, so that two values are equal exactly when a resolver would see
+//! the same data.
+use crate::error::ModelError;
+use crate::name::Name;
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The record types dnsplane manages.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum RecordType {
+    A,
+    Aaaa,
+    Cname,
+    Txt,
+    Mx,
+    Srv,
+    Ns,
+    Caa,
+}
+
+impl RecordType {
+    pub const ALL: [RecordType; 8] = [
+        RecordType::A,
+        RecordType::Aaaa,
+        RecordType::Cname,
+        RecordType::Txt,
+        RecordType::Mx,
+        RecordType::Srv,
+        RecordType::Ns,
+        RecordType::Caa,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordType::A => "A",
+            RecordType::Aaaa => "AAAA",
+            RecordType::Cname => "CNAME",
+            RecordType::Txt => "TXT",
+            RecordType::Mx => "MX",
+            RecordType::Srv => "SRV",
+            RecordType::Ns => "NS",
+            RecordType::Caa => "CAA",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<RecordType, ModelError> {
+        let upper = s.trim().to_ascii_uppercase();
+        RecordType::ALL
+            .into_iter()
+            .find(|t| t.as_str() == upper)
+            .ok_or_else(|| ModelError::Type(s.to_string()))
+    }
+}
+
+impl fmt::Display for RecordType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<String> for RecordType {
+    type Error = ModelError;
+    fn try_from(s: String) -> Result<Self, ModelError> {
+        RecordType::parse(&s)
+    }
+}
+
+impl From<RecordType> for String {
+    fn from(t: RecordType) -> String {
+        t.as_str().to_string()
+    }
+}
+
+/// A parsed record value. Its `Display` is the canonical presentation form.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum RData {
+    A(Ipv4Addr),
+    Aaaa(Ipv6Addr),
+    Cname(Name),
+    /// Character-strings of at most 255 bytes each.
+    Txt(Vec<Vec<u8>>),
+    Mx { preference: u16, exchange: Name },
+    Srv { priority: u16, weight: u16, port: u16, target: Name },
+    Ns(Name),
+    Caa { flags: u8, tag: String, value: Vec<u8> },
+}
+
+impl RData {
+    /// Parses `value` as a value of type `rtype`. Accepts the usual spellings (a TXT may be
+    /// raw text or quoted character-strings; host names may omit the trailing dot).
+    pub fn parse(rtype: RecordType, value: &str) -> Result<RData, ModelError> {
+        let err = |problem: String| ModelError::Value {
+            rtype: rtype.to_string(),
+            value: value.to_string(),
+            problem,
+        };
+        let host = |s: &str| Name::parse(s).map_err(|e| err(e.to_string()));
+        let v = value.trim();
+        match rtype {
+            RecordType::A => v
+                .parse::<Ipv4Addr>()
+                .map(RData::A)
+                .map_err(|_| err("not a valid IPv4 address".into())),
+            RecordType::Aaaa => v
+                .parse::<Ipv6Addr>()
+                .map(RData::Aaaa)
+                .map_err(|_| err("not a valid IPv6 address".into())),
+            RecordType::Cname => Ok(RData::Cname(host(v)?)),
+            RecordType::Ns => Ok(RData::Ns(host(v)?)),
+            RecordType::Txt => parse_txt(value).map(RData::Txt).map_err(err),
+            RecordType::Mx => {
+                let parts: Vec<&str> = v.split_whitespace().collect();
+                let [pref, exchange] = parts[..] else {
+                    return Err(err("expected \"<preference> <exchange>\"".into()));
+                };
+                Ok(RData::Mx {
+                    preference: pref
+                        .parse()
+                        .map_err(|_| err(format!("preference {pref:?} is not 0..65535")))?,
+                    exchange: host(exchange)?,
+                })
+            }
+            RecordType::Srv => {
+                let parts: Vec<&str> = v.split_whitespace().collect();
+                let [prio, weight, port, target] = parts[..] else {
+                    return Err(err("expected \"<priority> <weight> <port> <target>\"".into()));
+                };
+                let num = |what: &str, s: &str| {
+                    s.parse::<u16>()
+                        .map_err(|_| err(format!("{what} {s:?} is not 0..65535")))
+                };
+                Ok(RData::Srv {
+                    priority: num("priority", prio)?,
+                    weight: num("weight", weight)?,
+                    port: num("port", port)?,
+                    target: host(target)?,
+                })
+            }
+            RecordType::Caa => {
+                let mut it = v.splitn(3, char::is_whitespace);
+                let (Some(flags), Some(tag), Some(rest)) = (it.next(), it.next(), it.next()) else {
+                    return Err(err("expected \"<flags> <tag> <value>\"".into()));
+                };
+                let flags = flags
+                    .parse::<u8>()
+                    .map_err(|_| err(format!("flags {flags:?} is not 0..255")))?;
+                let tag = tag.to_ascii_lowercase();
+                if tag.is_empty() || tag.len() > 15 || !tag.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    return Err(err(format!("tag {tag:?} must be 1-15 letters or digits")));
+                }
+                let rest = rest.trim();
+                let value = if rest.starts_with('"') {
+                    let strings = parse_txt(rest).map_err(err)?;
+                    if strings.len() != 1 {
+                        return Err(err("value must be one quoted string".into()));
+                    }
+                    strings.into_iter().next().unwrap_or_default()
+                } else {
+                    rest.as_bytes().to_vec()
+                };
+                Ok(RData::Caa { flags, tag, value })
+            }
+        }
+    }
+
+    pub fn record_type(&self) -> RecordType {
+        match self {
+            RData::A(_) => RecordType::A,
+            RData::Aaaa(_) => RecordType::Aaaa,
+            RData::Cname(_) => RecordType::Cname,
+            RData::Txt(_) => RecordType::Txt,
+            RData::Mx { .. } => RecordType::Mx,
+            RData::Srv { .. } => RecordType::Srv,
+            RData::Ns(_) => RecordType::Ns,
+            RData::Caa { .. } => RecordType::Caa,
+        }
+    }
+}
+
+/// Canonical form of `value` as a value of `rtype`.
+pub fn canonicalize(rtype: RecordType, value: &str) -> Result<String, ModelError> {
+    Ok(RData::parse(rtype, value)?.to_string())
+}
+
+impl fmt::Display for RData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RData::A(ip) => write!(f, "{ip}"),
+            RData::Aaaa(ip) => write!(f, "{ip}"),
+            RData::Cname(n) | RData::Ns(n) => write!(f, "{n}"),
+            RData::Txt(strings) => {
+                for (i, s) in strings.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write_quoted(f, s)?;
+                }
+                Ok(())
+            }
+            RData::Mx { preference, exchange } => write!(f, "{preference} {exchange}"),
+            RData::Srv { priority, weight, port, target } => {
+                write!(f, "{priority} {weight} {port} {target}")
+            }
+            RData::Caa { flags, tag, value } => {
+                write!(f, "{flags} {tag} ")?;
+                write_quoted(f, value)
+            }
+        }
+    }
+}
+
+fn write_quoted(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    f.write_str("\"")?;
+    for &b in bytes {
+        match b {
+            b'"' => f.write_str("\\\"")?,
+            b'\\' => f.write_str("\\\\")?,
+            0x20..=0x7e => write!(f, "{}", b as char)?,
+            _ => write!(f, "\\{b:03}")?,
+        }
+    }
+    f.write_str("\"")
+}
+
+/// TXT input: either quoted character-strings (`"a" "b"`, with `\"`, `\\` and `\DDD`
+/// escapes), or raw text, which is cut into 255-byte strings.
+fn parse_txt(value: &str) -> Result<Vec<Vec<u8>>, String> {
+    let trimmed = value.trim();
+    if !trimmed.starts_with('"') {
+        if value.is_empty() {
+            return Ok(vec![Vec::new()]);
+        }
+        return Ok(value.as_bytes().chunks(255).map(<[u8]>::to_vec).collect());
+    }
+    let bytes = trimmed.as_bytes();
+    let mut strings = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b' ' | b'\t' => i += 1,
+            b'"' => {
+                i += 1;
+                let mut s = Vec::new();
+                loop {
+                    let Some(&b) = bytes.get(i) else {
+                        return Err("unterminated quoted string".into());
+                    };
+                    i += 1;
+                    match b {
+                        b'"' => break,
+                        b'\\' => {
+                            let digits = bytes.get(i..i + 3).filter(|d| d.iter().all(u8::is_ascii_digit));
+                            if let Some(d) = digits {
+                                let n: u32 = std::str::from_utf8(d).unwrap_or("0").parse().unwrap_or(256);
+                                let n = u8::try_from(n).map_err(|_| format!("escape \\{n} is above 255"))?;
+                                s.push(n);
+                                i += 3;
+                            } else if let Some(&c) = bytes.get(i) {
+                                s.push(c);
+                                i += 1;
+                            } else {
+                                return Err("dangling backslash".into());
+                            }
+                        }
+                        _ => s.push(b),
+                    }
+                }
+                if s.len() > 255 {
+                    return Err(format!("a character-string is {} bytes, above 255", s.len()));
+                }
+                strings.push(s);
+            }
+            _ => return Err("text between quoted strings; quote the whole value or none of it".into()),
+        }
+    }
+    if strings.is_empty() {
+        strings.push(Vec::new());
+    }
+    Ok(strings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(t: RecordType, v: &str) -> String {
+        canonicalize(t, v).unwrap()
+    }
+
+    #[test]
+    fn canonical_forms() {
+        assert_eq!(c(RecordType::A, " 192.0.2.1 "), "192.0.2.1");
+        assert_eq!(c(RecordType::Aaaa, "2001:DB8:0:0::1"), "2001:db8::1");
+        assert_eq!(c(RecordType::Cname, "Target.Example.com"), "target.example.com.");
+        assert_eq!(c(RecordType::Mx, "10   Mail.example.com"), "10 mail.example.com.");
+        assert_eq!(c(RecordType::Srv, "0 5 5060 sip.example.com."), "0 5 5060 sip.example.com.");
+        assert_eq!(c(RecordType::Caa, "0 ISSUE letsencrypt.org"), "0 issue \"letsencrypt.org\"");
+        assert_eq!(c(RecordType::Caa, "0 issue \"letsencrypt.org\""), "0 issue \"letsencrypt.org\"");
+        assert_eq!(c(RecordType::Txt, "hello world"), "\"hello world\"");
+        assert_eq!(c(RecordType::Txt, "\"hello world\""), "\"hello world\"");
+        assert_eq!(c(RecordType::Txt, "\"a\"  \"b\""), "\"a\" \"b\"");
+        assert_eq!(c(RecordType::Txt, "say \"hi\""), "\"say \\\"hi\\\"\"");
+        assert_eq!(c(RecordType::Txt, "\"\\065\""), "\"A\"");
+        assert_eq!(c(RecordType::Txt, "é"), "\"\\195\\169\"");
+    }
+
+    #[test]
+    fn long_txt_is_split_at_255() {
+        let v = "x".repeat(300);
+        let canon = c(RecordType::Txt, &v);
+        assert_eq!(canon, format!("\"{}\" \"{}\"", "x".repeat(255), "x".repeat(45)));
+        // The canonical form parses back to itself.
+        assert_eq!(c(RecordType::Txt, &canon), canon);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for (t, v) in [
+            (RecordType::A, "300.1.1.1"),
+            (RecordType::A, "2001:db8::1"),
+            (RecordType::Aaaa, "192.0.2.1"),
+            (RecordType::Cname, "bad name.example."),
+            (RecordType::Mx, "mail.example.com"),
+            (RecordType::Mx, "99999 mail.example.com"),
+            (RecordType::Srv, "1 2 mail.example.com"),
+            (RecordType::Caa, "0 is-sue x"),
+            (RecordType::Txt, "\"unterminated"),
+            (RecordType::Txt, "\"a\" b"),
+        ] {
+            let e = canonicalize(t, v).unwrap_err();
+            assert!(e.to_string().contains(&format!("{v:?}")), "{e} should quote the value");
+        }
+    }
+
+    #[test]
+    fn types_parse_case_insensitively() {
+        assert_eq!(RecordType::parse("aaaa").unwrap(), RecordType::Aaaa);
+        assert!(RecordType::parse("HINFO").unwrap_err().to_string().contains("HINFO"));
+    }
+}

@@ -1,0 +1,269 @@
+//! RRSets, the ops that change them, and changes (an RRSet op plus its ownership ops).
+use crate::error::ModelError;
+use crate::name::Name;
+use crate::rdata::{RecordType, canonicalize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// Largest TTL a resolver honours (RFC 2181 §8).
+pub const MAX_TTL: u32 = 2_147_483_647;
+/// Values one RRSet may hold; far above any real use, low enough to bound a message.
+pub const MAX_VALUES: usize = 1_000;
+
+/// `(zone, name, type)`: the identity of an RRSet.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecordKey {
+    pub zone: Name,
+    pub name: Name,
+    pub rtype: RecordType,
+}
+
+impl RecordKey {
+    pub fn new(zone: Name, name: Name, rtype: RecordType) -> Self {
+        RecordKey { zone, name, rtype }
+    }
+}
+
+impl fmt::Display for RecordKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.name, self.rtype)
+    }
+}
+
+impl fmt::Debug for RecordKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} (zone {})", self.name, self.rtype, self.zone)
+    }
+}
+
+/// An RRSet: its key, TTL and canonical values, sorted and without duplicates.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RRSet {
+    pub key: RecordKey,
+    pub ttl: u32,
+    values: Vec<String>,
+}
+
+impl RRSet {
+    /// Builds an RRSet from values in any accepted spelling; canonicalises, sorts,
+    /// de-duplicates and checks the per-type rules.
+    pub fn new<S: AsRef<str>>(key: RecordKey, ttl: u32, values: &[S]) -> Result<RRSet, ModelError> {
+        let mut canon = Vec::with_capacity(values.len());
+        for v in values {
+            canon.push(canonicalize(key.rtype, v.as_ref())?);
+        }
+        RRSet::from_canonical(key, ttl, canon)
+    }
+
+    /// Builds an RRSet from values already in canonical form (read back from a store
+    /// that only ever holds canonical values); still sorts and checks the set rules.
+    pub fn from_canonical(key: RecordKey, ttl: u32, mut values: Vec<String>) -> Result<RRSet, ModelError> {
+        values.sort();
+        values.dedup();
+        let problem = |p: String| ModelError::RRSet {
+            key: key.to_string(),
+            problem: p,
+        };
+        if values.is_empty() {
+            return Err(problem("an RRSet needs at least one value".into()));
+        }
+        if values.len() > MAX_VALUES {
+            return Err(problem(format!("{} values, above the limit of {MAX_VALUES}", values.len())));
+        }
+        if ttl > MAX_TTL {
+            return Err(problem(format!("TTL {ttl} is above {MAX_TTL}")));
+        }
+        if key.rtype == RecordType::Cname && values.len() > 1 {
+            return Err(problem(format!("a CNAME holds exactly one target, not {}", values.len())));
+        }
+        if key.rtype == RecordType::Cname && key.name == key.zone {
+            return Err(problem("a CNAME cannot sit at the zone apex (beside SOA and NS)".into()));
+        }
+        if !key.name.is_within(&key.zone) {
+            return Err(problem(format!("name is outside zone {}", key.zone)));
+        }
+        Ok(RRSet { key, ttl, values })
+    }
+
+    pub fn values(&self) -> &[String] {
+        &self.values
+    }
+
+    /// Same TTL and values (the keys are assumed equal).
+    pub fn same_data(&self, other: &RRSet) -> bool {
+        self.ttl == other.ttl && self.values == other.values
+    }
+
+    /// Rough wire size, used to keep batches under provider byte limits.
+    pub fn approx_bytes(&self) -> usize {
+        self.key.name.as_str().len() + 16 + self.values.iter().map(|v| v.len() + 12).sum::<usize>()
+    }
+}
+
+impl fmt::Display for RRSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {} {}", self.key.name, self.ttl, self.key.rtype, self.values.join(" | "))
+    }
+}
+
+/// One write to one RRSet with its precondition: `before` is what must be there now
+/// (`None`: nothing), `after` is what must be there afterwards (`None`: nothing).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RRSetOp {
+    pub key: RecordKey,
+    pub before: Option<RRSet>,
+    pub after: Option<RRSet>,
+}
+
+impl RRSetOp {
+    pub fn create(after: RRSet) -> Self {
+        RRSetOp { key: after.key.clone(), before: None, after: Some(after) }
+    }
+    pub fn update(before: RRSet, after: RRSet) -> Self {
+        RRSetOp { key: after.key.clone(), before: Some(before), after: Some(after) }
+    }
+    pub fn delete(before: RRSet) -> Self {
+        RRSetOp { key: before.key.clone(), before: Some(before), after: None }
+    }
+
+    /// True when the precondition holds against `current`.
+    pub fn precondition_holds(&self, current: Option<&RRSet>) -> bool {
+        same(self.before.as_ref(), current)
+    }
+
+    /// True when `current` already is the target.
+    pub fn at_target(&self, current: Option<&RRSet>) -> bool {
+        same(self.after.as_ref(), current)
+    }
+
+    /// True when the op writes nothing (an assertion).
+    pub fn is_assert(&self) -> bool {
+        same(self.before.as_ref(), self.after.as_ref())
+    }
+}
+
+fn same(a: Option<&RRSet>, b: Option<&RRSet>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same_data(b),
+        _ => false,
+    }
+}
+
+/// Kinds of change, named after the op on the record itself.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+pub enum ChangeKind {
+    Create,
+    Update,
+    Delete,
+    /// The record already equals the desired one; only ownership is written.
+    Adopt,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Create => "create",
+            ChangeKind::Update => "update",
+            ChangeKind::Delete => "delete",
+            ChangeKind::Adopt => "adopt",
+        }
+    }
+}
+
+/// The unit of change and of outcome: `ops[0]` is the record, the rest its ownership
+/// records. All ops commit together or not at all.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Change {
+    pub id: String,
+    pub kind: ChangeKind,
+    pub ops: Vec<RRSetOp>,
+}
+
+impl Change {
+    /// Builds a change and its stable id.
+    pub fn new(kind: ChangeKind, ops: Vec<RRSetOp>) -> Change {
+        let id = change_id(&ops);
+        Change { id, kind, ops }
+    }
+
+    /// The key of the record this change is about.
+    pub fn key(&self) -> &RecordKey {
+        &self.ops[0].key
+    }
+
+    pub fn approx_bytes(&self) -> usize {
+        self.ops
+            .iter()
+            .map(|op| {
+                op.before.as_ref().map_or(0, RRSet::approx_bytes) + op.after.as_ref().map_or(0, RRSet::approx_bytes)
+            })
+            .sum()
+    }
+}
+
+/// A hash of (zone, key, before, after) of every op: the same change planned twice, by
+/// any planner, gets the same id.
+pub fn change_id(ops: &[RRSetOp]) -> String {
+    let mut h = Sha256::new();
+    for op in ops {
+        h.update(op.key.zone.as_str());
+        h.update([0]);
+        h.update(op.key.name.as_str());
+        h.update([0]);
+        h.update(op.key.rtype.as_str());
+        for side in [&op.before, &op.after] {
+            match side {
+                None => h.update([1]),
+                Some(r) => {
+                    h.update([2]);
+                    h.update(r.ttl.to_be_bytes());
+                    for v in r.values() {
+                        h.update(v.as_bytes());
+                        h.update([0]);
+                    }
+                }
+            }
+        }
+        h.update([3]);
+    }
+    let digest = h.finalize();
+    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str, t: RecordType) -> RecordKey {
+        RecordKey::new(Name::parse("example.com").unwrap(), Name::parse(name).unwrap(), t)
+    }
+
+    #[test]
+    fn values_are_sorted_and_deduplicated() {
+        let r = RRSet::new(key("a.example.com", RecordType::A), 60, &["192.0.2.2", "192.0.2.1", "192.0.2.2"]).unwrap();
+        assert_eq!(r.values(), ["192.0.2.1", "192.0.2.2"]);
+    }
+
+    #[test]
+    fn set_rules() {
+        assert!(RRSet::new(key("a.example.com", RecordType::Cname), 60, &["x.", "y."]).is_err());
+        assert!(RRSet::new(key("example.com", RecordType::Cname), 60, &["x."]).is_err());
+        assert!(RRSet::new(key("a.other.com", RecordType::A), 60, &["192.0.2.1"]).is_err());
+        assert!(RRSet::new::<&str>(key("a.example.com", RecordType::A), 60, &[]).is_err());
+        assert!(RRSet::new(key("a.example.com", RecordType::A), MAX_TTL + 1, &["192.0.2.1"]).is_err());
+    }
+
+    #[test]
+    fn change_ids_are_stable_and_distinct() {
+        let a = RRSet::new(key("a.example.com", RecordType::A), 60, &["192.0.2.1"]).unwrap();
+        let b = RRSet::new(key("a.example.com", RecordType::A), 60, &["192.0.2.2"]).unwrap();
+        let c1 = Change::new(ChangeKind::Create, vec![RRSetOp::create(a.clone())]);
+        let c2 = Change::new(ChangeKind::Create, vec![RRSetOp::create(a.clone())]);
+        let c3 = Change::new(ChangeKind::Update, vec![RRSetOp::update(a.clone(), b.clone())]);
+        let c4 = Change::new(ChangeKind::Update, vec![RRSetOp::update(b, a)]);
+        assert_eq!(c1.id, c2.id);
+        assert_ne!(c1.id, c3.id);
+        assert_ne!(c3.id, c4.id);
+    }
+}
