@@ -1,0 +1,292 @@
+//! The planner's config file: *what* to keep in sync (zones, sources, owner id). How the
+//! process runs (listen address, log format) comes from flags and the environment.
+use dnsplane_common::Name;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Errors loading or validating the config. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannerConfig {
+    /// Owner id written into ownership records. Two planners with different owner ids
+    /// never touch each other's records.
+    #[serde(default = "default_owner")]
+    pub owner_id: String,
+    /// gRPC address of the applier, e.g. `http://127.0.0.1:50052`.
+    #[serde(default = "default_applier")]
+    pub applier: String,
+    #[serde(default)]
+    pub sync: SyncConfig,
+    #[serde(default)]
+    pub batch: BatchConfig,
+    /// Zones under management.
+    pub zones: Vec<ZoneConfig>,
+    /// Desired-state sources; the gRPC push API (`PutDesired`) is always on.
+    #[serde(default)]
+    pub sources: Vec<SourceConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncConfig {
+    /// Full re-read and re-plan of every zone this often, whatever else happens.
+    #[serde(with = "humantime_serde", default = "default_interval")]
+    pub interval: Duration,
+    /// Least time between two syncs of one zone caused by source changes (debounce).
+    #[serde(with = "humantime_serde", default = "default_min_interval")]
+    pub min_interval: Duration,
+    /// How long an applier may work on one batch before answering DEFERRED.
+    #[serde(with = "humantime_serde", default = "default_batch_deadline")]
+    pub batch_deadline: Duration,
+    /// How often file sources are polled for changes.
+    #[serde(with = "humantime_serde", default = "default_poll")]
+    pub source_poll: Duration,
+    /// First re-plan of a conflicting or failed record comes after this delay...
+    #[serde(with = "humantime_serde", default = "default_retry_min")]
+    pub retry_min: Duration,
+    /// ...and later ones back off exponentially up to this cap.
+    #[serde(with = "humantime_serde", default = "default_retry_max")]
+    pub retry_max: Duration,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig {
+            interval: default_interval(),
+            min_interval: default_min_interval(),
+            batch_deadline: default_batch_deadline(),
+            source_poll: default_poll(),
+            retry_min: default_retry_min(),
+            retry_max: default_retry_max(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchConfig {
+    /// Changes per batch at most (the applier may cut further for its provider).
+    #[serde(default = "default_max_changes")]
+    pub max_changes: usize,
+    /// Approximate bytes of record data per batch at most.
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: usize,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            max_changes: default_max_changes(),
+            max_bytes: default_max_bytes(),
+        }
+    }
+}
+
+/// What the planner may do in a zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Create, update and delete owned records.
+    Sync,
+    /// Create and update; never delete.
+    UpsertOnly,
+    /// Create only; never update or delete.
+    CreateOnly,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Sync => "sync",
+            Policy::UpsertOnly => "upsert-only",
+            Policy::CreateOnly => "create-only",
+        }
+    }
+}
+
+/// What to do with an existing record that nobody owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictPolicy {
+    /// Leave it alone and report it as a conflict.
+    #[default]
+    Report,
+    /// Take ownership when it already equals the desired record; report otherwise.
+    Adopt,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneConfig {
+    /// Absolute zone name, e.g. `example.com.`.
+    pub name: Name,
+    /// Provider account (a name in the applier's config) hosting the zone.
+    pub account: String,
+    #[serde(default = "default_policy")]
+    pub policy: Policy,
+    #[serde(default)]
+    pub conflict: ConflictPolicy,
+    /// TTL for desired records that give none.
+    #[serde(default = "default_ttl")]
+    pub default_ttl: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, tag = "type", rename_all = "kebab-case")]
+pub enum SourceConfig {
+    /// external-dns `DNSEndpoint` manifests in files or directories (polled).
+    File {
+        /// Files or directories (relative paths are relative to the config file).
+        paths: Vec<PathBuf>,
+    },
+}
+
+fn default_owner() -> String {
+    "dnsplane".into()
+}
+fn default_applier() -> String {
+    "http://127.0.0.1:50052".into()
+}
+fn default_interval() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_min_interval() -> Duration {
+    Duration::from_millis(500)
+}
+fn default_batch_deadline() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_poll() -> Duration {
+    Duration::from_millis(500)
+}
+fn default_retry_min() -> Duration {
+    Duration::from_millis(500)
+}
+fn default_retry_max() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_max_changes() -> usize {
+    500
+}
+fn default_max_bytes() -> usize {
+    256 * 1024
+}
+fn default_policy() -> Policy {
+    Policy::Sync
+}
+fn default_ttl() -> u32 {
+    300
+}
+
+impl PlannerConfig {
+    /// Reads, parses and validates `path`; relative source paths become relative to it.
+    pub fn load(path: &Path) -> Result<PlannerConfig, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let mut config: PlannerConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for source in &mut config.sources {
+            match source {
+                SourceConfig::File { paths } => {
+                    for p in paths.iter_mut() {
+                        if p.is_relative() {
+                            *p = base.join(&*p);
+                        }
+                    }
+                }
+            }
+        }
+        config.validate().map_err(|message| ConfigError::Invalid { path: shown, message })?;
+        Ok(config)
+    }
+
+    /// The checks serde cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.owner_id.is_empty() || self.owner_id.contains([',', '"', '=']) {
+            return Err(format!("owner_id {:?} must be non-empty and free of ',', '\"' and '='", self.owner_id));
+        }
+        if self.zones.is_empty() {
+            return Err("no [[zones]] configured".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for z in &self.zones {
+            if !seen.insert(&z.name) {
+                return Err(format!("zone {} is configured twice", z.name));
+            }
+            if z.account.is_empty() {
+                return Err(format!("zone {}: account is empty", z.name));
+            }
+        }
+        if self.batch.max_changes == 0 || self.batch.max_bytes < 1024 {
+            return Err("batch.max_changes must be ≥ 1 and batch.max_bytes ≥ 1024".into());
+        }
+        if self.sync.retry_min.is_zero() || self.sync.retry_max < self.sync.retry_min {
+            return Err("sync.retry_min must be > 0 and ≤ sync.retry_max".into());
+        }
+        if self.sync.interval < Duration::from_secs(1) {
+            return Err("sync.interval must be at least 1s".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_validation() {
+        let c: PlannerConfig = toml::from_str(
+            r#"
+            [[zones]]
+            name = "Example.COM"
+            account = "embedded"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.zones[0].name.as_str(), "example.com.");
+        assert_eq!(c.zones[0].policy, Policy::Sync);
+        assert_eq!(c.zones[0].conflict, ConflictPolicy::Report);
+        c.validate().unwrap();
+
+        let e = toml::from_str::<PlannerConfig>("bogus = 1\nzones = []").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let e = toml::from_str::<PlannerConfig>("[[zones]]\nname = \"bad name\"\naccount = \"a\"").unwrap_err();
+        assert!(e.to_string().contains("bad name"), "{e}");
+    }
+
+    #[test]
+    fn load_names_the_file_and_resolves_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("planner.toml");
+        std::fs::write(&p, "[[zones]]\nname=\"example.com\"\naccount=\"a\"\npolicy=\"delete-all\"\n").unwrap();
+        let e = PlannerConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("planner.toml") && e.contains("delete-all"), "{e}");
+
+        std::fs::write(
+            &p,
+            "[[zones]]\nname=\"example.com\"\naccount=\"a\"\n[[sources]]\ntype=\"file\"\npaths=[\"desired\"]\n",
+        )
+        .unwrap();
+        let c = PlannerConfig::load(&p).unwrap();
+        let SourceConfig::File { paths } = &c.sources[0];
+        assert_eq!(paths[0], dir.path().join("desired"));
+    }
+}

@@ -1,0 +1,529 @@
+//! The sync engine: holds the desired state, one runtime per zone (its state table,
+//! status and trigger), and runs syncs: read the zone through the applier, plan, send
+//! batches over one `Apply` stream, fold every per-record result into the state table.
+//!
+//! Each zone has its own loop and its own lock, so a slow or failing zone never holds
+//! up another (no head-of-line blocking between zones).
+use crate::batcher;
+use crate::config::{PlannerConfig, ZoneConfig};
+use crate::desired::DesiredState;
+use crate::plan::{ZonePlan, plan_zone};
+use crate::registry::ZoneView;
+use crate::source::{DesiredEntry, SourceError};
+use crate::state::{StateTable, retry_delay};
+use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
+use dnsplane_common::pb::{self, ConflictReason, applier_client::ApplierClient};
+use dnsplane_common::{Name, RRSet, RecordKey};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use tracing::{Instrument, info, info_span, warn};
+
+/// Errors of one sync.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("reading zone {zone} through the applier: {status}")]
+    List { zone: Name, status: String },
+    #[error("applier stream for zone {zone}: {status}")]
+    Apply { zone: Name, status: String },
+}
+
+/// What one sync did.
+#[derive(Debug, Default, Clone)]
+pub struct SyncSummary {
+    pub planned: usize,
+    pub done: usize,
+    pub outcomes: BTreeMap<String, u32>,
+}
+
+/// Status of one zone, besides its record states.
+#[derive(Debug, Default, Clone)]
+pub struct ZoneStatusData {
+    pub last_sync: Option<SystemTime>,
+    pub last_success: Option<SystemTime>,
+    pub last_error: String,
+    pub initial_sync_done: bool,
+    pub syncing: bool,
+    pub observed_records: usize,
+    /// Records the provider account refused (credentials, zone missing).
+    pub rejected: bool,
+}
+
+/// Everything the engine keeps per zone.
+#[derive(Debug)]
+pub struct ZoneRuntime {
+    pub cfg: ZoneConfig,
+    /// One sync of a zone at a time.
+    sync_lock: tokio::sync::Mutex<()>,
+    /// Wakes the zone loop for a sync (source change).
+    trigger: Notify,
+    /// Wakes the zone loop to recompute its deadlines (new retry times).
+    reschedule: Notify,
+    pub states: Mutex<StateTable>,
+    pub status: Mutex<ZoneStatusData>,
+}
+
+/// The planner's engine.
+#[derive(Debug)]
+pub struct Engine {
+    pub config: PlannerConfig,
+    pub zones: BTreeMap<Name, Arc<ZoneRuntime>>,
+    /// Every source's latest snapshot, by source name.
+    inputs: Mutex<BTreeMap<String, (Vec<DesiredEntry>, Vec<SourceError>)>>,
+    desired: RwLock<Arc<DesiredState>>,
+    applier: ApplierClient<Channel>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Engine {
+    /// Builds the engine; the applier connection is made lazily, so the planner starts
+    /// (and answers gRPC) even while no applier is up.
+    pub fn new(config: PlannerConfig) -> Result<Arc<Engine>, tonic::transport::Error> {
+        let channel = tonic::transport::Endpoint::from_shared(config.applier.clone())?
+            .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .connect_lazy();
+        let applier = ApplierClient::new(channel)
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20);
+        let zones = config
+            .zones
+            .iter()
+            .map(|z| {
+                (
+                    z.name.clone(),
+                    Arc::new(ZoneRuntime {
+                        cfg: z.clone(),
+                        sync_lock: tokio::sync::Mutex::new(()),
+                        trigger: Notify::new(),
+                        reschedule: Notify::new(),
+                        states: Mutex::new(StateTable::default()),
+                        status: Mutex::new(ZoneStatusData::default()),
+                    }),
+                )
+            })
+            .collect();
+        Ok(Arc::new(Engine {
+            config,
+            zones,
+            inputs: Mutex::new(BTreeMap::new()),
+            desired: RwLock::new(Arc::new(DesiredState::default())),
+            applier,
+        }))
+    }
+
+    pub fn desired(&self) -> Arc<DesiredState> {
+        self.desired.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Replaces one source's snapshot, rebuilds the desired state and wakes the zones
+    /// whose desired records changed.
+    pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
+        let next = {
+            let mut inputs = lock(&self.inputs);
+            inputs.insert(name.to_string(), (entries, errors));
+            let mut state = DesiredState::assemble(&self.config.zones, inputs.values().flat_map(|(e, _)| e.iter()));
+            let mut source_errors: Vec<SourceError> = inputs.values().flat_map(|(_, e)| e.iter().cloned()).collect();
+            source_errors.append(&mut state.errors);
+            state.errors = source_errors;
+            Arc::new(state)
+        };
+        for e in &next.errors {
+            warn!(location = %e.location, record = %e.record, "Desired record rejected: {}.", e.message);
+        }
+        let previous = std::mem::replace(
+            &mut *self.desired.write().unwrap_or_else(std::sync::PoisonError::into_inner),
+            next.clone(),
+        );
+        for (name, zone) in &self.zones {
+            if previous.zone(name) != next.zone(name) {
+                zone.trigger.notify_one();
+            }
+        }
+    }
+
+    /// Spawns one loop per zone: sync on start, on source changes (at most every
+    /// `min_interval`), when a record's retry comes due, and every `interval`.
+    pub fn spawn_zone_loops(self: &Arc<Self>, cancel: CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+        self.zones
+            .values()
+            .map(|zone| {
+                let engine = self.clone();
+                let zone = zone.clone();
+                let cancel = cancel.clone();
+                tokio::spawn(async move { engine.zone_loop(zone, cancel).await })
+            })
+            .collect()
+    }
+
+    async fn zone_loop(self: Arc<Self>, zone: Arc<ZoneRuntime>, cancel: CancellationToken) {
+        let sync_cfg = self.config.sync.clone();
+        let mut last_full = Instant::now();
+        let mut first = true;
+        loop {
+            let fresh;
+            if first {
+                first = false;
+                fresh = true;
+            } else {
+                let retry_at = lock(&zone.states).next_retry();
+                let retry_in = retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
+                let full_in = (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
+                let wait = retry_in.map_or(full_in, |r| r.min(full_in));
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = zone.reschedule.notified() => continue,
+                    _ = zone.trigger.notified() => {
+                        // Debounce bursts of source events.
+                        tokio::select! {
+                            _ = cancel.cancelled() => return,
+                            _ = tokio::time::sleep(sync_cfg.min_interval) => {}
+                        }
+                        fresh = false;
+                    }
+                    _ = tokio::time::sleep(wait) => {
+                        fresh = true;
+                    }
+                }
+            }
+            if fresh {
+                last_full = Instant::now();
+            }
+            if let Err(e) = self.sync_zone(&zone, fresh, None).await {
+                warn!(zone = %zone.cfg.name, error = %e, "Sync failed; retrying later.");
+            }
+        }
+    }
+
+    /// One sync of one zone. `progress` receives phase updates for the `Sync` RPC.
+    pub async fn sync_zone(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        fresh: bool,
+        progress: Option<&mpsc::Sender<pb::SyncProgress>>,
+    ) -> Result<SyncSummary, SyncError> {
+        let _guard = zone.sync_lock.lock().await;
+        let span = info_span!("sync", zone = %zone.cfg.name, account = %zone.cfg.account, fresh);
+        let result = self.sync_zone_locked(zone, fresh, progress).instrument(span).await;
+        {
+            let mut st = lock(&zone.status);
+            st.syncing = false;
+            st.last_sync = Some(SystemTime::now());
+            st.initial_sync_done = true;
+            match &result {
+                Ok(_) => {
+                    st.last_success = st.last_sync;
+                    st.last_error.clear();
+                }
+                Err(e) => st.last_error = e.to_string(),
+            }
+        }
+        if let (Some(tx), Err(e)) = (progress, &result) {
+            let _ = tx
+                .send(pb::SyncProgress {
+                    zone: zone.cfg.name.to_string(),
+                    phase: "failed".into(),
+                    error: e.to_string(),
+                    ..Default::default()
+                })
+                .await;
+        }
+        zone.reschedule.notify_one();
+        result
+    }
+
+    async fn sync_zone_locked(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        fresh: bool,
+        progress: Option<&mpsc::Sender<pb::SyncProgress>>,
+    ) -> Result<SyncSummary, SyncError> {
+        let name = zone.cfg.name.clone();
+        lock(&zone.status).syncing = true;
+        let send = |p: pb::SyncProgress| async move {
+            if let Some(tx) = progress {
+                let _ = tx.send(p).await;
+            }
+        };
+        send(pb::SyncProgress {
+            zone: name.to_string(),
+            phase: "planning".into(),
+            ..Default::default()
+        })
+        .await;
+        let current = self.list_zone(&zone.cfg, fresh).await?;
+        lock(&zone.status).observed_records = current.len();
+        let view = ZoneView::new(current);
+        let desired = self.desired();
+        let empty = BTreeMap::new();
+        let zone_desired = desired.zone(&name).unwrap_or(&empty);
+        let plan = plan_zone(&zone.cfg, &self.config.owner_id, zone_desired, &view);
+        self.record_plan(zone, zone_desired, &view, &plan);
+        let mut summary = SyncSummary {
+            planned: plan.changes.len(),
+            ..Default::default()
+        };
+        info!(
+            changes = plan.changes.len(),
+            blocked = plan.blocked.len(),
+            converged = plan.converged.len(),
+            "Zone planned."
+        );
+        send(pb::SyncProgress {
+            zone: name.to_string(),
+            phase: "applying".into(),
+            changes_planned: summary.planned as u32,
+            ..Default::default()
+        })
+        .await;
+        if !plan.changes.is_empty() {
+            self.apply_plan(zone, &view, plan, &mut summary, progress).await?;
+        }
+        send(pb::SyncProgress {
+            zone: name.to_string(),
+            phase: "done".into(),
+            changes_planned: summary.planned as u32,
+            changes_done: summary.done as u32,
+            outcomes: summary.outcomes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            error: String::new(),
+        })
+        .await;
+        Ok(summary)
+    }
+
+    /// Reads a zone through the applier (all pages).
+    pub async fn list_zone(&self, zone: &ZoneConfig, fresh: bool) -> Result<Vec<RRSet>, SyncError> {
+        let err = |status: tonic::Status| SyncError::List {
+            zone: zone.name.clone(),
+            status: format!("{}: {}", status.code(), status.message()),
+        };
+        let mut client = self.applier.clone();
+        let mut stream = client
+            .list_records(pb::ListRecordsRequest {
+                account: zone.account.clone(),
+                zone: zone.name.to_string(),
+                fresh,
+                names: vec![],
+                page_size: 0,
+            })
+            .await
+            .map_err(err)?
+            .into_inner();
+        let mut out = Vec::new();
+        while let Some(page) = stream.message().await.map_err(err)? {
+            for (i, r) in page.rrsets.iter().enumerate() {
+                match rrset_from_pb(&format!("rrsets[{i}]"), r) {
+                    Ok(r) => out.push(r),
+                    // A record dnsplane cannot model is left alone, never "fixed".
+                    Err(e) => warn!(zone = %zone.name, error = %e, "Skipping a record the provider holds that dnsplane cannot read."),
+                }
+            }
+            if page.last {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Folds a fresh plan into the state table.
+    fn record_plan(
+        &self,
+        zone: &ZoneRuntime,
+        desired: &BTreeMap<dnsplane_common::RecordKey, crate::desired::DesiredRecord>,
+        view: &ZoneView,
+        plan: &ZonePlan,
+    ) {
+        let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
+        let mut states = lock(&zone.states);
+        let planned: HashMap<&RecordKey, &crate::plan::PlannedChange> =
+            plan.changes.iter().map(|c| (c.change.key(), c)).collect();
+        states.retain(|k| desired.contains_key(k) || planned.contains_key(k));
+        for key in &plan.converged {
+            states.converged(key, desired.get(key).map(|d| d.rrset.clone()));
+        }
+        for b in &plan.blocked {
+            // Conflicts are re-planned on the record's own clock; policy holds wait for
+            // the desired state to change.
+            let next = (b.reason != ConflictReason::Unspecified).then(|| {
+                let attempts = states.records.get(&b.key).map_or(0, |s| s.attempts) + 1;
+                if let Some(s) = states.records.get_mut(&b.key) {
+                    s.attempts = attempts;
+                }
+                SystemTime::now() + retry_delay(attempts, retry.0, retry.1)
+            });
+            states.blocked(
+                &b.key,
+                b.desired.clone(),
+                b.observed.clone(),
+                b.observed_owner.clone(),
+                b.reason,
+                &b.message,
+                next,
+            );
+        }
+        for c in &plan.changes {
+            let key = c.change.key();
+            states.pending(
+                key,
+                desired.get(key).map(|d| d.rrset.clone()),
+                view.data.get(key).cloned(),
+                &c.change.id,
+                &c.reason,
+            );
+        }
+    }
+
+    /// Sends a plan's batches over one `Apply` stream and folds the results in.
+    async fn apply_plan(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        view: &ZoneView,
+        plan: ZonePlan,
+        summary: &mut SyncSummary,
+        progress: Option<&mpsc::Sender<pb::SyncProgress>>,
+    ) -> Result<(), SyncError> {
+        let name = zone.cfg.name.clone();
+        let by_id: HashMap<String, RecordKey> = plan
+            .changes
+            .iter()
+            .map(|c| (c.change.id.clone(), c.change.key().clone()))
+            .collect();
+        let batches = batcher::cut(plan.changes, self.config.batch.max_changes, self.config.batch.max_bytes);
+        let total_batches = batches.len();
+        let deadline = self.config.sync.batch_deadline;
+        let (tx, rx) = mpsc::channel::<pb::ApplyRequest>(4);
+        let sender = {
+            let zone = zone.clone();
+            let account = zone.cfg.account.clone();
+            tokio::spawn(async move {
+                for (i, batch) in batches.into_iter().enumerate() {
+                    {
+                        let mut states = lock(&zone.states);
+                        for c in &batch {
+                            states.in_flight(c.change.key());
+                        }
+                    }
+                    let req = pb::ApplyRequest {
+                        batch: Some(pb::Batch {
+                            batch_id: format!("{}-{}-{i}", zone.cfg.name, std::process::id()),
+                            account: account.clone(),
+                            zone: zone.cfg.name.to_string(),
+                            changes: batch.iter().map(|c| (&c.change).into()).collect(),
+                            deadline: Some(timestamp(SystemTime::now() + deadline)),
+                        }),
+                    };
+                    if tx.send(req).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        let stream_err = |status: tonic::Status| SyncError::Apply {
+            zone: name.clone(),
+            status: format!("{}: {}", status.code(), status.message()),
+        };
+        let mut client = self.applier.clone();
+        let outcome = async {
+            let mut responses = client
+                .apply(tokio_stream::wrappers::ReceiverStream::new(rx))
+                .await
+                .map_err(stream_err)?
+                .into_inner();
+            let mut batches_done = 0;
+            while batches_done < total_batches {
+                let Some(resp) = responses.message().await.map_err(stream_err)? else {
+                    return Err(SyncError::Apply {
+                        zone: name.clone(),
+                        status: format!("stream ended after {batches_done} of {total_batches} batches"),
+                    });
+                };
+                self.fold_results(zone, view, &by_id, &resp.results, summary);
+                if resp.done {
+                    batches_done += 1;
+                }
+                if let Some(tx) = progress {
+                    let _ = tx
+                        .send(pb::SyncProgress {
+                            zone: name.to_string(),
+                            phase: "applying".into(),
+                            changes_planned: summary.planned as u32,
+                            changes_done: summary.done as u32,
+                            outcomes: summary.outcomes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                            error: String::new(),
+                        })
+                        .await;
+                }
+            }
+            Ok(())
+        }
+        .await;
+        sender.abort();
+        if let Err(e) = &outcome {
+            // Whatever did not come back is retried on the record's own clock.
+            let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
+            let mut states = lock(&zone.states);
+            for key in by_id.values() {
+                if let Some(s) = states.records.get_mut(key)
+                    && matches!(s.kind, pb::RecordStateKind::InFlight | pb::RecordStateKind::Pending)
+                {
+                    s.kind = pb::RecordStateKind::Failed;
+                    s.last_error = e.to_string();
+                    s.reason = format!("no result: {e}");
+                    s.next_retry = Some(SystemTime::now() + retry_delay(s.attempts.max(1), retry.0, retry.1));
+                }
+            }
+        }
+        outcome
+    }
+
+    fn fold_results(
+        &self,
+        zone: &ZoneRuntime,
+        view: &ZoneView,
+        by_id: &HashMap<String, RecordKey>,
+        results: &[pb::RecordResult],
+        summary: &mut SyncSummary,
+    ) {
+        let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
+        let mut states = lock(&zone.states);
+        for r in results {
+            let Some(key) = by_id.get(&r.change_id) else {
+                warn!(change_id = %r.change_id, "Result for a change this sync did not send; ignored.");
+                continue;
+            };
+            let outcome = pb::Outcome::try_from(r.outcome).unwrap_or_default();
+            summary.done += 1;
+            *summary.outcomes.entry(outcome_name(outcome).to_string()).or_insert(0) += 1;
+            if outcome == pb::Outcome::RejectedPermanent {
+                lock(&zone.status).rejected = true;
+            }
+            let owner = if r.observed_owner.is_empty() {
+                view.owner_of(key).map(str::to_string)
+            } else {
+                Some(r.observed_owner.clone())
+            };
+            if !matches!(outcome, pb::Outcome::Applied | pb::Outcome::AlreadyApplied) {
+                info!(record = %key, outcome = outcome_name(outcome), message = %r.message, "Record not converged.");
+            }
+            states.result(key, r, owner, retry);
+        }
+        if results
+            .iter()
+            .any(|r| pb::Outcome::try_from(r.outcome) == Ok(pb::Outcome::Applied))
+        {
+            lock(&zone.status).rejected = false;
+        }
+    }
+
+    pub fn zone(&self, name: &str) -> Option<&Arc<ZoneRuntime>> {
+        let name = Name::parse(name).ok()?;
+        self.zones.get(&name)
+    }
+}

@@ -1,0 +1,433 @@
+//! The plan: `diff(desired, current, ownership)` for one zone. Pure and synchronous, so
+//! it is unit- and property-tested without any I/O.
+//!
+//! Rules (ARCHITECTURE.md "Ownership"): records owned by another owner and records
+//! nobody owns are never written (they are *blocked*, a plan-time `CONFLICT`), except
+//! that `conflict = "adopt"` takes an unowned record that already equals the desired
+//! one by writing only its ownership record. Policies limit what may change.
+use crate::config::{ConflictPolicy, Policy, ZoneConfig};
+use crate::desired::DesiredRecord;
+use crate::registry::{self, ZoneView};
+use dnsplane_common::pb::ConflictReason;
+use dnsplane_common::{Change, ChangeKind, RRSet, RRSetOp, RecordKey, RecordType};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A change and why the planner wants it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedChange {
+    pub change: Change,
+    pub reason: String,
+}
+
+/// A desired record that this plan will not write, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub key: RecordKey,
+    pub desired: Option<RRSet>,
+    pub observed: Option<RRSet>,
+    pub observed_owner: Option<String>,
+    /// `Unspecified` when a policy (not a conflict) holds the record back.
+    pub reason: ConflictReason,
+    pub message: String,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct ZonePlan {
+    /// Deletes first, then updates and adopts, then creates: a record that replaces
+    /// another of a clashing type at the same name comes after its removal.
+    pub changes: Vec<PlannedChange>,
+    pub blocked: Vec<Blocked>,
+    /// Desired keys that already hold the desired data and are owned by us.
+    pub converged: Vec<RecordKey>,
+}
+
+/// Plans one zone.
+pub fn plan_zone(
+    zone: &ZoneConfig,
+    owner_id: &str,
+    desired: &BTreeMap<RecordKey, DesiredRecord>,
+    current: &ZoneView,
+) -> ZonePlan {
+    let mut plan = ZonePlan::default();
+    let mut deletes = Vec::new();
+    let mut updates = Vec::new();
+    let mut creates = Vec::new();
+
+    // Owned records no longer desired.
+    let mut deleting: BTreeSet<&RecordKey> = BTreeSet::new();
+    for (key, (mark, owner_rrset)) in &current.owners {
+        if mark.owner != owner_id || desired.contains_key(key) || zone.policy != Policy::Sync {
+            continue;
+        }
+        let mut ops = Vec::new();
+        if let Some(cur) = current.data.get(key) {
+            ops.push(RRSetOp::delete(cur.clone()));
+            deleting.insert(key);
+        }
+        ops.push(RRSetOp::delete(owner_rrset.clone()));
+        let reason = if ops.len() == 2 {
+            "no longer desired"
+        } else {
+            "ownership record without its record"
+        };
+        deletes.push(PlannedChange {
+            change: Change::new(ChangeKind::Delete, ops),
+            reason: reason.into(),
+        });
+    }
+
+    for (key, want) in desired {
+        let want_rr = &want.rrset;
+        let cur = current.data.get(key);
+        let owner = current.owners.get(key);
+        let blocked = |reason: ConflictReason, observed: Option<&RRSet>, message: String| Blocked {
+            key: key.clone(),
+            desired: Some(want_rr.clone()),
+            observed: observed.cloned(),
+            observed_owner: owner.map(|(m, _)| m.owner.clone()),
+            reason,
+            message,
+        };
+        if let Some((mark, _)) = owner
+            && mark.owner != owner_id
+        {
+            plan.blocked.push(blocked(
+                ConflictReason::OwnedByOther,
+                cur,
+                format!("owned by {:?}; dnsplane never touches another owner's records", mark.owner),
+            ));
+            continue;
+        }
+        let owned = owner.is_some();
+        let new_owner = registry::owner_record(key, owner_id, &want.origin.resource);
+        let Some(new_owner) = new_owner else {
+            plan.blocked.push(blocked(
+                ConflictReason::Unspecified,
+                cur,
+                "the name is too long to carry an ownership record".into(),
+            ));
+            continue;
+        };
+        match cur {
+            None => {
+                if let Some(clash) = type_clash(key, current, &deleting) {
+                    plan.blocked.push(blocked(
+                        ConflictReason::TypeClash,
+                        Some(clash),
+                        format!("{} {} exists at this name; a CNAME cannot share a name with other data", clash.key.name, clash.key.rtype),
+                    ));
+                    continue;
+                }
+                let owner_op = match owner {
+                    Some((_, old)) => RRSetOp::update(old.clone(), new_owner),
+                    None => RRSetOp::create(new_owner),
+                };
+                creates.push(PlannedChange {
+                    change: Change::new(ChangeKind::Create, vec![RRSetOp::create(want_rr.clone()), owner_op]),
+                    reason: "missing".into(),
+                });
+            }
+            Some(cur) if owned => {
+                if cur.same_data(want_rr) {
+                    plan.converged.push(key.clone());
+                    continue;
+                }
+                if zone.policy == Policy::CreateOnly {
+                    plan.blocked.push(blocked(
+                        ConflictReason::Unspecified,
+                        Some(cur),
+                        "differs, but policy create-only forbids updates".into(),
+                    ));
+                    continue;
+                }
+                let (_, owner_rrset) = owner.expect("owned");
+                let assert_owner = RRSetOp::update(owner_rrset.clone(), owner_rrset.clone());
+                updates.push(PlannedChange {
+                    change: Change::new(
+                        ChangeKind::Update,
+                        vec![RRSetOp::update(cur.clone(), want_rr.clone()), assert_owner],
+                    ),
+                    reason: describe_difference(cur, want_rr),
+                });
+            }
+            Some(cur) => {
+                if zone.conflict == ConflictPolicy::Adopt && cur.same_data(want_rr) {
+                    updates.push(PlannedChange {
+                        change: Change::new(
+                            ChangeKind::Adopt,
+                            vec![RRSetOp::update(cur.clone(), cur.clone()), RRSetOp::create(new_owner)],
+                        ),
+                        reason: "adopt: equal to the desired record and unowned".into(),
+                    });
+                    continue;
+                }
+                let message = if zone.conflict == ConflictPolicy::Adopt {
+                    "exists unowned with other data; adopt only takes records equal to the desired ones".to_string()
+                } else {
+                    "exists and nobody owns it; conflict policy `report` leaves it alone (`adopt` would take it when equal)"
+                        .to_string()
+                };
+                plan.blocked.push(blocked(ConflictReason::Exists, Some(cur), message));
+            }
+        }
+    }
+    plan.changes.extend(deletes);
+    plan.changes.extend(updates);
+    plan.changes.extend(creates);
+    plan
+}
+
+/// Existing data at `key.name` that a new `key` would clash with (CNAME beside other
+/// data), unless that data is being deleted by this plan.
+fn type_clash<'a>(key: &RecordKey, current: &'a ZoneView, deleting: &BTreeSet<&RecordKey>) -> Option<&'a RRSet> {
+    current
+        .data
+        .range(RecordKey::new(key.zone.clone(), key.name.clone(), RecordType::ALL[0])..)
+        .take_while(|(k, _)| k.name == key.name)
+        .map(|(_, r)| r)
+        .find(|r| {
+            r.key.rtype != key.rtype
+                && (r.key.rtype == RecordType::Cname || key.rtype == RecordType::Cname)
+                && !deleting.contains(&r.key)
+        })
+}
+
+fn describe_difference(cur: &RRSet, want: &RRSet) -> String {
+    let mut parts = Vec::new();
+    if cur.values() != want.values() {
+        parts.push(format!("values {} → {}", cur.values().join(" "), want.values().join(" ")));
+    }
+    if cur.ttl != want.ttl {
+        parts.push(format!("ttl {} → {}", cur.ttl, want.ttl));
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Origin;
+    use dnsplane_common::Name;
+    use proptest::prelude::*;
+
+    const ME: &str = "me";
+
+    fn zone_cfg(policy: Policy, conflict: ConflictPolicy) -> ZoneConfig {
+        ZoneConfig {
+            name: Name::parse("example.com").unwrap(),
+            account: "a".into(),
+            policy,
+            conflict,
+            default_ttl: 300,
+        }
+    }
+
+    fn rr(name: &str, t: RecordType, v: &str) -> RRSet {
+        let key = RecordKey::new(Name::parse("example.com").unwrap(), Name::parse(name).unwrap(), t);
+        RRSet::new(key, 300, &[v]).unwrap()
+    }
+
+    fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
+        records
+            .iter()
+            .map(|r| {
+                (
+                    r.key.clone(),
+                    DesiredRecord {
+                        rrset: r.clone(),
+                        origin: Origin {
+                            source: "test".into(),
+                            location: "t".into(),
+                            resource: "r".into(),
+                        },
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn owned(r: &RRSet, owner: &str) -> Vec<RRSet> {
+        vec![r.clone(), registry::owner_record(&r.key, owner, "r").unwrap()]
+    }
+
+    /// What an atomic conditional provider would hold after applying `changes`;
+    /// panics on a failed precondition, which a plan computed from `current` must
+    /// never contain.
+    fn apply(current: &[RRSet], changes: &[PlannedChange]) -> BTreeMap<RecordKey, RRSet> {
+        let mut state: BTreeMap<RecordKey, RRSet> = current.iter().map(|r| (r.key.clone(), r.clone())).collect();
+        for c in changes {
+            for op in &c.change.ops {
+                assert!(op.precondition_holds(state.get(&op.key)), "precondition of {op:?}");
+                match &op.after {
+                    Some(a) => state.insert(op.key.clone(), a.clone()),
+                    None => state.remove(&op.key),
+                };
+            }
+        }
+        state
+    }
+
+    #[test]
+    fn creates_updates_deletes_with_ownership() {
+        let z = zone_cfg(Policy::Sync, ConflictPolicy::Report);
+        let a1 = rr("a.example.com", RecordType::A, "192.0.2.1");
+        let a2 = rr("a.example.com", RecordType::A, "192.0.2.2");
+        let gone = rr("gone.example.com", RecordType::A, "192.0.2.3");
+        let new = rr("new.example.com", RecordType::A, "192.0.2.4");
+        let mut current = owned(&a1, ME);
+        current.extend(owned(&gone, ME));
+        let plan = plan_zone(&z, ME, &desired(&[a2.clone(), new.clone()]), &ZoneView::new(current.clone()));
+        let kinds: Vec<ChangeKind> = plan.changes.iter().map(|c| c.change.kind).collect();
+        assert_eq!(kinds, [ChangeKind::Delete, ChangeKind::Update, ChangeKind::Create]);
+        let after = apply(&current, &plan.changes);
+        assert_eq!(after.get(&a2.key), Some(&a2));
+        assert_eq!(after.get(&new.key), Some(&new));
+        assert!(!after.contains_key(&gone.key));
+        assert!(after.contains_key(&registry::owner_record_key(&new.key).unwrap()));
+        assert!(!after.contains_key(&registry::owner_record_key(&gone.key).unwrap()));
+    }
+
+    #[test]
+    fn never_touches_unowned_or_foreign_records() {
+        let z = zone_cfg(Policy::Sync, ConflictPolicy::Report);
+        let theirs = rr("theirs.example.com", RecordType::A, "192.0.2.1");
+        let unowned = rr("unowned.example.com", RecordType::A, "192.0.2.2");
+        let mut current = owned(&theirs, "other");
+        current.push(unowned.clone());
+        let want = [
+            rr("theirs.example.com", RecordType::A, "192.0.2.9"),
+            rr("unowned.example.com", RecordType::A, "192.0.2.9"),
+        ];
+        let plan = plan_zone(&z, ME, &desired(&want), &ZoneView::new(current));
+        assert!(plan.changes.is_empty());
+        let reasons: Vec<_> = plan.blocked.iter().map(|b| (b.reason, b.observed_owner.clone())).collect();
+        assert_eq!(
+            reasons,
+            [(ConflictReason::OwnedByOther, Some("other".into())), (ConflictReason::Exists, None)]
+        );
+        assert_eq!(plan.blocked[1].observed.as_ref(), Some(&unowned));
+        // Not desired and not ours: not deleted either.
+        let plan = plan_zone(&z, ME, &BTreeMap::new(), &ZoneView::new(owned(&theirs, "other")));
+        assert!(plan.changes.is_empty());
+    }
+
+    #[test]
+    fn adopt_only_equal_records() {
+        let z = zone_cfg(Policy::Sync, ConflictPolicy::Adopt);
+        let same = rr("same.example.com", RecordType::A, "192.0.2.1");
+        let differs = rr("differs.example.com", RecordType::A, "192.0.2.2");
+        let current = vec![same.clone(), differs.clone()];
+        let want = [same.clone(), rr("differs.example.com", RecordType::A, "192.0.2.9")];
+        let plan = plan_zone(&z, ME, &desired(&want), &ZoneView::new(current.clone()));
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.changes[0].change.kind, ChangeKind::Adopt);
+        assert_eq!(plan.blocked.len(), 1);
+        let after = apply(&current, &plan.changes);
+        let view = ZoneView::new(after.into_values());
+        assert_eq!(view.owner_of(&same.key), Some(ME));
+        assert_eq!(view.data.get(&same.key), Some(&same));
+    }
+
+    #[test]
+    fn policies_limit_changes() {
+        let a1 = rr("a.example.com", RecordType::A, "192.0.2.1");
+        let a2 = rr("a.example.com", RecordType::A, "192.0.2.2");
+        let gone = rr("gone.example.com", RecordType::A, "192.0.2.3");
+        let mut current = owned(&a1, ME);
+        current.extend(owned(&gone, ME));
+        let view = ZoneView::new(current);
+        let upsert = plan_zone(&zone_cfg(Policy::UpsertOnly, ConflictPolicy::Report), ME, &desired(&[a2.clone()]), &view);
+        assert_eq!(upsert.changes.len(), 1);
+        assert_eq!(upsert.changes[0].change.kind, ChangeKind::Update);
+        let create = plan_zone(&zone_cfg(Policy::CreateOnly, ConflictPolicy::Report), ME, &desired(&[a2]), &view);
+        assert!(create.changes.is_empty());
+        assert_eq!(create.blocked.len(), 1);
+    }
+
+    #[test]
+    fn cname_clash_is_blocked_unless_the_other_is_being_deleted() {
+        let z = zone_cfg(Policy::Sync, ConflictPolicy::Report);
+        let a = rr("x.example.com", RecordType::A, "192.0.2.1");
+        let c = rr("x.example.com", RecordType::Cname, "target.example.net");
+        // Unowned A at x: the CNAME is blocked as a type clash.
+        let plan = plan_zone(&z, ME, &desired(&[c.clone()]), &ZoneView::new(vec![a.clone()]));
+        assert_eq!(plan.blocked[0].reason, ConflictReason::TypeClash);
+        // Our own A at x, no longer desired: delete it, then create the CNAME.
+        let current = owned(&a, ME);
+        let plan = plan_zone(&z, ME, &desired(&[c.clone()]), &ZoneView::new(current.clone()));
+        assert!(plan.blocked.is_empty());
+        let after = apply(&current, &plan.changes);
+        assert_eq!(after.get(&c.key), Some(&c));
+        assert!(!after.contains_key(&a.key));
+    }
+
+    fn arb_rr() -> impl Strategy<Value = RRSet> {
+        (0..12u8, prop_oneof![Just(RecordType::A), Just(RecordType::Txt)], 0..4u8, prop_oneof![Just(60u32), Just(300)])
+            .prop_map(|(n, t, v, ttl)| {
+                let key = RecordKey::new(
+                    Name::parse("example.com").unwrap(),
+                    Name::parse(&format!("h{n}.example.com")).unwrap(),
+                    t,
+                );
+                let value = match t {
+                    RecordType::A => format!("192.0.2.{v}"),
+                    _ => format!("v{v}"),
+                };
+                RRSet::new(key, ttl, &[value]).unwrap()
+            })
+    }
+
+    proptest! {
+        /// Applying the plan to the current state yields the desired state for every
+        /// record we may write; a second plan is empty; nothing unowned or foreign moves.
+        #[test]
+        fn plan_converges_and_is_idempotent(
+            want in proptest::collection::vec(arb_rr(), 0..20),
+            mine in proptest::collection::vec(arb_rr(), 0..10),
+            theirs in proptest::collection::vec(arb_rr(), 0..5),
+            unowned in proptest::collection::vec(arb_rr(), 0..5),
+            adopt in any::<bool>(),
+        ) {
+            let z = zone_cfg(Policy::Sync, if adopt { ConflictPolicy::Adopt } else { ConflictPolicy::Report });
+            let mut current: BTreeMap<RecordKey, RRSet> = BTreeMap::new();
+            for r in &unowned { current.insert(r.key.clone(), r.clone()); }
+            for r in &theirs { for x in owned(r, "other") { current.insert(x.key.clone(), x); } }
+            for r in &mine { for x in owned(r, ME) { current.insert(x.key.clone(), x); } }
+            let current: Vec<RRSet> = current.into_values().collect();
+            let want = desired(&want);
+            let before = ZoneView::new(current.clone());
+            let plan = plan_zone(&z, ME, &want, &before);
+            let after_map = apply(&current, &plan.changes);
+            let after = ZoneView::new(after_map.values().cloned());
+            for (key, d) in &want {
+                let blocked = plan.blocked.iter().any(|b| &b.key == key);
+                if blocked {
+                    // Untouched.
+                    prop_assert_eq!(after.data.get(key), before.data.get(key));
+                } else {
+                    prop_assert_eq!(after.data.get(key), Some(&d.rrset));
+                    prop_assert_eq!(after.owner_of(key), Some(ME));
+                }
+            }
+            // Owned but undesired records are gone; foreign and unowned ones are intact.
+            for (key, (mark, _)) in &before.owners {
+                if mark.owner == ME && !want.contains_key(key) {
+                    prop_assert!(!after.data.contains_key(key));
+                    prop_assert!(after.owner_of(key).is_none());
+                }
+                if mark.owner != ME {
+                    prop_assert_eq!(after.data.get(key), before.data.get(key));
+                    prop_assert_eq!(after.owner_of(key), Some(mark.owner.as_str()));
+                }
+            }
+            for (key, r) in &before.data {
+                if before.owners.get(key).is_none() && !(adopt && want.get(key).is_some_and(|d| d.rrset.same_data(r))) {
+                    prop_assert_eq!(after.data.get(key), Some(r));
+                    prop_assert!(after.owner_of(key).is_none());
+                }
+            }
+            let again = plan_zone(&z, ME, &want, &after);
+            prop_assert!(again.changes.is_empty(), "second plan: {:?}", again.changes);
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Desired-state sources: where the records dnsplane must keep in the zones come from.
+//!
+//! A source produces [`DesiredEntry`]s (one per desired RRSet, already normalised:
+//! absolute lower-case name, canonical values) and [`SourceError`]s (every input it could
+//! not accept, with the file and line to fix). Neither is zone-aware: placing entries in
+//! zones and cross-entry checks (duplicates, CNAME clashes) happen in the planner.
+use dnsplane_common::{Name, RecordType};
+use std::fmt;
+
+pub mod file;
+
+pub use file::{FileSource, parse_manifests};
+
+/// One desired RRSet as a source declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DesiredEntry {
+    /// Normalised absolute name (`Name::parse`).
+    pub name: Name,
+    pub rtype: RecordType,
+    /// `None`: the zone's default TTL. (external-dns's `recordTTL: 0` also means "unset".)
+    pub ttl: Option<u32>,
+    /// Canonical values (`canonicalize`), sorted, without duplicates, never empty.
+    pub values: Vec<String>,
+    pub origin: Origin,
+}
+
+/// Where a desired entry was declared.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// The kind of source, e.g. `file`.
+    pub source: String,
+    /// `path/to/file.yaml:14`: the line of the endpoint.
+    pub location: String,
+    /// The object that asked for the record, e.g. `DNSEndpoint default/web`.
+    pub resource: String,
+}
+
+/// An input a source could not accept.
+///
+/// `Display` reads `path/web.yaml:14: app.example.com. A: target "300.1.1.1": not a valid
+/// IPv4 address` (the record part is left out when `record` is empty).
+///
+/// `Display` and `Error` are written by hand rather than derived with `thiserror`: the
+/// field is named `source` (the kind of source), and `thiserror` would take a field of that
+/// name for the error's cause.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SourceError {
+    /// The kind of source, e.g. `file`.
+    pub source: String,
+    /// `path:line` (1-based), or just `path` when no line applies (I/O errors).
+    pub location: String,
+    /// `app.example.com. A`, or empty when the problem is not about one record.
+    pub record: String,
+    pub message: String,
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.location.is_empty() {
+            write!(f, "{}: ", self.location)?;
+        }
+        if !self.record.is_empty() {
+            write!(f, "{}: ", self.record)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+/// Everything a source currently declares: what it accepted and what it could not.
+///
+/// A snapshot is complete: it replaces the previous snapshot of the same source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Snapshot {
+    pub entries: Vec<DesiredEntry>,
+    pub errors: Vec<SourceError>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_display_names_file_line_and_record() {
+        let e = SourceError {
+            source: "file".into(),
+            location: "deploy/examples/desired/web.yaml:14".into(),
+            record: "app.example.com. A".into(),
+            message: "target \"300.1.1.1\": not a valid IPv4 address".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "deploy/examples/desired/web.yaml:14: app.example.com. A: target \"300.1.1.1\": not a valid IPv4 address"
+        );
+        let e = SourceError { record: String::new(), location: "x.yaml".into(), ..e };
+        assert_eq!(e.to_string(), "x.yaml: target \"300.1.1.1\": not a valid IPv4 address");
+    }
+}
