@@ -1,1 +1,5 @@
-pub fn x() {}
+//! dnsplane-applier: owns every provider call.
+pub mod batch;
+pub mod provider;
+pub mod retry;
+pub mod store;

@@ -395,26 +395,27 @@ fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec<Accepted> 
     let Some(old) = old.filter(|o| !o.is_empty()) else {
         return result;
     };
-    let present: HashSet<(Name, RecordType)> =
-        result.iter().map(|a| (a.entry.name.clone(), a.entry.rtype)).collect();
-    let free = |o: &Accepted| !present.contains(&(o.entry.name.clone(), o.entry.rtype));
+    let present: HashSet<(&Name, RecordType)> = result.iter().map(|a| (&a.entry.name, a.entry.rtype)).collect();
+    // Indices of the old entries that no new entry replaces, by key, slot and resource.
+    let mut by_key: HashMap<(&Name, RecordType), Vec<usize>> = HashMap::new();
+    let mut by_slot: HashMap<&Slot, Vec<usize>> = HashMap::new();
+    let mut by_resource: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, o) in old.iter().enumerate() {
+        let key = (&o.entry.name, o.entry.rtype);
+        if !present.contains(&key) {
+            by_key.entry(key).or_default().push(i);
+            by_slot.entry(&o.slot).or_default().push(i);
+            by_resource.entry(o.slot.resource.as_str()).or_default().push(i);
+        }
+    }
     let mut keep = BTreeSet::new();
     for rejected in &parsed.rejected {
-        let matching: Vec<usize> = old
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| {
-                free(o)
-                    && match &rejected.what {
-                        RejectedWhat::Endpoint { key: Some((name, rtype)), .. } => {
-                            o.entry.name == *name && o.entry.rtype == *rtype
-                        }
-                        RejectedWhat::Endpoint { key: None, slot } => o.slot == *slot,
-                        RejectedWhat::Resource(resource) => o.slot.resource == *resource,
-                    }
-            })
-            .map(|(i, _)| i)
-            .collect();
+        let matching = match &rejected.what {
+            RejectedWhat::Endpoint { key: Some((name, rtype)), .. } => by_key.get(&(name, *rtype)),
+            RejectedWhat::Endpoint { key: None, slot } => by_slot.get(slot),
+            RejectedWhat::Resource(resource) => by_resource.get(resource.as_str()),
+        };
+        let Some(matching) = matching else { continue };
         if matching.is_empty() {
             continue;
         }
@@ -425,7 +426,7 @@ fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec<Accepted> 
         for e in &mut parsed.errors[rejected.errors.clone()] {
             e.message = format!("{}; {note}", e.message);
         }
-        keep.extend(matching);
+        keep.extend(matching.iter().copied());
     }
     result.extend(keep.into_iter().map(|i| old[i].clone()));
     result
@@ -463,6 +464,8 @@ struct ParsedFile {
 
 fn parse_file(label: &str, text: &str) -> ParsedFile {
     let mut out = ParsedFile::default();
+    // The parser reports errors at the end of input one line past the last one.
+    let last_line = text.lines().count().max(1);
     for (number, doc) in split_documents(text).into_iter().enumerate() {
         if is_blank(&doc.text) {
             continue;
@@ -478,7 +481,7 @@ fn parse_file(label: &str, text: &str) -> ParsedFile {
             Err(e) => {
                 let (line, message) = describe_load_error(&e);
                 out.fatal.push(out.errors.len());
-                out.errors.push(file_error(label, line.map(|l| l + doc.offset), message));
+                out.errors.push(file_error(label, line.map(|l| (l + doc.offset).min(last_line)), message));
             }
         }
     }
@@ -500,7 +503,7 @@ fn split_documents(text: &str) -> Vec<Document> {
         line.strip_prefix(m).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
     };
     let mut docs = vec![Document { offset: 0, text: String::new() }];
-    for (i, line) in text.split('\n').enumerate() {
+    for (i, line) in text.lines().enumerate() {
         if is_marker(line, "---") {
             docs.push(Document { offset: i, text: format!("   {}\n", &line[3..]) });
         } else if is_marker(line, "...") {
@@ -576,6 +579,13 @@ fn location(label: &str, line: Option<usize>) -> String {
 
 fn scalar<'n>(map: &'n MarkedMappingNode, key: &str) -> Option<&'n MarkedScalarNode> {
     map.get_scalar(key).filter(|s| !is_null(s))
+}
+
+fn missing_or_not_text(map: &MarkedMappingNode, key: &str) -> String {
+    match map.get_node(key) {
+        None | Some(Node::Scalar(_)) => format!("{key} is missing"),
+        Some(_) => format!("{key} must be a string"),
+    }
 }
 
 fn is_null(s: &MarkedScalarNode) -> bool {
@@ -680,7 +690,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     let raw_name = scalar(ep, "dnsName").map(|s| s.as_str().trim());
     let name = match raw_name {
         None => {
-            problems.push((ep_line, "dnsName is missing".into()));
+            problems.push((line_of("dnsName"), missing_or_not_text(ep, "dnsName")));
             None
         }
         Some(raw) => match Name::parse(raw) {
@@ -694,7 +704,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     let raw_type = scalar(ep, "recordType").map(|s| s.as_str().trim());
     let rtype = match raw_type {
         None => {
-            problems.push((ep_line, "recordType is missing".into()));
+            problems.push((line_of("recordType"), missing_or_not_text(ep, "recordType")));
             None
         }
         Some(raw) => match RecordType::parse(raw) {
@@ -814,3 +824,508 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
+        let path = dir.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// (name, type, values) of each entry, for compact assertions.
+    fn keys(entries: &[DesiredEntry]) -> Vec<(String, &'static str, Vec<String>)> {
+        entries
+            .iter()
+            .map(|e| (e.name.to_string(), e.rtype.as_str(), e.values.clone()))
+            .collect()
+    }
+
+    fn entry(name: &str, rtype: &'static str, values: &[&str]) -> (String, &'static str, Vec<String>) {
+        (name.to_string(), rtype, values.iter().map(|v| v.to_string()).collect())
+    }
+
+    fn endpoint_file(endpoints: &[(&str, &str, &str)]) -> String {
+        let mut s = String::from("apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: web\nspec:\n  endpoints:\n");
+        for (name, rtype, target) in endpoints {
+            s.push_str(&format!("    - dnsName: {name}\n      recordType: {rtype}\n      targets:\n        - \"{target}\"\n"));
+        }
+        s
+    }
+
+    const MULTI: &str = "\
+# not a DNSEndpoint
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: other
+data: {a: b}
+---
+apiVersion: externaldns.k8s.io/v1alpha1
+kind: DNSEndpoint
+metadata:
+  name: web
+  namespace: prod
+spec:
+  endpoints:
+    - dnsName: WWW.Example.com
+      recordType: a
+      recordTTL: 300
+      targets: [\"192.0.2.2\", \" 192.0.2.1\", \"192.0.2.2\"]
+      labels: {owner: x}
+      providerSpecific: [{name: a, value: b}]
+    - dnsName: shop.example.com
+      recordType: CNAME
+      targets: [www.example.com]
+---
+kind: DNSEndpoint
+metadata: {name: txt}
+spec:
+  endpoints:
+  - dnsName: example.com
+    recordType: TXT
+    recordTTL: 0
+    targets: [\"v=spf1 -all\"]
+...
+";
+
+    #[test]
+    fn parses_multi_document_files_and_skips_other_kinds() {
+        let (entries, errors) = parse_manifests("web.yaml", MULTI);
+        assert_eq!(errors, vec![]);
+        assert_eq!(
+            keys(&entries),
+            vec![
+                entry("www.example.com.", "A", &["192.0.2.1", "192.0.2.2"]),
+                entry("shop.example.com.", "CNAME", &["www.example.com."]),
+                entry("example.com.", "TXT", &["\"v=spf1 -all\""]),
+            ]
+        );
+        assert_eq!(entries[0].ttl, Some(300));
+        assert_eq!(entries[1].ttl, None);
+        assert_eq!(entries[2].ttl, None, "recordTTL 0 means unset, as in external-dns");
+        let origins: Vec<(&str, &str, &str)> = entries
+            .iter()
+            .map(|e| (e.origin.source.as_str(), e.origin.location.as_str(), e.origin.resource.as_str()))
+            .collect();
+        assert_eq!(
+            origins,
+            vec![
+                ("file", "web.yaml:15", "DNSEndpoint prod/web"),
+                ("file", "web.yaml:21", "DNSEndpoint prod/web"),
+                ("file", "web.yaml:29", "DNSEndpoint default/txt"),
+            ]
+        );
+    }
+
+    #[test]
+    fn list_objects_are_read_item_by_item() {
+        let text = "kind: List\nitems:\n  - kind: DNSEndpoint\n    metadata: {name: a}\n    spec:\n      endpoints:\n        - {dnsName: a.example.com, recordType: AAAA, targets: [\"2001:DB8::1\"]}\n  - kind: Service\n    metadata: {name: s}\n";
+        let (entries, errors) = parse_manifests("l.yaml", text);
+        assert_eq!(errors, vec![]);
+        assert_eq!(keys(&entries), vec![entry("a.example.com.", "AAAA", &["2001:db8::1"])]);
+        assert_eq!(entries[0].origin.location, "l.yaml:7");
+        assert_eq!(entries[0].origin.resource, "DNSEndpoint default/a");
+    }
+
+    #[test]
+    fn malformed_yaml_reports_the_parsers_line_in_the_file() {
+        // The error is in the second document, so its line must be mapped back.
+        let text = "\
+kind: DNSEndpoint
+metadata: {name: a}
+spec:
+  endpoints:
+    - dnsName: a.example.com
+      recordType: A
+      targets: [192.0.2.1]
+---
+kind: DNSEndpoint
+metadata: {name: b}
+spec:
+  endpoints:
+    - dnsName: b.example.com
+      recordType: A: B
+      targets: [192.0.2.2]
+";
+        let (entries, errors) = parse_manifests("bad.yaml", text);
+        assert_eq!(entries, vec![], "a file with a YAML error is not used");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].location, "bad.yaml:14");
+        assert_eq!(errors[0].record, "");
+        assert!(errors[0].message.starts_with("invalid YAML: mapping values are not allowed"), "{}", errors[0]);
+
+        let (_, errors) = parse_manifests("dup.yaml", "kind: DNSEndpoint\nmetadata: {name: a}\nkind: Other\n");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].location, "dup.yaml:3");
+        assert!(errors[0].message.contains("duplicate key \"kind\" (first at line 1)"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn bad_target_reports_its_own_line() {
+        let text = "\
+kind: DNSEndpoint
+metadata: {name: web}
+spec:
+  endpoints:
+    - dnsName: app.example.com
+      recordType: A
+      targets:
+        - 192.0.2.10
+        - 300.1.1.1
+    - dnsName: www.example.com
+      recordType: A
+      targets: [192.0.2.20]
+";
+        let (entries, errors) = parse_manifests("deploy/examples/desired/web.yaml", text);
+        assert_eq!(keys(&entries), vec![entry("www.example.com.", "A", &["192.0.2.20"])]);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            errors[0].to_string(),
+            "deploy/examples/desired/web.yaml:9: app.example.com. A: target \"300.1.1.1\": not a valid IPv4 address"
+        );
+        assert_eq!(errors[0].source, "file");
+        assert_eq!(errors[0].record, "app.example.com. A");
+    }
+
+    #[test]
+    fn every_problem_names_its_line() {
+        let text = "\
+kind: DNSEndpoint
+metadata: {name: web}
+spec:
+  endpoints:
+    - recordType: A
+      targets: [192.0.2.1]
+    - dnsName: a.example.com
+      targets: [192.0.2.1]
+    - dnsName: b.example.com
+      recordType: PTR
+      targets: [x.example.com]
+    - dnsName: c.example.com
+      recordType: A
+      recordTTL: 4294967296
+      targets: [192.0.2.1]
+    - dnsName: d.example.com
+      recordType: A
+      targets: []
+    - dnsName: e.example.com
+      recordType: A
+      setIdentifier: eu
+      targets: [192.0.2.1]
+    - dnsName: f.example.com
+      recordType: CNAME
+      targets: [x.example.com, y.example.com]
+    - dnsName: g..example.com
+      recordType: A
+      targets: [192.0.2.1]
+    - dnsName: h.example.com
+      recordType: MX
+      targets: [\"10 mail.example.com\"]
+      recordTTL: -5
+    - dnsName: ok.example.com
+      recordType: MX
+      targets: [\"10 Mail.Example.com\"]
+";
+        let (entries, errors) = parse_manifests("e.yaml", text);
+        assert_eq!(keys(&entries), vec![entry("ok.example.com.", "MX", &["10 mail.example.com."])]);
+        let got: Vec<(&str, &str)> = errors.iter().map(|e| (e.location.as_str(), e.record.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("e.yaml:5", "A"),
+                ("e.yaml:7", "a.example.com."),
+                ("e.yaml:10", "b.example.com. PTR"),
+                ("e.yaml:14", "c.example.com. A"),
+                ("e.yaml:18", "d.example.com. A"),
+                ("e.yaml:21", "e.example.com. A"),
+                ("e.yaml:25", "f.example.com. CNAME"),
+                ("e.yaml:26", "g..example.com A"),
+                ("e.yaml:32", "h.example.com. MX"),
+            ]
+        );
+        let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(messages[0], "dnsName is missing");
+        assert_eq!(messages[1], "recordType is missing");
+        assert!(messages[2].starts_with("unsupported record type \"PTR\""), "{}", messages[2]);
+        assert_eq!(messages[3], "recordTTL 4294967296 is above the maximum of 2147483647 seconds");
+        assert_eq!(messages[4], "targets is empty: an endpoint needs at least one target");
+        assert!(messages[5].starts_with("setIdentifier"), "{}", messages[5]);
+        assert_eq!(messages[6], "a CNAME holds exactly one target, not 2");
+        assert!(messages[7].contains("empty label"), "{}", messages[7]);
+        assert_eq!(messages[8], "recordTTL -5 is negative");
+    }
+
+    #[test]
+    fn wrong_shapes_are_errors_and_null_endpoints_are_none() {
+        let text = "kind: DNSEndpoint\nmetadata: {name: a}\nspec:\n  endpoints:\n    - dnsName: {x: 1}\n      recordType: A\n      targets: 192.0.2.1\n---\nkind: DNSEndpoint\nmetadata: {name: b}\nspec:\n  endpoints: ~\n";
+        let (entries, errors) = parse_manifests("s.yaml", text);
+        assert_eq!(entries, vec![]);
+        let got: Vec<(&str, &str)> = errors.iter().map(|e| (e.location.as_str(), e.message.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![("s.yaml:5", "dnsName must be a string"), ("s.yaml:7", "targets must be a list of strings")]
+        );
+    }
+
+    #[test]
+    fn misspelt_kind_is_an_error_other_kinds_are_skipped() {
+        let text = "kind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n---\nkind: DNSEndpoints\nmetadata: {name: web}\nspec:\n  endpoints: []\n";
+        let (entries, errors) = parse_manifests("k.yaml", text);
+        assert_eq!(entries, vec![]);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].location, "k.yaml:5");
+        assert!(errors[0].message.contains("kind is \"DNSEndpoints\""), "{}", errors[0]);
+    }
+
+    #[test]
+    fn a_file_that_stops_parsing_keeps_its_last_good_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = endpoint_file(&[("app.example.com", "A", "192.0.2.10"), ("www.example.com", "A", "192.0.2.20")]);
+        let path = write(dir.path(), "web.yaml", &good);
+        let mut src = FileSource::new([dir.path()]);
+        let first = src.load();
+        assert_eq!(first.errors, vec![]);
+        assert_eq!(first.entries.len(), 2);
+
+        fs::write(&path, format!("{good}    - dnsName: [unclosed\n")).unwrap();
+        let broken = src.load();
+        assert_eq!(broken.entries, first.entries, "nothing accepted is lost by a typo");
+        assert_eq!(broken.errors.len(), 1);
+        // The parser notices the unclosed `[` at the end of the file: its last line.
+        assert!(broken.errors[0].location.ends_with("web.yaml:15"), "{}", broken.errors[0]);
+        assert!(broken.errors[0].message.ends_with("keeping this file's 2 last accepted record(s)"), "{}", broken.errors[0]);
+
+        // Still broken: still kept (the last good load is remembered, not the last load).
+        assert_eq!(src.load().entries, first.entries);
+
+        fs::write(&path, endpoint_file(&[("app.example.com", "A", "192.0.2.11")])).unwrap();
+        let fixed = src.load();
+        assert_eq!(fixed.errors, vec![]);
+        assert_eq!(keys(&fixed.entries), vec![entry("app.example.com.", "A", &["192.0.2.11"])]);
+    }
+
+    #[test]
+    fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "web.yaml",
+            &endpoint_file(&[("app.example.com", "A", "192.0.2.10"), ("www.example.com", "A", "192.0.2.20")]),
+        );
+        let mut src = FileSource::new([dir.path()]);
+        assert_eq!(src.load().errors, vec![]);
+
+        // A bad IP for app, a valid change for www.
+        fs::write(&path, endpoint_file(&[("app.example.com", "A", "300.1.1.1"), ("www.example.com", "A", "192.0.2.21")])).unwrap();
+        let snap = src.load();
+        assert_eq!(
+            keys(&snap.entries),
+            vec![
+                entry("www.example.com.", "A", &["192.0.2.21"]),
+                entry("app.example.com.", "A", &["192.0.2.10"]),
+            ]
+        );
+        assert_eq!(snap.errors.len(), 1);
+        assert!(snap.errors[0].location.ends_with("web.yaml:10"), "{}", snap.errors[0]);
+        assert_eq!(
+            snap.errors[0].message,
+            "target \"300.1.1.1\": not a valid IPv4 address; keeping the last accepted version of this record"
+        );
+
+        // A typo in the name itself: the entry at the same place is kept.
+        fs::write(&path, endpoint_file(&[("app..example.com", "A", "192.0.2.10"), ("www.example.com", "A", "192.0.2.21")])).unwrap();
+        let snap = src.load();
+        assert_eq!(
+            keys(&snap.entries),
+            vec![
+                entry("www.example.com.", "A", &["192.0.2.21"]),
+                entry("app.example.com.", "A", &["192.0.2.10"]),
+            ]
+        );
+        assert_eq!(snap.errors.len(), 1);
+
+        // `endpoints` misspelt: the whole resource keeps its records.
+        let text = fs::read_to_string(&path).unwrap().replace("endpoints:", "endpoint:");
+        fs::write(&path, text).unwrap();
+        let snap = src.load();
+        assert_eq!(snap.entries.len(), 2);
+        assert!(snap.errors[0].message.contains("spec.endpoints is missing"), "{}", snap.errors[0]);
+        assert!(snap.errors[0].message.ends_with("keeping this resource's 2 last accepted record(s)"), "{}", snap.errors[0]);
+
+        // Removing the endpoint from a valid file does delete it.
+        fs::write(&path, endpoint_file(&[("www.example.com", "A", "192.0.2.21")])).unwrap();
+        let snap = src.load();
+        assert_eq!(snap.errors, vec![]);
+        assert_eq!(keys(&snap.entries), vec![entry("www.example.com.", "A", &["192.0.2.21"])]);
+    }
+
+    #[test]
+    fn an_invalid_record_never_accepted_before_is_only_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "web.yaml", &endpoint_file(&[("app.example.com", "A", "300.1.1.1")]));
+        let snap = FileSource::new([dir.path()]).load();
+        assert_eq!(snap.entries, vec![]);
+        assert_eq!(snap.errors.len(), 1);
+        assert_eq!(snap.errors[0].message, "target \"300.1.1.1\": not a valid IPv4 address");
+    }
+
+    #[test]
+    fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        write(dir.path(), "b.yaml", &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]));
+        let missing = dir.path().join("nope.yaml");
+        let mut src = FileSource::new([dir.path().to_path_buf(), missing.clone()]);
+        let snap = src.load();
+        assert_eq!(snap.entries.len(), 2);
+        assert_eq!(snap.errors.len(), 1);
+        assert_eq!(snap.errors[0].location, missing.display().to_string());
+        assert_eq!(snap.errors[0].message, "path does not exist");
+
+        fs::remove_file(&a).unwrap();
+        let snap = src.load();
+        assert_eq!(keys(&snap.entries), vec![entry("b.example.com.", "A", &["192.0.2.2"])]);
+    }
+
+    #[test]
+    fn directories_are_scanned_recursively_in_order_skipping_hidden_and_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "b.yaml", &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]));
+        write(d, "a.YML", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        write(d, "sub/c.yaml", &endpoint_file(&[("c.example.com", "A", "192.0.2.3")]));
+        write(d, "notes.txt", &endpoint_file(&[("txt.example.com", "A", "192.0.2.9")]));
+        write(d, ".hidden/h.yaml", &endpoint_file(&[("h.example.com", "A", "192.0.2.9")]));
+        // A ConfigMap mount: the file is reachable three ways, and must be read once.
+        write(d, "cm/..2024_01_01/x.yaml", &endpoint_file(&[("x.example.com", "A", "192.0.2.4")]));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("..2024_01_01", d.join("cm/..data")).unwrap();
+            std::os::unix::fs::symlink("..data/x.yaml", d.join("cm/x.yaml")).unwrap();
+        }
+        let explicit = d.join("notes.txt");
+        let snap = FileSource::new([d.to_path_buf(), explicit]).load();
+        assert_eq!(snap.errors, vec![]);
+        let names: Vec<String> = snap.entries.iter().map(|e| e.name.to_string()).collect();
+        let mut expected = vec!["a.example.com.", "b.example.com."];
+        if cfg!(unix) {
+            expected.push("x.example.com.");
+        }
+        expected.extend(["txt.example.com.", "c.example.com."]);
+        assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn fingerprint_changes_with_content_even_at_equal_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        let mut src = FileSource::new([dir.path()]);
+        let first = src.fingerprint();
+        assert_eq!(src.fingerprint(), first);
+        fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.2")])).unwrap();
+        let second = src.fingerprint();
+        assert_ne!(second, first);
+        write(dir.path(), "b.yaml", "");
+        assert_ne!(src.fingerprint(), second);
+    }
+
+    #[test]
+    fn the_deployed_examples_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples/desired");
+        let snap = FileSource::new([dir]).load();
+        assert_eq!(snap.errors, vec![]);
+        let mut got: Vec<String> = snap.entries.iter().map(|e| format!("{} {}", e.name, e.rtype)).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "_sip._tcp.example.com. SRV",
+                "api.example.com. A",
+                "api.example.com. AAAA",
+                "app.example.com. A",
+                "example.com. CAA",
+                "example.com. MX",
+                "example.com. TXT",
+                "mail.example.com. A",
+                "shop.example.com. CNAME",
+                "sip.example.com. A",
+                "www.example.com. A",
+                "www.example.com. AAAA",
+            ]
+        );
+        let caa = snap.entries.iter().find(|e| e.rtype == RecordType::Caa).unwrap();
+        assert_eq!(caa.values, ["0 iodef \"mailto:hostmaster@example.com\"", "0 issue \"letsencrypt.org\""]);
+    }
+
+    async fn next_matching(rx: &mut mpsc::Receiver<Snapshot>, what: &str, pred: impl Fn(&Snapshot) -> bool) -> Snapshot {
+        let wait = async {
+            loop {
+                let snap = rx.recv().await.expect("watcher stopped");
+                if pred(&snap) {
+                    return snap;
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), wait)
+            .await
+            .unwrap_or_else(|_| panic!("no snapshot with {what}"))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watch_notices_files_added_changed_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = mpsc::channel(16);
+        let cancel = CancellationToken::new();
+        let handle = FileSource::new([dir.path()]).watch(Duration::from_millis(20), tx, cancel.clone());
+
+        let initial = next_matching(&mut rx, "the initial snapshot", |_| true).await;
+        assert_eq!(initial, Snapshot::default());
+
+        let path = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        let added = next_matching(&mut rx, "a.yaml", |s| !s.entries.is_empty()).await;
+        assert_eq!(keys(&added.entries), vec![entry("a.example.com.", "A", &["192.0.2.1"])]);
+
+        // Same size, new content.
+        fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.2")])).unwrap();
+        let changed = next_matching(&mut rx, "the new value", |s| s.entries.iter().any(|e| e.values == ["192.0.2.2"])).await;
+        assert_eq!(keys(&changed.entries), vec![entry("a.example.com.", "A", &["192.0.2.2"])]);
+
+        fs::remove_file(&path).unwrap();
+        let removed = next_matching(&mut rx, "no entries", |s| s.entries.is_empty()).await;
+        assert_eq!(removed.errors, vec![]);
+
+        cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(10), handle)
+            .await
+            .expect("the watcher stops when cancelled")
+            .unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watch_after_load_sends_only_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        let mut src = FileSource::new([dir.path()]);
+        assert_eq!(src.load().entries.len(), 1);
+        let (tx, mut rx) = mpsc::channel(16);
+        let cancel = CancellationToken::new();
+        let handle = src.watch(Duration::from_millis(20), tx, cancel.clone());
+        fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.3")])).unwrap();
+        // The first snapshot sent is the changed one: the loaded one is not sent again.
+        let first = next_matching(&mut rx, "any snapshot", |_| true).await;
+        assert_eq!(keys(&first.entries), vec![entry("a.example.com.", "A", &["192.0.2.3"])]);
+        drop(rx);
+        // The watcher also stops when nobody listens any more.
+        fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.4")])).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), handle)
+            .await
+            .expect("the watcher stops when the receiver is gone")
+            .unwrap();
+        drop(cancel);
+    }
+}

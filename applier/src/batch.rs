@@ -1,0 +1,854 @@
+//! Executes one batch on one provider and returns exactly one outcome per change.
+//!
+//! The algorithm (ARCHITECTURE.md, "The applier's algorithm for one batch"): submit
+//! everything in one call; on a conflict or an ambiguous answer read the batch's names
+//! back and partition (already at target / still applicable / conflict), then resubmit
+//! the applicable rest as one call; on an invalid answer (or a conflict the read cannot
+//! explain) bisect down to single changes; retry transient answers a bounded number of
+//! times; give up on permanent ones. A change's ops are never split.
+use crate::provider::{ErrorClass, Listing, Provider, ProviderError};
+use crate::retry::RetryPolicy;
+use dnsplane_common::convert::duration;
+use dnsplane_common::{Change, Name, RRSet, RecordKey, RecordType, pb};
+use futures::future::BoxFuture;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// The decided fate of one change; becomes a `pb::RecordResult`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Applied,
+    AlreadyApplied,
+    Conflict {
+        reason: pb::ConflictReason,
+        observed: Option<RRSet>,
+        message: String,
+    },
+    Invalid(String),
+    Deferred {
+        retry_after: Duration,
+        message: String,
+    },
+    Failed {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    RejectedPermanent(String),
+}
+
+impl Verdict {
+    pub fn outcome(&self) -> pb::Outcome {
+        match self {
+            Verdict::Applied => pb::Outcome::Applied,
+            Verdict::AlreadyApplied => pb::Outcome::AlreadyApplied,
+            Verdict::Conflict { .. } => pb::Outcome::Conflict,
+            Verdict::Invalid(_) => pb::Outcome::Invalid,
+            Verdict::Deferred { .. } => pb::Outcome::Deferred,
+            Verdict::Failed { .. } => pb::Outcome::Failed,
+            Verdict::RejectedPermanent(_) => pb::Outcome::RejectedPermanent,
+        }
+    }
+
+    /// The wire form. `observed_owner` stays empty: the planner knows the ownership
+    /// format and fills it in.
+    pub fn into_result(self, change_id: impl Into<String>) -> pb::RecordResult {
+        let mut r = pb::RecordResult {
+            change_id: change_id.into(),
+            outcome: self.outcome() as i32,
+            ..Default::default()
+        };
+        match self {
+            Verdict::Applied | Verdict::AlreadyApplied => {}
+            Verdict::Conflict {
+                reason,
+                observed,
+                message,
+            } => {
+                r.conflict_reason = reason as i32;
+                r.observed = observed.as_ref().map(Into::into);
+                r.message = message;
+            }
+            Verdict::Invalid(m) | Verdict::RejectedPermanent(m) => r.message = m,
+            Verdict::Deferred { retry_after, message } => {
+                r.retry_after = Some(duration(retry_after));
+                r.message = message;
+            }
+            Verdict::Failed { message, retry_after } => {
+                r.retry_after = retry_after.map(duration);
+                r.message = message;
+            }
+        }
+        r
+    }
+}
+
+/// What one batch cost and produced.
+#[derive(Debug, Default)]
+pub struct BatchReport {
+    /// One result per change, in the order of the batch.
+    pub results: Vec<pb::RecordResult>,
+    pub provider_calls: u32,
+    /// Provider calls by answer: "success" or an [`ErrorClass`] name.
+    pub calls_by_class: BTreeMap<&'static str, u64>,
+    /// The last provider error seen, if any.
+    pub last_error: Option<ProviderError>,
+    /// The zone serial seen by a read-back, if there was one.
+    pub serial: Option<u64>,
+}
+
+/// Runs `changes` (all in `zone`) against `provider`. Never fails: every change gets a
+/// verdict. `deadline` bounds the work; past it the rest comes back DEFERRED.
+pub async fn execute(
+    provider: &dyn Provider,
+    zone: &Name,
+    changes: &[Change],
+    deadline: Option<Instant>,
+    policy: &RetryPolicy,
+) -> BatchReport {
+    let mut run = Run {
+        provider,
+        zone,
+        changes,
+        deadline,
+        policy,
+        verdicts: vec![None; changes.len()],
+        report: BatchReport::default(),
+        rejected: None,
+    };
+    for chunk in chunks(provider, changes) {
+        run.submit(chunk, Mode::First).await;
+    }
+    let Run { verdicts, mut report, .. } = run;
+    report.results = verdicts
+        .into_iter()
+        .zip(changes)
+        .map(|(v, c)| {
+            v.unwrap_or_else(|| Verdict::Failed {
+                message: "internal error: the change got no outcome".into(),
+                retry_after: None,
+            })
+            .into_result(c.id.clone())
+        })
+        .collect();
+    report
+}
+
+/// Cuts the batch to the provider's per-call limits, never splitting a change.
+fn chunks(provider: &dyn Provider, changes: &[Change]) -> Vec<Vec<usize>> {
+    let caps = provider.capabilities();
+    let (max_ops, max_bytes) = (caps.max_changes_per_batch.max(1), caps.max_bytes_per_batch.max(1));
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let (mut cur, mut ops, mut bytes) = (Vec::new(), 0, 0);
+    for (i, c) in changes.iter().enumerate() {
+        let (o, b) = (c.ops.len(), c.approx_bytes());
+        if !cur.is_empty() && (ops + o > max_ops || bytes + b > max_bytes) {
+            out.push(std::mem::take(&mut cur));
+            (ops, bytes) = (0, 0);
+        }
+        cur.push(i);
+        ops += o;
+        bytes += b;
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Where a submission stands in the algorithm; decides what a conflict leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// The first submission: a conflict or ambiguous answer is read back and partitioned.
+    First,
+    /// The applicable rest after a read-back: a further failure bisects.
+    Resubmit,
+    /// A half in a bisection.
+    Split,
+}
+
+/// Why a provider call produced no answer to act on.
+enum CallError {
+    /// The deadline has passed or a retry would cross it.
+    Deadline(Duration),
+    /// A non-transient answer, or a transient one that outlived the retry budget.
+    Provider(ProviderError),
+}
+
+struct Run<'a> {
+    provider: &'a dyn Provider,
+    zone: &'a Name,
+    changes: &'a [Change],
+    deadline: Option<Instant>,
+    policy: &'a RetryPolicy,
+    verdicts: Vec<Option<Verdict>>,
+    report: BatchReport,
+    /// Set by a permanent answer: the rest of the batch is rejected without calls.
+    rejected: Option<String>,
+}
+
+impl<'a> Run<'a> {
+    fn decide(&mut self, idx: &[usize], verdict: Verdict) {
+        for &i in idx {
+            self.verdicts[i] = Some(verdict.clone());
+        }
+    }
+
+    fn submit(&mut self, idx: Vec<usize>, mode: Mode) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if idx.is_empty() {
+                return;
+            }
+            if let Some(m) = &self.rejected {
+                let v = Verdict::RejectedPermanent(m.clone());
+                self.decide(&idx, v);
+                return;
+            }
+            let ops: Vec<_> = idx.iter().flat_map(|&i| self.changes[i].ops.iter().cloned()).collect();
+            let (provider, zone) = (self.provider, self.zone);
+            let err = match self.call("apply", ops.len(), || provider.apply(zone, &ops)).await {
+                Ok(()) => return self.decide(&idx, Verdict::Applied),
+                Err(CallError::Deadline(d)) => return self.defer(&idx, d),
+                Err(CallError::Provider(e)) => e,
+            };
+            match err.class {
+                ErrorClass::Transient | ErrorClass::Permanent => self.give_up(&idx, &err),
+                ErrorClass::Invalid if idx.len() == 1 => self.decide(&idx, Verdict::Invalid(err.message)),
+                ErrorClass::Invalid => self.split(idx).await,
+                ErrorClass::Conflict | ErrorClass::Ambiguous if mode == Mode::First => {
+                    let Some((rest, observed)) = self.read_back(&idx, &err).await else {
+                        return;
+                    };
+                    if err.class == ErrorClass::Conflict && rest.len() == idx.len() {
+                        // The read explains nothing: isolate by bisection.
+                        if rest.len() == 1 {
+                            self.unexplained(rest[0], &err, &observed);
+                        } else {
+                            self.split(rest).await;
+                        }
+                    } else {
+                        self.submit(rest, Mode::Resubmit).await;
+                    }
+                }
+                ErrorClass::Ambiguous => {
+                    // Ambiguous again: bisecting would not isolate anything. Settle what
+                    // the read shows and let the planner retry the rest later.
+                    let Some((rest, _)) = self.read_back(&idx, &err).await else {
+                        return;
+                    };
+                    let v = Verdict::Failed {
+                        message: format!(
+                            "the provider's answer was ambiguous again and a read-back shows the change did not commit: {}",
+                            err.message
+                        ),
+                        retry_after: err.retry_after,
+                    };
+                    self.decide(&rest, v);
+                }
+                ErrorClass::Conflict if idx.len() == 1 => {
+                    let Some((rest, observed)) = self.read_back(&idx, &err).await else {
+                        return;
+                    };
+                    for i in rest {
+                        self.unexplained(i, &err, &observed);
+                    }
+                }
+                ErrorClass::Conflict => self.split(idx).await,
+            }
+        })
+    }
+
+    async fn split(&mut self, idx: Vec<usize>) {
+        let (a, b) = idx.split_at(idx.len() / 2);
+        let (a, b) = (a.to_vec(), b.to_vec());
+        self.submit(a, Mode::Split).await;
+        self.submit(b, Mode::Split).await;
+    }
+
+    fn defer(&mut self, idx: &[usize], retry_after: Duration) {
+        let v = Verdict::Deferred {
+            retry_after,
+            message: "not attempted: the batch deadline has passed or would pass".into(),
+        };
+        self.decide(idx, v);
+    }
+
+    /// A transient answer that outlived the budget, or a permanent one.
+    fn give_up(&mut self, idx: &[usize], err: &ProviderError) {
+        let v = if err.class == ErrorClass::Permanent {
+            self.rejected = Some(err.message.clone());
+            Verdict::RejectedPermanent(err.message.clone())
+        } else {
+            Verdict::Failed {
+                message: err.message.clone(),
+                retry_after: err.retry_after.or(Some(self.policy.max_delay)),
+            }
+        };
+        self.decide(idx, v);
+    }
+
+    /// A single change the provider calls conflicting although the read shows its
+    /// preconditions holding: report it as a conflict so that the planner re-plans it
+    /// against a fresh read, with the provider's text.
+    fn unexplained(&mut self, i: usize, err: &ProviderError, observed: &Observed) {
+        let change = &self.changes[i];
+        let key = err
+            .key
+            .as_ref()
+            .filter(|k| change.ops.iter().any(|op| &op.key == *k))
+            .unwrap_or(change.key());
+        self.verdicts[i] = Some(Verdict::Conflict {
+            reason: pb::ConflictReason::Unspecified,
+            observed: observed.get(key).cloned(),
+            message: err.message.clone(),
+        });
+    }
+
+    /// Reads the names of `idx` back and decides every change the read settles;
+    /// returns the still-applicable ones. `None` when the read failed (the changes have
+    /// their verdicts then).
+    async fn read_back(&mut self, idx: &[usize], cause: &ProviderError) -> Option<(Vec<usize>, Observed)> {
+        let mut names: Vec<Name> = idx
+            .iter()
+            .flat_map(|&i| self.changes[i].ops.iter().map(|op| op.key.name.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let (provider, zone) = (self.provider, self.zone);
+        let listing = match self.call("list", names.len(), || provider.list(zone, Some(&names))).await {
+            Ok(l) => l,
+            Err(CallError::Deadline(d)) => {
+                self.defer(idx, d);
+                return None;
+            }
+            Err(CallError::Provider(e)) if e.class == ErrorClass::Permanent => {
+                self.give_up(idx, &e);
+                return None;
+            }
+            Err(CallError::Provider(e)) => {
+                let v = Verdict::Failed {
+                    message: format!("{cause}; reading the records back failed: {}", e.message),
+                    retry_after: e.retry_after.or(Some(self.policy.max_delay)),
+                };
+                self.decide(idx, v);
+                return None;
+            }
+        };
+        if listing.serial.is_some() {
+            self.report.serial = listing.serial;
+        }
+        let observed = Observed::new(listing);
+        let mut rest = Vec::new();
+        for &i in idx {
+            match partition(&self.changes[i], &observed) {
+                None => rest.push(i),
+                Some(v) => self.verdicts[i] = Some(v),
+            }
+        }
+        tracing::debug!(changes = idx.len(), applicable = rest.len(), cause = %cause, "Partitioned after a read-back.");
+        Some((rest, observed))
+    }
+
+    /// One provider request, retried while transient within the budget and deadline.
+    async fn call<T, F, Fut>(&mut self, op: &'static str, items: usize, mut f: F) -> Result<T, CallError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, ProviderError>>,
+    {
+        let mut retry = 0;
+        loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(CallError::Deadline(self.policy.deferred_retry_after));
+            }
+            self.report.provider_calls += 1;
+            let span = tracing::info_span!("provider.call", provider = self.provider.driver(), op, items, retry);
+            let result = f().instrument(span).await;
+            let class = match &result {
+                Ok(_) => "success",
+                Err(e) => e.class.as_str(),
+            };
+            *self.report.calls_by_class.entry(class).or_default() += 1;
+            let e = match result {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            tracing::debug!(op, class, error = %e.message, "Provider call failed.");
+            self.report.last_error = Some(e.clone());
+            if e.class != ErrorClass::Transient || retry + 1 >= self.policy.max_attempts {
+                return Err(CallError::Provider(e));
+            }
+            let Some(delay) = self.policy.delay(retry, e.retry_after) else {
+                return Err(CallError::Provider(e));
+            };
+            if self.deadline.is_some_and(|d| Instant::now() + delay >= d) {
+                return Err(CallError::Deadline(delay));
+            }
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+}
+
+/// A read-back, indexed for the partition.
+#[derive(Debug, Default)]
+pub(crate) struct Observed {
+    rrsets: HashMap<RecordKey, RRSet>,
+    types: HashMap<Name, Vec<RecordType>>,
+}
+
+impl Observed {
+    pub(crate) fn new(listing: Listing) -> Self {
+        let mut o = Observed::default();
+        for r in listing.rrsets {
+            o.types.entry(r.key.name.clone()).or_default().push(r.key.rtype);
+            o.rrsets.insert(r.key.clone(), r);
+        }
+        o
+    }
+
+    fn get(&self, key: &RecordKey) -> Option<&RRSet> {
+        self.rrsets.get(key)
+    }
+}
+
+/// Decides a change against a read-back: `Some(AlreadyApplied)` when every op is at
+/// its target, `Some(Conflict)` when a precondition fails or the change would put a
+/// CNAME beside other data, `None` when it is still applicable.
+pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict> {
+    if change.ops.iter().all(|op| op.at_target(observed.get(&op.key))) {
+        return Some(Verdict::AlreadyApplied);
+    }
+    for op in &change.ops {
+        let current = observed.get(&op.key);
+        if op.precondition_holds(current) {
+            continue;
+        }
+        let (reason, what) = match (&op.before, current) {
+            (None, Some(_)) => (pb::ConflictReason::Exists, "expected absent, found it present"),
+            (Some(_), None) => (pb::ConflictReason::NotFound, "expected present, found it absent"),
+            _ => (pb::ConflictReason::Changed, "found different data than expected"),
+        };
+        return Some(Verdict::Conflict {
+            reason,
+            observed: current.cloned(),
+            message: format!("precondition failed for {}: {what}", op.key),
+        });
+    }
+    // The CNAME rule, on the state this change would leave (its own deletions count).
+    let removed = |key: &RecordKey| change.ops.iter().any(|op| &op.key == key && op.after.is_none());
+    for op in change.ops.iter().filter(|op| op.after.is_some()) {
+        let at_name = observed.types.get(&op.key.name).map(Vec::as_slice).unwrap_or_default();
+        let clash = at_name.iter().copied().find(|&t| {
+            let other = RecordKey::new(op.key.zone.clone(), op.key.name.clone(), t);
+            let mixes = (op.key.rtype == RecordType::Cname) != (t == RecordType::Cname);
+            mixes && !removed(&other)
+        });
+        if let Some(t) = clash {
+            let key = RecordKey::new(op.key.zone.clone(), op.key.name.clone(), t);
+            return Some(Verdict::Conflict {
+                reason: pb::ConflictReason::TypeClash,
+                observed: observed.get(&key).cloned(),
+                message: format!(
+                    "{} would put a CNAME beside other data at {} (found {t})",
+                    op.key, op.key.name
+                ),
+            });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::memory::MemoryProvider;
+    use crate::provider::{Capabilities, Provider};
+    use crate::store::MemoryStore;
+    use async_trait::async_trait;
+    use dnsplane_common::{ChangeKind, RRSetOp};
+    use std::collections::HashSet;
+    use std::sync::Arc;
+    use std::sync::Mutex;
+
+    fn zone() -> Name {
+        Name::parse("example.com").unwrap()
+    }
+
+    fn rr(name: &str, t: RecordType, values: &[&str]) -> RRSet {
+        let n = Name::parse(&format!("{name}.example.com")).unwrap();
+        RRSet::new(RecordKey::new(zone(), n, t), 300, values).unwrap()
+    }
+
+    fn a(name: &str, ip: &str) -> RRSet {
+        rr(name, RecordType::A, &[ip])
+    }
+
+    fn create(r: &RRSet) -> Change {
+        Change::new(ChangeKind::Create, vec![RRSetOp::create(r.clone())])
+    }
+
+    /// Faults placed in front of a real memory provider.
+    #[derive(Debug, Default)]
+    struct Faults {
+        /// Values the provider rejects as invalid.
+        invalid_values: HashSet<String>,
+        /// Values the provider calls conflicting although nothing is there.
+        conflict_values: HashSet<String>,
+        /// This many apply calls commit and then answer ambiguous.
+        commit_then_ambiguous: u32,
+        /// This many apply calls answer ambiguous without committing.
+        ambiguous_no_commit: u32,
+        /// This many calls answer transient (with this Retry-After) without committing.
+        transient: u32,
+        transient_retry_after: Option<Duration>,
+        permanent: bool,
+    }
+
+    #[derive(Debug)]
+    struct Faulty {
+        inner: MemoryProvider,
+        faults: Mutex<Faults>,
+        applies: Mutex<u32>,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Faulty {
+        fn new(faults: Faults) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+            Faulty {
+                inner: MemoryProvider::new(store, vec![zone()]).unwrap(),
+                faults: Mutex::new(faults),
+                applies: Mutex::new(0),
+                _dir: dir,
+            }
+        }
+
+        /// Another writer's change, made directly in the store.
+        fn seed(&self, ops: &[RRSetOp]) {
+            self.inner.store().apply(&zone(), ops).unwrap();
+        }
+
+        fn get(&self, key: &RecordKey) -> Option<RRSet> {
+            self.inner.store().read(&zone(), |z| z.get(key).cloned()).unwrap()
+        }
+    }
+
+    #[async_trait]
+    impl Provider for Faulty {
+        fn driver(&self) -> &'static str {
+            "faulty"
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.inner.capabilities()
+        }
+        async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
+            self.inner.zones().await
+        }
+        async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
+            self.inner.serial(zone).await
+        }
+        async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+            self.inner.list(zone, names).await
+        }
+        async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+            *self.applies.lock().unwrap() += 1;
+            let ambiguous = {
+                let mut f = self.faults.lock().unwrap();
+                if f.permanent {
+                    return Err(ProviderError::new(ErrorClass::Permanent, "403 Forbidden"));
+                }
+                if f.ambiguous_no_commit > 0 {
+                    f.ambiguous_no_commit -= 1;
+                    return Err(ProviderError::new(ErrorClass::Ambiguous, "504 Gateway Timeout"));
+                }
+                if f.transient > 0 {
+                    f.transient -= 1;
+                    let mut e = ProviderError::new(ErrorClass::Transient, "429 Too Many Requests");
+                    e.retry_after = f.transient_retry_after;
+                    return Err(e);
+                }
+                for op in ops {
+                    for v in op.after.iter().flat_map(|r| r.values()) {
+                        if f.invalid_values.contains(v) {
+                            return Err(ProviderError::new(ErrorClass::Invalid, format!("400: value {v} is not allowed"))
+                                .with_key(op.key.clone()));
+                        }
+                        if f.conflict_values.contains(v) {
+                            return Err(ProviderError::new(ErrorClass::Conflict, "409: conflict"));
+                        }
+                    }
+                }
+                let amb = f.commit_then_ambiguous > 0;
+                f.commit_then_ambiguous = f.commit_then_ambiguous.saturating_sub(1);
+                amb
+            };
+            self.inner.apply(zone, ops).await?;
+            if ambiguous {
+                return Err(ProviderError::new(ErrorClass::Ambiguous, "502 Bad Gateway"));
+            }
+            Ok(())
+        }
+    }
+
+    fn outcomes(report: &BatchReport) -> Vec<pb::Outcome> {
+        report.results.iter().map(|r| r.outcome()).collect()
+    }
+
+    async fn run(p: &Faulty, changes: &[Change]) -> BatchReport {
+        let report = execute(p, &zone(), changes, None, &RetryPolicy::default()).await;
+        assert_eq!(report.results.len(), changes.len());
+        for (r, c) in report.results.iter().zip(changes) {
+            assert_eq!(r.change_id, c.id);
+        }
+        report
+    }
+
+    #[tokio::test]
+    async fn success_is_one_call() {
+        let p = Faulty::new(Faults::default());
+        let changes: Vec<Change> = (0..5).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let report = run(&p, &changes).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::Applied; 5]);
+        assert_eq!(report.provider_calls, 1);
+        assert_eq!(report.calls_by_class.get("success"), Some(&1));
+    }
+
+    #[tokio::test]
+    async fn conflicts_are_partitioned_in_three_calls() {
+        let p = Faulty::new(Faults::default());
+        let mine = a("same", "192.0.2.1");
+        let theirs = a("taken", "198.51.100.1");
+        let old = a("moved", "192.0.2.5");
+        let moved = a("moved", "198.51.100.5");
+        let host = a("host", "192.0.2.7");
+        let gone = a("gone", "192.0.2.8");
+        p.seed(&[
+            RRSetOp::create(mine.clone()),
+            RRSetOp::create(theirs.clone()),
+            RRSetOp::create(moved.clone()),
+            RRSetOp::create(host.clone()),
+            RRSetOp::create(gone.clone()),
+        ]);
+        let fresh = a("fresh", "192.0.2.2");
+        let cname = rr("host", RecordType::Cname, &["elsewhere.example.net"]);
+        let changes = vec![
+            create(&fresh),
+            create(&mine),
+            create(&a("taken", "192.0.2.3")),
+            Change::new(ChangeKind::Update, vec![RRSetOp::update(a("nothing", "192.0.2.4"), a("nothing", "192.0.2.9"))]),
+            Change::new(ChangeKind::Update, vec![RRSetOp::update(old, a("moved", "192.0.2.6"))]),
+            create(&cname),
+            Change::new(ChangeKind::Delete, vec![RRSetOp::delete(gone.clone())]),
+        ];
+        let report = run(&p, &changes).await;
+        use pb::Outcome::*;
+        assert_eq!(
+            outcomes(&report),
+            vec![Applied, AlreadyApplied, Conflict, Conflict, Conflict, Conflict, Applied]
+        );
+        let reasons: Vec<_> = report.results[2..6].iter().map(|r| r.conflict_reason()).collect();
+        use pb::ConflictReason as R;
+        assert_eq!(reasons, vec![R::Exists, R::NotFound, R::Changed, R::TypeClash]);
+        assert_eq!(report.results[2].observed, Some((&theirs).into()));
+        assert_eq!(report.results[3].observed, None);
+        assert_eq!(report.results[4].observed, Some((&moved).into()));
+        assert_eq!(report.results[5].observed, Some((&host).into()));
+        assert!(report.results.iter().all(|r| r.observed_owner.is_empty()));
+        assert_eq!(report.provider_calls, 3, "apply, read back, resubmit");
+        assert_eq!(p.get(&fresh.key), Some(fresh));
+        assert_eq!(p.get(&gone.key), None);
+    }
+
+    #[tokio::test]
+    async fn a_commit_answered_ambiguous_comes_back_already_applied() {
+        let p = Faulty::new(Faults {
+            commit_then_ambiguous: 1,
+            ..Faults::default()
+        });
+        let changes: Vec<Change> = (0..3).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let report = run(&p, &changes).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::AlreadyApplied; 3]);
+        assert_eq!(report.provider_calls, 2, "apply, read back; nothing resent");
+        assert_eq!(report.calls_by_class.get("ambiguous"), Some(&1));
+
+        // A re-dispatched batch (another applier, a retry) is recognised the same way.
+        let again = run(&p, &changes).await;
+        assert_eq!(outcomes(&again), vec![pb::Outcome::AlreadyApplied; 3]);
+    }
+
+    #[tokio::test]
+    async fn ambiguous_without_commit_resubmits_the_rest_once() {
+        let p = Faulty::new(Faults {
+            ambiguous_no_commit: 1,
+            ..Faults::default()
+        });
+        let changes: Vec<Change> = (0..4).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        // The first change was made by another writer; the call itself times out
+        // without committing.
+        p.seed(&[RRSetOp::create(a("h0", "192.0.2.1"))]);
+        let report = run(&p, &changes).await;
+        use pb::Outcome::*;
+        assert_eq!(outcomes(&report), vec![AlreadyApplied, Applied, Applied, Applied]);
+        assert_eq!(report.provider_calls, 3, "apply, read back, resubmit the rest");
+        assert_eq!(report.calls_by_class.get("ambiguous"), Some(&1));
+    }
+
+    /// Calls for `n` changes of which those at `bad` are invalid.
+    async fn bisect(n: usize, bad: &[usize]) -> u32 {
+        let values: Vec<String> = (0..n).map(|i| format!("192.0.2.{}", i % 250 + 1)).collect();
+        let p = Faulty::new(Faults {
+            invalid_values: bad.iter().map(|&i| format!("10.0.{}.{}", i / 250, i % 250)).collect(),
+            ..Faults::default()
+        });
+        let changes: Vec<Change> = (0..n)
+            .map(|i| {
+                let v = if bad.contains(&i) {
+                    format!("10.0.{}.{}", i / 250, i % 250)
+                } else {
+                    values[i].clone()
+                };
+                create(&a(&format!("h{i}"), &v))
+            })
+            .collect();
+        let report = run(&p, &changes).await;
+        for (i, r) in report.results.iter().enumerate() {
+            if bad.contains(&i) {
+                assert_eq!(r.outcome(), pb::Outcome::Invalid, "change {i}");
+                assert!(r.message.starts_with("400: value 10.0."), "provider text kept: {}", r.message);
+            } else {
+                assert_eq!(r.outcome(), pb::Outcome::Applied, "change {i}");
+            }
+        }
+        report.provider_calls
+    }
+
+    #[tokio::test]
+    async fn bisection_isolates_invalid_changes_within_the_bound() {
+        for (n, bad) in [
+            (64, vec![17]),
+            (64, vec![0, 63]),
+            (64, vec![3, 20, 40, 60]),
+            (100, vec![5, 6, 7]),
+            (256, vec![1, 50, 99, 150, 200, 255, 128, 64]),
+            (1, vec![0]),
+        ] {
+            let k = bad.len() as f64;
+            let bound = 2.0 * k * (n as f64 / k).log2().ceil() + 2.0 * k + 1.0;
+            let calls = bisect(n, &bad).await;
+            assert!(f64::from(calls) <= bound, "n={n} k={k}: {calls} calls > {bound}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unexplained_conflict_is_isolated_by_bisection() {
+        let p = Faulty::new(Faults {
+            conflict_values: HashSet::from(["192.0.2.99".to_string()]),
+            ..Faults::default()
+        });
+        let mut changes: Vec<Change> = (0..8).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        changes[5] = create(&a("odd", "192.0.2.99"));
+        let report = run(&p, &changes).await;
+        for (i, r) in report.results.iter().enumerate() {
+            if i == 5 {
+                assert_eq!(r.outcome(), pb::Outcome::Conflict);
+                assert_eq!(r.conflict_reason(), pb::ConflictReason::Unspecified);
+                assert_eq!(r.message, "409: conflict");
+            } else {
+                assert_eq!(r.outcome(), pb::Outcome::Applied, "change {i}");
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_answers_are_retried_with_backoff_honouring_retry_after() {
+        let p = Faulty::new(Faults {
+            transient: 2,
+            transient_retry_after: Some(Duration::from_millis(1500)),
+            ..Faults::default()
+        });
+        let changes = vec![create(&a("h", "192.0.2.1"))];
+        let start = Instant::now();
+        let report = run(&p, &changes).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::Applied]);
+        assert_eq!(report.provider_calls, 3);
+        assert_eq!(report.calls_by_class.get("transient"), Some(&2));
+        assert!(start.elapsed() >= Duration::from_millis(3000), "waited the provider's Retry-After twice");
+
+        let p = Faulty::new(Faults {
+            transient: 100,
+            ..Faults::default()
+        });
+        let report = run(&p, &changes).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::Failed]);
+        assert_eq!(report.provider_calls, RetryPolicy::default().max_attempts);
+        assert_eq!(report.results[0].message, "429 Too Many Requests");
+        assert!(report.results[0].retry_after.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deadlines_defer_instead_of_working_past_them() {
+        let p = Faulty::new(Faults {
+            transient: 1,
+            transient_retry_after: Some(Duration::from_secs(2)),
+            ..Faults::default()
+        });
+        let changes = vec![create(&a("h", "192.0.2.1"))];
+        let policy = RetryPolicy::default();
+        let deadline = Some(Instant::now() + Duration::from_secs(1));
+        let report = execute(&p, &zone(), &changes, deadline, &policy).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::Deferred]);
+        assert_eq!(report.results[0].retry_after, Some(duration(Duration::from_secs(2))));
+        assert_eq!(report.provider_calls, 1, "the retry would have crossed the deadline");
+
+        let past = Some(Instant::now());
+        let report = execute(&p, &zone(), &changes, past, &policy).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::Deferred]);
+        assert_eq!(report.provider_calls, 0);
+    }
+
+    #[tokio::test]
+    async fn a_permanent_answer_rejects_the_whole_batch() {
+        let p = Faulty::new(Faults {
+            permanent: true,
+            ..Faults::default()
+        });
+        let changes: Vec<Change> = (0..3).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let report = run(&p, &changes).await;
+        assert_eq!(outcomes(&report), vec![pb::Outcome::RejectedPermanent; 3]);
+        assert_eq!(report.results[0].message, "403 Forbidden");
+        assert_eq!(report.provider_calls, 1);
+    }
+
+    #[tokio::test]
+    async fn batches_above_the_provider_limit_are_cut_between_changes() {
+        let p = Faulty::new(Faults::default());
+        let n = crate::provider::memory::MAX_CHANGES_PER_BATCH + 10;
+        let changes: Vec<Change> = (0..n).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let report = run(&p, &changes).await;
+        assert!(report.results.iter().all(|r| r.outcome() == pb::Outcome::Applied));
+        assert_eq!(report.provider_calls, 2);
+        assert_eq!(*p.applies.lock().unwrap(), 2);
+    }
+
+    #[test]
+    fn partition_sees_a_change_s_own_deletions() {
+        let host_a = a("host", "192.0.2.7");
+        let cname = rr("host", RecordType::Cname, &["elsewhere.example.net"]);
+        let observed = Observed::new(Listing {
+            rrsets: vec![host_a.clone()],
+            serial: None,
+        });
+        let replace = Change::new(
+            ChangeKind::Update,
+            vec![RRSetOp::delete(host_a.clone()), RRSetOp::create(cname.clone())],
+        );
+        assert_eq!(partition(&replace, &observed), None);
+        let clash = partition(&create(&cname), &observed).unwrap();
+        assert!(matches!(clash, Verdict::Conflict { reason: pb::ConflictReason::TypeClash, .. }));
+        // An assert op (before = after) that holds and is at target.
+        let assert_only = Change::new(ChangeKind::Adopt, vec![RRSetOp::update(host_a.clone(), host_a)]);
+        assert_eq!(partition(&assert_only, &observed), Some(Verdict::AlreadyApplied));
+    }
+}

@@ -1,0 +1,221 @@
+//! A planner + applier stack in a temp dir, with the embedded provider.
+use dnsplane_e2e::{Proc, binary, dig, free_dns_port, free_port, grpcurl, tool, wait_for};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const ZONE: &str = "example.com.";
+
+/// External tools every stack test needs.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub dig: PathBuf,
+    pub grpcurl: PathBuf,
+}
+
+impl Tools {
+    /// `None`: skip the test (only when `DNSPLANE_REQUIRE_SERVERS` is not set).
+    pub fn find() -> Option<Tools> {
+        let dig = tool("DNSPLANE_DIG", "dig");
+        let grpcurl = tool("DNSPLANE_GRPCURL", "grpcurl");
+        Some(Tools { dig: dig?, grpcurl: grpcurl? })
+    }
+}
+
+#[derive(Debug)]
+pub struct Stack {
+    pub dir: tempfile::TempDir,
+    pub tools: Tools,
+    pub planner_port: u16,
+    pub applier_port: u16,
+    pub dns_port: u16,
+    pub planner: Option<Proc>,
+    pub applier: Option<Proc>,
+}
+
+impl Stack {
+    /// Writes configs into a fresh temp dir; `desired` files are written into
+    /// `<dir>/desired/`. `conflict` is the zone's conflict policy.
+    pub fn new(tools: Tools, desired: &[(&str, &str)], conflict: &str) -> Stack {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (planner_port, applier_port, dns_port) = (free_port(), free_port(), free_dns_port());
+        let desired_dir = dir.path().join("desired");
+        std::fs::create_dir_all(&desired_dir).expect("desired dir");
+        for (name, text) in desired {
+            std::fs::write(desired_dir.join(name), text).expect("write desired");
+        }
+        std::fs::write(
+            dir.path().join("applier.toml"),
+            format!(
+                "[[accounts]]\nname = \"embedded\"\ndriver = \"memory\"\nzones = [\"{ZONE}\"]\nstate_dir = \"{}\"\ndns_listen = \"127.0.0.1:{dns_port}\"\n",
+                dir.path().join("state").display()
+            ),
+        )
+        .expect("applier.toml");
+        std::fs::write(
+            dir.path().join("planner.toml"),
+            format!(
+                "owner_id = \"e2e\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\
+                 [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nsource_poll = \"200ms\"\n\
+                 [[zones]]\nname = \"{ZONE}\"\naccount = \"embedded\"\nconflict = \"{conflict}\"\n\
+                 [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\n"
+            ),
+        )
+        .expect("planner.toml");
+        Stack {
+            dir,
+            tools,
+            planner_port,
+            applier_port,
+            dns_port,
+            planner: None,
+            applier: None,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    pub fn start_applier(&mut self) {
+        let config = self.path("applier.toml");
+        let listen = format!("127.0.0.1:{}", self.applier_port);
+        let log = self.path(&format!("applier-{}.log", std::process::id()));
+        let p = Proc::spawn(
+            "applier",
+            &binary("dnsplane-applier"),
+            &["--config", config.to_str().expect("utf8"), "--listen", &listen],
+            log,
+        );
+        self.applier = Some(p);
+        self.wait_healthy(self.applier_port, "dnsplane.v1.Applier");
+    }
+
+    pub fn start_planner(&mut self) {
+        let config = self.path("planner.toml");
+        let listen = format!("127.0.0.1:{}", self.planner_port);
+        let log = self.path("planner.log");
+        let p = Proc::spawn(
+            "planner",
+            &binary("dnsplane-planner"),
+            &["--config", config.to_str().expect("utf8"), "--listen", &listen],
+            log,
+        );
+        self.planner = Some(p);
+        self.wait_healthy(self.planner_port, "dnsplane.v1.Planner");
+    }
+
+    pub fn start(&mut self) {
+        self.start_applier();
+        self.start_planner();
+    }
+
+    fn wait_healthy(&self, port: u16, service: &str) {
+        let addr = format!("127.0.0.1:{port}");
+        let body = format!("{{\"service\":\"{service}\"}}");
+        let ok = wait_for(Duration::from_secs(30), || {
+            let (ok, out) = grpcurl(&self.tools.grpcurl, &["-d", &body, &addr, "grpc.health.v1.Health/Check"]);
+            (ok && out.contains("SERVING") && !out.contains("NOT_SERVING")).then_some(())
+        });
+        assert!(ok.is_some(), "{service} on {addr} not healthy within 30 s; logs:\n{}", self.logs());
+    }
+
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        for p in [&self.applier, &self.planner].into_iter().flatten() {
+            s.push_str(&format!("--- {} ---\n{}\n", p.name, tail(&p.log_text(), 60)));
+        }
+        s
+    }
+
+    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
+        dig(&self.tools.dig, self.dns_port, name, rtype, false)
+    }
+
+    pub fn dig_tcp(&self, name: &str, rtype: &str) -> Vec<String> {
+        dig(&self.tools.dig, self.dns_port, name, rtype, true)
+    }
+
+    /// Waits until `dig name rtype` answers exactly `expect` (order-insensitive).
+    pub fn wait_dns(&self, name: &str, rtype: &str, expect: &[&str]) {
+        let mut want: Vec<String> = expect.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        let mut last = Vec::new();
+        let ok = wait_for(Duration::from_secs(30), || {
+            let mut got = self.dig(name, rtype);
+            got.sort();
+            last = got.clone();
+            (got == want).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "dig {name} {rtype}: wanted {want:?}, last saw {last:?}; logs:\n{}",
+            self.logs()
+        );
+    }
+
+    /// `grpcurl` against the planner; returns parsed JSON (panics on failure).
+    pub fn planner_call(&self, method: &str, body: &str) -> serde_json::Value {
+        let addr = format!("127.0.0.1:{}", self.planner_port);
+        let (ok, out) = grpcurl(&self.tools.grpcurl, &["-d", body, &addr, &format!("dnsplane.v1.Planner/{method}")]);
+        assert!(ok, "grpcurl {method} failed: {out}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+    }
+
+    pub fn applier_call(&self, method: &str, body: &str) -> serde_json::Value {
+        let addr = format!("127.0.0.1:{}", self.applier_port);
+        let (ok, out) = grpcurl(&self.tools.grpcurl, &["-d", body, &addr, &format!("dnsplane.v1.Applier/{method}")]);
+        assert!(ok, "grpcurl {method} failed: {out}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+    }
+
+    pub fn write_desired(&self, name: &str, text: &str) {
+        let p = self.path("desired").join(name);
+        // Write then rename, as editors and ConfigMap updates do.
+        let tmp = self.path(&format!("{name}.tmp"));
+        std::fs::write(&tmp, text).expect("write");
+        std::fs::rename(&tmp, &p).expect("rename");
+    }
+
+    pub fn remove_desired(&self, name: &str) {
+        std::fs::remove_file(self.path("desired").join(name)).expect("remove");
+    }
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A `DNSEndpoint` manifest with the given endpoints `(dnsName, type, targets)`.
+pub fn endpoints(name: &str, eps: &[(&str, &str, &[&str])]) -> String {
+    let mut s = format!(
+        "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  endpoints:\n"
+    );
+    for (dns, t, targets) in eps {
+        s.push_str(&format!("    - dnsName: {dns}\n      recordType: {t}\n      recordTTL: 60\n      targets:\n"));
+        for target in *targets {
+            s.push_str(&format!("        - {}\n", serde_json::to_string(target).expect("json")));
+        }
+    }
+    s
+}
+
+/// Seeds the embedded provider's store directly (no applier running): another writer.
+pub fn seed(state_dir: &Path, records: &[(&str, &str, &str)]) {
+    use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+    let store = dnsplane_applier::store::MemoryStore::open(state_dir).expect("open store");
+    let zone = Name::parse(ZONE).expect("zone");
+    store.ensure_zones(std::slice::from_ref(&zone)).expect("zone");
+    let ops: Vec<RRSetOp> = records
+        .iter()
+        .map(|(name, t, v)| {
+            let key = RecordKey::new(zone.clone(), Name::parse(name).expect("name"), RecordType::parse(t).expect("type"));
+            RRSetOp::create(RRSet::new(key, 60, &[*v]).expect("rrset"))
+        })
+        .collect();
+    store.apply(&zone, &ops).expect("seed");
+}

