@@ -3,3 +3,4 @@ pub mod batch;
 pub mod provider;
 pub mod retry;
 pub mod store;
+pub mod dns;

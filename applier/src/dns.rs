@@ -1,0 +1,637 @@
+//! The `memory` driver's DNS responder: answers queries over UDP and TCP from the
+//! store, authoritatively, so that `dig` shows what dnsplane did.
+//!
+//! It serves what the store holds plus a synthesized SOA at each apex (serial = the
+//! store's serial), follows CNAMEs inside the zone, refers below NS delegations,
+//! synthesizes wildcard answers, answers REFUSED outside its zones and sets TC when a
+//! UDP answer exceeds 512 bytes or the client's EDNS size.
+use crate::store::{MemoryStore, ZoneData};
+use dnsplane_common::{Name, RData, RRSet, RecordType};
+use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
+use hickory_proto::rr::{self, DNSClass, Record, rdata};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// The EDNS payload size this server advertises (the DNS Flag Day 2020 value).
+const EDNS_PAYLOAD: u16 = 1232;
+/// Largest UDP datagram read.
+const MAX_UDP: usize = 4096;
+/// TCP connections served at once; more are closed at accept.
+const MAX_TCP_CONNECTIONS: usize = 256;
+/// An idle TCP connection is closed after this long.
+const TCP_IDLE: Duration = Duration::from_secs(10);
+/// CNAMEs followed inside a zone before giving up (loops, long chains).
+const MAX_CNAME_HOPS: usize = 8;
+/// TTL of the synthesized SOA, also its negative-caching minimum: short, because the
+/// zone changes whenever dnsplane applies something.
+const SOA_TTL: u32 = 60;
+
+/// What the responder answers for: the store and the zones hosted in it.
+#[derive(Debug, Clone)]
+pub struct Authority {
+    store: Arc<MemoryStore>,
+    zones: Vec<(Name, rr::Name)>,
+}
+
+impl Authority {
+    pub fn new(store: Arc<MemoryStore>, zones: &[Name]) -> Self {
+        let zones = zones
+            .iter()
+            .filter_map(|z| Some((z.clone(), rr::Name::from_ascii(z.as_str()).ok()?)))
+            .collect();
+        Authority { store, zones }
+    }
+
+    /// The answer to the wire-format `request` (TC set when it does not fit the
+    /// transport); `None` when the request deserves no answer at all.
+    pub fn respond(&self, request: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        let req = match Message::from_vec(request) {
+            Ok(m) => m,
+            Err(_) if request.len() >= 12 && request[2] & 0x80 == 0 => {
+                let id = u16::from_be_bytes([request[0], request[1]]);
+                return Message::error_msg(id, OpCode::Query, ResponseCode::FormErr).to_vec().ok();
+            }
+            Err(_) => return None,
+        };
+        if req.metadata.message_type != MessageType::Query {
+            return None;
+        }
+        let mut resp = Message::response(req.metadata.id, req.metadata.op_code);
+        resp.metadata = Metadata::response_from_request(&req.metadata);
+        if req.edns.is_some() {
+            let mut e = Edns::new();
+            e.set_max_payload(EDNS_PAYLOAD);
+            resp.set_edns(e);
+        }
+        let max_size = match (transport, &req.edns) {
+            (Transport::Tcp, _) => usize::from(u16::MAX),
+            (Transport::Udp, None) => 512,
+            // The smaller of what the client and this server accept, never below 512.
+            (Transport::Udp, Some(edns)) => usize::from(edns.max_payload().clamp(512, EDNS_PAYLOAD)),
+        };
+        resp.add_queries(req.queries.iter().cloned());
+        if req.metadata.op_code != OpCode::Query {
+            resp.metadata.response_code = ResponseCode::NotImp;
+        } else if req.queries.len() != 1 {
+            resp.metadata.response_code = ResponseCode::FormErr;
+        } else {
+            self.answer(&req.queries[0], &mut resp);
+        }
+        let bytes = resp.to_vec().ok()?;
+        if bytes.len() <= max_size {
+            return Some(bytes);
+        }
+        resp.answers.clear();
+        resp.authorities.clear();
+        resp.additionals.clear();
+        resp.metadata.truncation = true;
+        resp.to_vec().ok()
+    }
+
+    fn answer(&self, q: &hickory_proto::op::Query, resp: &mut Message) {
+        let qname = q.name();
+        let zone = self
+            .zones
+            .iter()
+            .filter(|(_, hz)| hz.zone_of(qname))
+            .max_by_key(|(_, hz)| hz.num_labels());
+        let Some((zone, _)) = zone else {
+            resp.metadata.response_code = ResponseCode::Refused;
+            return;
+        };
+        if q.query_class() != DNSClass::IN && q.query_class() != DNSClass::ANY {
+            resp.metadata.response_code = ResponseCode::Refused;
+            return;
+        }
+        let qtype = match q.query_type() {
+            rr::RecordType::AXFR | rr::RecordType::IXFR => {
+                resp.metadata.response_code = ResponseCode::Refused;
+                return;
+            }
+            rr::RecordType::ANY => QType::Any,
+            rr::RecordType::SOA => QType::Soa,
+            t => RecordType::parse(&t.to_string()).map_or(QType::Other, QType::Known),
+        };
+        // A name our model cannot hold has no data, but is still inside the zone.
+        let resolution = match Name::parse(&qname.to_ascii()) {
+            Ok(name) => self.store.read(zone, |z| resolve(z, zone, &name, qtype)),
+            Err(_) => self.store.read(zone, |z| Resolution::negative(z, zone, ResponseCode::NXDomain)),
+        };
+        let Ok(res) = resolution else {
+            resp.metadata.response_code = ResponseCode::ServFail;
+            return;
+        };
+        resp.metadata.authoritative = res.authoritative;
+        resp.metadata.response_code = res.rcode;
+        for (owner, rrset) in &res.answers {
+            resp.add_answers(records(owner, rrset));
+        }
+        for (owner, rrset) in &res.authority {
+            resp.add_authorities(records(owner, rrset));
+        }
+        if let Some(soa) = res.soa_answer {
+            resp.add_answer(soa);
+        }
+        if let Some(soa) = res.soa_authority {
+            resp.add_authority(soa);
+        }
+    }
+}
+
+/// Where a request came from; decides the answer's size limit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum QType {
+    Known(RecordType),
+    Soa,
+    Any,
+    /// A type dnsplane does not manage: NODATA where the name exists.
+    Other,
+}
+
+/// The data an answer is made of, collected under the store's lock.
+struct Resolution {
+    rcode: ResponseCode,
+    authoritative: bool,
+    answers: Vec<(Name, RRSet)>,
+    authority: Vec<(Name, RRSet)>,
+    soa_answer: Option<Record>,
+    soa_authority: Option<Record>,
+}
+
+impl Resolution {
+    fn negative(z: &ZoneData, zone: &Name, rcode: ResponseCode) -> Self {
+        Resolution {
+            rcode,
+            authoritative: true,
+            answers: Vec::new(),
+            authority: Vec::new(),
+            soa_answer: None,
+            soa_authority: soa(z, zone),
+        }
+    }
+}
+
+fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution {
+    let mut res = Resolution::negative(z, zone, ResponseCode::NoError);
+    res.soa_authority = None;
+    let mut name = qname.clone();
+    for _ in 0..MAX_CNAME_HOPS {
+        if let Some(ns) = delegation(z, zone, &name) {
+            if res.answers.is_empty() {
+                res.authoritative = false;
+                res.authority.push((ns.key.name.clone(), ns));
+            }
+            return res;
+        }
+        let rrsets: Vec<&RRSet> = match z.node(&name) {
+            Some(node) => node.rrsets.values().collect(),
+            None => match wildcard(z, zone, &name) {
+                Some(rrsets) => rrsets,
+                None if &name == zone || z.has_descendants(&name) => Vec::new(),
+                None => {
+                    res.rcode = ResponseCode::NXDomain;
+                    res.soa_authority = soa(z, zone);
+                    return res;
+                }
+            },
+        };
+        let owned = |r: &RRSet| (name.clone(), r.clone());
+        match qtype {
+            QType::Any => {
+                res.answers.extend(rrsets.iter().map(|r| owned(r)));
+                if &name == zone {
+                    res.soa_answer = soa(z, zone);
+                }
+                return res;
+            }
+            QType::Soa if &name == zone => {
+                res.soa_answer = soa(z, zone);
+                return res;
+            }
+            QType::Known(t) => {
+                if let Some(r) = rrsets.iter().find(|r| r.key.rtype == t) {
+                    res.answers.push(owned(r));
+                    return res;
+                }
+            }
+            QType::Soa | QType::Other => {}
+        }
+        let Some(cname) = rrsets.iter().find(|r| r.key.rtype == RecordType::Cname) else {
+            if res.answers.is_empty() {
+                res.soa_authority = soa(z, zone);
+            }
+            return res;
+        };
+        res.answers.push(owned(cname));
+        match cname.values().first().map(|v| Name::parse(v)) {
+            Some(Ok(target)) if target.is_within(zone) => name = target,
+            // Outside the zone: the resolver follows it.
+            _ => return res,
+        }
+    }
+    res
+}
+
+/// The NS RRSet of the topmost delegation between the apex (exclusive) and `name`.
+fn delegation(z: &ZoneData, zone: &Name, name: &Name) -> Option<RRSet> {
+    let mut ancestors = Vec::new();
+    let mut cur = name.clone();
+    while &cur != zone && cur.is_within(zone) {
+        let parent = cur.parent();
+        ancestors.push(cur);
+        cur = parent?;
+    }
+    ancestors
+        .iter()
+        .rev()
+        .find_map(|n| z.node(n)?.rrsets.get(&RecordType::Ns).cloned())
+}
+
+/// RFC 4592: the RRSets of `*.<closest encloser>` when `name` does not exist.
+fn wildcard<'z>(z: &'z ZoneData, zone: &Name, name: &Name) -> Option<Vec<&'z RRSet>> {
+    if z.has_descendants(name) {
+        return None;
+    }
+    let mut encloser = name.parent()?;
+    while &encloser != zone && z.node(&encloser).is_none() && !z.has_descendants(&encloser) {
+        encloser = encloser.parent()?;
+    }
+    let node = z.node(&encloser.prepend("*").ok()?)?;
+    Some(node.rrsets.values().collect())
+}
+
+/// The synthesized SOA of `zone`: serial from the store, primary from the apex NS.
+fn soa(z: &ZoneData, zone: &Name) -> Option<Record> {
+    let hz = rr::Name::from_ascii(zone.as_str()).ok()?;
+    let mname = z
+        .node(zone)
+        .and_then(|n| n.rrsets.get(&RecordType::Ns))
+        .and_then(|ns| ns.values().first())
+        .and_then(|v| rr::Name::from_ascii(v).ok())
+        .or_else(|| rr::Name::from_ascii("localhost.").ok())?;
+    let rname = hz.prepend_label("hostmaster").ok()?;
+    // SOA serials are 32 bits and wrap (RFC 1982).
+    let serial = (z.serial() & u64::from(u32::MAX)) as u32;
+    let soa = rdata::SOA::new(mname, rname, serial, 3600, 600, 86400, SOA_TTL);
+    Some(Record::from_rdata(hz, SOA_TTL, rr::RData::SOA(soa)))
+}
+
+/// The wire records of one RRSet at `owner` (which differs from the RRSet's own name
+/// for wildcard answers).
+fn records(owner: &Name, rrset: &RRSet) -> Vec<Record> {
+    let Ok(name) = rr::Name::from_ascii(owner.as_str()) else {
+        return Vec::new();
+    };
+    rrset
+        .values()
+        .iter()
+        .filter_map(|v| match to_rdata(rrset.key.rtype, v) {
+            Some(d) => Some(Record::from_rdata(name.clone(), rrset.ttl, d)),
+            None => {
+                tracing::warn!(name = %owner, value = %v, "Stored value cannot be encoded; left out of the answer.");
+                None
+            }
+        })
+        .collect()
+}
+
+/// A canonical value as hickory record data.
+pub fn to_rdata(rtype: RecordType, value: &str) -> Option<rr::RData> {
+    let host = |n: &Name| rr::Name::from_ascii(n.as_str()).ok();
+    Some(match RData::parse(rtype, value).ok()? {
+        RData::A(ip) => rr::RData::A(rdata::A(ip)),
+        RData::Aaaa(ip) => rr::RData::AAAA(rdata::AAAA(ip)),
+        RData::Cname(n) => rr::RData::CNAME(rdata::CNAME(host(&n)?)),
+        RData::Ns(n) => rr::RData::NS(rdata::NS(host(&n)?)),
+        RData::Txt(strings) => rr::RData::TXT(rdata::TXT::from_bytes(strings.iter().map(Vec::as_slice).collect())),
+        RData::Mx { preference, exchange } => rr::RData::MX(rdata::MX::new(preference, host(&exchange)?)),
+        RData::Srv {
+            priority,
+            weight,
+            port,
+            target,
+        } => rr::RData::SRV(rdata::SRV::new(priority, weight, port, host(&target)?)),
+        RData::Caa { flags, tag, value } => {
+            // hickory's constructors only cover known tags; set the raw fields instead.
+            let mut caa = rdata::CAA::new_issue(false, None, Vec::new());
+            caa.issuer_critical = flags & 0x80 != 0;
+            caa.reserved_flags = flags & 0x7f;
+            caa.tag = tag;
+            caa.value = value;
+            rr::RData::CAA(caa)
+        }
+    })
+}
+
+/// The UDP and TCP sockets of one responder, bound before serving so that a port
+/// conflict is reported at startup.
+#[derive(Debug)]
+pub struct DnsServer {
+    authority: Authority,
+    udp: UdpSocket,
+    tcp: TcpListener,
+}
+
+impl DnsServer {
+    /// Binds UDP and TCP on `addr`; with port 0, both on the same free port.
+    pub async fn bind(addr: SocketAddr, authority: Authority) -> std::io::Result<Self> {
+        let mut last_err = None;
+        for _ in 0..8 {
+            let udp = UdpSocket::bind(addr).await?;
+            match TcpListener::bind(udp.local_addr()?).await {
+                Ok(tcp) => return Ok(DnsServer { authority, udp, tcp }),
+                // Port 0 picked a UDP port whose TCP twin is taken: pick again.
+                Err(e) if addr.port() == 0 => last_err = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| std::io::Error::other("no free port")))
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.udp.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// Serves until `shutdown` is cancelled.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let DnsServer { authority, udp, tcp } = self;
+        let udp_task = tokio::spawn(serve_udp(authority.clone(), udp, shutdown.clone()));
+        serve_tcp(authority, tcp, shutdown).await;
+        let _ = udp_task.await;
+    }
+}
+
+async fn serve_udp(authority: Authority, socket: UdpSocket, shutdown: CancellationToken) {
+    let mut buf = vec![0u8; MAX_UDP];
+    loop {
+        let (n, peer) = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = socket.recv_from(&mut buf) => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::debug!(error = %e, "UDP receive failed.");
+                    continue;
+                }
+            },
+        };
+        if let Some(answer) = authority.respond(&buf[..n], Transport::Udp)
+            && let Err(e) = socket.send_to(&answer, peer).await
+        {
+            tracing::debug!(error = %e, %peer, "UDP send failed.");
+        }
+    }
+}
+
+async fn serve_tcp(authority: Authority, listener: TcpListener, shutdown: CancellationToken) {
+    let slots = Arc::new(Semaphore::new(MAX_TCP_CONNECTIONS));
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::debug!(error = %e, "TCP accept failed.");
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "Too many DNS TCP connections; closing.");
+            continue;
+        };
+        let (authority, shutdown) = (authority.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                r = serve_connection(&authority, stream) => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, %peer, "DNS TCP connection ended.");
+                    }
+                }
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Length-prefixed messages, several per connection (RFC 7766).
+async fn serve_connection(authority: &Authority, mut stream: TcpStream) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        let len = match tokio::time::timeout(TCP_IDLE, stream.read_u16()).await {
+            Err(_) => return Ok(()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Ok(r) => r?,
+        };
+        buf.resize(usize::from(len), 0);
+        tokio::time::timeout(TCP_IDLE, stream.read_exact(&mut buf))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "request body timed out"))??;
+        let Some(answer) = authority.respond(&buf, Transport::Tcp) else {
+            return Ok(());
+        };
+        let Ok(n) = u16::try_from(answer.len()) else {
+            return Ok(());
+        };
+        let mut out = Vec::with_capacity(answer.len() + 2);
+        out.extend_from_slice(&n.to_be_bytes());
+        out.extend_from_slice(&answer);
+        stream.write_all(&out).await?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dnsplane_common::{RRSetOp, RecordKey};
+    use hickory_proto::op::Query;
+
+    fn zone() -> Name {
+        Name::parse("example.com").unwrap()
+    }
+
+    fn rrset(name: &str, t: RecordType, values: &[&str]) -> RRSet {
+        RRSet::new(RecordKey::new(zone(), Name::parse(name).unwrap(), t), 300, values).unwrap()
+    }
+
+    fn authority(dir: &std::path::Path) -> Authority {
+        let store = Arc::new(MemoryStore::open(dir).unwrap());
+        store.ensure_zones(&[zone()]).unwrap();
+        let ops: Vec<RRSetOp> = [
+            rrset("example.com", RecordType::Ns, &["ns1.example.com"]),
+            rrset("example.com", RecordType::Mx, &["10 mail.example.com"]),
+            rrset("www.example.com", RecordType::A, &["192.0.2.1", "192.0.2.2"]),
+            rrset("www.example.com", RecordType::Aaaa, &["2001:db8::1"]),
+            rrset("alias.example.com", RecordType::Cname, &["www.example.com"]),
+            rrset("out.example.com", RecordType::Cname, &["target.example.net"]),
+            rrset("txt.example.com", RecordType::Txt, &["\"hello\" \"world\""]),
+            rrset("_sip._tcp.example.com", RecordType::Srv, &["0 5 5060 sip.example.com"]),
+            rrset("example.com", RecordType::Caa, &["0 issue \"letsencrypt.org\"", "128 tbs \"x\""]),
+            rrset("deep.ent.example.com", RecordType::A, &["192.0.2.3"]),
+            rrset("*.apps.example.com", RecordType::A, &["192.0.2.4"]),
+            rrset("sub.example.com", RecordType::Ns, &["ns.sub.example.com"]),
+            rrset("big.example.com", RecordType::Txt, &(0..30).map(|i| format!("value number {i:03}")).collect::<Vec<_>>().iter().map(String::as_str).collect::<Vec<_>>()),
+        ]
+        .into_iter()
+        .map(RRSetOp::create)
+        .collect();
+        store.apply(&zone(), &ops).unwrap();
+        Authority::new(store, &[zone()])
+    }
+
+    fn query(name: &str, t: rr::RecordType) -> Message {
+        let mut m = Message::query();
+        m.metadata.recursion_desired = true;
+        m.add_query(Query::query(rr::Name::from_ascii(name).unwrap(), t));
+        m
+    }
+
+    fn ask(a: &Authority, q: &Message, t: Transport) -> Message {
+        let bytes = a.respond(&q.to_vec().unwrap(), t).unwrap();
+        let m = Message::from_vec(&bytes).unwrap();
+        assert_eq!(m.metadata.id, q.metadata.id);
+        m
+    }
+
+    fn data(records: &[Record]) -> Vec<String> {
+        let mut v: Vec<String> = records.iter().map(|r| format!("{} {} {}", r.name, r.record_type(), r.data)).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn answers_from_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = authority(dir.path());
+        let m = ask(&a, &query("WWW.example.com.", rr::RecordType::A), Transport::Udp);
+        assert!(m.metadata.authoritative);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(
+            data(&m.answers),
+            vec!["www.example.com. A 192.0.2.1", "www.example.com. A 192.0.2.2"]
+        );
+        for (name, t, want) in [
+            ("www.example.com.", rr::RecordType::AAAA, "2001:db8::1"),
+            ("example.com.", rr::RecordType::MX, "10 mail.example.com."),
+            ("example.com.", rr::RecordType::NS, "ns1.example.com."),
+            ("_sip._tcp.example.com.", rr::RecordType::SRV, "0 5 5060 sip.example.com."),
+            ("txt.example.com.", rr::RecordType::TXT, "hello"),
+            ("example.com.", rr::RecordType::CAA, "letsencrypt.org"),
+            ("x.apps.example.com.", rr::RecordType::A, "192.0.2.4"),
+        ] {
+            let m = ask(&a, &query(name, t), Transport::Udp);
+            assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{name} {t}");
+            let got = data(&m.answers).join("\n");
+            assert!(got.contains(want), "{name} {t}: {got}");
+        }
+        // The wildcard answer is owned by the query name.
+        let m = ask(&a, &query("x.apps.example.com.", rr::RecordType::A), Transport::Udp);
+        assert_eq!(m.answers[0].name.to_ascii(), "x.apps.example.com.");
+    }
+
+    #[test]
+    fn cnames_are_followed_inside_the_zone() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = authority(dir.path());
+        let m = ask(&a, &query("alias.example.com.", rr::RecordType::A), Transport::Udp);
+        assert_eq!(
+            data(&m.answers),
+            vec![
+                "alias.example.com. CNAME www.example.com.",
+                "www.example.com. A 192.0.2.1",
+                "www.example.com. A 192.0.2.2",
+            ]
+        );
+        let m = ask(&a, &query("out.example.com.", rr::RecordType::A), Transport::Udp);
+        assert_eq!(data(&m.answers), vec!["out.example.com. CNAME target.example.net."]);
+        let m = ask(&a, &query("alias.example.com.", rr::RecordType::CNAME), Transport::Udp);
+        assert_eq!(m.answers.len(), 1);
+    }
+
+    #[test]
+    fn negative_answers_carry_the_soa() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = authority(dir.path());
+        let serial = a.store.serial(&zone()).unwrap();
+        let soa_serial = |m: &Message| match &m.authorities[0].data {
+            rr::RData::SOA(s) => u64::from(s.serial),
+            other => panic!("{other:?}"),
+        };
+        let m = ask(&a, &query("nope.example.com.", rr::RecordType::A), Transport::Udp);
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+        assert!(m.answers.is_empty());
+        assert_eq!(soa_serial(&m), serial);
+        // NODATA: the name exists, the type does not; also for an empty non-terminal.
+        for name in ["www.example.com.", "ent.example.com."] {
+            let m = ask(&a, &query(name, rr::RecordType::TXT), Transport::Udp);
+            assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{name}");
+            assert!(m.answers.is_empty());
+            assert_eq!(soa_serial(&m), serial);
+        }
+        let m = ask(&a, &query("example.com.", rr::RecordType::SOA), Transport::Udp);
+        assert!(matches!(&m.answers[0].data, rr::RData::SOA(s) if u64::from(s.serial) == serial));
+    }
+
+    #[test]
+    fn refuses_outside_and_refers_below_delegations() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = authority(dir.path());
+        let m = ask(&a, &query("example.org.", rr::RecordType::A), Transport::Udp);
+        assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+        assert!(!m.metadata.authoritative);
+        let m = ask(&a, &query("host.sub.example.com.", rr::RecordType::A), Transport::Udp);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert!(!m.metadata.authoritative);
+        assert_eq!(data(&m.authorities), vec!["sub.example.com. NS ns.sub.example.com."]);
+    }
+
+    #[test]
+    fn large_udp_answers_are_truncated_unless_edns_allows_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = authority(dir.path());
+        let q = query("big.example.com.", rr::RecordType::TXT);
+        let m = ask(&a, &q, Transport::Udp);
+        assert!(m.metadata.truncation);
+        assert!(m.answers.is_empty());
+        let mut q = q;
+        let mut edns = Edns::new();
+        edns.set_max_payload(4096);
+        q.set_edns(edns);
+        let m = ask(&a, &q, Transport::Udp);
+        assert!(!m.metadata.truncation);
+        assert_eq!(m.answers.len(), 30);
+        assert!(m.edns.is_some());
+        // Over TCP the whole answer fits.
+        let m = ask(&a, &query("big.example.com.", rr::RecordType::TXT), Transport::Tcp);
+        assert!(!m.metadata.truncation);
+    }
+
+    #[test]
+    fn every_canonical_value_converts() {
+        for (t, v) in [
+            (RecordType::A, "192.0.2.1"),
+            (RecordType::Aaaa, "2001:db8::1"),
+            (RecordType::Cname, "x.example.com."),
+            (RecordType::Txt, "\"a\" \"b\\\"c\""),
+            (RecordType::Mx, "10 mx.example.com."),
+            (RecordType::Srv, "1 2 3 t.example.com."),
+            (RecordType::Ns, "ns.example.com."),
+            (RecordType::Caa, "0 issuewild \";\""),
+            (RecordType::Caa, "0 iodef \"mailto:a@example.com\""),
+        ] {
+            let d = to_rdata(t, v).unwrap_or_else(|| panic!("{t} {v}"));
+            assert_eq!(d.record_type().to_string(), t.as_str());
+        }
+    }
+}
