@@ -71,11 +71,17 @@ impl Verdict {
                 r.message = message;
             }
             Verdict::Invalid(m) | Verdict::RejectedPermanent(m) => r.message = m,
-            Verdict::Deferred { retry_after, message } => {
+            Verdict::Deferred {
+                retry_after,
+                message,
+            } => {
                 r.retry_after = Some(duration(retry_after));
                 r.message = message;
             }
-            Verdict::Failed { message, retry_after } => {
+            Verdict::Failed {
+                message,
+                retry_after,
+            } => {
                 r.retry_after = retry_after.map(duration);
                 r.message = message;
             }
@@ -120,7 +126,11 @@ pub async fn execute(
     for chunk in chunks(provider, changes) {
         run.submit(chunk, Mode::First).await;
     }
-    let Run { verdicts, mut report, .. } = run;
+    let Run {
+        verdicts,
+        mut report,
+        ..
+    } = run;
     report.results = verdicts
         .into_iter()
         .zip(changes)
@@ -138,7 +148,10 @@ pub async fn execute(
 /// Cuts the batch to the provider's per-call limits, never splitting a change.
 fn chunks(provider: &dyn Provider, changes: &[Change]) -> Vec<Vec<usize>> {
     let caps = provider.capabilities();
-    let (max_ops, max_bytes) = (caps.max_changes_per_batch.max(1), caps.max_bytes_per_batch.max(1));
+    let (max_ops, max_bytes) = (
+        caps.max_changes_per_batch.max(1),
+        caps.max_bytes_per_batch.max(1),
+    );
     let mut out: Vec<Vec<usize>> = Vec::new();
     let (mut cur, mut ops, mut bytes) = (Vec::new(), 0, 0);
     for (i, c) in changes.iter().enumerate() {
@@ -205,16 +218,24 @@ impl<'a> Run<'a> {
                 self.decide(&idx, v);
                 return;
             }
-            let ops: Vec<_> = idx.iter().flat_map(|&i| self.changes[i].ops.iter().cloned()).collect();
+            let ops: Vec<_> = idx
+                .iter()
+                .flat_map(|&i| self.changes[i].ops.iter().cloned())
+                .collect();
             let (provider, zone) = (self.provider, self.zone);
-            let err = match self.call("apply", ops.len(), || provider.apply(zone, &ops)).await {
+            let err = match self
+                .call("apply", ops.len(), || provider.apply(zone, &ops))
+                .await
+            {
                 Ok(()) => return self.decide(&idx, Verdict::Applied),
                 Err(CallError::Deadline(d)) => return self.defer(&idx, d),
                 Err(CallError::Provider(e)) => e,
             };
             match err.class {
                 ErrorClass::Transient | ErrorClass::Permanent => self.give_up(&idx, &err),
-                ErrorClass::Invalid if idx.len() == 1 => self.decide(&idx, Verdict::Invalid(err.message)),
+                ErrorClass::Invalid if idx.len() == 1 => {
+                    self.decide(&idx, Verdict::Invalid(err.message))
+                }
                 ErrorClass::Invalid => self.split(idx).await,
                 ErrorClass::Conflict | ErrorClass::Ambiguous if mode == Mode::First => {
                     let Some((rest, observed)) = self.read_back(&idx, &err).await else {
@@ -308,7 +329,11 @@ impl<'a> Run<'a> {
     /// Reads the names of `idx` back and decides every change the read settles;
     /// returns the still-applicable ones. `None` when the read failed (the changes have
     /// their verdicts then).
-    async fn read_back(&mut self, idx: &[usize], cause: &ProviderError) -> Option<(Vec<usize>, Observed)> {
+    async fn read_back(
+        &mut self,
+        idx: &[usize],
+        cause: &ProviderError,
+    ) -> Option<(Vec<usize>, Observed)> {
         let mut names: Vec<Name> = idx
             .iter()
             .flat_map(|&i| self.changes[i].ops.iter().map(|op| op.key.name.clone()))
@@ -316,7 +341,10 @@ impl<'a> Run<'a> {
         names.sort();
         names.dedup();
         let (provider, zone) = (self.provider, self.zone);
-        let listing = match self.call("list", names.len(), || provider.list(zone, Some(&names))).await {
+        let listing = match self
+            .call("list", names.len(), || provider.list(zone, Some(&names)))
+            .await
+        {
             Ok(l) => l,
             Err(CallError::Deadline(d)) => {
                 self.defer(idx, d);
@@ -351,7 +379,12 @@ impl<'a> Run<'a> {
     }
 
     /// One provider request, retried while transient within the budget and deadline.
-    async fn call<T, F, Fut>(&mut self, op: &'static str, items: usize, mut f: F) -> Result<T, CallError>
+    async fn call<T, F, Fut>(
+        &mut self,
+        op: &'static str,
+        items: usize,
+        mut f: F,
+    ) -> Result<T, CallError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
@@ -362,7 +395,13 @@ impl<'a> Run<'a> {
                 return Err(CallError::Deadline(self.policy.deferred_retry_after));
             }
             self.report.provider_calls += 1;
-            let span = tracing::info_span!("provider.call", provider = self.provider.driver(), op, items, retry);
+            let span = tracing::info_span!(
+                "provider.call",
+                provider = self.provider.driver(),
+                op,
+                items,
+                retry
+            );
             let result = f().instrument(span).await;
             let class = match &result {
                 Ok(_) => "success",
@@ -401,7 +440,10 @@ impl Observed {
     pub(crate) fn new(listing: Listing) -> Self {
         let mut o = Observed::default();
         for r in listing.rrsets {
-            o.types.entry(r.key.name.clone()).or_default().push(r.key.rtype);
+            o.types
+                .entry(r.key.name.clone())
+                .or_default()
+                .push(r.key.rtype);
             o.rrsets.insert(r.key.clone(), r);
         }
         o
@@ -416,7 +458,11 @@ impl Observed {
 /// its target, `Some(Conflict)` when a precondition fails or the change would put a
 /// CNAME beside other data, `None` when it is still applicable.
 pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict> {
-    if change.ops.iter().all(|op| op.at_target(observed.get(&op.key))) {
+    if change
+        .ops
+        .iter()
+        .all(|op| op.at_target(observed.get(&op.key)))
+    {
         return Some(Verdict::AlreadyApplied);
     }
     for op in &change.ops {
@@ -425,9 +471,18 @@ pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict>
             continue;
         }
         let (reason, what) = match (&op.before, current) {
-            (None, Some(_)) => (pb::ConflictReason::Exists, "expected absent, found it present"),
-            (Some(_), None) => (pb::ConflictReason::NotFound, "expected present, found it absent"),
-            _ => (pb::ConflictReason::Changed, "found different data than expected"),
+            (None, Some(_)) => (
+                pb::ConflictReason::Exists,
+                "expected absent, found it present",
+            ),
+            (Some(_), None) => (
+                pb::ConflictReason::NotFound,
+                "expected present, found it absent",
+            ),
+            _ => (
+                pb::ConflictReason::Changed,
+                "found different data than expected",
+            ),
         };
         return Some(Verdict::Conflict {
             reason,
@@ -436,9 +491,18 @@ pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict>
         });
     }
     // The CNAME rule, on the state this change would leave (its own deletions count).
-    let removed = |key: &RecordKey| change.ops.iter().any(|op| &op.key == key && op.after.is_none());
+    let removed = |key: &RecordKey| {
+        change
+            .ops
+            .iter()
+            .any(|op| &op.key == key && op.after.is_none())
+    };
     for op in change.ops.iter().filter(|op| op.after.is_some()) {
-        let at_name = observed.types.get(&op.key.name).map(Vec::as_slice).unwrap_or_default();
+        let at_name = observed
+            .types
+            .get(&op.key.name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let clash = at_name.iter().copied().find(|&t| {
             let other = RecordKey::new(op.key.zone.clone(), op.key.name.clone(), t);
             let mixes = (op.key.rtype == RecordType::Cname) != (t == RecordType::Cname);
@@ -531,7 +595,10 @@ mod tests {
         }
 
         fn get(&self, key: &RecordKey) -> Option<RRSet> {
-            self.inner.store().read(&zone(), |z| z.get(key).cloned()).unwrap()
+            self.inner
+                .store()
+                .read(&zone(), |z| z.get(key).cloned())
+                .unwrap()
         }
     }
 
@@ -549,7 +616,11 @@ mod tests {
         async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
             self.inner.serial(zone).await
         }
-        async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+        async fn list(
+            &self,
+            zone: &Name,
+            names: Option<&[Name]>,
+        ) -> Result<Listing, ProviderError> {
             self.inner.list(zone, names).await
         }
         async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
@@ -561,7 +632,10 @@ mod tests {
                 }
                 if f.ambiguous_no_commit > 0 {
                     f.ambiguous_no_commit -= 1;
-                    return Err(ProviderError::new(ErrorClass::Ambiguous, "504 Gateway Timeout"));
+                    return Err(ProviderError::new(
+                        ErrorClass::Ambiguous,
+                        "504 Gateway Timeout",
+                    ));
                 }
                 if f.transient > 0 {
                     f.transient -= 1;
@@ -572,8 +646,11 @@ mod tests {
                 for op in ops {
                     for v in op.after.iter().flat_map(|r| r.values()) {
                         if f.invalid_values.contains(v) {
-                            return Err(ProviderError::new(ErrorClass::Invalid, format!("400: value {v} is not allowed"))
-                                .with_key(op.key.clone()));
+                            return Err(ProviderError::new(
+                                ErrorClass::Invalid,
+                                format!("400: value {v} is not allowed"),
+                            )
+                            .with_key(op.key.clone()));
                         }
                         if f.conflict_values.contains(v) {
                             return Err(ProviderError::new(ErrorClass::Conflict, "409: conflict"));
@@ -608,7 +685,9 @@ mod tests {
     #[tokio::test]
     async fn success_is_one_call() {
         let p = Faulty::new(Faults::default());
-        let changes: Vec<Change> = (0..5).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let changes: Vec<Change> = (0..5)
+            .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+            .collect();
         let report = run(&p, &changes).await;
         assert_eq!(outcomes(&report), vec![pb::Outcome::Applied; 5]);
         assert_eq!(report.provider_calls, 1);
@@ -637,8 +716,17 @@ mod tests {
             create(&fresh),
             create(&mine),
             create(&a("taken", "192.0.2.3")),
-            Change::new(ChangeKind::Update, vec![RRSetOp::update(a("nothing", "192.0.2.4"), a("nothing", "192.0.2.9"))]),
-            Change::new(ChangeKind::Update, vec![RRSetOp::update(old, a("moved", "192.0.2.6"))]),
+            Change::new(
+                ChangeKind::Update,
+                vec![RRSetOp::update(
+                    a("nothing", "192.0.2.4"),
+                    a("nothing", "192.0.2.9"),
+                )],
+            ),
+            Change::new(
+                ChangeKind::Update,
+                vec![RRSetOp::update(old, a("moved", "192.0.2.6"))],
+            ),
             create(&cname),
             Change::new(ChangeKind::Delete, vec![RRSetOp::delete(gone.clone())]),
         ];
@@ -646,11 +734,25 @@ mod tests {
         use pb::Outcome::*;
         assert_eq!(
             outcomes(&report),
-            vec![Applied, AlreadyApplied, Conflict, Conflict, Conflict, Conflict, Applied]
+            vec![
+                Applied,
+                AlreadyApplied,
+                Conflict,
+                Conflict,
+                Conflict,
+                Conflict,
+                Applied
+            ]
         );
-        let reasons: Vec<_> = report.results[2..6].iter().map(|r| r.conflict_reason()).collect();
+        let reasons: Vec<_> = report.results[2..6]
+            .iter()
+            .map(|r| r.conflict_reason())
+            .collect();
         use pb::ConflictReason as R;
-        assert_eq!(reasons, vec![R::Exists, R::NotFound, R::Changed, R::TypeClash]);
+        assert_eq!(
+            reasons,
+            vec![R::Exists, R::NotFound, R::Changed, R::TypeClash]
+        );
         assert_eq!(report.results[2].observed, Some((&theirs).into()));
         assert_eq!(report.results[3].observed, None);
         assert_eq!(report.results[4].observed, Some((&moved).into()));
@@ -667,7 +769,9 @@ mod tests {
             commit_then_ambiguous: 1,
             ..Faults::default()
         });
-        let changes: Vec<Change> = (0..3).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let changes: Vec<Change> = (0..3)
+            .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+            .collect();
         let report = run(&p, &changes).await;
         assert_eq!(outcomes(&report), vec![pb::Outcome::AlreadyApplied; 3]);
         assert_eq!(report.provider_calls, 2, "apply, read back; nothing resent");
@@ -684,14 +788,22 @@ mod tests {
             ambiguous_no_commit: 1,
             ..Faults::default()
         });
-        let changes: Vec<Change> = (0..4).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let changes: Vec<Change> = (0..4)
+            .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+            .collect();
         // The first change was made by another writer; the call itself times out
         // without committing.
         p.seed(&[RRSetOp::create(a("h0", "192.0.2.1"))]);
         let report = run(&p, &changes).await;
         use pb::Outcome::*;
-        assert_eq!(outcomes(&report), vec![AlreadyApplied, Applied, Applied, Applied]);
-        assert_eq!(report.provider_calls, 3, "apply, read back, resubmit the rest");
+        assert_eq!(
+            outcomes(&report),
+            vec![AlreadyApplied, Applied, Applied, Applied]
+        );
+        assert_eq!(
+            report.provider_calls, 3,
+            "apply, read back, resubmit the rest"
+        );
         assert_eq!(report.calls_by_class.get("ambiguous"), Some(&1));
     }
 
@@ -699,7 +811,10 @@ mod tests {
     async fn bisect(n: usize, bad: &[usize]) -> u32 {
         let values: Vec<String> = (0..n).map(|i| format!("192.0.2.{}", i % 250 + 1)).collect();
         let p = Faulty::new(Faults {
-            invalid_values: bad.iter().map(|&i| format!("10.0.{}.{}", i / 250, i % 250)).collect(),
+            invalid_values: bad
+                .iter()
+                .map(|&i| format!("10.0.{}.{}", i / 250, i % 250))
+                .collect(),
             ..Faults::default()
         });
         let changes: Vec<Change> = (0..n)
@@ -716,7 +831,11 @@ mod tests {
         for (i, r) in report.results.iter().enumerate() {
             if bad.contains(&i) {
                 assert_eq!(r.outcome(), pb::Outcome::Invalid, "change {i}");
-                assert!(r.message.starts_with("400: value 10.0."), "provider text kept: {}", r.message);
+                assert!(
+                    r.message.starts_with("400: value 10.0."),
+                    "provider text kept: {}",
+                    r.message
+                );
             } else {
                 assert_eq!(r.outcome(), pb::Outcome::Applied, "change {i}");
             }
@@ -737,7 +856,10 @@ mod tests {
             let k = bad.len() as f64;
             let bound = 2.0 * k * (n as f64 / k).log2().ceil() + 2.0 * k + 1.0;
             let calls = bisect(n, &bad).await;
-            assert!(f64::from(calls) <= bound, "n={n} k={k}: {calls} calls > {bound}");
+            assert!(
+                f64::from(calls) <= bound,
+                "n={n} k={k}: {calls} calls > {bound}"
+            );
         }
     }
 
@@ -747,7 +869,9 @@ mod tests {
             conflict_values: HashSet::from(["192.0.2.99".to_string()]),
             ..Faults::default()
         });
-        let mut changes: Vec<Change> = (0..8).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let mut changes: Vec<Change> = (0..8)
+            .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+            .collect();
         changes[5] = create(&a("odd", "192.0.2.99"));
         let report = run(&p, &changes).await;
         for (i, r) in report.results.iter().enumerate() {
@@ -774,7 +898,10 @@ mod tests {
         assert_eq!(outcomes(&report), vec![pb::Outcome::Applied]);
         assert_eq!(report.provider_calls, 3);
         assert_eq!(report.calls_by_class.get("transient"), Some(&2));
-        assert!(start.elapsed() >= Duration::from_millis(3000), "waited the provider's Retry-After twice");
+        assert!(
+            start.elapsed() >= Duration::from_millis(3000),
+            "waited the provider's Retry-After twice"
+        );
 
         let p = Faulty::new(Faults {
             transient: 100,
@@ -799,8 +926,14 @@ mod tests {
         let deadline = Some(Instant::now() + Duration::from_secs(1));
         let report = execute(&p, &zone(), &changes, deadline, &policy).await;
         assert_eq!(outcomes(&report), vec![pb::Outcome::Deferred]);
-        assert_eq!(report.results[0].retry_after, Some(duration(Duration::from_secs(2))));
-        assert_eq!(report.provider_calls, 1, "the retry would have crossed the deadline");
+        assert_eq!(
+            report.results[0].retry_after,
+            Some(duration(Duration::from_secs(2)))
+        );
+        assert_eq!(
+            report.provider_calls, 1,
+            "the retry would have crossed the deadline"
+        );
 
         let past = Some(Instant::now());
         let report = execute(&p, &zone(), &changes, past, &policy).await;
@@ -814,7 +947,9 @@ mod tests {
             permanent: true,
             ..Faults::default()
         });
-        let changes: Vec<Change> = (0..3).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let changes: Vec<Change> = (0..3)
+            .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+            .collect();
         let report = run(&p, &changes).await;
         assert_eq!(outcomes(&report), vec![pb::Outcome::RejectedPermanent; 3]);
         assert_eq!(report.results[0].message, "403 Forbidden");
@@ -825,9 +960,16 @@ mod tests {
     async fn batches_above_the_provider_limit_are_cut_between_changes() {
         let p = Faulty::new(Faults::default());
         let n = crate::provider::memory::MAX_CHANGES_PER_BATCH + 10;
-        let changes: Vec<Change> = (0..n).map(|i| create(&a(&format!("h{i}"), "192.0.2.1"))).collect();
+        let changes: Vec<Change> = (0..n)
+            .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+            .collect();
         let report = run(&p, &changes).await;
-        assert!(report.results.iter().all(|r| r.outcome() == pb::Outcome::Applied));
+        assert!(
+            report
+                .results
+                .iter()
+                .all(|r| r.outcome() == pb::Outcome::Applied)
+        );
         assert_eq!(report.provider_calls, 2);
         assert_eq!(*p.applies.lock().unwrap(), 2);
     }
@@ -842,13 +984,133 @@ mod tests {
         });
         let replace = Change::new(
             ChangeKind::Update,
-            vec![RRSetOp::delete(host_a.clone()), RRSetOp::create(cname.clone())],
+            vec![
+                RRSetOp::delete(host_a.clone()),
+                RRSetOp::create(cname.clone()),
+            ],
         );
         assert_eq!(partition(&replace, &observed), None);
         let clash = partition(&create(&cname), &observed).unwrap();
-        assert!(matches!(clash, Verdict::Conflict { reason: pb::ConflictReason::TypeClash, .. }));
+        assert!(matches!(
+            clash,
+            Verdict::Conflict {
+                reason: pb::ConflictReason::TypeClash,
+                ..
+            }
+        ));
         // An assert op (before = after) that holds and is at target.
-        let assert_only = Change::new(ChangeKind::Adopt, vec![RRSetOp::update(host_a.clone(), host_a)]);
-        assert_eq!(partition(&assert_only, &observed), Some(Verdict::AlreadyApplied));
+        let assert_only = Change::new(
+            ChangeKind::Adopt,
+            vec![RRSetOp::update(host_a.clone(), host_a)],
+        );
+        assert_eq!(
+            partition(&assert_only, &observed),
+            Some(Verdict::AlreadyApplied)
+        );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        const INVALID: &str = "10.0.0.66";
+        const LABELS: [&str; 4] = ["a", "b", "c", "d"];
+        const TYPES: [RecordType; 3] = [RecordType::A, RecordType::Cname, RecordType::Txt];
+
+        fn value(t: RecordType, v: u8) -> RRSet {
+            let label = "x";
+            match (t, v % 3) {
+                (RecordType::A, 2) => rr(label, t, &[INVALID]),
+                (RecordType::A, v) => rr(label, t, &[&format!("192.0.2.{v}")]),
+                (RecordType::Cname, v) => rr(label, t, &[&format!("t{v}.example.net")]),
+                (_, v) => rr(label, t, &[&format!("v{v}")]),
+            }
+        }
+
+        fn at(label: &str, r: RRSet) -> RRSet {
+            let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), r.key.rtype);
+            RRSet::from_canonical(key, r.ttl, r.values().to_vec()).unwrap()
+        }
+
+        /// Per key: the seeded value, and the change as (before, after) values.
+        type KeyCase = (Option<u8>, Option<(Option<u8>, Option<u8>)>);
+
+        /// Per key (label × type): the seeded state and the change; `before` of updates
+        /// and deletes is a guess that may be wrong. Plus: does the first call commit
+        /// and answer ambiguous?
+        fn case() -> impl Strategy<Value = (Vec<KeyCase>, bool)> {
+            let per_key = (
+                proptest::option::of(0u8..2),
+                proptest::option::of((proptest::option::of(0u8..3), proptest::option::of(0u8..3))),
+            );
+            (
+                proptest::collection::vec(per_key, LABELS.len() * TYPES.len()),
+                any::<bool>(),
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+            /// Whatever the state and faults: one result per change; applied changes are
+            /// at their target; invalid values never land and come back INVALID (or a
+            /// conflict found first); a conflict's `observed` is what the zone holds.
+            #[test]
+            fn every_change_gets_a_truthful_outcome((keys, ambiguous) in case()) {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let p = Faulty::new(Faults {
+                    invalid_values: HashSet::from([INVALID.to_string()]),
+                    commit_then_ambiguous: u32::from(ambiguous),
+                    ..Faults::default()
+                });
+                let mut changes = Vec::new();
+                for (i, (seeded, change)) in keys.iter().enumerate() {
+                    let (label, t) = (LABELS[i / TYPES.len()], TYPES[i % TYPES.len()]);
+                    if let Some(v) = seeded {
+                        // Seeds that break the CNAME rule are simply not there.
+                        let _ = p.inner.store().apply(&zone(), &[RRSetOp::create(at(label, value(t, *v)))]);
+                    }
+                    let Some((before, after)) = change else { continue };
+                    let op = RRSetOp {
+                        key: RecordKey::new(zone(), zone().prepend(label).unwrap(), t),
+                        before: before.map(|v| at(label, value(t, v))),
+                        after: after.map(|v| at(label, value(t, v))),
+                    };
+                    if op.before.is_none() && op.after.is_none() {
+                        continue;
+                    }
+                    changes.push(Change::new(ChangeKind::Update, vec![op]));
+                }
+                let seeded = p.inner.store().list(&zone(), None).unwrap().0;
+                let report = rt.block_on(execute(&p, &zone(), &changes, None, &RetryPolicy::default()));
+                prop_assert_eq!(report.results.len(), changes.len());
+                for (r, c) in report.results.iter().zip(&changes) {
+                    prop_assert_eq!(&r.change_id, &c.id);
+                    let op = &c.ops[0];
+                    let now = p.get(&op.key);
+                    let invalid = op.after.as_ref().is_some_and(|a| a.values().iter().any(|v| v == INVALID));
+                    match r.outcome() {
+                        pb::Outcome::Applied | pb::Outcome::AlreadyApplied => {
+                            prop_assert!(op.at_target(now.as_ref()), "{:?} not at target: {:?}", c, now);
+                            prop_assert!(!invalid || r.outcome() == pb::Outcome::AlreadyApplied);
+                        }
+                        pb::Outcome::Invalid => prop_assert!(invalid, "{:?}: {}", c, r.message),
+                        pb::Outcome::Conflict => {
+                            let observed = r.observed.as_ref().map(|o| {
+                                let key = o.key.as_ref().unwrap();
+                                RecordKey::new(zone(), Name::parse(&key.name).unwrap(), RecordType::parse(&key.r#type).unwrap())
+                            });
+                            // What the zone held when read: before the batch, or after it
+                            // (another change of the batch may have written that key).
+                            let key = observed.unwrap_or_else(|| op.key.clone());
+                            let after = p.get(&key).as_ref().map(pb::RrSet::from);
+                            let before = seeded.iter().find(|s| s.key == key).map(pb::RrSet::from);
+                            prop_assert!(r.observed == after || r.observed == before, "{:?}: {:?}", c, r);
+                        }
+                        other => prop_assert!(false, "unexpected {:?} for {:?}: {}", other, c, r.message),
+                    }
+                }
+            }
+        }
     }
 }

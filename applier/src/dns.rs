@@ -54,7 +54,9 @@ impl Authority {
             Ok(m) => m,
             Err(_) if request.len() >= 12 && request[2] & 0x80 == 0 => {
                 let id = u16::from_be_bytes([request[0], request[1]]);
-                return Message::error_msg(id, OpCode::Query, ResponseCode::FormErr).to_vec().ok();
+                return Message::error_msg(id, OpCode::Query, ResponseCode::FormErr)
+                    .to_vec()
+                    .ok();
             }
             Err(_) => return None,
         };
@@ -72,7 +74,9 @@ impl Authority {
             (Transport::Tcp, _) => usize::from(u16::MAX),
             (Transport::Udp, None) => 512,
             // The smaller of what the client and this server accept, never below 512.
-            (Transport::Udp, Some(edns)) => usize::from(edns.max_payload().clamp(512, EDNS_PAYLOAD)),
+            (Transport::Udp, Some(edns)) => {
+                usize::from(edns.max_payload().clamp(512, EDNS_PAYLOAD))
+            }
         };
         resp.add_queries(req.queries.iter().cloned());
         if req.metadata.op_code != OpCode::Query {
@@ -120,7 +124,9 @@ impl Authority {
         // A name our model cannot hold has no data, but is still inside the zone.
         let resolution = match Name::parse(&qname.to_ascii()) {
             Ok(name) => self.store.read(zone, |z| resolve(z, zone, &name, qtype)),
-            Err(_) => self.store.read(zone, |z| Resolution::negative(z, zone, ResponseCode::NXDomain)),
+            Err(_) => self.store.read(zone, |z| {
+                Resolution::negative(z, zone, ResponseCode::NXDomain)
+            }),
         };
         let Ok(res) = resolution else {
             resp.metadata.response_code = ResponseCode::ServFail;
@@ -196,9 +202,11 @@ fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution 
         }
         let rrsets: Vec<&RRSet> = match z.node(&name) {
             Some(node) => node.rrsets.values().collect(),
+            // The apex always exists (its SOA is synthesized), as does an empty
+            // non-terminal.
+            None if &name == zone || z.has_descendants(&name) => Vec::new(),
             None => match wildcard(z, zone, &name) {
                 Some(rrsets) => rrsets,
-                None if &name == zone || z.has_descendants(&name) => Vec::new(),
                 None => {
                     res.rcode = ResponseCode::NXDomain;
                     res.soa_authority = soa(z, zone);
@@ -258,9 +266,10 @@ fn delegation(z: &ZoneData, zone: &Name, name: &Name) -> Option<RRSet> {
         .find_map(|n| z.node(n)?.rrsets.get(&RecordType::Ns).cloned())
 }
 
-/// RFC 4592: the RRSets of `*.<closest encloser>` when `name` does not exist.
+/// RFC 4592: the RRSets of `*.<closest encloser>` for a `name` below the apex that
+/// does not exist.
 fn wildcard<'z>(z: &'z ZoneData, zone: &Name, name: &Name) -> Option<Vec<&'z RRSet>> {
-    if z.has_descendants(name) {
+    if name == zone || !name.is_within(zone) || z.has_descendants(name) {
         return None;
     }
     let mut encloser = name.parent()?;
@@ -314,8 +323,13 @@ pub fn to_rdata(rtype: RecordType, value: &str) -> Option<rr::RData> {
         RData::Aaaa(ip) => rr::RData::AAAA(rdata::AAAA(ip)),
         RData::Cname(n) => rr::RData::CNAME(rdata::CNAME(host(&n)?)),
         RData::Ns(n) => rr::RData::NS(rdata::NS(host(&n)?)),
-        RData::Txt(strings) => rr::RData::TXT(rdata::TXT::from_bytes(strings.iter().map(Vec::as_slice).collect())),
-        RData::Mx { preference, exchange } => rr::RData::MX(rdata::MX::new(preference, host(&exchange)?)),
+        RData::Txt(strings) => rr::RData::TXT(rdata::TXT::from_bytes(
+            strings.iter().map(Vec::as_slice).collect(),
+        )),
+        RData::Mx {
+            preference,
+            exchange,
+        } => rr::RData::MX(rdata::MX::new(preference, host(&exchange)?)),
         RData::Srv {
             priority,
             weight,
@@ -350,7 +364,13 @@ impl DnsServer {
         for _ in 0..8 {
             let udp = UdpSocket::bind(addr).await?;
             match TcpListener::bind(udp.local_addr()?).await {
-                Ok(tcp) => return Ok(DnsServer { authority, udp, tcp }),
+                Ok(tcp) => {
+                    return Ok(DnsServer {
+                        authority,
+                        udp,
+                        tcp,
+                    });
+                }
                 // Port 0 picked a UDP port whose TCP twin is taken: pick again.
                 Err(e) if addr.port() == 0 => last_err = Some(e),
                 Err(e) => return Err(e),
@@ -360,12 +380,18 @@ impl DnsServer {
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.udp.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+        self.udp
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
     /// Serves until `shutdown` is cancelled.
     pub async fn run(self, shutdown: CancellationToken) {
-        let DnsServer { authority, udp, tcp } = self;
+        let DnsServer {
+            authority,
+            udp,
+            tcp,
+        } = self;
         let udp_task = tokio::spawn(serve_udp(authority.clone(), udp, shutdown.clone()));
         serve_tcp(authority, tcp, shutdown).await;
         let _ = udp_task.await;
@@ -437,7 +463,9 @@ async fn serve_connection(authority: &Authority, mut stream: TcpStream) -> std::
         buf.resize(usize::from(len), 0);
         tokio::time::timeout(TCP_IDLE, stream.read_exact(&mut buf))
             .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "request body timed out"))??;
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "request body timed out")
+            })??;
         let Some(answer) = authority.respond(&buf, Transport::Tcp) else {
             return Ok(());
         };
@@ -462,7 +490,12 @@ mod tests {
     }
 
     fn rrset(name: &str, t: RecordType, values: &[&str]) -> RRSet {
-        RRSet::new(RecordKey::new(zone(), Name::parse(name).unwrap(), t), 300, values).unwrap()
+        RRSet::new(
+            RecordKey::new(zone(), Name::parse(name).unwrap(), t),
+            300,
+            values,
+        )
+        .unwrap()
     }
 
     fn authority(dir: &std::path::Path) -> Authority {
@@ -471,17 +504,42 @@ mod tests {
         let ops: Vec<RRSetOp> = [
             rrset("example.com", RecordType::Ns, &["ns1.example.com"]),
             rrset("example.com", RecordType::Mx, &["10 mail.example.com"]),
-            rrset("www.example.com", RecordType::A, &["192.0.2.1", "192.0.2.2"]),
+            rrset(
+                "www.example.com",
+                RecordType::A,
+                &["192.0.2.1", "192.0.2.2"],
+            ),
             rrset("www.example.com", RecordType::Aaaa, &["2001:db8::1"]),
             rrset("alias.example.com", RecordType::Cname, &["www.example.com"]),
-            rrset("out.example.com", RecordType::Cname, &["target.example.net"]),
+            rrset(
+                "out.example.com",
+                RecordType::Cname,
+                &["target.example.net"],
+            ),
             rrset("txt.example.com", RecordType::Txt, &["\"hello\" \"world\""]),
-            rrset("_sip._tcp.example.com", RecordType::Srv, &["0 5 5060 sip.example.com"]),
-            rrset("example.com", RecordType::Caa, &["0 issue \"letsencrypt.org\"", "128 tbs \"x\""]),
+            rrset(
+                "_sip._tcp.example.com",
+                RecordType::Srv,
+                &["0 5 5060 sip.example.com"],
+            ),
+            rrset(
+                "example.com",
+                RecordType::Caa,
+                &["0 issue \"letsencrypt.org\"", "128 tbs \"x\""],
+            ),
             rrset("deep.ent.example.com", RecordType::A, &["192.0.2.3"]),
             rrset("*.apps.example.com", RecordType::A, &["192.0.2.4"]),
             rrset("sub.example.com", RecordType::Ns, &["ns.sub.example.com"]),
-            rrset("big.example.com", RecordType::Txt, &(0..30).map(|i| format!("value number {i:03}")).collect::<Vec<_>>().iter().map(String::as_str).collect::<Vec<_>>()),
+            rrset(
+                "big.example.com",
+                RecordType::Txt,
+                &(0..30)
+                    .map(|i| format!("value number {i:03}"))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+            ),
         ]
         .into_iter()
         .map(RRSetOp::create)
@@ -505,7 +563,10 @@ mod tests {
     }
 
     fn data(records: &[Record]) -> Vec<String> {
-        let mut v: Vec<String> = records.iter().map(|r| format!("{} {} {}", r.name, r.record_type(), r.data)).collect();
+        let mut v: Vec<String> = records
+            .iter()
+            .map(|r| format!("{} {} {}", r.name, r.record_type(), r.data))
+            .collect();
         v.sort();
         v
     }
@@ -514,29 +575,48 @@ mod tests {
     fn answers_from_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let a = authority(dir.path());
-        let m = ask(&a, &query("WWW.example.com.", rr::RecordType::A), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("WWW.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
         assert!(m.metadata.authoritative);
         assert_eq!(m.metadata.response_code, ResponseCode::NoError);
         assert_eq!(
             data(&m.answers),
-            vec!["www.example.com. A 192.0.2.1", "www.example.com. A 192.0.2.2"]
+            vec![
+                "www.example.com. A 192.0.2.1",
+                "www.example.com. A 192.0.2.2"
+            ]
         );
         for (name, t, want) in [
             ("www.example.com.", rr::RecordType::AAAA, "2001:db8::1"),
             ("example.com.", rr::RecordType::MX, "10 mail.example.com."),
             ("example.com.", rr::RecordType::NS, "ns1.example.com."),
-            ("_sip._tcp.example.com.", rr::RecordType::SRV, "0 5 5060 sip.example.com."),
+            (
+                "_sip._tcp.example.com.",
+                rr::RecordType::SRV,
+                "0 5 5060 sip.example.com.",
+            ),
             ("txt.example.com.", rr::RecordType::TXT, "hello"),
             ("example.com.", rr::RecordType::CAA, "letsencrypt.org"),
             ("x.apps.example.com.", rr::RecordType::A, "192.0.2.4"),
         ] {
             let m = ask(&a, &query(name, t), Transport::Udp);
-            assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{name} {t}");
+            assert_eq!(
+                m.metadata.response_code,
+                ResponseCode::NoError,
+                "{name} {t}"
+            );
             let got = data(&m.answers).join("\n");
             assert!(got.contains(want), "{name} {t}: {got}");
         }
         // The wildcard answer is owned by the query name.
-        let m = ask(&a, &query("x.apps.example.com.", rr::RecordType::A), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("x.apps.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
         assert_eq!(m.answers[0].name.to_ascii(), "x.apps.example.com.");
     }
 
@@ -544,7 +624,11 @@ mod tests {
     fn cnames_are_followed_inside_the_zone() {
         let dir = tempfile::tempdir().unwrap();
         let a = authority(dir.path());
-        let m = ask(&a, &query("alias.example.com.", rr::RecordType::A), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("alias.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
         assert_eq!(
             data(&m.answers),
             vec![
@@ -553,9 +637,20 @@ mod tests {
                 "www.example.com. A 192.0.2.2",
             ]
         );
-        let m = ask(&a, &query("out.example.com.", rr::RecordType::A), Transport::Udp);
-        assert_eq!(data(&m.answers), vec!["out.example.com. CNAME target.example.net."]);
-        let m = ask(&a, &query("alias.example.com.", rr::RecordType::CNAME), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("out.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
+        assert_eq!(
+            data(&m.answers),
+            vec!["out.example.com. CNAME target.example.net."]
+        );
+        let m = ask(
+            &a,
+            &query("alias.example.com.", rr::RecordType::CNAME),
+            Transport::Udp,
+        );
         assert_eq!(m.answers.len(), 1);
     }
 
@@ -568,7 +663,11 @@ mod tests {
             rr::RData::SOA(s) => u64::from(s.serial),
             other => panic!("{other:?}"),
         };
-        let m = ask(&a, &query("nope.example.com.", rr::RecordType::A), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("nope.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
         assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
         assert!(m.answers.is_empty());
         assert_eq!(soa_serial(&m), serial);
@@ -579,7 +678,11 @@ mod tests {
             assert!(m.answers.is_empty());
             assert_eq!(soa_serial(&m), serial);
         }
-        let m = ask(&a, &query("example.com.", rr::RecordType::SOA), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("example.com.", rr::RecordType::SOA),
+            Transport::Udp,
+        );
         assert!(matches!(&m.answers[0].data, rr::RData::SOA(s) if u64::from(s.serial) == serial));
     }
 
@@ -587,13 +690,24 @@ mod tests {
     fn refuses_outside_and_refers_below_delegations() {
         let dir = tempfile::tempdir().unwrap();
         let a = authority(dir.path());
-        let m = ask(&a, &query("example.org.", rr::RecordType::A), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("example.org.", rr::RecordType::A),
+            Transport::Udp,
+        );
         assert_eq!(m.metadata.response_code, ResponseCode::Refused);
         assert!(!m.metadata.authoritative);
-        let m = ask(&a, &query("host.sub.example.com.", rr::RecordType::A), Transport::Udp);
+        let m = ask(
+            &a,
+            &query("host.sub.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
         assert_eq!(m.metadata.response_code, ResponseCode::NoError);
         assert!(!m.metadata.authoritative);
-        assert_eq!(data(&m.authorities), vec!["sub.example.com. NS ns.sub.example.com."]);
+        assert_eq!(
+            data(&m.authorities),
+            vec!["sub.example.com. NS ns.sub.example.com."]
+        );
     }
 
     #[test]
@@ -613,8 +727,41 @@ mod tests {
         assert_eq!(m.answers.len(), 30);
         assert!(m.edns.is_some());
         // Over TCP the whole answer fits.
-        let m = ask(&a, &query("big.example.com.", rr::RecordType::TXT), Transport::Tcp);
+        let m = ask(
+            &a,
+            &query("big.example.com.", rr::RecordType::TXT),
+            Transport::Tcp,
+        );
         assert!(!m.metadata.truncation);
+    }
+
+    #[test]
+    fn an_empty_zone_answers_its_apex() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+        store.ensure_zones(&[zone()]).unwrap();
+        let a = Authority::new(store, &[zone()]);
+        let m = ask(
+            &a,
+            &query("example.com.", rr::RecordType::SOA),
+            Transport::Udp,
+        );
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(m.answers.len(), 1);
+        for t in [rr::RecordType::NS, rr::RecordType::A] {
+            let m = ask(&a, &query("example.com.", t), Transport::Udp);
+            assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{t}");
+            assert!(
+                m.answers.is_empty() && m.authorities.len() == 1,
+                "{t}: NODATA with the SOA"
+            );
+        }
+        let m = ask(
+            &a,
+            &query("a.b.example.com.", rr::RecordType::A),
+            Transport::Udp,
+        );
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
     }
 
     #[test]

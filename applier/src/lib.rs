@@ -1,6 +1,246 @@
-//! dnsplane-applier: owns every provider call.
+//! dnsplane-applier: owns every provider call. Planners stream batches in; the applier
+//! applies them under per-zone locks and streams one outcome per change back.
+//!
+//! Layout, from the wire inwards:
+//! - [`service`]: the `dnsplane.v1.Applier` gRPC service (ListRecords, Apply, GetStatus);
+//! - [`batch`]: one batch on one provider — partition on conflict, bisection on
+//!   invalid, bounded retry ([`retry`]) on transient answers;
+//! - [`cache`]: listings per (account, zone), revalidated by serial;
+//! - [`account`], [`stats`]: an account's provider, zone locks and counters;
+//! - [`provider`]: the driver trait and the drivers; [`store`] and [`dns`] are the
+//!   embedded `memory` driver's durable store and DNS responder;
+//! - [`config`]: the TOML config; [`run`] wires it all and serves until shutdown.
+use crate::account::Account;
+use crate::config::AccountConfig;
+use crate::dns::{Authority, DnsServer};
+use crate::provider::Provider;
+use crate::provider::memory::MemoryProvider;
+use crate::service::{ApplierService, Lifecycle, ServiceOptions};
+use crate::store::StoreError;
+use dnsplane_common::pb::applier_server::ApplierServer;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+use tonic_health::ServingStatus;
+
+pub mod account;
 pub mod batch;
+pub mod cache;
+pub mod config;
+pub mod dns;
 pub mod provider;
 pub mod retry;
+pub mod service;
+pub mod stats;
 pub mod store;
-pub mod dns;
+
+pub use config::{ApplierConfig, ConfigError, EMBEDDED_ACCOUNT, load_config};
+pub use store::MemoryStore;
+
+/// How long the gRPC server may take to close its connections once the streams have
+/// ended (a grpc.health Watch never ends on its own).
+const SERVER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the applier could not start or stopped early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplierError {
+    #[error("invalid config: {0}")]
+    Config(String),
+    #[error("account {account:?}: cannot open the store in {dir}: {source}")]
+    Store {
+        account: String,
+        dir: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("account {account:?}: cannot listen for DNS on {addr}: {source}")]
+    DnsBind {
+        account: String,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("gRPC reflection: {0}")]
+    Reflection(String),
+    #[error("gRPC server: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// An applier with its stores open and DNS sockets bound, ready to serve. Split from
+/// [`run`] so that callers can learn the DNS addresses (port 0 in tests) first.
+#[derive(Debug)]
+pub struct Applier {
+    config: ApplierConfig,
+    accounts: Vec<Arc<Account>>,
+    dns: Vec<(String, DnsServer)>,
+}
+
+impl Applier {
+    /// Validates the config, opens every account's store and binds its DNS sockets.
+    pub async fn new(config: ApplierConfig) -> Result<Self, ApplierError> {
+        config.validate().map_err(ApplierError::Config)?;
+        let mut accounts = Vec::new();
+        let mut dns = Vec::new();
+        for account in &config.accounts {
+            match account {
+                AccountConfig::Memory(m) => {
+                    let store_err = |source| ApplierError::Store {
+                        account: m.name.clone(),
+                        dir: m.state_dir.clone(),
+                        source,
+                    };
+                    // Startup: a blocking read of the snapshot and journal is fine here.
+                    let store = Arc::new(MemoryStore::open(&m.state_dir).map_err(store_err)?);
+                    let provider =
+                        MemoryProvider::new(store.clone(), m.zones.clone()).map_err(store_err)?;
+                    if let Some(addr) = m.dns_listen {
+                        let server = DnsServer::bind(addr, Authority::new(store, &m.zones))
+                            .await
+                            .map_err(|source| ApplierError::DnsBind {
+                                account: m.name.clone(),
+                                addr,
+                                source,
+                            })?;
+                        dns.push((m.name.clone(), server));
+                    }
+                    let provider: Arc<dyn Provider> = Arc::new(provider);
+                    accounts.push(Arc::new(Account::new(m.name.clone(), provider, &m.zones)));
+                }
+            }
+        }
+        Ok(Applier {
+            config,
+            accounts,
+            dns,
+        })
+    }
+
+    /// Where each account with `dns_listen` answers DNS (UDP and TCP).
+    pub fn dns_addrs(&self) -> Vec<(String, SocketAddr)> {
+        self.dns
+            .iter()
+            .map(|(a, s)| (a.clone(), s.local_addr()))
+            .collect()
+    }
+
+    /// Serves gRPC on `grpc` (Applier, grpc.health.v1, reflection v1 and v1alpha) and
+    /// DNS until `shutdown` is cancelled; then reports NOT_SERVING, answers new batches
+    /// DEFERRED, waits up to `shutdown_grace` for in-flight batches, ends the streams
+    /// and returns.
+    pub async fn serve(
+        self,
+        grpc: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<(), ApplierError> {
+        let Applier {
+            config,
+            accounts,
+            dns,
+        } = self;
+        let lifecycle = Lifecycle {
+            draining: shutdown.clone(),
+            ..Lifecycle::default()
+        };
+        let service = ApplierService::new(
+            accounts,
+            ServiceOptions {
+                cache_ttl: config.cache_ttl,
+                max_concurrent_batches: config.max_concurrent_batches,
+                retry: config.retry.clone(),
+            },
+            lifecycle.clone(),
+        );
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health.set_serving::<ApplierServer<ApplierService>>().await;
+        health.set_service_status("", ServingStatus::Serving).await;
+        let (reflection_v1, reflection_v1alpha) = dnsplane_common::grpc::reflection_services()
+            .map_err(|e| ApplierError::Reflection(e.to_string()))?;
+
+        let dns_stop = CancellationToken::new();
+        let mut dns_tasks = Vec::new();
+        for (account, server) in dns {
+            tracing::info!(account = %account, addr = %server.local_addr(), "Answering DNS.");
+            dns_tasks.push(tokio::spawn(server.run(dns_stop.clone())));
+        }
+
+        let addr = grpc.local_addr().ok();
+        let close = lifecycle.close_streams.clone();
+        let server = tonic::transport::Server::builder()
+            .add_service(health_service)
+            .add_service(ApplierServer::new(service))
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .serve_with_incoming_shutdown(TcpListenerStream::new(grpc), close.cancelled_owned());
+        let mut server = tokio::spawn(server);
+        tracing::info!(addr = ?addr, "Applier serving gRPC.");
+
+        let early = tokio::select! {
+            r = &mut server => Some(r),
+            _ = shutdown.cancelled() => None,
+        };
+        let result = match early {
+            Some(r) => {
+                // The server stopped by itself: an error (the token was not cancelled).
+                lifecycle.close_streams.cancel();
+                r.unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "gRPC server task failed.");
+                    Ok(())
+                })
+                .map_err(ApplierError::Serve)
+            }
+            None => {
+                tracing::info!("Draining: new batches are deferred.");
+                health
+                    .set_not_serving::<ApplierServer<ApplierService>>()
+                    .await;
+                health
+                    .set_service_status("", ServingStatus::NotServing)
+                    .await;
+                lifecycle.batches.close();
+                if tokio::time::timeout(config.shutdown_grace, lifecycle.batches.wait())
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        running = lifecycle.batches.len(),
+                        "Grace period over with batches still running; ending the streams."
+                    );
+                }
+                lifecycle.close_streams.cancel();
+                match tokio::time::timeout(SERVER_CLOSE_TIMEOUT, &mut server).await {
+                    Ok(Ok(r)) => r.map_err(ApplierError::Serve),
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "gRPC server task failed.");
+                        Ok(())
+                    }
+                    Err(_) => {
+                        tracing::warn!("Connections still open after shutdown; closing them.");
+                        server.abort();
+                        Ok(())
+                    }
+                }
+            }
+        };
+        dns_stop.cancel();
+        for t in dns_tasks {
+            let _ = t.await;
+        }
+        tracing::info!("Applier stopped.");
+        result
+    }
+}
+
+/// Starts the applier described by `config`, serving gRPC on `grpc` until `shutdown`
+/// is cancelled, then drains (see [`Applier::serve`]).
+pub async fn run(
+    config: ApplierConfig,
+    grpc: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ApplierError> {
+    Applier::new(config).await?.serve(grpc, shutdown).await
+}

@@ -76,7 +76,10 @@ mod tests {
         for retry in 0..8 {
             assert!(p.backoff(retry) <= p.ceiling(retry));
         }
-        assert_eq!(p.delay(0, Some(Duration::from_secs(1))), Some(Duration::from_secs(1)));
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(1))),
+            Some(Duration::from_secs(1))
+        );
         assert_eq!(p.delay(0, Some(Duration::from_secs(30))), None);
     }
 }

@@ -243,11 +243,18 @@ impl MemoryStore {
             .append(true)
             .open(&journal_path)
             .map_err(|e| StoreError::io(&journal_path, e))?;
-        let len = journal.metadata().map_err(|e| StoreError::io(&journal_path, e))?.len();
+        let len = journal
+            .metadata()
+            .map_err(|e| StoreError::io(&journal_path, e))?
+            .len();
         if len != good_len {
             tracing::warn!(path = %journal_path.display(), dropped_bytes = len - good_len, "Dropping a torn last journal line; that batch was never acknowledged.");
-            journal.set_len(good_len).map_err(|e| StoreError::io(&journal_path, e))?;
-            journal.sync_all().map_err(|e| StoreError::io(&journal_path, e))?;
+            journal
+                .set_len(good_len)
+                .map_err(|e| StoreError::io(&journal_path, e))?;
+            journal
+                .sync_all()
+                .map_err(|e| StoreError::io(&journal_path, e))?;
         }
         if !existed {
             sync_dir(&dir)?;
@@ -307,7 +314,11 @@ impl MemoryStore {
     }
 
     /// The zone's RRSets (only those at `names` when given), in DNS order, and its serial.
-    pub fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<(Vec<RRSet>, u64), StoreError> {
+    pub fn list(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+    ) -> Result<(Vec<RRSet>, u64), StoreError> {
         self.read(zone, |z| {
             let rrsets = match names {
                 None => z.rrsets().cloned().collect(),
@@ -329,7 +340,10 @@ impl MemoryStore {
     /// Runs `f` on the zone's data under the store's lock; keep `f` short.
     pub fn read<R>(&self, zone: &Name, f: impl FnOnce(&ZoneData) -> R) -> Result<R, StoreError> {
         let st = self.lock();
-        let z = st.zones.get(zone).ok_or_else(|| StoreError::NoSuchZone(zone.clone()))?;
+        let z = st
+            .zones
+            .get(zone)
+            .ok_or_else(|| StoreError::NoSuchZone(zone.clone()))?;
         Ok(f(z))
     }
 
@@ -343,7 +357,10 @@ impl MemoryStore {
         if st.poisoned {
             return Err(StoreError::Poisoned(self.dir.clone()));
         }
-        let data = st.zones.get(zone).ok_or_else(|| StoreError::NoSuchZone(zone.clone()))?;
+        let data = st
+            .zones
+            .get(zone)
+            .ok_or_else(|| StoreError::NoSuchZone(zone.clone()))?;
         let staged = stage(zone, data, ops)?;
         if staged.is_empty() {
             return Ok(data.serial);
@@ -371,7 +388,10 @@ impl MemoryStore {
         })?;
         line.push('\n');
         self.append(&mut st, line.as_bytes())?;
-        let data = st.zones.get_mut(zone).ok_or_else(|| StoreError::NoSuchZone(zone.clone()))?;
+        let data = st
+            .zones
+            .get_mut(zone)
+            .ok_or_else(|| StoreError::NoSuchZone(zone.clone()))?;
         for (key, r) in staged.into_values() {
             data.set(&key, r);
         }
@@ -389,14 +409,22 @@ impl MemoryStore {
     /// previous length so that no half line is left behind a later entry.
     fn append(&self, st: &mut State, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.dir.join(JOURNAL);
-        let result = st.journal.write_all(bytes).and_then(|()| st.journal.sync_data());
+        let result = st
+            .journal
+            .write_all(bytes)
+            .and_then(|()| st.journal.sync_data());
         match result {
             Ok(()) => {
                 st.journal_bytes += bytes.len() as u64;
                 Ok(())
             }
             Err(e) => {
-                if st.journal.set_len(st.journal_bytes).and_then(|()| st.journal.sync_data()).is_err() {
+                if st
+                    .journal
+                    .set_len(st.journal_bytes)
+                    .and_then(|()| st.journal.sync_data())
+                    .is_err()
+                {
                     st.poisoned = true;
                 }
                 Err(StoreError::io(&path, e))
@@ -441,20 +469,24 @@ impl MemoryStore {
         std::fs::rename(&tmp, &path).map_err(|e| StoreError::io(&path, e))?;
         sync_dir(&self.dir)?;
         let journal = self.dir.join(JOURNAL);
-        st.journal.set_len(0).map_err(|e| StoreError::io(&journal, e))?;
-        st.journal.sync_all().map_err(|e| StoreError::io(&journal, e))?;
+        st.journal
+            .set_len(0)
+            .map_err(|e| StoreError::io(&journal, e))?;
+        st.journal
+            .sync_all()
+            .map_err(|e| StoreError::io(&journal, e))?;
         st.journal_bytes = 0;
         Ok(())
     }
 }
 
+/// The writes of one batch: per (DNS-order name, type), the key and the new RRSet
+/// (`None`: deleted).
+type Staged = BTreeMap<(String, RecordType), (RecordKey, Option<RRSet>)>;
+
 /// Checks `ops` against `data` and returns the writes they make, by key in DNS order.
-fn stage(
-    zone: &Name,
-    data: &ZoneData,
-    ops: &[RRSetOp],
-) -> Result<BTreeMap<(String, RecordType), (RecordKey, Option<RRSet>)>, StoreError> {
-    let mut staged: BTreeMap<(String, RecordType), (RecordKey, Option<RRSet>)> = BTreeMap::new();
+fn stage(zone: &Name, data: &ZoneData, ops: &[RRSetOp]) -> Result<Staged, StoreError> {
+    let mut staged = Staged::new();
     for op in ops {
         if &op.key.zone != zone {
             return Err(StoreError::OutOfZone {
@@ -498,7 +530,11 @@ fn stage(
             }
             types.insert(*t2, r2.is_some());
         }
-        let present: Vec<RecordType> = types.into_iter().filter(|(_, p)| *p).map(|(t, _)| t).collect();
+        let present: Vec<RecordType> = types
+            .into_iter()
+            .filter(|(_, p)| *p)
+            .map(|(t, _)| t)
+            .collect();
         if present.contains(&RecordType::Cname) && present.len() > 1 {
             let others: Vec<&str> = present
                 .iter()
@@ -507,7 +543,11 @@ fn stage(
                 .collect();
             return Err(StoreError::Conflict {
                 key: key.clone(),
-                message: format!("a CNAME at {} cannot sit beside other data ({})", key.name, others.join(", ")),
+                message: format!(
+                    "a CNAME at {} cannot sit beside other data ({})",
+                    key.name,
+                    others.join(", ")
+                ),
             });
         }
     }
@@ -539,7 +579,10 @@ fn load_snapshot(path: &Path) -> Result<BTreeMap<Name, ZoneData>, StoreError> {
     };
     let snapshot: Snapshot = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
     if snapshot.format != FORMAT {
-        return Err(corrupt(format!("unsupported format {} (expected {FORMAT})", snapshot.format)));
+        return Err(corrupt(format!(
+            "unsupported format {} (expected {FORMAT})",
+            snapshot.format
+        )));
     }
     let mut zones = BTreeMap::new();
     for z in snapshot.zones {
@@ -547,7 +590,8 @@ fn load_snapshot(path: &Path) -> Result<BTreeMap<Name, ZoneData>, StoreError> {
         data.serial = z.serial;
         for r in z.rrsets {
             let key = RecordKey::new(z.zone.clone(), r.name, r.rtype);
-            let rrset = RRSet::new(key.clone(), r.ttl, &r.values).map_err(|e| corrupt(e.to_string()))?;
+            let rrset =
+                RRSet::new(key.clone(), r.ttl, &r.values).map_err(|e| corrupt(e.to_string()))?;
             data.set(&key, Some(rrset));
         }
         zones.insert(z.zone, data);
@@ -568,7 +612,9 @@ fn replay_journal(path: &Path, zones: &mut BTreeMap<Name, ZoneData>) -> Result<u
     let mut number = 0;
     loop {
         line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(|e| StoreError::io(path, e))?;
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| StoreError::io(path, e))?;
         if n == 0 {
             return Ok(good);
         }
@@ -588,7 +634,8 @@ fn replay_journal(path: &Path, zones: &mut BTreeMap<Name, ZoneData>) -> Result<u
             Err(e) => {
                 // A bad line with more after it is damage, not a torn write.
                 let mut rest = Vec::new();
-                std::io::Read::read_to_end(&mut reader, &mut rest).map_err(|e| StoreError::io(path, e))?;
+                std::io::Read::read_to_end(&mut reader, &mut rest)
+                    .map_err(|e| StoreError::io(path, e))?;
                 if rest.iter().all(u8::is_ascii_whitespace) {
                     return Ok(good);
                 }
@@ -609,7 +656,10 @@ fn replay_journal(path: &Path, zones: &mut BTreeMap<Name, ZoneData>) -> Result<u
                 let key = RecordKey::new(entry.zone.clone(), w.name, w.rtype);
                 let rrset = match w.data {
                     None => None,
-                    Some(d) => Some(RRSet::new(key.clone(), d.ttl, &d.values).map_err(|e| corrupt(e.to_string()))?),
+                    Some(d) => Some(
+                        RRSet::new(key.clone(), d.ttl, &d.values)
+                            .map_err(|e| corrupt(e.to_string()))?,
+                    ),
                 };
                 data.set(&key, rrset);
             }
@@ -628,7 +678,12 @@ mod tests {
     }
 
     fn rr(name: &str, t: RecordType, values: &[&str]) -> RRSet {
-        RRSet::new(RecordKey::new(zone(), Name::parse(name).unwrap(), t), 300, values).unwrap()
+        RRSet::new(
+            RecordKey::new(zone(), Name::parse(name).unwrap(), t),
+            300,
+            values,
+        )
+        .unwrap()
     }
 
     fn open(dir: &Path) -> MemoryStore {
@@ -646,17 +701,28 @@ mod tests {
         assert_eq!(s.apply(&zone(), &[RRSetOp::create(a.clone())]).unwrap(), 2);
         // The second op's precondition fails, so the first is not applied either.
         let err = s
-            .apply(&zone(), &[RRSetOp::create(b.clone()), RRSetOp::create(a.clone())])
+            .apply(
+                &zone(),
+                &[RRSetOp::create(b.clone()), RRSetOp::create(a.clone())],
+            )
             .unwrap_err();
-        let StoreError::Conflict { key, message } = err else { panic!("{err:?}") };
+        let StoreError::Conflict { key, message } = err else {
+            panic!("{err:?}")
+        };
         assert_eq!(key, a.key);
         assert!(message.contains("already exists"), "{message}");
         let (rrsets, serial) = s.list(&zone(), None).unwrap();
         assert_eq!((rrsets, serial), (vec![a.clone()], 2));
         // Ops see the effect of earlier ops in the same batch.
         let a2 = rr("a.example.com", RecordType::A, &["192.0.2.9"]);
-        s.apply(&zone(), &[RRSetOp::update(a.clone(), a2.clone()), RRSetOp::delete(a2.clone())])
-            .unwrap();
+        s.apply(
+            &zone(),
+            &[
+                RRSetOp::update(a.clone(), a2.clone()),
+                RRSetOp::delete(a2.clone()),
+            ],
+        )
+        .unwrap();
         assert!(s.list(&zone(), None).unwrap().0.is_empty());
         assert!(matches!(
             s.apply(&Name::parse("other.org").unwrap(), &[]),
@@ -672,9 +738,13 @@ mod tests {
         let c = rr("x.example.com", RecordType::Cname, &["target.example.net"]);
         s.apply(&zone(), &[RRSetOp::create(a.clone())]).unwrap();
         let err = s.apply(&zone(), &[RRSetOp::create(c.clone())]).unwrap_err();
-        assert!(matches!(&err, StoreError::Conflict { key, .. } if key == &c.key), "{err:?}");
+        assert!(
+            matches!(&err, StoreError::Conflict { key, .. } if key == &c.key),
+            "{err:?}"
+        );
         // Replacing the A by the CNAME in one batch is fine.
-        s.apply(&zone(), &[RRSetOp::delete(a), RRSetOp::create(c.clone())]).unwrap();
+        s.apply(&zone(), &[RRSetOp::delete(a), RRSetOp::create(c.clone())])
+            .unwrap();
         assert_eq!(s.list(&zone(), None).unwrap().0, vec![c]);
     }
 
@@ -682,7 +752,13 @@ mod tests {
     fn state_survives_reopen_and_compaction() {
         let dir = tempfile::tempdir().unwrap();
         let recs: Vec<RRSet> = (0..20)
-            .map(|i| rr(&format!("h{i}.example.com"), RecordType::Txt, &[&format!("v{i}")]))
+            .map(|i| {
+                rr(
+                    &format!("h{i}.example.com"),
+                    RecordType::Txt,
+                    &[&format!("v{i}")],
+                )
+            })
             .collect();
         {
             let s = open(dir.path()).with_compact_bytes(1500);
@@ -698,7 +774,10 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(serial, 21);
         let journal_len = std::fs::metadata(dir.path().join(JOURNAL)).unwrap().len();
-        assert!(journal_len < 1500, "journal was compacted ({journal_len} bytes)");
+        assert!(
+            journal_len < 1500,
+            "journal was compacted ({journal_len} bytes)"
+        );
     }
 
     #[test]
@@ -734,8 +813,15 @@ mod tests {
     fn descendants_make_empty_non_terminals() {
         let dir = tempfile::tempdir().unwrap();
         let s = open(dir.path());
-        s.apply(&zone(), &[RRSetOp::create(rr("a.b.example.com", RecordType::A, &["192.0.2.1"]))])
-            .unwrap();
+        s.apply(
+            &zone(),
+            &[RRSetOp::create(rr(
+                "a.b.example.com",
+                RecordType::A,
+                &["192.0.2.1"],
+            ))],
+        )
+        .unwrap();
         s.read(&zone(), |z| {
             assert!(z.has_descendants(&Name::parse("b.example.com").unwrap()));
             assert!(z.has_descendants(&zone()));

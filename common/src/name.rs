@@ -61,6 +61,9 @@ impl Name {
 
     /// Everything after the first label (`example.com.` of `www.example.com.`).
     pub fn parent(&self) -> Option<Name> {
+        if self.0 == "." {
+            return None;
+        }
         let (_, rest) = self.0.split_once('.')?;
         if rest.is_empty() {
             Some(Name(".".into()))
@@ -182,5 +185,7 @@ mod tests {
         assert!(!Name::parse("aexample.com").unwrap().is_within(&zone));
         assert_eq!(Name::parse("a.example.com").unwrap().parent().unwrap(), zone);
         assert_eq!(zone.prepend("_x").unwrap().as_str(), "_x.example.com.");
+        assert_eq!(Name::parse("com").unwrap().parent().unwrap().as_str(), ".");
+        assert!(Name::parse(".").unwrap().parent().is_none(), "the root has no parent");
     }
 }

@@ -3,3 +3,4 @@
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod stack;
 mod slice;
+mod up;

@@ -74,6 +74,11 @@ fn edits_apply_live_and_restart_keeps_the_zone() {
     s.write_desired("web.yaml", &endpoints("web", &[("www.example.com", "A", &["192.0.2.20"])]));
     s.wait_dns("new.example.com", "TXT", &[]);
     assert!(s.dig("_dnsplane-txt.new.example.com", "TXT").is_empty(), "ownership record removed too");
+    // A new file adds records; deleting the file removes them.
+    s.write_desired("extra.yaml", &endpoints("extra", &[("extra.example.com", "AAAA", &["2001:db8::99"])]));
+    s.wait_dns("extra.example.com", "AAAA", &["2001:db8::99"]);
+    s.remove_desired("extra.yaml");
+    s.wait_dns("extra.example.com", "AAAA", &[]);
 
     // Restart both: the zone is kept (the embedded provider persists it).
     s.planner.take().expect("planner").terminate();

@@ -43,7 +43,9 @@ impl MemoryProvider {
 /// The one place where store errors get their class.
 fn classify(e: StoreError) -> ProviderError {
     match e {
-        StoreError::Conflict { key, message } => ProviderError::new(ErrorClass::Conflict, message).with_key(key),
+        StoreError::Conflict { key, message } => {
+            ProviderError::new(ErrorClass::Conflict, message).with_key(key)
+        }
         StoreError::OutOfZone { ref key, .. } => {
             let key = key.clone();
             ProviderError::new(ErrorClass::Invalid, e.to_string()).with_key(key)
@@ -96,7 +98,9 @@ impl Provider for MemoryProvider {
         // The journal fsync blocks; keep it off the async workers.
         tokio::task::spawn_blocking(move || store.apply(&zone, &ops))
             .await
-            .map_err(|e| ProviderError::new(ErrorClass::Ambiguous, format!("store task failed: {e}")))?
+            .map_err(|e| {
+                ProviderError::new(ErrorClass::Ambiguous, format!("store task failed: {e}"))
+            })?
             .map(drop)
             .map_err(classify)
     }

@@ -5,6 +5,8 @@ use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use std::time::Duration;
 
 pub mod memory;
+pub mod pdns;
+pub mod rfc2136;
 
 /// What a driver can do; the batch algorithm adapts to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

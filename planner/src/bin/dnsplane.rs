@@ -128,11 +128,12 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     let planner_listener = tokio::net::TcpListener::bind(&args.planner_listen)
         .await
         .with_context(|| format!("cannot listen on {} (planner gRPC; --planner-listen)", args.planner_listen))?;
-    let applier_config = dnsplane_applier::ApplierConfig::embedded(
-        args.state_dir.join("embedded"),
-        args.dns_listen.clone(),
-        args.zone.clone(),
-    );
+    let dns_listen: std::net::SocketAddr = args
+        .dns_listen
+        .parse()
+        .with_context(|| format!("--dns-listen {:?} is not an address like 127.0.0.1:10053", args.dns_listen))?;
+    let applier_config =
+        dnsplane_applier::ApplierConfig::embedded(args.state_dir.join("embedded"), Some(dns_listen), args.zone.clone());
     let planner_config = PlannerConfig {
         owner_id: "dnsplane".into(),
         applier: format!("http://{}", applier_listener.local_addr()?),

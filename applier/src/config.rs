@@ -1,0 +1,303 @@
+//! The applier's config file: which provider accounts it writes to and how it treats
+//! them. Validated as a whole before any port is bound.
+//!
+//! ```toml
+//! cache_ttl = "30s"
+//! max_concurrent_batches = 8
+//!
+//! [[accounts]]
+//! name = "embedded"
+//! driver = "memory"
+//! zones = ["example.com."]
+//! state_dir = ".dnsplane-state/embedded"
+//! dns_listen = "127.0.0.1:10053"
+//! ```
+use crate::retry::RetryPolicy;
+use dnsplane_common::Name;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The account `dnsplane up` runs everything on.
+pub const EMBEDDED_ACCOUNT: &str = "embedded";
+
+/// Why a config cannot be used. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config {path}: {problem}")]
+    Invalid { path: PathBuf, problem: String },
+}
+
+/// The whole file.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplierConfig {
+    /// How long a zone listing is served from cache before it is revalidated (by the
+    /// zone serial where the provider has one) or read again. Default 30s.
+    #[serde(default = "default_cache_ttl", with = "humantime_serde")]
+    pub cache_ttl: Duration,
+    /// Batches executed at once across all zones; a zone never has more than one in
+    /// flight whatever this says. Default 8.
+    #[serde(default = "default_max_concurrent_batches")]
+    pub max_concurrent_batches: usize,
+    /// How long shutdown waits for in-flight batches before ending the streams.
+    /// Default 10s.
+    #[serde(default = "default_shutdown_grace", with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+    /// Retries of transient provider failures inside one batch.
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// The provider accounts this applier writes to, addressed by name by planners.
+    #[serde(default)]
+    pub accounts: Vec<AccountConfig>,
+}
+
+/// One provider account; `driver` selects the kind and the fields that follow.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(tag = "driver", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum AccountConfig {
+    /// The embedded store, answering DNS itself.
+    Memory(MemoryAccount),
+}
+
+impl AccountConfig {
+    pub fn name(&self) -> &str {
+        match self {
+            AccountConfig::Memory(m) => &m.name,
+        }
+    }
+
+    pub fn driver(&self) -> &'static str {
+        match self {
+            AccountConfig::Memory(_) => "memory",
+        }
+    }
+}
+
+/// `driver = "memory"`: zones kept in a local crash-safe store.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryAccount {
+    /// The account's name, as planners address it.
+    pub name: String,
+    /// Zones hosted; each is created empty on first start.
+    pub zones: Vec<Name>,
+    /// Directory of the store (snapshot and journal), created if missing. A relative
+    /// path is relative to the working directory.
+    pub state_dir: PathBuf,
+    /// Address to answer DNS queries on, UDP and TCP (e.g. "127.0.0.1:10053").
+    /// Absent: no DNS.
+    #[serde(default)]
+    pub dns_listen: Option<SocketAddr>,
+}
+
+fn default_cache_ttl() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_max_concurrent_batches() -> usize {
+    8
+}
+fn default_shutdown_grace() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl ApplierConfig {
+    /// The config of `dnsplane up`: one memory account named [`EMBEDDED_ACCOUNT`].
+    pub fn embedded(
+        state_dir: impl Into<PathBuf>,
+        dns_listen: Option<SocketAddr>,
+        zones: Vec<Name>,
+    ) -> Self {
+        ApplierConfig {
+            cache_ttl: default_cache_ttl(),
+            max_concurrent_batches: default_max_concurrent_batches(),
+            shutdown_grace: default_shutdown_grace(),
+            retry: RetryPolicy::default(),
+            accounts: vec![AccountConfig::Memory(MemoryAccount {
+                name: EMBEDDED_ACCOUNT.into(),
+                zones,
+                state_dir: state_dir.into(),
+                dns_listen,
+            })],
+        }
+    }
+
+    /// Parses a config from TOML text; `path` only names the source in errors.
+    pub fn from_toml(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let config: ApplierConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        config.validate().map_err(|problem| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            problem,
+        })?;
+        Ok(config)
+    }
+
+    /// Checks what serde cannot: at least one account, unique names, state
+    /// directories and DNS addresses, non-empty zone lists. All problems are reported
+    /// at once.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if self.accounts.is_empty() {
+            problems.push("no [[accounts]]: the applier has nothing to write to".to_string());
+        }
+        if self.max_concurrent_batches == 0 {
+            problems.push("max_concurrent_batches must be at least 1".to_string());
+        }
+        if self.retry.max_attempts == 0 {
+            problems.push("retry.max_attempts must be at least 1".to_string());
+        }
+        let mut names = BTreeSet::new();
+        let mut dirs = BTreeSet::new();
+        let mut listens = BTreeSet::new();
+        for (i, account) in self.accounts.iter().enumerate() {
+            let at = format!("accounts[{i}]");
+            let name = account.name();
+            if name.trim().is_empty() || name.chars().any(char::is_whitespace) {
+                problems.push(format!(
+                    "{at}.name {name:?} must be non-empty and without spaces"
+                ));
+            } else if !names.insert(name) {
+                problems.push(format!("{at}.name {name:?} is used by another account"));
+            }
+            match account {
+                AccountConfig::Memory(m) => {
+                    if m.zones.is_empty() {
+                        problems.push(format!(
+                            "{at}.zones is empty: account {name:?} hosts nothing"
+                        ));
+                    }
+                    let mut zones = BTreeSet::new();
+                    for z in &m.zones {
+                        if !zones.insert(z) {
+                            problems.push(format!("{at}.zones lists {z} twice"));
+                        }
+                    }
+                    if m.state_dir.as_os_str().is_empty() {
+                        problems.push(format!("{at}.state_dir is empty"));
+                    } else if !dirs.insert(&m.state_dir) {
+                        problems.push(format!(
+                            "{at}.state_dir {} is used by another account (two stores in one directory would corrupt each other)",
+                            m.state_dir.display()
+                        ));
+                    }
+                    if let Some(addr) = m.dns_listen
+                        && addr.port() != 0
+                        && !listens.insert(addr)
+                    {
+                        problems.push(format!("{at}.dns_listen {addr} is used by another account"));
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+/// Reads, parses and validates the config file at `path`.
+pub fn load_config(path: &Path) -> Result<ApplierConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    ApplierConfig::from_toml(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ApplierConfig, ConfigError> {
+        ApplierConfig::from_toml(Path::new("applier.toml"), text)
+    }
+
+    const EXAMPLE: &str = r#"
+cache_ttl = "45s"
+max_concurrent_batches = 4
+[retry]
+max_attempts = 3
+base_delay = "50ms"
+[[accounts]]
+name = "embedded"
+driver = "memory"
+zones = ["Example.COM", "example.org."]
+state_dir = ".dnsplane-state/embedded"
+dns_listen = "127.0.0.1:10053"
+"#;
+
+    #[test]
+    fn parses_the_documented_format() {
+        let c = parse(EXAMPLE).unwrap();
+        assert_eq!(c.cache_ttl, Duration::from_secs(45));
+        assert_eq!(c.max_concurrent_batches, 4);
+        assert_eq!(c.shutdown_grace, Duration::from_secs(10));
+        assert_eq!(c.retry.max_attempts, 3);
+        assert_eq!(c.retry.base_delay, Duration::from_millis(50));
+        assert_eq!(c.retry.max_delay, RetryPolicy::default().max_delay);
+        let AccountConfig::Memory(m) = &c.accounts[0];
+        assert_eq!(m.zones[0].as_str(), "example.com.");
+        assert_eq!(m.dns_listen, Some("127.0.0.1:10053".parse().unwrap()));
+        let embedded = ApplierConfig::embedded(".dnsplane-state/embedded", None, vec![]);
+        assert_eq!(embedded.accounts[0].name(), EMBEDDED_ACCOUNT);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_problem() {
+        for (text, want) in [
+            (
+                EXAMPLE.replace("cache_ttl", "cache_tll"),
+                "unknown field `cache_tll`",
+            ),
+            (
+                EXAMPLE.replace("dns_listen", "dns_lisen"),
+                "unknown field `dns_lisen`",
+            ),
+            (
+                EXAMPLE.replace("\"memory\"", "\"pdns\""),
+                "unknown variant `pdns`",
+            ),
+            (EXAMPLE.replace("Example.COM", "bad..name"), "bad..name"),
+            (EXAMPLE.replace("\"45s\"", "\"soon\""), "cache_ttl"),
+            (
+                EXAMPLE.replace("max_concurrent_batches = 4", "max_concurrent_batches = 0"),
+                "max_concurrent_batches",
+            ),
+            (
+                format!(
+                    "{EXAMPLE}{}",
+                    &EXAMPLE[EXAMPLE.find("[[accounts]]").unwrap()..]
+                ),
+                "is used by another account",
+            ),
+            ("cache_ttl = \"1s\"".to_string(), "no [[accounts]]"),
+            (
+                EXAMPLE.replace("zones = [\"Example.COM\", \"example.org.\"]", "zones = []"),
+                "hosts nothing",
+            ),
+        ] {
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.starts_with("config applier.toml: "), "{e}");
+            assert!(e.contains(want), "{want:?} not in: {e}");
+        }
+        let e = load_config(Path::new("/nonexistent/applier.toml")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/applier.toml"), "{e}");
+    }
+}

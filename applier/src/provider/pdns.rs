@@ -1,0 +1,934 @@
+//! The `pdns` driver: the PowerDNS Authoritative Server HTTP API (4.7+).
+//!
+//! PowerDNS commits one PATCH in one backend transaction (atomic), but its writes are
+//! not conditional: REPLACE overwrites and DELETE of an absent RRSet succeeds
+//! (PROVIDERS.md §1.3–1.4). So [`PdnsProvider::apply`] enforces every op's
+//! precondition itself: under an in-process per-zone lock it reads the affected names,
+//! checks every `before` (and the CNAME rule) against that read, and only then sends
+//! ONE PATCH. That is exact as long as dnsplane is the zone's only writer through this
+//! applier (the planner routes a zone to one applier); a foreign write that lands
+//! between the read and the PATCH is overwritten, as it would be by any PowerDNS
+//! client.
+//!
+//! The zone serial is the change counter: zones created through the API carry
+//! `SOA-EDIT-API`, so every PATCH bumps it. For a zone without `SOA-EDIT-API`,
+//! [`Provider::serial`] answers `None` (no cheap counter) instead of a serial that
+//! would never move.
+use super::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use async_trait::async_trait;
+use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, StatusCode, Url};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// RRSet ops one PATCH may carry. PowerDNS has no count limit, only the 2 MB
+/// `webserver-max-bodysize`; this keeps one PATCH (and its preceding read) short.
+pub const MAX_CHANGES_PER_BATCH: usize = 1_000;
+/// Request bytes one PATCH may carry: well under the default 2 MB body limit.
+pub const MAX_BYTES_PER_BATCH: usize = 1 << 20;
+/// Up to this many names, the precondition read fetches each name
+/// (`?rrset_name=`); above it, one GET of the whole zone is cheaper.
+const PER_NAME_READ_LIMIT: usize = 32;
+/// Concurrent per-name GETs during one read.
+const READ_CONCURRENCY: usize = 4;
+/// Longest provider text kept in an error message.
+const MAX_ERROR_TEXT: usize = 500;
+
+/// Where a secret comes from. The secret itself never appears in dnsplane's config.
+///
+/// In TOML: `api_key = { file = "/etc/dnsplane/pdns-api-key" }` or
+/// `api_key = { env = "PDNS_API_KEY" }`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum SecretSource {
+    /// A file holding the secret (surrounding whitespace is ignored).
+    File(PathBuf),
+    /// The name of an environment variable holding the secret.
+    Env(String),
+}
+
+impl SecretSource {
+    /// Reads the secret. Errors name the file or variable, never the content.
+    fn read(&self) -> Result<String, PdnsSetupError> {
+        let (raw, origin) = match self {
+            SecretSource::File(path) => (
+                std::fs::read_to_string(path).map_err(|e| PdnsSetupError::ApiKey {
+                    origin: format!("file {}", path.display()),
+                    problem: e.to_string(),
+                })?,
+                format!("file {}", path.display()),
+            ),
+            SecretSource::Env(var) => (
+                std::env::var(var).map_err(|e| PdnsSetupError::ApiKey {
+                    origin: format!("environment variable {var}"),
+                    problem: e.to_string(),
+                })?,
+                format!("environment variable {var}"),
+            ),
+        };
+        let key = raw.trim().to_string();
+        if key.is_empty() {
+            return Err(PdnsSetupError::ApiKey {
+                origin,
+                problem: "it is empty".into(),
+            });
+        }
+        Ok(key)
+    }
+}
+
+/// A `pdns` provider account.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdnsConfig {
+    /// Base URL of the PowerDNS webserver, e.g. `http://127.0.0.1:8081` (a trailing
+    /// `/api/v1` is accepted too).
+    pub api_url: String,
+    /// The API's server id; PowerDNS Authoritative always calls itself `localhost`.
+    #[serde(default = "default_server_id")]
+    pub server_id: String,
+    /// Where the API key (sent as `X-API-Key`) is read from, once, at start.
+    pub api_key: SecretSource,
+    /// Deadline of one HTTP request, connect included.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+fn default_server_id() -> String {
+    "localhost".into()
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+/// Why a `pdns` account could not be set up. Never carries the API key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PdnsSetupError {
+    #[error("pdns api_url {url:?}: {problem}")]
+    Url { url: String, problem: String },
+    #[error("pdns api key from {origin}: {problem}")]
+    ApiKey { origin: String, problem: String },
+    #[error("pdns HTTP client: {0}")]
+    Client(String),
+}
+
+/// The PowerDNS HTTP API behind the [`Provider`] trait.
+#[derive(Clone)]
+pub struct PdnsProvider {
+    http: reqwest::Client,
+    /// `…/api/v1/servers/{server_id}` (no trailing slash).
+    server_url: Url,
+    timeout: Duration,
+    /// Zone name → the opaque id PowerDNS gave it.
+    zone_ids: Arc<Mutex<HashMap<Name, String>>>,
+    /// One write (read-check-PATCH) per zone at a time.
+    zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl std::fmt::Debug for PdnsProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PdnsProvider")
+            .field("server_url", &self.server_url.as_str())
+            .field("timeout", &self.timeout)
+            .field("api_key", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl PdnsProvider {
+    /// Reads the API key and builds the HTTP client. Makes no request.
+    pub fn new(cfg: PdnsConfig) -> Result<Self, PdnsSetupError> {
+        let url_err = |problem: String| PdnsSetupError::Url {
+            url: cfg.api_url.clone(),
+            problem,
+        };
+        let mut base = cfg.api_url.trim().trim_end_matches('/').to_string();
+        if let Some(stripped) = base.strip_suffix("/api/v1") {
+            base = stripped.to_string();
+        }
+        let mut server_url = Url::parse(&base).map_err(|e| url_err(e.to_string()))?;
+        if !matches!(server_url.scheme(), "http" | "https") {
+            return Err(url_err("the scheme must be http or https".into()));
+        }
+        if cfg.server_id.is_empty() {
+            return Err(url_err("server_id is empty".into()));
+        }
+        server_url
+            .path_segments_mut()
+            .map_err(|()| url_err("cannot be a base URL".into()))?
+            .pop_if_empty()
+            .extend(["api", "v1", "servers", cfg.server_id.as_str()]);
+
+        let key = cfg.api_key.read()?;
+        let mut key = HeaderValue::from_str(&key).map_err(|_| PdnsSetupError::ApiKey {
+            origin: match &cfg.api_key {
+                SecretSource::File(p) => format!("file {}", p.display()),
+                SecretSource::Env(v) => format!("environment variable {v}"),
+            },
+            problem: "it holds characters an HTTP header cannot carry".into(),
+        })?;
+        // Sensitive: hyper and reqwest print it as "Sensitive" in any Debug output.
+        key.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", key);
+        // Without it PowerDNS answers some errors in plain text (PROVIDERS.md §1.4).
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(cfg.timeout)
+            .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| PdnsSetupError::Client(e.to_string()))?;
+        Ok(PdnsProvider {
+            http,
+            server_url,
+            timeout: cfg.timeout,
+            zone_ids: Arc::default(),
+            zone_locks: Arc::default(),
+        })
+    }
+
+    fn url(&self, segments: &[&str]) -> Url {
+        let mut url = self.server_url.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.extend(segments);
+        }
+        url
+    }
+
+    /// One HTTP exchange, classified. `write` says whether the request changes state:
+    /// a failure after sending a write is ambiguous, after sending a read transient.
+    async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Vec<u8>>,
+        write: bool,
+    ) -> Result<Answer, ProviderError> {
+        let what = format!("{method} {}", url.path());
+        let mut req = self.http.request(method, url);
+        if let Some(body) = body {
+            req = req.header(CONTENT_TYPE, "application/json").body(body);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| transport_error(&what, &e, write))?;
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| transport_error(&what, &e, write))?;
+        Ok(Answer {
+            what,
+            status,
+            retry_after,
+            body: body.to_vec(),
+        })
+    }
+
+    /// GET and decode a JSON document; any non-2xx answer is classified.
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: Url,
+        zone: Option<&Name>,
+    ) -> Result<T, ProviderError> {
+        let answer = self.call(Method::GET, url, None, false).await?;
+        if !answer.status.is_success() {
+            return Err(answer.classify(zone, false));
+        }
+        serde_json::from_slice(&answer.body).map_err(|e| {
+            ProviderError::new(
+                ErrorClass::Transient,
+                format!("{}: cannot decode the PowerDNS answer: {e}", answer.what),
+            )
+        })
+    }
+
+    /// Every zone of the server, refreshing the id cache.
+    async fn fetch_zones(&self) -> Result<Vec<ZoneInfo>, ProviderError> {
+        let mut url = self.url(&["zones"]);
+        url.query_pairs_mut().append_pair("dnssec", "false");
+        let zones: Vec<ZoneInfo> = self.get_json(url, None).await?;
+        let mut ids = self.lock_ids();
+        for z in &zones {
+            if let Ok(name) = Name::parse(&z.name) {
+                ids.insert(name, z.id.clone());
+            }
+        }
+        Ok(zones)
+    }
+
+    fn lock_ids(&self) -> std::sync::MutexGuard<'_, HashMap<Name, String>> {
+        self.zone_ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The server's id of `zone`; `Permanent` when the server does not host it.
+    async fn zone_id(&self, zone: &Name) -> Result<String, ProviderError> {
+        if let Some(id) = self.lock_ids().get(zone) {
+            return Ok(id.clone());
+        }
+        let mut url = self.url(&["zones"]);
+        url.query_pairs_mut()
+            .append_pair("zone", zone.as_str())
+            .append_pair("dnssec", "false");
+        let zones: Vec<ZoneInfo> = self.get_json(url, Some(zone)).await?;
+        let found = zones
+            .into_iter()
+            .find(|z| Name::parse(&z.name).is_ok_and(|n| &n == zone))
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ErrorClass::Permanent,
+                    format!("zone {zone} does not exist on the PowerDNS server"),
+                )
+            })?;
+        self.lock_ids().insert(zone.clone(), found.id.clone());
+        Ok(found.id)
+    }
+
+    /// GET of one zone, optionally of one name only; a 404 forgets the cached id.
+    async fn get_zone(
+        &self,
+        zone: &Name,
+        rrsets: bool,
+        name: Option<&Name>,
+    ) -> Result<ZoneInfo, ProviderError> {
+        let id = self.zone_id(zone).await?;
+        let mut url = self.url(&["zones", &id]);
+        {
+            let mut q = url.query_pairs_mut();
+            if !rrsets {
+                q.append_pair("rrsets", "false");
+            }
+            if let Some(name) = name {
+                q.append_pair("rrset_name", name.as_str());
+            }
+        }
+        let result = self.get_json::<ZoneInfo>(url, Some(zone)).await;
+        if result
+            .as_ref()
+            .is_err_and(|e| e.class == ErrorClass::Permanent)
+        {
+            self.lock_ids().remove(zone);
+        }
+        result
+    }
+
+    /// The RRSets at `names` (all when `None`) and the lowest serial seen while
+    /// reading them.
+    async fn read(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+    ) -> Result<Read, ProviderError> {
+        let docs: Vec<ZoneInfo> = match names {
+            Some(names) if names.len() <= PER_NAME_READ_LIMIT => {
+                let gets: Vec<_> = names
+                    .iter()
+                    .map(|n| Box::pin(self.get_zone(zone, true, Some(n))))
+                    .collect();
+                stream::iter(gets)
+                    .buffer_unordered(READ_CONCURRENCY)
+                    .try_collect()
+                    .await?
+            }
+            _ => vec![self.get_zone(zone, true, None).await?],
+        };
+        let mut read = Read {
+            // Without SOA-EDIT-API the serial does not count API writes: no counter.
+            serial: if docs.iter().any(|d| d.soa_edit_api.is_empty()) {
+                None
+            } else {
+                docs.iter().map(|d| d.serial).min()
+            },
+            ..Read::default()
+        };
+        for doc in docs {
+            for rrset in doc.rrsets {
+                read.add(zone, rrset, names);
+            }
+        }
+        Ok(read)
+    }
+
+    fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
+        self.zone_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(zone.clone())
+            .or_default()
+            .clone()
+    }
+}
+
+/// One HTTP answer, body read.
+struct Answer {
+    what: String,
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// PowerDNS's own error text (`{"error": …}`), or the raw body.
+    fn text(&self) -> (String, bool) {
+        #[derive(Deserialize)]
+        struct ErrorBody {
+            error: String,
+        }
+        match serde_json::from_slice::<ErrorBody>(&self.body) {
+            Ok(b) => (b.error, true),
+            Err(_) => {
+                let raw = String::from_utf8_lossy(&self.body);
+                let mut t: String = raw.trim().chars().take(MAX_ERROR_TEXT).collect();
+                if t.is_empty() {
+                    t = self
+                        .status
+                        .canonical_reason()
+                        .unwrap_or("no body")
+                        .to_string();
+                }
+                (t, false)
+            }
+        }
+    }
+
+    /// The one place where PowerDNS status codes get their class.
+    fn classify(&self, zone: Option<&Name>, write: bool) -> ProviderError {
+        let (text, from_pdns) = self.text();
+        let msg = format!("{} answered {}: {text}", self.what, self.status.as_u16());
+        let key = zone.and_then(|z| blamed_key(z, &text));
+        let class = match self.status.as_u16() {
+            // A CNAME beside existing data: a fact about the zone, not about the value.
+            422 if text.contains("Conflicts with pre-existing RRset") => ErrorClass::Conflict,
+            400 | 422 => ErrorClass::Invalid,
+            401 | 403 | 404 => ErrorClass::Permanent,
+            409 | 412 => ErrorClass::Conflict,
+            408 | 429 => ErrorClass::Transient,
+            502..=504 if write => ErrorClass::Ambiguous,
+            // PowerDNS runs a PATCH in one transaction and commits last: its own 500
+            // (a JSON error body, e.g. "database is locked") means rolled back. A 5xx
+            // without that body comes from something in between: unknown.
+            500..=599 if write && !from_pdns => ErrorClass::Ambiguous,
+            500..=599 => ErrorClass::Transient,
+            _ => ErrorClass::Invalid,
+        };
+        let mut err = ProviderError::new(class, msg);
+        if let Some(k) = key {
+            err = err.with_key(k);
+        }
+        if let Some(d) = self.retry_after {
+            err = err.with_retry_after(d);
+        }
+        err
+    }
+}
+
+/// Classifies a failure below HTTP. Connect failures never sent anything; anything
+/// else may have reached the server.
+fn transport_error(what: &str, e: &reqwest::Error, write: bool) -> ProviderError {
+    let class = if e.is_connect() || e.is_builder() || !write {
+        ErrorClass::Transient
+    } else {
+        ErrorClass::Ambiguous
+    };
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else {
+        "failed"
+    };
+    // The error names the URL only; the key is a header, marked sensitive.
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    ProviderError::new(class, format!("{what} {kind}: {detail}"))
+}
+
+/// The RRSet a PowerDNS error text names: `RRset <name> IN <type>…` or
+/// `Record <name>/<type> …`.
+fn blamed_key(zone: &Name, text: &str) -> Option<RecordKey> {
+    let (name, rtype) = if let Some(i) = text.find("RRset ") {
+        let mut it = text[i + 6..].split_whitespace();
+        let name = it.next()?;
+        (it.next() == Some("IN")).then_some(())?;
+        (name, it.next()?.trim_end_matches(':'))
+    } else if let Some(i) = text.find("Record ") {
+        let first = text[i + 7..].split_whitespace().next()?;
+        first.rsplit_once('/')?
+    } else {
+        return None;
+    };
+    let name = Name::parse(name).ok()?;
+    let rtype = RecordType::parse(rtype.trim_end_matches(':')).ok()?;
+    name.is_within(zone)
+        .then(|| RecordKey::new(zone.clone(), name, rtype))
+}
+
+/// A zone as PowerDNS describes it (only the fields dnsplane reads).
+#[derive(Deserialize)]
+struct ZoneInfo {
+    id: String,
+    name: String,
+    #[serde(default)]
+    serial: u64,
+    #[serde(default)]
+    soa_edit_api: String,
+    #[serde(default)]
+    rrsets: Vec<PdnsRRSet>,
+}
+
+#[derive(Deserialize, Serialize)]
+struct PdnsRRSet {
+    name: String,
+    #[serde(rename = "type")]
+    rtype: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl: Option<u32>,
+    #[serde(default)]
+    records: Vec<PdnsRecord>,
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    changetype: Option<&'static str>,
+}
+
+#[derive(Deserialize, Serialize)]
+struct PdnsRecord {
+    content: String,
+    #[serde(default)]
+    disabled: bool,
+}
+
+#[derive(Serialize)]
+struct Patch {
+    rrsets: Vec<PdnsRRSet>,
+}
+
+/// What a read found: the RRSets dnsplane models, the keys it found but cannot
+/// model (so cannot compare), and the types present at each name.
+#[derive(Default)]
+struct Read {
+    rrsets: BTreeMap<RecordKey, RRSet>,
+    opaque: BTreeSet<RecordKey>,
+    types: BTreeMap<Name, BTreeSet<RecordType>>,
+    serial: Option<u64>,
+}
+
+impl Read {
+    fn add(&mut self, zone: &Name, rrset: PdnsRRSet, names: Option<&BTreeSet<Name>>) {
+        let Ok(name) = Name::parse(&rrset.name) else {
+            tracing::warn!(zone = %zone, record.name = %rrset.name, "Skipped an RRSet whose name dnsplane cannot represent.");
+            return;
+        };
+        if names.is_some_and(|ns| !ns.contains(&name)) {
+            return;
+        }
+        // SOA and everything dnsplane does not model (PTR, DNSKEY, ALIAS, …) are not
+        // listed and never written.
+        let Ok(rtype) = RecordType::parse(&rrset.rtype) else {
+            return;
+        };
+        let values: Vec<&str> = rrset
+            .records
+            .iter()
+            .filter(|r| !r.disabled)
+            .map(|r| r.content.as_str())
+            .collect();
+        if values.is_empty() {
+            return;
+        }
+        self.types.entry(name.clone()).or_default().insert(rtype);
+        let key = RecordKey::new(zone.clone(), name, rtype);
+        match RRSet::new(key.clone(), rrset.ttl.unwrap_or(0), &values) {
+            Ok(r) => {
+                self.rrsets.insert(key, r);
+            }
+            Err(e) => {
+                tracing::warn!(zone = %zone, record.name = %key.name, record.type = %rtype, error = %e, "Skipped an RRSet dnsplane cannot represent.");
+                self.opaque.insert(key);
+            }
+        }
+    }
+}
+
+/// Checks every op of a batch against a fresh read: preconditions first, then that
+/// the batch would not leave a CNAME beside other data. The error names the op.
+fn check(ops: &[RRSetOp], read: &Read) -> Result<(), ProviderError> {
+    for op in ops {
+        if read.opaque.contains(&op.key) {
+            return Err(ProviderError::new(
+                ErrorClass::Conflict,
+                format!(
+                    "precondition failed for {}: the zone holds values dnsplane cannot read there",
+                    op.key
+                ),
+            )
+            .with_key(op.key.clone()));
+        }
+        let current = read.rrsets.get(&op.key);
+        if !op.precondition_holds(current) {
+            let what = match (&op.before, current) {
+                (None, Some(_)) => "expected absent, found it present",
+                (Some(_), None) => "expected present, found it absent",
+                _ => "found different data than expected",
+            };
+            return Err(ProviderError::new(
+                ErrorClass::Conflict,
+                format!("precondition failed for {}: {what}", op.key),
+            )
+            .with_key(op.key.clone()));
+        }
+    }
+    cname_check(ops, &read.types)
+}
+
+/// The CNAME rule on the state a batch would leave at each name it writes.
+/// Shared with the `rfc2136` driver, whose server silently ignores such additions.
+pub(crate) fn cname_check(
+    ops: &[RRSetOp],
+    current: &BTreeMap<Name, BTreeSet<RecordType>>,
+) -> Result<(), ProviderError> {
+    let mut after: BTreeMap<&Name, BTreeSet<RecordType>> = BTreeMap::new();
+    for op in ops.iter().filter(|op| !op.is_assert()) {
+        after
+            .entry(&op.key.name)
+            .or_insert_with(|| current.get(&op.key.name).cloned().unwrap_or_default());
+    }
+    for op in ops.iter().filter(|op| !op.is_assert()) {
+        let types = after.get_mut(&op.key.name).expect("entry made above");
+        if op.after.is_some() {
+            types.insert(op.key.rtype);
+        } else {
+            types.remove(&op.key.rtype);
+        }
+    }
+    for op in ops
+        .iter()
+        .filter(|op| !op.is_assert() && op.after.is_some())
+    {
+        let types = &after[&op.key.name];
+        if types.contains(&RecordType::Cname) && types.len() > 1 {
+            let by_batch = |t: RecordType| {
+                ops.iter().any(|o| {
+                    !o.is_assert()
+                        && o.after.is_some()
+                        && o.key.name == op.key.name
+                        && o.key.rtype == t
+                })
+            };
+            let others: Vec<String> = types
+                .iter()
+                .filter(|&&t| t != op.key.rtype)
+                .map(ToString::to_string)
+                .collect();
+            let msg = format!(
+                "{} would put a CNAME beside other data at {} ({})",
+                op.key,
+                op.key.name,
+                others.join(", ")
+            );
+            // Both sides written by this very batch: the batch contradicts itself.
+            let class = if types.iter().all(|&t| by_batch(t)) {
+                ErrorClass::Invalid
+            } else {
+                ErrorClass::Conflict
+            };
+            return Err(ProviderError::new(class, msg).with_key(op.key.clone()));
+        }
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Provider for PdnsProvider {
+    fn driver(&self) -> &'static str {
+        "pdns"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            atomic_batches: true,
+            // Enforced by a read under the zone lock, not by PowerDNS.
+            conditional_writes: false,
+            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
+            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
+            has_serial: true,
+        }
+    }
+
+    async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
+        let zones = self.fetch_zones().await?;
+        let mut names: Vec<Name> = zones
+            .iter()
+            .filter_map(|z| Name::parse(&z.name).ok())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
+        let info = self.get_zone(zone, false, None).await?;
+        if info.soa_edit_api.is_empty() {
+            // API writes would not move the serial: it is no change counter here.
+            tracing::debug!(zone = %zone, "Zone has no SOA-EDIT-API; no serial-based revalidation.");
+            return Ok(None);
+        }
+        Ok(Some(info.serial))
+    }
+
+    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
+        let read = self.read(zone, names.as_ref()).await?;
+        Ok(Listing {
+            rrsets: read.rrsets.into_values().collect(),
+            serial: read.serial,
+        })
+    }
+
+    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+        if let Some(op) = ops
+            .iter()
+            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
+        {
+            return Err(ProviderError::new(
+                ErrorClass::Invalid,
+                format!("{} is not in zone {zone}", op.key),
+            )
+            .with_key(op.key.clone()));
+        }
+        let lock = self.zone_lock(zone);
+        let _guard = lock.lock().await;
+
+        let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
+        let read = self.read(zone, Some(&names)).await?;
+        check(ops, &read)?;
+
+        let rrsets: Vec<PdnsRRSet> = ops
+            .iter()
+            .filter(|op| !op.is_assert())
+            .map(|op| match &op.after {
+                Some(after) => PdnsRRSet {
+                    name: op.key.name.to_string(),
+                    rtype: op.key.rtype.to_string(),
+                    ttl: Some(after.ttl),
+                    // Canonical values are PowerDNS content: absolute names, quoted TXT.
+                    records: after
+                        .values()
+                        .iter()
+                        .map(|v| PdnsRecord {
+                            content: v.clone(),
+                            disabled: false,
+                        })
+                        .collect(),
+                    changetype: Some("REPLACE"),
+                },
+                None => PdnsRRSet {
+                    name: op.key.name.to_string(),
+                    rtype: op.key.rtype.to_string(),
+                    ttl: None,
+                    records: Vec::new(),
+                    changetype: Some("DELETE"),
+                },
+            })
+            .collect();
+        if rrsets.is_empty() {
+            // Only assertions, and they hold.
+            return Ok(());
+        }
+        let body = serde_json::to_vec(&Patch { rrsets }).map_err(|e| {
+            ProviderError::new(ErrorClass::Invalid, format!("cannot encode the PATCH: {e}"))
+        })?;
+        let id = self.zone_id(zone).await?;
+        let answer = self
+            .call(Method::PATCH, self.url(&["zones", &id]), Some(body), true)
+            .await?;
+        if answer.status.is_success() {
+            return Ok(());
+        }
+        if answer.status == StatusCode::NOT_FOUND {
+            self.lock_ids().remove(zone);
+        }
+        Err(answer.classify(Some(zone), true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone() -> Name {
+        Name::parse("ex.test").unwrap()
+    }
+
+    fn rr(name: &str, t: RecordType, v: &[&str]) -> RRSet {
+        RRSet::new(
+            RecordKey::new(zone(), Name::parse(name).unwrap(), t),
+            300,
+            v,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn parses_the_rrset_powerdns_blames() {
+        let k = blamed_key(
+            &zone(),
+            "RRset a.ex.test. IN CNAME: Conflicts with pre-existing RRset",
+        )
+        .unwrap();
+        assert_eq!(
+            (k.name.as_str(), k.rtype),
+            ("a.ex.test.", RecordType::Cname)
+        );
+        let k = blamed_key(
+            &zone(),
+            "RRset m.ex.test. IN MX non-hostname content _x.ex.test.",
+        )
+        .unwrap();
+        assert_eq!(k.rtype, RecordType::Mx);
+        let k = blamed_key(
+            &zone(),
+            "Record c.ex.test./A 'not-an-ip': Parsing record content",
+        )
+        .unwrap();
+        assert_eq!((k.name.as_str(), k.rtype), ("c.ex.test.", RecordType::A));
+        assert!(blamed_key(&zone(), "RRset out.other.test. IN A: Name is out of zone").is_none());
+        assert!(blamed_key(&zone(), "Unauthorized").is_none());
+    }
+
+    #[test]
+    fn classifies_statuses() {
+        let answer = |status: u16, body: &str| Answer {
+            what: "PATCH /x".into(),
+            status: StatusCode::from_u16(status).unwrap(),
+            retry_after: Some(Duration::from_secs(3)),
+            body: body.as_bytes().to_vec(),
+        };
+        let z = zone();
+        let c = |s, b: &str, w| answer(s, b).classify(Some(&z), w).class;
+        assert_eq!(
+            c(422, r#"{"error":"Record c.ex.test./A 'x': bad"}"#, true),
+            ErrorClass::Invalid
+        );
+        assert_eq!(
+            c(
+                422,
+                r#"{"error":"RRset a.ex.test. IN CNAME: Conflicts with pre-existing RRset"}"#,
+                true
+            ),
+            ErrorClass::Conflict
+        );
+        assert_eq!(c(400, "Bad Request", true), ErrorClass::Invalid);
+        assert_eq!(
+            c(401, r#"{"error":"Unauthorized"}"#, true),
+            ErrorClass::Permanent
+        );
+        assert_eq!(
+            c(404, r#"{"error":"Not Found"}"#, true),
+            ErrorClass::Permanent
+        );
+        assert_eq!(
+            c(409, r#"{"error":"Conflict"}"#, true),
+            ErrorClass::Conflict
+        );
+        assert_eq!(c(502, "bad gateway", true), ErrorClass::Ambiguous);
+        assert_eq!(c(502, "bad gateway", false), ErrorClass::Transient);
+        assert_eq!(
+            c(500, r#"{"error":"database is locked"}"#, true),
+            ErrorClass::Transient
+        );
+        assert_eq!(c(500, "<html>proxy</html>", true), ErrorClass::Ambiguous);
+        let e = answer(429, "slow down").classify(Some(&z), true);
+        assert_eq!(
+            (e.class, e.retry_after),
+            (ErrorClass::Transient, Some(Duration::from_secs(3)))
+        );
+        let e = answer(422, r#"{"error":"Record c.ex.test./A 'x': bad"}"#).classify(Some(&z), true);
+        assert!(e.message.contains("c.ex.test./A"), "{}", e.message);
+        assert_eq!(e.key.unwrap().name.as_str(), "c.ex.test.");
+    }
+
+    #[test]
+    fn checks_preconditions_and_the_cname_rule() {
+        let mut read = Read::default();
+        let a = rr("a.ex.test", RecordType::A, &["192.0.2.1"]);
+        read.types
+            .entry(a.key.name.clone())
+            .or_default()
+            .insert(RecordType::A);
+        read.rrsets.insert(a.key.clone(), a.clone());
+
+        // Create over an existing RRSet.
+        let e = check(&[RRSetOp::create(a.clone())], &read).unwrap_err();
+        assert_eq!(
+            (e.class, e.key.as_ref()),
+            (ErrorClass::Conflict, Some(&a.key))
+        );
+        // Update from the right old value passes; from a stale one fails.
+        let a2 = rr("a.ex.test", RecordType::A, &["192.0.2.2"]);
+        check(&[RRSetOp::update(a.clone(), a2.clone())], &read).unwrap();
+        assert!(check(&[RRSetOp::update(a2.clone(), a.clone())], &read).is_err());
+        // A CNAME beside the A: conflict; replacing the A by the CNAME in one batch: fine.
+        let c = rr("a.ex.test", RecordType::Cname, &["b.ex.test."]);
+        let e = check(&[RRSetOp::create(c.clone())], &read).unwrap_err();
+        assert_eq!(
+            (e.class, e.key.as_ref()),
+            (ErrorClass::Conflict, Some(&c.key))
+        );
+        check(
+            &[RRSetOp::delete(a.clone()), RRSetOp::create(c.clone())],
+            &read,
+        )
+        .unwrap();
+        // A batch that writes both a CNAME and a TXT at one name contradicts itself.
+        let t = rr("n.ex.test", RecordType::Txt, &["x"]);
+        let c2 = rr("n.ex.test", RecordType::Cname, &["b.ex.test."]);
+        let e = check(&[RRSetOp::create(t), RRSetOp::create(c2)], &read).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Invalid);
+    }
+
+    #[test]
+    fn debug_redacts_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "very-secret-key\n").unwrap();
+        let p = PdnsProvider::new(PdnsConfig {
+            api_url: "http://127.0.0.1:1/api/v1/".into(),
+            server_id: "localhost".into(),
+            api_key: SecretSource::File(path),
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        let dbg = format!("{p:?}");
+        assert!(!dbg.contains("very-secret-key"), "{dbg}");
+        assert!(dbg.contains("/api/v1/servers/localhost"), "{dbg}");
+        let e = PdnsProvider::new(PdnsConfig {
+            api_url: "http://127.0.0.1:1".into(),
+            server_id: "localhost".into(),
+            api_key: SecretSource::File(dir.path().join("missing")),
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+    }
+}

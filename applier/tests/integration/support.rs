@@ -1,0 +1,125 @@
+//! Test harness: an applier started in-process on 127.0.0.1:0 with a memory account,
+//! a gRPC client for it, and record builders.
+use dnsplane_applier::{Applier, ApplierConfig, MemoryStore};
+use dnsplane_common::pb::applier_client::ApplierClient;
+use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType, pb};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+
+pub const ACCOUNT: &str = "embedded";
+
+pub fn zone() -> Name {
+    Name::parse("example.com").unwrap()
+}
+
+pub fn other_zone() -> Name {
+    Name::parse("example.org").unwrap()
+}
+
+pub fn rrset(zone: &Name, label: &str, t: RecordType, values: &[&str]) -> RRSet {
+    let name = zone.prepend(label).unwrap();
+    RRSet::new(RecordKey::new(zone.clone(), name, t), 300, values).unwrap()
+}
+
+pub fn a(label: &str, ip: &str) -> RRSet {
+    rrset(&zone(), label, RecordType::A, &[ip])
+}
+
+pub fn create(r: &RRSet) -> Change {
+    Change::new(ChangeKind::Create, vec![RRSetOp::create(r.clone())])
+}
+
+pub fn batch(id: &str, zone: &Name, changes: &[Change]) -> pb::ApplyRequest {
+    pb::ApplyRequest {
+        batch: Some(pb::Batch {
+            batch_id: id.into(),
+            account: ACCOUNT.into(),
+            zone: zone.to_string(),
+            changes: changes.iter().map(Into::into).collect(),
+            deadline: None,
+        }),
+    }
+}
+
+/// Writes records as "another writer" would: straight into the store, while no
+/// applier has it open.
+pub fn seed(dir: &Path, zone: &Name, rrsets: &[RRSet]) {
+    let store = MemoryStore::open(dir).unwrap();
+    store.ensure_zones(std::slice::from_ref(zone)).unwrap();
+    let ops: Vec<RRSetOp> = rrsets.iter().cloned().map(RRSetOp::create).collect();
+    store.apply(zone, &ops).unwrap();
+}
+
+pub struct Running {
+    pub grpc: SocketAddr,
+    pub dns: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub task: JoinHandle<Result<(), dnsplane_applier::ApplierError>>,
+}
+
+impl Running {
+    pub async fn start(state_dir: &Path) -> Running {
+        let dns_listen = Some("127.0.0.1:0".parse().unwrap());
+        let config = ApplierConfig::embedded(
+            PathBuf::from(state_dir),
+            dns_listen,
+            vec![zone(), other_zone()],
+        );
+        let applier = Applier::new(config).await.unwrap();
+        let dns = applier.dns_addrs()[0].1;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let grpc = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(applier.serve(listener, shutdown.clone()));
+        Running {
+            grpc,
+            dns,
+            shutdown,
+            task,
+        }
+    }
+
+    pub async fn client(&self) -> ApplierClient<Channel> {
+        ApplierClient::connect(format!("http://{}", self.grpc))
+            .await
+            .unwrap()
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.grpc))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    /// Cancels and waits for `run` to return.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// Every RRSet of `zone`, fresh, all pages joined.
+pub async fn list(client: &mut ApplierClient<Channel>, zone: &Name) -> (Vec<pb::RrSet>, u64) {
+    let req = pb::ListRecordsRequest {
+        account: ACCOUNT.into(),
+        zone: zone.to_string(),
+        fresh: true,
+        ..Default::default()
+    };
+    let mut stream = client.list_records(req).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    let mut serial = 0;
+    while let Some(page) = stream.message().await.unwrap() {
+        out.extend(page.rrsets);
+        serial = page.serial;
+        if page.last {
+            break;
+        }
+    }
+    (out, serial)
+}

@@ -1,0 +1,89 @@
+//! The README's first command: `dnsplane up` on the example desired state.
+use crate::stack::Tools;
+use dnsplane_e2e::{Proc, binary, dig, free_dns_port, free_port, grpcurl, wait_for};
+use std::path::Path;
+use std::time::Duration;
+
+/// Every record of `deploy/examples/desired/` as (name, type, sorted `dig +short` lines).
+fn example_records(root: &Path) -> Vec<(String, String, Vec<String>)> {
+    let dir = root.join("deploy/examples/desired");
+    let mut out = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("examples").flatten().map(|e| e.path()).collect();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("read");
+        // The examples are simple enough to read line by line, which keeps this test
+        // independent of the parser it checks.
+        let (mut name, mut rtype, mut in_targets) = (String::new(), String::new(), false);
+        for line in text.lines() {
+            let t = line.trim();
+            if let Some(v) = t.strip_prefix("- dnsName:") {
+                name = v.trim().to_string();
+                in_targets = false;
+            } else if let Some(v) = t.strip_prefix("recordType:") {
+                rtype = v.trim().to_string();
+                out.push((name.clone(), rtype.clone(), Vec::new()));
+            } else if t.starts_with("targets:") {
+                in_targets = true;
+            } else if in_targets && t.starts_with("- ") {
+                let v = t[2..].trim().trim_matches('\'').to_string();
+                let v = match rtype.as_str() {
+                    "CNAME" | "NS" => format!("{v}."),
+                    "MX" | "SRV" => format!("{v}."),
+                    "TXT" => format!("\"{v}\""),
+                    _ => v,
+                };
+                if let Some(last) = out.last_mut() {
+                    last.2.push(v);
+                    last.2.sort();
+                }
+            } else if !t.starts_with("- ") {
+                in_targets = false;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn dnsplane_up_serves_the_example_zone() {
+    let Some(tools) = Tools::find() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf();
+    let state = tempfile::tempdir().expect("state");
+    let (pp, ap, dp) = (free_port(), free_port(), free_dns_port());
+    let log = state.path().join("up.log");
+    let _up = Proc::spawn(
+        "dnsplane up",
+        &binary("dnsplane"),
+        &[
+            "up",
+            "--desired",
+            root.join("deploy/examples/desired").to_str().expect("utf8"),
+            "--planner-listen",
+            &format!("127.0.0.1:{pp}"),
+            "--applier-listen",
+            &format!("127.0.0.1:{ap}"),
+            "--dns-listen",
+            &format!("127.0.0.1:{dp}"),
+            "--state-dir",
+            state.path().join("s").to_str().expect("utf8"),
+        ],
+        log.clone(),
+    );
+    let records = example_records(&root);
+    assert!(records.len() >= 10, "the examples hold the records the README promises: {records:?}");
+    for (name, rtype, want) in &records {
+        let got = wait_for(Duration::from_secs(60), || {
+            let mut got = dig(&tools.dig, dp, name, rtype, false);
+            got.sort();
+            (&got == want).then_some(got)
+        });
+        assert!(
+            got.is_some(),
+            "dig {name} {rtype} never answered {want:?}; log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{pp}"), "list"]);
+    assert!(ok && out.contains("dnsplane.v1.Planner"), "{out}");
+}
