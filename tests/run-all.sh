@@ -13,7 +13,12 @@ say() { printf '\n== %s\n' "$*"; }
 
 # --- Debian packages -------------------------------------------------------------
 need_pkgs=()
-command -v dig >/dev/null || need_pkgs+=(bind9-dnsutils)
+have() { command -v "$1" >/dev/null || [[ -x /usr/sbin/$1 ]]; }
+have dig || need_pkgs+=(bind9-dnsutils)
+have named || need_pkgs+=(bind9)
+have pdns_server || need_pkgs+=(pdns-server)
+[[ -e /usr/lib/x86_64-linux-gnu/pdns/libgsqlite3backend.so ]] || ls /usr/lib/*/pdns/libgsqlite3backend.so >/dev/null 2>&1 || need_pkgs+=(pdns-backend-sqlite3)
+have sqlite3 || need_pkgs+=(sqlite3)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing ${need_pkgs[*]}"

@@ -525,6 +525,27 @@ async fn rfc2136_create_update_delete_round_trip() {
     for r in &many {
         assert!(listed.rrsets.contains(r), "{} listed", r.key);
     }
+
+    // Without AXFR, a names-filtered listing is answered by plain queries and agrees
+    // with the transfer; a full listing is refused as a configuration problem.
+    let no_axfr = Rfc2136Provider::new(dnsplane_applier::provider::rfc2136::Rfc2136Config {
+        axfr: false,
+        ..srv.config()
+    })
+    .expect("provider");
+    let names: Vec<Name> = many[..3].iter().map(|r| r.key.name.clone()).collect();
+    let by_query = no_axfr
+        .list(zone, Some(&names))
+        .await
+        .expect("list by query");
+    let by_axfr = p.list(zone, Some(&names)).await.expect("list by AXFR");
+    assert_eq!(by_query.rrsets, by_axfr.rrsets);
+    assert_eq!(by_query.rrsets, many[..3].to_vec());
+    let e = no_axfr
+        .list(zone, None)
+        .await
+        .expect_err("full listing without AXFR");
+    assert_eq!(e.class, ErrorClass::Permanent, "{e}");
 }
 
 #[tokio::test]

@@ -36,6 +36,19 @@ impl Stack {
     /// Writes configs into a fresh temp dir; `desired` files are written into
     /// `<dir>/desired/`. `conflict` is the zone's conflict policy.
     pub fn new(tools: Tools, desired: &[(&str, &str)], conflict: &str) -> Stack {
+        Stack::with_config(tools, desired, conflict, "", "")
+    }
+
+    /// Like [`Stack::new`]; `applier_extra` is appended to the `embedded` account's
+    /// table in applier.toml (e.g. fault rules), `planner_extra` to the end of
+    /// planner.toml (e.g. a `[batch]` table or more `[[zones]]`).
+    pub fn with_config(
+        tools: Tools,
+        desired: &[(&str, &str)],
+        conflict: &str,
+        applier_extra: &str,
+        planner_extra: &str,
+    ) -> Stack {
         let dir = tempfile::tempdir().expect("tempdir");
         let (planner_port, applier_port, dns_port) = (free_port(), free_port(), free_dns_port());
         let desired_dir = dir.path().join("desired");
@@ -46,7 +59,7 @@ impl Stack {
         std::fs::write(
             dir.path().join("applier.toml"),
             format!(
-                "[[accounts]]\nname = \"embedded\"\ndriver = \"memory\"\nzones = [\"{ZONE}\"]\nstate_dir = \"{}\"\ndns_listen = \"127.0.0.1:{dns_port}\"\n",
+                "[[accounts]]\nname = \"embedded\"\ndriver = \"memory\"\nzones = [\"{ZONE}\"]\nstate_dir = \"{}\"\ndns_listen = \"127.0.0.1:{dns_port}\"\n{applier_extra}\n",
                 dir.path().join("state").display()
             ),
         )
@@ -57,7 +70,7 @@ impl Stack {
                 "owner_id = \"e2e\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\
                  [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nsource_poll = \"200ms\"\n\
                  [[zones]]\nname = \"{ZONE}\"\naccount = \"embedded\"\nconflict = \"{conflict}\"\n\
-                 [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\n"
+                 [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\n{planner_extra}\n"
             ),
         )
         .expect("planner.toml");
