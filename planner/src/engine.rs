@@ -8,19 +8,56 @@ use crate::batcher;
 use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::DesiredState;
 use crate::plan::{ZonePlan, plan_zone};
-use crate::registry::ZoneView;
+use crate::registry::{self, ZoneView};
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{StateTable, retry_delay};
 use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
 use dnsplane_common::pb::{self, ConflictReason, applier_client::ApplierClient};
-use dnsplane_common::{Name, RRSet, RecordKey};
-use std::collections::{BTreeMap, HashMap};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tracing::{Instrument, info, info_span, warn};
+
+/// Slack when deciding which retries are due, so a timer that fires a hair early
+/// does not miss the record it woke for.
+const RETRY_SLACK: Duration = Duration::from_millis(20);
+
+/// What one sync reads and plans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole zone.
+    Zone,
+    /// Only these names (and their ownership records): a targeted re-plan.
+    Names(BTreeSet<Name>),
+}
+
+impl Scope {
+    fn contains(&self, name: &Name) -> bool {
+        match self {
+            Scope::Zone => true,
+            Scope::Names(n) => n.contains(name),
+        }
+    }
+}
+
+/// Whether a record may be written now: not when it waits on its own retry clock,
+/// nor when it is invalid and its desired state has not changed since.
+fn due(state: Option<&crate::state::RecordState>, desired: Option<&RRSet>, now: SystemTime) -> bool {
+    use pb::RecordStateKind as K;
+    let Some(s) = state else { return true };
+    let desired_changed = s.desired.as_ref() != desired;
+    match s.kind {
+        K::Invalid => desired_changed,
+        K::Conflict | K::Failed | K::Deferred | K::Rejected => {
+            desired_changed || s.next_retry.is_none_or(|t| t <= now + RETRY_SLACK)
+        }
+        _ => true,
+    }
+}
 
 /// Errors of one sync.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +85,8 @@ pub struct ZoneStatusData {
     pub initial_sync_done: bool,
     pub syncing: bool,
     pub observed_records: usize,
+    /// When the first sync started.
+    pub sync_started: Option<SystemTime>,
     /// Records the provider account refused (credentials, zone missing).
     pub rejected: bool,
 }
@@ -166,59 +205,88 @@ impl Engine {
     async fn zone_loop(self: Arc<Self>, zone: Arc<ZoneRuntime>, cancel: CancellationToken) {
         let sync_cfg = self.config.sync.clone();
         let mut last_full = Instant::now();
-        let mut first = true;
+        // Zone-level backoff after a failed sync (applier unreachable, zone unreadable),
+        // so that due records cannot turn a broken zone into a hot loop.
+        let mut failures: u32 = 0;
+        let mut not_before = Instant::now();
+        let mut next = Some((Scope::Zone, true));
         loop {
-            let fresh;
-            if first {
-                first = false;
-                fresh = true;
-            } else {
-                let retry_at = lock(&zone.states).next_retry();
-                let retry_in = retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
-                let full_in = (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
-                let wait = retry_in.map_or(full_in, |r| r.min(full_in));
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = zone.reschedule.notified() => continue,
-                    _ = zone.trigger.notified() => {
-                        // Debounce bursts of source events.
-                        tokio::select! {
-                            _ = cancel.cancelled() => return,
-                            _ = tokio::time::sleep(sync_cfg.min_interval) => {}
+            let (scope, fresh) = match next.take() {
+                Some(n) => n,
+                None => {
+                    let retry_at = lock(&zone.states).next_retry();
+                    let retry_in = retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
+                    let full_in = (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
+                    let wait = retry_in
+                        .map_or(full_in, |r| r.min(full_in))
+                        .max(not_before.saturating_duration_since(Instant::now()));
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = zone.reschedule.notified() => continue,
+                        _ = zone.trigger.notified() => {
+                            // Debounce bursts of source events.
+                            tokio::select! {
+                                _ = cancel.cancelled() => return,
+                                _ = tokio::time::sleep(sync_cfg.min_interval) => {}
+                            }
+                            (Scope::Zone, false)
                         }
-                        fresh = false;
-                    }
-                    _ = tokio::time::sleep(wait) => {
-                        fresh = true;
+                        _ = tokio::time::sleep(wait) => {
+                            if Instant::now() >= last_full + sync_cfg.interval {
+                                (Scope::Zone, true)
+                            } else {
+                                // Only records whose own retry clock ran out: a fresh read
+                                // of just their names.
+                                let names = lock(&zone.states).due_names(SystemTime::now() + RETRY_SLACK);
+                                if names.is_empty() {
+                                    continue;
+                                }
+                                (Scope::Names(names), true)
+                            }
+                        }
                     }
                 }
-            }
-            if fresh {
+            };
+            if matches!(scope, Scope::Zone) && fresh {
                 last_full = Instant::now();
             }
-            if let Err(e) = self.sync_zone(&zone, fresh, None).await {
-                warn!(zone = %zone.cfg.name, error = %e, "Sync failed; retrying later.");
+            match self.sync_zone(&zone, &scope, fresh, None).await {
+                Ok(_) => failures = 0,
+                Err(e) => {
+                    failures += 1;
+                    let backoff = retry_delay(failures, sync_cfg.retry_min, sync_cfg.retry_max);
+                    not_before = Instant::now() + backoff;
+                    warn!(zone = %zone.cfg.name, error = %e, retry_in = ?backoff, "Sync failed; retrying later.");
+                }
             }
         }
     }
 
-    /// One sync of one zone. `progress` receives phase updates for the `Sync` RPC.
+    /// One sync of one zone (or of some of its names). `progress` receives phase
+    /// updates for the `Sync` RPC.
     pub async fn sync_zone(
         &self,
         zone: &Arc<ZoneRuntime>,
+        scope: &Scope,
         fresh: bool,
         progress: Option<&mpsc::Sender<pb::SyncProgress>>,
     ) -> Result<SyncSummary, SyncError> {
         let _guard = zone.sync_lock.lock().await;
-        let span = info_span!("sync", zone = %zone.cfg.name, account = %zone.cfg.account, fresh);
-        let result = self.sync_zone_locked(zone, fresh, progress).instrument(span).await;
+        let names = match scope {
+            Scope::Zone => 0,
+            Scope::Names(n) => n.len(),
+        };
+        let span = info_span!("sync", zone = %zone.cfg.name, account = %zone.cfg.account, fresh, names);
+        let result = self.sync_zone_locked(zone, scope, fresh, progress).instrument(span).await;
         {
             let mut st = lock(&zone.status);
             st.syncing = false;
             st.last_sync = Some(SystemTime::now());
-            st.initial_sync_done = true;
             match &result {
                 Ok(_) => {
+                    if matches!(scope, Scope::Zone) {
+                        st.initial_sync_done = true;
+                    }
                     st.last_success = st.last_sync;
                     st.last_error.clear();
                 }
@@ -242,11 +310,16 @@ impl Engine {
     async fn sync_zone_locked(
         &self,
         zone: &Arc<ZoneRuntime>,
+        scope: &Scope,
         fresh: bool,
         progress: Option<&mpsc::Sender<pb::SyncProgress>>,
     ) -> Result<SyncSummary, SyncError> {
         let name = zone.cfg.name.clone();
-        lock(&zone.status).syncing = true;
+        {
+            let mut st = lock(&zone.status);
+            st.syncing = true;
+            st.sync_started.get_or_insert_with(SystemTime::now);
+        }
         let send = |p: pb::SyncProgress| async move {
             if let Some(tx) = progress {
                 let _ = tx.send(p).await;
@@ -258,20 +331,50 @@ impl Engine {
             ..Default::default()
         })
         .await;
-        let current = self.list_zone(&zone.cfg, fresh).await?;
-        lock(&zone.status).observed_records = current.len();
-        let view = ZoneView::new(current);
         let desired = self.desired();
         let empty = BTreeMap::new();
         let zone_desired = desired.zone(&name).unwrap_or(&empty);
-        let plan = plan_zone(&zone.cfg, &self.config.owner_id, zone_desired, &view);
-        self.record_plan(zone, zone_desired, &view, &plan);
+        let (view, scoped_desired);
+        let plan_desired = match scope {
+            Scope::Zone => {
+                let current = self.list_zone(&zone.cfg, fresh, &[]).await?;
+                lock(&zone.status).observed_records = current.len();
+                view = ZoneView::new(current);
+                zone_desired
+            }
+            Scope::Names(names) => {
+                // The names themselves plus the names of their ownership records.
+                let mut query: BTreeSet<Name> = names.clone();
+                for n in names {
+                    for t in RecordType::ALL {
+                        if let Some(k) = registry::owner_record_key(&RecordKey::new(name.clone(), n.clone(), t)) {
+                            query.insert(k.name);
+                        }
+                    }
+                }
+                let query: Vec<Name> = query.into_iter().collect();
+                view = ZoneView::new(self.list_zone(&zone.cfg, fresh, &query).await?);
+                scoped_desired = names
+                    .iter()
+                    .flat_map(|n| {
+                        zone_desired
+                            .range(RecordKey::new(name.clone(), n.clone(), RecordType::ALL[0])..)
+                            .take_while(move |(k, _)| &k.name == n)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                    })
+                    .collect::<BTreeMap<_, _>>();
+                &scoped_desired
+            }
+        };
+        let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, plan_desired, &view);
+        let withheld = self.record_plan(zone, scope, plan_desired, &view, &mut plan);
         let mut summary = SyncSummary {
             planned: plan.changes.len(),
             ..Default::default()
         };
         info!(
             changes = plan.changes.len(),
+            withheld,
             blocked = plan.blocked.len(),
             converged = plan.converged.len(),
             "Zone planned."
@@ -298,8 +401,8 @@ impl Engine {
         Ok(summary)
     }
 
-    /// Reads a zone through the applier (all pages).
-    pub async fn list_zone(&self, zone: &ZoneConfig, fresh: bool) -> Result<Vec<RRSet>, SyncError> {
+    /// Reads a zone through the applier (all pages); only `names` when not empty.
+    pub async fn list_zone(&self, zone: &ZoneConfig, fresh: bool, names: &[Name]) -> Result<Vec<RRSet>, SyncError> {
         let err = |status: tonic::Status| SyncError::List {
             zone: zone.name.clone(),
             status: format!("{}: {}", status.code(), status.message()),
@@ -310,7 +413,7 @@ impl Engine {
                 account: zone.account.clone(),
                 zone: zone.name.to_string(),
                 fresh,
-                names: vec![],
+                names: names.iter().map(ToString::to_string).collect(),
                 page_size: 0,
             })
             .await
@@ -332,32 +435,42 @@ impl Engine {
         Ok(out)
     }
 
-    /// Folds a fresh plan into the state table.
+    /// Folds a fresh plan into the state table and removes from it the changes whose
+    /// records are not due: a record waits on its own clock after a conflict or
+    /// failure, and an invalid record waits for its desired state to change. Returns
+    /// how many changes were withheld.
     fn record_plan(
         &self,
         zone: &ZoneRuntime,
-        desired: &BTreeMap<dnsplane_common::RecordKey, crate::desired::DesiredRecord>,
+        scope: &Scope,
+        desired: &BTreeMap<RecordKey, crate::desired::DesiredRecord>,
         view: &ZoneView,
-        plan: &ZonePlan,
-    ) {
+        plan: &mut ZonePlan,
+    ) -> usize {
         let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
+        let now = SystemTime::now();
         let mut states = lock(&zone.states);
-        let planned: HashMap<&RecordKey, &crate::plan::PlannedChange> =
-            plan.changes.iter().map(|c| (c.change.key(), c)).collect();
-        states.retain(|k| desired.contains_key(k) || planned.contains_key(k));
+        let planned: BTreeSet<RecordKey> = plan.changes.iter().map(|c| c.change.key().clone()).collect();
+        states.retain(|k| !scope.contains(&k.name) || desired.contains_key(k) || planned.contains(k));
         for key in &plan.converged {
             states.converged(key, desired.get(key).map(|d| d.rrset.clone()));
         }
         for b in &plan.blocked {
             // Conflicts are re-planned on the record's own clock; policy holds wait for
             // the desired state to change.
-            let next = (b.reason != ConflictReason::Unspecified).then(|| {
-                let attempts = states.records.get(&b.key).map_or(0, |s| s.attempts) + 1;
+            let state = states.records.get(&b.key);
+            let is_due = due(state, b.desired.as_ref(), now);
+            let next = if b.reason == ConflictReason::Unspecified {
+                None
+            } else if is_due {
+                let attempts = state.map_or(0, |s| s.attempts) + 1;
                 if let Some(s) = states.records.get_mut(&b.key) {
                     s.attempts = attempts;
                 }
-                SystemTime::now() + retry_delay(attempts, retry.0, retry.1)
-            });
+                Some(now + retry_delay(attempts, retry.0, retry.1))
+            } else {
+                state.and_then(|s| s.next_retry)
+            };
             states.blocked(
                 &b.key,
                 b.desired.clone(),
@@ -368,16 +481,17 @@ impl Engine {
                 next,
             );
         }
-        for c in &plan.changes {
+        let before = plan.changes.len();
+        plan.changes.retain(|c| {
             let key = c.change.key();
-            states.pending(
-                key,
-                desired.get(key).map(|d| d.rrset.clone()),
-                view.data.get(key).cloned(),
-                &c.change.id,
-                &c.reason,
-            );
-        }
+            let want = desired.get(key).map(|d| &d.rrset);
+            if !due(states.records.get(key), want, now) {
+                return false;
+            }
+            states.pending(key, want.cloned(), view.data.get(key).cloned(), &c.change.id, &c.reason);
+            true
+        });
+        before - plan.changes.len()
     }
 
     /// Sends a plan's batches over one `Apply` stream and folds the results in.

@@ -68,7 +68,7 @@ impl pb::planner_server::Planner for PlannerService {
                 zone: zone.cfg.name.to_string(),
                 ..Default::default()
             };
-            match self.engine.list_zone(&zone.cfg, req.fresh).await {
+            match self.engine.list_zone(&zone.cfg, req.fresh, &[]).await {
                 Err(e) => zp.error = e.to_string(),
                 Ok(current) => {
                     let view = ZoneView::new(current);
@@ -118,7 +118,7 @@ impl pb::planner_server::Planner for PlannerService {
             let tx = tx.clone();
             tokio::spawn(async move {
                 // Errors are reported through the progress stream itself.
-                let _ = engine.sync_zone(&zone, req.fresh, Some(&tx)).await;
+                let _ = engine.sync_zone(&zone, &crate::engine::Scope::Zone, req.fresh, Some(&tx)).await;
             });
         }
         drop(tx);
@@ -133,11 +133,10 @@ impl pb::planner_server::Planner for PlannerService {
         let mut syncing = false;
         for zone in self.engine.zones.values() {
             let st = zone.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-            let counts = zone
-                .states
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .counts();
+            let (counts, next_retry) = {
+                let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                (states.counts(), states.next_retry())
+            };
             if !st.last_error.is_empty() {
                 degraded.push(format!("zone {}: {}", zone.cfg.name, st.last_error));
             } else if st.rejected {
@@ -155,6 +154,9 @@ impl pb::planner_server::Planner for PlannerService {
                 initial_sync_done: st.initial_sync_done,
                 desired_records: desired.zone(&zone.cfg.name).map_or(0, |z| z.len() as u32),
                 observed_records: st.observed_records as u32,
+                syncing: st.syncing,
+                initial_sync_started: st.sync_started.map(timestamp),
+                next_retry: next_retry.map(timestamp),
             });
         }
         if !desired.errors.is_empty() {

@@ -2,8 +2,8 @@
 //! so that no record that is not converged is ever silent.
 use dnsplane_common::convert::{outcome_name, timestamp};
 use dnsplane_common::pb::{self, ConflictReason, Outcome, RecordStateKind};
-use dnsplane_common::{RRSet, RecordKey};
-use std::collections::BTreeMap;
+use dnsplane_common::{Name, RRSet, RecordKey};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 /// One record's state.
@@ -219,6 +219,15 @@ impl StateTable {
             *out.entry(state_name(s.kind).to_string()).or_insert(0) += 1;
         }
         out
+    }
+
+    /// Names of the records whose retry is due at `now`.
+    pub fn due_names(&self, now: SystemTime) -> BTreeSet<Name> {
+        self.records
+            .iter()
+            .filter(|(_, s)| s.next_retry.is_some_and(|t| t <= now))
+            .map(|(k, _)| k.name.clone())
+            .collect()
     }
 
     /// Earliest time any record wants a retry.

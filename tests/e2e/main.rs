@@ -4,3 +4,4 @@
 mod stack;
 mod slice;
 mod up;
+mod requeue;

@@ -68,7 +68,7 @@ impl Stack {
             dir.path().join("planner.toml"),
             format!(
                 "owner_id = \"e2e\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\
-                 [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nsource_poll = \"200ms\"\n\
+                 [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nsource_poll = \"200ms\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\
                  [[zones]]\nname = \"{ZONE}\"\naccount = \"embedded\"\nconflict = \"{conflict}\"\n\
                  [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\n{planner_extra}\n"
             ),
@@ -196,6 +196,55 @@ impl Stack {
     pub fn remove_desired(&self, name: &str) {
         std::fs::remove_file(self.path("desired").join(name)).expect("remove");
     }
+}
+
+impl Stack {
+    /// Another writer: sends one batch straight to the applier, as a second program
+    /// sharing the provider would, and returns the per-change results.
+    pub fn other_writer(&self, changes: Vec<dnsplane_common::Change>) -> Vec<dnsplane_common::pb::RecordResult> {
+        use dnsplane_common::pb;
+        let addr = format!("http://127.0.0.1:{}", self.applier_port);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        rt.block_on(async move {
+            let mut client = pb::applier_client::ApplierClient::connect(addr).await.expect("connect applier");
+            let batch = pb::Batch {
+                batch_id: "other-writer".into(),
+                account: "embedded".into(),
+                zone: ZONE.into(),
+                changes: changes.iter().map(Into::into).collect(),
+                deadline: None,
+            };
+            let req = tokio_stream_once(pb::ApplyRequest { batch: Some(batch) });
+            let mut stream = client.apply(req).await.expect("apply").into_inner();
+            let mut results = Vec::new();
+            while let Some(msg) = stream.message().await.expect("apply stream") {
+                results.extend(msg.results);
+                if msg.done {
+                    break;
+                }
+            }
+            results
+        })
+    }
+}
+
+/// A request stream of one message that stays open until the response is read.
+fn tokio_stream_once<T: Send + 'static>(item: T) -> impl tokio_stream::Stream<Item = T> + Send {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        let _ = tx.send(item).await;
+        // Keep the sender alive briefly so the server sees an open stream.
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        drop(tx);
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// An unowned A record as another writer would hold it.
+pub fn a_record(name: &str, value: &str) -> dnsplane_common::RRSet {
+    use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+    let key = RecordKey::new(Name::parse(ZONE).expect("zone"), Name::parse(name).expect("name"), RecordType::A);
+    RRSet::new(key, 60, &[value]).expect("rrset")
 }
 
 fn tail(s: &str, n: usize) -> String {
