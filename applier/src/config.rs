@@ -12,6 +12,9 @@
 //! state_dir = ".dnsplane-state/embedded"
 //! dns_listen = "127.0.0.1:10053"
 //! ```
+//!
+//! Accounts on existing servers (`driver = "pdns"`, `driver = "rfc2136"`) are
+//! described in [`drivers`].
 use crate::retry::RetryPolicy;
 use dnsplane_common::Name;
 use serde::Deserialize;
@@ -19,6 +22,9 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub mod drivers;
+pub use drivers::{PdnsAccount, Rfc2136Account};
 
 /// The account `dnsplane up` runs everything on.
 pub const EMBEDDED_ACCOUNT: &str = "embedded";
@@ -70,18 +76,26 @@ pub struct ApplierConfig {
 pub enum AccountConfig {
     /// The embedded store, answering DNS itself.
     Memory(MemoryAccount),
+    /// A PowerDNS Authoritative Server, through its HTTP API.
+    Pdns(PdnsAccount),
+    /// A primary accepting DNS UPDATE with TSIG (BIND, Knot, PowerDNS).
+    Rfc2136(Rfc2136Account),
 }
 
 impl AccountConfig {
     pub fn name(&self) -> &str {
         match self {
             AccountConfig::Memory(m) => &m.name,
+            AccountConfig::Pdns(p) => &p.name,
+            AccountConfig::Rfc2136(r) => &r.name,
         }
     }
 
     pub fn driver(&self) -> &'static str {
         match self {
             AccountConfig::Memory(_) => "memory",
+            AccountConfig::Pdns(_) => "pdns",
+            AccountConfig::Rfc2136(_) => "rfc2136",
         }
     }
 }
@@ -202,6 +216,8 @@ impl ApplierConfig {
                         problems.push(format!("{at}.dns_listen {addr} is used by another account"));
                     }
                 }
+                AccountConfig::Pdns(p) => p.check(&at, &mut problems),
+                AccountConfig::Rfc2136(r) => r.check(&at, &mut problems),
             }
         }
         if problems.is_empty() {
@@ -252,7 +268,9 @@ dns_listen = "127.0.0.1:10053"
         assert_eq!(c.retry.max_attempts, 3);
         assert_eq!(c.retry.base_delay, Duration::from_millis(50));
         assert_eq!(c.retry.max_delay, RetryPolicy::default().max_delay);
-        let AccountConfig::Memory(m) = &c.accounts[0];
+        let AccountConfig::Memory(m) = &c.accounts[0] else {
+            panic!("a memory account: {:?}", c.accounts[0]);
+        };
         assert_eq!(m.zones[0].as_str(), "example.com.");
         assert_eq!(m.dns_listen, Some("127.0.0.1:10053".parse().unwrap()));
         let embedded = ApplierConfig::embedded(".dnsplane-state/embedded", None, vec![]);
@@ -271,8 +289,8 @@ dns_listen = "127.0.0.1:10053"
                 "unknown field `dns_lisen`",
             ),
             (
-                EXAMPLE.replace("\"memory\"", "\"pdns\""),
-                "unknown variant `pdns`",
+                EXAMPLE.replace("\"memory\"", "\"route66\""),
+                "unknown variant `route66`",
             ),
             (EXAMPLE.replace("Example.COM", "bad..name"), "bad..name"),
             (EXAMPLE.replace("\"45s\"", "\"soon\""), "cache_ttl"),

@@ -15,6 +15,8 @@ use crate::config::AccountConfig;
 use crate::dns::{Authority, DnsServer};
 use crate::provider::Provider;
 use crate::provider::memory::MemoryProvider;
+use crate::provider::pdns::PdnsProvider;
+use crate::provider::rfc2136::Rfc2136Provider;
 use crate::service::{ApplierService, Lifecycle, ServiceOptions};
 use crate::store::StoreError;
 use dnsplane_common::pb::applier_server::ApplierServer;
@@ -65,6 +67,14 @@ pub enum ApplierError {
         #[source]
         source: std::io::Error,
     },
+    /// A `pdns` or `rfc2136` account that cannot be set up (an unreadable key file,
+    /// a server address that does not resolve). Never carries a secret.
+    #[error("account {account:?}: {source}")]
+    Driver {
+        account: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("gRPC reflection: {0}")]
     Reflection(String),
     #[error("gRPC server: {0}")]
@@ -87,7 +97,15 @@ impl Applier {
         let mut accounts = Vec::new();
         let mut dns = Vec::new();
         for account in &config.accounts {
-            match account {
+            let driver_err = |source: Box<dyn std::error::Error + Send + Sync>| {
+                ApplierError::Driver {
+                    account: account.name().to_string(),
+                    source,
+                }
+            };
+            // Every driver ends up as an `Arc<dyn Provider>`; what wraps it (metering,
+            // fault rules) is the same for all of them.
+            let (provider, zones): (Arc<dyn Provider>, &[dnsplane_common::Name]) = match account {
                 AccountConfig::Memory(m) => {
                     let store_err = |source| ApplierError::Store {
                         account: m.name.clone(),
@@ -108,10 +126,20 @@ impl Applier {
                             })?;
                         dns.push((m.name.clone(), server));
                     }
-                    let provider: Arc<dyn Provider> = Arc::new(provider);
-                    accounts.push(Arc::new(Account::new(m.name.clone(), provider, &m.zones)));
+                    (Arc::new(provider), &m.zones)
                 }
-            }
+                AccountConfig::Pdns(p) => {
+                    let provider =
+                        PdnsProvider::new(p.driver_config()).map_err(|e| driver_err(e.into()))?;
+                    (Arc::new(provider), &p.zones)
+                }
+                AccountConfig::Rfc2136(r) => {
+                    let provider = Rfc2136Provider::new(r.driver_config())
+                        .map_err(|e| driver_err(e.into()))?;
+                    (Arc::new(provider), &r.zones)
+                }
+            };
+            accounts.push(Arc::new(Account::new(account.name(), provider, zones)));
         }
         Ok(Applier {
             config,

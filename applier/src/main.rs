@@ -39,7 +39,15 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dnsplane-applier: {e:#}");
-            ExitCode::FAILURE
+            // An account that cannot be set up (unreadable key file, unresolvable
+            // server) is a config problem too.
+            match e.downcast_ref::<dnsplane_applier::ApplierError>() {
+                Some(
+                    dnsplane_applier::ApplierError::Config(_)
+                    | dnsplane_applier::ApplierError::Driver { .. },
+                ) => ExitCode::from(EXIT_BAD_CONFIG),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }

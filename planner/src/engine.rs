@@ -210,9 +210,18 @@ impl Engine {
         let mut failures: u32 = 0;
         let mut not_before = Instant::now();
         let mut next = Some((Scope::Zone, true));
+        // A failed full sync is retried (after the zone backoff) before anything else.
+        let mut full_failed = false;
         loop {
             let (scope, fresh) = match next.take() {
                 Some(n) => n,
+                None if full_failed => {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = tokio::time::sleep_until(not_before.into()) => {}
+                    }
+                    (Scope::Zone, true)
+                }
                 None => {
                     let retry_at = lock(&zone.states).next_retry();
                     let retry_in = retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
@@ -250,9 +259,16 @@ impl Engine {
             if matches!(scope, Scope::Zone) && fresh {
                 last_full = Instant::now();
             }
+            let full = matches!(scope, Scope::Zone);
             match self.sync_zone(&zone, &scope, fresh, None).await {
-                Ok(_) => failures = 0,
+                Ok(_) => {
+                    failures = 0;
+                    if full {
+                        full_failed = false;
+                    }
+                }
                 Err(e) => {
+                    full_failed |= full;
                     failures += 1;
                     let backoff = retry_delay(failures, sync_cfg.retry_min, sync_cfg.retry_max);
                     not_before = Instant::now() + backoff;

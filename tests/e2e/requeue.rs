@@ -94,3 +94,29 @@ fn adopt_takes_equal_unowned_records_and_report_lists_them() {
         assert_eq!(s.dig("differs.example.com", "A"), ["198.51.100.8"], "{policy}: never overwritten");
     }
 }
+
+/// The planner answers gRPC and health at once, even with no applier reachable; its
+/// status says why the zone is not synced; once the applier comes up, the zone
+/// converges without a restart or a periodic tick.
+#[test]
+fn startup_does_not_block_on_the_applier() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+    s.start_planner();
+    let degraded = wait_for(Duration::from_secs(20), || {
+        let st = s.planner_call("GetStatus", "{}");
+        (st["level"] == "degraded" && st["zones"][0]["lastError"].as_str().is_some_and(|e| e.contains("applier"))).then_some(st)
+    })
+    .unwrap_or_else(|| panic!("planner never reported the unreachable applier; logs:\n{}", s.logs()));
+    assert_ne!(degraded["zones"][0]["initialSyncDone"], true, "{degraded}");
+    assert!(degraded["zones"][0]["initialSyncStarted"].is_string(), "{degraded}");
+
+    s.start_applier();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let healthy = wait_for(Duration::from_secs(20), || {
+        let st = s.planner_call("GetStatus", "{}");
+        (st["level"] == "healthy").then_some(st)
+    });
+    assert!(healthy.is_some(), "status never became healthy; logs:\n{}", s.logs());
+}

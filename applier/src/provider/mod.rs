@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use std::time::Duration;
 
+pub mod fault;
 pub mod memory;
 pub mod pdns;
 pub mod rfc2136;
@@ -24,8 +25,10 @@ pub struct Capabilities {
     pub has_serial: bool,
 }
 
-/// How a provider answer is to be understood; decides what the batch algorithm does next.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+/// How a provider answer is to be understood; decides what the batch algorithm does next
+/// (see [`crate::batch`] and `docs/reliability.md` for what each class triggers).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ErrorClass {
     /// The request may or may not have committed (timeout after sending, 502/503/504).
     Ambiguous,
@@ -40,6 +43,39 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Every class, for exhaustive tests and docs.
+    pub const ALL: [ErrorClass; 5] = [
+        ErrorClass::Ambiguous,
+        ErrorClass::Conflict,
+        ErrorClass::Invalid,
+        ErrorClass::Transient,
+        ErrorClass::Permanent,
+    ];
+
+    /// The default reading of an HTTP error status, for drivers of HTTP APIs that have
+    /// nothing more specific to go on (a driver that knows better — Cloud DNS's 503
+    /// "rate limited, not processed", a 404 that names a record rather than the zone —
+    /// maps those itself):
+    ///
+    /// | status | class | why |
+    /// |---|---|---|
+    /// | 400, 422, other 4xx | invalid | the request itself is refused |
+    /// | 401, 403 | permanent | credentials or permissions |
+    /// | 404 | permanent | zone (or account) not found |
+    /// | 408 | transient | the server gave up *receiving* the request: not processed |
+    /// | 409, 412 | conflict | a precondition failed |
+    /// | 429 | transient | rate limited, not processed |
+    /// | 500, 502, 503, 504, other 5xx | ambiguous | the write may have committed |
+    pub fn for_http_status(status: u16) -> ErrorClass {
+        match status {
+            401 | 403 | 404 => ErrorClass::Permanent,
+            408 | 429 => ErrorClass::Transient,
+            409 | 412 => ErrorClass::Conflict,
+            500..=599 => ErrorClass::Ambiguous,
+            _ => ErrorClass::Invalid,
+        }
+    }
+
     /// The lower-case name used in status counters and logs.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -101,6 +137,37 @@ impl ProviderError {
     }
 }
 
+/// The kinds of provider call, as fault rules and the circuit breaker name them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    Zones,
+    Serial,
+    List,
+    Apply,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Zones => "zones",
+            Operation::Serial => "serial",
+            Operation::List => "list",
+            Operation::Apply => "apply",
+        }
+    }
+
+    /// Writes change the zone; everything else only reads.
+    pub fn is_write(self) -> bool {
+        self == Operation::Apply
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A zone's RRSets as read from the provider.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listing {
@@ -125,4 +192,42 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Atomic when capabilities say so: all ops commit or none; preconditions
     /// (`op.before`) enforced when `conditional_writes`.
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_statuses_fall_into_the_documented_classes() {
+        use ErrorClass::*;
+        for (status, class) in [
+            (400, Invalid),
+            (401, Permanent),
+            (403, Permanent),
+            (404, Permanent),
+            (405, Invalid),
+            (408, Transient),
+            (409, Conflict),
+            (412, Conflict),
+            (413, Invalid),
+            (422, Invalid),
+            (429, Transient),
+            (500, Ambiguous),
+            (502, Ambiguous),
+            (503, Ambiguous),
+            (504, Ambiguous),
+            (599, Ambiguous),
+        ] {
+            assert_eq!(ErrorClass::for_http_status(status), class, "HTTP {status}");
+        }
+        let names: Vec<&str> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            names,
+            ["ambiguous", "conflict", "invalid", "transient", "permanent"]
+        );
+        assert!(ProviderError::new(Transient, "x").is_retryable());
+        assert!(ProviderError::new(Conflict, "x").is_conflict());
+        assert!(!ProviderError::new(Ambiguous, "x").is_retryable());
+    }
 }

@@ -1,0 +1,500 @@
+//! Private instances of real DNS servers: PowerDNS (HTTP API, sqlite) and BIND (DNS
+//! UPDATE + TSIG), each in its own temp dir, on free loopback ports, configured from
+//! the templates users copy (`deploy/pdns/`, `deploy/bind/`). The one harness for the
+//! driver tests (`tests/e2e/real_servers.rs`), the full-stack tests
+//! (`tests/e2e/real_providers.rs`, through [`stack`]) and the provider benchmark.
+//!
+//! A server binary missing from PATH (and /usr/sbin) makes `start()` return `None`
+//! with a printed reason, or panic when `DNSPLANE_REQUIRE_SERVERS=1` (as
+//! `tests/run-all.sh` sets it), so CI can never pass by skipping.
+use base64::Engine as _;
+use dnsplane_applier::provider::pdns::{PdnsConfig, SecretSource};
+use dnsplane_applier::provider::rfc2136::Rfc2136Config;
+use dnsplane_common::Name;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub use crate::require_servers;
+
+pub mod stack;
+
+/// How long a server may take to come up before the test fails.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Finds `name` on PATH, then in the sbin directories PATH often lacks.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The binaries of one server, or the reason they are missing; panics under
+/// `DNSPLANE_REQUIRE_SERVERS=1`.
+fn binaries<const N: usize>(server: &str, package: &str, names: [&str; N]) -> Option<[PathBuf; N]> {
+    let found = names.map(find_binary);
+    if found.iter().all(Option::is_some) {
+        return Some(found.map(|p| p.expect("checked")));
+    }
+    let missing: Vec<&str> = names
+        .iter()
+        .zip(&found)
+        .filter(|(_, p)| p.is_none())
+        .map(|(n, _)| *n)
+        .collect();
+    let why = format!(
+        "{server} test server unavailable: {} not found on PATH or in /usr/sbin (Debian packages: {package}); run tests/run-all.sh, which installs them",
+        missing.join(", ")
+    );
+    assert!(!require_servers(), "{why} (DNSPLANE_REQUIRE_SERVERS=1)");
+    eprintln!("skipping: {why}");
+    None
+}
+
+/// The `dig` binary (`$DNSPLANE_DIG` or PATH), same skip/panic rule.
+pub fn dig_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("DNSPLANE_DIG")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+    {
+        return Some(p);
+    }
+    binaries("dig", "bind9-dnsutils", ["dig"]).map(|[p]| p)
+}
+
+/// `dig +short +tcp @127.0.0.1 -p PORT name type`, answers sorted.
+pub fn dig(dig: &Path, port: u16, name: &str, rtype: &str) -> Vec<String> {
+    let out = Command::new(dig)
+        .args([
+            "+short",
+            "+tcp",
+            "+time=3",
+            "+tries=2",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            rtype,
+        ])
+        .output()
+        .expect("run dig");
+    assert!(
+        out.status.success(),
+        "dig failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// A loopback port free for both TCP and UDP right now.
+pub fn free_port() -> u16 {
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("bind a loopback port");
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no loopback port free for both TCP and UDP");
+}
+
+/// The workspace's `deploy/` directory.
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
+}
+
+/// A template from `deploy/` with its `${NAME}` placeholders replaced.
+fn render(template: &str, vars: &[(&str, &str)]) -> String {
+    let path = deploy_dir().join(template);
+    let mut text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    for (k, v) in vars {
+        text = text.replace(&format!("${{{k}}}"), v);
+    }
+    text
+}
+
+/// A child process killed (SIGKILL) and reaped on drop; only ever this one pid.
+#[derive(Debug)]
+struct Daemon {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn spawn(name: &'static str, cmd: &mut Command, log: PathBuf) -> Daemon {
+        let file = std::fs::File::create(&log).expect("create log");
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Daemon { name, child, log }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Polls `ready` until it holds, the process exits, or the deadline passes.
+    fn wait_until(&mut self, mut ready: impl FnMut(&Daemon) -> bool) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "{} exited during start ({status}); log:\n{}",
+                    self.name,
+                    self.log_tail()
+                );
+            }
+            if ready(self) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} not ready after {START_TIMEOUT:?}; log:\n{}",
+                self.name,
+                self.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 exchange on loopback (the harness stays synchronous).
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: &str,
+) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: {key}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let status = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// A private PowerDNS Authoritative server with the HTTP API and one zone.
+#[derive(Debug)]
+pub struct PowerDns {
+    daemon: Daemon,
+    pub dir: tempfile::TempDir,
+    pub zone: Name,
+    pub dns_port: u16,
+    pub api_port: u16,
+    pub api_key_file: PathBuf,
+    api_key: String,
+    pdnsutil: PathBuf,
+    /// From spawning the process to the zone being created.
+    pub startup: Duration,
+}
+
+impl PowerDns {
+    /// Starts `pdns_server` and creates zone `pdns.test.` through the API.
+    pub fn start() -> Option<PowerDns> {
+        let [pdns_server, pdnsutil, sqlite3] = binaries(
+            "PowerDNS",
+            "pdns-server pdns-backend-sqlite3 sqlite3",
+            ["pdns_server", "pdnsutil", "sqlite3"],
+        )?;
+        let schema = [
+            "/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql",
+            "/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file());
+        let Some(schema) = schema else {
+            let why = "PowerDNS test server unavailable: the gsqlite3 schema is missing (Debian package pdns-backend-sqlite3); run tests/run-all.sh";
+            assert!(!require_servers(), "{why} (DNSPLANE_REQUIRE_SERVERS=1)");
+            eprintln!("skipping: {why}");
+            return None;
+        };
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path().to_str().expect("utf-8 temp path").to_string();
+        let api_key = random_secret(24);
+        let api_key_file = dir.path().join("api-key");
+        std::fs::write(&api_key_file, format!("{api_key}\n")).expect("write api key");
+        let (dns_port, api_port) = (free_port(), free_port());
+        let conf = render(
+            "pdns/pdns.conf",
+            &[
+                ("DIR", &d),
+                ("DNS_PORT", &dns_port.to_string()),
+                ("API_PORT", &api_port.to_string()),
+                ("API_KEY", &api_key),
+            ],
+        );
+        std::fs::write(dir.path().join("pdns.conf"), conf).expect("write pdns.conf");
+        let schema_sql = std::fs::read(&schema).expect("read schema");
+        let mut sqlite = Command::new(&sqlite3)
+            .arg(dir.path().join("pdns.sqlite3"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run sqlite3");
+        sqlite
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(&schema_sql)
+            .expect("feed schema");
+        assert!(
+            sqlite.wait().expect("sqlite3").success(),
+            "loading the gsqlite3 schema failed"
+        );
+
+        let t0 = Instant::now();
+        let mut daemon = Daemon::spawn(
+            "pdns_server",
+            Command::new(&pdns_server).arg(format!("--config-dir={d}")),
+            dir.path().join("pdns.log"),
+        );
+        daemon.wait_until(|_| {
+            http(api_port, "GET", "/api/v1/servers/localhost", &api_key, "")
+                .is_ok_and(|(s, _)| s == 200)
+        });
+        let zone = Name::parse("pdns.test").expect("zone name");
+        let (status, body) = http(
+            api_port,
+            "POST",
+            "/api/v1/servers/localhost/zones",
+            &api_key,
+            &format!(r#"{{"name":"{zone}","kind":"Native","nameservers":["ns1.{zone}"]}}"#),
+        )
+        .expect("create zone");
+        assert_eq!(status, 201, "creating {zone} failed: {body}");
+        let startup = t0.elapsed();
+        eprintln!("PowerDNS up on DNS :{dns_port}, API :{api_port} in {startup:?}");
+        Some(PowerDns {
+            daemon,
+            dir,
+            zone,
+            dns_port,
+            api_port,
+            api_key_file,
+            api_key,
+            pdnsutil,
+            startup,
+        })
+    }
+
+    pub fn api_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.api_port)
+    }
+
+    /// The driver config for this server.
+    pub fn config(&self) -> PdnsConfig {
+        PdnsConfig {
+            api_url: self.api_url(),
+            server_id: "localhost".into(),
+            api_key: SecretSource::File(self.api_key_file.clone()),
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The same config with another key.
+    pub fn config_with_key(&self, key: &str) -> PdnsConfig {
+        let path = self
+            .dir
+            .path()
+            .join(format!("api-key-{}", rand::random::<u32>()));
+        std::fs::write(&path, key).expect("write key");
+        PdnsConfig {
+            api_key: SecretSource::File(path),
+            ..self.config()
+        }
+    }
+
+    /// Runs `pdnsutil` against this instance (out-of-band writes, straight into the
+    /// database, as an operator would).
+    pub fn pdnsutil(&self, args: &[&str]) -> Output {
+        let out = Command::new(&self.pdnsutil)
+            .arg(format!("--config-dir={}", self.dir.path().display()))
+            .args(args)
+            .output()
+            .expect("run pdnsutil");
+        assert!(
+            out.status.success(),
+            "pdnsutil {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// A raw API call, bypassing the driver.
+    pub fn api(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        http(self.api_port, method, path, &self.api_key, body).expect("API call")
+    }
+}
+
+/// A private BIND primary for one zone, accepting TSIG-signed UPDATE and AXFR.
+#[derive(Debug)]
+pub struct Bind {
+    daemon: Daemon,
+    pub dir: tempfile::TempDir,
+    pub zone: Name,
+    pub port: u16,
+    pub key_name: String,
+    pub key_file: PathBuf,
+    nsupdate: Option<PathBuf>,
+    /// From spawning the process to "running".
+    pub startup: Duration,
+}
+
+impl Bind {
+    /// Starts `named -g` with zone `bind.test.` (SOA, NS, glue) and an hmac-sha256 key.
+    pub fn start() -> Option<Bind> {
+        let [named] = binaries("BIND", "bind9", ["named"])?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path().to_str().expect("utf-8 temp path").to_string();
+        let zone = Name::parse("bind.test").expect("zone name");
+        let zone_text = zone.as_str().trim_end_matches('.').to_string();
+        let key_name = "dnsplane-test".to_string();
+        let key_file = dir.path().join("dnsplane.key");
+        std::fs::write(&key_file, bind_key(&key_name, &random_secret(32))).expect("write key");
+        let port = free_port();
+        let conf = render(
+            "bind/named.conf",
+            &[
+                ("DIR", &d),
+                ("DNS_PORT", &port.to_string()),
+                ("KEY_FILE", key_file.to_str().expect("utf-8")),
+                ("KEY_NAME", &key_name),
+                ("ZONE", &zone_text),
+            ],
+        );
+        std::fs::write(dir.path().join("named.conf"), conf).expect("write named.conf");
+        let zone_db = render("bind/zone.db", &[("ZONE", &zone_text)]);
+        std::fs::write(dir.path().join(format!("{zone_text}.db")), zone_db)
+            .expect("write zone file");
+
+        let t0 = Instant::now();
+        let mut daemon = Daemon::spawn(
+            "named",
+            Command::new(&named)
+                .args(["-g", "-c"])
+                .arg(dir.path().join("named.conf")),
+            dir.path().join("named.log"),
+        );
+        daemon.wait_until(|d| {
+            std::fs::read_to_string(&d.log)
+                .is_ok_and(|l| l.contains("\nrunning") || l.contains(" running\n"))
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let startup = t0.elapsed();
+        eprintln!("BIND up on :{port} in {startup:?}");
+        Some(Bind {
+            daemon,
+            dir,
+            zone,
+            port,
+            key_name,
+            key_file,
+            nsupdate: find_binary("nsupdate"),
+            startup,
+        })
+    }
+
+    /// The driver config for this server.
+    pub fn config(&self) -> Rfc2136Config {
+        Rfc2136Config {
+            server: format!("127.0.0.1:{}", self.port),
+            zones: vec![self.zone.clone()],
+            tsig_key_name: Some(self.key_name.clone()),
+            tsig_algorithm: None,
+            tsig_secret_file: Some(self.key_file.clone()),
+            timeout: Duration::from_secs(5),
+            axfr: true,
+        }
+    }
+
+    /// The same config with a key file holding `name` and a fresh random secret.
+    pub fn config_with_key(&self, name: &str) -> Rfc2136Config {
+        let path = self.dir.path().join(format!("other-{name}.key"));
+        std::fs::write(&path, bind_key(name, &random_secret(32))).expect("write key");
+        Rfc2136Config {
+            tsig_key_name: Some(name.to_string()),
+            tsig_secret_file: Some(path),
+            ..self.config()
+        }
+    }
+
+    /// Runs `nsupdate -k KEY` with `commands` (server and zone lines are added);
+    /// `None` when nsupdate is missing (bind9-dnsutils).
+    pub fn nsupdate(&self, commands: &str) -> Option<Output> {
+        let nsupdate = self.nsupdate.as_ref()?;
+        let script = format!(
+            "server 127.0.0.1 {}\nzone {}\n{commands}\nsend\n",
+            self.port, self.zone
+        );
+        let mut child = Command::new(nsupdate)
+            .arg("-k")
+            .arg(&self.key_file)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run nsupdate");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(script.as_bytes())
+            .expect("feed nsupdate");
+        Some(child.wait_with_output().expect("nsupdate"))
+    }
+}
+
+/// A BIND `key` clause, as `tsig-keygen -a hmac-sha256 NAME` writes it.
+fn bind_key(name: &str, secret_b64: &str) -> String {
+    format!("key \"{name}\" {{\n\talgorithm hmac-sha256;\n\tsecret \"{secret_b64}\";\n}};\n")
+}
+
+/// `bytes` random bytes, base64.
+fn random_secret(bytes: usize) -> String {
+    let raw: Vec<u8> = (0..bytes).map(|_| rand::random::<u8>()).collect();
+    base64::engine::general_purpose::STANDARD.encode(raw)
+}
