@@ -6,13 +6,18 @@
 //! - [`pb`]: the generated `dnsplane.v1` contract; [`convert`] maps it to the model and
 //!   validates on the way in.
 //! - [`grpc`]: reflection, health and error mapping; [`runtime`]: logging and shutdown.
+//! - [`telemetry`]: logs plus OpenTelemetry traces over OTLP (off unless configured) and
+//!   W3C trace-context propagation; [`metrics`]: the admin HTTP port (`/metrics`,
+//!   `/healthz`, `/readyz`, `/status`).
 pub mod convert;
 pub mod error;
 pub mod grpc;
+pub mod metrics;
 pub mod name;
 pub mod rdata;
 pub mod rrset;
 pub mod runtime;
+pub mod telemetry;
 
 pub use error::ModelError;
 pub use name::Name;

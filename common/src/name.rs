@@ -1,14 +1,16 @@
 //! Domain names in the one form dnsplane compares: absolute, lower-case, IDNA (punycode).
 use crate::error::ModelError;
 use std::fmt;
+use std::sync::Arc;
 
 /// A normalised absolute domain name, e.g. `www.example.com.` (the root is `.`).
 ///
 /// Normalising once at the edge means every comparison inside dnsplane is a plain
-/// string comparison.
+/// string comparison. The text is shared (`Arc<str>`), so the many copies of a name in
+/// the planner's indexes cost a pointer each.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Name(String);
+pub struct Name(Arc<str>);
 
 impl Name {
     /// Normalises `input`. A missing trailing dot is added: dnsplane never interprets a
@@ -35,7 +37,7 @@ impl Name {
         if out.len() > 254 {
             return Err(ModelError::name(input, "longer than 253 characters"));
         }
-        Ok(Name(out))
+        Ok(Name(out.into()))
     }
 
     /// The name as text, with its trailing dot.
@@ -45,12 +47,12 @@ impl Name {
 
     /// True when `self` is `zone` or below it.
     pub fn is_within(&self, zone: &Name) -> bool {
-        if zone.0 == "." {
+        if &*zone.0 == "." {
             return true;
         }
         self.0 == zone.0
             || (self.0.len() > zone.0.len()
-                && self.0.ends_with(&zone.0)
+                && self.0.ends_with(&*zone.0)
                 && self.0.as_bytes()[self.0.len() - zone.0.len() - 1] == b'.')
     }
 
@@ -61,20 +63,20 @@ impl Name {
 
     /// Everything after the first label (`example.com.` of `www.example.com.`).
     pub fn parent(&self) -> Option<Name> {
-        if self.0 == "." {
+        if &*self.0 == "." {
             return None;
         }
         let (_, rest) = self.0.split_once('.')?;
         if rest.is_empty() {
             Some(Name(".".into()))
         } else {
-            Some(Name(rest.to_string()))
+            Some(Name(rest.into()))
         }
     }
 
     /// `label.self`, validated.
     pub fn prepend(&self, label: &str) -> Result<Name, ModelError> {
-        if self.0 == "." {
+        if &*self.0 == "." {
             Name::parse(&format!("{label}."))
         } else {
             Name::parse(&format!("{label}.{}", self.0))
@@ -144,7 +146,7 @@ impl TryFrom<String> for Name {
 
 impl From<Name> for String {
     fn from(n: Name) -> String {
-        n.0
+        n.0.to_string()
     }
 }
 

@@ -4,6 +4,7 @@ use crate::name::Name;
 use crate::rdata::{RecordType, canonicalize};
 use sha2::{Digest, Sha256};
 use std::fmt;
+use std::sync::Arc;
 
 /// Largest TTL a resolver honours (RFC 2181 §8).
 pub const MAX_TTL: u32 = 2_147_483_647;
@@ -41,7 +42,9 @@ impl fmt::Debug for RecordKey {
 pub struct RRSet {
     pub key: RecordKey,
     pub ttl: u32,
-    values: Vec<String>,
+    /// Shared, so an observed RRSet equal to the desired one can point at the same
+    /// values.
+    values: Arc<[String]>,
 }
 
 impl RRSet {
@@ -82,11 +85,32 @@ impl RRSet {
         if !key.name.is_within(&key.zone) {
             return Err(problem(format!("name is outside zone {}", key.zone)));
         }
-        Ok(RRSet { key, ttl, values })
+        Ok(RRSet {
+            key,
+            ttl,
+            values: values.into(),
+        })
     }
 
     pub fn values(&self) -> &[String] {
         &self.values
+    }
+
+    /// The same data under another key (e.g. an interned one).
+    pub fn with_key(&self, key: RecordKey) -> RRSet {
+        RRSet {
+            key,
+            ttl: self.ttl,
+            values: self.values.clone(),
+        }
+    }
+
+    /// Shares `other`'s value storage when the data is equal (saves memory in indexes
+    /// that hold both a desired and an observed copy).
+    pub fn share_values_with(&mut self, other: &RRSet) {
+        if self.values == other.values {
+            self.values = other.values.clone();
+        }
     }
 
     /// Same TTL and values (the keys are assumed equal).

@@ -1,24 +1,84 @@
 //! The desired state: entries from every source, placed in their zones and checked
 //! across entries (duplicates, CNAME beside other data, reserved names, unknown zones).
-//! Indexed by record key so that planning is a walk over sorted maps.
+//!
+//! It is maintained incrementally: a source's new snapshot is diffed against what that
+//! source contributed before, so an update costs O(size of that source), never O(size
+//! of the world), and reports exactly which names it touched so that only those are
+//! re-planned. Names are interned and a record keeps only its RRSet plus shared
+//! pointers to its source and resource, so the index stays compact.
 use crate::config::ZoneConfig;
 use crate::registry;
-use crate::source::{DesiredEntry, Origin, SourceError};
+use crate::source::{DesiredEntry, SourceError};
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
-/// One desired RRSet and where it came from.
+/// One desired RRSet and who asked for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesiredRecord {
     pub rrset: RRSet,
-    pub origin: Origin,
+    /// The source that contributed it (`file:0`, `push:my-app`).
+    pub source: Arc<str>,
+    /// The object that asked for it (`DNSEndpoint default/web`); goes into the
+    /// ownership record.
+    pub resource: Arc<str>,
 }
 
-/// Desired records by zone, then key; plus the problems found.
-#[derive(Debug, Default, Clone)]
-pub struct DesiredState {
-    pub zones: BTreeMap<Name, BTreeMap<RecordKey, DesiredRecord>>,
-    pub errors: Vec<SourceError>,
+/// Shares equal strings and names, so that a million records do not carry a million
+/// copies of their zone, resource or source names.
+#[derive(Debug, Default)]
+pub struct Interner {
+    names: HashSet<Name>,
+    strings: HashSet<Arc<str>>,
+}
+
+impl Interner {
+    pub fn name(&mut self, n: &Name) -> Name {
+        if let Some(existing) = self.names.get(n) {
+            return existing.clone();
+        }
+        self.names.insert(n.clone());
+        n.clone()
+    }
+
+    pub fn str(&mut self, s: &str) -> Arc<str> {
+        if let Some(existing) = self.strings.get(s) {
+            return existing.clone();
+        }
+        let a: Arc<str> = s.into();
+        self.strings.insert(a.clone());
+        a
+    }
+
+    pub fn key(&mut self, k: &RecordKey) -> RecordKey {
+        RecordKey::new(self.name(&k.zone), self.name(&k.name), k.rtype)
+    }
+}
+
+/// What one source currently contributes.
+#[derive(Debug, Default)]
+struct Contribution {
+    /// Keys this source holds in the index (sorted), including ones shadowed by
+    /// another source's claim.
+    keys: Vec<RecordKey>,
+    errors: Vec<SourceError>,
+}
+
+/// Names touched by an update, per zone.
+pub type Touched = BTreeMap<Name, BTreeSet<Name>>;
+
+/// The merged desired state of all sources.
+#[derive(Debug)]
+pub struct DesiredIndex {
+    zones_cfg: Vec<ZoneConfig>,
+    zones: BTreeMap<Name, BTreeMap<RecordKey, DesiredRecord>>,
+    /// Claims of a key by a second source (rare): kept so that the key falls back to
+    /// them when the first claim goes away.
+    shadows: HashMap<RecordKey, Vec<DesiredRecord>>,
+    sources: BTreeMap<Arc<str>, Contribution>,
+    /// A CNAME beside other desired data at its name, per key of the CNAME.
+    clashes: BTreeMap<RecordKey, SourceError>,
+    pub interner: Interner,
 }
 
 /// The configured zone that holds `name`: the longest matching suffix.
@@ -29,93 +89,224 @@ pub fn zone_for<'a>(zones: &'a [ZoneConfig], name: &Name) -> Option<&'a ZoneConf
         .max_by_key(|z| z.name.as_str().len())
 }
 
-impl DesiredState {
-    /// Builds the desired state from every source's entries, in order: for a key given
-    /// twice with different data, the first wins and the second is reported.
-    pub fn assemble<'a>(zones: &[ZoneConfig], entries: impl IntoIterator<Item = &'a DesiredEntry>) -> DesiredState {
-        let mut state = DesiredState {
-            zones: zones.iter().map(|z| (z.name.clone(), BTreeMap::new())).collect(),
-            errors: Vec::new(),
-        };
-        let error = |e: &DesiredEntry, message: String| SourceError {
-            source: e.origin.source.clone(),
-            location: e.origin.location.clone(),
-            record: format!("{} {}", e.name, e.rtype),
-            message,
-        };
+impl DesiredIndex {
+    pub fn new(zones: &[ZoneConfig]) -> DesiredIndex {
+        let mut interner = Interner::default();
+        DesiredIndex {
+            zones: zones.iter().map(|z| (interner.name(&z.name), BTreeMap::new())).collect(),
+            zones_cfg: zones.to_vec(),
+            shadows: HashMap::new(),
+            sources: BTreeMap::new(),
+            clashes: BTreeMap::new(),
+            interner,
+        }
+    }
+
+    /// Replaces everything `source` declares with `entries` (and its own `errors`).
+    /// Returns the names whose desired records changed, per zone.
+    pub fn update_source(&mut self, source: &str, entries: &[DesiredEntry], errors: Vec<SourceError>) -> Touched {
+        let source = self.interner.str(source);
+        let mut touched = Touched::new();
+        let mut contribution = Contribution { keys: Vec::new(), errors };
+        let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
         for e in entries {
+            let error = |message: String| SourceError {
+                source: source.to_string(),
+                location: e.origin.location.clone(),
+                record: format!("{} {}", e.name, e.rtype),
+                message,
+            };
             if registry::is_owner_record_name(&e.name) {
-                state.errors.push(error(e, "names starting with `_dnsplane-` are reserved for ownership records".into()));
+                contribution
+                    .errors
+                    .push(error("names starting with `_dnsplane-` are reserved for ownership records".into()));
                 continue;
             }
-            let Some(zone) = zone_for(zones, &e.name) else {
-                let known: Vec<&str> = zones.iter().map(|z| z.name.as_str()).collect();
-                state.errors.push(error(e, format!("no configured zone holds this name (zones: {})", known.join(", "))));
+            let Some(zone) = zone_for(&self.zones_cfg, &e.name) else {
+                let known: Vec<&str> = self.zones_cfg.iter().map(|z| z.name.as_str()).collect();
+                contribution
+                    .errors
+                    .push(error(format!("no configured zone holds this name (zones: {})", known.join(", "))));
                 continue;
             };
             let key = RecordKey::new(zone.name.clone(), e.name.clone(), e.rtype);
             let rrset = match RRSet::from_canonical(key.clone(), e.ttl.unwrap_or(zone.default_ttl), e.values.clone()) {
                 Ok(r) => r,
                 Err(err) => {
-                    state.errors.push(error(e, err.to_string()));
+                    contribution.errors.push(error(err.to_string()));
                     continue;
                 }
             };
-            let records = state.zones.entry(zone.name.clone()).or_default();
-            if let Some(existing) = records.get(&key) {
-                if !existing.rrset.same_data(&rrset) {
-                    state.errors.push(error(
-                        e,
-                        format!(
-                            "also defined at {} with other values; keeping that one",
-                            existing.origin.location
-                        ),
-                    ));
+            if let Some(first) = new.get(&key) {
+                if !first.rrset.same_data(&rrset) {
+                    contribution.errors.push(error(format!(
+                        "also declared by {} with other values; keeping that one",
+                        first.resource
+                    )));
                 }
                 continue;
             }
-            records.insert(key, DesiredRecord { rrset, origin: e.origin.clone() });
+            let key = self.interner.key(&key);
+            let record = DesiredRecord {
+                rrset: rrset.with_key(key.clone()),
+                source: source.clone(),
+                resource: self.interner.str(&e.origin.resource),
+            };
+            new.insert(key, record);
         }
-        state.drop_cname_clashes();
-        state
-    }
 
-    /// A CNAME cannot share its name with other data (RFC 1034 §3.6.2): the CNAME is
-    /// dropped and reported; the other records at that name stay.
-    fn drop_cname_clashes(&mut self) {
-        for records in self.zones.values_mut() {
-            let mut types_at: BTreeMap<&Name, BTreeSet<RecordType>> = BTreeMap::new();
-            for k in records.keys() {
-                types_at.entry(&k.name).or_default().insert(k.rtype);
+        // Withdraw this source's old claims that are gone or changed.
+        let old = self.sources.remove(&source).unwrap_or_default();
+        for key in old.keys {
+            if new.get(&key).is_some_and(|n| self.claim_of(&key, &source).is_some_and(|o| o.rrset.same_data(&n.rrset))) {
+                continue;
             }
-            let clashing: Vec<RecordKey> = records
-                .keys()
-                .filter(|k| k.rtype == RecordType::Cname && types_at.get(&k.name).is_some_and(|t| t.len() > 1))
-                .cloned()
-                .collect();
-            for k in clashing {
-                if let Some(r) = records.remove(&k) {
-                    let others: Vec<&str> = records
-                        .keys()
-                        .filter(|o| o.name == k.name)
-                        .map(|o| o.rtype.as_str())
-                        .collect();
-                    self.errors.push(SourceError {
-                        source: r.origin.source.clone(),
-                        location: r.origin.location.clone(),
-                        record: k.to_string(),
-                        message: format!(
-                            "a CNAME cannot share its name with other data (also desired here: {})",
-                            others.join(", ")
-                        ),
-                    });
+            if self.withdraw(&key, &source) {
+                touched.entry(key.zone.clone()).or_default().insert(key.name.clone());
+            }
+        }
+        // Add the new claims.
+        for (key, record) in new {
+            contribution.keys.push(key.clone());
+            if self.claim_of(&key, &source).is_some() {
+                continue; // unchanged claim, kept above
+            }
+            let records = self.zones.entry(key.zone.clone()).or_default();
+            match records.get(&key) {
+                Some(first) if first.source != source => {
+                    if !first.rrset.same_data(&record.rrset) {
+                        let at = entries
+                            .iter()
+                            .find(|e| e.name == key.name && e.rtype == key.rtype)
+                            .map(|e| e.origin.location.clone())
+                            .unwrap_or_default();
+                        contribution.errors.push(SourceError {
+                            source: source.to_string(),
+                            location: at,
+                            record: key.to_string(),
+                            message: format!(
+                                "also declared by {} ({}) with other values; keeping that one",
+                                first.resource, first.source
+                            ),
+                        });
+                    }
+                    self.shadows.entry(key).or_default().push(record);
+                }
+                _ => {
+                    touched.entry(key.zone.clone()).or_default().insert(key.name.clone());
+                    records.insert(key, record);
                 }
             }
+        }
+        self.sources.insert(source, contribution);
+        for (zone, names) in &touched {
+            for name in names {
+                self.check_cname_clash(zone, name);
+            }
+        }
+        touched
+    }
+
+    /// The claim `source` holds on `key`, in the index or among the shadows.
+    fn claim_of(&self, key: &RecordKey, source: &Arc<str>) -> Option<&DesiredRecord> {
+        let main = self.zones.get(&key.zone).and_then(|z| z.get(key)).filter(|r| &r.source == source);
+        main.or_else(|| self.shadows.get(key)?.iter().find(|r| &r.source == source))
+    }
+
+    /// Removes `source`'s claim on `key`; returns true when the effective record changed.
+    fn withdraw(&mut self, key: &RecordKey, source: &Arc<str>) -> bool {
+        if let Some(sh) = self.shadows.get_mut(key) {
+            let before = sh.len();
+            sh.retain(|r| &r.source != source);
+            let removed_shadow = sh.len() != before;
+            if sh.is_empty() {
+                self.shadows.remove(key);
+            }
+            if removed_shadow {
+                return false;
+            }
+        }
+        let Some(records) = self.zones.get_mut(&key.zone) else { return false };
+        if records.get(key).is_none_or(|r| &r.source != source) {
+            return false;
+        }
+        records.remove(key);
+        // Promote the next claim, if any.
+        if let Some(mut sh) = self.shadows.remove(key) {
+            let next = sh.remove(0);
+            records.insert(key.clone(), next);
+            if !sh.is_empty() {
+                self.shadows.insert(key.clone(), sh);
+            }
+        }
+        true
+    }
+
+    /// A CNAME cannot share its name with other data (RFC 1034 §3.6.2). The plan holds
+    /// such a CNAME back; this keeps the error that explains it.
+    fn check_cname_clash(&mut self, zone: &Name, name: &Name) {
+        let cname = RecordKey::new(zone.clone(), name.clone(), RecordType::Cname);
+        self.clashes.remove(&cname);
+        let Some(records) = self.zones.get(zone) else { return };
+        let at: Vec<&RecordKey> = records
+            .range(RecordKey::new(zone.clone(), name.clone(), RecordType::ALL[0])..)
+            .take_while(|(k, _)| &k.name == name)
+            .map(|(k, _)| k)
+            .collect();
+        if at.len() > 1 && at.iter().any(|k| k.rtype == RecordType::Cname) {
+            let others: Vec<&str> = at.iter().filter(|k| k.rtype != RecordType::Cname).map(|k| k.rtype.as_str()).collect();
+            let record = &records[&cname];
+            self.clashes.insert(
+                cname.clone(),
+                SourceError {
+                    source: record.source.to_string(),
+                    location: String::new(),
+                    record: cname.to_string(),
+                    message: format!(
+                        "a CNAME cannot share its name with other data (also desired here: {}); held back",
+                        others.join(", ")
+                    ),
+                },
+            );
         }
     }
 
     pub fn zone(&self, zone: &Name) -> Option<&BTreeMap<RecordKey, DesiredRecord>> {
         self.zones.get(zone)
+    }
+
+    /// Every problem found in the sources, in source order, then the CNAME clashes.
+    pub fn errors(&self) -> Vec<SourceError> {
+        let mut out: Vec<SourceError> = self.sources.values().flat_map(|c| c.errors.iter().cloned()).collect();
+        out.extend(self.clashes.values().cloned());
+        out
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.sources.values().map(|c| c.errors.len()).sum::<usize>() + self.clashes.len()
+    }
+
+    /// The desired records at `names` (all types), for a targeted re-plan.
+    pub fn at_names(&self, zone: &Name, names: &BTreeSet<Name>) -> BTreeMap<RecordKey, DesiredRecord> {
+        let Some(records) = self.zones.get(zone) else { return BTreeMap::new() };
+        names
+            .iter()
+            .flat_map(|n| {
+                records
+                    .range(RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0])..)
+                    .take_while(move |(k, _)| &k.name == n)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+            })
+            .collect()
+    }
+
+    /// Total desired records.
+    pub fn len(&self) -> usize {
+        self.zones.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -123,6 +314,7 @@ impl DesiredState {
 mod tests {
     use super::*;
     use crate::config::{ConflictPolicy, Policy};
+    use crate::source::Origin;
 
     fn zones() -> Vec<ZoneConfig> {
         ["example.com", "sub.example.com"]
@@ -151,6 +343,10 @@ mod tests {
         }
     }
 
+    fn root() -> Name {
+        Name::parse("example.com").unwrap()
+    }
+
     #[test]
     fn places_records_in_the_longest_zone_and_reports_problems() {
         let entries = [
@@ -163,15 +359,56 @@ mod tests {
             entry("c.example.com", RecordType::Txt, &["hello"], 7),
             entry("_dnsplane-a.www.example.com", RecordType::Txt, &["x"], 8),
         ];
-        let s = DesiredState::assemble(&zones(), &entries);
-        let root = s.zone(&Name::parse("example.com").unwrap()).unwrap();
-        let sub = s.zone(&Name::parse("sub.example.com").unwrap()).unwrap();
-        assert_eq!(root.len(), 2, "www A and c TXT: {root:?}");
-        assert_eq!(sub.len(), 1);
-        let locs: Vec<&str> = s.errors.iter().map(|e| e.location.as_str()).collect();
-        assert_eq!(locs, ["x.yaml:3", "x.yaml:4", "x.yaml:8", "x.yaml:6"]);
-        assert!(s.errors[0].message.contains("no configured zone"));
-        assert!(s.errors[1].message.contains("x.yaml:1"));
-        assert!(s.errors[3].message.contains("CNAME") && s.errors[3].message.contains("TXT"));
+        let mut idx = DesiredIndex::new(&zones());
+        let touched = idx.update_source("file:0", &entries, vec![]);
+        assert_eq!(touched[&root()].len(), 2);
+        assert_eq!(idx.zone(&root()).unwrap().len(), 3, "www A, c CNAME (held back by the plan), c TXT");
+        assert_eq!(idx.zone(&Name::parse("sub.example.com").unwrap()).unwrap().len(), 1);
+        let errors = idx.errors();
+        let locs: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
+        assert_eq!(locs, ["x.yaml:3", "x.yaml:4", "x.yaml:8", ""]);
+        assert!(errors[0].message.contains("no configured zone"));
+        assert!(errors[3].message.contains("CNAME") && errors[3].message.contains("TXT"));
+        assert!(errors[3].record.contains("c.example.com"));
+    }
+
+    #[test]
+    fn updates_touch_only_what_changed_and_shadows_fall_back() {
+        let mut idx = DesiredIndex::new(&zones());
+        let a = [
+            entry("a.example.com", RecordType::A, &["192.0.2.1"], 1),
+            entry("b.example.com", RecordType::A, &["192.0.2.2"], 2),
+        ];
+        idx.update_source("s1", &a, vec![]);
+        // Same snapshot again: nothing touched.
+        assert!(idx.update_source("s1", &a, vec![]).is_empty());
+        // One value changes: one name touched.
+        let a2 = [a[0].clone(), entry("b.example.com", RecordType::A, &["192.0.2.3"], 2)];
+        let t = idx.update_source("s1", &a2, vec![]);
+        assert_eq!(t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(), ["b.example.com."]);
+        // A second source claims a.example.com differently: s1 keeps it, s2 is told.
+        let t = idx.update_source("s2", &[entry("a.example.com", RecordType::A, &["192.0.2.9"], 9)], vec![]);
+        assert!(t.is_empty());
+        assert!(idx.errors().iter().any(|e| e.source == "s2" && e.message.contains("also declared")));
+        // s1 drops it: s2's claim takes over, and the name is touched.
+        let t = idx.update_source("s1", &a2[1..], vec![]);
+        assert_eq!(t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(), ["a.example.com."]);
+        let k = RecordKey::new(root(), Name::parse("a.example.com").unwrap(), RecordType::A);
+        assert_eq!(idx.zone(&root()).unwrap()[&k].rrset.values(), ["192.0.2.9"]);
+        // s2 goes away: gone.
+        idx.update_source("s2", &[], vec![]);
+        assert!(!idx.zone(&root()).unwrap().contains_key(&k));
+        assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn cname_clash_error_comes_and_goes() {
+        let mut idx = DesiredIndex::new(&zones());
+        let c = entry("c.example.com", RecordType::Cname, &["x.example.net"], 1);
+        let t = entry("c.example.com", RecordType::Txt, &["hello"], 2);
+        idx.update_source("s", &[c.clone(), t], vec![]);
+        assert_eq!(idx.error_count(), 1);
+        idx.update_source("s", &[c], vec![]);
+        assert_eq!(idx.error_count(), 0);
     }
 }

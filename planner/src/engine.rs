@@ -6,14 +6,14 @@
 //! up another (no head-of-line blocking between zones).
 use crate::batcher;
 use crate::config::{PlannerConfig, ZoneConfig};
-use crate::desired::DesiredState;
+use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::plan::{ZonePlan, plan_zone};
 use crate::registry::{self, ZoneView};
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{StateTable, retry_delay};
 use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
 use dnsplane_common::pb::{self, ConflictReason, applier_client::ApplierClient};
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use dnsplane_common::{Change, Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -103,6 +103,12 @@ pub struct ZoneRuntime {
     reschedule: Notify,
     pub states: Mutex<StateTable>,
     pub status: Mutex<ZoneStatusData>,
+    /// What the provider holds, as last read and then updated from every result, so
+    /// that a source change is planned without reading the zone again. `None` until
+    /// the first full read.
+    pub view: Mutex<Option<ZoneView>>,
+    /// Names whose desired records changed since the last sync of them.
+    dirty: Mutex<BTreeSet<Name>>,
 }
 
 /// The planner's engine.
@@ -110,9 +116,8 @@ pub struct ZoneRuntime {
 pub struct Engine {
     pub config: PlannerConfig,
     pub zones: BTreeMap<Name, Arc<ZoneRuntime>>,
-    /// Every source's latest snapshot, by source name.
-    inputs: Mutex<BTreeMap<String, (Vec<DesiredEntry>, Vec<SourceError>)>>,
-    desired: RwLock<Arc<DesiredState>>,
+    /// The merged desired state of every source, maintained incrementally.
+    pub desired: RwLock<DesiredIndex>,
     applier: ApplierClient<Channel>,
 }
 
@@ -145,45 +150,41 @@ impl Engine {
                         reschedule: Notify::new(),
                         states: Mutex::new(StateTable::default()),
                         status: Mutex::new(ZoneStatusData::default()),
+                        view: Mutex::new(None),
+                        dirty: Mutex::new(BTreeSet::new()),
                     }),
                 )
             })
             .collect();
+        let desired = RwLock::new(DesiredIndex::new(&config.zones));
         Ok(Arc::new(Engine {
             config,
             zones,
-            inputs: Mutex::new(BTreeMap::new()),
-            desired: RwLock::new(Arc::new(DesiredState::default())),
+            desired,
             applier,
         }))
     }
 
-    pub fn desired(&self) -> Arc<DesiredState> {
-        self.desired.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    pub fn desired(&self) -> std::sync::RwLockReadGuard<'_, DesiredIndex> {
+        self.desired.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Replaces one source's snapshot, rebuilds the desired state and wakes the zones
-    /// whose desired records changed.
+    /// Replaces one source's snapshot in the desired state and wakes the zones whose
+    /// desired records changed, telling each which names to re-plan. Costs
+    /// O(size of this source), whatever the size of the world.
     pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
-        let next = {
-            let mut inputs = lock(&self.inputs);
-            inputs.insert(name.to_string(), (entries, errors));
-            let mut state = DesiredState::assemble(&self.config.zones, inputs.values().flat_map(|(e, _)| e.iter()));
-            let mut source_errors: Vec<SourceError> = inputs.values().flat_map(|(_, e)| e.iter().cloned()).collect();
-            source_errors.append(&mut state.errors);
-            state.errors = source_errors;
-            Arc::new(state)
-        };
-        for e in &next.errors {
+        for e in &errors {
             warn!(location = %e.location, record = %e.record, "Desired record rejected: {}.", e.message);
         }
-        let previous = std::mem::replace(
-            &mut *self.desired.write().unwrap_or_else(std::sync::PoisonError::into_inner),
-            next.clone(),
-        );
-        for (name, zone) in &self.zones {
-            if previous.zone(name) != next.zone(name) {
-                zone.trigger.notify_one();
+        let touched = self
+            .desired
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .update_source(name, &entries, errors);
+        for (zone, names) in touched {
+            if let Some(z) = self.zones.get(&zone) {
+                lock(&z.dirty).extend(names);
+                z.trigger.notify_one();
             }
         }
     }
@@ -238,11 +239,19 @@ impl Engine {
                                 _ = cancel.cancelled() => return,
                                 _ = tokio::time::sleep(sync_cfg.min_interval) => {}
                             }
-                            (Scope::Zone, false)
+                            let names = std::mem::take(&mut *lock(&zone.dirty));
+                            if names.is_empty() {
+                                continue;
+                            }
+                            // Planned against the observed state kept in memory: no read.
+                            (Scope::Names(names), false)
                         }
                         _ = tokio::time::sleep(wait) => {
                             if Instant::now() >= last_full + sync_cfg.interval {
-                                (Scope::Zone, true)
+                                // The drift check: through the applier's cache, which
+                                // revalidates by serial, so an unchanged zone costs one
+                                // cheap call.
+                                (Scope::Zone, false)
                             } else {
                                 // Only records whose own retry clock ran out: a fresh read
                                 // of just their names.
@@ -256,8 +265,10 @@ impl Engine {
                     }
                 }
             };
-            if matches!(scope, Scope::Zone) && fresh {
+            if matches!(scope, Scope::Zone) {
                 last_full = Instant::now();
+                // A full sync plans every name.
+                lock(&zone.dirty).clear();
             }
             let full = matches!(scope, Scope::Zone);
             match self.sync_zone(&zone, &scope, fresh, None).await {
@@ -347,43 +358,48 @@ impl Engine {
             ..Default::default()
         })
         .await;
-        let desired = self.desired();
-        let empty = BTreeMap::new();
-        let zone_desired = desired.zone(&name).unwrap_or(&empty);
-        let (view, scoped_desired);
-        let plan_desired = match scope {
+        let (mut plan, withheld) = match scope {
             Scope::Zone => {
                 let current = self.list_zone(&zone.cfg, fresh, &[]).await?;
                 lock(&zone.status).observed_records = current.len();
-                view = ZoneView::new(current);
-                zone_desired
+                let desired = self.desired();
+                let empty = BTreeMap::new();
+                let zone_desired = desired.zone(&name).unwrap_or(&empty);
+                let view = ZoneView::shared(current, Some(zone_desired));
+                let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, zone_desired, &view);
+                let withheld = self.record_plan(zone, scope, zone_desired, &view, &mut plan);
+                drop(desired);
+                *lock(&zone.view) = Some(view);
+                (plan, withheld)
             }
             Scope::Names(names) => {
-                // The names themselves plus the names of their ownership records.
-                let mut query: BTreeSet<Name> = names.clone();
-                for n in names {
-                    for t in RecordType::ALL {
-                        if let Some(k) = registry::owner_record_key(&RecordKey::new(name.clone(), n.clone(), t)) {
-                            query.insert(k.name);
+                let known = lock(&zone.view).as_ref().map(|v| v.subset(names));
+                let view = match known {
+                    Some(v) if !fresh => v,
+                    _ => {
+                        // The names themselves plus the names of their ownership records.
+                        let mut query: BTreeSet<Name> = names.clone();
+                        for n in names {
+                            for t in RecordType::ALL {
+                                if let Some(k) = registry::owner_record_key(&RecordKey::new(name.clone(), n.clone(), t)) {
+                                    query.insert(k.name);
+                                }
+                            }
                         }
+                        let query: Vec<Name> = query.into_iter().collect();
+                        let read = ZoneView::new(self.list_zone(&zone.cfg, true, &query).await?);
+                        if let Some(v) = lock(&zone.view).as_mut() {
+                            v.replace_names(&name, names, read.subset(names));
+                        }
+                        read
                     }
-                }
-                let query: Vec<Name> = query.into_iter().collect();
-                view = ZoneView::new(self.list_zone(&zone.cfg, fresh, &query).await?);
-                scoped_desired = names
-                    .iter()
-                    .flat_map(|n| {
-                        zone_desired
-                            .range(RecordKey::new(name.clone(), n.clone(), RecordType::ALL[0])..)
-                            .take_while(move |(k, _)| &k.name == n)
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                    })
-                    .collect::<BTreeMap<_, _>>();
-                &scoped_desired
+                };
+                let scoped = self.desired().at_names(&name, names);
+                let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, &scoped, &view);
+                let withheld = self.record_plan(zone, scope, &scoped, &view, &mut plan);
+                (plan, withheld)
             }
         };
-        let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, plan_desired, &view);
-        let withheld = self.record_plan(zone, scope, plan_desired, &view, &mut plan);
         let mut summary = SyncSummary {
             planned: plan.changes.len(),
             ..Default::default()
@@ -403,7 +419,7 @@ impl Engine {
         })
         .await;
         if !plan.changes.is_empty() {
-            self.apply_plan(zone, &view, plan, &mut summary, progress).await?;
+            self.apply_plan(zone, std::mem::take(&mut plan), &mut summary, progress).await?;
         }
         send(pb::SyncProgress {
             zone: name.to_string(),
@@ -459,7 +475,7 @@ impl Engine {
         &self,
         zone: &ZoneRuntime,
         scope: &Scope,
-        desired: &BTreeMap<RecordKey, crate::desired::DesiredRecord>,
+        desired: &BTreeMap<RecordKey, DesiredRecord>,
         view: &ZoneView,
         plan: &mut ZonePlan,
     ) -> usize {
@@ -469,7 +485,7 @@ impl Engine {
         let planned: BTreeSet<RecordKey> = plan.changes.iter().map(|c| c.change.key().clone()).collect();
         states.retain(|k| !scope.contains(&k.name) || desired.contains_key(k) || planned.contains(k));
         for key in &plan.converged {
-            states.converged(key, desired.get(key).map(|d| d.rrset.clone()));
+            states.converged(key);
         }
         for b in &plan.blocked {
             // Conflicts are re-planned on the record's own clock; policy holds wait for
@@ -514,16 +530,15 @@ impl Engine {
     async fn apply_plan(
         &self,
         zone: &Arc<ZoneRuntime>,
-        view: &ZoneView,
         plan: ZonePlan,
         summary: &mut SyncSummary,
         progress: Option<&mpsc::Sender<pb::SyncProgress>>,
     ) -> Result<(), SyncError> {
         let name = zone.cfg.name.clone();
-        let by_id: HashMap<String, RecordKey> = plan
+        let by_id: HashMap<String, Change> = plan
             .changes
             .iter()
-            .map(|c| (c.change.id.clone(), c.change.key().clone()))
+            .map(|c| (c.change.id.clone(), c.change.clone()))
             .collect();
         let batches = batcher::cut(plan.changes, self.config.batch.max_changes, self.config.batch.max_bytes);
         let total_batches = batches.len();
@@ -574,7 +589,7 @@ impl Engine {
                         status: format!("stream ended after {batches_done} of {total_batches} batches"),
                     });
                 };
-                self.fold_results(zone, view, &by_id, &resp.results, summary);
+                self.fold_results(zone, &by_id, &resp.results, summary);
                 if resp.done {
                     batches_done += 1;
                 }
@@ -599,7 +614,7 @@ impl Engine {
             // Whatever did not come back is retried on the record's own clock.
             let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
             let mut states = lock(&zone.states);
-            for key in by_id.values() {
+            for key in by_id.values().map(Change::key) {
                 if let Some(s) = states.records.get_mut(key)
                     && matches!(s.kind, pb::RecordStateKind::InFlight | pb::RecordStateKind::Pending)
                 {
@@ -616,26 +631,44 @@ impl Engine {
     fn fold_results(
         &self,
         zone: &ZoneRuntime,
-        view: &ZoneView,
-        by_id: &HashMap<String, RecordKey>,
+        by_id: &HashMap<String, Change>,
         results: &[pb::RecordResult],
         summary: &mut SyncSummary,
     ) {
         let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
         let mut states = lock(&zone.states);
+        let mut observed = lock(&zone.view);
         for r in results {
-            let Some(key) = by_id.get(&r.change_id) else {
+            let Some(change) = by_id.get(&r.change_id) else {
                 warn!(change_id = %r.change_id, "Result for a change this sync did not send; ignored.");
                 continue;
             };
+            let key = change.key();
             let outcome = pb::Outcome::try_from(r.outcome).unwrap_or_default();
+            // The observed state follows the results instead of being read again.
+            if let Some(v) = observed.as_mut() {
+                match outcome {
+                    pb::Outcome::Applied | pb::Outcome::AlreadyApplied => {
+                        for op in &change.ops {
+                            v.apply_op(op);
+                        }
+                    }
+                    pb::Outcome::Conflict => {
+                        let seen = r.observed.as_ref().and_then(|o| rrset_from_pb("observed", o).ok());
+                        if seen.as_ref().is_none_or(|s| &s.key == key) {
+                            v.observe(key, seen);
+                        }
+                    }
+                    _ => {}
+                }
+            }
             summary.done += 1;
             *summary.outcomes.entry(outcome_name(outcome).to_string()).or_insert(0) += 1;
             if outcome == pb::Outcome::RejectedPermanent {
                 lock(&zone.status).rejected = true;
             }
             let owner = if r.observed_owner.is_empty() {
-                view.owner_of(key).map(str::to_string)
+                observed.as_ref().and_then(|v| v.owner_of(key)).map(str::to_string)
             } else {
                 Some(r.observed_owner.clone())
             };

@@ -56,7 +56,7 @@ pub fn plan_zone(
     // Owned records no longer desired.
     let mut deleting: BTreeSet<&RecordKey> = BTreeSet::new();
     for (key, (mark, owner_rrset)) in &current.owners {
-        if mark.owner != owner_id || desired.contains_key(key) || zone.policy != Policy::Sync {
+        if &*mark.owner != owner_id || desired.contains_key(key) || zone.policy != Policy::Sync {
             continue;
         }
         let mut ops = Vec::new();
@@ -84,12 +84,12 @@ pub fn plan_zone(
             key: key.clone(),
             desired: Some(want_rr.clone()),
             observed: observed.cloned(),
-            observed_owner: owner.map(|(m, _)| m.owner.clone()),
+            observed_owner: owner.map(|(m, _)| m.owner.to_string()),
             reason,
             message,
         };
         if let Some((mark, _)) = owner
-            && mark.owner != owner_id
+            && &*mark.owner != owner_id
         {
             plan.blocked.push(blocked(
                 ConflictReason::OwnedByOther,
@@ -98,8 +98,16 @@ pub fn plan_zone(
             ));
             continue;
         }
+        if key.rtype == RecordType::Cname && desired_beside_cname(key, desired) {
+            plan.blocked.push(blocked(
+                ConflictReason::TypeClash,
+                cur,
+                "other data is desired at this name too; a CNAME cannot share a name with other data".into(),
+            ));
+            continue;
+        }
         let owned = owner.is_some();
-        let new_owner = registry::owner_record(key, owner_id, &want.origin.resource);
+        let new_owner = registry::owner_record(key, owner_id, &want.resource);
         let Some(new_owner) = new_owner else {
             plan.blocked.push(blocked(
                 ConflictReason::Unspecified,
@@ -177,6 +185,14 @@ pub fn plan_zone(
     plan
 }
 
+/// True when other types are desired at the name of the CNAME `key`.
+fn desired_beside_cname(key: &RecordKey, desired: &BTreeMap<RecordKey, DesiredRecord>) -> bool {
+    desired
+        .range(RecordKey::new(key.zone.clone(), key.name.clone(), RecordType::ALL[0])..)
+        .take_while(|(k, _)| k.name == key.name)
+        .any(|(k, _)| k.rtype != RecordType::Cname)
+}
+
 /// Existing data at `key.name` that a new `key` would clash with (CNAME beside other
 /// data), unless that data is being deleted by this plan.
 fn type_clash<'a>(key: &RecordKey, current: &'a ZoneView, deleting: &BTreeSet<&RecordKey>) -> Option<&'a RRSet> {
@@ -206,7 +222,6 @@ fn describe_difference(cur: &RRSet, want: &RRSet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Origin;
     use dnsplane_common::Name;
     use proptest::prelude::*;
 
@@ -235,11 +250,8 @@ mod tests {
                     r.key.clone(),
                     DesiredRecord {
                         rrset: r.clone(),
-                        origin: Origin {
-                            source: "test".into(),
-                            location: "t".into(),
-                            resource: "r".into(),
-                        },
+                        source: "test".into(),
+                        resource: "r".into(),
                     },
                 )
             })
@@ -411,13 +423,13 @@ mod tests {
             }
             // Owned but undesired records are gone; foreign and unowned ones are intact.
             for (key, (mark, _)) in &before.owners {
-                if mark.owner == ME && !want.contains_key(key) {
+                if &*mark.owner == ME && !want.contains_key(key) {
                     prop_assert!(!after.data.contains_key(key));
                     prop_assert!(after.owner_of(key).is_none());
                 }
-                if mark.owner != ME {
+                if &*mark.owner != ME {
                     prop_assert_eq!(after.data.get(key), before.data.get(key));
-                    prop_assert_eq!(after.owner_of(key), Some(mark.owner.as_str()));
+                    prop_assert_eq!(after.owner_of(key), Some(&*mark.owner));
                 }
             }
             for (key, r) in &before.data {

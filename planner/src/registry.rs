@@ -9,8 +9,10 @@
 //! The `_dnsplane-<type>` label keeps the ownership record out of the way of real
 //! host names (and works at the zone apex, unlike external-dns's default prefix); a
 //! leading `*` label is stored as `_wildcard`, since `*` may only stand first.
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
-use std::collections::BTreeMap;
+use crate::desired::DesiredRecord;
+use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 const LABEL_PREFIX: &str = "_dnsplane-";
 const WILDCARD: &str = "_wildcard";
@@ -20,8 +22,8 @@ pub const OWNER_TTL: u32 = 300;
 /// Who owns a record, as read from its ownership record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerMark {
-    pub owner: String,
-    pub resource: String,
+    pub owner: Arc<str>,
+    pub resource: Arc<str>,
 }
 
 /// Name of the ownership record for `key`.
@@ -76,7 +78,7 @@ fn parse_mark(canonical: &str) -> Option<OwnerMark> {
         let (k, v) = part.split_once('=')?;
         match k {
             "heritage" => heritage = v == "dnsplane",
-            "dnsplane/owner" => owner = Some(v.to_string()),
+            "dnsplane/owner" => owner = Some(v),
             "dnsplane/resource" => resource = v.to_string(),
             _ => {}
         }
@@ -84,7 +86,10 @@ fn parse_mark(canonical: &str) -> Option<OwnerMark> {
     if !heritage {
         return None;
     }
-    Some(OwnerMark { owner: owner?, resource })
+    Some(OwnerMark {
+        owner: owner?.into(),
+        resource: resource.into(),
+    })
 }
 
 /// A zone's records split into data and ownership.
@@ -98,22 +103,146 @@ pub struct ZoneView {
 
 impl ZoneView {
     pub fn new(rrsets: impl IntoIterator<Item = RRSet>) -> ZoneView {
+        ZoneView::shared(rrsets, None)
+    }
+
+    /// Builds a view whose keys and values share storage with the desired records
+    /// where they are equal, and whose ownership records share their values: a
+    /// converged record then costs little more than its key in the observed index.
+    pub fn shared(rrsets: impl IntoIterator<Item = RRSet>, desired: Option<&BTreeMap<RecordKey, DesiredRecord>>) -> ZoneView {
         let mut view = ZoneView::default();
+        let mut owner_values: HashMap<String, RRSet> = HashMap::new();
         for r in rrsets {
-            match parse_owner_record(&r) {
-                Some((owned, mark)) => {
-                    view.owners.insert(owned, (mark, r));
-                }
-                None => {
-                    view.data.insert(r.key.clone(), r);
-                }
-            }
+            view.insert(r, desired, &mut owner_values);
         }
         view
     }
 
+    fn insert(
+        &mut self,
+        mut r: RRSet,
+        desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
+        owner_values: &mut HashMap<String, RRSet>,
+    ) {
+        match parse_owner_record(&r) {
+            Some((owned, mark)) => {
+                let owned = match desired.and_then(|d| d.get_key_value(&owned)) {
+                    Some((k, _)) => k.clone(),
+                    None => owned,
+                };
+                if let [v] = r.values() {
+                    match owner_values.get(v) {
+                        Some(seen) => r.share_values_with(seen),
+                        None => {
+                            owner_values.insert(v.clone(), r.clone());
+                        }
+                    }
+                }
+                self.owners.insert(owned, (mark, r));
+            }
+            None => {
+                if let Some((k, d)) = desired.and_then(|d| d.get_key_value(&r.key)) {
+                    r = r.with_key(k.clone());
+                    r.share_values_with(&d.rrset);
+                }
+                self.data.insert(r.key.clone(), r);
+            }
+        }
+    }
+
     pub fn owner_of(&self, key: &RecordKey) -> Option<&str> {
-        self.owners.get(key).map(|(m, _)| m.owner.as_str())
+        self.owners.get(key).map(|(m, _)| &*m.owner)
+    }
+
+    /// The part of the view at `names` (data at the names, ownership of records at
+    /// the names), for a targeted re-plan.
+    pub fn subset(&self, names: &BTreeSet<Name>) -> ZoneView {
+        let mut out = ZoneView::default();
+        for n in names {
+            let Some(zone) = self.any_zone() else { break };
+            let from = RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0]);
+            for (k, v) in self.data.range(from.clone()..).take_while(|(k, _)| &k.name == n) {
+                out.data.insert(k.clone(), v.clone());
+            }
+            for (k, v) in self.owners.range(from..).take_while(|(k, _)| &k.name == n) {
+                out.owners.insert(k.clone(), v.clone());
+            }
+        }
+        out
+    }
+
+    fn any_zone(&self) -> Option<&Name> {
+        self.data
+            .keys()
+            .next()
+            .or_else(|| self.owners.keys().next())
+            .map(|k| &k.zone)
+    }
+
+    /// Replaces everything at `names` with `fresh` (a targeted read of those names and
+    /// their ownership records).
+    pub fn replace_names(&mut self, zone: &Name, names: &BTreeSet<Name>, fresh: ZoneView) {
+        for n in names {
+            let from = RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0]);
+            let gone: Vec<RecordKey> = self.data.range(from.clone()..).take_while(|(k, _)| &k.name == n).map(|(k, _)| k.clone()).collect();
+            for k in gone {
+                self.data.remove(&k);
+            }
+            let gone: Vec<RecordKey> = self.owners.range(from..).take_while(|(k, _)| &k.name == n).map(|(k, _)| k.clone()).collect();
+            for k in gone {
+                self.owners.remove(&k);
+            }
+        }
+        self.data.extend(fresh.data);
+        self.owners.extend(fresh.owners);
+    }
+
+    /// Records what a committed op left behind, so that the observed state follows the
+    /// results instead of being read again.
+    pub fn apply_op(&mut self, op: &RRSetOp) {
+        let owner = op
+            .after
+            .as_ref()
+            .or(op.before.as_ref())
+            .and_then(parse_owner_record)
+            .map(|(owned, _)| owned);
+        match (owner, &op.after) {
+            (Some(owned), Some(after)) => {
+                if let Some((_, mark)) = parse_owner_record(after) {
+                    self.owners.insert(owned, (mark, after.clone()));
+                }
+            }
+            (Some(owned), None) => {
+                self.owners.remove(&owned);
+            }
+            (None, Some(after)) => {
+                self.data.insert(op.key.clone(), after.clone());
+            }
+            (None, None) => {
+                self.data.remove(&op.key);
+            }
+        }
+    }
+
+    /// Sets (or clears) what the provider was seen to hold at `key`.
+    pub fn observe(&mut self, key: &RecordKey, rrset: Option<RRSet>) {
+        match rrset {
+            Some(r) => {
+                self.data.insert(key.clone(), r);
+            }
+            None => {
+                self.data.remove(key);
+            }
+        }
+    }
+
+    /// Records in the view (data and ownership).
+    pub fn len(&self) -> usize {
+        self.data.len() + self.owners.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -138,8 +267,8 @@ mod tests {
             assert!(is_owner_record_name(&rec.key.name));
             let (owned, mark) = parse_owner_record(&rec).unwrap();
             assert_eq!(owned, k);
-            assert_eq!(mark.owner, "prod-1");
-            assert_eq!(mark.resource, "DNSEndpoint default/web");
+            assert_eq!(&*mark.owner, "prod-1");
+            assert_eq!(&*mark.resource, "DNSEndpoint default/web");
         }
     }
 

@@ -60,8 +60,6 @@ impl pb::planner_server::Planner for PlannerService {
     async fn plan(&self, request: Request<pb::PlanRequest>) -> Result<Response<pb::PlanResponse>, Status> {
         let req = request.into_inner();
         let zones = self.zones(&req.zones)?;
-        let desired = self.engine.desired();
-        let empty = BTreeMap::new();
         let mut out = Vec::new();
         for zone in zones {
             let mut zp = pb::ZonePlan {
@@ -71,13 +69,11 @@ impl pb::planner_server::Planner for PlannerService {
             match self.engine.list_zone(&zone.cfg, req.fresh, &[]).await {
                 Err(e) => zp.error = e.to_string(),
                 Ok(current) => {
+                    let desired = self.engine.desired();
+                    let empty = BTreeMap::new();
+                    let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
                     let view = ZoneView::new(current);
-                    let plan = plan_zone(
-                        &zone.cfg,
-                        &self.engine.config.owner_id,
-                        desired.zone(&zone.cfg.name).unwrap_or(&empty),
-                        &view,
-                    );
+                    let plan = plan_zone(&zone.cfg, &self.engine.config.owner_id, zone_desired, &view);
                     zp.changes = plan
                         .changes
                         .iter()
@@ -128,6 +124,7 @@ impl pb::planner_server::Planner for PlannerService {
 
     async fn get_status(&self, _request: Request<pb::GetStatusRequest>) -> Result<Response<pb::PlannerStatus>, Status> {
         let desired = self.engine.desired();
+        let empty = BTreeMap::new();
         let mut zones = Vec::new();
         let mut degraded = Vec::new();
         let mut syncing = false;
@@ -135,7 +132,7 @@ impl pb::planner_server::Planner for PlannerService {
             let st = zone.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
             let (counts, next_retry) = {
                 let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                (states.counts(), states.next_retry())
+                (states.counts(desired.zone(&zone.cfg.name).unwrap_or(&empty)), states.next_retry())
             };
             if !st.last_error.is_empty() {
                 degraded.push(format!("zone {}: {}", zone.cfg.name, st.last_error));
@@ -159,10 +156,11 @@ impl pb::planner_server::Planner for PlannerService {
                 next_retry: next_retry.map(timestamp),
             });
         }
-        if !desired.errors.is_empty() {
+        let source_errors = desired.errors();
+        if !source_errors.is_empty() {
             degraded.push(format!(
                 "{} desired record(s) rejected; see source_errors",
-                desired.errors.len()
+                source_errors.len()
             ));
         }
         let (level, reason) = if !degraded.is_empty() {
@@ -176,8 +174,7 @@ impl pb::planner_server::Planner for PlannerService {
             level: level.into(),
             reason,
             zones,
-            source_errors: desired
-                .errors
+            source_errors: source_errors
                 .iter()
                 .map(|e| pb::SourceError {
                     source: e.source.clone(),
@@ -223,19 +220,50 @@ impl pb::planner_server::Planner for PlannerService {
                 req.include_converged || k != RecordStateKind::Converged
             }
         };
+        let with_converged = keep(RecordStateKind::Converged);
+        let desired = self.engine.desired();
+        let empty = BTreeMap::new();
         let mut records = Vec::new();
         let mut next_page_token = String::new();
         'zones: for zone in zones {
             let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            for (key, s) in &states.records {
-                if after.as_ref().is_some_and(|a| key <= a) || !keep(s.kind) {
-                    continue;
-                }
+            let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
+            // Walk the states and (for converged records) the desired keys together, in
+            // key order, so pages are stable.
+            let start = after.clone().filter(|a| a.zone == zone.cfg.name);
+            let range = |k: &RecordKey| start.as_ref().is_none_or(|a| k > a);
+            let mut st = states.records.iter().filter(|(k, _)| range(k)).peekable();
+            let mut de = zone_desired
+                .iter()
+                .filter(|(k, _)| with_converged && range(k) && !states.records.contains_key(*k))
+                .peekable();
+            if after.as_ref().is_some_and(|a| a.zone > zone.cfg.name) {
+                continue;
+            }
+            loop {
+                let next = match (st.peek(), de.peek()) {
+                    (None, None) => break,
+                    (Some((k, _)), Some((d, _))) if d < k => None,
+                    (Some(_), _) => st.next().map(|(k, s)| (k, Some(s))),
+                    (None, Some(_)) => None,
+                };
+                let (key, state) = match next {
+                    Some(n) => n,
+                    None => match de.next() {
+                        Some((k, _)) => (k, None),
+                        None => break,
+                    },
+                };
+                let item = match state {
+                    Some(s) if keep(s.kind) => s.to_pb(key),
+                    Some(_) => continue,
+                    None => states.converged_pb(key, &zone_desired[key].rrset),
+                };
                 if records.len() == page_size {
                     next_page_token = token(&records_last_key(&records));
                     break 'zones;
                 }
-                records.push(s.to_pb(key));
+                records.push(item);
             }
         }
         Ok(Response::new(pb::ListRecordStatesResponse { records, next_page_token }))
@@ -259,8 +287,9 @@ impl pb::planner_server::Planner for PlannerService {
         }
         // Cross-record checks (zones, duplicates, CNAME clashes) on this push alone, so a
         // bad push is refused whole and the previous one stays in force.
-        let check = crate::desired::DesiredState::assemble(&self.engine.config.zones, &entries);
-        for e in check.errors {
+        let mut check = crate::desired::DesiredIndex::new(&self.engine.config.zones);
+        check.update_source(&req.source, &entries, Vec::new());
+        for e in check.errors() {
             errors.push(FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)));
         }
         if !errors.is_empty() {

@@ -3,7 +3,7 @@
 use dnsplane_common::convert::{outcome_name, timestamp};
 use dnsplane_common::pb::{self, ConflictReason, Outcome, RecordStateKind};
 use dnsplane_common::{Name, RRSet, RecordKey};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
 /// One record's state.
@@ -79,10 +79,18 @@ pub fn retry_delay(attempts: u32, min: Duration, max: Duration) -> Duration {
     min.saturating_mul(factor).min(max)
 }
 
-/// States of one zone's records.
+/// How many recent convergence times are remembered (for `ListRecordStates` with
+/// converged records); older ones are forgotten so the table stays small.
+const RECENT_CONVERGED: usize = 10_000;
+
+/// States of one zone's records that are *not* converged. A converged record has no
+/// entry at all: at a million records, the table holds only what needs attention.
 #[derive(Debug, Default)]
 pub struct StateTable {
     pub records: BTreeMap<RecordKey, RecordState>,
+    /// When recently converged records converged.
+    recent: HashMap<RecordKey, SystemTime>,
+    recent_order: VecDeque<RecordKey>,
 }
 
 impl StateTable {
@@ -97,18 +105,37 @@ impl StateTable {
         self.records.retain(|k, _| keep(k));
     }
 
-    pub fn converged(&mut self, key: &RecordKey, rrset: Option<RRSet>) {
-        let s = self.entry(key);
-        s.kind = RecordStateKind::Converged;
-        s.observed = rrset.clone();
-        s.desired = rrset;
-        s.observed_owner = None;
-        s.conflict_reason = ConflictReason::Unspecified;
-        s.reason.clear();
-        s.attempts = 0;
-        s.last_error.clear();
-        s.next_retry = None;
-        s.updated = SystemTime::now();
+    /// Marks `key` converged: its entry goes away (a converged record needs none).
+    pub fn converged(&mut self, key: &RecordKey) {
+        if self.records.remove(key).is_none() {
+            return; // was converged already: keep its original time
+        }
+        let now = SystemTime::now();
+        if self.recent.insert(key.clone(), now).is_none() {
+            self.recent_order.push_back(key.clone());
+        }
+        while self.recent_order.len() > RECENT_CONVERGED {
+            if let Some(old) = self.recent_order.pop_front() {
+                self.recent.remove(&old);
+            }
+        }
+    }
+
+    /// When `key` last converged, if that was recent.
+    pub fn converged_at(&self, key: &RecordKey) -> Option<SystemTime> {
+        self.recent.get(key).copied()
+    }
+
+    /// The state of a converged record, built on demand.
+    pub fn converged_pb(&self, key: &RecordKey, rrset: &RRSet) -> pb::RecordState {
+        pb::RecordState {
+            key: Some(key.into()),
+            state: RecordStateKind::Converged as i32,
+            desired: Some(rrset.into()),
+            observed: Some(rrset.into()),
+            updated: self.converged_at(key).map(timestamp),
+            ..Default::default()
+        }
     }
 
     /// A record held back at plan time (owned by another, unowned, policy).
@@ -172,13 +199,12 @@ impl StateTable {
         let backoff = retry_delay(s.attempts.max(1), retry.0, retry.1);
         let (kind, delay) = match outcome {
             Outcome::Applied | Outcome::AlreadyApplied => {
-                let desired = s.desired.clone();
-                if desired.is_none() {
+                if s.desired.is_none() {
                     // A delete that landed: forget the record.
                     self.records.remove(key);
-                    return None;
+                } else {
+                    self.converged(key);
                 }
-                self.converged(key, desired);
                 return None;
             }
             Outcome::Conflict => {
@@ -213,10 +239,17 @@ impl StateTable {
         delay
     }
 
-    pub fn counts(&self) -> BTreeMap<String, u32> {
+    /// Records by state name; converged records are the desired ones without an entry.
+    pub fn counts<V>(&self, desired: &BTreeMap<RecordKey, V>) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
-        for s in self.records.values() {
+        let mut desired_with_state = 0;
+        for (k, s) in &self.records {
             *out.entry(state_name(s.kind).to_string()).or_insert(0) += 1;
+            desired_with_state += usize::from(desired.contains_key(k));
+        }
+        let converged = desired.len().saturating_sub(desired_with_state);
+        if converged > 0 {
+            out.insert(state_name(RecordStateKind::Converged).to_string(), converged as u32);
         }
         out
     }

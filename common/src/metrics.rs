@@ -1,0 +1,314 @@
+//! The admin HTTP port both services serve next to gRPC (the linkerd admin-server
+//! pattern): Prometheus metrics and probes for people and scrapers.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `/metrics` | the registry in the Prometheus/OpenMetrics text format |
+//! | `/healthz` | `200 ok` while the process runs (liveness) |
+//! | `/readyz` | `200 ready` or `503 not ready` ([`Readiness`]; false while starting and draining) |
+//! | `/status` | the service's own status as JSON (the planner: its `GetStatus`) |
+//!
+//! Metric names start with `dnsplane_`; every service registers its own families in
+//! one [`Registry`] and hands it to [`AdminServer::new`]. Gauges that mirror state
+//! (records by state, ...) are refreshed right before each scrape by the
+//! [`AdminServer::on_scrape`] hooks, so nothing has to keep them up to date.
+//!
+//! ```ignore
+//! let mut registry = Registry::default();
+//! my_metrics.register(&mut registry);
+//! let admin = AdminServer::new(registry)
+//!     .on_scrape(move || my_metrics.refresh())
+//!     .status(move || async move { serde_json::json!({"level": "healthy"}) });
+//! let ready = admin.readiness();
+//! let listener = dnsplane_common::metrics::bind("0.0.0.0:9452").await?;
+//! tokio::spawn(admin.serve(listener, shutdown.clone()));
+//! ready.set(true);
+//! ```
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use prometheus_client;
+
+/// The content type of [`prometheus_client::encoding::text::encode`]'s output.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Whether the service wants traffic; shared between the service and `/readyz`.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    pub fn set(&self, ready: bool) {
+        self.0.store(ready, Ordering::Relaxed);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+type StatusFuture = Pin<Box<dyn Future<Output = serde_json::Value> + Send>>;
+type StatusFn = Arc<dyn Fn() -> StatusFuture + Send + Sync>;
+type ScrapeFn = Arc<dyn Fn() + Send + Sync>;
+
+/// The admin HTTP server: build it, keep its [`Readiness`], then [`AdminServer::serve`].
+#[derive(Clone)]
+pub struct AdminServer {
+    registry: Arc<Registry>,
+    readiness: Readiness,
+    status: Option<StatusFn>,
+    on_scrape: Vec<ScrapeFn>,
+}
+
+impl std::fmt::Debug for AdminServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminServer")
+            .field("ready", &self.readiness.is_ready())
+            .field("status", &self.status.is_some())
+            .field("on_scrape", &self.on_scrape.len())
+            .finish()
+    }
+}
+
+impl AdminServer {
+    /// Serves `registry`; not ready until [`Readiness::set`]`(true)`.
+    pub fn new(registry: Registry) -> AdminServer {
+        AdminServer {
+            registry: Arc::new(registry),
+            readiness: Readiness::default(),
+            status: None,
+            on_scrape: Vec::new(),
+        }
+    }
+
+    /// The flag `/readyz` answers from.
+    pub fn readiness(&self) -> Readiness {
+        self.readiness.clone()
+    }
+
+    /// Runs `f` before each `/metrics` encode (refresh gauges that mirror state).
+    #[must_use]
+    pub fn on_scrape(mut self, f: impl Fn() + Send + Sync + 'static) -> AdminServer {
+        self.on_scrape.push(Arc::new(f));
+        self
+    }
+
+    /// What `/status` answers (404 without it).
+    #[must_use]
+    pub fn status<F, Fut>(mut self, f: F) -> AdminServer
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = serde_json::Value> + Send + 'static,
+    {
+        self.status = Some(Arc::new(move || Box::pin(f())));
+        self
+    }
+
+    /// The `/metrics` text, after the scrape hooks ran.
+    pub fn encode(&self) -> String {
+        for f in &self.on_scrape {
+            f();
+        }
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// The routes, for tests or to merge into another router.
+    pub fn router(self) -> axum::Router {
+        use axum::routing::get;
+        let metrics = self.clone();
+        let ready = self.readiness.clone();
+        let status = self.status.clone();
+        axum::Router::new()
+            .route(
+                "/metrics",
+                get(move || {
+                    let admin = metrics.clone();
+                    async move {
+                        let body = admin.encode();
+                        ([(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))], body)
+                    }
+                }),
+            )
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route(
+                "/readyz",
+                get(move || {
+                    let ready = ready.is_ready();
+                    async move {
+                        if ready {
+                            (StatusCode::OK, "ready\n")
+                        } else {
+                            (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+                        }
+                    }
+                }),
+            )
+            .route(
+                "/status",
+                get(move || {
+                    let status = status.clone();
+                    async move {
+                        match status {
+                            Some(f) => json(f().await),
+                            None => (StatusCode::NOT_FOUND, "no status on this service\n").into_response(),
+                        }
+                    }
+                }),
+            )
+    }
+
+    /// Serves until `shutdown` is cancelled. The caller binds the listener (port 0 in
+    /// tests), so a port clash is reported before anything starts.
+    pub async fn serve(self, listener: TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
+        let addr = listener.local_addr().ok();
+        tracing::info!(addr = ?addr, "Admin HTTP serving /metrics /healthz /readyz /status.");
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+    }
+}
+
+fn json(value: serde_json::Value) -> Response {
+    let body = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into()) + "\n";
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+/// Binds the admin address, naming it in the error.
+pub async fn bind(addr: &str) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr} (admin HTTP): {e}")))
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    service: String,
+    version: String,
+}
+
+/// Registers `dnsplane_build_info{service, version} 1` and
+/// `dnsplane_process_start_time_seconds`.
+pub fn register_build_info(registry: &mut Registry, service: &str, version: &str) {
+    registry.register(
+        "dnsplane_build",
+        "Which dnsplane service and version this is",
+        Info::new(BuildLabels {
+            service: service.into(),
+            version: version.into(),
+        }),
+    );
+    let start: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+    start.set(unix_seconds(std::time::SystemTime::now()));
+    registry.register(
+        "dnsplane_process_start_time_seconds",
+        "When this process started, in seconds since the Unix epoch",
+        start,
+    );
+}
+
+/// Seconds since the Unix epoch, for timestamp gauges.
+pub fn unix_seconds(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::family::Family;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+    struct Labels {
+        zone: String,
+    }
+
+    async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.unwrap();
+        let (head, body) = buf.split_once("\r\n\r\n").unwrap();
+        let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (code, head.to_ascii_lowercase(), body.to_string())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serves_metrics_probes_and_status() {
+        let mut registry = Registry::default();
+        register_build_info(&mut registry, "dnsplane-test", "1.2.3");
+        let family = Family::<Labels, Counter>::default();
+        registry.register("dnsplane_things", "Things", family.clone());
+        let scrapes = Family::<Labels, Counter>::default();
+        registry.register("dnsplane_scrapes", "Scrapes", scrapes.clone());
+        family.get_or_create(&Labels { zone: "example.com.".into() }).inc_by(3);
+        let admin = AdminServer::new(registry)
+            .on_scrape(move || {
+                scrapes.get_or_create(&Labels { zone: "x".into() }).inc();
+            })
+            .status(|| async { serde_json::json!({"level": "healthy", "zones": [1, 2]}) });
+        let ready = admin.readiness();
+        let listener = bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(admin.serve(listener, stop.clone()));
+
+        let (code, head, body) = get(addr, "/metrics").await;
+        assert_eq!(code, 200);
+        assert!(head.contains("content-type: application/openmetrics-text"), "{head}");
+        assert!(body.contains("dnsplane_things_total{zone=\"example.com.\"} 3\n"), "{body}");
+        assert!(body.contains("dnsplane_scrapes_total{zone=\"x\"} 1\n"), "{body}");
+        assert!(
+            body.contains("dnsplane_build_info{service=\"dnsplane-test\",version=\"1.2.3\"} 1\n"),
+            "{body}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        let (_, _, body) = get(addr, "/metrics").await;
+        assert!(body.contains("dnsplane_scrapes_total{zone=\"x\"} 2\n"), "hooks run per scrape: {body}");
+
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 503);
+        ready.set(true);
+        let (code, _, body) = get(addr, "/readyz").await;
+        assert_eq!((code, body.as_str()), (200, "ready\n"));
+        let (code, head, body) = get(addr, "/status").await;
+        assert_eq!(code, 200);
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v, serde_json::json!({"level": "healthy", "zones": [1, 2]}));
+        assert_eq!(get(addr, "/nope").await.0, 404);
+
+        stop.cancel();
+        server.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn status_is_404_without_a_source_and_bind_names_the_address() {
+        let router_admin = AdminServer::new(Registry::default());
+        let listener = bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(router_admin.serve(listener, stop.clone()));
+        assert_eq!(get(addr, "/status").await.0, 404);
+        stop.cancel();
+        server.await.unwrap().unwrap();
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = taken.local_addr().unwrap().to_string();
+        let e = bind(&at).await.unwrap_err().to_string();
+        assert!(e.contains(&at) && e.contains("admin HTTP"), "{e}");
+    }
+}
