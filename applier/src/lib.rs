@@ -6,8 +6,11 @@
 //! - [`batch`]: one batch on one provider — partition on conflict, bisection on
 //!   invalid, bounded retry ([`retry`]) on transient answers;
 //! - [`cache`]: listings per (account, zone), revalidated by serial;
-//! - [`account`], [`stats`]: an account's provider, zone locks and counters;
-//! - [`provider`]: the driver trait and the drivers; [`store`] and [`dns`] are the
+//! - [`account`], [`stats`], [`circuit`]: an account's provider, zone locks, counters
+//!   and circuit breaker (no provider calls after a permanent answer, until a probe
+//!   succeeds);
+//! - [`provider`]: the driver trait, the error taxonomy and the drivers, plus
+//!   [`provider::fault`], the fault-injection decorator; [`store`] and [`dns`] are the
 //!   embedded `memory` driver's durable store and DNS responder;
 //! - [`config`]: the TOML config; [`run`] wires it all and serves until shutdown.
 use crate::account::Account;
@@ -25,13 +28,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 use tonic_health::ServingStatus;
 
 pub mod account;
 pub mod batch;
 pub mod cache;
+pub mod circuit;
 pub mod config;
 pub mod dns;
 pub mod provider;
@@ -139,7 +142,15 @@ impl Applier {
                     (Arc::new(provider), &r.zones)
                 }
             };
-            accounts.push(Arc::new(Account::new(account.name(), provider, zones)));
+            let options = account
+                .options()
+                .map_err(|ps| ApplierError::Config(ps.join("; ")))?;
+            accounts.push(Arc::new(Account::with_options(
+                account.name(),
+                provider,
+                zones,
+                options,
+            )));
         }
         Ok(Applier {
             config,
@@ -203,7 +214,11 @@ impl Applier {
             .add_service(ApplierServer::new(service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
-            .serve_with_incoming_shutdown(TcpListenerStream::new(grpc), close.cancelled_owned());
+            .serve_with_incoming_shutdown(
+                // No Nagle: a batch result held back for a delayed ACK costs ~40 ms.
+                tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true)),
+                close.cancelled_owned(),
+            );
         let mut server = tokio::spawn(server);
         tracing::info!(addr = ?addr, "Applier serving gRPC.");
 

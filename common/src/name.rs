@@ -8,9 +8,35 @@ use std::sync::Arc;
 /// Normalising once at the edge means every comparison inside dnsplane is a plain
 /// string comparison. The text is shared (`Arc<str>`), so the many copies of a name in
 /// the planner's indexes cost a pointer each.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Name(Arc<str>);
+
+// Equality and order compare the text, with a fast path for the shared (interned)
+// case: the planner compares millions of keys whose zone names are one allocation.
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for Name {}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            std::cmp::Ordering::Equal
+        } else {
+            self.0.cmp(&other.0)
+        }
+    }
+}
 
 impl Name {
     /// Normalises `input`. A missing trailing dot is added: dnsplane never interprets a

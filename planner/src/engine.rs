@@ -408,7 +408,7 @@ impl Engine {
             changes = plan.changes.len(),
             withheld,
             blocked = plan.blocked.len(),
-            converged = plan.converged.len(),
+            converged = plan.converged,
             "Zone planned."
         );
         send(pb::SyncProgress {
@@ -484,7 +484,16 @@ impl Engine {
         let mut states = lock(&zone.states);
         let planned: BTreeSet<RecordKey> = plan.changes.iter().map(|c| c.change.key().clone()).collect();
         states.retain(|k| !scope.contains(&k.name) || desired.contains_key(k) || planned.contains(k));
-        for key in &plan.converged {
+        // Records with a state entry that the plan neither changes nor holds back have
+        // converged (a converged record has no entry; see StateTable).
+        let blocked: BTreeSet<&RecordKey> = plan.blocked.iter().map(|b| &b.key).collect();
+        let now_converged: Vec<RecordKey> = states
+            .records
+            .keys()
+            .filter(|k| scope.contains(&k.name) && desired.contains_key(*k) && !planned.contains(*k) && !blocked.contains(k))
+            .cloned()
+            .collect();
+        for key in &now_converged {
             states.converged(key);
         }
         for b in &plan.blocked {
@@ -683,6 +692,12 @@ impl Engine {
         {
             lock(&zone.status).rejected = false;
         }
+    }
+
+    /// Names whose desired records changed since they were last planned (what the
+    /// zone loop would re-plan next); taking them clears the set.
+    pub fn take_dirty(&self, zone: &ZoneRuntime) -> BTreeSet<Name> {
+        std::mem::take(&mut *lock(&zone.dirty))
     }
 
     pub fn zone(&self, name: &str) -> Option<&Arc<ZoneRuntime>> {

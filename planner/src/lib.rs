@@ -10,11 +10,13 @@
 //! - [`batcher`]: cuts a plan into batches;
 //! - [`engine`]: per-zone loops that read, plan, apply and fold results in;
 //! - [`state`]: the per-record state table;
-//! - [`service`]: the `dnsplane.v1.Planner` gRPC service.
+//! - [`service`]: the `dnsplane.v1.Planner` gRPC service;
+//! - [`metrics`]: Prometheus metrics and the admin HTTP port.
 pub mod batcher;
 pub mod config;
 pub mod desired;
 pub mod engine;
+pub mod metrics;
 pub mod plan;
 pub mod registry;
 pub mod service;
@@ -32,7 +34,32 @@ use tracing::info;
 /// Runs the planner until `shutdown` is cancelled: gRPC (with health and reflection)
 /// answers at once; sources load and the first syncs run in the background.
 pub async fn run(config: PlannerConfig, listener: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
+    run_with_admin(config, listener, None, shutdown).await
+}
+
+/// [`run`], also serving the admin HTTP port (`/metrics`, `/healthz`, `/readyz`,
+/// `/status`) on `admin`.
+pub async fn run_with_admin(
+    config: PlannerConfig,
+    listener: TcpListener,
+    admin: Option<TcpListener>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let engine = Engine::new(config.clone())?;
+    // The engine records the counters and the sync histogram through this handle's
+    // hooks (`planned`, `outcome`, `observe_sync`); the gauges are read from the
+    // engine at scrape time.
+    let metrics = metrics::PlannerMetrics::default();
+    let service = service::PlannerService::new(Arc::clone(&engine));
+    let admin_stop = CancellationToken::new();
+    let (readiness, admin_task) = match admin {
+        Some(l) => {
+            let server = metrics::admin_server(engine.clone(), metrics.clone(), service.clone());
+            let readiness = server.readiness();
+            (Some(readiness), Some(tokio::spawn(server.serve(l, admin_stop.clone()))))
+        }
+        None => (None, None),
+    };
     let addr = listener.local_addr()?;
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -64,16 +91,23 @@ pub async fn run(config: PlannerConfig, listener: TcpListener, shutdown: Cancell
     tasks.extend(engine.spawn_zone_loops(work.clone()));
 
     info!(%addr, zones = config.zones.len(), applier = %config.applier, "Planner serving gRPC.");
+    if let Some(r) = &readiness {
+        r.set(true);
+    }
     let server = tonic::transport::Server::builder()
+        .trace_fn(dnsplane_common::telemetry::grpc_server_span)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(PlannerServer::new(service::PlannerService::new(Arc::clone(&engine))))
-        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), {
+        .add_service(PlannerServer::new(service))
+        .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)), {
             let shutdown = shutdown.clone();
             let reporter = health_reporter.clone();
             async move {
                 shutdown.cancelled().await;
+                if let Some(r) = &readiness {
+                    r.set(false);
+                }
                 reporter.set_not_serving::<PlannerServer<service::PlannerService>>().await;
             }
         });
@@ -84,6 +118,14 @@ pub async fn run(config: PlannerConfig, listener: TcpListener, shutdown: Cancell
     work.cancel();
     for t in tasks {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+    }
+    admin_stop.cancel();
+    if let Some(t) = admin_task {
+        match tokio::time::timeout(std::time::Duration::from_secs(5), t).await {
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "Admin HTTP server failed."),
+            Ok(_) => {}
+            Err(_) => tracing::warn!("Admin HTTP server did not stop within 5 s."),
+        }
     }
     info!("Planner stopped.");
     result.map_err(Into::into)

@@ -14,11 +14,15 @@ struct Args {
     /// Overrides the config's applier address.
     #[arg(long, env = "DNSPLANE_APPLIER_ADDR")]
     applier: Option<String>,
+    /// Admin HTTP address: /metrics (Prometheus), /healthz, /readyz, /status (JSON).
+    /// `off` disables it. If the address cannot be bound, the planner logs an error and
+    /// serves gRPC without it.
+    #[arg(long, env = "DNSPLANE_PLANNER_ADMIN_LISTEN", default_value = "127.0.0.1:9451")]
+    admin_listen: String,
 }
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    dnsplane_common::runtime::init_logging();
     let mut config = match dnsplane_planner::config::PlannerConfig::load(&args.config) {
         Ok(c) => c,
         Err(e) => {
@@ -26,7 +30,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(64);
         }
     };
-    if let Some(a) = args.applier {
+    if let Some(a) = args.applier.clone() {
         config.applier = a;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -37,11 +41,12 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&args.listen)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-        let shutdown = dnsplane_common::runtime::shutdown_on_signal();
-        dnsplane_planner::run(config, listener, shutdown).await
+        // Logs, and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set; inside the runtime,
+        // which the OTLP exporter runs on.
+        let telemetry = dnsplane_common::telemetry::init("dnsplane-planner");
+        let result = serve(args, config).await;
+        telemetry.shutdown().await;
+        result
     });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -50,4 +55,24 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+async fn serve(args: Args, config: dnsplane_planner::config::PlannerConfig) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let admin = if args.admin_listen == "off" {
+        None
+    } else {
+        match dnsplane_common::metrics::bind(&args.admin_listen).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                // Probes are gRPC; metrics are worth less than DNS: keep serving.
+                tracing::error!(error = %e, "No admin HTTP port: /metrics, /readyz and /status are off.");
+                None
+            }
+        }
+    };
+    let shutdown = dnsplane_common::runtime::shutdown_on_signal();
+    dnsplane_planner::run_with_admin(config, listener, admin, shutdown).await
 }

@@ -92,13 +92,23 @@ fn parse_mark(canonical: &str) -> Option<OwnerMark> {
     })
 }
 
+/// An ownership record as observed. Records with the same mark share one of these,
+/// so a million owned records do not hold a million TXT records in memory; the TXT
+/// itself is rebuilt (from the owned key) only when a change needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owned {
+    pub mark: OwnerMark,
+    /// The observed TXT data (its key is that of the first record seen with it).
+    template: RRSet,
+}
+
 /// A zone's records split into data and ownership.
 #[derive(Debug, Default)]
 pub struct ZoneView {
     /// Data records by key (ownership records excluded).
     pub data: BTreeMap<RecordKey, RRSet>,
-    /// Ownership marks by the key they own, with the ownership RRSet itself.
-    pub owners: BTreeMap<RecordKey, (OwnerMark, RRSet)>,
+    /// Ownership by the key owned.
+    pub owners: BTreeMap<RecordKey, Arc<Owned>>,
 }
 
 impl ZoneView {
@@ -111,7 +121,7 @@ impl ZoneView {
     /// converged record then costs little more than its key in the observed index.
     pub fn shared(rrsets: impl IntoIterator<Item = RRSet>, desired: Option<&BTreeMap<RecordKey, DesiredRecord>>) -> ZoneView {
         let mut view = ZoneView::default();
-        let mut owner_values: HashMap<String, RRSet> = HashMap::new();
+        let mut owner_values: HashMap<(u32, Vec<String>), Arc<Owned>> = HashMap::new();
         for r in rrsets {
             view.insert(r, desired, &mut owner_values);
         }
@@ -122,7 +132,7 @@ impl ZoneView {
         &mut self,
         mut r: RRSet,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
-        owner_values: &mut HashMap<String, RRSet>,
+        owner_values: &mut HashMap<(u32, Vec<String>), Arc<Owned>>,
     ) {
         match parse_owner_record(&r) {
             Some((owned, mark)) => {
@@ -130,15 +140,11 @@ impl ZoneView {
                     Some((k, _)) => k.clone(),
                     None => owned,
                 };
-                if let [v] = r.values() {
-                    match owner_values.get(v) {
-                        Some(seen) => r.share_values_with(seen),
-                        None => {
-                            owner_values.insert(v.clone(), r.clone());
-                        }
-                    }
-                }
-                self.owners.insert(owned, (mark, r));
+                let shared = owner_values
+                    .entry((r.ttl, r.values().to_vec()))
+                    .or_insert_with(|| Arc::new(Owned { mark, template: r }))
+                    .clone();
+                self.owners.insert(owned, shared);
             }
             None => {
                 if let Some((k, d)) = desired.and_then(|d| d.get_key_value(&r.key)) {
@@ -150,8 +156,14 @@ impl ZoneView {
         }
     }
 
+    /// The ownership record of `key` as observed (rebuilt from the shared data).
+    pub fn owner_rrset(&self, key: &RecordKey) -> Option<RRSet> {
+        let owned = self.owners.get(key)?;
+        Some(owned.template.with_key(owner_record_key(key)?))
+    }
+
     pub fn owner_of(&self, key: &RecordKey) -> Option<&str> {
-        self.owners.get(key).map(|(m, _)| &*m.owner)
+        self.owners.get(key).map(|o| &*o.mark.owner)
     }
 
     /// The part of the view at `names` (data at the names, ownership of records at
@@ -209,7 +221,8 @@ impl ZoneView {
         match (owner, &op.after) {
             (Some(owned), Some(after)) => {
                 if let Some((_, mark)) = parse_owner_record(after) {
-                    self.owners.insert(owned, (mark, after.clone()));
+                    let template = after.clone();
+                    self.owners.insert(owned, Arc::new(Owned { mark, template }));
                 }
             }
             (Some(owned), None) => {

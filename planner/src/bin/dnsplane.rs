@@ -81,11 +81,13 @@ struct UpArgs {
     /// Full re-read of every zone this often.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     interval: std::time::Duration,
+    /// Planner admin HTTP address (/metrics, /healthz, /readyz, /status); off unless given.
+    #[arg(long, env = "DNSPLANE_PLANNER_ADMIN_LISTEN")]
+    admin_listen: Option<String>,
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    dnsplane_common::runtime::init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -93,7 +95,20 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli.command)) {
+    let run = async {
+        // `up` runs the services: logs plus traces when OTEL_EXPORTER_OTLP_ENDPOINT is
+        // set, flushed at the end. The other commands are clients: logs only.
+        if matches!(cli.command, Command::Up(_)) {
+            let telemetry = dnsplane_common::telemetry::init("dnsplane");
+            let result = dispatch(cli.command).await;
+            telemetry.shutdown().await;
+            result
+        } else {
+            dnsplane_common::runtime::init_logging();
+            dispatch(cli.command).await
+        }
+    };
+    match runtime.block_on(run) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("dnsplane: {e:#}");
@@ -128,6 +143,10 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     let planner_listener = tokio::net::TcpListener::bind(&args.planner_listen)
         .await
         .with_context(|| format!("cannot listen on {} (planner gRPC; --planner-listen)", args.planner_listen))?;
+    let admin = match &args.admin_listen {
+        Some(addr) => Some(dnsplane_common::metrics::bind(addr).await.context("--admin-listen")?),
+        None => None,
+    };
     let dns_listen: std::net::SocketAddr = args
         .dns_listen
         .parse()
@@ -167,7 +186,7 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         args.state_dir.display()
     );
     let applier = tokio::spawn(dnsplane_applier::run(applier_config, applier_listener, shutdown.clone()));
-    let planner = dnsplane_planner::run(planner_config, planner_listener, shutdown.clone()).await;
+    let planner = dnsplane_planner::run_with_admin(planner_config, planner_listener, admin, shutdown.clone()).await;
     shutdown.cancel();
     let applier = applier.await.context("applier task")?;
     planner.context("planner")?;
