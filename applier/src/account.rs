@@ -1,29 +1,70 @@
-//! A provider account as the service sees it: its (metered) provider, the zones it
-//! hosts, one write lock per zone so that a zone has one batch in flight, and its
-//! counters.
+//! A provider account as the service sees it: its provider, the zones it hosts, one
+//! write lock per zone so that a zone has one batch in flight, its counters and its
+//! circuit breaker.
+//!
+//! The provider is layered, from the driver outwards:
+//! driver → [`FaultInjector`] (only with `[[accounts.faults]]`) → [`Metered`] (counts
+//! every call and feeds the [`Circuit`]). Injected faults thus look exactly like the
+//! provider's own answers to everything above them.
+use crate::circuit::{Circuit, CircuitConfig};
 use crate::provider::Provider;
+use crate::provider::fault::{FaultInjector, FaultRule};
 use crate::stats::{AccountStats, Metered};
 use dnsplane_common::Name;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
+/// How an account is run, besides its driver.
+#[derive(Debug, Default, Clone)]
+pub struct AccountOptions {
+    /// Fault rules; empty: no fault injection.
+    pub faults: Vec<FaultRule>,
+    pub circuit: CircuitConfig,
+}
+
 #[derive(Debug)]
 pub struct Account {
     pub name: String,
-    /// The driver wrapped in [`Metered`], so every call shows in `stats`.
+    /// The driver wrapped in [`Metered`], so every call shows in `stats` and in the
+    /// circuit.
     pub provider: Arc<dyn Provider>,
     pub stats: Arc<AccountStats>,
+    pub circuit: Arc<Circuit>,
+    /// The fault layer, when the account has fault rules.
+    pub faults: Option<Arc<FaultInjector>>,
     zones: BTreeMap<Name, Arc<Mutex<()>>>,
 }
 
 impl Account {
+    /// An account with default options: no faults, the default circuit.
     pub fn new(name: impl Into<String>, provider: Arc<dyn Provider>, zones: &[Name]) -> Self {
+        Account::with_options(name, provider, zones, AccountOptions::default())
+    }
+
+    pub fn with_options(
+        name: impl Into<String>,
+        driver: Arc<dyn Provider>,
+        zones: &[Name],
+        options: AccountOptions,
+    ) -> Self {
+        let name = name.into();
         let stats = Arc::new(AccountStats::default());
+        let circuit = Arc::new(Circuit::new(name.clone(), options.circuit));
+        let (inner, faults): (Arc<dyn Provider>, _) = if options.faults.is_empty() {
+            (driver, None)
+        } else {
+            let f = Arc::new(FaultInjector::new(name.clone(), driver, options.faults));
+            tracing::warn!(account = %name, "Fault injection is on for this account.");
+            (f.clone(), Some(f))
+        };
+        let metered = Metered::new(inner, stats.clone()).with_circuit(circuit.clone());
         Account {
-            name: name.into(),
-            provider: Arc::new(Metered::new(provider, stats.clone())),
+            name,
+            provider: Arc::new(metered),
             stats,
+            circuit,
+            faults,
             zones: zones.iter().map(|z| (z.clone(), Arc::default())).collect(),
         }
     }
@@ -39,5 +80,10 @@ impl Account {
     /// The lock that serialises writes to `zone`; `None` when the zone is not hosted.
     pub fn zone_lock(&self, zone: &Name) -> Option<Arc<Mutex<()>>> {
         self.zones.get(zone).cloned()
+    }
+
+    /// Faults fired so far, by action (empty without fault injection).
+    pub fn faults_fired(&self) -> BTreeMap<&'static str, u64> {
+        self.faults.as_ref().map(|f| f.fired()).unwrap_or_default()
     }
 }

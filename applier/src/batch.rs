@@ -170,9 +170,71 @@ fn chunks(provider: &dyn Provider, changes: &[Change]) -> Vec<Vec<usize>> {
     out
 }
 
+/// What the algorithm does with a failed submission: the policy half of the batch
+/// algorithm, kept apart from the work so that it can be tested exhaustively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Permanent, or transient past the retry budget (the retries happen inside the
+    /// call): every change of the submission gets REJECTED_PERMANENT or FAILED.
+    GiveUp,
+    /// A single change refused as invalid: INVALID, with the provider's text.
+    Invalid,
+    /// Split in halves and submit each: isolates invalid values, and conflicts that a
+    /// read cannot explain.
+    Bisect,
+    /// Read the names back; what is at target is ALREADY_APPLIED, what conflicts is
+    /// CONFLICT with the observed RRSet; resubmit the rest once (for a conflict the
+    /// read explains nothing of: bisect instead).
+    ReadBackAndResubmit,
+    /// Ambiguous again after the resubmission: read back, settle what the read shows,
+    /// FAILED for the rest (the planner retries it on its own clock).
+    ReadBackAndFail,
+    /// A single change in conflict: read back and report CONFLICT with what is there.
+    ReadBackAndReport,
+}
+
+/// The policy: the next step for an answer of `class` to a submission in `mode`
+/// (`single`: of one change).
+pub(crate) fn step(class: ErrorClass, mode: Mode, single: bool) -> Step {
+    match class {
+        ErrorClass::Transient | ErrorClass::Permanent => Step::GiveUp,
+        ErrorClass::Invalid if single => Step::Invalid,
+        ErrorClass::Invalid => Step::Bisect,
+        ErrorClass::Conflict | ErrorClass::Ambiguous if mode == Mode::First => {
+            Step::ReadBackAndResubmit
+        }
+        ErrorClass::Ambiguous => Step::ReadBackAndFail,
+        ErrorClass::Conflict if single => Step::ReadBackAndReport,
+        ErrorClass::Conflict => Step::Bisect,
+    }
+}
+
+/// The most provider calls bisection needs to isolate `k` bad changes among `n` (one
+/// provider call's worth; the first, failing, submission included):
+/// `4k − 1 + 2k·(⌈log₂ n⌉ − 1 − ⌊log₂ k⌋)`, at most `2n − 1`; about `2k·log₂(n/k)`.
+///
+/// Why: the submissions form a binary tree of depth `d = ⌈log₂ n⌉`. A submission
+/// fails (and is split, costing two more calls) exactly when it holds a bad change, so
+/// the failing ones are the union of `k` root-to-leaf paths: at most `2^l ≤ k` of them
+/// on each of the top `⌊log₂ k⌋ + 1` levels (together `< 2k`), at most `k` on each
+/// level below. Calls = 1 + 2 · (failing submissions with more than one change).
+pub fn bisection_bound(n: usize, k: usize) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let k = k.min(n) as u64;
+    if k == 0 {
+        return 1;
+    }
+    let d = u64::from(n.next_power_of_two().trailing_zeros()); // ⌈log₂ n⌉
+    let l = u64::from(k.ilog2()); // ⌊log₂ k⌋
+    let bound = (4 * k - 1 + 2 * k * (d.saturating_sub(1 + l))).max(1);
+    bound.min(2 * n as u64 - 1)
+}
+
 /// Where a submission stands in the algorithm; decides what a conflict leads to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     /// The first submission: a conflict or ambiguous answer is read back and partitioned.
     First,
     /// The applicable rest after a read-back: a further failure bisects.
@@ -231,13 +293,11 @@ impl<'a> Run<'a> {
                 Err(CallError::Deadline(d)) => return self.defer(&idx, d),
                 Err(CallError::Provider(e)) => e,
             };
-            match err.class {
-                ErrorClass::Transient | ErrorClass::Permanent => self.give_up(&idx, &err),
-                ErrorClass::Invalid if idx.len() == 1 => {
-                    self.decide(&idx, Verdict::Invalid(err.message))
-                }
-                ErrorClass::Invalid => self.split(idx).await,
-                ErrorClass::Conflict | ErrorClass::Ambiguous if mode == Mode::First => {
+            match step(err.class, mode, idx.len() == 1) {
+                Step::GiveUp => self.give_up(&idx, &err),
+                Step::Invalid => self.decide(&idx, Verdict::Invalid(err.message)),
+                Step::Bisect => self.split(idx).await,
+                Step::ReadBackAndResubmit => {
                     let Some((rest, observed)) = self.read_back(&idx, &err).await else {
                         return;
                     };
@@ -252,7 +312,7 @@ impl<'a> Run<'a> {
                         self.submit(rest, Mode::Resubmit).await;
                     }
                 }
-                ErrorClass::Ambiguous => {
+                Step::ReadBackAndFail => {
                     // Ambiguous again: bisecting would not isolate anything. Settle what
                     // the read shows and let the planner retry the rest later.
                     let Some((rest, _)) = self.read_back(&idx, &err).await else {
@@ -267,7 +327,7 @@ impl<'a> Run<'a> {
                     };
                     self.decide(&rest, v);
                 }
-                ErrorClass::Conflict if idx.len() == 1 => {
+                Step::ReadBackAndReport => {
                     let Some((rest, observed)) = self.read_back(&idx, &err).await else {
                         return;
                     };
@@ -275,7 +335,6 @@ impl<'a> Run<'a> {
                         self.unexplained(i, &err, &observed);
                     }
                 }
-                ErrorClass::Conflict => self.split(idx).await,
             }
         })
     }
@@ -1007,6 +1066,274 @@ mod tests {
             partition(&assert_only, &observed),
             Some(Verdict::AlreadyApplied)
         );
+    }
+
+    /// The real memory driver behind the real fault decorator, with rules written as in
+    /// the config file.
+    struct Injected {
+        provider: crate::provider::fault::FaultInjector,
+        memory: MemoryProvider,
+        _dir: tempfile::TempDir,
+    }
+
+    fn injected(rules_toml: &str) -> Injected {
+        use crate::provider::fault::{FaultRuleConfig, compile_rules};
+        #[derive(serde::Deserialize)]
+        struct Rules {
+            #[serde(default)]
+            faults: Vec<FaultRuleConfig>,
+        }
+        let rules: Rules = toml::from_str(rules_toml).unwrap();
+        let rules = compile_rules(&rules.faults, &[zone()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+        let memory = MemoryProvider::new(store, vec![zone()]).unwrap();
+        let provider =
+            crate::provider::fault::FaultInjector::new("test", Arc::new(memory.clone()), rules);
+        Injected {
+            provider,
+            memory,
+            _dir: dir,
+        }
+    }
+
+    #[test]
+    fn the_policy_has_a_step_for_every_class_mode_and_size() {
+        use ErrorClass::{Ambiguous, Conflict, Permanent, Transient};
+        use Step::{Bisect, GiveUp, ReadBackAndFail, ReadBackAndReport, ReadBackAndResubmit};
+        for class in ErrorClass::ALL {
+            for mode in [Mode::First, Mode::Resubmit, Mode::Split] {
+                for single in [true, false] {
+                    let want = match (class, mode, single) {
+                        (Transient | Permanent, _, _) => GiveUp,
+                        (ErrorClass::Invalid, _, true) => Step::Invalid,
+                        (ErrorClass::Invalid, _, false) => Bisect,
+                        (Ambiguous | Conflict, Mode::First, _) => ReadBackAndResubmit,
+                        (Ambiguous, _, _) => ReadBackAndFail,
+                        (Conflict, _, true) => ReadBackAndReport,
+                        (Conflict, _, false) => Bisect,
+                    };
+                    assert_eq!(
+                        step(class, mode, single),
+                        want,
+                        "{class} {mode:?} single={single}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The classifier end to end: one fault of each class on the first write of a
+    /// one-change batch, and the outcome the change ends with.
+    #[tokio::test(start_paused = true)]
+    async fn every_error_class_ends_in_its_outcome() {
+        use pb::Outcome::*;
+        let cases: &[(&str, pb::Outcome, u32, &str)] = &[
+            // Ambiguous without commit: read back, not there, resubmitted once.
+            ("action = \"error\"\nstatus = 504", Applied, 3, ""),
+            // Ambiguous after commit: the read shows it there, nothing resent.
+            ("action = \"ambiguous_after_commit\"", AlreadyApplied, 2, ""),
+            ("action = \"reset\"\ncommit = true", AlreadyApplied, 2, ""),
+            ("action = \"timeout\"\ndelay = \"1s\"", Applied, 3, ""),
+            // A conflict the read cannot explain: reported with the provider's text.
+            (
+                "action = \"error\"\nstatus = 409",
+                Conflict,
+                2,
+                "409 Conflict",
+            ),
+            (
+                "action = \"error\"\nstatus = 422\nmessage = \"bad value\"",
+                Invalid,
+                1,
+                "bad value",
+            ),
+            // Transient once: retried, then applied.
+            (
+                "action = \"rate_limited\"\nretry_after = \"1s\"",
+                Applied,
+                2,
+                "",
+            ),
+            ("action = \"unavailable\"", Applied, 2, ""),
+            (
+                "action = \"error\"\nstatus = 401",
+                RejectedPermanent,
+                1,
+                "401 Unauthorized",
+            ),
+            (
+                "action = \"error\"\nstatus = 404\nmessage = \"zone not found\"",
+                RejectedPermanent,
+                1,
+                "zone not found",
+            ),
+        ];
+        for (rule, want, calls, message) in cases {
+            let p = injected(&format!("[[faults]]\nop = \"apply\"\ntimes = 1\n{rule}\n"));
+            let changes = vec![create(&a("h", "192.0.2.1"))];
+            let report = execute(
+                &p.provider,
+                &zone(),
+                &changes,
+                None,
+                &RetryPolicy::default(),
+            )
+            .await;
+            let r = &report.results[0];
+            assert_eq!(r.outcome(), *want, "{rule}: {}", r.message);
+            assert_eq!(report.provider_calls, *calls, "{rule}");
+            assert!(r.message.contains(message), "{rule}: {:?}", r.message);
+        }
+        // Transient for ever: the attempt budget ends it, FAILED with a retry hint.
+        let p = injected("[[faults]]\nop = \"apply\"\naction = \"unavailable\"\n");
+        let changes = vec![create(&a("h", "192.0.2.1"))];
+        let policy = RetryPolicy::default();
+        let report = execute(&p.provider, &zone(), &changes, None, &policy).await;
+        assert_eq!(report.results[0].outcome(), Failed);
+        assert!(report.results[0].retry_after.is_some());
+        assert_eq!(report.provider_calls, policy.max_attempts);
+        assert_eq!(
+            p.provider.fired().get("unavailable"),
+            Some(&u64::from(policy.max_attempts))
+        );
+    }
+
+    #[test]
+    fn the_bisection_bound_formula() {
+        // One bad change in 2^m: a root and two calls per level, exactly.
+        assert_eq!(bisection_bound(1024, 1), 21);
+        assert_eq!(bisection_bound(1, 1), 1);
+        assert_eq!(bisection_bound(2, 1), 3);
+        assert_eq!(bisection_bound(10, 0), 1);
+        assert_eq!(bisection_bound(0, 0), 0);
+        // Everything bad: every node of the tree.
+        assert_eq!(bisection_bound(8, 8), 15);
+        assert_eq!(bisection_bound(1000, 1000), 1999);
+        // Roughly 2k·log2(n/k).
+        for (n, k) in [(1000, 1), (1000, 10), (1000, 100)] {
+            let approx = 2.0 * k as f64 * (n as f64 / k as f64).log2();
+            let b = bisection_bound(n, k) as f64;
+            assert!(
+                b >= approx && b <= approx + 4.0 * k as f64,
+                "n={n} k={k}: {b} vs {approx:.0}"
+            );
+        }
+    }
+
+    /// Bisection never needs more calls than the bound, wherever the bad values sit
+    /// (seeded random placements, and the worst case of one bad value per leaf pair),
+    /// and it meets the bound for a single bad value.
+    #[tokio::test]
+    async fn bisection_stays_within_its_bound_for_any_placement() {
+        use rand::seq::index::sample;
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+        let mut cases: Vec<(usize, Vec<usize>)> =
+            vec![(256, vec![77]), (128, (0..128).step_by(2).collect())];
+        for _ in 0..12 {
+            let n = rng.random_range(1..=300);
+            let k = rng.random_range(1..=n.min(20));
+            cases.push((n, sample(&mut rng, n, k).into_vec()));
+        }
+        for (n, bad) in cases {
+            let bad_values: Vec<String> = bad
+                .iter()
+                .map(|i| format!("10.66.{}.{}", i / 250, i % 250))
+                .collect();
+            let p = injected(&format!(
+                "[[faults]]\nop = \"apply\"\naction = \"reject_values\"\nvalues = {bad_values:?}\n"
+            ));
+            let changes: Vec<Change> = (0..n)
+                .map(|i| {
+                    let v = match bad.iter().position(|&b| b == i) {
+                        Some(j) => bad_values[j].clone(),
+                        None => format!("192.0.2.{}", i % 250 + 1),
+                    };
+                    create(&a(&format!("h{i}"), &v))
+                })
+                .collect();
+            let report = execute(
+                &p.provider,
+                &zone(),
+                &changes,
+                None,
+                &RetryPolicy::default(),
+            )
+            .await;
+            for (i, r) in report.results.iter().enumerate() {
+                if bad.contains(&i) {
+                    assert_eq!(r.outcome(), pb::Outcome::Invalid, "n={n} change {i}");
+                    assert!(
+                        r.message.contains("is not accepted")
+                            && r.message.contains(&format!("h{i}.example.com.")),
+                        "{}",
+                        r.message
+                    );
+                } else {
+                    assert_eq!(r.outcome(), pb::Outcome::Applied, "n={n} change {i}");
+                }
+            }
+            let bound = bisection_bound(n, bad.len());
+            assert!(
+                u64::from(report.provider_calls) <= bound,
+                "n={n} k={}: {} calls > bound {bound}",
+                bad.len(),
+                report.provider_calls
+            );
+            if bad.len() == 1 && n.is_power_of_two() {
+                assert_eq!(
+                    u64::from(report.provider_calls),
+                    bound,
+                    "one bad value: the bound is exact"
+                );
+            }
+            assert_eq!(
+                p.memory.store().list(&zone(), None).unwrap().0.len(),
+                n - bad.len()
+            );
+        }
+    }
+
+    /// Another writer acting between the plan and the write: the conflicts are found
+    /// by one read-back and the rest lands in one resubmission, whatever their number.
+    #[tokio::test]
+    async fn other_writers_cost_three_calls_however_many_conflicts() {
+        for k in [1usize, 7, 50] {
+            let records: Vec<String> = (0..k)
+                .map(|i| format!("{{ name = \"h{}.example.com.\", type = \"A\", values = [\"198.51.100.{}\"] }}", i * 3, i % 250 + 1))
+                .collect();
+            let p = injected(&format!(
+                "[[faults]]\nop = \"apply\"\naction = \"other_writer\"\ntimes = 1\nrecords = [{}]\n",
+                records.join(", ")
+            ));
+            let changes: Vec<Change> = (0..200)
+                .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
+                .collect();
+            let report = execute(
+                &p.provider,
+                &zone(),
+                &changes,
+                None,
+                &RetryPolicy::default(),
+            )
+            .await;
+            assert_eq!(report.provider_calls, 3, "k={k}");
+            for (i, r) in report.results.iter().enumerate() {
+                if i % 3 == 0 && i / 3 < k {
+                    assert_eq!(r.outcome(), pb::Outcome::Conflict, "k={k} change {i}");
+                    assert_eq!(r.conflict_reason(), pb::ConflictReason::Exists);
+                    let observed = r.observed.as_ref().expect("observed");
+                    assert_eq!(
+                        observed.values,
+                        vec![format!("198.51.100.{}", i / 3 % 250 + 1)]
+                    );
+                } else {
+                    assert_eq!(r.outcome(), pb::Outcome::Applied, "k={k} change {i}");
+                }
+            }
+            assert_eq!(p.provider.fired().get("other_writer"), Some(&1));
+        }
     }
 
     mod properties {

@@ -15,6 +15,24 @@
 //!
 //! Accounts on existing servers (`driver = "pdns"`, `driver = "rfc2136"`) are
 //! described in [`drivers`].
+//!
+//! Per account, optionally, the circuit breaker and fault injection (for tests and
+//! chaos runs) — [`CircuitConfig`], [`FaultRuleConfig`]; the retry knobs are
+//! [`RetryPolicy`]. `docs/reliability.md` explains them for users.
+//!
+//! ```toml
+//! [accounts.circuit]
+//! cool_down = "30s"
+//!
+//! [[accounts.faults]]
+//! op = "apply"
+//! action = "rate_limited"
+//! retry_after = "2s"
+//! times = 1
+//! ```
+use crate::account::AccountOptions;
+use crate::circuit::CircuitConfig;
+use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::retry::RetryPolicy;
 use dnsplane_common::Name;
 use serde::Deserialize;
@@ -46,7 +64,7 @@ pub enum ConfigError {
 }
 
 /// The whole file.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApplierConfig {
     /// How long a zone listing is served from cache before it is revalidated (by the
@@ -61,7 +79,7 @@ pub struct ApplierConfig {
     /// Default 10s.
     #[serde(default = "default_shutdown_grace", with = "humantime_serde")]
     pub shutdown_grace: Duration,
-    /// Retries of transient provider failures inside one batch.
+    /// Retries of transient provider failures inside one batch (`[retry]`).
     #[serde(default)]
     pub retry: RetryPolicy,
     /// The provider accounts this applier writes to, addressed by name by planners.
@@ -70,7 +88,7 @@ pub struct ApplierConfig {
 }
 
 /// One provider account; `driver` selects the kind and the fields that follow.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "driver", rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum AccountConfig {
@@ -98,10 +116,46 @@ impl AccountConfig {
             AccountConfig::Rfc2136(_) => "rfc2136",
         }
     }
+
+    pub fn zones(&self) -> &[Name] {
+        match self {
+            AccountConfig::Memory(m) => &m.zones,
+            AccountConfig::Pdns(p) => &p.zones,
+            AccountConfig::Rfc2136(r) => &r.zones,
+        }
+    }
+
+    /// The account's fault rules (`[[accounts.faults]]`), whatever the driver.
+    pub fn faults(&self) -> &[FaultRuleConfig] {
+        match self {
+            AccountConfig::Memory(m) => &m.faults,
+            AccountConfig::Pdns(p) => &p.faults,
+            AccountConfig::Rfc2136(r) => &r.faults,
+        }
+    }
+
+    /// The account's circuit breaker knobs (defaults where the table has none).
+    pub fn circuit(&self) -> CircuitConfig {
+        match self {
+            AccountConfig::Memory(m) => m.circuit.clone(),
+            AccountConfig::Pdns(p) => p.circuit.clone(),
+            AccountConfig::Rfc2136(r) => r.circuit.clone(),
+        }
+    }
+
+    /// The account's run options (compiled fault rules, circuit knobs); problems are
+    /// reported relative to the account's table.
+    pub fn options(&self) -> Result<AccountOptions, Vec<String>> {
+        let faults = compile_rules(self.faults(), self.zones())?;
+        Ok(AccountOptions {
+            faults,
+            circuit: self.circuit(),
+        })
+    }
 }
 
 /// `driver = "memory"`: zones kept in a local crash-safe store.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryAccount {
     /// The account's name, as planners address it.
@@ -115,6 +169,13 @@ pub struct MemoryAccount {
     /// Absent: no DNS.
     #[serde(default)]
     pub dns_listen: Option<SocketAddr>,
+    /// The account's circuit breaker (`[accounts.circuit]`); defaults when absent.
+    #[serde(default)]
+    pub circuit: CircuitConfig,
+    /// Fault injection rules (`[[accounts.faults]]`), tried in order on every provider
+    /// call. For tests and chaos runs; absent in production.
+    #[serde(default)]
+    pub faults: Vec<FaultRuleConfig>,
 }
 
 fn default_cache_ttl() -> Duration {
@@ -144,6 +205,8 @@ impl ApplierConfig {
                 zones,
                 state_dir: state_dir.into(),
                 dns_listen,
+                circuit: CircuitConfig::default(),
+                faults: Vec::new(),
             })],
         }
     }
@@ -172,9 +235,7 @@ impl ApplierConfig {
         if self.max_concurrent_batches == 0 {
             problems.push("max_concurrent_batches must be at least 1".to_string());
         }
-        if self.retry.max_attempts == 0 {
-            problems.push("retry.max_attempts must be at least 1".to_string());
-        }
+        problems.extend(self.retry.problems());
         let mut names = BTreeSet::new();
         let mut dirs = BTreeSet::new();
         let mut listens = BTreeSet::new();
@@ -187,6 +248,10 @@ impl ApplierConfig {
                 ));
             } else if !names.insert(name) {
                 problems.push(format!("{at}.name {name:?} is used by another account"));
+            }
+            problems.extend(account.circuit().problems(&format!("{at}.circuit")));
+            if let Err(ps) = account.options() {
+                problems.extend(ps.into_iter().map(|p| format!("{at}.{p}")));
             }
             match account {
                 AccountConfig::Memory(m) => {
@@ -317,5 +382,97 @@ dns_listen = "127.0.0.1:10053"
         }
         let e = load_config(Path::new("/nonexistent/applier.toml")).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/applier.toml"), "{e}");
+    }
+
+    /// The reliability tables: retry knobs, an account's circuit and fault rules.
+    const RELIABILITY: &str = r#"
+[retry]
+max_attempts = 5
+max_retry_after = "8s"
+batch_deadline = "30s"
+[[accounts]]
+name = "embedded"
+driver = "memory"
+zones = ["example.com."]
+state_dir = "state"
+[accounts.circuit]
+cool_down = "2s"
+max_cool_down = "20s"
+jitter = 0.0
+[[accounts.faults]]
+op = "apply"
+action = "ambiguous_after_commit"
+times = 1
+[[accounts.faults]]
+action = "other_writer"
+records = [{ name = "taken.example.com.", type = "A", values = ["198.51.100.7"] }]
+"#;
+
+    #[test]
+    fn parses_retry_circuit_and_fault_tables() {
+        let c = parse(RELIABILITY).unwrap();
+        assert_eq!(c.retry.max_attempts, 5);
+        assert_eq!(c.retry.max_retry_after, Duration::from_secs(8));
+        assert_eq!(c.retry.batch_deadline, Duration::from_secs(30));
+        assert_eq!(c.retry.base_delay, RetryPolicy::default().base_delay);
+        let account = &c.accounts[0];
+        assert_eq!(account.circuit().cool_down, Duration::from_secs(2));
+        assert_eq!(account.circuit().jitter, 0.0);
+        assert_eq!(account.faults().len(), 2);
+        assert_eq!(account.options().unwrap().faults.len(), 2);
+        // Defaults when the tables are absent.
+        let plain = parse(EXAMPLE).unwrap();
+        assert_eq!(plain.accounts[0].circuit(), CircuitConfig::default());
+        assert!(plain.accounts[0].faults().is_empty());
+    }
+
+    /// The example in docs/reliability.md is a valid config.
+    #[test]
+    fn the_documented_fault_example_is_valid() {
+        let doc = include_str!("../../docs/reliability.md");
+        let block = doc
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .find(|b| b.contains("[[accounts.faults]]"))
+            .expect("a fault example in docs/reliability.md");
+        let c = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+        assert_eq!(c.accounts[0].faults().len(), 4);
+        assert_eq!(c.accounts[0].circuit().cool_down, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn reliability_problems_name_the_table() {
+        for (from, to, want) in [
+            (
+                "cool_down = \"2s\"",
+                "cool_down = \"0s\"",
+                "accounts[0].circuit.cool_down",
+            ),
+            ("jitter = 0.0", "jitter = 2.0", "accounts[0].circuit.jitter"),
+            ("jitter = 0.0", "jiter = 0.0", "unknown field `jiter`"),
+            ("max_attempts = 5", "max_attempts = 0", "retry.max_attempts"),
+            (
+                "times = 1",
+                "times = 1\ndelay = \"1s\"",
+                "accounts[0].faults[0]: action ambiguous_after_commit does not use delay",
+            ),
+            (
+                "taken.example.com.",
+                "taken.example.net.",
+                "accounts[0].faults[1]: records[0]",
+            ),
+            (
+                "action = \"other_writer\"",
+                "action = \"meteor\"",
+                "unknown variant `meteor`",
+            ),
+        ] {
+            assert!(RELIABILITY.contains(from), "{from}");
+            let e = parse(&RELIABILITY.replace(from, to))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{want:?} not in: {e}");
+        }
     }
 }

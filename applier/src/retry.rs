@@ -185,11 +185,17 @@ mod tests {
                 .map(|&o| (o as f64 - expected).powi(2) / expected)
                 .sum();
             // 9 degrees of freedom: P(chi2 > 27.88) = 0.001.
-            assert!(chi2 < 27.88, "retry {retry}: not uniform, chi2 {chi2:.1}, bins {bins:?}");
+            assert!(
+                chi2 < 27.88,
+                "retry {retry}: not uniform, chi2 {chi2:.1}, bins {bins:?}"
+            );
             let mean = sum / DRAWS as f64;
             // Standard error of the mean of U(0,1) over 20k draws is ~0.002.
             assert!((mean - 0.5).abs() < 0.01, "retry {retry}: mean {mean:.4}");
-            assert!(lo < 0.001 && hi > 0.999, "retry {retry}: range [{lo}, {hi}]");
+            assert!(
+                lo < 0.001 && hi > 0.999,
+                "retry {retry}: range [{lo}, {hi}]"
+            );
         }
     }
 
@@ -197,7 +203,11 @@ mod tests {
     fn retry_after_is_honoured_exactly_up_to_its_cap() {
         let p = RetryPolicy::default();
         let mut rng = StdRng::seed_from_u64(3);
-        for hint in [Duration::from_millis(1), Duration::from_secs(2), p.max_retry_after] {
+        for hint in [
+            Duration::from_millis(1),
+            Duration::from_secs(2),
+            p.max_retry_after,
+        ] {
             assert_eq!(p.delay_with(0, Some(hint), &mut rng), Some(hint));
             assert_eq!(p.delay_with(5, Some(hint), &mut rng), Some(hint));
         }
@@ -208,7 +218,11 @@ mod tests {
             Some(Duration::from_secs(3))
         );
         assert_eq!(
-            p.delay_with(0, Some(p.max_retry_after + Duration::from_millis(1)), &mut rng),
+            p.delay_with(
+                0,
+                Some(p.max_retry_after + Duration::from_millis(1)),
+                &mut rng
+            ),
             None
         );
         let d = p.delay_with(2, None, &mut rng).unwrap();

@@ -2,13 +2,15 @@
 //! per-record results out, status.
 //!
 //! Batches of one stream run concurrently across zones (bounded by
-//! `max_concurrent_batches`) and strictly one at a time per (account, zone); each
-//! batch's results are sent as soon as it finishes. Nothing a batch carries can end
-//! the stream: a malformed change is answered INVALID on its own.
+//! `max_concurrent_batches`) and strictly one at a time per (account, zone), in the
+//! order the stream carries them; each batch's results are sent as soon as it
+//! finishes. Nothing a batch carries can end the stream: a malformed change is
+//! answered INVALID on its own.
 use crate::account::Account;
 use crate::batch::{self, Verdict};
 use crate::cache::ListingCache;
-use crate::provider::{ErrorClass, ProviderError};
+use crate::circuit::Admission;
+use crate::provider::{ErrorClass, Operation, ProviderError};
 use crate::retry::RetryPolicy;
 use dnsplane_common::convert::{FieldError, change_from_pb, duration, name_from_pb, outcome_name};
 use dnsplane_common::grpc::invalid_argument;
@@ -18,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -218,9 +220,10 @@ impl Shared {
         let mut calls = 0;
         if !valid.is_empty() {
             let (idx, changes): (Vec<usize>, Vec<Change>) = valid.into_iter().unzip();
-            let report = self
-                .execute(account, zone, &changes, deadline(batch.deadline.as_ref()))
-                .await;
+            // A batch without a deadline still gets one: retries are bounded in time too.
+            let deadline = deadline(batch.deadline.as_ref())
+                .unwrap_or_else(|| Instant::now() + self.retry.batch_deadline);
+            let report = self.execute(account, zone, &changes, Some(deadline)).await;
             calls = report.provider_calls;
             for (i, r) in idx.into_iter().zip(report.results) {
                 results[i] = Some(r);
@@ -243,7 +246,8 @@ impl Shared {
     }
 
     /// Runs the changes under the zone's lock and a global permit; a deadline that
-    /// passes while waiting for either defers the batch untouched.
+    /// passes while waiting for either defers the batch untouched, and an open circuit
+    /// rejects it without a provider call.
     async fn execute(
         &self,
         account: &Account,
@@ -274,7 +278,20 @@ impl Shared {
                 ..Default::default()
             };
         };
+        let admission = account.circuit.admit(Operation::Apply);
+        if let Admission::Reject(why) = &admission {
+            tracing::debug!(reason = %why, "Batch rejected by the open circuit.");
+            let v = Verdict::RejectedPermanent(why.clone());
+            return batch::BatchReport {
+                results: changes
+                    .iter()
+                    .map(|c| v.clone().into_result(c.id.clone()))
+                    .collect(),
+                ..Default::default()
+            };
+        }
         let report = batch::execute(&*account.provider, zone, changes, deadline, &self.retry).await;
+        drop(admission);
         // Any apply may have committed, whatever it answered.
         if report.provider_calls > 0 {
             self.cache.invalidate(&account.name, zone);
@@ -354,6 +371,10 @@ impl pb::applier_server::Applier for ApplierService {
         let span =
             tracing::info_span!("list", account = %account.name, zone = %zone, fresh = req.fresh);
         let names = (!names.is_empty()).then_some(names);
+        let admission = account.circuit.admit(Operation::List);
+        if let Admission::Reject(why) = admission {
+            return Err(Status::failed_precondition(why));
+        }
         let listing = shared
             .cache
             .get(
@@ -366,6 +387,7 @@ impl pb::applier_server::Applier for ApplierService {
             .instrument(span)
             .await
             .map_err(provider_status)?;
+        drop(admission);
         let total = listing.rrsets.len();
         let pages = total.div_ceil(page_size).max(1);
         let serial = listing.serial.unwrap_or(0);
@@ -392,6 +414,10 @@ impl pb::applier_server::Applier for ApplierService {
             let lifecycle = service.shared.lifecycle.clone();
             let queued = Arc::new(Semaphore::new(MAX_QUEUED_PER_STREAM));
             let running = TaskTracker::new();
+            // Batches of one zone run in the order the stream carries them (a planner
+            // orders deletes before the creates that depend on them): each waits for
+            // its predecessor's completion signal. Other zones are not held up.
+            let mut last_of_zone: HashMap<(String, String), oneshot::Receiver<()>> = HashMap::new();
             loop {
                 let msg = tokio::select! {
                     _ = lifecycle.close_streams.cancelled() => break,
@@ -408,8 +434,18 @@ impl pb::applier_server::Applier for ApplierService {
                 let Ok(slot) = queued.clone().acquire_owned().await else {
                     break;
                 };
+                let (done, done_rx) = oneshot::channel::<()>();
+                let previous = req.batch.as_ref().and_then(|b| {
+                    let zone = name_from_pb("zone", &b.zone)
+                        .map_or_else(|_| b.zone.clone(), |z| z.to_string());
+                    last_of_zone.insert((b.account.clone(), zone), done_rx)
+                });
                 let (service, tx) = (service.clone(), tx.clone());
                 running.spawn(lifecycle.batches.track_future(async move {
+                    if let Some(previous) = previous {
+                        // Err only means the predecessor's task is gone: go ahead.
+                        let _ = previous.await;
+                    }
                     for resp in service.run_batch(req).await {
                         // A gone client still gets its batches finished: the provider
                         // calls are not abandoned half-way.
@@ -417,6 +453,8 @@ impl pb::applier_server::Applier for ApplierService {
                             break;
                         }
                     }
+                    // Results of one zone also go out in order.
+                    drop(done);
                     drop(slot);
                 }));
             }
@@ -435,12 +473,8 @@ impl pb::applier_server::Applier for ApplierService {
         let mut accounts = Vec::new();
         for account in shared.accounts.values() {
             let c = account.stats.snapshot();
-            if let Some(e) = &c.permanent_error {
-                reasons.push(format!(
-                    "account {:?} is refused by its provider: {e}",
-                    account.name
-                ));
-            }
+            let circuit = account.circuit.status();
+            reasons.extend(circuit.reason);
             accounts.push(pb::AccountStatus {
                 name: account.name.clone(),
                 driver: account.provider.driver().to_string(),
@@ -457,8 +491,13 @@ impl pb::applier_server::Applier for ApplierService {
                     .collect(),
                 batches: c.batches,
                 serials: c.serials.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                circuit: "closed".into(),
+                circuit: circuit.state.into(),
                 last_error: c.last_error.unwrap_or_default(),
+                faults: account
+                    .faults_fired()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
             });
         }
         let level = if reasons.is_empty() {
@@ -564,5 +603,142 @@ mod tests {
             vec![false, false, true]
         );
         assert_eq!(msgs.iter().map(|m| m.provider_calls).sum::<u32>(), 7);
+    }
+
+    /// Two accounts; `acct` refuses writes as configured by `faults`, `other` works.
+    fn two_accounts(dir: &std::path::Path, faults: &str) -> ApplierService {
+        use crate::account::AccountOptions;
+        use crate::circuit::CircuitConfig;
+        use crate::provider::fault::{FaultRuleConfig, compile_rules};
+        #[derive(serde::Deserialize)]
+        struct Rules {
+            faults: Vec<FaultRuleConfig>,
+        }
+        let rules: Rules = toml::from_str(faults).unwrap();
+        let mut accounts = Vec::new();
+        for (name, faults) in [
+            ("acct", compile_rules(&rules.faults, &[zone()]).unwrap()),
+            ("other", Vec::new()),
+        ] {
+            let store = Arc::new(MemoryStore::open(dir.join(name)).unwrap());
+            let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
+            let options = AccountOptions {
+                faults,
+                circuit: CircuitConfig {
+                    cool_down: Duration::from_secs(10),
+                    max_cool_down: Duration::from_secs(60),
+                    jitter: 0.0,
+                },
+            };
+            accounts.push(Arc::new(Account::with_options(
+                name,
+                provider,
+                &[zone()],
+                options,
+            )));
+        }
+        let options = ServiceOptions {
+            cache_ttl: Duration::from_secs(30),
+            max_concurrent_batches: 2,
+            retry: RetryPolicy::default(),
+        };
+        ApplierService::new(accounts, options, Lifecycle::default())
+    }
+
+    fn batch_for(account: &str, label: &str) -> pb::ApplyRequest {
+        let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
+        let change = Change::new(
+            ChangeKind::Create,
+            vec![RRSetOp::create(
+                RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
+            )],
+        );
+        pb::ApplyRequest {
+            batch: Some(pb::Batch {
+                batch_id: format!("{account}-{label}"),
+                account: account.into(),
+                zone: "example.com.".into(),
+                changes: vec![(&change).into()],
+                deadline: None,
+            }),
+        }
+    }
+
+    async fn status(svc: &ApplierService) -> pb::ApplierStatus {
+        use pb::applier_server::Applier as _;
+        svc.get_status(Request::new(pb::GetApplierStatusRequest {}))
+            .await
+            .unwrap()
+            .into_inner()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_permanent_answer_opens_the_account_circuit_and_a_probe_closes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two refusals, then the credentials "work again".
+        let svc = two_accounts(
+            dir.path(),
+            "[[faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 401\nmessage = \"401 Unauthorized: bad API key\"\ntimes = 2\n",
+        );
+        let first = &svc.run_batch(batch_for("acct", "a")).await[0];
+        assert_eq!(first.results[0].outcome(), pb::Outcome::RejectedPermanent);
+        assert_eq!(first.results[0].message, "401 Unauthorized: bad API key");
+        assert_eq!(first.provider_calls, 1);
+
+        let st = status(&svc).await;
+        assert_eq!(st.level, "degraded");
+        assert!(
+            st.reason.contains("\"acct\"") && st.reason.contains("401 Unauthorized: bad API key"),
+            "{}",
+            st.reason
+        );
+        let acct = st.accounts.iter().find(|a| a.name == "acct").unwrap();
+        assert_eq!(acct.circuit, "open");
+        assert_eq!(acct.faults.get("error"), Some(&1));
+        let other = st.accounts.iter().find(|a| a.name == "other").unwrap();
+        assert_eq!(other.circuit, "closed");
+
+        // While open: rejected without a provider call, however many batches come.
+        for i in 0..20 {
+            let r = &svc.run_batch(batch_for("acct", &format!("b{i}"))).await[0];
+            assert_eq!(r.results[0].outcome(), pb::Outcome::RejectedPermanent);
+            assert!(
+                r.results[0].message.contains("circuit open"),
+                "{}",
+                r.results[0].message
+            );
+            assert_eq!(r.provider_calls, 0);
+        }
+        // Other accounts are unaffected; reads of the refused account still work.
+        let ok = &svc.run_batch(batch_for("other", "a")).await[0];
+        assert_eq!(ok.results[0].outcome(), pb::Outcome::Applied);
+        assert!(
+            svc.shared.accounts["acct"]
+                .circuit
+                .admit(Operation::List)
+                .is_pass()
+        );
+
+        // After the cool-down one probe goes through; it is refused: open for 20 s.
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(status(&svc).await.accounts[0].circuit, "half_open");
+        let probe = &svc.run_batch(batch_for("acct", "c")).await[0];
+        assert_eq!(probe.provider_calls, 1);
+        assert_eq!(probe.results[0].message, "401 Unauthorized: bad API key");
+        tokio::time::advance(Duration::from_secs(19)).await;
+        assert_eq!(
+            svc.run_batch(batch_for("acct", "d")).await[0].provider_calls,
+            0
+        );
+        tokio::time::advance(Duration::from_secs(1)).await;
+        // The next probe is answered: closed, healthy, writes flow again.
+        let probe = &svc.run_batch(batch_for("acct", "e")).await[0];
+        assert_eq!(probe.results[0].outcome(), pb::Outcome::Applied);
+        let st = status(&svc).await;
+        assert_eq!((st.level.as_str(), st.reason.as_str()), ("healthy", ""));
+        assert_eq!(st.accounts[0].circuit, "closed");
+        let acct = &st.accounts[0];
+        assert_eq!(acct.calls_by_class.get("permanent"), Some(&2));
+        assert_eq!(acct.outcomes.get("REJECTED_PERMANENT"), Some(&23));
     }
 }

@@ -1,7 +1,8 @@
 //! Per-account counters for the status API, and [`Metered`], the provider decorator
-//! that feeds them, so that every provider call is counted whichever path made it
-//! (batches, listings, cache revalidation).
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+//! that feeds them (and the account's circuit breaker), so that every provider call is
+//! counted whichever path made it (batches, listings, cache revalidation).
+use crate::circuit::Circuit;
+use crate::provider::{Capabilities, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::convert::outcome_name;
 use dnsplane_common::{Name, RRSetOp, pb};
@@ -19,9 +20,6 @@ pub struct AccountCounters {
     /// Zone serials as last seen by a read.
     pub serials: BTreeMap<Name, u64>,
     pub last_error: Option<String>,
-    /// The last permanent error, cleared by the next successful call: while set, the
-    /// account is refused by its provider and the applier reports itself degraded.
-    pub permanent_error: Option<String>,
 }
 
 /// Counters of one account, shared by every task that touches it.
@@ -39,14 +37,10 @@ impl AccountStats {
         self.with(|c| match result {
             Ok(()) => {
                 *c.calls_by_class.entry("success").or_default() += 1;
-                c.permanent_error = None;
             }
             Err(e) => {
                 *c.calls_by_class.entry(e.class.as_str()).or_default() += 1;
                 c.last_error = Some(e.to_string());
-                if e.class == ErrorClass::Permanent {
-                    c.permanent_error = Some(e.message.clone());
-                }
             }
         });
     }
@@ -72,20 +66,35 @@ impl AccountStats {
     }
 }
 
-/// A provider whose every call is counted in an account's [`AccountStats`].
+/// A provider whose every call is counted in an account's [`AccountStats`] and shown
+/// to its [`Circuit`].
 #[derive(Debug)]
 pub struct Metered {
     inner: Arc<dyn Provider>,
     stats: Arc<AccountStats>,
+    circuit: Option<Arc<Circuit>>,
 }
 
 impl Metered {
     pub fn new(inner: Arc<dyn Provider>, stats: Arc<AccountStats>) -> Self {
-        Metered { inner, stats }
+        Metered {
+            inner,
+            stats,
+            circuit: None,
+        }
     }
 
-    fn record<T>(&self, r: Result<T, ProviderError>) -> Result<T, ProviderError> {
+    /// Also feeds every call's answer to `circuit`.
+    pub fn with_circuit(mut self, circuit: Arc<Circuit>) -> Self {
+        self.circuit = Some(circuit);
+        self
+    }
+
+    fn record<T>(&self, op: Operation, r: Result<T, ProviderError>) -> Result<T, ProviderError> {
         self.stats.record_call(r.as_ref().map(drop));
+        if let Some(c) = &self.circuit {
+            c.observe(op, r.as_ref().map(drop));
+        }
         r
     }
 }
@@ -101,11 +110,11 @@ impl Provider for Metered {
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
-        self.record(self.inner.zones().await)
+        self.record(Operation::Zones, self.inner.zones().await)
     }
 
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let r = self.record(self.inner.serial(zone).await);
+        let r = self.record(Operation::Serial, self.inner.serial(zone).await);
         if let Ok(Some(s)) = r {
             self.stats.record_serial(zone, s);
         }
@@ -113,7 +122,7 @@ impl Provider for Metered {
     }
 
     async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        let r = self.record(self.inner.list(zone, names).await);
+        let r = self.record(Operation::List, self.inner.list(zone, names).await);
         if let Ok(Listing {
             serial: Some(s), ..
         }) = &r
@@ -124,6 +133,6 @@ impl Provider for Metered {
     }
 
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.record(self.inner.apply(zone, ops).await)
+        self.record(Operation::Apply, self.inner.apply(zone, ops).await)
     }
 }

@@ -13,7 +13,7 @@
 //! (records by state, ...) are refreshed right before each scrape by the
 //! [`AdminServer::on_scrape`] hooks, so nothing has to keep them up to date.
 //!
-//! ```ignore
+//! ```text
 //! let mut registry = Registry::default();
 //! my_metrics.register(&mut registry);
 //! let admin = AdminServer::new(registry)
@@ -137,7 +137,10 @@ impl AdminServer {
                     let admin = metrics.clone();
                     async move {
                         let body = admin.encode();
-                        ([(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))], body)
+                        (
+                            [(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))],
+                            body,
+                        )
                     }
                 }),
             )
@@ -162,7 +165,8 @@ impl AdminServer {
                     async move {
                         match status {
                             Some(f) => json(f().await),
-                            None => (StatusCode::NOT_FOUND, "no status on this service\n").into_response(),
+                            None => (StatusCode::NOT_FOUND, "no status on this service\n")
+                                .into_response(),
                         }
                     }
                 }),
@@ -171,9 +175,14 @@ impl AdminServer {
 
     /// Serves until `shutdown` is cancelled. The caller binds the listener (port 0 in
     /// tests), so a port clash is reported before anything starts.
-    pub async fn serve(self, listener: TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
-        let addr = listener.local_addr().ok();
-        tracing::info!(addr = ?addr, "Admin HTTP serving /metrics /healthz /readyz /status.");
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<()> {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "Admin HTTP serving /metrics /healthz /readyz /status.");
+        }
         axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
@@ -182,14 +191,24 @@ impl AdminServer {
 
 fn json(value: serde_json::Value) -> Response {
     let body = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into()) + "\n";
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// Binds the admin address, naming it in the error.
 pub async fn bind(addr: &str) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr} (admin HTTP): {e}")))
+    TcpListener::bind(addr).await.map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot listen on {addr} (admin HTTP): {e}"),
+        )
+    })
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -220,7 +239,8 @@ pub fn register_build_info(registry: &mut Registry, service: &str, version: &str
 
 /// Seconds since the Unix epoch, for timestamp gauges.
 pub fn unix_seconds(t: std::time::SystemTime) -> f64 {
-    t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -237,9 +257,11 @@ mod tests {
 
     async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
         let mut buf = String::new();
         s.read_to_string(&mut buf).await.unwrap();
         let (head, body) = buf.split_once("\r\n\r\n").unwrap();
@@ -255,7 +277,11 @@ mod tests {
         registry.register("dnsplane_things", "Things", family.clone());
         let scrapes = Family::<Labels, Counter>::default();
         registry.register("dnsplane_scrapes", "Scrapes", scrapes.clone());
-        family.get_or_create(&Labels { zone: "example.com.".into() }).inc_by(3);
+        family
+            .get_or_create(&Labels {
+                zone: "example.com.".into(),
+            })
+            .inc_by(3);
         let admin = AdminServer::new(registry)
             .on_scrape(move || {
                 scrapes.get_or_create(&Labels { zone: "x".into() }).inc();
@@ -269,16 +295,28 @@ mod tests {
 
         let (code, head, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
-        assert!(head.contains("content-type: application/openmetrics-text"), "{head}");
-        assert!(body.contains("dnsplane_things_total{zone=\"example.com.\"} 3\n"), "{body}");
-        assert!(body.contains("dnsplane_scrapes_total{zone=\"x\"} 1\n"), "{body}");
+        assert!(
+            head.contains("content-type: application/openmetrics-text"),
+            "{head}"
+        );
+        assert!(
+            body.contains("dnsplane_things_total{zone=\"example.com.\"} 3\n"),
+            "{body}"
+        );
+        assert!(
+            body.contains("dnsplane_scrapes_total{zone=\"x\"} 1\n"),
+            "{body}"
+        );
         assert!(
             body.contains("dnsplane_build_info{service=\"dnsplane-test\",version=\"1.2.3\"} 1\n"),
             "{body}"
         );
         assert!(body.ends_with("# EOF\n"), "{body}");
         let (_, _, body) = get(addr, "/metrics").await;
-        assert!(body.contains("dnsplane_scrapes_total{zone=\"x\"} 2\n"), "hooks run per scrape: {body}");
+        assert!(
+            body.contains("dnsplane_scrapes_total{zone=\"x\"} 2\n"),
+            "hooks run per scrape: {body}"
+        );
 
         assert_eq!(get(addr, "/healthz").await.0, 200);
         assert_eq!(get(addr, "/readyz").await.0, 503);

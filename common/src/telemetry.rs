@@ -18,7 +18,7 @@
 //!
 //! Wiring a service (the planner does exactly this):
 //!
-//! ```ignore
+//! ```text
 //! // main: on a multi-thread runtime with >= 2 workers (RUST-STACK.md §2.2)
 //! runtime.block_on(async {
 //!     let telemetry = dnsplane_common::telemetry::init("dnsplane-applier");
@@ -92,7 +92,11 @@ impl OtelSettings {
         default_service: &str,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<OtelSettings>, TelemetryError> {
-        let get = |k: &str| var(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let get = |k: &str| {
+            var(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
         if get("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return Ok(None);
         }
@@ -137,7 +141,8 @@ impl OtelSettings {
             });
         }
         let mut warnings = Vec::new();
-        let mut sampler = get("OTEL_TRACES_SAMPLER").unwrap_or_else(|| "parentbased_always_on".into());
+        let mut sampler =
+            get("OTEL_TRACES_SAMPLER").unwrap_or_else(|| "parentbased_always_on".into());
         let known = [
             "always_on",
             "always_off",
@@ -243,7 +248,9 @@ impl Guard {
     /// shutdown runs on `spawn_blocking` (on the runtime thread itself it stalls for its
     /// whole timeout and loses the spans; RUST-STACK.md §2.2).
     pub async fn shutdown(mut self) {
-        let Some(provider) = self.provider.take() else { return };
+        let Some(provider) = self.provider.take() else {
+            return;
+        };
         ENABLED.store(false, Ordering::Relaxed);
         let done = tokio::task::spawn_blocking(move || {
             let flushed = provider.force_flush();
@@ -251,8 +258,12 @@ impl Guard {
         });
         match tokio::time::timeout(FLUSH_TIMEOUT * 2, done).await {
             Ok(Ok(Ok(()))) => tracing::debug!("Spans flushed."),
-            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "Flushing spans failed; the last ones may be lost."),
-            Ok(Err(e)) => tracing::warn!(error = %e, "Flushing spans failed; the last ones may be lost."),
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(error = %e, "Flushing spans failed; the last ones may be lost.")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "Flushing spans failed; the last ones may be lost.")
+            }
             Err(_) => tracing::warn!("Flushing spans timed out; the last ones may be lost."),
         }
     }
@@ -417,10 +428,14 @@ pub fn inject_http_headers(headers: &mut http::HeaderMap) {
 pub struct InjectTraceContext;
 
 impl tonic::service::Interceptor for InjectTraceContext {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
         if enabled() {
             let cx = tracing::Span::current().context();
-            TraceContextPropagator::new().inject_context(&cx, &mut MetadataInjector(request.metadata_mut()));
+            TraceContextPropagator::new()
+                .inject_context(&cx, &mut MetadataInjector(request.metadata_mut()));
         }
         Ok(request)
     }
@@ -438,7 +453,8 @@ pub fn traced_channel(channel: tonic::transport::Channel) -> TracedChannel {
 
 /// The server side, for `Server::builder().trace_fn(grpc_server_span)`: one
 /// `grpc.server` span per request, child of the caller's span when the request carries
-/// a `traceparent`. `Span::none()` while tracing is off.
+/// a `traceparent`. `Span::none()` while tracing is off, and for health checks and
+/// reflection calls that carry no trace context (probes).
 pub fn grpc_server_span(request: &http::Request<()>) -> tracing::Span {
     if !enabled() {
         return tracing::Span::none();
@@ -448,6 +464,17 @@ pub fn grpc_server_span(request: &http::Request<()>) -> tracing::Span {
         .trim_start_matches('/')
         .split_once('/')
         .unwrap_or((path, ""));
+    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(request.headers()));
+    // Probes and grpcurl's reflection calls would each start a trace of their own,
+    // every few seconds per pod: only trace them when a caller traces them.
+    let probe = service == "grpc.health.v1.Health" || service.starts_with("grpc.reflection.");
+    if probe
+        && !opentelemetry::trace::TraceContextExt::span(&parent)
+            .span_context()
+            .is_valid()
+    {
+        return tracing::Span::none();
+    }
     let span = tracing::info_span!(
         "grpc.server",
         otel.name = %path.trim_start_matches('/'),
@@ -456,7 +483,6 @@ pub fn grpc_server_span(request: &http::Request<()>) -> tracing::Span {
         rpc.service = %service,
         rpc.method = %method,
     );
-    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(request.headers()));
     // Only fails when the span is disabled by the filter.
     let _ = span.set_parent(parent);
     span
@@ -480,19 +506,31 @@ mod tests {
     use std::collections::HashMap;
 
     fn settings(vars: &[(&str, &str)]) -> Result<Option<OtelSettings>, TelemetryError> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         OtelSettings::from_vars("dnsplane-planner", |k| map.get(k).cloned())
     }
 
     #[test]
     fn off_without_an_endpoint_or_when_disabled() {
         assert_eq!(settings(&[]).unwrap(), None);
-        assert_eq!(settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")]).unwrap(), None);
+        assert_eq!(
+            settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")]).unwrap(),
+            None
+        );
         assert_eq!(settings(&[("OTEL_SERVICE_NAME", "x")]).unwrap(), None);
         let on = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4317")];
         assert!(settings(&on).unwrap().is_some());
-        assert_eq!(settings(&[on[0], ("OTEL_SDK_DISABLED", "TRUE")]).unwrap(), None);
-        assert_eq!(settings(&[on[0], ("OTEL_TRACES_EXPORTER", "none")]).unwrap(), None);
+        assert_eq!(
+            settings(&[on[0], ("OTEL_SDK_DISABLED", "TRUE")]).unwrap(),
+            None
+        );
+        assert_eq!(
+            settings(&[on[0], ("OTEL_TRACES_EXPORTER", "none")]).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -513,7 +551,10 @@ mod tests {
         // The traces-specific endpoint wins; the service keeps its own name.
         let s = settings(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://jaeger:4317"),
-            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4317"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://collector:4317",
+            ),
         ])
         .unwrap()
         .unwrap();
@@ -530,7 +571,9 @@ mod tests {
             ("http://", "not a URL"),
             ("http:///x", "not a URL"),
         ] {
-            let e = settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", value)]).unwrap_err().to_string();
+            let e = settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", value)])
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT="), "{e}");
             assert!(e.contains(want), "{want:?} not in {e}");
         }
@@ -571,7 +614,10 @@ mod tests {
             ("traceidratio", "TraceIdRatioBased(0.5)"),
             ("parentbased_always_on", "ParentBased(AlwaysOn)"),
             ("parentbased_always_off", "ParentBased(AlwaysOff)"),
-            ("parentbased_traceidratio", "ParentBased(TraceIdRatioBased(0.5))"),
+            (
+                "parentbased_traceidratio",
+                "ParentBased(TraceIdRatioBased(0.5))",
+            ),
         ] {
             s.sampler = name.into();
             s.sampler_ratio = 0.5;
@@ -589,7 +635,10 @@ mod tests {
         let mut headers = http::HeaderMap::new();
         inject_http_headers(&mut headers);
         assert!(headers.is_empty());
-        let http_req = http::Request::builder().uri("/dnsplane.v1.Applier/Apply").body(()).unwrap();
+        let http_req = http::Request::builder()
+            .uri("/dnsplane.v1.Applier/Apply")
+            .body(())
+            .unwrap();
         assert!(grpc_server_span(&http_req).is_none());
         assert_eq!(current_trace_id(), None);
     }
@@ -597,16 +646,28 @@ mod tests {
     #[test]
     fn injectors_and_extractor_round_trip() {
         let mut md = tonic::metadata::MetadataMap::new();
-        MetadataInjector(&mut md).set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
+        MetadataInjector(&mut md).set(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+        );
         let headers = md.into_headers();
         let ex = HeaderExtractor(&headers);
-        assert_eq!(ex.get("traceparent"), Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+        assert_eq!(
+            ex.get("traceparent"),
+            Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        );
         assert_eq!(ex.keys(), vec!["traceparent"]);
         let cx = TraceContextPropagator::new().extract(&ex);
         use opentelemetry::trace::TraceContextExt;
-        assert_eq!(cx.span().span_context().trace_id().to_string(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(
+            cx.span().span_context().trace_id().to_string(),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
         let mut out = http::HeaderMap::new();
         TraceContextPropagator::new().inject_context(&cx, &mut HeaderInjector(&mut out));
-        assert_eq!(out["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        assert_eq!(
+            out["traceparent"],
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        );
     }
 }

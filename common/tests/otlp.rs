@@ -3,8 +3,12 @@
 //! `traceparent` and a server whose `trace_fn` extracts it. One test per binary: the
 //! subscriber is global (a thread-local one misses the server's worker threads).
 use dnsplane_common::telemetry::{self, OtelSettings};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -64,25 +68,35 @@ impl TraceService for Receiver {
                 }
             }
         }
-        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success: None }))
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
     }
 }
 
 async fn serve_on_loopback(router: tonic::transport::server::Router) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { router.serve_with_incoming(TcpListenerStream::new(listener)).await });
+    tokio::spawn(async move {
+        router
+            .serve_with_incoming(TcpListenerStream::new(listener))
+            .await
+    });
     addr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
     let receiver = Receiver::default();
-    let collector = tonic::transport::Server::builder().add_service(TraceServiceServer::new(receiver.clone()));
+    let collector =
+        tonic::transport::Server::builder().add_service(TraceServiceServer::new(receiver.clone()));
     let collector_addr = serve_on_loopback(collector).await;
 
     let vars: HashMap<&str, String> = HashMap::from([
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector_addr}")),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://{collector_addr}"),
+        ),
         ("OTEL_SERVICE_NAME", "otlp-test".to_string()),
     ]);
     let settings = OtelSettings::from_vars("unused", |k| vars.get(k).cloned()).unwrap();
@@ -91,7 +105,9 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
 
     // The "applier": a health service behind the trace_fn hook.
     let (reporter, health) = tonic_health::server::health_reporter();
-    reporter.set_service_status("demo", tonic_health::ServingStatus::Serving).await;
+    reporter
+        .set_service_status("demo", tonic_health::ServingStatus::Serving)
+        .await;
     let server = tonic::transport::Server::builder()
         .trace_fn(telemetry::grpc_server_span)
         .add_service(health);
@@ -103,11 +119,14 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
         .connect()
         .await
         .unwrap();
-    let mut client = tonic_health::pb::health_client::HealthClient::new(telemetry::traced_channel(channel));
+    let mut client =
+        tonic_health::pb::health_client::HealthClient::new(telemetry::traced_channel(channel));
     let root = tracing::info_span!("sync", zone = "example.com.");
     let (status, trace_id) = async {
         let r = client
-            .check(tonic_health::pb::HealthCheckRequest { service: "demo".into() })
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "demo".into(),
+            })
             .await
             .unwrap()
             .into_inner()
@@ -116,9 +135,25 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
     }
     .instrument(root.clone())
     .await;
-    assert_eq!(status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
     let trace_id = trace_id.expect("a sampled root span has a trace id");
     drop(root);
+
+    // A probe: a health check without trace context makes no trace of its own.
+    let plain = tonic::transport::Endpoint::from_shared(format!("http://{server_addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    tonic_health::pb::health_client::HealthClient::new(plain)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "demo".into(),
+        })
+        .await
+        .unwrap();
 
     // Flushes from spawn_blocking; the spans must have arrived when it returns.
     guard.shutdown().await;
@@ -127,18 +162,39 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
         .iter()
         .find(|s| s.name == "sync")
         .unwrap_or_else(|| panic!("no root span among {spans:#?}"));
-    let server = spans
+    let checks: Vec<&Received> = spans
         .iter()
-        .find(|s| s.name == "grpc.health.v1.Health/Check")
-        .unwrap_or_else(|| panic!("no server span among {spans:#?}"));
+        .filter(|s| s.name == "grpc.health.v1.Health/Check")
+        .collect();
+    assert_eq!(
+        checks.len(),
+        1,
+        "only the traced health check makes a span: {spans:#?}"
+    );
+    let server = checks[0];
     assert_eq!(root.service, "otlp-test");
-    assert_eq!(root.attrs.get("zone").map(String::as_str), Some("example.com."));
+    assert_eq!(
+        root.attrs.get("zone").map(String::as_str),
+        Some("example.com.")
+    );
     assert_eq!(hex(&root.trace_id), trace_id);
     assert_eq!(server.trace_id, root.trace_id, "one trace across the call");
-    assert_eq!(server.parent, root.span_id, "the server span is the caller's child");
-    assert_eq!(server.attrs.get("rpc.system").map(String::as_str), Some("grpc"));
-    assert_eq!(server.attrs.get("rpc.service").map(String::as_str), Some("grpc.health.v1.Health"));
-    assert_eq!(server.attrs.get("rpc.method").map(String::as_str), Some("Check"));
+    assert_eq!(
+        server.parent, root.span_id,
+        "the server span is the caller's child"
+    );
+    assert_eq!(
+        server.attrs.get("rpc.system").map(String::as_str),
+        Some("grpc")
+    );
+    assert_eq!(
+        server.attrs.get("rpc.service").map(String::as_str),
+        Some("grpc.health.v1.Health")
+    );
+    assert_eq!(
+        server.attrs.get("rpc.method").map(String::as_str),
+        Some("Check")
+    );
     assert!(!telemetry::enabled(), "shutdown turns propagation off");
 }
 

@@ -46,9 +46,9 @@ pub async fn run_with_admin(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let engine = Engine::new(config.clone())?;
-    // The engine records the counters and the sync histogram through this handle's
-    // hooks (`planned`, `outcome`, `observe_sync`); the gauges are read from the
-    // engine at scrape time.
+    // The gauges are read from the engine at scrape time. The counters and the sync
+    // histogram need the engine to call this handle's hooks (`planned`, `outcome`,
+    // `observe_sync`); until it holds and calls them, those families stay empty.
     let metrics = metrics::PlannerMetrics::default();
     let service = service::PlannerService::new(Arc::clone(&engine));
     let admin_stop = CancellationToken::new();

@@ -3,7 +3,7 @@
 //!
 //! | metric | type | labels | source |
 //! |---|---|---|---|
-//! | `dnsplane_plan_changes_total` | counter | `zone`, `kind` (`create` `update` `delete` `adopt`) | [`PlannerMetrics::planned`], called by the engine per sent plan |
+//! | `dnsplane_plan_changes_total` | counter | `zone`, `kind` (`create` `update` `delete` `adopt`) | [`PlannerMetrics::planned`], per plan sent |
 //! | `dnsplane_record_outcomes_total` | counter | `zone`, `outcome` (`applied` `already_applied` `conflict` `invalid` `deferred` `failed` `rejected_permanent`) | [`PlannerMetrics::outcome`], per applier result |
 //! | `dnsplane_sync_duration_seconds` | histogram | `zone`, `scope` (`zone` `names`), `result` (`ok` `error`) | [`PlannerMetrics::observe_sync`], per sync |
 //! | `dnsplane_records` | gauge | `zone`, `state` (`converged` `conflict` ...; 0 when none) | the state table, at scrape time |
@@ -14,7 +14,13 @@
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 //!
 //! The gauges mirror the engine's own state, so they need no hooks. The counters and
-//! the histogram are recorded by the engine through the three hook methods.
+//! the histogram are recorded through the three hook methods, which the engine calls
+//! (it holds a clone of the handle that [`crate::run_with_admin`] registers):
+//! - `sync_zone`: `observe_sync(zone, scope is Scope::Zone, elapsed since the lock was
+//!   taken, result.is_ok())`;
+//! - `sync_zone_locked`, once the plan is final (after `record_plan`):
+//!   `planned(zone, plan.changes.iter().map(|c| c.change.kind))`;
+//! - `fold_results`, per result: `outcome(zone, outcome)`.
 use crate::engine::Engine;
 use crate::service::PlannerService;
 use crate::state::state_name;
@@ -211,11 +217,12 @@ impl PlannerMetrics {
         for zone in engine.zones.values() {
             let name = zone.cfg.name.to_string();
             let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
+            let zone_read = zone.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
             let counts = zone
                 .states
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .counts(zone_desired);
+                .counts(zone_desired, zone_read);
             for kind in STATES {
                 let state = state_name(kind);
                 self.records
@@ -231,14 +238,22 @@ impl PlannerMetrics {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone();
-            self.desired_records.get_or_create(&labels).set(zone_desired.len() as i64);
-            self.observed_records.get_or_create(&labels).set(st.observed_records as i64);
-            self.syncing.get_or_create(&labels).set(i64::from(st.syncing));
+            self.desired_records
+                .get_or_create(&labels)
+                .set(zone_desired.len() as i64);
+            self.observed_records
+                .get_or_create(&labels)
+                .set(st.observed_records as i64);
+            self.syncing
+                .get_or_create(&labels)
+                .set(i64::from(st.syncing));
             if let Some(t) = st.last_sync {
                 self.last_sync.get_or_create(&labels).set(unix_seconds(t));
             }
             if let Some(t) = st.last_success {
-                self.last_success.get_or_create(&labels).set(unix_seconds(t));
+                self.last_success
+                    .get_or_create(&labels)
+                    .set(unix_seconds(t));
             }
         }
     }
@@ -246,7 +261,11 @@ impl PlannerMetrics {
 
 /// The planner's admin server: its metrics (refreshed from `engine` per scrape) and
 /// `/status` = `GetStatus` as JSON.
-pub fn admin_server(engine: Arc<Engine>, metrics: PlannerMetrics, service: PlannerService) -> AdminServer {
+pub fn admin_server(
+    engine: Arc<Engine>,
+    metrics: PlannerMetrics,
+    service: PlannerService,
+) -> AdminServer {
     let mut registry = Registry::default();
     register_build_info(&mut registry, "dnsplane-planner", env!("CARGO_PKG_VERSION"));
     metrics.register(&mut registry);
@@ -256,7 +275,10 @@ pub fn admin_server(engine: Arc<Engine>, metrics: PlannerMetrics, service: Plann
             let service = service.clone();
             async move {
                 use pb::planner_server::Planner;
-                match service.get_status(tonic::Request::new(pb::GetStatusRequest {})).await {
+                match service
+                    .get_status(tonic::Request::new(pb::GetStatusRequest {}))
+                    .await
+                {
                     Ok(r) => status_json(&r.into_inner()),
                     Err(s) => serde_json::json!({"level": "error", "reason": s.message()}),
                 }
@@ -315,7 +337,15 @@ mod tests {
     fn hooks_count_by_zone_kind_and_outcome() {
         let m = PlannerMetrics::default();
         let zone = Name::parse("example.com.").unwrap();
-        m.planned(&zone, [ChangeKind::Create, ChangeKind::Create, ChangeKind::Delete, ChangeKind::Adopt]);
+        m.planned(
+            &zone,
+            [
+                ChangeKind::Create,
+                ChangeKind::Create,
+                ChangeKind::Delete,
+                ChangeKind::Adopt,
+            ],
+        );
         m.outcome(&zone, pb::Outcome::Applied);
         m.outcome(&zone, pb::Outcome::Conflict);
         m.outcome(&zone, pb::Outcome::Conflict);
@@ -338,7 +368,10 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
         }
-        assert!(text.contains("# TYPE dnsplane_sync_duration_seconds histogram"), "{text}");
+        assert!(
+            text.contains("# TYPE dnsplane_sync_duration_seconds histogram"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -349,7 +382,10 @@ mod tests {
             zones: vec![pb::ZoneStatus {
                 zone: "example.com.".into(),
                 records_by_state: [("converged".to_string(), 3)].into(),
-                last_sync: Some(prost_types::Timestamp { seconds: 1_700_000_000, nanos: 5_000_000 }),
+                last_sync: Some(prost_types::Timestamp {
+                    seconds: 1_700_000_000,
+                    nanos: 5_000_000,
+                }),
                 desired_records: 4,
                 ..Default::default()
             }],

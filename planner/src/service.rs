@@ -132,7 +132,8 @@ impl pb::planner_server::Planner for PlannerService {
             let st = zone.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
             let (counts, next_retry) = {
                 let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                (states.counts(desired.zone(&zone.cfg.name).unwrap_or(&empty)), states.next_retry())
+                let zone_read = zone.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
+                (states.counts(desired.zone(&zone.cfg.name).unwrap_or(&empty), zone_read), states.next_retry())
             };
             if !st.last_error.is_empty() {
                 degraded.push(format!("zone {}: {}", zone.cfg.name, st.last_error));
@@ -220,12 +221,13 @@ impl pb::planner_server::Planner for PlannerService {
                 req.include_converged || k != RecordStateKind::Converged
             }
         };
-        let with_converged = keep(RecordStateKind::Converged);
+        let with_converged = keep(RecordStateKind::Converged) || keep(RecordStateKind::Pending);
         let desired = self.engine.desired();
         let empty = BTreeMap::new();
         let mut records = Vec::new();
         let mut next_page_token = String::new();
         'zones: for zone in zones {
+            let zone_read = zone.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
             let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
             // Walk the states and (for converged records) the desired keys together, in
@@ -257,7 +259,13 @@ impl pb::planner_server::Planner for PlannerService {
                 let item = match state {
                     Some(s) if keep(s.kind) => s.to_pb(key),
                     Some(_) => continue,
-                    None => states.converged_pb(key, &zone_desired[key].rrset),
+                    None => {
+                        let item = states.converged_pb(key, &zone_desired[key].rrset, zone_read);
+                        if !keep(RecordStateKind::try_from(item.state).unwrap_or_default()) {
+                            continue;
+                        }
+                        item
+                    }
                 };
                 if records.len() == page_size {
                     next_page_token = token(&records_last_key(&records));

@@ -126,8 +126,18 @@ impl StateTable {
         self.recent.get(key).copied()
     }
 
-    /// The state of a converged record, built on demand.
-    pub fn converged_pb(&self, key: &RecordKey, rrset: &RRSet) -> pb::RecordState {
+    /// The state of a record without an entry, built on demand: converged, or pending
+    /// while the zone has never been read.
+    pub fn converged_pb(&self, key: &RecordKey, rrset: &RRSet, zone_read: bool) -> pb::RecordState {
+        if !zone_read {
+            return pb::RecordState {
+                key: Some(key.into()),
+                state: RecordStateKind::Pending as i32,
+                desired: Some(rrset.into()),
+                reason: "the zone has not been read yet".into(),
+                ..Default::default()
+            };
+        }
         pb::RecordState {
             key: Some(key.into()),
             state: RecordStateKind::Converged as i32,
@@ -239,8 +249,9 @@ impl StateTable {
         delay
     }
 
-    /// Records by state name; converged records are the desired ones without an entry.
-    pub fn counts<V>(&self, desired: &BTreeMap<RecordKey, V>) -> BTreeMap<String, u32> {
+    /// Records by state name; converged records are the desired ones without an entry
+    /// (`pending` instead while the zone has never been read: nothing is known yet).
+    pub fn counts<V>(&self, desired: &BTreeMap<RecordKey, V>, zone_read: bool) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
         let mut desired_with_state = 0;
         for (k, s) in &self.records {
@@ -249,7 +260,8 @@ impl StateTable {
         }
         let converged = desired.len().saturating_sub(desired_with_state);
         if converged > 0 {
-            out.insert(state_name(RecordStateKind::Converged).to_string(), converged as u32);
+            let kind = if zone_read { RecordStateKind::Converged } else { RecordStateKind::Pending };
+            *out.entry(state_name(kind).to_string()).or_insert(0) += converged as u32;
         }
         out
     }

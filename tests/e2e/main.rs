@@ -4,4 +4,10 @@
 mod stack;
 mod slice;
 mod up;
+mod real_servers;
+mod real_providers;
 mod requeue;
+mod reliability;
+mod cookbook;
+mod deploy_files;
+mod failing_zone;

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod servers;
+
 /// True when missing tools must fail tests instead of skipping them.
 pub fn require_servers() -> bool {
     std::env::var("DNSPLANE_REQUIRE_SERVERS").is_ok_and(|v| v == "1")

@@ -57,17 +57,12 @@ fn binaries<const N: usize>(server: &str, package: &str, names: [&str; N]) -> Op
 
 /// The `dig` binary (`$DNSPLANE_DIG` or PATH), same skip/panic rule.
 pub fn dig_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("DNSPLANE_DIG")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file())
-    {
-        return Some(p);
-    }
-    binaries("dig", "bind9-dnsutils", ["dig"]).map(|[p]| p)
+    crate::tool("DNSPLANE_DIG", "dig")
 }
 
-/// `dig +short +tcp @127.0.0.1 -p PORT name type`, answers sorted.
-pub fn dig(dig: &Path, port: u16, name: &str, rtype: &str) -> Vec<String> {
+/// `dig +short +tcp @127.0.0.1 -p PORT name type`, answers sorted; panics when dig
+/// itself fails.
+pub fn dig_sorted(dig: &Path, port: u16, name: &str, rtype: &str) -> Vec<String> {
     let out = Command::new(dig)
         .args([
             "+short",
@@ -97,18 +92,41 @@ pub fn dig(dig: &Path, port: u16, name: &str, rtype: &str) -> Vec<String> {
     lines
 }
 
-/// A loopback port free for both TCP and UDP right now.
-pub fn free_port() -> u16 {
-    for _ in 0..100 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("bind a loopback port");
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
+/// `dig AXFR zone` as `name ttl type value` lines (whitespace normalised, SOA left
+/// out: its serial moves with every write), sorted. `key_file`: a BIND key file to
+/// sign the transfer with.
+pub fn axfr(dig: &Path, port: u16, zone: &Name, key_file: Option<&Path>) -> Vec<String> {
+    let mut cmd = Command::new(dig);
+    cmd.args(["+noall", "+answer", "+time=5", "+tries=1", "-p"])
+        .arg(port.to_string())
+        .arg("@127.0.0.1");
+    if let Some(k) = key_file {
+        cmd.arg("-k").arg(k);
     }
-    panic!("no loopback port free for both TCP and UDP");
+    let out = cmd
+        .args([zone.as_str(), "AXFR"])
+        .output()
+        .expect("run dig AXFR");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !text.contains("Transfer failed"),
+        "dig AXFR {zone} failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // name ttl class type rdata...
+            (f.len() >= 5 && f[3] != "SOA")
+                .then(|| format!("{} {} {} {}", f[0], f[1], f[3], f[4..].join(" ")))
+        })
+        .collect();
+    lines.sort();
+    lines.dedup();
+    assert!(!lines.is_empty(), "AXFR of {zone} returned no records");
+    lines
 }
 
 /// The workspace's `deploy/` directory.
@@ -256,7 +274,7 @@ impl PowerDns {
         let api_key = random_secret(24);
         let api_key_file = dir.path().join("api-key");
         std::fs::write(&api_key_file, format!("{api_key}\n")).expect("write api key");
-        let (dns_port, api_port) = (free_port(), free_port());
+        let (dns_port, api_port) = (crate::free_dns_port(), crate::free_dns_port());
         let conf = render(
             "pdns/pdns.conf",
             &[
@@ -320,6 +338,11 @@ impl PowerDns {
         })
     }
 
+    /// The last lines of the server's own log.
+    pub fn log_tail(&self) -> String {
+        self.daemon.log_tail()
+    }
+
     pub fn api_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.api_port)
     }
@@ -364,6 +387,20 @@ impl PowerDns {
         out
     }
 
+    /// Out-of-band writes, straight into the database with `pdnsutil add-record`, as
+    /// an operator would: `(name relative to the zone, type, ttl, value)`.
+    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
+        let zone = self.zone.as_str().trim_end_matches('.').to_string();
+        for (name, rtype, ttl, value) in records {
+            self.pdnsutil(&["add-record", &zone, name, rtype, &ttl.to_string(), value]);
+        }
+    }
+
+    /// The zone by AXFR (PowerDNS allows it from loopback), see [`axfr`].
+    pub fn axfr(&self, dig: &Path) -> Vec<String> {
+        axfr(dig, self.dns_port, &self.zone, None)
+    }
+
     /// A raw API call, bypassing the driver.
     pub fn api(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         http(self.api_port, method, path, &self.api_key, body).expect("API call")
@@ -379,7 +416,7 @@ pub struct Bind {
     pub port: u16,
     pub key_name: String,
     pub key_file: PathBuf,
-    nsupdate: Option<PathBuf>,
+    nsupdate: PathBuf,
     /// From spawning the process to "running".
     pub startup: Duration,
 }
@@ -387,7 +424,7 @@ pub struct Bind {
 impl Bind {
     /// Starts `named -g` with zone `bind.test.` (SOA, NS, glue) and an hmac-sha256 key.
     pub fn start() -> Option<Bind> {
-        let [named] = binaries("BIND", "bind9", ["named"])?;
+        let [named, nsupdate] = binaries("BIND", "bind9 bind9-dnsutils", ["named", "nsupdate"])?;
         let dir = tempfile::tempdir().expect("temp dir");
         let d = dir.path().to_str().expect("utf-8 temp path").to_string();
         let zone = Name::parse("bind.test").expect("zone name");
@@ -395,7 +432,7 @@ impl Bind {
         let key_name = "dnsplane-test".to_string();
         let key_file = dir.path().join("dnsplane.key");
         std::fs::write(&key_file, bind_key(&key_name, &random_secret(32))).expect("write key");
-        let port = free_port();
+        let port = crate::free_dns_port();
         let conf = render(
             "bind/named.conf",
             &[
@@ -433,9 +470,14 @@ impl Bind {
             port,
             key_name,
             key_file,
-            nsupdate: find_binary("nsupdate"),
+            nsupdate,
             startup,
         })
+    }
+
+    /// The last lines of the server's own log.
+    pub fn log_tail(&self) -> String {
+        self.daemon.log_tail()
     }
 
     /// The driver config for this server.
@@ -462,10 +504,10 @@ impl Bind {
         }
     }
 
-    /// Runs `nsupdate -k KEY` with `commands` (server and zone lines are added);
-    /// `None` when nsupdate is missing (bind9-dnsutils).
-    pub fn nsupdate(&self, commands: &str) -> Option<Output> {
-        let nsupdate = self.nsupdate.as_ref()?;
+    /// Runs `nsupdate -k KEY` with `commands` (server and zone lines are added, and
+    /// one `send`: one UPDATE message).
+    pub fn nsupdate(&self, commands: &str) -> Output {
+        let nsupdate = &self.nsupdate;
         let script = format!(
             "server 127.0.0.1 {}\nzone {}\n{commands}\nsend\n",
             self.port, self.zone
@@ -484,7 +526,31 @@ impl Bind {
             .expect("stdin")
             .write_all(script.as_bytes())
             .expect("feed nsupdate");
-        Some(child.wait_with_output().expect("nsupdate"))
+        child.wait_with_output().expect("nsupdate")
+    }
+
+    /// Out-of-band writes, as another program would make them: one `nsupdate` UPDATE
+    /// adding every `(name relative to the zone, type, ttl, value)`.
+    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
+        let mut cmds = String::new();
+        for (name, rtype, ttl, value) in records {
+            cmds.push_str(&format!(
+                "update add {name}.{} {ttl} {rtype} {value}\n",
+                self.zone
+            ));
+        }
+        let out = self.nsupdate(&cmds);
+        assert!(
+            out.status.success(),
+            "nsupdate failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The zone by AXFR (signed with the key), see [`axfr`].
+    pub fn axfr(&self, dig: &Path) -> Vec<String> {
+        axfr(dig, self.port, &self.zone, Some(&self.key_file))
     }
 }
 
@@ -497,4 +563,117 @@ fn bind_key(name: &str, secret_b64: &str) -> String {
 fn random_secret(bytes: usize) -> String {
     let raw: Vec<u8> = (0..bytes).map(|_| rand::random::<u8>()).collect();
     base64::engine::general_purpose::STANDARD.encode(raw)
+}
+
+/// Which real server a full-stack test or the benchmark runs against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// PowerDNS through the `pdns` driver (HTTP API).
+    Pdns,
+    /// BIND through the `rfc2136` driver (DNS UPDATE + TSIG).
+    Bind,
+}
+
+impl Kind {
+    /// The driver name, also used as the applier account name.
+    pub fn driver(self) -> &'static str {
+        match self {
+            Kind::Pdns => "pdns",
+            Kind::Bind => "rfc2136",
+        }
+    }
+
+    /// A human name for reports.
+    pub fn server(self) -> &'static str {
+        match self {
+            Kind::Pdns => "PowerDNS",
+            Kind::Bind => "BIND",
+        }
+    }
+}
+
+/// One started real server, whichever it is.
+#[derive(Debug)]
+pub enum RealServer {
+    Pdns(PowerDns),
+    Bind(Bind),
+}
+
+impl RealServer {
+    /// Starts a private instance; `None` only when skipping is allowed (see module doc).
+    pub fn start(kind: Kind) -> Option<RealServer> {
+        match kind {
+            Kind::Pdns => PowerDns::start().map(RealServer::Pdns),
+            Kind::Bind => Bind::start().map(RealServer::Bind),
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            RealServer::Pdns(_) => Kind::Pdns,
+            RealServer::Bind(_) => Kind::Bind,
+        }
+    }
+
+    pub fn zone(&self) -> &Name {
+        match self {
+            RealServer::Pdns(s) => &s.zone,
+            RealServer::Bind(s) => &s.zone,
+        }
+    }
+
+    /// Where the server answers DNS (UDP and TCP).
+    pub fn dns_port(&self) -> u16 {
+        match self {
+            RealServer::Pdns(s) => s.dns_port,
+            RealServer::Bind(s) => s.port,
+        }
+    }
+
+    /// The applier's `[[accounts]]` table for this server, as a user would write it
+    /// (see docs/providers.md), named `account`.
+    pub fn account_toml(&self, account: &str) -> String {
+        match self {
+            RealServer::Pdns(s) => format!(
+                "[[accounts]]\nname = \"{account}\"\ndriver = \"pdns\"\nzones = [\"{}\"]\n\
+                 api_url = \"{}\"\napi_key_file = \"{}\"\n",
+                s.zone,
+                s.api_url(),
+                s.api_key_file.display()
+            ),
+            // No tsig_key_name: the BIND key file names its one key.
+            RealServer::Bind(s) => format!(
+                "[[accounts]]\nname = \"{account}\"\ndriver = \"rfc2136\"\nzones = [\"{}\"]\n\
+                 server = \"127.0.0.1:{}\"\ntsig_secret_file = \"{}\"\n",
+                s.zone,
+                s.port,
+                s.key_file.display()
+            ),
+        }
+    }
+
+    /// Out-of-band writes with the server's own tool (`pdnsutil` / `nsupdate`).
+    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
+        match self {
+            RealServer::Pdns(s) => s.add_records(records),
+            RealServer::Bind(s) => s.add_records(records),
+        }
+    }
+
+    /// The whole zone by AXFR, SOA left out (see [`axfr`]).
+    pub fn axfr(&self, dig: &Path) -> Vec<String> {
+        match self {
+            RealServer::Pdns(s) => s.axfr(dig),
+            RealServer::Bind(s) => s.axfr(dig),
+        }
+    }
+
+    /// The zone's SOA serial, by a plain DNS query.
+    pub fn soa_serial(&self, dig: &Path) -> u64 {
+        let soa = dig_sorted(dig, self.dns_port(), self.zone().as_str(), "SOA");
+        soa.first()
+            .and_then(|l| l.split_whitespace().nth(2))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no SOA serial in {soa:?}"))
+    }
 }

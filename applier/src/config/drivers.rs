@@ -19,6 +19,8 @@
 //! ```
 //!
 //! Secrets are never written in the config itself: only where to read them from.
+use crate::circuit::CircuitConfig;
+use crate::provider::fault::FaultRuleConfig;
 use crate::provider::pdns::{PdnsConfig, SecretSource};
 use crate::provider::rfc2136::{Rfc2136Config, TsigAlgorithm};
 use dnsplane_common::Name;
@@ -31,7 +33,7 @@ use std::time::Duration;
 /// `driver = "pdns"`: zones on a PowerDNS Authoritative Server (4.7+), changed through
 /// its HTTP API (one atomic PATCH per batch; preconditions checked by a read under
 /// the zone's lock, because PowerDNS writes are not conditional).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PdnsAccount {
     /// The account's name, as planners address it.
@@ -58,12 +60,20 @@ pub struct PdnsAccount {
     /// Deadline of one HTTP request, connect included. Default 10s.
     #[serde(default = "default_timeout", with = "humantime_serde")]
     pub timeout: Duration,
+    /// The account's circuit breaker (`[accounts.circuit]`); defaults when absent.
+    #[serde(default)]
+    pub circuit: CircuitConfig,
+    /// Fault injection rules (`[[accounts.faults]]`) in front of this driver, tried in
+    /// order on every provider call (docs/reliability.md). For tests and chaos runs;
+    /// absent in production.
+    #[serde(default)]
+    pub faults: Vec<FaultRuleConfig>,
 }
 
 /// `driver = "rfc2136"`: zones on a primary that accepts DNS UPDATE (RFC 2136) signed
 /// with TSIG — BIND, Knot, PowerDNS. One UPDATE message per batch, every change's
 /// precondition sent as a prerequisite; listings by AXFR.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rfc2136Account {
     /// The account's name, as planners address it.
@@ -96,6 +106,14 @@ pub struct Rfc2136Account {
     /// unless the server refuses transfers.
     #[serde(default = "default_true")]
     pub axfr: bool,
+    /// The account's circuit breaker (`[accounts.circuit]`); defaults when absent.
+    #[serde(default)]
+    pub circuit: CircuitConfig,
+    /// Fault injection rules (`[[accounts.faults]]`) in front of this driver, tried in
+    /// order on every provider call (docs/reliability.md). For tests and chaos runs;
+    /// absent in production.
+    #[serde(default)]
+    pub faults: Vec<FaultRuleConfig>,
 }
 
 fn default_server_id() -> String {
@@ -306,6 +324,23 @@ axfr = false
             panic!()
         };
         assert!(r.axfr && r.tsig_secret_file.is_none() && r.tsig_algorithm.is_none());
+    }
+
+    #[test]
+    fn fault_rules_and_the_circuit_apply_to_both_drivers() {
+        for base in [PDNS, BIND] {
+            let c = parse(&format!(
+                "{base}[accounts.circuit]\ncool_down = \"2s\"\n\
+                 [[accounts.faults]]\nop = \"apply\"\naction = \"ambiguous_after_commit\"\ntimes = 1\n"
+            ))
+            .unwrap();
+            let a = &c.accounts[0];
+            assert_eq!(a.faults().len(), 1);
+            assert_eq!(a.circuit().cool_down, Duration::from_secs(2));
+            assert_eq!(a.options().unwrap().faults.len(), 1);
+            let plain = parse(base).unwrap();
+            assert!(plain.accounts[0].faults().is_empty());
+        }
     }
 
     #[test]

@@ -7,7 +7,10 @@ use dnsplane_common::{Name, RRSetOp};
 use std::sync::Arc;
 
 /// Batch limits of the memory driver; generous, but bounded like every real provider.
-pub const MAX_CHANGES_PER_BATCH: usize = 1_000;
+/// 10,000 RRSet ops: a planner batch of 1,000 changes, each a record and its ownership
+/// record (2,000 ops), goes in one call, so the batch algorithm's costs (1 call on
+/// success, 3 on conflicts) hold per planner batch.
+pub const MAX_CHANGES_PER_BATCH: usize = 10_000;
 pub const MAX_BYTES_PER_BATCH: usize = 4 << 20;
 
 /// A provider account backed by a local store; hosts exactly the configured zones.

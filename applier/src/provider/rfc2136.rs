@@ -41,7 +41,9 @@ use base64::Engine as _;
 use dnsplane_common::{Name, RData, RRSet, RRSetOp, RecordKey, RecordType};
 use futures::StreamExt;
 use hickory_net::client::{Client, ClientHandle};
-use hickory_net::proto::op::{DnsRequest, Message, OpCode, Query, ResponseCode, UpdateMessage};
+use hickory_net::proto::op::{
+    DnsRequest, Message, OpCode, Query, ResponseCode, SerialMessage, UpdateMessage,
+};
 use hickory_net::proto::rr::rdata::tsig::TsigAlgorithm as HTsigAlgorithm;
 use hickory_net::proto::rr::rdata::{A, AAAA, CAA, CNAME, MX, NS, SRV, TXT};
 use hickory_net::proto::rr::{
@@ -49,7 +51,7 @@ use hickory_net::proto::rr::{
 };
 use hickory_net::runtime::TokioRuntimeProvider;
 use hickory_net::tcp::TcpClientStream;
-use hickory_net::{DnsHandle, DnsMultiplexer, NetError};
+use hickory_net::{DnsHandle, DnsMultiplexer, DnsStreamHandle, NetError};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -59,8 +61,10 @@ use std::time::Duration;
 /// RRSet ops one UPDATE may carry.
 pub const MAX_CHANGES_PER_BATCH: usize = 1_000;
 /// Request bytes one UPDATE may carry (roughly, see `Change::approx_bytes`): a DNS
-/// message over TCP is at most 65 535 bytes, TSIG RR included.
-pub const MAX_BYTES_PER_BATCH: usize = 60_000;
+/// message over TCP is at most 65 535 bytes, TSIG RR included, and a create travels
+/// as two prerequisites plus the addition, so the message is about 1.5 times the
+/// estimate (measured in `a_full_batch_fits_one_message`).
+pub const MAX_BYTES_PER_BATCH: usize = 40_000;
 /// Hard limit checked on the encoded message, leaving room for the TSIG RR.
 const MAX_MESSAGE_BYTES: usize = 65_535 - 512;
 /// TSIG fudge: how far the server's clock may be from ours (RFC 8945 recommends 300 s).
@@ -309,17 +313,7 @@ impl Rfc2136Provider {
         let text = e.to_string();
         let lower = text.to_ascii_lowercase();
         if matches!(e, NetError::Proto(_)) && (lower.contains("tsig") || lower.contains("hmac")) {
-            // hickory cannot verify the answer to a signed request: the server did not
-            // sign it, which it does when it rejects the key (BADKEY/BADSIG/BADTIME).
-            return ProviderError::new(
-                ErrorClass::Permanent,
-                format!(
-                    "{}: the answer failed TSIG verification; the server probably rejected key {:?} ({}): wrong name, secret, algorithm or clock ({text})",
-                    self.server,
-                    self.key_name.as_deref().unwrap_or("-"),
-                    self.algorithm.as_str()
-                ),
-            );
+            return self.tsig_rejected(&text);
         }
         let class = match e {
             NetError::Busy | NetError::NoConnections => ErrorClass::Transient,
@@ -330,53 +324,116 @@ impl Rfc2136Provider {
     }
 
     /// The zone's RRSets by AXFR, and its serial.
+    ///
+    /// Read straight off the TCP stream, not through hickory's multiplexer: that one
+    /// hands a request's answers over in a channel of 8 messages and silently DROPS
+    /// the rest when the reader falls behind (it logs "error notifying wait, possible
+    /// future leak"), which turned large transfers into listings with holes. Here a
+    /// message is read from the socket only when the previous one is consumed, every
+    /// message is checked against the TSIG chain, and the transfer must end with the
+    /// zone's SOA.
     async fn axfr(&self, zone: &Name) -> Result<(Vec<Record>, Option<u64>), ProviderError> {
-        let conn = self.connect().await?;
-        let mut client = conn.client.clone();
-        let mut stream = client.zone_transfer(hname(zone)?, None);
-        let mut records = Vec::new();
+        let what = format!("AXFR of {zone} from {}", self.server);
+        let transient = |m: String| ProviderError::new(ErrorClass::Transient, m);
+        let (connect, mut handle) = TcpClientStream::new(
+            self.server,
+            None,
+            Some(self.timeout),
+            TokioRuntimeProvider::default(),
+        );
+        let mut stream = tokio::time::timeout(self.timeout, connect)
+            .await
+            .map_err(|_| transient(format!("{what}: connecting timed out")))?
+            .map_err(|e| transient(format!("{what}: cannot connect: {e}")))?;
+
+        let mut query = Message::query();
+        query.metadata.id = rand::random();
+        query.metadata.recursion_desired = false;
+        query.add_query(Query::query(hname(zone)?, HRecordType::AXFR));
+        let mut verifier = match &self.signer {
+            Some(signer) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                query
+                    .finalize(signer, now)
+                    .map_err(|e| ProviderError::new(ErrorClass::Permanent, format!("{what}: cannot sign the request: {e}")))?
+            }
+            None => None,
+        };
+        let bytes = query
+            .to_vec()
+            .map_err(|e| ProviderError::new(ErrorClass::Invalid, format!("{what}: {e}")))?;
+        handle
+            .send(SerialMessage::new(bytes, self.server))
+            .map_err(|e| transient(format!("{what}: {e}")))?;
+
+        let mut records: Vec<Record> = Vec::new();
         let mut serial = None;
         loop {
             let next = tokio::time::timeout(self.timeout + Duration::from_secs(1), stream.next())
                 .await
-                .map_err(|_| {
-                    ProviderError::new(
-                        ErrorClass::Transient,
-                        format!("AXFR of {zone} from {}: timed out", self.server),
-                    )
-                })?;
-            let Some(answer) = next else { break };
-            let message = answer
-                .map_err(|e| self.net_error(&e, false))?
-                .into_message();
+                .map_err(|_| transient(format!("{what}: timed out")))?;
+            let Some(raw) = next else {
+                return Err(transient(format!(
+                    "{what}: the connection closed before the transfer ended ({} records read)",
+                    records.len()
+                )));
+            };
+            let (bytes, _) = raw
+                .map_err(|e| transient(format!("{what}: {e}")))?
+                .into_parts();
+            let message = match verifier.as_mut() {
+                Some(v) => match v.verify(&bytes) {
+                    Ok(r) => r.into_message(),
+                    Err(e) => {
+                        let rcode = Message::from_vec(&bytes)
+                            .map(|m| m.metadata.response_code.to_string())
+                            .unwrap_or_default();
+                        return Err(self.tsig_rejected(&format!("{e} (answer {rcode})")));
+                    }
+                },
+                None => Message::from_vec(&bytes)
+                    .map_err(|e| transient(format!("{what}: undecodable answer: {e}")))?,
+            };
+            if message.metadata.id != query.metadata.id {
+                return Err(transient(format!("{what}: an answer to another request")));
+            }
             let rcode = message.metadata.response_code;
             if rcode != ResponseCode::NoError {
                 let class = match rcode {
                     ResponseCode::ServFail => ErrorClass::Transient,
                     _ => ErrorClass::Permanent,
                 };
-                return Err(ProviderError::new(
-                    class,
-                    format!("AXFR of {zone} from {} answered {rcode}", self.server),
-                ));
+                return Err(ProviderError::new(class, format!("{what} answered {rcode}")));
             }
             for r in message.answers {
                 if let HRData::SOA(soa) = &r.data {
-                    serial.get_or_insert(u64::from(soa.serial));
+                    match serial {
+                        // The closing SOA: the transfer is complete.
+                        Some(_) => return Ok((records, serial)),
+                        None => serial = Some(u64::from(soa.serial)),
+                    }
+                } else if serial.is_none() {
+                    return Err(transient(format!("{what}: the transfer does not start with the SOA")));
                 }
                 records.push(r);
             }
         }
-        if serial.is_none() {
-            return Err(ProviderError::new(
-                ErrorClass::Transient,
-                format!(
-                    "AXFR of {zone} from {}: empty or truncated transfer",
-                    self.server
-                ),
-            ));
-        }
-        Ok((records, serial))
+    }
+
+    /// A signed exchange whose answer fails TSIG verification: the server did not
+    /// sign it, which it does when it rejects the key (BADKEY/BADSIG/BADTIME).
+    fn tsig_rejected(&self, text: &str) -> ProviderError {
+        ProviderError::new(
+            ErrorClass::Permanent,
+            format!(
+                "{}: the answer failed TSIG verification; the server probably rejected key {:?} ({}): wrong name, secret, algorithm or clock ({text})",
+                self.server,
+                self.key_name.as_deref().unwrap_or("-"),
+                self.algorithm.as_str()
+            ),
+        )
     }
 
     /// One plain query; `None` data when the name or type does not exist.
@@ -1175,6 +1232,40 @@ mod tests {
         );
     }
 
+    /// The batch limit keeps the worst common shape (creates of small records, each
+    /// with its ownership TXT) inside one DNS message.
+    #[test]
+    fn a_full_batch_fits_one_message() {
+        use dnsplane_common::{Change, ChangeKind};
+        let zone = Name::parse("ex.test").unwrap();
+        for (t, v) in [
+            (RecordType::A, "192.0.2.1"),
+            (RecordType::Cname, "a.example.net."),
+            (RecordType::Txt, "\"x\""),
+        ] {
+            let (mut ops, mut approx, mut i) = (Vec::new(), 0, 0);
+            loop {
+                let name = Name::parse(&format!("h{i}.ex.test")).unwrap();
+                let r = RRSet::new(RecordKey::new(zone.clone(), name.clone(), t), 60, &[v]).unwrap();
+                let mark = RRSet::new(
+                    RecordKey::new(zone.clone(), name.prepend("_dnsplane-a").unwrap(), RecordType::Txt),
+                    60,
+                    &["\"heritage=dnsplane,dnsplane/owner=o\""],
+                )
+                .unwrap();
+                let c = Change::new(ChangeKind::Create, vec![RRSetOp::create(r), RRSetOp::create(mark)]);
+                if approx + c.approx_bytes() > MAX_BYTES_PER_BATCH {
+                    break;
+                }
+                approx += c.approx_bytes();
+                ops.extend(c.ops);
+                i += 1;
+            }
+            let size = build_update(&zone, &ops).unwrap().to_vec().unwrap().len();
+            assert!(size <= MAX_MESSAGE_BYTES, "{t}: {} ops, {size} bytes", ops.len());
+        }
+    }
+
     #[test]
     fn classifies_response_codes() {
         assert_eq!(classify_rcode(ResponseCode::YXRRSet), ErrorClass::Conflict);
@@ -1189,3 +1280,4 @@ mod tests {
         );
     }
 }
+

@@ -213,3 +213,85 @@ async fn batches_for_many_zones_all_land() {
     drop(tx);
     app.stop().await;
 }
+
+/// Batches of one zone on one stream are applied in the order they were sent: each
+/// of these updates depends on the one before (out of order, they would conflict),
+/// while a batch for another zone in between is not held up by them. (Several worker
+/// threads, as in the real process: a single-threaded runtime would hide a race.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_of_one_zone_apply_in_stream_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = Running::start(dir.path()).await;
+    let mut client = app.client().await;
+    let (tx, rx) = mpsc::channel(64);
+    let mut responses = client
+        .apply(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    let n = 40;
+    tx.send(batch("u0", &zone(), &[create(&a("h", "192.0.2.0"))]))
+        .await
+        .unwrap();
+    for i in 1..n {
+        let change = Change::new(
+            ChangeKind::Update,
+            vec![RRSetOp::update(
+                a("h", &format!("192.0.2.{}", i - 1)),
+                a("h", &format!("192.0.2.{i}")),
+            )],
+        );
+        tx.send(batch(&format!("u{i}"), &zone(), &[change]))
+            .await
+            .unwrap();
+        if i == n / 2 {
+            let other = create(&rrset(&other_zone(), "x", RecordType::A, &["192.0.2.1"]));
+            tx.send(batch("other", &other_zone(), &[other]))
+                .await
+                .unwrap();
+        }
+    }
+    let mut order = Vec::new();
+    let mut outcomes = Vec::new();
+    while order.len() < n + 1 {
+        let resp = responses
+            .message()
+            .await
+            .unwrap()
+            .expect("stream ended early");
+        outcomes.extend(
+            resp.results
+                .iter()
+                .map(|r| (resp.batch_id.clone(), r.outcome())),
+        );
+        if resp.done {
+            order.push(resp.batch_id);
+        }
+    }
+    assert!(
+        outcomes.iter().all(|(_, o)| *o == pb::Outcome::Applied),
+        "{outcomes:?}"
+    );
+    let zone_order: Vec<String> = order.iter().filter(|b| *b != "other").cloned().collect();
+    let sent: Vec<String> = (0..n).map(|i| format!("u{i}")).collect();
+    assert_eq!(
+        zone_order, sent,
+        "results of one zone come back in the order sent"
+    );
+    let listing = client
+        .list_records(pb::ListRecordsRequest {
+            account: ACCOUNT.into(),
+            zone: zone().to_string(),
+            fresh: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .message()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(listing.rrsets[0].values, [format!("192.0.2.{}", n - 1)]);
+    app.stop().await;
+}

@@ -1,0 +1,450 @@
+//! The README's grpcurl cookbook, run: every `grpcurl` command in README.md is taken
+//! from the file, pointed at a running stack (planner and applier as processes) and run
+//! with the real grpcurl; each must succeed and say something sensible. Plus the
+//! planner's admin port (`/metrics`, `/healthz`, `/readyz`, `/status`) on the same kind
+//! of stack.
+use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
+use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// The addresses the README uses, as `dnsplane up` serves them.
+const README_PLANNER: &str = "127.0.0.1:50051";
+const README_APPLIER: &str = "127.0.0.1:50052";
+
+#[derive(Debug)]
+struct Cookbook {
+    line: usize,
+    text: String,
+    args: Vec<String>,
+}
+
+/// Splits a shell command line into words: blanks separate, '…' and "…" quote.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_default().push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_default();
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_default().push(c),
+        }
+    }
+    assert!(quote.is_none(), "unbalanced quotes in: {line}");
+    words.extend(word);
+    words
+}
+
+/// Every `grpcurl` command in the README's code blocks, continuation lines joined.
+fn readme_commands() -> Vec<Cookbook> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let text = std::fs::read_to_string(&path).expect("README.md");
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut pending: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            continue;
+        }
+        let (start, mut joined) = match pending.take() {
+            Some((start, so_far)) => (start, so_far),
+            None if line.trim_start().starts_with("grpcurl ") => (i + 1, String::new()),
+            None => continue,
+        };
+        let part = line.trim();
+        if let Some(head) = part.strip_suffix('\\') {
+            joined.push_str(head);
+            joined.push(' ');
+            pending = Some((start, joined));
+            continue;
+        }
+        joined.push_str(part);
+        let words = shell_words(&joined);
+        out.push(Cookbook {
+            line: start,
+            text: joined,
+            args: words[1..].to_vec(),
+        });
+    }
+    assert!(
+        pending.is_none(),
+        "README.md ends inside a continued grpcurl command"
+    );
+    out
+}
+
+/// The JSON documents grpcurl printed (one per response message).
+fn json_stream(out: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(out)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("grpcurl output is not JSON ({e}): {out}"))
+}
+
+fn web() -> String {
+    endpoints(
+        "web",
+        &[
+            ("www.example.com", "A", &["192.0.2.10"]),
+            ("api.example.com", "AAAA", &["2001:db8::10"]),
+            ("example.com", "TXT", &["v=spf1 -all"]),
+            ("taken.example.com", "A", &["192.0.2.1"]),
+        ],
+    )
+}
+
+/// A stack whose zone holds an unowned record where a desired one should go: one
+/// record stays in conflict (`exists`), the others converge.
+fn conflicted_stack(tools: Tools) -> Stack {
+    let s = Stack::new(tools, &[("web.yaml", &web())], "report");
+    seed(&s.state_dir(), &[("taken.example.com", "A", "192.0.2.99")]);
+    s
+}
+
+fn wait_converged(s: &Stack) {
+    let ok = wait_for(Duration::from_secs(30), || {
+        let st = s.planner_call("GetStatus", "{}");
+        let by = &st["zones"][0]["recordsByState"];
+        (by["converged"] == 3 && by["conflict"] == 1 && st["zones"][0]["syncing"].is_null())
+            .then_some(())
+    });
+    assert!(
+        ok.is_some(),
+        "3 converged + 1 conflict not reached; logs:\n{}",
+        s.logs()
+    );
+}
+
+#[test]
+fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
+    let commands = readme_commands();
+    let all: String = commands.iter().map(|c| format!("{}\n", c.text)).collect();
+    // The cookbook covers what operators ask for.
+    for (what, needle) in [
+        ("list services", "127.0.0.1:50051 list"),
+        ("status", "dnsplane.v1.Planner/GetStatus"),
+        ("plan", "dnsplane.v1.Planner/Plan"),
+        ("stuck records", "RECORD_STATE_KIND_CONFLICT"),
+        ("trigger a sync", "dnsplane.v1.Planner/Sync"),
+        ("health", "grpc.health.v1.Health/Check"),
+    ] {
+        assert!(
+            all.contains(needle),
+            "the README's grpcurl cookbook lacks {what} ({needle}):\n{all}"
+        );
+    }
+    let Some(tools) = Tools::find() else { return };
+    let mut s = conflicted_stack(tools);
+    s.start();
+    wait_converged(&s);
+    let planner = format!("127.0.0.1:{}", s.planner_port);
+    let applier = format!("127.0.0.1:{}", s.applier_port);
+
+    for c in &commands {
+        let args: Vec<String> = c
+            .args
+            .iter()
+            .map(|a| match a.as_str() {
+                README_PLANNER => planner.clone(),
+                README_APPLIER => applier.clone(),
+                other => {
+                    assert!(
+                        !other.contains("127.0.0.1") && !other.starts_with("localhost"),
+                        "README.md:{}: unknown address {other}",
+                        c.line
+                    );
+                    other.to_string()
+                }
+            })
+            .collect();
+        assert_eq!(
+            args.first().map(String::as_str),
+            Some("-plaintext"),
+            "README.md:{}: {}",
+            c.line,
+            c.text
+        );
+        let out = Command::new(&s.tools.grpcurl)
+            .args(&args)
+            .output()
+            .expect("run grpcurl");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let on_applier = args.contains(&applier);
+        assert!(
+            out.status.success(),
+            "README.md:{}: `{}` failed:\n{text}\nlogs:\n{}",
+            c.line,
+            c.text,
+            s.logs()
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let at = format!("README.md:{}: `{}`", c.line, c.text);
+        match args.last().map(String::as_str) {
+            Some("list") => {
+                let service = if on_applier {
+                    "dnsplane.v1.Applier"
+                } else {
+                    "dnsplane.v1.Planner"
+                };
+                for want in [
+                    service,
+                    "grpc.health.v1.Health",
+                    "grpc.reflection.v1alpha.ServerReflection",
+                ] {
+                    assert!(
+                        stdout.lines().any(|l| l == want),
+                        "{at}: no {want} in\n{stdout}"
+                    );
+                }
+            }
+            Some("dnsplane.v1.Planner") if args.iter().any(|a| a == "describe") => {
+                for rpc in [
+                    "rpc GetStatus",
+                    "rpc Plan",
+                    "rpc Sync",
+                    "rpc ListRecordStates",
+                    "rpc PutDesired",
+                ] {
+                    assert!(stdout.contains(rpc), "{at}: no {rpc} in\n{stdout}");
+                }
+            }
+            Some(method) => {
+                let docs = json_stream(&stdout);
+                assert!(!docs.is_empty(), "{at}: no answer");
+                check_answer(&at, method, &args, &docs);
+            }
+            None => panic!("{at}: empty command"),
+        }
+    }
+    // The push from the cookbook reached DNS.
+    s.wait_dns("x.example.com", "A", &["192.0.2.7"]);
+}
+
+/// What each RPC of the cookbook must have answered on this stack.
+fn check_answer(at: &str, method: &str, args: &[String], docs: &[Value]) {
+    let one = &docs[0];
+    match method {
+        "dnsplane.v1.Planner/GetStatus" => {
+            assert_eq!(one["zones"][0]["zone"], ZONE, "{at}: {one}");
+            assert_eq!(
+                one["zones"][0]["recordsByState"]["conflict"], 1,
+                "{at}: {one}"
+            );
+        }
+        "dnsplane.v1.Applier/GetStatus" => {
+            assert_eq!(one["accounts"][0]["name"], "embedded", "{at}: {one}");
+        }
+        "dnsplane.v1.Planner/Plan" => {
+            assert_eq!(one["zones"][0]["zone"], ZONE, "{at}: {one}");
+            let blocked = one["zones"][0]["blocked"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                blocked
+                    .iter()
+                    .any(|b| b["key"]["name"] == "taken.example.com."),
+                "{at}: the conflict is held back in the plan: {one}"
+            );
+        }
+        "dnsplane.v1.Planner/ListRecordStates" => {
+            let records = one["records"].as_array().cloned().unwrap_or_default();
+            let stuck = records
+                .iter()
+                .find(|r| r["key"]["name"] == "taken.example.com.")
+                .unwrap_or_else(|| panic!("{at}: the stuck record is not listed: {one}"));
+            assert_eq!(
+                stuck["state"], "RECORD_STATE_KIND_CONFLICT",
+                "{at}: {stuck}"
+            );
+            assert_eq!(
+                stuck["observed"]["values"][0], "192.0.2.99",
+                "{at}: {stuck}"
+            );
+            assert!(
+                records
+                    .iter()
+                    .all(|r| r["state"] != "RECORD_STATE_KIND_CONVERGED"),
+                "{at}: {one}"
+            );
+        }
+        "dnsplane.v1.Planner/Sync" => {
+            let last = docs.last().expect("a message");
+            assert!(docs.iter().all(|d| d["zone"] == ZONE), "{at}: {docs:?}");
+            assert_eq!(last["phase"], "done", "{at}: {docs:?}");
+        }
+        "dnsplane.v1.Planner/PutDesired" => {
+            assert_eq!(one["accepted"], 1, "{at}: {one}");
+        }
+        "grpc.health.v1.Health/Check" => {
+            assert_eq!(one["status"], "SERVING", "{at}: {one}");
+        }
+        other => panic!(
+            "{at}: the cookbook test does not know what {other} ({args:?}) should answer; add it here"
+        ),
+    }
+}
+
+/// A plain HTTP/1.1 GET: (status, body).
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect admin port");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status code");
+    (code, body.to_string())
+}
+
+#[test]
+fn the_planner_admin_port_serves_metrics_probes_and_status() {
+    let Some(tools) = Tools::find() else { return };
+    let mut s = conflicted_stack(tools);
+    s.start_applier();
+    let admin_port = free_port();
+    let config = s.path("planner.toml");
+    let listen = format!("127.0.0.1:{}", s.planner_port);
+    let admin = format!("127.0.0.1:{admin_port}");
+    s.planner = Some(Proc::spawn(
+        "planner",
+        &binary("dnsplane-planner"),
+        &[
+            "--config",
+            config.to_str().expect("utf8"),
+            "--listen",
+            &listen,
+            "--admin-listen",
+            &admin,
+        ],
+        s.path("planner.log"),
+    ));
+    let healthy = wait_for(Duration::from_secs(30), || {
+        let (ok, out) = grpcurl(
+            &s.tools.grpcurl,
+            &[
+                "-d",
+                r#"{"service":"dnsplane.v1.Planner"}"#,
+                &listen,
+                "grpc.health.v1.Health/Check",
+            ],
+        );
+        (ok && out.contains("\"SERVING\"")).then_some(())
+    });
+    assert!(
+        healthy.is_some(),
+        "planner not healthy; logs:\n{}",
+        s.logs()
+    );
+    wait_converged(&s);
+
+    assert_eq!(http_get(admin_port, "/healthz"), (200, "ok\n".to_string()));
+    assert_eq!(
+        http_get(admin_port, "/readyz"),
+        (200, "ready\n".to_string())
+    );
+    let (code, metrics) = http_get(admin_port, "/metrics");
+    assert_eq!(code, 200);
+    let zone = format!("zone=\"{ZONE}\"");
+    for line in [
+        format!("dnsplane_records{{{zone},state=\"converged\"}} 3"),
+        format!("dnsplane_records{{{zone},state=\"conflict\"}} 1"),
+        format!("dnsplane_records{{{zone},state=\"failed\"}} 0"),
+        format!("dnsplane_desired_records{{{zone}}} 4"),
+        "dnsplane_source_errors 0".to_string(),
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "{line:?} not in /metrics:\n{metrics}"
+        );
+    }
+    let success = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "dnsplane_last_sync_success_timestamp_seconds{{{zone}}} "
+            ))
+        })
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no last success timestamp in:\n{metrics}"));
+    let start = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("dnsplane_process_start_time_seconds "))
+        .and_then(|v| v.parse::<f64>().ok())
+        .expect("process start time");
+    assert!(
+        success >= start,
+        "the last success ({success}) comes after the start ({start})"
+    );
+    assert!(
+        metrics.contains("dnsplane_build_info{service=\"dnsplane-planner\","),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!("dnsplane_zone_syncing{{{zone}}} ")),
+        "{metrics}"
+    );
+
+    // /status is GetStatus: every field grpcurl shows is there with the same value
+    // (the clocks of the conflict's re-plans move on between the two calls).
+    let (code, body) = http_get(admin_port, "/status");
+    assert_eq!(code, 200);
+    let status: Value =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("/status is not JSON ({e}): {body}"));
+    let grpc = s.planner_call("GetStatus", "{}");
+    assert_eq!(status["level"], grpc["level"]);
+    for (key, value) in grpc["zones"][0].as_object().expect("zone status") {
+        let ours = &status["zones"][0][key];
+        if ["lastSync", "lastSuccess", "nextRetry"].contains(&key.as_str()) {
+            let (a, b) = (
+                ours.as_str().unwrap_or_default(),
+                value.as_str().unwrap_or_default(),
+            );
+            let rfc3339 = |t: &str| t.len() >= 20 && t.as_bytes()[10] == b'T' && t.ends_with('Z');
+            assert!(
+                rfc3339(a) && rfc3339(b),
+                "/status zones[0].{key}: {a} vs {b}"
+            );
+        } else {
+            assert_eq!(ours, value, "/status zones[0].{key}: {status} vs {grpc}");
+        }
+    }
+    assert_eq!(
+        status["zones"][0]["recordsByState"]["conflict"], 1,
+        "{status}"
+    );
+
+    // Draining: the planner stops cleanly on SIGTERM.
+    let exit = s.planner.as_mut().expect("planner").terminate();
+    assert!(
+        exit.is_some_and(|e| e.success()),
+        "planner exit {exit:?}; logs:\n{}",
+        s.logs()
+    );
+}

@@ -1,0 +1,733 @@
+//! deploy/ is checked with the best validators that run offline here (no Docker engine,
+//! no cluster): every Kubernetes manifest against the API schemas
+//! (`kubernetes-validate --strict`), the compose file by the docker compose v2 plugin
+//! itself (`config --quiet`), and then by what the services would do with them: every
+//! config they mount loads with the services' own loaders, the names and ports that
+//! tie the pieces together agree, and the Dockerfiles build the workspace's real
+//! packages and binaries (the ones these tests run).
+//!
+//! The tools come from `tests/run-all.sh` (`DNSPLANE_KUBERNETES_VALIDATE`,
+//! `DNSPLANE_DOCKER_COMPOSE`); under `DNSPLANE_REQUIRE_SERVERS=1` a missing one fails.
+use dnsplane_e2e::tool;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repository root")
+        .to_path_buf()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn k8s_files() -> Vec<PathBuf> {
+    let dir = root().join("deploy/k8s");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("deploy/k8s")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no manifests in {}", dir.display());
+    files
+}
+
+// --- YAML, as JSON values (scalars stay strings) -------------------------------------
+
+fn to_json(node: &marked_yaml::Node) -> Value {
+    match node {
+        marked_yaml::Node::Scalar(s) => Value::String(s.as_str().to_string()),
+        marked_yaml::Node::Sequence(s) => Value::Array(s.iter().map(to_json).collect()),
+        marked_yaml::Node::Mapping(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.as_str().to_string(), to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Every document of a multi-document YAML file.
+fn yaml_docs(path: &Path) -> Vec<Value> {
+    let text = read(path);
+    let mut docs = Vec::new();
+    let mut current = String::new();
+    for line in text.lines().chain(std::iter::once("---")) {
+        if line.trim_end() == "---" {
+            if current
+                .lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            {
+                let node = marked_yaml::parse_yaml(0, &current)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                docs.push(to_json(&node));
+            }
+            current.clear();
+        } else {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    docs
+}
+
+fn str_of<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no string at {pointer} in {v}"))
+}
+
+/// The port of `http://host:port` or `host:port`.
+fn port_of(addr: &str) -> &str {
+    addr.rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('/')
+}
+
+fn host_of(url: &str) -> &str {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.split([':', '/']).next().unwrap_or_default()
+}
+
+// --- the workspace -----------------------------------------------------------------
+
+/// Package name → its binary targets, from the Cargo.toml files themselves.
+fn workspace_bins() -> BTreeMap<String, BTreeSet<String>> {
+    let root_manifest: toml::Table = read(&root().join("Cargo.toml"))
+        .parse()
+        .expect("root Cargo.toml");
+    let members = root_manifest["workspace"]["members"]
+        .as_array()
+        .expect("workspace.members");
+    let mut out = BTreeMap::new();
+    for m in members {
+        let dir = root().join(m.as_str().expect("member"));
+        let manifest: toml::Table = read(&dir.join("Cargo.toml"))
+            .parse()
+            .expect("member Cargo.toml");
+        let package = manifest["package"]["name"]
+            .as_str()
+            .expect("package.name")
+            .to_string();
+        let mut bins = BTreeSet::new();
+        let autobins = manifest["package"]
+            .get("autobins")
+            .and_then(toml::Value::as_bool)
+            .unwrap_or(true);
+        if autobins && dir.join("src/main.rs").exists() {
+            bins.insert(package.clone());
+        }
+        for b in manifest
+            .get("bin")
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            bins.insert(b["name"].as_str().expect("bin name").to_string());
+        }
+        out.insert(package, bins);
+    }
+    out
+}
+
+/// What a Dockerfile builds: (package, binary, the full cargo command).
+fn dockerfile_build(path: &Path) -> (String, String, String) {
+    let text = read(path).replace("\\\n", " ");
+    let run = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("RUN") && l.contains("cargo build"))
+        .unwrap_or_else(|| panic!("{}: no RUN ... cargo build", path.display()));
+    let cmd = &run[run.find("cargo build").expect("cargo build")..];
+    let cmd = cmd.split("&&").next().expect("command").trim().to_string();
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let arg = |names: &[&str]| {
+        words
+            .windows(2)
+            .find(|w| names.contains(&w[0]))
+            .map(|w| w[1].to_string())
+            .unwrap_or_else(|| panic!("{}: `{cmd}` has no {names:?}", path.display()))
+    };
+    (arg(&["-p", "--package"]), arg(&["--bin"]), cmd)
+}
+
+#[test]
+fn dockerfiles_build_the_binaries_the_tests_run() {
+    let bins = workspace_bins();
+    let mut built = BTreeSet::new();
+    for name in ["Dockerfile.planner", "Dockerfile.applier"] {
+        let path = root().join("deploy").join(name);
+        let (package, bin, cmd) = dockerfile_build(&path);
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        assert!(
+            words.contains(&"--release") && words.contains(&"--locked"),
+            "{name}: {cmd}"
+        );
+        let package_bins = bins.get(&package).unwrap_or_else(|| {
+            panic!(
+                "{name} builds package {package}, not in the workspace {:?}",
+                bins.keys()
+            )
+        });
+        assert!(
+            package_bins.contains(&bin),
+            "{name} builds --bin {bin}; {package} has {package_bins:?}"
+        );
+        // The very binaries the cross-service tests start (`cargo build --workspace --bins`).
+        assert!(dnsplane_e2e::binary(&bin).is_file());
+
+        let text = read(&path);
+        let runtime = text.rsplit("\nFROM ").next().expect("a runtime stage");
+        let user = runtime
+            .lines()
+            .find_map(|l| l.strip_prefix("USER "))
+            .unwrap_or_else(|| panic!("{name}: the runtime stage sets no USER"));
+        let uid = user.split(':').next().unwrap_or_default().trim();
+        assert!(!matches!(uid, "root" | "0" | ""), "{name}: runs as {user}");
+        assert!(
+            runtime.contains(&format!("/out/{bin} ")),
+            "{name}: the runtime stage copies {bin}"
+        );
+        assert!(
+            runtime.contains(&format!("ENTRYPOINT [\"/usr/local/bin/{bin}\"]")),
+            "{name}: the entrypoint runs {bin}"
+        );
+        // The build context is the repository root, cut down by the Dockerfile's own
+        // .dockerignore: it must keep every workspace member and the proto files.
+        let ignore = read(&root().join("deploy").join(format!("{name}.dockerignore")));
+        for needed in [
+            "Cargo.toml",
+            "Cargo.lock",
+            "proto/",
+            "common/",
+            "planner/",
+            "applier/",
+            "tests/",
+        ] {
+            assert!(
+                ignore.lines().any(|l| l.trim() == format!("!{needed}")),
+                "{name}.dockerignore drops {needed}"
+            );
+        }
+        built.insert(bin);
+    }
+    let services: BTreeSet<String> = ["dnsplane-planner", "dnsplane-applier"]
+        .map(String::from)
+        .into();
+    assert_eq!(built, services, "one image per service");
+}
+
+// --- Kubernetes ----------------------------------------------------------------------
+
+#[test]
+fn kubernetes_manifests_pass_strict_schema_validation() {
+    let Some(validate) = tool("DNSPLANE_KUBERNETES_VALIDATE", "kubernetes-validate") else {
+        return;
+    };
+    let files = k8s_files();
+    let documents: usize = files.iter().map(|f| yaml_docs(f).len()).sum();
+    // The newest schemas the tool has, and the oldest release with GA gRPC probes.
+    for version in [None, Some("1.27")] {
+        let mut cmd = Command::new(&validate);
+        cmd.arg("--strict");
+        if let Some(v) = version {
+            cmd.args(["-k", v]);
+        }
+        let out = cmd.args(&files).output().expect("run kubernetes-validate");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success(),
+            "kubernetes-validate {version:?} failed:\n{text}"
+        );
+        assert_eq!(
+            text.matches(" passed ").count(),
+            documents,
+            "every document validated:\n{text}"
+        );
+    }
+    // The validator does reject: a misspelt field under --strict.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        read(&root().join("deploy/k8s/30-planner.yaml")).replacen("replicas: 1", "replica: 1", 1),
+    )
+    .expect("write");
+    let out = Command::new(&validate)
+        .arg("--strict")
+        .arg(&bad)
+        .output()
+        .expect("run");
+    assert!(!out.status.success(), "a bogus field must fail --strict");
+}
+
+/// Every resource, by kind and name.
+fn k8s_resources() -> BTreeMap<(String, String), Value> {
+    let mut out = BTreeMap::new();
+    for f in k8s_files() {
+        for doc in yaml_docs(&f) {
+            let key = (
+                str_of(&doc, "/kind").to_string(),
+                str_of(&doc, "/metadata/name").to_string(),
+            );
+            assert!(
+                out.insert(key.clone(), doc).is_none(),
+                "{key:?} defined twice"
+            );
+        }
+    }
+    out
+}
+
+fn env_of<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str())
+}
+
+fn mount_path<'a>(pod: &'a Value, container: &'a Value, source: &str, name: &str) -> &'a str {
+    let volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v[source]["name"] == name || v[source]["secretName"] == name)
+        .unwrap_or_else(|| panic!("no {source} volume {name}"));
+    container["volumeMounts"]
+        .as_array()
+        .expect("volumeMounts")
+        .iter()
+        .find(|m| m["name"] == volume["name"])
+        .map(|m| str_of(m, "/mountPath"))
+        .unwrap_or_else(|| panic!("volume {} is not mounted", volume["name"]))
+}
+
+#[test]
+fn kubernetes_manifests_fit_together_and_their_configs_load() {
+    let r = k8s_resources();
+    let get = |kind: &str, name: &str| {
+        r.get(&(kind.to_string(), name.to_string()))
+            .unwrap_or_else(|| panic!("no {kind} {name} in deploy/k8s; have {:?}", r.keys()))
+    };
+    let cm_data =
+        |name: &str, key: &str| str_of(get("ConfigMap", name), &format!("/data/{key}")).to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    for (service, binary, grpc_service) in [
+        ("dnsplane-planner", "planner", "dnsplane.v1.Planner"),
+        ("dnsplane-applier", "applier", "dnsplane.v1.Applier"),
+    ] {
+        let deployment = get("Deployment", service);
+        let pod = &deployment["spec"]["template"]["spec"];
+        let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(
+            deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+            service
+        );
+        assert_eq!(labels["app.kubernetes.io/name"], service);
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], "true", "{service}");
+        let c = &pod["containers"][0];
+        assert!(
+            str_of(c, "/image").ends_with(&format!("/{service}:0.1.0")),
+            "{service} image"
+        );
+        assert_eq!(
+            c["securityContext"]["readOnlyRootFilesystem"], "true",
+            "{service}"
+        );
+        assert_eq!(
+            c["securityContext"]["allowPrivilegeEscalation"], "false",
+            "{service}"
+        );
+        for k in ["requests", "limits"] {
+            for res in ["cpu", "memory"] {
+                assert!(
+                    c["resources"][k][res].is_string(),
+                    "{service}: resources.{k}.{res}"
+                );
+            }
+        }
+        // gRPC probes on the gRPC port, asking for the service itself.
+        let listen =
+            env_of(c, &format!("DNSPLANE_{}_LISTEN", binary.to_uppercase())).expect("listen env");
+        let grpc_port = c["ports"]
+            .as_array()
+            .expect("ports")
+            .iter()
+            .find(|p| p["name"] == "grpc")
+            .expect("grpc port");
+        assert_eq!(
+            str_of(grpc_port, "/containerPort"),
+            port_of(listen),
+            "{service}"
+        );
+        for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
+            assert_eq!(
+                c[probe]["grpc"]["port"],
+                port_of(listen),
+                "{service} {probe}"
+            );
+            assert_eq!(
+                c[probe]["grpc"]["service"], grpc_service,
+                "{service} {probe}"
+            );
+        }
+        let admin = env_of(
+            c,
+            &format!("DNSPLANE_{}_ADMIN_LISTEN", binary.to_uppercase()),
+        )
+        .expect("admin env");
+        assert_eq!(
+            deployment["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"],
+            port_of(admin),
+            "{service}: scrape annotation"
+        );
+        // The Service selects these pods and points at the named ports.
+        let svc = get("Service", service);
+        assert_eq!(svc["spec"]["selector"]["app.kubernetes.io/name"], service);
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], "grpc");
+        // Config and telemetry come from ConfigMaps defined here.
+        let config_dir = mount_path(pod, c, "configMap", &format!("{service}-config"));
+        assert_eq!(
+            env_of(c, &format!("DNSPLANE_{}_CONFIG", binary.to_uppercase())),
+            Some(format!("{config_dir}/{binary}.toml").as_str())
+        );
+        assert_eq!(c["envFrom"][0]["configMapRef"]["name"], "dnsplane-otel");
+        get("ConfigMap", "dnsplane-otel");
+    }
+
+    // The applier scales: headless Service, HPA and PDB on its Deployment.
+    assert_eq!(
+        get("Service", "dnsplane-applier")["spec"]["clusterIP"],
+        "None"
+    );
+    let hpa = get("HorizontalPodAutoscaler", "dnsplane-applier");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["kind"], "Deployment");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "dnsplane-applier");
+    let pdb = get("PodDisruptionBudget", "dnsplane-applier");
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+        "dnsplane-applier"
+    );
+
+    // The configs load with the services' own loaders...
+    let planner_toml = dir.path().join("planner.toml");
+    std::fs::write(
+        &planner_toml,
+        cm_data("dnsplane-planner-config", "planner.toml"),
+    )
+    .expect("write");
+    let planner = dnsplane_planner::config::PlannerConfig::load(&planner_toml)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let applier_toml = dir.path().join("applier.toml");
+    std::fs::write(
+        &applier_toml,
+        cm_data("dnsplane-applier-config", "applier.toml"),
+    )
+    .expect("write");
+    let applier = dnsplane_applier::load_config(&applier_toml).unwrap_or_else(|e| panic!("{e}"));
+    // ...and agree with the manifests: the planner reads the desired state where it is
+    // mounted, reaches the applier's Service, and the key file is the mounted Secret.
+    let planner_pod = &get("Deployment", "dnsplane-planner")["spec"]["template"]["spec"];
+    let desired_dir = mount_path(
+        planner_pod,
+        &planner_pod["containers"][0],
+        "configMap",
+        "dnsplane-desired",
+    );
+    let dnsplane_planner::config::SourceConfig::File { paths } = &planner.sources[0];
+    assert_eq!(paths, &[PathBuf::from(desired_dir)]);
+    assert_eq!(
+        host_of(&planner.applier),
+        "dnsplane-applier.dnsplane.svc.cluster.local"
+    );
+    assert_eq!(
+        port_of(&planner.applier),
+        str_of(get("Service", "dnsplane-applier"), "/spec/ports/0/port")
+    );
+    let applier_pod = &get("Deployment", "dnsplane-applier")["spec"]["template"]["spec"];
+    let secret_dir = mount_path(
+        applier_pod,
+        &applier_pod["containers"][0],
+        "secret",
+        "dnsplane-provider-credentials",
+    );
+    check_accounts(&planner, &applier, |key_file| {
+        assert!(
+            key_file.starts_with(secret_dir),
+            "{} is not in the mounted Secret",
+            key_file.display()
+        );
+        let item = key_file
+            .file_name()
+            .expect("file")
+            .to_string_lossy()
+            .to_string();
+        let items = applier_pod["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .flat_map(|v| {
+                v["secret"]["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|i| i["path"].as_str().unwrap_or_default())
+            });
+        assert!(
+            items.clone().any(|p| p == item),
+            "Secret item {item} not projected"
+        );
+    });
+
+    // The desired state is deploy/examples/desired, file for file, and loads cleanly.
+    let desired = get("ConfigMap", "dnsplane-desired")["data"]
+        .as_object()
+        .expect("data")
+        .clone();
+    let examples = root().join("deploy/examples/desired");
+    let mut example_names: Vec<String> = std::fs::read_dir(&examples)
+        .expect("examples")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+        .collect();
+    example_names.sort();
+    assert_eq!(desired.keys().cloned().collect::<Vec<_>>(), example_names);
+    let desired_copy = dir.path().join("desired");
+    std::fs::create_dir(&desired_copy).expect("mkdir");
+    for (name, text) in &desired {
+        let text = text.as_str().expect("text");
+        assert_eq!(
+            text,
+            read(&examples.join(name)),
+            "{name} differs from deploy/examples/desired"
+        );
+        std::fs::write(desired_copy.join(name), text).expect("write");
+    }
+    assert_desired_loads(&desired_copy);
+}
+
+/// Every zone the planner manages is hosted by an applier account of that name;
+/// `key_file` sees each account's API key file.
+fn check_accounts(
+    planner: &dnsplane_planner::config::PlannerConfig,
+    applier: &dnsplane_applier::ApplierConfig,
+    mut key_file: impl FnMut(&Path),
+) {
+    use dnsplane_applier::config::AccountConfig;
+    for zone in &planner.zones {
+        let account = applier
+            .accounts
+            .iter()
+            .find(|a| a.name() == zone.account)
+            .unwrap_or_else(|| {
+                panic!(
+                    "zone {} names account {}, which the applier lacks",
+                    zone.name, zone.account
+                )
+            });
+        assert!(
+            account.zones().contains(&zone.name),
+            "account {} does not host {}",
+            zone.account,
+            zone.name
+        );
+        if let AccountConfig::Pdns(p) = account {
+            key_file(
+                p.api_key_file
+                    .as_deref()
+                    .expect("the key comes from a file (a mounted secret)"),
+            );
+        }
+    }
+}
+
+fn assert_desired_loads(dir: &Path) {
+    let snapshot = dnsplane_planner::source::FileSource::new([dir.to_path_buf()]).load();
+    assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
+    assert!(
+        snapshot.entries.len() >= 5,
+        "{} entries",
+        snapshot.entries.len()
+    );
+}
+
+// --- docker compose ------------------------------------------------------------------
+
+/// `docker compose` through the plugin: the docker client with DOCKER_CONFIG pointing
+/// at the plugin's directory when there is a client, else the plugin on its own.
+fn compose(plugin: &Path) -> Command {
+    let docker = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("docker"))
+            .find(|p| p.is_file())
+    });
+    match docker {
+        Some(docker) => {
+            let config = plugin
+                .parent()
+                .and_then(Path::parent)
+                .expect("$DOCKER_CONFIG/cli-plugins/docker-compose");
+            let mut c = Command::new(docker);
+            c.env("DOCKER_CONFIG", config).arg("compose");
+            c
+        }
+        None => Command::new(plugin),
+    }
+}
+
+fn service_env<'a>(svc: &'a Value, name: &str) -> &'a str {
+    str_of(svc, &format!("/environment/{name}"))
+}
+
+/// The host path bind-mounted at `target` in `svc`.
+fn bind_source(svc: &Value, target: &str) -> PathBuf {
+    svc["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["type"] == "bind" && v["target"] == target)
+        .map(|v| PathBuf::from(str_of(v, "/source")))
+        .unwrap_or_else(|| panic!("nothing is mounted at {target}"))
+}
+
+#[test]
+fn compose_file_is_valid_and_its_configs_load() {
+    let Some(plugin) = tool("DNSPLANE_DOCKER_COMPOSE", "docker-compose") else {
+        return;
+    };
+    let file = root().join("deploy/compose.yaml");
+    let out = compose(&plugin)
+        .arg("-f")
+        .arg(&file)
+        .args(["config", "--quiet"])
+        .output()
+        .expect("run compose");
+    assert!(
+        out.status.success(),
+        "compose config: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The validator does reject: an unknown key.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("compose.yaml");
+    std::fs::write(
+        &bad,
+        read(&file).replacen(
+            "    read_only: true\n",
+            "    read_only: true\n    bogus_key: 1\n",
+            1,
+        ),
+    )
+    .expect("write");
+    let out = compose(&plugin)
+        .arg("-f")
+        .arg(&bad)
+        .args(["config", "--quiet"])
+        .output()
+        .expect("run compose");
+    assert!(!out.status.success(), "an unknown key must fail");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bogus_key"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The resolved model, as compose itself sees it.
+    let out = compose(&plugin)
+        .arg("-f")
+        .arg(&file)
+        .args(["config", "--format", "json"])
+        .output()
+        .expect("run compose");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let model: Value = serde_json::from_slice(&out.stdout).expect("compose JSON");
+    let svc = |name: &str| {
+        model["services"]
+            .get(name)
+            .unwrap_or_else(|| panic!("no service {name} in {}", file.display()))
+    };
+    let (planner_svc, applier_svc) = (svc("planner"), svc("applier"));
+    svc("redis");
+    assert!(str_of(svc("pdns"), "/image").starts_with("powerdns/pdns-auth"));
+    let jaeger = svc("jaeger");
+    assert!(str_of(jaeger, "/image").starts_with("jaegertracing/all-in-one"));
+    assert_eq!(service_env(jaeger, "COLLECTOR_OTLP_ENABLED"), "true");
+    assert!(
+        jaeger["ports"]
+            .as_array()
+            .expect("ports")
+            .iter()
+            .any(|p| p["target"] == 16686),
+        "Jaeger UI published"
+    );
+    assert_eq!(applier_svc["deploy"]["replicas"], 3, "three appliers");
+    for (s, name, dockerfile) in [
+        (planner_svc, "dnsplane-planner", "deploy/Dockerfile.planner"),
+        (applier_svc, "dnsplane-applier", "deploy/Dockerfile.applier"),
+    ] {
+        assert_eq!(
+            service_env(s, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+            "http://jaeger:4317"
+        );
+        assert_eq!(service_env(s, "OTEL_SERVICE_NAME"), name);
+        assert_eq!(s["read_only"], true, "{name}: read-only root filesystem");
+        assert_eq!(s["build"]["dockerfile"], dockerfile);
+        assert_eq!(Path::new(str_of(s, "/build/context")), root());
+    }
+
+    // The mounted configs load, and agree with the services around them.
+    let planner = dnsplane_planner::config::PlannerConfig::load(&bind_source(
+        planner_svc,
+        service_env(planner_svc, "DNSPLANE_PLANNER_CONFIG"),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let applier = dnsplane_applier::load_config(&bind_source(
+        applier_svc,
+        service_env(applier_svc, "DNSPLANE_APPLIER_CONFIG"),
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dnsplane_planner::config::SourceConfig::File { paths } = &planner.sources[0];
+    assert_desired_loads(&bind_source(planner_svc, paths[0].to_str().expect("utf8")));
+    assert_eq!(host_of(&planner.applier), "applier");
+    assert_eq!(
+        port_of(&planner.applier),
+        port_of(service_env(applier_svc, "DNSPLANE_APPLIER_LISTEN"))
+    );
+    check_accounts(&planner, &applier, |key_file| {
+        let secret = key_file
+            .strip_prefix("/run/secrets")
+            .expect("a compose secret")
+            .to_string_lossy()
+            .to_string();
+        let mounted = applier_svc["secrets"]
+            .as_array()
+            .expect("secrets")
+            .iter()
+            .any(|s| s["source"] == secret);
+        assert!(mounted, "the applier does not mount secret {secret}");
+        let secret_file = PathBuf::from(str_of(&model, &format!("/secrets/{secret}/file")));
+        assert!(
+            !read(&secret_file).trim().is_empty(),
+            "{} is empty",
+            secret_file.display()
+        );
+    });
+    for account in &applier.accounts {
+        if let dnsplane_applier::config::AccountConfig::Pdns(p) = account {
+            svc(host_of(&p.api_url));
+        }
+    }
+}

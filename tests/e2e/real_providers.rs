@@ -1,0 +1,459 @@
+//! Issue 5, "done when": the full stack (planner and applier processes) against a
+//! real PowerDNS (`pdns` driver, HTTP API) and a real BIND (`rfc2136` driver, DNS
+//! UPDATE + TSIG), each a private instance from `deploy/` on loopback
+//! (`dnsplane_e2e::servers`). Checked from outside dnsplane: `dig` queries and AXFR
+//! against the server, the applier's counters (`GetStatus`, also through the real
+//! `grpcurl`), the planner's record states.
+//!
+//! Every story also proves that records nobody gave to dnsplane are never changed or
+//! deleted: the zone is transferred (AXFR) before and after, and everything that is
+//! not dnsplane's must be byte-for-byte what it was.
+use dnsplane_common::Name;
+use dnsplane_common::pb::{self, ConflictReason, RecordStateKind};
+use dnsplane_e2e::servers::stack::workload::{self, Rec};
+use dnsplane_e2e::servers::stack::{OWNER_ID, Options, RealStack, Tools};
+use dnsplane_e2e::servers::{Kind, RealServer};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Records of the large-zone story.
+const LARGE: usize = 10_000;
+/// Records of the conflict, bad-record and 502 stories.
+const SMALL: usize = 1_000;
+
+/// Records someone else keeps in the zone, there before dnsplane starts: beside
+/// dnsplane's names (`r00005` keeps an A dnsplane writes; `r00013` loses its A in the
+/// 10% change) and elsewhere. `(name, type, ttl, value)`.
+const UNOWNED: &[(&str, &str, u32, &str)] = &[
+    ("legacy", "A", 3600, "198.51.100.1"),
+    ("legacy", "TXT", 3600, "\"kept by hand\""),
+    ("mail", "MX", 3600, "10 mx.example.net."),
+    ("_sip._tcp", "SRV", 3600, "0 5 5060 sip.example.net."),
+    ("r00005", "TXT", 3600, "\"not dnsplane's\""),
+    ("r00013", "TXT", 3600, "\"not dnsplane's either\""),
+];
+
+fn start(kind: Kind, opts: Options) -> Option<(RealStack, Vec<String>)> {
+    let tools = Tools::find()?;
+    let server = RealServer::start(kind)?;
+    server.add_records(UNOWNED);
+    let before = server.axfr(&tools.dig);
+    for (name, rtype, _, value) in UNOWNED {
+        let line = format!("{name}.{} 3600 {rtype} {value}", server.zone());
+        assert!(before.contains(&line), "{line} not in {before:#?}");
+    }
+    Some((RealStack::start(server, tools, opts), before))
+}
+
+fn desired(zone: &Name, recs: &[Rec]) -> Vec<pb::DesiredRecord> {
+    recs.iter().map(|r| r.desired(zone)).collect()
+}
+
+/// The ownership record's name of a record: `_dnsplane-<type>.<name>`.
+fn owner_name(zone: &Name, r: &Rec) -> String {
+    format!("_dnsplane-{}.{}", r.rtype.to_ascii_lowercase(), r.name(zone))
+}
+
+/// The zone, transferred: exactly what was there before dnsplane (untouched), plus
+/// exactly `owned` with their values and TTLs, plus one ownership record (this
+/// planner's) per owned record, and nothing else.
+fn check_zone(s: &RealStack, before: &[String], owned: &[Rec]) {
+    let zone = s.zone();
+    let after = s.axfr();
+    let (marks, data): (Vec<&String>, Vec<&String>) = after
+        .iter()
+        .partition(|l| l.starts_with("_dnsplane-"));
+    let mut want: BTreeSet<String> = before.iter().cloned().collect();
+    want.extend(owned.iter().map(|r| r.axfr_line(zone)));
+    let got: BTreeSet<String> = data.into_iter().cloned().collect();
+    let missing: Vec<&String> = want.difference(&got).take(10).collect();
+    let extra: Vec<&String> = got.difference(&want).take(10).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "zone {zone} differs: missing {missing:?}, unexpected {extra:?} (first 10 of each)"
+    );
+    let marks: BTreeMap<&str, &String> = marks
+        .into_iter()
+        .map(|l| (l.split(' ').next().unwrap_or(""), l))
+        .collect();
+    assert_eq!(marks.len(), owned.len(), "one ownership record per record");
+    for r in owned {
+        let name = owner_name(zone, r);
+        let mark = marks
+            .get(name.as_str())
+            .unwrap_or_else(|| panic!("no ownership record {name}"));
+        assert!(
+            mark.contains(&format!("dnsplane/owner={OWNER_ID}")),
+            "{mark}"
+        );
+    }
+}
+
+/// `dig` against the server answers a sample of `owned` with their values, and
+/// nothing for `gone`.
+fn dig_sample(s: &RealStack, owned: &[Rec], gone: &[Rec]) {
+    let zone = s.zone();
+    let step = (owned.len() / 20).max(1);
+    for r in owned.iter().step_by(step) {
+        assert_eq!(
+            s.dig(&r.name(zone), r.rtype),
+            [r.dig.clone()],
+            "dig {} {}",
+            r.name(zone),
+            r.rtype
+        );
+    }
+    for r in gone.iter().take(5) {
+        assert!(
+            s.dig(&r.name(zone), r.rtype).is_empty(),
+            "{} {} was deleted",
+            r.name(zone),
+            r.rtype
+        );
+    }
+    assert_eq!(
+        s.dig(&format!("legacy.{zone}"), "A"),
+        ["198.51.100.1"],
+        "not dnsplane's"
+    );
+}
+
+/// The planner's records by state: exactly `want`.
+fn assert_states(s: &RealStack, want: &[(&str, usize)]) {
+    let want: BTreeMap<String, u32> = want
+        .iter()
+        .map(|(k, n)| (k.to_string(), *n as u32))
+        .collect();
+    let mut last = BTreeMap::new();
+    let ok = dnsplane_e2e::wait_for(Duration::from_secs(30), || {
+        last = s.states_count();
+        (last == want).then_some(())
+    });
+    assert!(
+        ok.is_some(),
+        "records by state: wanted {want:?}, last saw {last:?}; logs:\n{}",
+        s.logs()
+    );
+}
+
+/// 10,000 records from empty, then a 10% change (updates, deletes, creates), then a
+/// sync that finds nothing to do and writes nothing.
+fn large_zone(kind: Kind) {
+    let Some((s, before)) = start(kind, Options::default()) else {
+        return;
+    };
+    let zone = s.zone().clone();
+
+    // From empty.
+    let initial = workload::initial(LARGE);
+    let c0 = s.counters();
+    assert_eq!(s.push(desired(&zone, &initial)), LARGE as u32);
+    let p = s.sync(false);
+    assert_eq!(p.phase, "done", "{p:?}");
+    s.wait_quiet();
+    let d = s.counters().since(&c0);
+    assert_eq!(
+        d.outcomes,
+        BTreeMap::from([("APPLIED".to_string(), LARGE as u64)]),
+        "every record applied once, nothing else: {d:?}; logs:\n{}",
+        s.logs()
+    );
+    assert_eq!(d.calls_of("success"), d.total_calls(), "no failed call: {d:?}");
+    assert_states(&s, &[("converged", LARGE)]);
+    check_zone(&s, &before, &initial);
+    dig_sample(&s, &initial, &[]);
+
+    // A 10% change.
+    let (changed, counts) = workload::changed(LARGE);
+    assert_eq!(counts.total(), LARGE / 10);
+    assert!(counts.updates > 0 && counts.deletes > 0 && counts.creates > 0);
+    let c1 = s.counters();
+    assert_eq!(s.push(desired(&zone, &changed)), LARGE as u32);
+    let p = s.sync(false);
+    assert_eq!(p.phase, "done", "{p:?}");
+    s.wait_quiet();
+    let d = s.counters().since(&c1);
+    assert_eq!(
+        d.outcomes,
+        BTreeMap::from([("APPLIED".to_string(), counts.total() as u64)]),
+        "exactly the changed records were written: {d:?}; logs:\n{}",
+        s.logs()
+    );
+    assert_states(&s, &[("converged", LARGE)]);
+    check_zone(&s, &before, &changed);
+    dig_sample(&s, &changed, &workload::deleted(LARGE));
+    dig_sample(&s, &workload::updated(LARGE), &[]);
+
+    // A sync with nothing to do: a fresh read, and zero writes.
+    let serial = s.soa_serial();
+    let c2 = s.counters();
+    let status_before = s.applier_status_grpcurl();
+    let p = s.sync(true);
+    assert_eq!(
+        (p.phase.as_str(), p.changes_planned),
+        ("done", 0),
+        "{p:?}"
+    );
+    s.wait_quiet();
+    let d = s.counters().since(&c2);
+    assert_eq!(d.batches, 0, "no batch, hence no provider write: {d:?}");
+    assert!(d.outcomes.is_empty(), "{d:?}");
+    assert!(
+        d.calls_of("success") >= 1 && d.calls_of("success") == d.total_calls(),
+        "only the fresh read: {d:?}"
+    );
+    let status_after = s.applier_status_grpcurl();
+    let batches = |v: &serde_json::Value| v["accounts"][0]["batches"].clone();
+    assert_eq!(
+        batches(&status_before),
+        batches(&status_after),
+        "grpcurl GetStatus: {status_after}"
+    );
+    assert_eq!(s.soa_serial(), serial, "the server saw no write");
+    check_zone(&s, &before, &changed);
+}
+
+#[test]
+fn pdns_converges_10k_records_then_a_10pc_change_then_a_noop_sync() {
+    large_zone(Kind::Pdns);
+}
+
+#[test]
+fn bind_converges_10k_records_then_a_10pc_change_then_a_noop_sync() {
+    large_zone(Kind::Bind);
+}
+
+/// Records created out of band (`pdnsutil` / `nsupdate`) after the planner last read
+/// the zone, then the desired state arrives asking for the same names: those end
+/// CONFLICT with the value the server holds, which stays; the rest converge.
+fn conflict_burst(kind: Kind) {
+    let Some((s, _)) = start(kind, Options::default()) else {
+        return;
+    };
+    let zone = s.zone().clone();
+    // The planner's first sync read the zone; the applier caches that listing, so
+    // the plan below is made against a zone without the burst.
+    s.wait_quiet();
+    let recs = workload::initial(SMALL);
+    let burst: Vec<(String, String)> = recs
+        .iter()
+        .filter(|r| r.rtype == "A" && r.label.ends_with('5'))
+        .map(|r| {
+            let n: usize = r.label[1..].parse().expect("index");
+            (r.label.clone(), format!("203.0.113.{}", n % 250 + 1))
+        })
+        .collect();
+    assert_eq!(burst.len(), SMALL / 10);
+    let oob: Vec<(&str, &str, u32, &str)> = burst
+        .iter()
+        .map(|(l, v)| (l.as_str(), "A", 120, v.as_str()))
+        .collect();
+    s.server.add_records(&oob);
+    let before = s.axfr();
+
+    let c0 = s.counters();
+    s.push(desired(&zone, &recs));
+    s.sync(false);
+    let burst_names: BTreeMap<String, String> = burst
+        .iter()
+        .map(|(l, v)| (format!("{l}.{zone}"), v.clone()))
+        .collect();
+    // Conflicts are re-planned against a fresh read; they stay conflicts.
+    s.wait_until("every burst record CONFLICT", Duration::from_secs(30), |s| {
+        let conflicts: Vec<pb::RecordState> = s
+            .record_states(false)
+            .into_iter()
+            .filter(|r| r.state() == RecordStateKind::Conflict)
+            .collect();
+        (conflicts.len() == burst.len()).then_some(())
+    });
+    s.wait_quiet();
+    assert_states(
+        &s,
+        &[("converged", SMALL - burst.len()), ("conflict", burst.len())],
+    );
+    let states = s.record_states(false);
+    assert_eq!(states.len(), burst.len(), "only the burst is not converged");
+    for r in &states {
+        let key = r.key.as_ref().expect("key");
+        let value = burst_names
+            .get(&key.name)
+            .unwrap_or_else(|| panic!("{} is not a burst record: {r:?}", key.name));
+        assert_eq!(r.state(), RecordStateKind::Conflict, "{r:?}");
+        assert_eq!(r.conflict_reason(), ConflictReason::Exists, "{r:?}");
+        let observed = r.observed.as_ref().expect("observed value");
+        assert_eq!(observed.values, [value.clone()], "{r:?}");
+        assert_eq!(observed.ttl, 120, "{r:?}");
+    }
+    // The burst hit the provider itself (the plan did not know), and cost conflict
+    // answers, not failures.
+    let d = s.counters().since(&c0);
+    assert!(d.calls_of("conflict") >= 1, "{d:?}");
+    assert!(d.outcome("CONFLICT") >= burst.len() as u64, "{d:?}");
+    assert_eq!(
+        d.outcome("APPLIED"),
+        (SMALL - burst.len()) as u64,
+        "{d:?}"
+    );
+    for bad in ["FAILED", "INVALID", "REJECTED_PERMANENT", "DEFERRED"] {
+        assert_eq!(d.outcome(bad), 0, "{d:?}");
+    }
+    // The server holds the out-of-band values; nothing else of the zone moved.
+    let (l, v) = &burst[0];
+    assert_eq!(s.dig(&format!("{l}.{zone}"), "A"), [v.clone()]);
+    let converged: Vec<Rec> = recs
+        .iter()
+        .filter(|r| !burst_names.contains_key(&r.name(&zone)))
+        .cloned()
+        .collect();
+    check_zone(&s, &before, &converged);
+    dig_sample(&s, &converged, &[]);
+}
+
+#[test]
+fn pdns_conflict_burst_ends_conflict_with_the_observed_values() {
+    conflict_burst(Kind::Pdns);
+}
+
+#[test]
+fn bind_conflict_burst_ends_conflict_with_the_observed_values() {
+    conflict_burst(Kind::Bind);
+}
+
+/// Values the server itself rejects, inside large batches: those records end INVALID
+/// with the server's message, and every other record converges.
+fn bad_records(kind: Kind, bad: &[Rec], message: &[&str]) {
+    let Some((s, before)) = start(kind, Options::default()) else {
+        return;
+    };
+    let zone = s.zone().clone();
+    let good = workload::initial(SMALL);
+    let mut all = good.clone();
+    // Spread through the batch, so that isolating them takes a real bisection.
+    for (i, b) in bad.iter().enumerate() {
+        all.insert((i + 1) * SMALL / (bad.len() + 1), b.clone());
+    }
+    let c0 = s.counters();
+    s.push(desired(&zone, &all));
+    s.sync(false);
+    s.wait_quiet();
+    assert_states(&s, &[("converged", SMALL), ("invalid", bad.len())]);
+    let states = s.record_states(false);
+    let names: BTreeSet<String> = bad.iter().map(|b| b.name(&zone)).collect();
+    assert_eq!(states.len(), bad.len(), "{states:?}");
+    for r in &states {
+        let key = r.key.as_ref().expect("key");
+        assert!(names.contains(&key.name), "{r:?}");
+        assert_eq!(r.state(), RecordStateKind::Invalid, "{r:?}");
+        let text = format!("{} {}", r.reason, r.last_error);
+        eprintln!("DEBUGMSG {text}");
+        for m in message {
+            assert!(text.contains(m), "{m:?} not in the message: {r:?}");
+        }
+    }
+    let d = s.counters().since(&c0);
+    assert_eq!(d.outcome("APPLIED"), SMALL as u64, "{d:?}");
+    assert_eq!(d.outcome("INVALID"), bad.len() as u64, "{d:?}");
+    assert!(d.calls_of("invalid") >= bad.len() as u64, "{d:?}");
+    for b in bad {
+        assert!(s.dig(&b.name(&zone), b.rtype).is_empty(), "{b:?}");
+    }
+    check_zone(&s, &before, &good);
+    dig_sample(&s, &good, &[]);
+    // Parked: a sync with the same desired state sends nothing.
+    let c1 = s.counters();
+    let p = s.sync(true);
+    assert_eq!((p.phase.as_str(), p.changes_planned), ("done", 0), "{p:?}");
+    s.wait_quiet();
+    assert_eq!(s.counters().since(&c1).batches, 0);
+}
+
+/// A record dnsplane's model accepts and the server does not.
+fn bad(label: &str, rtype: &'static str, value: &str) -> Rec {
+    Rec {
+        label: label.into(),
+        rtype,
+        value: value.into(),
+        dig: value.into(),
+    }
+}
+
+#[test]
+fn pdns_rejected_records_end_invalid_with_the_servers_message() {
+    // PowerDNS answers 422 "… non-hostname content …" for an MX target with a '_'.
+    bad_records(
+        Kind::Pdns,
+        &[
+            bad("badmx1", "MX", "10 _mail1.example.net."),
+            bad("badmx2", "MX", "20 _mail2.example.net."),
+            bad("badmx3", "MX", "30 _mail3.example.net."),
+        ],
+        &["422", "non-hostname"],
+    );
+}
+
+#[test]
+fn bind_rejected_records_end_invalid_with_the_servers_message() {
+    // BIND's check-names REFUSES a '_' in an MX target or in an A record's owner.
+    bad_records(
+        Kind::Bind,
+        &[
+            bad("badmx1", "MX", "10 _mail1.example.net."),
+            bad("bad_host", "A", "192.0.2.99"),
+            bad("badmx3", "MX", "30 _mail3.example.net."),
+        ],
+        &["REFUSED", "check-names"],
+    );
+}
+
+/// The first write commits on the real server, then the answer is a 502 (the fault
+/// decorator in front of the real driver, `[[accounts.faults]]`). The applier does
+/// not resend blind: it reads back, finds those records already there and answers
+/// ALREADY_APPLIED; the batches after it go through; nothing ends in a conflict, and
+/// nothing else in the zone is touched.
+fn ambiguous_after_commit(kind: Kind) {
+    let opts = Options {
+        batch_max_changes: 250,
+        account_extra: "\n[[accounts.faults]]\nop = \"apply\"\naction = \"ambiguous_after_commit\"\ntimes = 1\n"
+            .into(),
+        ..Options::default()
+    };
+    let Some((s, before)) = start(kind, opts) else {
+        return;
+    };
+    let zone = s.zone().clone();
+    let recs = workload::initial(SMALL);
+    let c0 = s.counters();
+    s.push(desired(&zone, &recs));
+    let p = s.sync(false);
+    assert_eq!(p.phase, "done", "{p:?}");
+    s.wait_quiet();
+    let d = s.counters().since(&c0);
+    assert_eq!(d.calls_of("ambiguous"), 1, "the fault fired once: {d:?}");
+    assert_eq!(d.calls_of("conflict"), 0, "no blind resend: {d:?}");
+    let already = d.outcome("ALREADY_APPLIED");
+    assert!(
+        already > 0 && already <= 250,
+        "the committed write's records: {d:?}; logs:\n{}",
+        s.logs()
+    );
+    assert_eq!(already + d.outcome("APPLIED"), SMALL as u64, "{d:?}");
+    assert_eq!(
+        d.outcomes.len(),
+        2,
+        "only APPLIED and ALREADY_APPLIED: {d:?}"
+    );
+    assert_states(&s, &[("converged", SMALL)]);
+    check_zone(&s, &before, &recs);
+    dig_sample(&s, &recs, &[]);
+}
+
+#[test]
+fn pdns_502_after_commit_ends_already_applied() {
+    ambiguous_after_commit(Kind::Pdns);
+}
+
+#[test]
+fn bind_502_after_commit_ends_already_applied() {
+    ambiguous_after_commit(Kind::Bind);
+}
