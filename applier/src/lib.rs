@@ -100,12 +100,11 @@ impl Applier {
         let mut accounts = Vec::new();
         let mut dns = Vec::new();
         for account in &config.accounts {
-            let driver_err = |source: Box<dyn std::error::Error + Send + Sync>| {
-                ApplierError::Driver {
+            let driver_err =
+                |source: Box<dyn std::error::Error + Send + Sync>| ApplierError::Driver {
                     account: account.name().to_string(),
                     source,
-                }
-            };
+                };
             // Every driver ends up as an `Arc<dyn Provider>`; what wraps it (metering,
             // fault rules) is the same for all of them.
             let (provider, zones): (Arc<dyn Provider>, &[dnsplane_common::Name]) = match account {

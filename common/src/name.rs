@@ -8,9 +8,15 @@ use std::sync::Arc;
 /// Normalising once at the edge means every comparison inside dnsplane is a plain
 /// string comparison. The text is shared (`Arc<str>`), so the many copies of a name in
 /// the planner's indexes cost a pointer each.
-#[derive(Clone, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Name(Arc<str>);
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
 
 // Equality and order compare the text, with a fast path for the shared (interned)
 // case: the planner compares millions of keys whose zone names are one allocation.

@@ -103,6 +103,9 @@ fn config(port: u16) -> PlannerConfig {
     PlannerConfig {
         owner_id: OWNER.into(),
         applier: format!("http://127.0.0.1:{port}"),
+        appliers: vec![],
+        applier_dns: None,
+        pool: Default::default(),
         sync: SyncConfig {
             interval: Duration::from_secs(3600),
             // Measured without the source debounce (default 500 ms), which is a knob.

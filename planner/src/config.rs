@@ -23,9 +23,19 @@ pub struct PlannerConfig {
     /// never touch each other's records.
     #[serde(default = "default_owner")]
     pub owner_id: String,
-    /// gRPC address of the applier, e.g. `http://127.0.0.1:50052`.
+    /// gRPC address of the applier, e.g. `http://127.0.0.1:50052` (used when neither
+    /// `appliers` nor `applier_dns` is set).
     #[serde(default = "default_applier")]
     pub applier: String,
+    /// Several appliers by address; zones are spread over them by rendezvous hashing.
+    #[serde(default)]
+    pub appliers: Vec<String>,
+    /// `host:port` resolving to every applier (a Kubernetes headless Service),
+    /// re-resolved every `pool.resolve_interval`.
+    #[serde(default)]
+    pub applier_dns: Option<String>,
+    #[serde(default)]
+    pub pool: PoolSettings,
     #[serde(default)]
     pub sync: SyncConfig,
     #[serde(default)]
@@ -71,6 +81,33 @@ impl Default for SyncConfig {
             retry_max: default_retry_max(),
         }
     }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSettings {
+    /// How often every applier is health-checked (`grpc.health.v1`).
+    #[serde(with = "humantime_serde", default = "default_health_interval")]
+    pub health_interval: Duration,
+    /// How often `applier_dns` is resolved again.
+    #[serde(with = "humantime_serde", default = "default_resolve_interval")]
+    pub resolve_interval: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            health_interval: default_health_interval(),
+            resolve_interval: default_resolve_interval(),
+        }
+    }
+}
+
+fn default_health_interval() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_resolve_interval() -> Duration {
+    Duration::from_secs(10)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,8 +254,35 @@ impl PlannerConfig {
         Ok(config)
     }
 
+    /// The pool's members: `appliers`, else `applier` (plus `applier_dns`).
+    pub fn pool_config(&self) -> crate::pool::PoolConfig {
+        let addrs = if !self.appliers.is_empty() {
+            self.appliers.clone()
+        } else if self.applier_dns.is_some() {
+            Vec::new()
+        } else {
+            vec![self.applier.clone()]
+        };
+        crate::pool::PoolConfig {
+            addrs,
+            dns: self.applier_dns.clone(),
+            health_interval: self.pool.health_interval,
+            resolve_interval: self.pool.resolve_interval,
+        }
+    }
+
     /// The checks serde cannot express.
     pub fn validate(&self) -> Result<(), String> {
+        for a in self.appliers.iter().chain(std::iter::once(&self.applier)) {
+            if !(a.starts_with("http://") || a.starts_with("https://")) {
+                return Err(format!("applier address {a:?} must start with http:// or https://"));
+            }
+        }
+        if let Some(d) = &self.applier_dns
+            && !d.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+        {
+            return Err(format!("applier_dns {d:?} must be host:port"));
+        }
         if self.owner_id.is_empty() || self.owner_id.contains([',', '"', '=']) {
             return Err(format!("owner_id {:?} must be non-empty and free of ',', '\"' and '='", self.owner_id));
         }

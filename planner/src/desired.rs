@@ -203,7 +203,15 @@ impl DesiredIndex {
         self.sources.insert(source, contribution);
         for (zone, names) in &touched {
             for name in names {
-                self.check_cname_clash(zone, name);
+                // Point at the CNAME's line if this update declared it, else at this
+                // update's record at that name.
+                let at = entries
+                    .iter()
+                    .filter(|e| &e.name == name)
+                    .max_by_key(|e| e.rtype == RecordType::Cname)
+                    .map(|e| e.origin.location.clone())
+                    .unwrap_or_default();
+                self.check_cname_clash(zone, name, at);
             }
         }
         touched
@@ -246,7 +254,7 @@ impl DesiredIndex {
 
     /// A CNAME cannot share its name with other data (RFC 1034 §3.6.2). The plan holds
     /// such a CNAME back; this keeps the error that explains it.
-    fn check_cname_clash(&mut self, zone: &Name, name: &Name) {
+    fn check_cname_clash(&mut self, zone: &Name, name: &Name, location: String) {
         let cname = RecordKey::new(zone.clone(), name.clone(), RecordType::Cname);
         self.clashes.remove(&cname);
         let Some(records) = self.zones.get(zone) else { return };
@@ -262,7 +270,7 @@ impl DesiredIndex {
                 cname.clone(),
                 SourceError {
                     source: record.source.to_string(),
-                    location: String::new(),
+                    location,
                     record: cname.to_string(),
                     message: format!(
                         "a CNAME cannot share its name with other data (also desired here: {}); held back",
@@ -368,7 +376,7 @@ mod tests {
         assert_eq!(idx.zone(&Name::parse("sub.example.com").unwrap()).unwrap().len(), 1);
         let errors = idx.errors();
         let locs: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
-        assert_eq!(locs, ["x.yaml:3", "x.yaml:4", "x.yaml:8", ""]);
+        assert_eq!(locs, ["x.yaml:3", "x.yaml:4", "x.yaml:8", "x.yaml:6"]);
         assert!(errors[0].message.contains("no configured zone"));
         assert!(errors[3].message.contains("CNAME") && errors[3].message.contains("TXT"));
         assert!(errors[3].record.contains("c.example.com"));

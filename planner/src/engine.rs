@@ -12,14 +12,14 @@ use crate::registry::{self, ZoneView};
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{StateTable, retry_delay};
 use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
-use dnsplane_common::pb::{self, ConflictReason, applier_client::ApplierClient};
+use crate::pool::{ApplierPool, Member};
+use dnsplane_common::pb::{self, ConflictReason};
 use dnsplane_common::{Change, Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 use tracing::{Instrument, info, info_span, warn};
 
 /// Slack when deciding which retries are due, so a timer that fires a hair early
@@ -59,6 +59,12 @@ fn due(state: Option<&crate::state::RecordState>, desired: Option<&RRSet>, now: 
     }
 }
 
+/// A call that failed because the applier is gone or unreachable (not because it
+/// answered): the applier is taken out of the pool until it is healthy again.
+fn is_transport_failure(status: &tonic::Status) -> bool {
+    matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled)
+}
+
 /// Errors of one sync.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -87,6 +93,8 @@ pub struct ZoneStatusData {
     pub observed_records: usize,
     /// When the first sync started.
     pub sync_started: Option<SystemTime>,
+    /// The applier the zone's last batches went to.
+    pub applier: String,
     /// Records the provider account refused (credentials, zone missing).
     pub rejected: bool,
 }
@@ -118,7 +126,9 @@ pub struct Engine {
     pub zones: BTreeMap<Name, Arc<ZoneRuntime>>,
     /// The merged desired state of every source, maintained incrementally.
     pub desired: RwLock<DesiredIndex>,
-    applier: ApplierClient<Channel>,
+    /// The appliers, and which one each zone goes to.
+    pub pool: Arc<ApplierPool>,
+    pub metrics: crate::metrics::PlannerMetrics,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -129,14 +139,7 @@ impl Engine {
     /// Builds the engine; the applier connection is made lazily, so the planner starts
     /// (and answers gRPC) even while no applier is up.
     pub fn new(config: PlannerConfig) -> Result<Arc<Engine>, tonic::transport::Error> {
-        let channel = tonic::transport::Endpoint::from_shared(config.applier.clone())?
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .connect_lazy();
-        let applier = ApplierClient::new(channel)
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(64 << 20);
+        let pool = ApplierPool::new(config.pool_config())?;
         let zones = config
             .zones
             .iter()
@@ -161,7 +164,8 @@ impl Engine {
             config,
             zones,
             desired,
-            applier,
+            pool,
+            metrics: crate::metrics::PlannerMetrics::default(),
         }))
     }
 
@@ -299,12 +303,15 @@ impl Engine {
         progress: Option<&mpsc::Sender<pb::SyncProgress>>,
     ) -> Result<SyncSummary, SyncError> {
         let _guard = zone.sync_lock.lock().await;
+        let started = Instant::now();
         let names = match scope {
             Scope::Zone => 0,
             Scope::Names(n) => n.len(),
         };
         let span = info_span!("sync", zone = %zone.cfg.name, account = %zone.cfg.account, fresh, names);
         let result = self.sync_zone_locked(zone, scope, fresh, progress).instrument(span).await;
+        self.metrics
+            .observe_sync(&zone.cfg.name, matches!(scope, Scope::Zone), started.elapsed(), result.is_ok());
         {
             let mut st = lock(&zone.status);
             st.syncing = false;
@@ -404,6 +411,7 @@ impl Engine {
             planned: plan.changes.len(),
             ..Default::default()
         };
+        self.metrics.planned(&name, plan.changes.iter().map(|c| c.change.kind));
         info!(
             changes = plan.changes.len(),
             withheld,
@@ -435,11 +443,17 @@ impl Engine {
 
     /// Reads a zone through the applier (all pages); only `names` when not empty.
     pub async fn list_zone(&self, zone: &ZoneConfig, fresh: bool, names: &[Name]) -> Result<Vec<RRSet>, SyncError> {
-        let err = |status: tonic::Status| SyncError::List {
-            zone: zone.name.clone(),
-            status: format!("{}: {}", status.code(), status.message()),
+        let member = self.member_for(zone)?;
+        let err = |status: tonic::Status| {
+            if is_transport_failure(&status) {
+                self.pool.mark_failed(&member, status.message());
+            }
+            SyncError::List {
+                zone: zone.name.clone(),
+                status: format!("{} (applier {}): {}", status.code(), member.addr, status.message()),
+            }
         };
-        let mut client = self.applier.clone();
+        let mut client = member.client();
         let mut stream = client
             .list_records(pb::ListRecordsRequest {
                 account: zone.account.clone(),
@@ -579,11 +593,20 @@ impl Engine {
                 }
             })
         };
-        let stream_err = |status: tonic::Status| SyncError::Apply {
-            zone: name.clone(),
-            status: format!("{}: {}", status.code(), status.message()),
+        let member = self.member_for(&zone.cfg)?;
+        lock(&zone.status).applier = member.addr.clone();
+        let stream_err = |status: tonic::Status| {
+            if is_transport_failure(&status) {
+                // Its batches come back to the records' own clocks and go, on the next
+                // sync, to the next applier in rendezvous order.
+                self.pool.mark_failed(&member, status.message());
+            }
+            SyncError::Apply {
+                zone: name.clone(),
+                status: format!("{} (applier {}): {}", status.code(), member.addr, status.message()),
+            }
         };
-        let mut client = self.applier.clone();
+        let mut client = member.client();
         let outcome = async {
             let mut responses = client
                 .apply(tokio_stream::wrappers::ReceiverStream::new(rx))
@@ -654,6 +677,7 @@ impl Engine {
             };
             let key = change.key();
             let outcome = pb::Outcome::try_from(r.outcome).unwrap_or_default();
+            self.metrics.outcome(&zone.cfg.name, outcome);
             // The observed state follows the results instead of being read again.
             if let Some(v) = observed.as_mut() {
                 match outcome {
@@ -692,6 +716,13 @@ impl Engine {
         {
             lock(&zone.status).rejected = false;
         }
+    }
+
+    fn member_for(&self, zone: &ZoneConfig) -> Result<Arc<Member>, SyncError> {
+        self.pool.route(&zone.name).ok_or_else(|| SyncError::List {
+            zone: zone.name.clone(),
+            status: "no applier is configured or discovered".into(),
+        })
     }
 
     /// Names whose desired records changed since they were last planned (what the

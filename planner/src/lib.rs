@@ -18,6 +18,7 @@ pub mod desired;
 pub mod engine;
 pub mod metrics;
 pub mod plan;
+pub mod pool;
 pub mod registry;
 pub mod service;
 pub mod source;
@@ -46,10 +47,9 @@ pub async fn run_with_admin(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let engine = Engine::new(config.clone())?;
-    // The gauges are read from the engine at scrape time. The counters and the sync
-    // histogram need the engine to call this handle's hooks (`planned`, `outcome`,
-    // `observe_sync`); until it holds and calls them, those families stay empty.
-    let metrics = metrics::PlannerMetrics::default();
+    // The gauges are read from the engine at scrape time; the counters and the sync
+    // histogram are fed by the engine as it plans, applies and syncs.
+    let metrics = engine.metrics.clone();
     let service = service::PlannerService::new(Arc::clone(&engine));
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match admin {
@@ -89,8 +89,10 @@ pub async fn run_with_admin(
         }
     }
     tasks.extend(engine.spawn_zone_loops(work.clone()));
+    tasks.push(engine.pool.spawn(work.clone()));
 
-    info!(%addr, zones = config.zones.len(), applier = %config.applier, "Planner serving gRPC.");
+    let appliers: Vec<String> = engine.pool.members().iter().map(|m| m.addr.clone()).collect();
+    info!(%addr, zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
     if let Some(r) = &readiness {
         r.set(true);
     }

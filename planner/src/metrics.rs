@@ -311,6 +311,13 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "syncing": z.syncing,
             "initialSyncStarted": ts(z.initial_sync_started.as_ref()),
             "nextRetry": ts(z.next_retry.as_ref()),
+            "applier": z.applier,
+        })).collect::<Vec<_>>(),
+        "appliers": s.appliers.iter().map(|a| json!({
+            "address": a.address,
+            "healthy": a.healthy,
+            "lastError": a.last_error,
+            "zones": a.zones,
         })).collect::<Vec<_>>(),
         "sourceErrors": s.source_errors.iter().map(|e| json!({
             "source": e.source,
@@ -389,6 +396,7 @@ mod tests {
                 desired_records: 4,
                 ..Default::default()
             }],
+            appliers: vec![],
             source_errors: vec![pb::SourceError {
                 location: "web.yaml:3".into(),
                 ..Default::default()

@@ -153,6 +153,7 @@ impl pb::planner_server::Planner for PlannerService {
                 desired_records: desired.zone(&zone.cfg.name).map_or(0, |z| z.len() as u32),
                 observed_records: st.observed_records as u32,
                 syncing: st.syncing,
+                applier: self.engine.pool.route(&zone.cfg.name).map(|m| m.addr.clone()).unwrap_or_default(),
                 initial_sync_started: st.sync_started.map(timestamp),
                 next_retry: next_retry.map(timestamp),
             });
@@ -163,6 +164,19 @@ impl pb::planner_server::Planner for PlannerService {
                 "{} desired record(s) rejected; see source_errors",
                 source_errors.len()
             ));
+        }
+        let members = self.engine.pool.members();
+        let appliers: Vec<pb::ApplierMember> = members
+            .iter()
+            .map(|m| pb::ApplierMember {
+                address: m.addr.clone(),
+                healthy: m.healthy(),
+                last_error: m.last_error(),
+                zones: zones.iter().filter(|z| z.applier == m.addr).count() as u32,
+            })
+            .collect();
+        if !members.is_empty() && !members.iter().any(|m| m.healthy()) {
+            degraded.push("no applier is healthy".into());
         }
         let (level, reason) = if !degraded.is_empty() {
             ("degraded", degraded.join("; "))
@@ -175,6 +189,7 @@ impl pb::planner_server::Planner for PlannerService {
             level: level.into(),
             reason,
             zones,
+            appliers,
             source_errors: source_errors
                 .iter()
                 .map(|e| pb::SourceError {

@@ -70,6 +70,9 @@ async fn harness() -> Harness {
     let config = PlannerConfig {
         owner_id: "me".into(),
         applier: format!("http://{addr}"),
+        appliers: vec![],
+        applier_dns: None,
+        pool: Default::default(),
         sync: SyncConfig::default(),
         batch: BatchConfig {
             max_changes: 3,

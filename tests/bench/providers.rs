@@ -40,7 +40,10 @@ fn main() {
     let mut kinds = vec![Kind::Pdns, Kind::Bind];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| usage(&format!("{a} needs a value")));
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+        };
         match a.as_str() {
             "--records" => records = value().parse().unwrap_or_else(|_| usage("--records N")),
             "--batch" => batch = value().parse().unwrap_or_else(|_| usage("--batch N")),
@@ -148,7 +151,12 @@ fn print_table(rows: &[Row], records: usize, batch: usize) {
     );
     println!("|---|---|---:|---:|---:|---|---:|---:|");
     for r in rows {
-        let by: Vec<String> = r.calls.calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let by: Vec<String> = r
+            .calls
+            .calls
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         let serial = if r.serial_delta > 1_000_000 {
             // PowerDNS's first write moves the serial to its YYYYMMDDnn form.
             "(date form)".to_string()

@@ -51,7 +51,11 @@ fn desired(zone: &Name, recs: &[Rec]) -> Vec<pb::DesiredRecord> {
 
 /// The ownership record's name of a record: `_dnsplane-<type>.<name>`.
 fn owner_name(zone: &Name, r: &Rec) -> String {
-    format!("_dnsplane-{}.{}", r.rtype.to_ascii_lowercase(), r.name(zone))
+    format!(
+        "_dnsplane-{}.{}",
+        r.rtype.to_ascii_lowercase(),
+        r.name(zone)
+    )
 }
 
 /// The zone, transferred: exactly what was there before dnsplane (untouched), plus
@@ -60,9 +64,8 @@ fn owner_name(zone: &Name, r: &Rec) -> String {
 fn check_zone(s: &RealStack, before: &[String], owned: &[Rec]) {
     let zone = s.zone();
     let after = s.axfr();
-    let (marks, data): (Vec<&String>, Vec<&String>) = after
-        .iter()
-        .partition(|l| l.starts_with("_dnsplane-"));
+    let (marks, data): (Vec<&String>, Vec<&String>) =
+        after.iter().partition(|l| l.starts_with("_dnsplane-"));
     let mut want: BTreeSet<String> = before.iter().cloned().collect();
     want.extend(owned.iter().map(|r| r.axfr_line(zone)));
     let got: BTreeSet<String> = data.into_iter().cloned().collect();
@@ -97,7 +100,7 @@ fn dig_sample(s: &RealStack, owned: &[Rec], gone: &[Rec]) {
     for r in owned.iter().step_by(step) {
         assert_eq!(
             s.dig(&r.name(zone), r.rtype),
-            [r.dig.clone()],
+            std::slice::from_ref(&r.dig),
             "dig {} {}",
             r.name(zone),
             r.rtype
@@ -158,7 +161,11 @@ fn large_zone(kind: Kind) {
         "every record applied once, nothing else: {d:?}; logs:\n{}",
         s.logs()
     );
-    assert_eq!(d.calls_of("success"), d.total_calls(), "no failed call: {d:?}");
+    assert_eq!(
+        d.calls_of("success"),
+        d.total_calls(),
+        "no failed call: {d:?}"
+    );
     assert_states(&s, &[("converged", LARGE)]);
     check_zone(&s, &before, &initial);
     dig_sample(&s, &initial, &[]);
@@ -189,11 +196,7 @@ fn large_zone(kind: Kind) {
     let c2 = s.counters();
     let status_before = s.applier_status_grpcurl();
     let p = s.sync(true);
-    assert_eq!(
-        (p.phase.as_str(), p.changes_planned),
-        ("done", 0),
-        "{p:?}"
-    );
+    assert_eq!((p.phase.as_str(), p.changes_planned), ("done", 0), "{p:?}");
     s.wait_quiet();
     let d = s.counters().since(&c2);
     assert_eq!(d.batches, 0, "no batch, hence no provider write: {d:?}");
@@ -259,18 +262,25 @@ fn conflict_burst(kind: Kind) {
         .map(|(l, v)| (format!("{l}.{zone}"), v.clone()))
         .collect();
     // Conflicts are re-planned against a fresh read; they stay conflicts.
-    s.wait_until("every burst record CONFLICT", Duration::from_secs(30), |s| {
-        let conflicts: Vec<pb::RecordState> = s
-            .record_states(false)
-            .into_iter()
-            .filter(|r| r.state() == RecordStateKind::Conflict)
-            .collect();
-        (conflicts.len() == burst.len()).then_some(())
-    });
+    s.wait_until(
+        "every burst record CONFLICT",
+        Duration::from_secs(30),
+        |s| {
+            let conflicts: Vec<pb::RecordState> = s
+                .record_states(false)
+                .into_iter()
+                .filter(|r| r.state() == RecordStateKind::Conflict)
+                .collect();
+            (conflicts.len() == burst.len()).then_some(())
+        },
+    );
     s.wait_quiet();
     assert_states(
         &s,
-        &[("converged", SMALL - burst.len()), ("conflict", burst.len())],
+        &[
+            ("converged", SMALL - burst.len()),
+            ("conflict", burst.len()),
+        ],
     );
     let states = s.record_states(false);
     assert_eq!(states.len(), burst.len(), "only the burst is not converged");
@@ -282,7 +292,7 @@ fn conflict_burst(kind: Kind) {
         assert_eq!(r.state(), RecordStateKind::Conflict, "{r:?}");
         assert_eq!(r.conflict_reason(), ConflictReason::Exists, "{r:?}");
         let observed = r.observed.as_ref().expect("observed value");
-        assert_eq!(observed.values, [value.clone()], "{r:?}");
+        assert_eq!(observed.values, std::slice::from_ref(value), "{r:?}");
         assert_eq!(observed.ttl, 120, "{r:?}");
     }
     // The burst hit the provider itself (the plan did not know), and cost conflict
@@ -290,17 +300,13 @@ fn conflict_burst(kind: Kind) {
     let d = s.counters().since(&c0);
     assert!(d.calls_of("conflict") >= 1, "{d:?}");
     assert!(d.outcome("CONFLICT") >= burst.len() as u64, "{d:?}");
-    assert_eq!(
-        d.outcome("APPLIED"),
-        (SMALL - burst.len()) as u64,
-        "{d:?}"
-    );
+    assert_eq!(d.outcome("APPLIED"), (SMALL - burst.len()) as u64, "{d:?}");
     for bad in ["FAILED", "INVALID", "REJECTED_PERMANENT", "DEFERRED"] {
         assert_eq!(d.outcome(bad), 0, "{d:?}");
     }
     // The server holds the out-of-band values; nothing else of the zone moved.
     let (l, v) = &burst[0];
-    assert_eq!(s.dig(&format!("{l}.{zone}"), "A"), [v.clone()]);
+    assert_eq!(s.dig(&format!("{l}.{zone}"), "A"), std::slice::from_ref(v));
     let converged: Vec<Rec> = recs
         .iter()
         .filter(|r| !burst_names.contains_key(&r.name(&zone)))
@@ -346,7 +352,6 @@ fn bad_records(kind: Kind, bad: &[Rec], message: &[&str]) {
         assert!(names.contains(&key.name), "{r:?}");
         assert_eq!(r.state(), RecordStateKind::Invalid, "{r:?}");
         let text = format!("{} {}", r.reason, r.last_error);
-        eprintln!("DEBUGMSG {text}");
         for m in message {
             assert!(text.contains(m), "{m:?} not in the message: {r:?}");
         }

@@ -366,7 +366,10 @@ async fn pdns_create_update_delete_round_trip() {
     p.apply(&manual, &[RRSetOp::create(r)])
         .await
         .expect("write");
-    assert!(serial(&p, &manual).await > s0, "API writes now move the serial");
+    assert!(
+        serial(&p, &manual).await > s0,
+        "API writes now move the serial"
+    );
 }
 
 #[tokio::test]
@@ -716,7 +719,11 @@ async fn rfc2136_large_zone_transfers_are_complete() {
     }
     for _ in 0..3 {
         let listed = p.list(zone, None).await.expect("list");
-        assert_eq!(listed.rrsets.len(), before + many.len(), "every RRSet listed");
+        assert_eq!(
+            listed.rrsets.len(),
+            before + many.len(),
+            "every RRSet listed"
+        );
         let names: std::collections::BTreeSet<&RecordKey> =
             listed.rrsets.iter().map(|r| &r.key).collect();
         assert!(many.iter().all(|r| names.contains(&r.key)));

@@ -343,6 +343,33 @@ axfr = false
         }
     }
 
+    /// The minimal configs docs/providers.md gives users parse and validate as is.
+    #[test]
+    fn the_documented_configs_load() {
+        let doc = include_str!("../../../docs/providers.md");
+        let blocks: Vec<String> = doc
+            .split("```toml")
+            .skip(1)
+            .map(|b| {
+                let body = b.split("```").next().unwrap_or_default();
+                // Indented inside a list item: strip the common indent.
+                body.lines()
+                    .map(|l| l.strip_prefix("   ").unwrap_or(l))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .collect();
+        assert_eq!(blocks.len(), 2, "one block per driver");
+        let drivers: Vec<&str> = blocks
+            .iter()
+            .map(|b| {
+                let c = parse(b).unwrap_or_else(|e| panic!("{e}\n{b}"));
+                c.accounts[0].driver()
+            })
+            .collect();
+        assert_eq!(drivers, ["pdns", "rfc2136"]);
+    }
+
     #[test]
     fn driver_problems_are_named() {
         for (text, want) in [
@@ -362,7 +389,10 @@ axfr = false
                 format!("{PDNS}api_key_env = \"K\"\n"),
                 "set only one of api_key_file and api_key_env",
             ),
-            (format!("{PDNS}api_key = \"s3cret\"\n"), "unknown field `api_key`"),
+            (
+                format!("{PDNS}api_key = \"s3cret\"\n"),
+                "unknown field `api_key`",
+            ),
             (
                 PDNS.replace("[\"Example.COM\"]", "[]"),
                 "accounts[0].zones is empty",

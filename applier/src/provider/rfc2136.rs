@@ -355,9 +355,12 @@ impl Rfc2136Provider {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
-                query
-                    .finalize(signer, now)
-                    .map_err(|e| ProviderError::new(ErrorClass::Permanent, format!("{what}: cannot sign the request: {e}")))?
+                query.finalize(signer, now).map_err(|e| {
+                    ProviderError::new(
+                        ErrorClass::Permanent,
+                        format!("{what}: cannot sign the request: {e}"),
+                    )
+                })?
             }
             None => None,
         };
@@ -405,7 +408,10 @@ impl Rfc2136Provider {
                     ResponseCode::ServFail => ErrorClass::Transient,
                     _ => ErrorClass::Permanent,
                 };
-                return Err(ProviderError::new(class, format!("{what} answered {rcode}")));
+                return Err(ProviderError::new(
+                    class,
+                    format!("{what} answered {rcode}"),
+                ));
             }
             for r in message.answers {
                 if let HRData::SOA(soa) = &r.data {
@@ -415,7 +421,9 @@ impl Rfc2136Provider {
                         None => serial = Some(u64::from(soa.serial)),
                     }
                 } else if serial.is_none() {
-                    return Err(transient(format!("{what}: the transfer does not start with the SOA")));
+                    return Err(transient(format!(
+                        "{what}: the transfer does not start with the SOA"
+                    )));
                 }
                 records.push(r);
             }
@@ -1246,14 +1254,22 @@ mod tests {
             let (mut ops, mut approx, mut i) = (Vec::new(), 0, 0);
             loop {
                 let name = Name::parse(&format!("h{i}.ex.test")).unwrap();
-                let r = RRSet::new(RecordKey::new(zone.clone(), name.clone(), t), 60, &[v]).unwrap();
+                let r =
+                    RRSet::new(RecordKey::new(zone.clone(), name.clone(), t), 60, &[v]).unwrap();
                 let mark = RRSet::new(
-                    RecordKey::new(zone.clone(), name.prepend("_dnsplane-a").unwrap(), RecordType::Txt),
+                    RecordKey::new(
+                        zone.clone(),
+                        name.prepend("_dnsplane-a").unwrap(),
+                        RecordType::Txt,
+                    ),
                     60,
                     &["\"heritage=dnsplane,dnsplane/owner=o\""],
                 )
                 .unwrap();
-                let c = Change::new(ChangeKind::Create, vec![RRSetOp::create(r), RRSetOp::create(mark)]);
+                let c = Change::new(
+                    ChangeKind::Create,
+                    vec![RRSetOp::create(r), RRSetOp::create(mark)],
+                );
                 if approx + c.approx_bytes() > MAX_BYTES_PER_BATCH {
                     break;
                 }
@@ -1262,7 +1278,11 @@ mod tests {
                 i += 1;
             }
             let size = build_update(&zone, &ops).unwrap().to_vec().unwrap().len();
-            assert!(size <= MAX_MESSAGE_BYTES, "{t}: {} ops, {size} bytes", ops.len());
+            assert!(
+                size <= MAX_MESSAGE_BYTES,
+                "{t}: {} ops, {size} bytes",
+                ops.len()
+            );
         }
     }
 
@@ -1280,4 +1300,3 @@ mod tests {
         );
     }
 }
-

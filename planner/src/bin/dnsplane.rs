@@ -156,6 +156,9 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     let planner_config = PlannerConfig {
         owner_id: "dnsplane".into(),
         applier: format!("http://{}", applier_listener.local_addr()?),
+        appliers: vec![],
+        applier_dns: None,
+        pool: Default::default(),
         sync: SyncConfig {
             interval: args.interval,
             ..SyncConfig::default()

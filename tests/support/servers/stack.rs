@@ -508,12 +508,7 @@ pub mod workload {
                 ("CNAME", v.clone(), v)
             }
             _ => {
-                let v = format!(
-                    "198.{}.{}.{}",
-                    18 + version,
-                    (i / 250) % 250,
-                    i % 250 + 1
-                );
+                let v = format!("198.{}.{}.{}", 18 + version, (i / 250) % 250, i % 250 + 1);
                 ("A", v.clone(), v)
             }
         };

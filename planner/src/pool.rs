@@ -1,0 +1,251 @@
+//! The applier pool: every applier the planner may send work to, how healthy each one
+//! is, and which one a zone goes to.
+//!
+//! Zones are placed by rendezvous (highest-random-weight) hashing over the healthy
+//! appliers, so each zone has one writer in steady state and, when the pool changes,
+//! only the zones of the applier that came or went move. Members come from a static
+//! list and/or a DNS name resolved to many addresses (a Kubernetes headless Service),
+//! re-resolved periodically; each is health-checked over `grpc.health.v1`, so an
+//! applier that drains (answers NOT_SERVING) or dies stops receiving zones.
+use dnsplane_common::Name;
+use dnsplane_common::pb::applier_client::ApplierClient;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+use tracing::{info, warn};
+
+/// One applier.
+#[derive(Debug)]
+pub struct Member {
+    /// `http://host:port`.
+    pub addr: String,
+    channel: Channel,
+    healthy: AtomicBool,
+    last_error: Mutex<String>,
+}
+
+impl Member {
+    fn new(addr: &str) -> Result<Arc<Member>, tonic::transport::Error> {
+        let channel = Endpoint::from_shared(addr.to_string())?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        Ok(Arc::new(Member {
+            addr: addr.to_string(),
+            channel,
+            // Optimistic until the first check: a planner must not wait for a health
+            // round before its first sync.
+            healthy: AtomicBool::new(true),
+            last_error: Mutex::new(String::new()),
+        }))
+    }
+
+    /// A client whose calls carry the current trace context (`traceparent`).
+    pub fn client(&self) -> ApplierClient<dnsplane_common::telemetry::TracedChannel> {
+        ApplierClient::new(dnsplane_common::telemetry::traced_channel(self.channel.clone()))
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20)
+    }
+
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    pub fn last_error(&self) -> String {
+        self.last_error.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    fn set(&self, healthy: bool, error: String) {
+        let was = self.healthy.swap(healthy, Ordering::Relaxed);
+        if was != healthy {
+            if healthy {
+                info!(applier = %self.addr, "Applier healthy; it takes its zones back.");
+            } else {
+                warn!(applier = %self.addr, error = %error, "Applier unhealthy; its zones move to the next applier.");
+            }
+        }
+        if let Ok(mut e) = self.last_error.lock() {
+            *e = error;
+        }
+    }
+}
+
+/// Where the pool's members come from.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Static addresses (`http://host:port`).
+    pub addrs: Vec<String>,
+    /// `host:port` resolved to every address it has (e.g. a headless Service).
+    pub dns: Option<String>,
+    pub health_interval: Duration,
+    pub resolve_interval: Duration,
+}
+
+/// The pool.
+#[derive(Debug)]
+pub struct ApplierPool {
+    cfg: PoolConfig,
+    members: RwLock<Vec<Arc<Member>>>,
+}
+
+/// A stable 64-bit hash (FNV-1a, then a splitmix finaliser): every planner, of every
+/// version, places a zone on the same applier.
+fn score(addr: &str, zone: &Name) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in addr.bytes().chain([0]).chain(zone.as_str().bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+impl ApplierPool {
+    pub fn new(cfg: PoolConfig) -> Result<Arc<ApplierPool>, tonic::transport::Error> {
+        let mut members = Vec::new();
+        for a in &cfg.addrs {
+            members.push(Member::new(a)?);
+        }
+        Ok(Arc::new(ApplierPool {
+            cfg,
+            members: RwLock::new(members),
+        }))
+    }
+
+    pub fn members(&self) -> Vec<Arc<Member>> {
+        self.members.read().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// All members in rendezvous order for `zone`: healthy ones first.
+    pub fn order(&self, zone: &Name) -> Vec<Arc<Member>> {
+        let mut m = self.members();
+        m.sort_by_key(|x| (std::cmp::Reverse(x.healthy()), std::cmp::Reverse(score(&x.addr, zone))));
+        m
+    }
+
+    /// The applier `zone` goes to now (when none is healthy, the best one anyway: a
+    /// failed call costs less than a stall).
+    pub fn route(&self, zone: &Name) -> Option<Arc<Member>> {
+        self.order(zone).into_iter().next()
+    }
+
+    /// A call to `member` broke: take it out until a health check passes.
+    pub fn mark_failed(&self, member: &Member, error: &str) {
+        member.set(false, error.to_string());
+    }
+
+    /// Health-checks every member and re-resolves the DNS name, until cancelled.
+    pub fn spawn(self: &Arc<Self>, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let pool = self.clone();
+        tokio::spawn(async move {
+            let mut last_resolve = None::<tokio::time::Instant>;
+            loop {
+                if pool.cfg.dns.is_some() && last_resolve.is_none_or(|t| t.elapsed() >= pool.cfg.resolve_interval) {
+                    pool.resolve().await;
+                    last_resolve = Some(tokio::time::Instant::now());
+                }
+                let checks = pool.members().into_iter().map(|m| async move {
+                    let result = tokio::time::timeout(Duration::from_secs(2), async {
+                        HealthClient::new(m.channel.clone())
+                            .check(HealthCheckRequest {
+                                service: "dnsplane.v1.Applier".into(),
+                            })
+                            .await
+                    })
+                    .await;
+                    match result {
+                        Ok(Ok(r)) if r.get_ref().status == ServingStatus::Serving as i32 => m.set(true, String::new()),
+                        Ok(Ok(_)) => m.set(false, "not serving (draining)".into()),
+                        Ok(Err(e)) => m.set(false, format!("{}: {}", e.code(), e.message())),
+                        Err(_) => m.set(false, "health check timed out".into()),
+                    }
+                });
+                futures::future::join_all(checks).await;
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(pool.cfg.health_interval) => {}
+                }
+            }
+        })
+    }
+
+    /// Replaces the DNS-discovered members with what the name resolves to now; keeps
+    /// the members (and their connections) that are still there.
+    async fn resolve(&self) {
+        let Some(name) = &self.cfg.dns else { return };
+        let addrs = match tokio::net::lookup_host(name.as_str()).await {
+            Ok(a) => a.map(|a| format!("http://{a}")).collect::<std::collections::BTreeSet<_>>(),
+            Err(e) => {
+                warn!(name = %name, error = %e, "Cannot resolve the applier name; keeping the members known.");
+                return;
+            }
+        };
+        let Ok(mut members) = self.members.write() else { return };
+        let mut next: Vec<Arc<Member>> = members
+            .iter()
+            .filter(|m| self.cfg.addrs.contains(&m.addr) || addrs.contains(&m.addr))
+            .cloned()
+            .collect();
+        for a in addrs {
+            if !next.iter().any(|m| m.addr == a)
+                && let Ok(m) = Member::new(&a)
+            {
+                info!(applier = %a, "Applier discovered.");
+                next.push(m);
+            }
+        }
+        *members = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(n: usize) -> Arc<ApplierPool> {
+        ApplierPool::new(PoolConfig {
+            addrs: (0..n).map(|i| format!("http://10.0.0.{i}:50052")).collect(),
+            dns: None,
+            health_interval: Duration::from_secs(1),
+            resolve_interval: Duration::from_secs(10),
+        })
+        .expect("pool")
+    }
+
+    fn zones() -> Vec<Name> {
+        (0..1000).map(|i| Name::parse(&format!("z{i}.example")).expect("zone")).collect()
+    }
+
+    #[tokio::test]
+    async fn zones_spread_and_only_the_lost_members_zones_move() {
+        let p = pool(3);
+        let before: Vec<String> = zones().iter().map(|z| p.route(z).expect("member").addr.clone()).collect();
+        for m in p.members() {
+            let n = before.iter().filter(|a| **a == m.addr).count();
+            assert!((250..420).contains(&n), "{} has {n} of 1000 zones", m.addr);
+        }
+        let lost = p.members()[1].clone();
+        p.mark_failed(&lost, "test");
+        let after: Vec<String> = zones().iter().map(|z| p.route(z).expect("member").addr.clone()).collect();
+        for (b, a) in before.iter().zip(&after) {
+            if *b == lost.addr {
+                assert_ne!(a, &lost.addr);
+            } else {
+                assert_eq!(a, b, "a zone of a healthy member moved");
+            }
+        }
+        // The member comes back: every zone returns to where it was.
+        lost.set(true, String::new());
+        let back: Vec<String> = zones().iter().map(|z| p.route(z).expect("member").addr.clone()).collect();
+        assert_eq!(back, before);
+    }
+}
