@@ -11,3 +11,4 @@ mod reliability;
 mod cookbook;
 mod deploy_files;
 mod failing_zone;
+mod failover;

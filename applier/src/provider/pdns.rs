@@ -39,10 +39,9 @@ const READ_CONCURRENCY: usize = 4;
 /// Longest provider text kept in an error message.
 const MAX_ERROR_TEXT: usize = 500;
 
-/// Where a secret comes from. The secret itself never appears in dnsplane's config.
-///
-/// In TOML: `api_key = { file = "/etc/dnsplane/pdns-api-key" }` or
-/// `api_key = { env = "PDNS_API_KEY" }`.
+/// Where a secret comes from. The secret itself never appears in dnsplane's config:
+/// the applier's `[[accounts]]` table says `api_key_file = "…"` or `api_key_env = "…"`
+/// (`config::PdnsAccount`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum SecretSource {

@@ -179,6 +179,8 @@ impl RealStack {
                 .arg(dir.path().join(format!("{name}.toml")))
                 .args(["--listen", &format!("127.0.0.1:{port}")])
                 .env("DNSPLANE_LOG", &opts.log_filter)
+                // No fixed admin HTTP port: stacks run side by side.
+                .env("DNSPLANE_PLANNER_ADMIN_LISTEN", "off")
                 .stdin(Stdio::null())
                 .stdout(file.try_clone().expect("log file"))
                 .stderr(file)
