@@ -19,6 +19,7 @@ have named || need_pkgs+=(bind9)
 have pdns_server || need_pkgs+=(pdns-server)
 [[ -e /usr/lib/x86_64-linux-gnu/pdns/libgsqlite3backend.so ]] || ls /usr/lib/*/pdns/libgsqlite3backend.so >/dev/null 2>&1 || need_pkgs+=(pdns-backend-sqlite3)
 have sqlite3 || need_pkgs+=(sqlite3)
+have nsupdate || need_pkgs+=(bind9-dnsutils)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing ${need_pkgs[*]}"
@@ -28,6 +29,19 @@ if ((${#need_pkgs[@]})); then
     else
         echo "tests/run-all.sh: need Debian packages: ${need_pkgs[*]} (run as root, or: sudo apt-get install ${need_pkgs[*]})" >&2
         exit 1
+    fi
+fi
+
+# Debian's AppArmor profile for named only allows /etc/bind and /var/{lib,cache}/bind;
+# the tests run private instances from temporary directories. Where AppArmor is
+# enforced (a Debian VM; not a container), allow them.
+if [[ $(id -u) -eq 0 && -f /etc/apparmor.d/usr.sbin.named ]] && command -v apparmor_parser >/dev/null \
+    && [[ -d /sys/kernel/security/apparmor ]]; then
+    local_rules=/etc/apparmor.d/local/usr.sbin.named
+    if ! grep -qs 'dnsplane tests' "$local_rules"; then
+        mkdir -p "$(dirname "$local_rules")"
+        printf '# dnsplane tests: private named instances\n/tmp/** rw,\n' >>"$local_rules"
+        apparmor_parser -r /etc/apparmor.d/usr.sbin.named || true
     fi
 fi
 

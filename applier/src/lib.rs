@@ -12,7 +12,9 @@
 //! - [`provider`]: the driver trait, the error taxonomy and the drivers, plus
 //!   [`provider::fault`], the fault-injection decorator; [`store`] and [`dns`] are the
 //!   embedded `memory` driver's durable store and DNS responder;
-//! - [`config`]: the TOML config; [`run`] wires it all and serves until shutdown.
+//! - [`config`]: the TOML config; [`run`] wires it all and serves until shutdown;
+//! - [`metrics`], [`instrument`]: the admin HTTP port (`/metrics`, `/healthz`,
+//!   `/readyz`, `/status`), and the spans and per-call metrics of provider calls.
 use crate::account::Account;
 use crate::config::AccountConfig;
 use crate::dns::{Authority, DnsServer};
@@ -37,6 +39,8 @@ pub mod cache;
 pub mod circuit;
 pub mod config;
 pub mod dns;
+pub mod instrument;
+pub mod metrics;
 pub mod provider;
 pub mod retry;
 pub mod service;
@@ -175,6 +179,17 @@ impl Applier {
         grpc: TcpListener,
         shutdown: CancellationToken,
     ) -> Result<(), ApplierError> {
+        self.serve_with_admin(grpc, None, shutdown).await
+    }
+
+    /// [`Applier::serve`], also serving the admin HTTP port (`/metrics`, `/healthz`,
+    /// `/readyz`, `/status`) on `admin`: ready while serving, not ready once draining.
+    pub async fn serve_with_admin(
+        self,
+        grpc: TcpListener,
+        admin: Option<TcpListener>,
+        shutdown: CancellationToken,
+    ) -> Result<(), ApplierError> {
         let Applier {
             config,
             accounts,
@@ -193,6 +208,13 @@ impl Applier {
             },
             lifecycle.clone(),
         );
+        let admin = admin.map(|l| {
+            let server = metrics::admin_server(service.clone());
+            let readiness = server.readiness();
+            let stop = CancellationToken::new();
+            let task = tokio::spawn(server.serve(l, stop.clone()));
+            (readiness, stop, task)
+        });
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<ApplierServer<ApplierService>>().await;
         health.set_service_status("", ServingStatus::Serving).await;
@@ -209,6 +231,7 @@ impl Applier {
         let addr = grpc.local_addr().ok();
         let close = lifecycle.close_streams.clone();
         let server = tonic::transport::Server::builder()
+            .trace_fn(dnsplane_common::telemetry::grpc_server_span)
             .add_service(health_service)
             .add_service(ApplierServer::new(service))
             .add_service(reflection_v1)
@@ -220,6 +243,9 @@ impl Applier {
             );
         let mut server = tokio::spawn(server);
         tracing::info!(addr = ?addr, "Applier serving gRPC.");
+        if let Some((ready, _, _)) = &admin {
+            ready.set(true);
+        }
 
         let early = tokio::select! {
             r = &mut server => Some(r),
@@ -237,6 +263,9 @@ impl Applier {
             }
             None => {
                 tracing::info!("Draining: new batches are deferred.");
+                if let Some((ready, _, _)) = &admin {
+                    ready.set(false);
+                }
                 health
                     .set_not_serving::<ApplierServer<ApplierService>>()
                     .await;
@@ -272,6 +301,14 @@ impl Applier {
         for t in dns_tasks {
             let _ = t.await;
         }
+        if let Some((_, stop, task)) = admin {
+            stop.cancel();
+            match tokio::time::timeout(SERVER_CLOSE_TIMEOUT, task).await {
+                Ok(Ok(Err(e))) => tracing::warn!(error = %e, "Admin HTTP server failed."),
+                Ok(_) => {}
+                Err(_) => tracing::warn!("Admin HTTP server did not stop in time."),
+            }
+        }
         tracing::info!("Applier stopped.");
         result
     }
@@ -285,4 +322,18 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), ApplierError> {
     Applier::new(config).await?.serve(grpc, shutdown).await
+}
+
+/// [`run`], also serving the admin HTTP port on `admin` (see
+/// [`Applier::serve_with_admin`]).
+pub async fn run_with_admin(
+    config: ApplierConfig,
+    grpc: TcpListener,
+    admin: Option<TcpListener>,
+    shutdown: CancellationToken,
+) -> Result<(), ApplierError> {
+    Applier::new(config)
+        .await?
+        .serve_with_admin(grpc, admin, shutdown)
+        .await
 }

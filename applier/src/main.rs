@@ -23,11 +23,19 @@ struct Args {
         default_value = "127.0.0.1:50052"
     )]
     listen: SocketAddr,
+    /// Admin HTTP address: /metrics (Prometheus), /healthz, /readyz, /status (JSON).
+    /// `off` disables it. If the address cannot be bound, the applier logs an error and
+    /// serves gRPC without it.
+    #[arg(
+        long,
+        env = "DNSPLANE_APPLIER_ADMIN_LISTEN",
+        default_value = "127.0.0.1:9452"
+    )]
+    admin_listen: String,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    dnsplane_common::runtime::init_logging();
     let config = match dnsplane_applier::load_config(&args.config) {
         Ok(c) => c,
         Err(e) => {
@@ -35,7 +43,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_BAD_CONFIG);
         }
     };
-    match serve(args.listen, config) {
+    match serve(args, config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dnsplane-applier: {e:#}");
@@ -52,7 +60,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(listen: SocketAddr, config: dnsplane_applier::ApplierConfig) -> anyhow::Result<()> {
+fn serve(args: Args, config: dnsplane_applier::ApplierConfig) -> anyhow::Result<()> {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .max(2);
@@ -62,11 +70,33 @@ fn serve(listen: SocketAddr, config: dnsplane_applier::ApplierConfig) -> anyhow:
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let shutdown = dnsplane_common::runtime::shutdown_on_signal();
-        let grpc = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("cannot listen for gRPC on {listen}"))?;
-        dnsplane_applier::run(config, grpc, shutdown).await?;
-        Ok(())
+        // Logs, and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set; inside the runtime,
+        // which the OTLP exporter runs on.
+        let telemetry = dnsplane_common::telemetry::init("dnsplane-applier");
+        let result = run(args, config).await;
+        telemetry.shutdown().await;
+        result
     })
+}
+
+async fn run(args: Args, config: dnsplane_applier::ApplierConfig) -> anyhow::Result<()> {
+    let shutdown = dnsplane_common::runtime::shutdown_on_signal();
+    let listen = args.listen;
+    let grpc = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen for gRPC on {listen}"))?;
+    let admin = if args.admin_listen == "off" {
+        None
+    } else {
+        match dnsplane_common::metrics::bind(&args.admin_listen).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                // Probes are gRPC; metrics are worth less than DNS changes: keep serving.
+                tracing::error!(error = %e, "No admin HTTP port: /metrics, /readyz and /status are off.");
+                None
+            }
+        }
+    };
+    dnsplane_applier::run_with_admin(config, grpc, admin, shutdown).await?;
+    Ok(())
 }
