@@ -47,9 +47,13 @@ pub fn key_from_pb(field: &str, k: Option<&pb::RecordKey>) -> Result<RecordKey, 
     let k = k.ok_or_else(|| FieldError::new(field, "missing"))?;
     let zone = name_from_pb(&format!("{field}.zone"), &k.zone)?;
     let name = name_from_pb(&format!("{field}.name"), &k.name)?;
-    let rtype = RecordType::parse(&k.r#type).map_err(|e| FieldError::model(format!("{field}.type"), e))?;
+    let rtype =
+        RecordType::parse(&k.r#type).map_err(|e| FieldError::model(format!("{field}.type"), e))?;
     if !name.is_within(&zone) {
-        return Err(FieldError::new(format!("{field}.name"), format!("{name} is outside zone {zone}")));
+        return Err(FieldError::new(
+            format!("{field}.name"),
+            format!("{name} is outside zone {zone}"),
+        ));
     }
     Ok(RecordKey::new(zone, name, rtype))
 }
@@ -69,7 +73,8 @@ impl From<&RRSet> for pb::RrSet {
 pub fn rrset_from_pb(field: &str, r: &pb::RrSet) -> Result<RRSet, FieldError> {
     let key = key_from_pb(&format!("{field}.key"), r.key.as_ref())?;
     for (i, v) in r.values.iter().enumerate() {
-        crate::rdata::canonicalize(key.rtype, v).map_err(|e| FieldError::model(format!("{field}.values[{i}]"), e))?;
+        crate::rdata::canonicalize(key.rtype, v)
+            .map_err(|e| FieldError::model(format!("{field}.values[{i}]"), e))?;
     }
     RRSet::new(key, r.ttl, &r.values).map_err(|e| FieldError::model(field, e))
 }
@@ -91,14 +96,20 @@ pub fn op_from_pb(field: &str, op: &pb::RrSetOp) -> Result<RRSetOp, FieldError> 
         let path = format!("{field}.{name}");
         let rr = rrset_from_pb(&path, r)?;
         if rr.key != key {
-            return Err(FieldError::new(format!("{path}.key"), "differs from the op's key"));
+            return Err(FieldError::new(
+                format!("{path}.key"),
+                "differs from the op's key",
+            ));
         }
         Ok(Some(rr))
     };
     let before = side("before", op.before.as_ref())?;
     let after = side("after", op.after.as_ref())?;
     if before.is_none() && after.is_none() {
-        return Err(FieldError::new(field, "an op needs `before`, `after` or both"));
+        return Err(FieldError::new(
+            field,
+            "an op needs `before`, `after` or both",
+        ));
     }
     Ok(RRSetOp { key, before, after })
 }
@@ -132,17 +143,28 @@ pub fn change_from_pb(field: &str, zone: &Name, c: &pb::Change) -> Result<Change
         Ok(pb::ChangeKind::Update) => ChangeKind::Update,
         Ok(pb::ChangeKind::Delete) => ChangeKind::Delete,
         Ok(pb::ChangeKind::Adopt) => ChangeKind::Adopt,
-        _ => return Err(FieldError::new(format!("{field}.kind"), "unknown or unspecified change kind")),
+        _ => {
+            return Err(FieldError::new(
+                format!("{field}.kind"),
+                "unknown or unspecified change kind",
+            ));
+        }
     };
     if c.ops.is_empty() {
-        return Err(FieldError::new(format!("{field}.ops"), "a change needs at least one op"));
+        return Err(FieldError::new(
+            format!("{field}.ops"),
+            "a change needs at least one op",
+        ));
     }
     let mut ops = Vec::with_capacity(c.ops.len());
     for (i, op) in c.ops.iter().enumerate() {
         let path = format!("{field}.ops[{i}]");
         let op = op_from_pb(&path, op)?;
         if &op.key.zone != zone {
-            return Err(FieldError::new(format!("{path}.key.zone"), format!("is not the batch's zone {zone}")));
+            return Err(FieldError::new(
+                format!("{path}.key.zone"),
+                format!("is not the batch's zone {zone}"),
+            ));
         }
         ops.push(op);
     }
@@ -170,7 +192,9 @@ pub fn duration_from_pb(d: &prost_types::Duration) -> Duration {
 
 /// Outcome names as users see them (`APPLIED`, `CONFLICT`, ...).
 pub fn outcome_name(o: pb::Outcome) -> &'static str {
-    o.as_str_name().strip_prefix("OUTCOME_").unwrap_or("UNSPECIFIED")
+    o.as_str_name()
+        .strip_prefix("OUTCOME_")
+        .unwrap_or("UNSPECIFIED")
 }
 
 #[cfg(test)]
@@ -181,7 +205,11 @@ mod tests {
     #[test]
     fn round_trip_and_field_paths() {
         let zone = Name::parse("example.com").unwrap();
-        let key = RecordKey::new(zone.clone(), Name::parse("a.example.com").unwrap(), RecordType::A);
+        let key = RecordKey::new(
+            zone.clone(),
+            Name::parse("a.example.com").unwrap(),
+            RecordType::A,
+        );
         let r = RRSet::new(key, 60, &["192.0.2.1"]).unwrap();
         let c = Change::new(ChangeKind::Create, vec![RRSetOp::create(r)]);
         let p: pb::Change = (&c).into();
@@ -194,6 +222,11 @@ mod tests {
         assert!(e.message.contains("300.0.0.1"));
 
         let other = Name::parse("other.com").unwrap();
-        assert!(change_from_pb("c", &other, &p).unwrap_err().field.ends_with("key.zone"));
+        assert!(
+            change_from_pb("c", &other, &p)
+                .unwrap_err()
+                .field
+                .ends_with("key.zone")
+        );
     }
 }

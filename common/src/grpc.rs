@@ -21,7 +21,11 @@ pub fn invalid_argument(errors: &[FieldError]) -> tonic::Status {
     } else {
         String::new()
     };
-    tonic::Status::with_error_details(tonic::Code::InvalidArgument, format!("{summary}{more}"), details)
+    tonic::Status::with_error_details(
+        tonic::Code::InvalidArgument,
+        format!("{summary}{more}"),
+        details,
+    )
 }
 
 impl From<FieldError> for tonic::Status {
@@ -33,7 +37,9 @@ impl From<FieldError> for tonic::Status {
 /// Reflection services for dnsplane's descriptors and grpc.health.v1, in both versions.
 pub fn reflection_services() -> Result<
     (
-        tonic_reflection::server::v1::ServerReflectionServer<impl tonic_reflection::server::v1::ServerReflection>,
+        tonic_reflection::server::v1::ServerReflectionServer<
+            impl tonic_reflection::server::v1::ServerReflection,
+        >,
         tonic_reflection::server::v1alpha::ServerReflectionServer<
             impl tonic_reflection::server::v1alpha::ServerReflection,
         >,

@@ -29,5 +29,6 @@ pub mod pb {
     #![allow(missing_docs, clippy::all, missing_debug_implementations)]
     tonic::include_proto!("dnsplane.v1");
     /// Encoded descriptors, for gRPC server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("dnsplane_descriptor");
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        tonic::include_file_descriptor_set!("dnsplane_descriptor");
 }

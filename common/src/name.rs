@@ -121,14 +121,18 @@ fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, Mode
         return if first {
             Ok("*".into())
         } else {
-            Err(ModelError::name(input, "'*' is only allowed as the first label"))
+            Err(ModelError::name(
+                input,
+                "'*' is only allowed as the first label",
+            ))
         };
     }
     let ascii = if label.is_ascii() {
         label.to_ascii_lowercase()
     } else {
-        idna::domain_to_ascii(label)
-            .map_err(|e| ModelError::name(input, format!("label {label:?} is not valid IDNA: {e}")))?
+        idna::domain_to_ascii(label).map_err(|e| {
+            ModelError::name(input, format!("label {label:?} is not valid IDNA: {e}"))
+        })?
     };
     if ascii.is_empty() {
         return Err(ModelError::name(input, "empty label"));
@@ -145,7 +149,9 @@ fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, Mode
     {
         return Err(ModelError::name(
             input,
-            format!("character {c:?} is not allowed (letters, digits, '-', '_' and a leading '*' label)"),
+            format!(
+                "character {c:?} is not allowed (letters, digits, '-', '_' and a leading '*' label)"
+            ),
         ));
     }
     if ascii.starts_with('-') || ascii.ends_with('-') {
@@ -195,16 +201,39 @@ mod tests {
 
     #[test]
     fn normalises_case_dot_and_idna() {
-        assert_eq!(Name::parse("WWW.Example.COM").unwrap().as_str(), "www.example.com.");
-        assert_eq!(Name::parse("www.example.com.").unwrap().as_str(), "www.example.com.");
-        assert_eq!(Name::parse("bücher.example").unwrap().as_str(), "xn--bcher-kva.example.");
-        assert_eq!(Name::parse("*.Apps.example.com").unwrap().as_str(), "*.apps.example.com.");
-        assert_eq!(Name::parse("_acme-challenge.example.com").unwrap().as_str(), "_acme-challenge.example.com.");
+        assert_eq!(
+            Name::parse("WWW.Example.COM").unwrap().as_str(),
+            "www.example.com."
+        );
+        assert_eq!(
+            Name::parse("www.example.com.").unwrap().as_str(),
+            "www.example.com."
+        );
+        assert_eq!(
+            Name::parse("bücher.example").unwrap().as_str(),
+            "xn--bcher-kva.example."
+        );
+        assert_eq!(
+            Name::parse("*.Apps.example.com").unwrap().as_str(),
+            "*.apps.example.com."
+        );
+        assert_eq!(
+            Name::parse("_acme-challenge.example.com").unwrap().as_str(),
+            "_acme-challenge.example.com."
+        );
     }
 
     #[test]
     fn rejects_bad_names() {
-        for bad in ["", "a..b", ".a", "a.*.b", "-a.b", "a b.c", &format!("{}.com", "x".repeat(64))] {
+        for bad in [
+            "",
+            "a..b",
+            ".a",
+            "a.*.b",
+            "-a.b",
+            "a b.c",
+            &format!("{}.com", "x".repeat(64)),
+        ] {
             assert!(Name::parse(bad).is_err(), "{bad:?} should be rejected");
         }
         let long = vec!["abcdefghi"; 26].join(".");
@@ -217,9 +246,15 @@ mod tests {
         assert!(Name::parse("a.example.com").unwrap().is_within(&zone));
         assert!(zone.is_within(&zone));
         assert!(!Name::parse("aexample.com").unwrap().is_within(&zone));
-        assert_eq!(Name::parse("a.example.com").unwrap().parent().unwrap(), zone);
+        assert_eq!(
+            Name::parse("a.example.com").unwrap().parent().unwrap(),
+            zone
+        );
         assert_eq!(zone.prepend("_x").unwrap().as_str(), "_x.example.com.");
         assert_eq!(Name::parse("com").unwrap().parent().unwrap().as_str(), ".");
-        assert!(Name::parse(".").unwrap().parent().is_none(), "the root has no parent");
+        assert!(
+            Name::parse(".").unwrap().parent().is_none(),
+            "the root has no parent"
+        );
     }
 }

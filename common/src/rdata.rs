@@ -7,7 +7,9 @@ use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The record types dnsplane manages.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, serde::Serialize, serde::Deserialize,
+)]
 #[serde(try_from = "String", into = "String")]
 pub enum RecordType {
     A,
@@ -81,10 +83,22 @@ pub enum RData {
     Cname(Name),
     /// Character-strings of at most 255 bytes each.
     Txt(Vec<Vec<u8>>),
-    Mx { preference: u16, exchange: Name },
-    Srv { priority: u16, weight: u16, port: u16, target: Name },
+    Mx {
+        preference: u16,
+        exchange: Name,
+    },
+    Srv {
+        priority: u16,
+        weight: u16,
+        port: u16,
+        target: Name,
+    },
     Ns(Name),
-    Caa { flags: u8, tag: String, value: Vec<u8> },
+    Caa {
+        flags: u8,
+        tag: String,
+        value: Vec<u8>,
+    },
 }
 
 impl RData {
@@ -125,7 +139,9 @@ impl RData {
             RecordType::Srv => {
                 let parts: Vec<&str> = v.split_whitespace().collect();
                 let [prio, weight, port, target] = parts[..] else {
-                    return Err(err("expected \"<priority> <weight> <port> <target>\"".into()));
+                    return Err(err(
+                        "expected \"<priority> <weight> <port> <target>\"".into()
+                    ));
                 };
                 let num = |what: &str, s: &str| {
                     s.parse::<u16>()
@@ -147,7 +163,10 @@ impl RData {
                     .parse::<u8>()
                     .map_err(|_| err(format!("flags {flags:?} is not 0..255")))?;
                 let tag = tag.to_ascii_lowercase();
-                if tag.is_empty() || tag.len() > 15 || !tag.chars().all(|c| c.is_ascii_alphanumeric()) {
+                if tag.is_empty()
+                    || tag.len() > 15
+                    || !tag.chars().all(|c| c.is_ascii_alphanumeric())
+                {
                     return Err(err(format!("tag {tag:?} must be 1-15 letters or digits")));
                 }
                 let rest = rest.trim();
@@ -199,8 +218,16 @@ impl fmt::Display for RData {
                 }
                 Ok(())
             }
-            RData::Mx { preference, exchange } => write!(f, "{preference} {exchange}"),
-            RData::Srv { priority, weight, port, target } => {
+            RData::Mx {
+                preference,
+                exchange,
+            } => write!(f, "{preference} {exchange}"),
+            RData::Srv {
+                priority,
+                weight,
+                port,
+                target,
+            } => {
                 write!(f, "{priority} {weight} {port} {target}")
             }
             RData::Caa { flags, tag, value } => {
@@ -251,10 +278,14 @@ fn parse_txt(value: &str) -> Result<Vec<Vec<u8>>, String> {
                     match b {
                         b'"' => break,
                         b'\\' => {
-                            let digits = bytes.get(i..i + 3).filter(|d| d.iter().all(u8::is_ascii_digit));
+                            let digits = bytes
+                                .get(i..i + 3)
+                                .filter(|d| d.iter().all(u8::is_ascii_digit));
                             if let Some(d) = digits {
-                                let n: u32 = std::str::from_utf8(d).unwrap_or("0").parse().unwrap_or(256);
-                                let n = u8::try_from(n).map_err(|_| format!("escape \\{n} is above 255"))?;
+                                let n: u32 =
+                                    std::str::from_utf8(d).unwrap_or("0").parse().unwrap_or(256);
+                                let n = u8::try_from(n)
+                                    .map_err(|_| format!("escape \\{n} is above 255"))?;
                                 s.push(n);
                                 i += 3;
                             } else if let Some(&c) = bytes.get(i) {
@@ -268,11 +299,18 @@ fn parse_txt(value: &str) -> Result<Vec<Vec<u8>>, String> {
                     }
                 }
                 if s.len() > 255 {
-                    return Err(format!("a character-string is {} bytes, above 255", s.len()));
+                    return Err(format!(
+                        "a character-string is {} bytes, above 255",
+                        s.len()
+                    ));
                 }
                 strings.push(s);
             }
-            _ => return Err("text between quoted strings; quote the whole value or none of it".into()),
+            _ => {
+                return Err(
+                    "text between quoted strings; quote the whole value or none of it".into(),
+                );
+            }
         }
     }
     if strings.is_empty() {
@@ -293,11 +331,26 @@ mod tests {
     fn canonical_forms() {
         assert_eq!(c(RecordType::A, " 192.0.2.1 "), "192.0.2.1");
         assert_eq!(c(RecordType::Aaaa, "2001:DB8:0:0::1"), "2001:db8::1");
-        assert_eq!(c(RecordType::Cname, "Target.Example.com"), "target.example.com.");
-        assert_eq!(c(RecordType::Mx, "10   Mail.example.com"), "10 mail.example.com.");
-        assert_eq!(c(RecordType::Srv, "0 5 5060 sip.example.com."), "0 5 5060 sip.example.com.");
-        assert_eq!(c(RecordType::Caa, "0 ISSUE letsencrypt.org"), "0 issue \"letsencrypt.org\"");
-        assert_eq!(c(RecordType::Caa, "0 issue \"letsencrypt.org\""), "0 issue \"letsencrypt.org\"");
+        assert_eq!(
+            c(RecordType::Cname, "Target.Example.com"),
+            "target.example.com."
+        );
+        assert_eq!(
+            c(RecordType::Mx, "10   Mail.example.com"),
+            "10 mail.example.com."
+        );
+        assert_eq!(
+            c(RecordType::Srv, "0 5 5060 sip.example.com."),
+            "0 5 5060 sip.example.com."
+        );
+        assert_eq!(
+            c(RecordType::Caa, "0 ISSUE letsencrypt.org"),
+            "0 issue \"letsencrypt.org\""
+        );
+        assert_eq!(
+            c(RecordType::Caa, "0 issue \"letsencrypt.org\""),
+            "0 issue \"letsencrypt.org\""
+        );
         assert_eq!(c(RecordType::Txt, "hello world"), "\"hello world\"");
         assert_eq!(c(RecordType::Txt, "\"hello world\""), "\"hello world\"");
         assert_eq!(c(RecordType::Txt, "\"a\"  \"b\""), "\"a\" \"b\"");
@@ -310,7 +363,10 @@ mod tests {
     fn long_txt_is_split_at_255() {
         let v = "x".repeat(300);
         let canon = c(RecordType::Txt, &v);
-        assert_eq!(canon, format!("\"{}\" \"{}\"", "x".repeat(255), "x".repeat(45)));
+        assert_eq!(
+            canon,
+            format!("\"{}\" \"{}\"", "x".repeat(255), "x".repeat(45))
+        );
         // The canonical form parses back to itself.
         assert_eq!(c(RecordType::Txt, &canon), canon);
     }
@@ -330,13 +386,21 @@ mod tests {
             (RecordType::Txt, "\"a\" b"),
         ] {
             let e = canonicalize(t, v).unwrap_err();
-            assert!(e.to_string().contains(&format!("{v:?}")), "{e} should quote the value");
+            assert!(
+                e.to_string().contains(&format!("{v:?}")),
+                "{e} should quote the value"
+            );
         }
     }
 
     #[test]
     fn types_parse_case_insensitively() {
         assert_eq!(RecordType::parse("aaaa").unwrap(), RecordType::Aaaa);
-        assert!(RecordType::parse("HINFO").unwrap_err().to_string().contains("HINFO"));
+        assert!(
+            RecordType::parse("HINFO")
+                .unwrap_err()
+                .to_string()
+                .contains("HINFO")
+        );
     }
 }

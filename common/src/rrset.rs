@@ -60,7 +60,11 @@ impl RRSet {
 
     /// Builds an RRSet from values already in canonical form (read back from a store
     /// that only ever holds canonical values); still sorts and checks the set rules.
-    pub fn from_canonical(key: RecordKey, ttl: u32, mut values: Vec<String>) -> Result<RRSet, ModelError> {
+    pub fn from_canonical(
+        key: RecordKey,
+        ttl: u32,
+        mut values: Vec<String>,
+    ) -> Result<RRSet, ModelError> {
         values.sort();
         values.dedup();
         let problem = |p: String| ModelError::RRSet {
@@ -71,16 +75,24 @@ impl RRSet {
             return Err(problem("an RRSet needs at least one value".into()));
         }
         if values.len() > MAX_VALUES {
-            return Err(problem(format!("{} values, above the limit of {MAX_VALUES}", values.len())));
+            return Err(problem(format!(
+                "{} values, above the limit of {MAX_VALUES}",
+                values.len()
+            )));
         }
         if ttl > MAX_TTL {
             return Err(problem(format!("TTL {ttl} is above {MAX_TTL}")));
         }
         if key.rtype == RecordType::Cname && values.len() > 1 {
-            return Err(problem(format!("a CNAME holds exactly one target, not {}", values.len())));
+            return Err(problem(format!(
+                "a CNAME holds exactly one target, not {}",
+                values.len()
+            )));
         }
         if key.rtype == RecordType::Cname && key.name == key.zone {
-            return Err(problem("a CNAME cannot sit at the zone apex (beside SOA and NS)".into()));
+            return Err(problem(
+                "a CNAME cannot sit at the zone apex (beside SOA and NS)".into(),
+            ));
         }
         if !key.name.is_within(&key.zone) {
             return Err(problem(format!("name is outside zone {}", key.zone)));
@@ -126,7 +138,14 @@ impl RRSet {
 
 impl fmt::Display for RRSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {} {}", self.key.name, self.ttl, self.key.rtype, self.values.join(" | "))
+        write!(
+            f,
+            "{} {} {} {}",
+            self.key.name,
+            self.ttl,
+            self.key.rtype,
+            self.values.join(" | ")
+        )
     }
 }
 
@@ -141,13 +160,25 @@ pub struct RRSetOp {
 
 impl RRSetOp {
     pub fn create(after: RRSet) -> Self {
-        RRSetOp { key: after.key.clone(), before: None, after: Some(after) }
+        RRSetOp {
+            key: after.key.clone(),
+            before: None,
+            after: Some(after),
+        }
     }
     pub fn update(before: RRSet, after: RRSet) -> Self {
-        RRSetOp { key: after.key.clone(), before: Some(before), after: Some(after) }
+        RRSetOp {
+            key: after.key.clone(),
+            before: Some(before),
+            after: Some(after),
+        }
     }
     pub fn delete(before: RRSet) -> Self {
-        RRSetOp { key: before.key.clone(), before: Some(before), after: None }
+        RRSetOp {
+            key: before.key.clone(),
+            before: Some(before),
+            after: None,
+        }
     }
 
     /// True when the precondition holds against `current`.
@@ -220,7 +251,8 @@ impl Change {
         self.ops
             .iter()
             .map(|op| {
-                op.before.as_ref().map_or(0, RRSet::approx_bytes) + op.after.as_ref().map_or(0, RRSet::approx_bytes)
+                op.before.as_ref().map_or(0, RRSet::approx_bytes)
+                    + op.after.as_ref().map_or(0, RRSet::approx_bytes)
             })
             .sum()
     }
@@ -260,12 +292,21 @@ mod tests {
     use super::*;
 
     fn key(name: &str, t: RecordType) -> RecordKey {
-        RecordKey::new(Name::parse("example.com").unwrap(), Name::parse(name).unwrap(), t)
+        RecordKey::new(
+            Name::parse("example.com").unwrap(),
+            Name::parse(name).unwrap(),
+            t,
+        )
     }
 
     #[test]
     fn values_are_sorted_and_deduplicated() {
-        let r = RRSet::new(key("a.example.com", RecordType::A), 60, &["192.0.2.2", "192.0.2.1", "192.0.2.2"]).unwrap();
+        let r = RRSet::new(
+            key("a.example.com", RecordType::A),
+            60,
+            &["192.0.2.2", "192.0.2.1", "192.0.2.2"],
+        )
+        .unwrap();
         assert_eq!(r.values(), ["192.0.2.1", "192.0.2.2"]);
     }
 
@@ -275,7 +316,14 @@ mod tests {
         assert!(RRSet::new(key("example.com", RecordType::Cname), 60, &["x."]).is_err());
         assert!(RRSet::new(key("a.other.com", RecordType::A), 60, &["192.0.2.1"]).is_err());
         assert!(RRSet::new::<&str>(key("a.example.com", RecordType::A), 60, &[]).is_err());
-        assert!(RRSet::new(key("a.example.com", RecordType::A), MAX_TTL + 1, &["192.0.2.1"]).is_err());
+        assert!(
+            RRSet::new(
+                key("a.example.com", RecordType::A),
+                MAX_TTL + 1,
+                &["192.0.2.1"]
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -284,7 +332,10 @@ mod tests {
         let b = RRSet::new(key("a.example.com", RecordType::A), 60, &["192.0.2.2"]).unwrap();
         let c1 = Change::new(ChangeKind::Create, vec![RRSetOp::create(a.clone())]);
         let c2 = Change::new(ChangeKind::Create, vec![RRSetOp::create(a.clone())]);
-        let c3 = Change::new(ChangeKind::Update, vec![RRSetOp::update(a.clone(), b.clone())]);
+        let c3 = Change::new(
+            ChangeKind::Update,
+            vec![RRSetOp::update(a.clone(), b.clone())],
+        );
         let c4 = Change::new(ChangeKind::Update, vec![RRSetOp::update(b, a)]);
         assert_eq!(c1.id, c2.id);
         assert_ne!(c1.id, c3.id);

@@ -9,7 +9,9 @@
 //! Run: `cargo build --release --bins && cargo bench -p dnsplane-planner --bench scale`
 //! (`-- 10000 100000` for a subset of sizes).
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
-use dnsplane_planner::config::{BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig};
+use dnsplane_planner::config::{
+    BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
+};
 use dnsplane_planner::engine::Engine;
 use dnsplane_planner::plan::plan_zone;
 use dnsplane_planner::registry::{self, ZoneView};
@@ -22,7 +24,11 @@ const OWNER: &str = "bench";
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -47,7 +53,10 @@ fn entries(z: usize, per_zone: usize) -> Vec<DesiredEntry> {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("port")
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port")
 }
 
 struct Applier(std::process::Child);
@@ -70,7 +79,9 @@ fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
         for e in entries(z, per_zone) {
             let key = RecordKey::new(zone.clone(), e.name.clone(), e.rtype);
             let rr = RRSet::from_canonical(key.clone(), 300, e.values).expect("rrset");
-            ops.push(RRSetOp::create(registry::owner_record(&key, OWNER, &e.origin.resource).expect("owner")));
+            ops.push(RRSetOp::create(
+                registry::owner_record(&key, OWNER, &e.origin.resource).expect("owner"),
+            ));
             ops.push(RRSetOp::create(rr));
         }
         store.apply(zone, &ops).expect("seed");
@@ -89,10 +100,23 @@ fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
     )
     .expect("config");
     let exe = std::env::current_exe().expect("exe");
-    let bin = exe.parent().and_then(|d| d.parent()).expect("target dir").join("dnsplane-applier");
-    assert!(bin.exists(), "{} missing: run `cargo build --release --bins` first", bin.display());
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join("dnsplane-applier");
+    assert!(
+        bin.exists(),
+        "{} missing: run `cargo build --release --bins` first",
+        bin.display()
+    );
     let child = std::process::Command::new(bin)
-        .args(["--config", config.to_str().expect("utf8"), "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--config",
+            config.to_str().expect("utf8"),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .env("DNSPLANE_LOG", "warn")
         .spawn()
         .expect("spawn applier");
@@ -150,17 +174,22 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     let started = Instant::now();
     rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
             assert!(Instant::now() < deadline, "applier did not start");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     });
     let _loops = rt.block_on(async { engine.spawn_zone_loops(cancel.clone()) });
     loop {
-        let done = engine
-            .zones
-            .values()
-            .all(|z| z.status.lock().map(|s| s.initial_sync_done).unwrap_or(false));
+        let done = engine.zones.values().all(|z| {
+            z.status
+                .lock()
+                .map(|s| s.initial_sync_done)
+                .unwrap_or(false)
+        });
         if done {
             break;
         }
@@ -189,7 +218,12 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     let nothing = ZoneView::default();
     let t = Instant::now();
     for zone in engine.zones.values() {
-        let plan = plan_zone(&zone.cfg, OWNER, desired.zone(&zone.cfg.name).unwrap_or(&empty), &nothing);
+        let plan = plan_zone(
+            &zone.cfg,
+            OWNER,
+            desired.zone(&zone.cfg.name).unwrap_or(&empty),
+            &nothing,
+        );
         changes += plan.changes.len();
     }
     let plan_empty = t.elapsed();
@@ -216,11 +250,19 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
         let start = Instant::now();
         engine.set_source("probe", vec![entry], vec![]);
         loop {
-            let done = zone0.states.lock().expect("states").converged_at(&key).is_some_and(|t| t >= t0);
+            let done = zone0
+                .states
+                .lock()
+                .expect("states")
+                .converged_at(&key)
+                .is_some_and(|t| t >= t0);
             if done {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(30), "probe never converged");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "probe never converged"
+            );
             std::thread::sleep(Duration::from_micros(200));
         }
         lat.push(start.elapsed());
@@ -243,9 +285,19 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect::<Vec<_>>();
-    let sizes = if sizes.is_empty() { vec![10_000, 100_000, 1_000_000] } else { sizes };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    println!("| records | zones | initial read + sync | full plan, converged | full plan, from empty | planner RSS / record | one-record change → APPLIED (p50 / p90) |");
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000, 1_000_000]
+    } else {
+        sizes
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!(
+        "| records | zones | initial read + sync | full plan, converged | full plan, from empty | planner RSS / record | one-record change → APPLIED (p50 / p90) |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     for n in sizes {
         let r = run(n, &rt);

@@ -4,7 +4,11 @@ use crate::plan::PlannedChange;
 
 /// Splits `changes` into runs of at most `max_changes` changes and about `max_bytes`
 /// bytes. A single change larger than `max_bytes` still gets a batch of its own.
-pub fn cut(changes: Vec<PlannedChange>, max_changes: usize, max_bytes: usize) -> Vec<Vec<PlannedChange>> {
+pub fn cut(
+    changes: Vec<PlannedChange>,
+    max_changes: usize,
+    max_bytes: usize,
+) -> Vec<Vec<PlannedChange>> {
     let mut batches = Vec::new();
     let mut current = Vec::new();
     let mut bytes = 0;
@@ -46,7 +50,10 @@ mod tests {
         let changes: Vec<_> = (0..25).map(|i| change(i, 10)).collect();
         let ids: Vec<String> = changes.iter().map(|c| c.change.id.clone()).collect();
         let batches = cut(changes, 10, 1 << 20);
-        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), [10, 10, 5]);
+        assert_eq!(
+            batches.iter().map(Vec::len).collect::<Vec<_>>(),
+            [10, 10, 5]
+        );
         let flat: Vec<String> = batches.into_iter().flatten().map(|c| c.change.id).collect();
         assert_eq!(flat, ids);
 

@@ -9,7 +9,10 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
     #[error("{path}: {message}")]
@@ -250,7 +253,10 @@ impl PlannerConfig {
                 }
             }
         }
-        config.validate().map_err(|message| ConfigError::Invalid { path: shown, message })?;
+        config.validate().map_err(|message| ConfigError::Invalid {
+            path: shown,
+            message,
+        })?;
         Ok(config)
     }
 
@@ -275,16 +281,23 @@ impl PlannerConfig {
     pub fn validate(&self) -> Result<(), String> {
         for a in self.appliers.iter().chain(std::iter::once(&self.applier)) {
             if !(a.starts_with("http://") || a.starts_with("https://")) {
-                return Err(format!("applier address {a:?} must start with http:// or https://"));
+                return Err(format!(
+                    "applier address {a:?} must start with http:// or https://"
+                ));
             }
         }
         if let Some(d) = &self.applier_dns
-            && !d.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+            && !d
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
         {
             return Err(format!("applier_dns {d:?} must be host:port"));
         }
         if self.owner_id.is_empty() || self.owner_id.contains([',', '"', '=']) {
-            return Err(format!("owner_id {:?} must be non-empty and free of ',', '\"' and '='", self.owner_id));
+            return Err(format!(
+                "owner_id {:?} must be non-empty and free of ',', '\"' and '='",
+                self.owner_id
+            ));
         }
         if self.zones.is_empty() {
             return Err("no [[zones]] configured".into());
@@ -332,7 +345,8 @@ mod tests {
 
         let e = toml::from_str::<PlannerConfig>("bogus = 1\nzones = []").unwrap_err();
         assert!(e.to_string().contains("bogus"), "{e}");
-        let e = toml::from_str::<PlannerConfig>("[[zones]]\nname = \"bad name\"\naccount = \"a\"").unwrap_err();
+        let e = toml::from_str::<PlannerConfig>("[[zones]]\nname = \"bad name\"\naccount = \"a\"")
+            .unwrap_err();
         assert!(e.to_string().contains("bad name"), "{e}");
     }
 
@@ -340,9 +354,16 @@ mod tests {
     fn load_names_the_file_and_resolves_paths() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("planner.toml");
-        std::fs::write(&p, "[[zones]]\nname=\"example.com\"\naccount=\"a\"\npolicy=\"delete-all\"\n").unwrap();
+        std::fs::write(
+            &p,
+            "[[zones]]\nname=\"example.com\"\naccount=\"a\"\npolicy=\"delete-all\"\n",
+        )
+        .unwrap();
         let e = PlannerConfig::load(&p).unwrap_err().to_string();
-        assert!(e.contains("planner.toml") && e.contains("delete-all"), "{e}");
+        assert!(
+            e.contains("planner.toml") && e.contains("delete-all"),
+            "{e}"
+        );
 
         std::fs::write(
             &p,

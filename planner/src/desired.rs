@@ -95,7 +95,10 @@ impl DesiredIndex {
     pub fn new(zones: &[ZoneConfig]) -> DesiredIndex {
         let mut interner = Interner::default();
         DesiredIndex {
-            zones: zones.iter().map(|z| (interner.name(&z.name), BTreeMap::new())).collect(),
+            zones: zones
+                .iter()
+                .map(|z| (interner.name(&z.name), BTreeMap::new()))
+                .collect(),
             zones_cfg: zones.to_vec(),
             shadows: HashMap::new(),
             sources: BTreeMap::new(),
@@ -106,10 +109,18 @@ impl DesiredIndex {
 
     /// Replaces everything `source` declares with `entries` (and its own `errors`).
     /// Returns the names whose desired records changed, per zone.
-    pub fn update_source(&mut self, source: &str, entries: &[DesiredEntry], errors: Vec<SourceError>) -> Touched {
+    pub fn update_source(
+        &mut self,
+        source: &str,
+        entries: &[DesiredEntry],
+        errors: Vec<SourceError>,
+    ) -> Touched {
         let source = self.interner.str(source);
         let mut touched = Touched::new();
-        let mut contribution = Contribution { keys: Vec::new(), errors };
+        let mut contribution = Contribution {
+            keys: Vec::new(),
+            errors,
+        };
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
         for e in entries {
             let error = |message: String| SourceError {
@@ -119,20 +130,25 @@ impl DesiredIndex {
                 message,
             };
             if registry::is_owner_record_name(&e.name) {
-                contribution
-                    .errors
-                    .push(error("names starting with `_dnsplane-` are reserved for ownership records".into()));
+                contribution.errors.push(error(
+                    "names starting with `_dnsplane-` are reserved for ownership records".into(),
+                ));
                 continue;
             }
             let Some(zone) = zone_for(&self.zones_cfg, &e.name) else {
                 let known: Vec<&str> = self.zones_cfg.iter().map(|z| z.name.as_str()).collect();
-                contribution
-                    .errors
-                    .push(error(format!("no configured zone holds this name (zones: {})", known.join(", "))));
+                contribution.errors.push(error(format!(
+                    "no configured zone holds this name (zones: {})",
+                    known.join(", ")
+                )));
                 continue;
             };
             let key = RecordKey::new(zone.name.clone(), e.name.clone(), e.rtype);
-            let rrset = match RRSet::from_canonical(key.clone(), e.ttl.unwrap_or(zone.default_ttl), e.values.clone()) {
+            let rrset = match RRSet::from_canonical(
+                key.clone(),
+                e.ttl.unwrap_or(zone.default_ttl),
+                e.values.clone(),
+            ) {
                 Ok(r) => r,
                 Err(err) => {
                     contribution.errors.push(error(err.to_string()));
@@ -160,11 +176,17 @@ impl DesiredIndex {
         // Withdraw this source's old claims that are gone or changed.
         let old = self.sources.remove(&source).unwrap_or_default();
         for key in old.keys {
-            if new.get(&key).is_some_and(|n| self.claim_of(&key, &source).is_some_and(|o| o.rrset.same_data(&n.rrset))) {
+            if new.get(&key).is_some_and(|n| {
+                self.claim_of(&key, &source)
+                    .is_some_and(|o| o.rrset.same_data(&n.rrset))
+            }) {
                 continue;
             }
             if self.withdraw(&key, &source) {
-                touched.entry(key.zone.clone()).or_default().insert(key.name.clone());
+                touched
+                    .entry(key.zone.clone())
+                    .or_default()
+                    .insert(key.name.clone());
             }
         }
         // Add the new claims.
@@ -195,7 +217,10 @@ impl DesiredIndex {
                     self.shadows.entry(key).or_default().push(record);
                 }
                 _ => {
-                    touched.entry(key.zone.clone()).or_default().insert(key.name.clone());
+                    touched
+                        .entry(key.zone.clone())
+                        .or_default()
+                        .insert(key.name.clone());
                     records.insert(key, record);
                 }
             }
@@ -219,7 +244,11 @@ impl DesiredIndex {
 
     /// The claim `source` holds on `key`, in the index or among the shadows.
     fn claim_of(&self, key: &RecordKey, source: &Arc<str>) -> Option<&DesiredRecord> {
-        let main = self.zones.get(&key.zone).and_then(|z| z.get(key)).filter(|r| &r.source == source);
+        let main = self
+            .zones
+            .get(&key.zone)
+            .and_then(|z| z.get(key))
+            .filter(|r| &r.source == source);
         main.or_else(|| self.shadows.get(key)?.iter().find(|r| &r.source == source))
     }
 
@@ -236,7 +265,9 @@ impl DesiredIndex {
                 return false;
             }
         }
-        let Some(records) = self.zones.get_mut(&key.zone) else { return false };
+        let Some(records) = self.zones.get_mut(&key.zone) else {
+            return false;
+        };
         if records.get(key).is_none_or(|r| &r.source != source) {
             return false;
         }
@@ -257,14 +288,20 @@ impl DesiredIndex {
     fn check_cname_clash(&mut self, zone: &Name, name: &Name, location: String) {
         let cname = RecordKey::new(zone.clone(), name.clone(), RecordType::Cname);
         self.clashes.remove(&cname);
-        let Some(records) = self.zones.get(zone) else { return };
+        let Some(records) = self.zones.get(zone) else {
+            return;
+        };
         let at: Vec<&RecordKey> = records
             .range(RecordKey::new(zone.clone(), name.clone(), RecordType::ALL[0])..)
             .take_while(|(k, _)| &k.name == name)
             .map(|(k, _)| k)
             .collect();
         if at.len() > 1 && at.iter().any(|k| k.rtype == RecordType::Cname) {
-            let others: Vec<&str> = at.iter().filter(|k| k.rtype != RecordType::Cname).map(|k| k.rtype.as_str()).collect();
+            let others: Vec<&str> = at
+                .iter()
+                .filter(|k| k.rtype != RecordType::Cname)
+                .map(|k| k.rtype.as_str())
+                .collect();
             let record = &records[&cname];
             self.clashes.insert(
                 cname.clone(),
@@ -287,7 +324,11 @@ impl DesiredIndex {
 
     /// Every problem found in the sources, in source order, then the CNAME clashes.
     pub fn errors(&self) -> Vec<SourceError> {
-        let mut out: Vec<SourceError> = self.sources.values().flat_map(|c| c.errors.iter().cloned()).collect();
+        let mut out: Vec<SourceError> = self
+            .sources
+            .values()
+            .flat_map(|c| c.errors.iter().cloned())
+            .collect();
         out.extend(self.clashes.values().cloned());
         out
     }
@@ -297,8 +338,14 @@ impl DesiredIndex {
     }
 
     /// The desired records at `names` (all types), for a targeted re-plan.
-    pub fn at_names(&self, zone: &Name, names: &BTreeSet<Name>) -> BTreeMap<RecordKey, DesiredRecord> {
-        let Some(records) = self.zones.get(zone) else { return BTreeMap::new() };
+    pub fn at_names(
+        &self,
+        zone: &Name,
+        names: &BTreeSet<Name>,
+    ) -> BTreeMap<RecordKey, DesiredRecord> {
+        let Some(records) = self.zones.get(zone) else {
+            return BTreeMap::new();
+        };
         names
             .iter()
             .flat_map(|n| {
@@ -344,7 +391,10 @@ mod tests {
             name: Name::parse(name).unwrap(),
             rtype: t,
             ttl: None,
-            values: values.iter().map(|v| dnsplane_common::rdata::canonicalize(t, v).unwrap()).collect(),
+            values: values
+                .iter()
+                .map(|v| dnsplane_common::rdata::canonicalize(t, v).unwrap())
+                .collect(),
             origin: Origin {
                 source: "file".into(),
                 location: format!("x.yaml:{line}"),
@@ -372,8 +422,17 @@ mod tests {
         let mut idx = DesiredIndex::new(&zones());
         let touched = idx.update_source("file:0", &entries, vec![]);
         assert_eq!(touched[&root()].len(), 2);
-        assert_eq!(idx.zone(&root()).unwrap().len(), 3, "www A, c CNAME (held back by the plan), c TXT");
-        assert_eq!(idx.zone(&Name::parse("sub.example.com").unwrap()).unwrap().len(), 1);
+        assert_eq!(
+            idx.zone(&root()).unwrap().len(),
+            3,
+            "www A, c CNAME (held back by the plan), c TXT"
+        );
+        assert_eq!(
+            idx.zone(&Name::parse("sub.example.com").unwrap())
+                .unwrap()
+                .len(),
+            1
+        );
         let errors = idx.errors();
         let locs: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
         assert_eq!(locs, ["x.yaml:3", "x.yaml:4", "x.yaml:8", "x.yaml:6"]);
@@ -393,16 +452,33 @@ mod tests {
         // Same snapshot again: nothing touched.
         assert!(idx.update_source("s1", &a, vec![]).is_empty());
         // One value changes: one name touched.
-        let a2 = [a[0].clone(), entry("b.example.com", RecordType::A, &["192.0.2.3"], 2)];
+        let a2 = [
+            a[0].clone(),
+            entry("b.example.com", RecordType::A, &["192.0.2.3"], 2),
+        ];
         let t = idx.update_source("s1", &a2, vec![]);
-        assert_eq!(t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(), ["b.example.com."]);
+        assert_eq!(
+            t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(),
+            ["b.example.com."]
+        );
         // A second source claims a.example.com differently: s1 keeps it, s2 is told.
-        let t = idx.update_source("s2", &[entry("a.example.com", RecordType::A, &["192.0.2.9"], 9)], vec![]);
+        let t = idx.update_source(
+            "s2",
+            &[entry("a.example.com", RecordType::A, &["192.0.2.9"], 9)],
+            vec![],
+        );
         assert!(t.is_empty());
-        assert!(idx.errors().iter().any(|e| e.source == "s2" && e.message.contains("also declared")));
+        assert!(
+            idx.errors()
+                .iter()
+                .any(|e| e.source == "s2" && e.message.contains("also declared"))
+        );
         // s1 drops it: s2's claim takes over, and the name is touched.
         let t = idx.update_source("s1", &a2[1..], vec![]);
-        assert_eq!(t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(), ["a.example.com."]);
+        assert_eq!(
+            t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(),
+            ["a.example.com."]
+        );
         let k = RecordKey::new(root(), Name::parse("a.example.com").unwrap(), RecordType::A);
         assert_eq!(idx.zone(&root()).unwrap()[&k].rrset.values(), ["192.0.2.9"]);
         // s2 goes away: gone.

@@ -8,11 +8,11 @@ use crate::batcher;
 use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::plan::{ZonePlan, plan_zone};
+use crate::pool::{ApplierPool, Member};
 use crate::registry::{self, ZoneView};
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{StateTable, retry_delay};
 use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
-use crate::pool::{ApplierPool, Member};
 use dnsplane_common::pb::{self, ConflictReason};
 use dnsplane_common::{Change, Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -46,7 +46,11 @@ impl Scope {
 
 /// Whether a record may be written now: not when it waits on its own retry clock,
 /// nor when it is invalid and its desired state has not changed since.
-fn due(state: Option<&crate::state::RecordState>, desired: Option<&RRSet>, now: SystemTime) -> bool {
+fn due(
+    state: Option<&crate::state::RecordState>,
+    desired: Option<&RRSet>,
+    now: SystemTime,
+) -> bool {
     use pb::RecordStateKind as K;
     let Some(s) = state else { return true };
     let desired_changed = s.desired.as_ref() != desired;
@@ -62,7 +66,10 @@ fn due(state: Option<&crate::state::RecordState>, desired: Option<&RRSet>, now: 
 /// A call that failed because the applier is gone or unreachable (not because it
 /// answered): the applier is taken out of the pool until it is healthy again.
 fn is_transport_failure(status: &tonic::Status) -> bool {
-    matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled)
+    matches!(
+        status.code(),
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+    )
 }
 
 /// Errors of one sync.
@@ -170,7 +177,9 @@ impl Engine {
     }
 
     pub fn desired(&self) -> std::sync::RwLockReadGuard<'_, DesiredIndex> {
-        self.desired.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.desired
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Replaces one source's snapshot in the desired state and wakes the zones whose
@@ -195,7 +204,10 @@ impl Engine {
 
     /// Spawns one loop per zone: sync on start, on source changes (at most every
     /// `min_interval`), when a record's retry comes due, and every `interval`.
-    pub fn spawn_zone_loops(self: &Arc<Self>, cancel: CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+    pub fn spawn_zone_loops(
+        self: &Arc<Self>,
+        cancel: CancellationToken,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
         self.zones
             .values()
             .map(|zone| {
@@ -229,8 +241,10 @@ impl Engine {
                 }
                 None => {
                     let retry_at = lock(&zone.states).next_retry();
-                    let retry_in = retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
-                    let full_in = (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
+                    let retry_in =
+                        retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
+                    let full_in =
+                        (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
                     let wait = retry_in
                         .map_or(full_in, |r| r.min(full_in))
                         .max(not_before.saturating_duration_since(Instant::now()));
@@ -308,10 +322,18 @@ impl Engine {
             Scope::Zone => 0,
             Scope::Names(n) => n.len(),
         };
-        let span = info_span!("sync", zone = %zone.cfg.name, account = %zone.cfg.account, fresh, names);
-        let result = self.sync_zone_locked(zone, scope, fresh, progress).instrument(span).await;
-        self.metrics
-            .observe_sync(&zone.cfg.name, matches!(scope, Scope::Zone), started.elapsed(), result.is_ok());
+        let span =
+            info_span!("sync", zone = %zone.cfg.name, account = %zone.cfg.account, fresh, names);
+        let result = self
+            .sync_zone_locked(zone, scope, fresh, progress)
+            .instrument(span)
+            .await;
+        self.metrics.observe_sync(
+            &zone.cfg.name,
+            matches!(scope, Scope::Zone),
+            started.elapsed(),
+            result.is_ok(),
+        );
         {
             let mut st = lock(&zone.status);
             st.syncing = false;
@@ -388,7 +410,11 @@ impl Engine {
                         let mut query: BTreeSet<Name> = names.clone();
                         for n in names {
                             for t in RecordType::ALL {
-                                if let Some(k) = registry::owner_record_key(&RecordKey::new(name.clone(), n.clone(), t)) {
+                                if let Some(k) = registry::owner_record_key(&RecordKey::new(
+                                    name.clone(),
+                                    n.clone(),
+                                    t,
+                                )) {
                                     query.insert(k.name);
                                 }
                             }
@@ -411,7 +437,8 @@ impl Engine {
             planned: plan.changes.len(),
             ..Default::default()
         };
-        self.metrics.planned(&name, plan.changes.iter().map(|c| c.change.kind));
+        self.metrics
+            .planned(&name, plan.changes.iter().map(|c| c.change.kind));
         info!(
             changes = plan.changes.len(),
             withheld,
@@ -427,14 +454,19 @@ impl Engine {
         })
         .await;
         if !plan.changes.is_empty() {
-            self.apply_plan(zone, std::mem::take(&mut plan), &mut summary, progress).await?;
+            self.apply_plan(zone, std::mem::take(&mut plan), &mut summary, progress)
+                .await?;
         }
         send(pb::SyncProgress {
             zone: name.to_string(),
             phase: "done".into(),
             changes_planned: summary.planned as u32,
             changes_done: summary.done as u32,
-            outcomes: summary.outcomes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            outcomes: summary
+                .outcomes
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
             error: String::new(),
         })
         .await;
@@ -442,7 +474,12 @@ impl Engine {
     }
 
     /// Reads a zone through the applier (all pages); only `names` when not empty.
-    pub async fn list_zone(&self, zone: &ZoneConfig, fresh: bool, names: &[Name]) -> Result<Vec<RRSet>, SyncError> {
+    pub async fn list_zone(
+        &self,
+        zone: &ZoneConfig,
+        fresh: bool,
+        names: &[Name],
+    ) -> Result<Vec<RRSet>, SyncError> {
         let member = self.member_for(zone)?;
         let err = |status: tonic::Status| {
             if is_transport_failure(&status) {
@@ -450,7 +487,12 @@ impl Engine {
             }
             SyncError::List {
                 zone: zone.name.clone(),
-                status: format!("{} (applier {}): {}", status.code(), member.addr, status.message()),
+                status: format!(
+                    "{} (applier {}): {}",
+                    status.code(),
+                    member.addr,
+                    status.message()
+                ),
             }
         };
         let mut client = member.client();
@@ -471,7 +513,9 @@ impl Engine {
                 match rrset_from_pb(&format!("rrsets[{i}]"), r) {
                     Ok(r) => out.push(r),
                     // A record dnsplane cannot model is left alone, never "fixed".
-                    Err(e) => warn!(zone = %zone.name, error = %e, "Skipping a record the provider holds that dnsplane cannot read."),
+                    Err(e) => {
+                        warn!(zone = %zone.name, error = %e, "Skipping a record the provider holds that dnsplane cannot read.")
+                    }
                 }
             }
             if page.last {
@@ -496,15 +540,25 @@ impl Engine {
         let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
         let now = SystemTime::now();
         let mut states = lock(&zone.states);
-        let planned: BTreeSet<RecordKey> = plan.changes.iter().map(|c| c.change.key().clone()).collect();
-        states.retain(|k| !scope.contains(&k.name) || desired.contains_key(k) || planned.contains(k));
+        let planned: BTreeSet<RecordKey> = plan
+            .changes
+            .iter()
+            .map(|c| c.change.key().clone())
+            .collect();
+        states
+            .retain(|k| !scope.contains(&k.name) || desired.contains_key(k) || planned.contains(k));
         // Records with a state entry that the plan neither changes nor holds back have
         // converged (a converged record has no entry; see StateTable).
         let blocked: BTreeSet<&RecordKey> = plan.blocked.iter().map(|b| &b.key).collect();
         let now_converged: Vec<RecordKey> = states
             .records
             .keys()
-            .filter(|k| scope.contains(&k.name) && desired.contains_key(*k) && !planned.contains(*k) && !blocked.contains(k))
+            .filter(|k| {
+                scope.contains(&k.name)
+                    && desired.contains_key(*k)
+                    && !planned.contains(*k)
+                    && !blocked.contains(k)
+            })
             .cloned()
             .collect();
         for key in &now_converged {
@@ -543,7 +597,13 @@ impl Engine {
             if !due(states.records.get(key), want, now) {
                 return false;
             }
-            states.pending(key, want.cloned(), view.data.get(key).cloned(), &c.change.id, &c.reason);
+            states.pending(
+                key,
+                want.cloned(),
+                view.data.get(key).cloned(),
+                &c.change.id,
+                &c.reason,
+            );
             true
         });
         before - plan.changes.len()
@@ -563,7 +623,11 @@ impl Engine {
             .iter()
             .map(|c| (c.change.id.clone(), c.change.clone()))
             .collect();
-        let batches = batcher::cut(plan.changes, self.config.batch.max_changes, self.config.batch.max_bytes);
+        let batches = batcher::cut(
+            plan.changes,
+            self.config.batch.max_changes,
+            self.config.batch.max_bytes,
+        );
         let total_batches = batches.len();
         let deadline = self.config.sync.batch_deadline;
         let (tx, rx) = mpsc::channel::<pb::ApplyRequest>(4);
@@ -603,7 +667,12 @@ impl Engine {
             }
             SyncError::Apply {
                 zone: name.clone(),
-                status: format!("{} (applier {}): {}", status.code(), member.addr, status.message()),
+                status: format!(
+                    "{} (applier {}): {}",
+                    status.code(),
+                    member.addr,
+                    status.message()
+                ),
             }
         };
         let mut client = member.client();
@@ -618,7 +687,9 @@ impl Engine {
                 let Some(resp) = responses.message().await.map_err(stream_err)? else {
                     return Err(SyncError::Apply {
                         zone: name.clone(),
-                        status: format!("stream ended after {batches_done} of {total_batches} batches"),
+                        status: format!(
+                            "stream ended after {batches_done} of {total_batches} batches"
+                        ),
                     });
                 };
                 self.fold_results(zone, &by_id, &resp.results, summary);
@@ -632,7 +703,11 @@ impl Engine {
                             phase: "applying".into(),
                             changes_planned: summary.planned as u32,
                             changes_done: summary.done as u32,
-                            outcomes: summary.outcomes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                            outcomes: summary
+                                .outcomes
+                                .iter()
+                                .map(|(k, v)| (k.clone(), *v))
+                                .collect(),
                             error: String::new(),
                         })
                         .await;
@@ -648,12 +723,16 @@ impl Engine {
             let mut states = lock(&zone.states);
             for key in by_id.values().map(Change::key) {
                 if let Some(s) = states.records.get_mut(key)
-                    && matches!(s.kind, pb::RecordStateKind::InFlight | pb::RecordStateKind::Pending)
+                    && matches!(
+                        s.kind,
+                        pb::RecordStateKind::InFlight | pb::RecordStateKind::Pending
+                    )
                 {
                     s.kind = pb::RecordStateKind::Failed;
                     s.last_error = e.to_string();
                     s.reason = format!("no result: {e}");
-                    s.next_retry = Some(SystemTime::now() + retry_delay(s.attempts.max(1), retry.0, retry.1));
+                    s.next_retry =
+                        Some(SystemTime::now() + retry_delay(s.attempts.max(1), retry.0, retry.1));
                 }
             }
         }
@@ -687,7 +766,10 @@ impl Engine {
                         }
                     }
                     pb::Outcome::Conflict => {
-                        let seen = r.observed.as_ref().and_then(|o| rrset_from_pb("observed", o).ok());
+                        let seen = r
+                            .observed
+                            .as_ref()
+                            .and_then(|o| rrset_from_pb("observed", o).ok());
                         if seen.as_ref().is_none_or(|s| &s.key == key) {
                             v.observe(key, seen);
                         }
@@ -696,12 +778,18 @@ impl Engine {
                 }
             }
             summary.done += 1;
-            *summary.outcomes.entry(outcome_name(outcome).to_string()).or_insert(0) += 1;
+            *summary
+                .outcomes
+                .entry(outcome_name(outcome).to_string())
+                .or_insert(0) += 1;
             if outcome == pb::Outcome::RejectedPermanent {
                 lock(&zone.status).rejected = true;
             }
             let owner = if r.observed_owner.is_empty() {
-                observed.as_ref().and_then(|v| v.owner_of(key)).map(str::to_string)
+                observed
+                    .as_ref()
+                    .and_then(|v| v.owner_of(key))
+                    .map(str::to_string)
             } else {
                 Some(r.observed_owner.clone())
             };

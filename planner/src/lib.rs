@@ -34,7 +34,11 @@ use tracing::info;
 
 /// Runs the planner until `shutdown` is cancelled: gRPC (with health and reflection)
 /// answers at once; sources load and the first syncs run in the background.
-pub async fn run(config: PlannerConfig, listener: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    config: PlannerConfig,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     run_with_admin(config, listener, None, shutdown).await
 }
 
@@ -56,14 +60,19 @@ pub async fn run_with_admin(
         Some(l) => {
             let server = metrics::admin_server(engine.clone(), metrics.clone(), service.clone());
             let readiness = server.readiness();
-            (Some(readiness), Some(tokio::spawn(server.serve(l, admin_stop.clone()))))
+            (
+                Some(readiness),
+                Some(tokio::spawn(server.serve(l, admin_stop.clone()))),
+            )
         }
         None => (None, None),
     };
     let addr = listener.local_addr()?;
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter.set_serving::<PlannerServer<service::PlannerService>>().await;
+    health_reporter
+        .set_serving::<PlannerServer<service::PlannerService>>()
+        .await;
     let (reflection_v1, reflection_v1alpha) = dnsplane_common::grpc::reflection_services()?;
 
     let work = CancellationToken::new();
@@ -91,7 +100,12 @@ pub async fn run_with_admin(
     tasks.extend(engine.spawn_zone_loops(work.clone()));
     tasks.push(engine.pool.spawn(work.clone()));
 
-    let appliers: Vec<String> = engine.pool.members().iter().map(|m| m.addr.clone()).collect();
+    let appliers: Vec<String> = engine
+        .pool
+        .members()
+        .iter()
+        .map(|m| m.addr.clone())
+        .collect();
     info!(%addr, zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
     if let Some(r) = &readiness {
         r.set(true);
@@ -102,17 +116,22 @@ pub async fn run_with_admin(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(PlannerServer::new(service))
-        .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)), {
-            let shutdown = shutdown.clone();
-            let reporter = health_reporter.clone();
-            async move {
-                shutdown.cancelled().await;
-                if let Some(r) = &readiness {
-                    r.set(false);
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            {
+                let shutdown = shutdown.clone();
+                let reporter = health_reporter.clone();
+                async move {
+                    shutdown.cancelled().await;
+                    if let Some(r) = &readiness {
+                        r.set(false);
+                    }
+                    reporter
+                        .set_not_serving::<PlannerServer<service::PlannerService>>()
+                        .await;
                 }
-                reporter.set_not_serving::<PlannerServer<service::PlannerService>>().await;
-            }
-        });
+            },
+        );
     let result = server.await;
     // The planner keeps no state that a restart would not rebuild by reading the
     // zones again: stop the loops; a sync in progress is cut at a batch boundary and

@@ -3,13 +3,21 @@ use clap::Parser;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "dnsplane-planner", version, about = "dnsplane planner: plans DNS changes and streams them to appliers")]
+#[command(
+    name = "dnsplane-planner",
+    version,
+    about = "dnsplane planner: plans DNS changes and streams them to appliers"
+)]
 struct Args {
     /// Config file (zones, sources, owner id).
     #[arg(long, env = "DNSPLANE_PLANNER_CONFIG", default_value = "planner.toml")]
     config: PathBuf,
     /// gRPC listen address.
-    #[arg(long, env = "DNSPLANE_PLANNER_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(
+        long,
+        env = "DNSPLANE_PLANNER_LISTEN",
+        default_value = "127.0.0.1:50051"
+    )]
     listen: String,
     /// Overrides the config's applier address.
     #[arg(long, env = "DNSPLANE_APPLIER_ADDR")]
@@ -17,7 +25,11 @@ struct Args {
     /// Admin HTTP address: /metrics (Prometheus), /healthz, /readyz, /status (JSON).
     /// `off` disables it. If the address cannot be bound, the planner logs an error and
     /// serves gRPC without it.
-    #[arg(long, env = "DNSPLANE_PLANNER_ADMIN_LISTEN", default_value = "127.0.0.1:9451")]
+    #[arg(
+        long,
+        env = "DNSPLANE_PLANNER_ADMIN_LISTEN",
+        default_value = "127.0.0.1:9451"
+    )]
     admin_listen: String,
 }
 
@@ -33,7 +45,11 @@ fn main() -> std::process::ExitCode {
     if let Some(a) = args.applier.clone() {
         config.applier = a;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("dnsplane-planner: cannot start the runtime: {e}");

@@ -217,7 +217,11 @@ impl PlannerMetrics {
         for zone in engine.zones.values() {
             let name = zone.cfg.name.to_string();
             let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
-            let zone_read = zone.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
+            let zone_read = zone
+                .view
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_some();
             let counts = zone
                 .states
                 .lock()

@@ -66,7 +66,9 @@ pub fn plan_zone(
         if desired_keys.peek() == Some(&key) {
             continue;
         }
-        let Some(owner_rrset) = current.owner_rrset(key) else { continue };
+        let Some(owner_rrset) = current.owner_rrset(key) else {
+            continue;
+        };
         let mut ops = Vec::new();
         if let Some(cur) = current.data.get(key) {
             ops.push(RRSetOp::delete(cur.clone()));
@@ -106,7 +108,10 @@ pub fn plan_zone(
             plan.blocked.push(blocked(
                 ConflictReason::OwnedByOther,
                 cur,
-                format!("owned by {:?}; dnsplane never touches another owner's records", mark.owner),
+                format!(
+                    "owned by {:?}; dnsplane never touches another owner's records",
+                    mark.owner
+                ),
             ));
             continue;
         }
@@ -133,7 +138,8 @@ pub fn plan_zone(
                     continue;
                 }
                 let Some(new_owner) = new_owner() else {
-                    plan.blocked.push(blocked(ConflictReason::Unspecified, cur, too_long()));
+                    plan.blocked
+                        .push(blocked(ConflictReason::Unspecified, cur, too_long()));
                     continue;
                 };
                 let owner_op = match current.owner_rrset(key) {
@@ -141,7 +147,10 @@ pub fn plan_zone(
                     None => RRSetOp::create(new_owner),
                 };
                 creates.push(PlannedChange {
-                    change: Change::new(ChangeKind::Create, vec![RRSetOp::create(want_rr.clone()), owner_op]),
+                    change: Change::new(
+                        ChangeKind::Create,
+                        vec![RRSetOp::create(want_rr.clone()), owner_op],
+                    ),
                     reason: "missing".into(),
                 });
             }
@@ -158,7 +167,9 @@ pub fn plan_zone(
                     ));
                     continue;
                 }
-                let Some(owner_rrset) = current.owner_rrset(key) else { continue };
+                let Some(owner_rrset) = current.owner_rrset(key) else {
+                    continue;
+                };
                 let assert_owner = RRSetOp::update(owner_rrset.clone(), owner_rrset);
                 updates.push(PlannedChange {
                     change: Change::new(
@@ -171,13 +182,20 @@ pub fn plan_zone(
             Some(cur) => {
                 if zone.conflict == ConflictPolicy::Adopt && cur.same_data(want_rr) {
                     let Some(new_owner) = new_owner() else {
-                        plan.blocked.push(blocked(ConflictReason::Unspecified, Some(cur), too_long()));
+                        plan.blocked.push(blocked(
+                            ConflictReason::Unspecified,
+                            Some(cur),
+                            too_long(),
+                        ));
                         continue;
                     };
                     updates.push(PlannedChange {
                         change: Change::new(
                             ChangeKind::Adopt,
-                            vec![RRSetOp::update(cur.clone(), cur.clone()), RRSetOp::create(new_owner)],
+                            vec![
+                                RRSetOp::update(cur.clone(), cur.clone()),
+                                RRSetOp::create(new_owner),
+                            ],
                         ),
                         reason: "adopt: equal to the desired record and unowned".into(),
                     });
@@ -189,7 +207,8 @@ pub fn plan_zone(
                     "exists and nobody owns it; conflict policy `report` leaves it alone (`adopt` would take it when equal)"
                         .to_string()
                 };
-                plan.blocked.push(blocked(ConflictReason::Exists, Some(cur), message));
+                plan.blocked
+                    .push(blocked(ConflictReason::Exists, Some(cur), message));
             }
         }
     }
@@ -209,7 +228,11 @@ fn desired_beside_cname(key: &RecordKey, desired: &BTreeMap<RecordKey, DesiredRe
 
 /// Existing data at `key.name` that a new `key` would clash with (CNAME beside other
 /// data), unless that data is being deleted by this plan.
-fn type_clash<'a>(key: &RecordKey, current: &'a ZoneView, deleting: &BTreeSet<&RecordKey>) -> Option<&'a RRSet> {
+fn type_clash<'a>(
+    key: &RecordKey,
+    current: &'a ZoneView,
+    deleting: &BTreeSet<&RecordKey>,
+) -> Option<&'a RRSet> {
     current
         .data
         .range(RecordKey::new(key.zone.clone(), key.name.clone(), RecordType::ALL[0])..)
@@ -225,7 +248,11 @@ fn type_clash<'a>(key: &RecordKey, current: &'a ZoneView, deleting: &BTreeSet<&R
 fn describe_difference(cur: &RRSet, want: &RRSet) -> String {
     let mut parts = Vec::new();
     if cur.values() != want.values() {
-        parts.push(format!("values {} → {}", cur.values().join(" "), want.values().join(" ")));
+        parts.push(format!(
+            "values {} → {}",
+            cur.values().join(" "),
+            want.values().join(" ")
+        ));
     }
     if cur.ttl != want.ttl {
         parts.push(format!("ttl {} → {}", cur.ttl, want.ttl));
@@ -252,7 +279,11 @@ mod tests {
     }
 
     fn rr(name: &str, t: RecordType, v: &str) -> RRSet {
-        let key = RecordKey::new(Name::parse("example.com").unwrap(), Name::parse(name).unwrap(), t);
+        let key = RecordKey::new(
+            Name::parse("example.com").unwrap(),
+            Name::parse(name).unwrap(),
+            t,
+        );
         RRSet::new(key, 300, &[v]).unwrap()
     }
 
@@ -273,17 +304,24 @@ mod tests {
     }
 
     fn owned(r: &RRSet, owner: &str) -> Vec<RRSet> {
-        vec![r.clone(), registry::owner_record(&r.key, owner, "r").unwrap()]
+        vec![
+            r.clone(),
+            registry::owner_record(&r.key, owner, "r").unwrap(),
+        ]
     }
 
     /// What an atomic conditional provider would hold after applying `changes`;
     /// panics on a failed precondition, which a plan computed from `current` must
     /// never contain.
     fn apply(current: &[RRSet], changes: &[PlannedChange]) -> BTreeMap<RecordKey, RRSet> {
-        let mut state: BTreeMap<RecordKey, RRSet> = current.iter().map(|r| (r.key.clone(), r.clone())).collect();
+        let mut state: BTreeMap<RecordKey, RRSet> =
+            current.iter().map(|r| (r.key.clone(), r.clone())).collect();
         for c in changes {
             for op in &c.change.ops {
-                assert!(op.precondition_holds(state.get(&op.key)), "precondition of {op:?}");
+                assert!(
+                    op.precondition_holds(state.get(&op.key)),
+                    "precondition of {op:?}"
+                );
                 match &op.after {
                     Some(a) => state.insert(op.key.clone(), a.clone()),
                     None => state.remove(&op.key),
@@ -302,9 +340,17 @@ mod tests {
         let new = rr("new.example.com", RecordType::A, "192.0.2.4");
         let mut current = owned(&a1, ME);
         current.extend(owned(&gone, ME));
-        let plan = plan_zone(&z, ME, &desired(&[a2.clone(), new.clone()]), &ZoneView::new(current.clone()));
+        let plan = plan_zone(
+            &z,
+            ME,
+            &desired(&[a2.clone(), new.clone()]),
+            &ZoneView::new(current.clone()),
+        );
         let kinds: Vec<ChangeKind> = plan.changes.iter().map(|c| c.change.kind).collect();
-        assert_eq!(kinds, [ChangeKind::Delete, ChangeKind::Update, ChangeKind::Create]);
+        assert_eq!(
+            kinds,
+            [ChangeKind::Delete, ChangeKind::Update, ChangeKind::Create]
+        );
         let after = apply(&current, &plan.changes);
         assert_eq!(after.get(&a2.key), Some(&a2));
         assert_eq!(after.get(&new.key), Some(&new));
@@ -326,14 +372,26 @@ mod tests {
         ];
         let plan = plan_zone(&z, ME, &desired(&want), &ZoneView::new(current));
         assert!(plan.changes.is_empty());
-        let reasons: Vec<_> = plan.blocked.iter().map(|b| (b.reason, b.observed_owner.clone())).collect();
+        let reasons: Vec<_> = plan
+            .blocked
+            .iter()
+            .map(|b| (b.reason, b.observed_owner.clone()))
+            .collect();
         assert_eq!(
             reasons,
-            [(ConflictReason::OwnedByOther, Some("other".into())), (ConflictReason::Exists, None)]
+            [
+                (ConflictReason::OwnedByOther, Some("other".into())),
+                (ConflictReason::Exists, None)
+            ]
         );
         assert_eq!(plan.blocked[1].observed.as_ref(), Some(&unowned));
         // Not desired and not ours: not deleted either.
-        let plan = plan_zone(&z, ME, &BTreeMap::new(), &ZoneView::new(owned(&theirs, "other")));
+        let plan = plan_zone(
+            &z,
+            ME,
+            &BTreeMap::new(),
+            &ZoneView::new(owned(&theirs, "other")),
+        );
         assert!(plan.changes.is_empty());
     }
 
@@ -343,7 +401,10 @@ mod tests {
         let same = rr("same.example.com", RecordType::A, "192.0.2.1");
         let differs = rr("differs.example.com", RecordType::A, "192.0.2.2");
         let current = vec![same.clone(), differs.clone()];
-        let want = [same.clone(), rr("differs.example.com", RecordType::A, "192.0.2.9")];
+        let want = [
+            same.clone(),
+            rr("differs.example.com", RecordType::A, "192.0.2.9"),
+        ];
         let plan = plan_zone(&z, ME, &desired(&want), &ZoneView::new(current.clone()));
         assert_eq!(plan.changes.len(), 1);
         assert_eq!(plan.changes[0].change.kind, ChangeKind::Adopt);
@@ -362,10 +423,20 @@ mod tests {
         let mut current = owned(&a1, ME);
         current.extend(owned(&gone, ME));
         let view = ZoneView::new(current);
-        let upsert = plan_zone(&zone_cfg(Policy::UpsertOnly, ConflictPolicy::Report), ME, &desired(&[a2.clone()]), &view);
+        let upsert = plan_zone(
+            &zone_cfg(Policy::UpsertOnly, ConflictPolicy::Report),
+            ME,
+            &desired(&[a2.clone()]),
+            &view,
+        );
         assert_eq!(upsert.changes.len(), 1);
         assert_eq!(upsert.changes[0].change.kind, ChangeKind::Update);
-        let create = plan_zone(&zone_cfg(Policy::CreateOnly, ConflictPolicy::Report), ME, &desired(&[a2]), &view);
+        let create = plan_zone(
+            &zone_cfg(Policy::CreateOnly, ConflictPolicy::Report),
+            ME,
+            &desired(&[a2]),
+            &view,
+        );
         assert!(create.changes.is_empty());
         assert_eq!(create.blocked.len(), 1);
     }
@@ -376,11 +447,21 @@ mod tests {
         let a = rr("x.example.com", RecordType::A, "192.0.2.1");
         let c = rr("x.example.com", RecordType::Cname, "target.example.net");
         // Unowned A at x: the CNAME is blocked as a type clash.
-        let plan = plan_zone(&z, ME, &desired(&[c.clone()]), &ZoneView::new(vec![a.clone()]));
+        let plan = plan_zone(
+            &z,
+            ME,
+            &desired(&[c.clone()]),
+            &ZoneView::new(vec![a.clone()]),
+        );
         assert_eq!(plan.blocked[0].reason, ConflictReason::TypeClash);
         // Our own A at x, no longer desired: delete it, then create the CNAME.
         let current = owned(&a, ME);
-        let plan = plan_zone(&z, ME, &desired(&[c.clone()]), &ZoneView::new(current.clone()));
+        let plan = plan_zone(
+            &z,
+            ME,
+            &desired(&[c.clone()]),
+            &ZoneView::new(current.clone()),
+        );
         assert!(plan.blocked.is_empty());
         let after = apply(&current, &plan.changes);
         assert_eq!(after.get(&c.key), Some(&c));
@@ -388,7 +469,12 @@ mod tests {
     }
 
     fn arb_rr() -> impl Strategy<Value = RRSet> {
-        (0..12u8, prop_oneof![Just(RecordType::A), Just(RecordType::Txt)], 0..4u8, prop_oneof![Just(60u32), Just(300)])
+        (
+            0..12u8,
+            prop_oneof![Just(RecordType::A), Just(RecordType::Txt)],
+            0..4u8,
+            prop_oneof![Just(60u32), Just(300)],
+        )
             .prop_map(|(n, t, v, ttl)| {
                 let key = RecordKey::new(
                     Name::parse("example.com").unwrap(),

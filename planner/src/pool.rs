@@ -48,9 +48,11 @@ impl Member {
 
     /// A client whose calls carry the current trace context (`traceparent`).
     pub fn client(&self) -> ApplierClient<dnsplane_common::telemetry::TracedChannel> {
-        ApplierClient::new(dnsplane_common::telemetry::traced_channel(self.channel.clone()))
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(64 << 20)
+        ApplierClient::new(dnsplane_common::telemetry::traced_channel(
+            self.channel.clone(),
+        ))
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20)
     }
 
     pub fn healthy(&self) -> bool {
@@ -58,7 +60,10 @@ impl Member {
     }
 
     pub fn last_error(&self) -> String {
-        self.last_error.lock().map(|e| e.clone()).unwrap_or_default()
+        self.last_error
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default()
     }
 
     fn set(&self, healthy: bool, error: String) {
@@ -128,7 +133,12 @@ impl ApplierPool {
     /// All members in rendezvous order for `zone`: healthy ones first.
     pub fn order(&self, zone: &Name) -> Vec<Arc<Member>> {
         let mut m = self.members();
-        m.sort_by_key(|x| (std::cmp::Reverse(x.healthy()), std::cmp::Reverse(score(&x.addr, zone))));
+        m.sort_by_key(|x| {
+            (
+                std::cmp::Reverse(x.healthy()),
+                std::cmp::Reverse(score(&x.addr, zone)),
+            )
+        });
         m
     }
 
@@ -149,7 +159,9 @@ impl ApplierPool {
         tokio::spawn(async move {
             let mut last_resolve = None::<tokio::time::Instant>;
             loop {
-                if pool.cfg.dns.is_some() && last_resolve.is_none_or(|t| t.elapsed() >= pool.cfg.resolve_interval) {
+                if pool.cfg.dns.is_some()
+                    && last_resolve.is_none_or(|t| t.elapsed() >= pool.cfg.resolve_interval)
+                {
                     pool.resolve().await;
                     last_resolve = Some(tokio::time::Instant::now());
                 }
@@ -163,7 +175,9 @@ impl ApplierPool {
                     })
                     .await;
                     match result {
-                        Ok(Ok(r)) if r.get_ref().status == ServingStatus::Serving as i32 => m.set(true, String::new()),
+                        Ok(Ok(r)) if r.get_ref().status == ServingStatus::Serving as i32 => {
+                            m.set(true, String::new())
+                        }
                         Ok(Ok(_)) => m.set(false, "not serving (draining)".into()),
                         Ok(Err(e)) => m.set(false, format!("{}: {}", e.code(), e.message())),
                         Err(_) => m.set(false, "health check timed out".into()),
@@ -183,13 +197,17 @@ impl ApplierPool {
     async fn resolve(&self) {
         let Some(name) = &self.cfg.dns else { return };
         let addrs = match tokio::net::lookup_host(name.as_str()).await {
-            Ok(a) => a.map(|a| format!("http://{a}")).collect::<std::collections::BTreeSet<_>>(),
+            Ok(a) => a
+                .map(|a| format!("http://{a}"))
+                .collect::<std::collections::BTreeSet<_>>(),
             Err(e) => {
                 warn!(name = %name, error = %e, "Cannot resolve the applier name; keeping the members known.");
                 return;
             }
         };
-        let Ok(mut members) = self.members.write() else { return };
+        let Ok(mut members) = self.members.write() else {
+            return;
+        };
         let mut next: Vec<Arc<Member>> = members
             .iter()
             .filter(|m| self.cfg.addrs.contains(&m.addr) || addrs.contains(&m.addr))
@@ -222,20 +240,28 @@ mod tests {
     }
 
     fn zones() -> Vec<Name> {
-        (0..1000).map(|i| Name::parse(&format!("z{i}.example")).expect("zone")).collect()
+        (0..1000)
+            .map(|i| Name::parse(&format!("z{i}.example")).expect("zone"))
+            .collect()
     }
 
     #[tokio::test]
     async fn zones_spread_and_only_the_lost_members_zones_move() {
         let p = pool(3);
-        let before: Vec<String> = zones().iter().map(|z| p.route(z).expect("member").addr.clone()).collect();
+        let before: Vec<String> = zones()
+            .iter()
+            .map(|z| p.route(z).expect("member").addr.clone())
+            .collect();
         for m in p.members() {
             let n = before.iter().filter(|a| **a == m.addr).count();
             assert!((250..420).contains(&n), "{} has {n} of 1000 zones", m.addr);
         }
         let lost = p.members()[1].clone();
         p.mark_failed(&lost, "test");
-        let after: Vec<String> = zones().iter().map(|z| p.route(z).expect("member").addr.clone()).collect();
+        let after: Vec<String> = zones()
+            .iter()
+            .map(|z| p.route(z).expect("member").addr.clone())
+            .collect();
         for (b, a) in before.iter().zip(&after) {
             if *b == lost.addr {
                 assert_ne!(a, &lost.addr);
@@ -245,7 +271,10 @@ mod tests {
         }
         // The member comes back: every zone returns to where it was.
         lost.set(true, String::new());
-        let back: Vec<String> = zones().iter().map(|z| p.route(z).expect("member").addr.clone()).collect();
+        let back: Vec<String> = zones()
+            .iter()
+            .map(|z| p.route(z).expect("member").addr.clone())
+            .collect();
         assert_eq!(back, before);
     }
 }

@@ -119,7 +119,10 @@ impl ZoneView {
     /// Builds a view whose keys and values share storage with the desired records
     /// where they are equal, and whose ownership records share their values: a
     /// converged record then costs little more than its key in the observed index.
-    pub fn shared(rrsets: impl IntoIterator<Item = RRSet>, desired: Option<&BTreeMap<RecordKey, DesiredRecord>>) -> ZoneView {
+    pub fn shared(
+        rrsets: impl IntoIterator<Item = RRSet>,
+        desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
+    ) -> ZoneView {
         let mut view = ZoneView::default();
         let mut owner_values: HashMap<(u32, Vec<String>), Arc<Owned>> = HashMap::new();
         for r in rrsets {
@@ -173,7 +176,11 @@ impl ZoneView {
         for n in names {
             let Some(zone) = self.any_zone() else { break };
             let from = RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0]);
-            for (k, v) in self.data.range(from.clone()..).take_while(|(k, _)| &k.name == n) {
+            for (k, v) in self
+                .data
+                .range(from.clone()..)
+                .take_while(|(k, _)| &k.name == n)
+            {
                 out.data.insert(k.clone(), v.clone());
             }
             for (k, v) in self.owners.range(from..).take_while(|(k, _)| &k.name == n) {
@@ -196,11 +203,21 @@ impl ZoneView {
     pub fn replace_names(&mut self, zone: &Name, names: &BTreeSet<Name>, fresh: ZoneView) {
         for n in names {
             let from = RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0]);
-            let gone: Vec<RecordKey> = self.data.range(from.clone()..).take_while(|(k, _)| &k.name == n).map(|(k, _)| k.clone()).collect();
+            let gone: Vec<RecordKey> = self
+                .data
+                .range(from.clone()..)
+                .take_while(|(k, _)| &k.name == n)
+                .map(|(k, _)| k.clone())
+                .collect();
             for k in gone {
                 self.data.remove(&k);
             }
-            let gone: Vec<RecordKey> = self.owners.range(from..).take_while(|(k, _)| &k.name == n).map(|(k, _)| k.clone()).collect();
+            let gone: Vec<RecordKey> = self
+                .owners
+                .range(from..)
+                .take_while(|(k, _)| &k.name == n)
+                .map(|(k, _)| k.clone())
+                .collect();
             for k in gone {
                 self.owners.remove(&k);
             }
@@ -222,7 +239,8 @@ impl ZoneView {
             (Some(owned), Some(after)) => {
                 if let Some((_, mark)) = parse_owner_record(after) {
                     let template = after.clone();
-                    self.owners.insert(owned, Arc::new(Owned { mark, template }));
+                    self.owners
+                        .insert(owned, Arc::new(Owned { mark, template }));
                 }
             }
             (Some(owned), None) => {
@@ -264,15 +282,27 @@ mod tests {
     use super::*;
 
     fn key(name: &str, t: RecordType) -> RecordKey {
-        RecordKey::new(Name::parse("example.com").unwrap(), Name::parse(name).unwrap(), t)
+        RecordKey::new(
+            Name::parse("example.com").unwrap(),
+            Name::parse(name).unwrap(),
+            t,
+        )
     }
 
     #[test]
     fn round_trip_including_apex_and_wildcard() {
         for (name, t, expect) in [
-            ("www.example.com", RecordType::A, "_dnsplane-a.www.example.com."),
+            (
+                "www.example.com",
+                RecordType::A,
+                "_dnsplane-a.www.example.com.",
+            ),
             ("example.com", RecordType::Mx, "_dnsplane-mx.example.com."),
-            ("*.apps.example.com", RecordType::Cname, "_dnsplane-cname._wildcard.apps.example.com."),
+            (
+                "*.apps.example.com",
+                RecordType::Cname,
+                "_dnsplane-cname._wildcard.apps.example.com.",
+            ),
         ] {
             let k = key(name, t);
             let rec = owner_record(&k, "prod-1", "DNSEndpoint default/web").unwrap();
@@ -288,7 +318,12 @@ mod tests {
     #[test]
     fn foreign_txt_is_data() {
         let k = key("_dnsplane-a.www.example.com", RecordType::Txt);
-        let other = RRSet::new(k.clone(), 60, &["heritage=external-dns,external-dns/owner=x"]).unwrap();
+        let other = RRSet::new(
+            k.clone(),
+            60,
+            &["heritage=external-dns,external-dns/owner=x"],
+        )
+        .unwrap();
         assert!(parse_owner_record(&other).is_none());
         let view = ZoneView::new([other]);
         assert!(view.data.contains_key(&k));

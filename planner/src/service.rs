@@ -57,7 +57,10 @@ type SyncStream = Pin<Box<dyn futures::Stream<Item = Result<pb::SyncProgress, St
 
 #[tonic::async_trait]
 impl pb::planner_server::Planner for PlannerService {
-    async fn plan(&self, request: Request<pb::PlanRequest>) -> Result<Response<pb::PlanResponse>, Status> {
+    async fn plan(
+        &self,
+        request: Request<pb::PlanRequest>,
+    ) -> Result<Response<pb::PlanResponse>, Status> {
         let req = request.into_inner();
         let zones = self.zones(&req.zones)?;
         let mut out = Vec::new();
@@ -73,7 +76,8 @@ impl pb::planner_server::Planner for PlannerService {
                     let empty = BTreeMap::new();
                     let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
                     let view = ZoneView::new(current);
-                    let plan = plan_zone(&zone.cfg, &self.engine.config.owner_id, zone_desired, &view);
+                    let plan =
+                        plan_zone(&zone.cfg, &self.engine.config.owner_id, zone_desired, &view);
                     zp.changes = plan
                         .changes
                         .iter()
@@ -105,7 +109,10 @@ impl pb::planner_server::Planner for PlannerService {
 
     type SyncStream = SyncStream;
 
-    async fn sync(&self, request: Request<pb::SyncRequest>) -> Result<Response<SyncStream>, Status> {
+    async fn sync(
+        &self,
+        request: Request<pb::SyncRequest>,
+    ) -> Result<Response<SyncStream>, Status> {
         let req = request.into_inner();
         let zones = self.zones(&req.zones)?;
         let (tx, rx) = mpsc::channel(64);
@@ -114,7 +121,9 @@ impl pb::planner_server::Planner for PlannerService {
             let tx = tx.clone();
             tokio::spawn(async move {
                 // Errors are reported through the progress stream itself.
-                let _ = engine.sync_zone(&zone, &crate::engine::Scope::Zone, req.fresh, Some(&tx)).await;
+                let _ = engine
+                    .sync_zone(&zone, &crate::engine::Scope::Zone, req.fresh, Some(&tx))
+                    .await;
             });
         }
         drop(tx);
@@ -122,23 +131,43 @@ impl pb::planner_server::Planner for PlannerService {
         Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn get_status(&self, _request: Request<pb::GetStatusRequest>) -> Result<Response<pb::PlannerStatus>, Status> {
+    async fn get_status(
+        &self,
+        _request: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::PlannerStatus>, Status> {
         let desired = self.engine.desired();
         let empty = BTreeMap::new();
         let mut zones = Vec::new();
         let mut degraded = Vec::new();
         let mut syncing = false;
         for zone in self.engine.zones.values() {
-            let st = zone.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            let st = zone
+                .status
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
             let (counts, next_retry) = {
-                let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let zone_read = zone.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
-                (states.counts(desired.zone(&zone.cfg.name).unwrap_or(&empty), zone_read), states.next_retry())
+                let states = zone
+                    .states
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let zone_read = zone
+                    .view
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .is_some();
+                (
+                    states.counts(desired.zone(&zone.cfg.name).unwrap_or(&empty), zone_read),
+                    states.next_retry(),
+                )
             };
             if !st.last_error.is_empty() {
                 degraded.push(format!("zone {}: {}", zone.cfg.name, st.last_error));
             } else if st.rejected {
-                degraded.push(format!("zone {}: provider account {} refuses writes", zone.cfg.name, zone.cfg.account));
+                degraded.push(format!(
+                    "zone {}: provider account {} refuses writes",
+                    zone.cfg.name, zone.cfg.account
+                ));
             }
             syncing |= st.syncing || !st.initial_sync_done;
             zones.push(pb::ZoneStatus {
@@ -153,7 +182,12 @@ impl pb::planner_server::Planner for PlannerService {
                 desired_records: desired.zone(&zone.cfg.name).map_or(0, |z| z.len() as u32),
                 observed_records: st.observed_records as u32,
                 syncing: st.syncing,
-                applier: self.engine.pool.route(&zone.cfg.name).map(|m| m.addr.clone()).unwrap_or_default(),
+                applier: self
+                    .engine
+                    .pool
+                    .route(&zone.cfg.name)
+                    .map(|m| m.addr.clone())
+                    .unwrap_or_default(),
                 initial_sync_started: st.sync_started.map(timestamp),
                 next_retry: next_retry.map(timestamp),
             });
@@ -210,25 +244,35 @@ impl pb::planner_server::Planner for PlannerService {
         let zones = if req.zone.is_empty() {
             self.zones(&[])?
         } else {
-            self.zones(std::slice::from_ref(&req.zone))
-                .map_err(|_| FieldError::new("zone", format!("{:?} is not a configured zone", req.zone)))?
+            self.zones(std::slice::from_ref(&req.zone)).map_err(|_| {
+                FieldError::new("zone", format!("{:?} is not a configured zone", req.zone))
+            })?
         };
         let mut wanted = Vec::new();
         for (i, s) in req.states.iter().enumerate() {
             match RecordStateKind::try_from(*s) {
                 Ok(k) if k != RecordStateKind::Unspecified => wanted.push(k),
-                _ => return Err(FieldError::new(format!("states[{i}]"), format!("unknown state {s}")).into()),
+                _ => {
+                    return Err(FieldError::new(
+                        format!("states[{i}]"),
+                        format!("unknown state {s}"),
+                    )
+                    .into());
+                }
             }
         }
         let page_size = match req.page_size as usize {
             0 => DEFAULT_PAGE,
             n => n.min(MAX_PAGE),
         };
-        let after = if req.page_token.is_empty() {
-            None
-        } else {
-            Some(parse_token(&req.page_token).ok_or_else(|| FieldError::new("page_token", "not a token this server issued"))?)
-        };
+        let after =
+            if req.page_token.is_empty() {
+                None
+            } else {
+                Some(parse_token(&req.page_token).ok_or_else(|| {
+                    FieldError::new("page_token", "not a token this server issued")
+                })?)
+            };
         let keep = |k: RecordStateKind| {
             if !wanted.is_empty() {
                 wanted.contains(&k)
@@ -242,8 +286,15 @@ impl pb::planner_server::Planner for PlannerService {
         let mut records = Vec::new();
         let mut next_page_token = String::new();
         'zones: for zone in zones {
-            let zone_read = zone.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
-            let states = zone.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let zone_read = zone
+                .view
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_some();
+            let states = zone
+                .states
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
             // Walk the states and (for converged records) the desired keys together, in
             // key order, so pages are stable.
@@ -289,7 +340,10 @@ impl pb::planner_server::Planner for PlannerService {
                 records.push(item);
             }
         }
-        Ok(Response::new(pb::ListRecordStatesResponse { records, next_page_token }))
+        Ok(Response::new(pb::ListRecordStatesResponse {
+            records,
+            next_page_token,
+        }))
     }
 
     async fn put_desired(
@@ -298,7 +352,11 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::PutDesiredResponse>, Status> {
         let req = request.into_inner();
         if req.source.is_empty() || req.source.len() > 128 {
-            return Err(FieldError::new("source", "must be 1-128 characters naming the pushing program").into());
+            return Err(FieldError::new(
+                "source",
+                "must be 1-128 characters naming the pushing program",
+            )
+            .into());
         }
         let mut errors = Vec::new();
         let mut entries = Vec::with_capacity(req.records.len());
@@ -313,31 +371,46 @@ impl pb::planner_server::Planner for PlannerService {
         let mut check = crate::desired::DesiredIndex::new(&self.engine.config.zones);
         check.update_source(&req.source, &entries, Vec::new());
         for e in check.errors() {
-            errors.push(FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)));
+            errors.push(FieldError::new(
+                e.location.clone(),
+                format!("{}: {}", e.record, e.message),
+            ));
         }
         if !errors.is_empty() {
             return Err(invalid_argument(&errors));
         }
         let accepted = entries.len() as u32;
-        self.engine.set_source(&format!("push:{}", req.source), entries, Vec::new());
+        self.engine
+            .set_source(&format!("push:{}", req.source), entries, Vec::new());
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
 }
 
-fn push_entry(source: &str, i: usize, r: &pb::DesiredRecord) -> Result<DesiredEntry, Vec<FieldError>> {
+fn push_entry(
+    source: &str,
+    i: usize,
+    r: &pb::DesiredRecord,
+) -> Result<DesiredEntry, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let name = Name::parse(&r.name).map_err(|e| errors.push(FieldError::new(format!("records[{i}].name"), e.to_string())));
-    let rtype =
-        RecordType::parse(&r.r#type).map_err(|e| errors.push(FieldError::new(format!("records[{i}].type"), e.to_string())));
+    let name = Name::parse(&r.name)
+        .map_err(|e| errors.push(FieldError::new(format!("records[{i}].name"), e.to_string())));
+    let rtype = RecordType::parse(&r.r#type)
+        .map_err(|e| errors.push(FieldError::new(format!("records[{i}].type"), e.to_string())));
     let mut values = Vec::new();
     if let Ok(t) = rtype {
         if r.values.is_empty() {
-            errors.push(FieldError::new(format!("records[{i}].values"), "at least one value is needed"));
+            errors.push(FieldError::new(
+                format!("records[{i}].values"),
+                "at least one value is needed",
+            ));
         }
         for (j, v) in r.values.iter().enumerate() {
             match rdata::canonicalize(t, v) {
                 Ok(c) => values.push(c),
-                Err(e) => errors.push(FieldError::new(format!("records[{i}].values[{j}]"), e.to_string())),
+                Err(e) => errors.push(FieldError::new(
+                    format!("records[{i}].values[{j}]"),
+                    e.to_string(),
+                )),
             }
         }
     }
@@ -362,8 +435,12 @@ fn push_entry(source: &str, i: usize, r: &pb::DesiredRecord) -> Result<DesiredEn
 }
 
 fn records_last_key(records: &[pb::RecordState]) -> RecordKey {
-    let k = records.last().and_then(|r| r.key.clone()).unwrap_or_default();
-    dnsplane_common::convert::key_from_pb("key", Some(&k)).expect("keys in the state table are valid")
+    let k = records
+        .last()
+        .and_then(|r| r.key.clone())
+        .unwrap_or_default();
+    dnsplane_common::convert::key_from_pb("key", Some(&k))
+        .expect("keys in the state table are valid")
 }
 
 /// An opaque-enough page token: the last key returned.

@@ -75,7 +75,9 @@ pub fn state_name(k: RecordStateKind) -> &'static str {
 
 /// Capped exponential backoff per record: `min · 2^(attempts-1)`, at most `max`.
 pub fn retry_delay(attempts: u32, min: Duration, max: Duration) -> Duration {
-    let factor = 1u32.checked_shl(attempts.saturating_sub(1).min(20)).unwrap_or(u32::MAX);
+    let factor = 1u32
+        .checked_shl(attempts.saturating_sub(1).min(20))
+        .unwrap_or(u32::MAX);
     min.saturating_mul(factor).min(max)
 }
 
@@ -161,7 +163,8 @@ impl StateTable {
         next_retry: Option<SystemTime>,
     ) {
         let s = self.entry(key);
-        let same = s.kind == RecordStateKind::Conflict && s.reason == message && s.observed == observed;
+        let same =
+            s.kind == RecordStateKind::Conflict && s.reason == message && s.observed == observed;
         s.kind = RecordStateKind::Conflict;
         s.desired = desired;
         s.observed = observed;
@@ -174,7 +177,14 @@ impl StateTable {
         }
     }
 
-    pub fn pending(&mut self, key: &RecordKey, desired: Option<RRSet>, observed: Option<RRSet>, change_id: &str, why: &str) {
+    pub fn pending(
+        &mut self,
+        key: &RecordKey,
+        desired: Option<RRSet>,
+        observed: Option<RRSet>,
+        change_id: &str,
+        why: &str,
+    ) {
         let s = self.entry(key);
         if s.kind == RecordStateKind::Converged {
             s.attempts = 0;
@@ -223,7 +233,8 @@ impl StateTable {
                     .as_ref()
                     .and_then(|r| dnsplane_common::convert::rrset_from_pb("observed", r).ok());
                 s.observed_owner = observed_owner;
-                s.conflict_reason = ConflictReason::try_from(result.conflict_reason).unwrap_or_default();
+                s.conflict_reason =
+                    ConflictReason::try_from(result.conflict_reason).unwrap_or_default();
                 (RecordStateKind::Conflict, Some(backoff))
             }
             // Parked until its desired state changes.
@@ -251,7 +262,11 @@ impl StateTable {
 
     /// Records by state name; converged records are the desired ones without an entry
     /// (`pending` instead while the zone has never been read: nothing is known yet).
-    pub fn counts<V>(&self, desired: &BTreeMap<RecordKey, V>, zone_read: bool) -> BTreeMap<String, u32> {
+    pub fn counts<V>(
+        &self,
+        desired: &BTreeMap<RecordKey, V>,
+        zone_read: bool,
+    ) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
         let mut desired_with_state = 0;
         for (k, s) in &self.records {
@@ -260,7 +275,11 @@ impl StateTable {
         }
         let converged = desired.len().saturating_sub(desired_with_state);
         if converged > 0 {
-            let kind = if zone_read { RecordStateKind::Converged } else { RecordStateKind::Pending };
+            let kind = if zone_read {
+                RecordStateKind::Converged
+            } else {
+                RecordStateKind::Pending
+            };
             *out.entry(state_name(kind).to_string()).or_insert(0) += converged as u32;
         }
         out
@@ -288,7 +307,9 @@ mod tests {
     #[test]
     fn backoff_is_capped_exponential() {
         let (min, max) = (Duration::from_millis(500), Duration::from_secs(30));
-        let d: Vec<u128> = (1..=9).map(|a| retry_delay(a, min, max).as_millis()).collect();
+        let d: Vec<u128> = (1..=9)
+            .map(|a| retry_delay(a, min, max).as_millis())
+            .collect();
         assert_eq!(d, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
         assert_eq!(retry_delay(u32::MAX, min, max), max);
     }

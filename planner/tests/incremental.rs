@@ -5,7 +5,9 @@
 //! another writer holds.
 use dnsplane_common::pb::{self, applier_client::ApplierClient};
 use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType};
-use dnsplane_planner::config::{BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig};
+use dnsplane_planner::config::{
+    BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
+};
 use dnsplane_planner::engine::{Engine, Scope};
 use dnsplane_planner::registry::{self, ZoneView};
 use dnsplane_planner::source::{DesiredEntry, Origin};
@@ -46,7 +48,11 @@ fn zone() -> Name {
 }
 
 fn key(n: u8) -> RecordKey {
-    RecordKey::new(zone(), Name::parse(&format!("h{n}.example.com")).expect("name"), RecordType::A)
+    RecordKey::new(
+        zone(),
+        Name::parse(&format!("h{n}.example.com")).expect("name"),
+        RecordType::A,
+    )
 }
 
 fn rr(n: u8, v: u8) -> RRSet {
@@ -62,10 +68,13 @@ struct Harness {
 
 async fn harness() -> Harness {
     let dir = tempfile::tempdir().expect("tempdir");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let cancel = tokio_util::sync::CancellationToken::new();
-    let cfg = dnsplane_applier::ApplierConfig::embedded(dir.path().join("state"), None, vec![zone()]);
+    let cfg =
+        dnsplane_applier::ApplierConfig::embedded(dir.path().join("state"), None, vec![zone()]);
     tokio::spawn(dnsplane_applier::run(cfg, listener, cancel.clone()));
     let config = PlannerConfig {
         owner_id: "me".into(),
@@ -88,7 +97,9 @@ async fn harness() -> Harness {
         sources: vec![],
     };
     let engine = Engine::new(config).expect("engine");
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).expect("url").connect_lazy();
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("url")
+        .connect_lazy();
     Harness {
         engine,
         client: ApplierClient::new(channel),
@@ -144,7 +155,10 @@ impl Harness {
             .into_inner();
         let mut applied = false;
         while let Some(msg) = stream.message().await.expect("msg") {
-            applied |= msg.results.iter().any(|r| r.outcome == pb::Outcome::Applied as i32);
+            applied |= msg
+                .results
+                .iter()
+                .any(|r| r.outcome == pb::Outcome::Applied as i32);
             if msg.done {
                 break;
             }
@@ -206,10 +220,14 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
         match s {
             Step::Source(i, records) => {
                 let i = usize::from(i);
-                let mine: BTreeMap<u8, u8> = records.into_iter().filter(|(n, _)| usize::from(n % 2) == i).collect();
+                let mine: BTreeMap<u8, u8> = records
+                    .into_iter()
+                    .filter(|(n, _)| usize::from(n % 2) == i)
+                    .collect();
                 let list: Vec<(u8, u8)> = mine.iter().map(|(n, v)| (*n, *v)).collect();
                 sources[i] = mine;
-                h.engine.set_source(&format!("s{i}"), entries(&list), vec![]);
+                h.engine
+                    .set_source(&format!("s{i}"), entries(&list), vec![]);
                 h.sync_dirty().await;
             }
             Step::OobCreate(n, v) => {
@@ -219,14 +237,20 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
                 if h.list().await.iter().any(|r| r.key == owner_key) {
                     continue;
                 }
-                if h.other_writer(Change::new(ChangeKind::Create, vec![RRSetOp::create(rr(n, v))])).await {
+                if h.other_writer(Change::new(
+                    ChangeKind::Create,
+                    vec![RRSetOp::create(rr(n, v))],
+                ))
+                .await
+                {
                     unowned.insert(n, v);
                 }
             }
             Step::OobDelete(n) => {
                 let current = h.list().await.into_iter().find(|r| r.key == key(n));
                 if let Some(cur) = current
-                    && h.other_writer(Change::new(ChangeKind::Delete, vec![RRSetOp::delete(cur)])).await
+                    && h.other_writer(Change::new(ChangeKind::Delete, vec![RRSetOp::delete(cur)]))
+                        .await
                 {
                     unowned.remove(&n);
                 }
@@ -234,7 +258,11 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
             Step::OobModify(n, v) => {
                 let current = h.list().await.into_iter().find(|r| r.key == key(n));
                 if let Some(cur) = current
-                    && h.other_writer(Change::new(ChangeKind::Update, vec![RRSetOp::update(cur, rr(n, v))])).await
+                    && h.other_writer(Change::new(
+                        ChangeKind::Update,
+                        vec![RRSetOp::update(cur, rr(n, v))],
+                    ))
+                    .await
                     && unowned.contains_key(&n)
                 {
                     unowned.insert(n, v);
@@ -248,7 +276,11 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
         h.sync(Scope::Zone, true).await;
         h.sync_all_retries().await;
     }
-    let desired: BTreeMap<u8, u8> = sources[0].iter().chain(sources[1].iter()).map(|(n, v)| (*n, *v)).collect();
+    let desired: BTreeMap<u8, u8> = sources[0]
+        .iter()
+        .chain(sources[1].iter())
+        .map(|(n, v)| (*n, *v))
+        .collect();
     let listing = h.list().await;
     let view = ZoneView::new(listing.clone());
     for n in 0..NAMES {
@@ -269,7 +301,12 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
     }
     // Nothing else in the zone but those records and their ownership records.
     let expected: BTreeSet<Name> = (0..NAMES)
-        .flat_map(|n| [key(n).name, registry::owner_record_key(&key(n)).expect("owner").name])
+        .flat_map(|n| {
+            [
+                key(n).name,
+                registry::owner_record_key(&key(n)).expect("owner").name,
+            ]
+        })
         .collect();
     for r in listing {
         prop_assert!(expected.contains(&r.key.name), "stray record {}", r);
@@ -307,19 +344,47 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
         .collect();
     h.engine.set_source("bulk", records, vec![]);
     let z = h.engine.zones.values().next().expect("zone").clone();
-    let first = h.engine.sync_zone(&z, &Scope::Zone, true, None).await.expect("first sync");
-    assert_eq!(first.outcomes.get("APPLIED").copied().unwrap_or(0), 10_000, "{first:?}");
+    let first = h
+        .engine
+        .sync_zone(&z, &Scope::Zone, true, None)
+        .await
+        .expect("first sync");
+    assert_eq!(
+        first.outcomes.get("APPLIED").copied().unwrap_or(0),
+        10_000,
+        "{first:?}"
+    );
 
     let mut client = h.client.clone();
     let calls = |s: &pb::ApplierStatus| -> (u64, u64) {
         let a = &s.accounts[0];
         (a.calls_by_class.values().sum(), a.batches)
     };
-    let before = calls(&client.get_status(pb::GetApplierStatusRequest {}).await.expect("status").into_inner());
-    let again = h.engine.sync_zone(&z, &Scope::Zone, false, None).await.expect("no-op sync");
-    let after = calls(&client.get_status(pb::GetApplierStatusRequest {}).await.expect("status").into_inner());
+    let before = calls(
+        &client
+            .get_status(pb::GetApplierStatusRequest {})
+            .await
+            .expect("status")
+            .into_inner(),
+    );
+    let again = h
+        .engine
+        .sync_zone(&z, &Scope::Zone, false, None)
+        .await
+        .expect("no-op sync");
+    let after = calls(
+        &client
+            .get_status(pb::GetApplierStatusRequest {})
+            .await
+            .expect("status")
+            .into_inner(),
+    );
     assert_eq!(again.planned, 0, "{again:?}");
     assert_eq!(after.1, before.1, "no batch (no write) in a no-op sync");
-    assert!(after.0 - before.0 <= 1, "provider calls in a no-op sync: {}", after.0 - before.0);
+    assert!(
+        after.0 - before.0 <= 1,
+        "provider calls in a no-op sync: {}",
+        after.0 - before.0
+    );
     h.cancel.cancel();
 }

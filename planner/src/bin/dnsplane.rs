@@ -11,7 +11,11 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
-#[command(name = "dnsplane", version, about = "Keep DNS zones equal to a declared desired state")]
+#[command(
+    name = "dnsplane",
+    version,
+    about = "Keep DNS zones equal to a declared desired state"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,7 +60,11 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct Conn {
     /// Planner gRPC address.
-    #[arg(long, env = "DNSPLANE_PLANNER_ADDR", default_value = "http://127.0.0.1:50051")]
+    #[arg(
+        long,
+        env = "DNSPLANE_PLANNER_ADDR",
+        default_value = "http://127.0.0.1:50051"
+    )]
     addr: String,
 }
 
@@ -68,9 +76,17 @@ struct UpArgs {
     /// Zones to host in the embedded provider and keep in sync.
     #[arg(long, default_value = "example.com.")]
     zone: Vec<Name>,
-    #[arg(long, env = "DNSPLANE_PLANNER_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(
+        long,
+        env = "DNSPLANE_PLANNER_LISTEN",
+        default_value = "127.0.0.1:50051"
+    )]
     planner_listen: String,
-    #[arg(long, env = "DNSPLANE_APPLIER_LISTEN", default_value = "127.0.0.1:50052")]
+    #[arg(
+        long,
+        env = "DNSPLANE_APPLIER_LISTEN",
+        default_value = "127.0.0.1:50052"
+    )]
     applier_listen: String,
     /// Where the embedded provider answers DNS (UDP and TCP).
     #[arg(long, env = "DNSPLANE_DNS_LISTEN", default_value = "127.0.0.1:10053")]
@@ -88,7 +104,11 @@ struct UpArgs {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("dnsplane: cannot start the runtime: {e}");
@@ -139,20 +159,39 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     let applier_listener = tokio::net::TcpListener::bind(&args.applier_listen)
         .await
-        .with_context(|| format!("cannot listen on {} (applier gRPC; --applier-listen)", args.applier_listen))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (applier gRPC; --applier-listen)",
+                args.applier_listen
+            )
+        })?;
     let planner_listener = tokio::net::TcpListener::bind(&args.planner_listen)
         .await
-        .with_context(|| format!("cannot listen on {} (planner gRPC; --planner-listen)", args.planner_listen))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (planner gRPC; --planner-listen)",
+                args.planner_listen
+            )
+        })?;
     let admin = match &args.admin_listen {
-        Some(addr) => Some(dnsplane_common::metrics::bind(addr).await.context("--admin-listen")?),
+        Some(addr) => Some(
+            dnsplane_common::metrics::bind(addr)
+                .await
+                .context("--admin-listen")?,
+        ),
         None => None,
     };
-    let dns_listen: std::net::SocketAddr = args
-        .dns_listen
-        .parse()
-        .with_context(|| format!("--dns-listen {:?} is not an address like 127.0.0.1:10053", args.dns_listen))?;
-    let applier_config =
-        dnsplane_applier::ApplierConfig::embedded(args.state_dir.join("embedded"), Some(dns_listen), args.zone.clone());
+    let dns_listen: std::net::SocketAddr = args.dns_listen.parse().with_context(|| {
+        format!(
+            "--dns-listen {:?} is not an address like 127.0.0.1:10053",
+            args.dns_listen
+        )
+    })?;
+    let applier_config = dnsplane_applier::ApplierConfig::embedded(
+        args.state_dir.join("embedded"),
+        Some(dns_listen),
+        args.zone.clone(),
+    );
     let planner_config = PlannerConfig {
         owner_id: "dnsplane".into(),
         applier: format!("http://{}", applier_listener.local_addr()?),
@@ -175,7 +214,9 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
                 default_ttl: 300,
             })
             .collect(),
-        sources: vec![SourceConfig::File { paths: args.desired.clone() }],
+        sources: vec![SourceConfig::File {
+            paths: args.desired.clone(),
+        }],
     };
     planner_config
         .validate()
@@ -188,8 +229,14 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         args.dns_listen,
         args.state_dir.display()
     );
-    let applier = tokio::spawn(dnsplane_applier::run(applier_config, applier_listener, shutdown.clone()));
-    let planner = dnsplane_planner::run_with_admin(planner_config, planner_listener, admin, shutdown.clone()).await;
+    let applier = tokio::spawn(dnsplane_applier::run(
+        applier_config,
+        applier_listener,
+        shutdown.clone(),
+    ));
+    let planner =
+        dnsplane_planner::run_with_admin(planner_config, planner_listener, admin, shutdown.clone())
+            .await;
     shutdown.cancel();
     let applier = applier.await.context("applier task")?;
     planner.context("planner")?;
@@ -200,7 +247,12 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
 async fn connect(conn: &Conn) -> anyhow::Result<PlannerClient<tonic::transport::Channel>> {
     PlannerClient::connect(conn.addr.clone())
         .await
-        .with_context(|| format!("cannot reach the planner at {} (is `dnsplane up` running? --addr)", conn.addr))
+        .with_context(|| {
+            format!(
+                "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
+                conn.addr
+            )
+        })
 }
 
 fn status_err(s: tonic::Status) -> anyhow::Error {
@@ -234,17 +286,25 @@ async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::Ex
         for c in &z.changes {
             total += 1;
             let Some(change) = &c.change else { continue };
-            let Some(op) = change.ops.first() else { continue };
+            let Some(op) = change.ops.first() else {
+                continue;
+            };
             let key = op.key.clone().unwrap_or_default();
             let kind = pb::ChangeKind::try_from(change.kind).unwrap_or_default();
             let (sign, body) = match kind {
                 pb::ChangeKind::Create => ("+", show(op.after.as_ref())),
                 pb::ChangeKind::Delete => ("-", show(op.before.as_ref())),
-                pb::ChangeKind::Update => ("~", format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref()))),
+                pb::ChangeKind::Update => (
+                    "~",
+                    format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref())),
+                ),
                 pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
                 pb::ChangeKind::Unspecified => ("?", String::new()),
             };
-            println!("  {sign} {} {} {body}    # {}", key.name, key.r#type, c.reason);
+            println!(
+                "  {sign} {} {} {body}    # {}",
+                key.name, key.r#type, c.reason
+            );
         }
         for b in &z.blocked {
             let key = b.key.clone().unwrap_or_default();
@@ -254,7 +314,11 @@ async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::Ex
                 key.r#type,
                 b.reason,
                 show(b.observed.as_ref()),
-                if b.observed_owner.is_empty() { String::new() } else { format!(", owner {}", b.observed_owner) }
+                if b.observed_owner.is_empty() {
+                    String::new()
+                } else {
+                    format!(", owner {}", b.observed_owner)
+                }
             );
         }
     }
@@ -269,9 +333,21 @@ async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
         .await
         .map_err(status_err)?
         .into_inner();
-    println!("planner: {}{}", s.level, if s.reason.is_empty() { String::new() } else { format!(" ({})", s.reason) });
+    println!(
+        "planner: {}{}",
+        s.level,
+        if s.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", s.reason)
+        }
+    );
     for z in &s.zones {
-        let states: Vec<String> = z.records_by_state.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let states: Vec<String> = z
+            .records_by_state
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         println!(
             "zone {} [{} via {}]: desired {}, observed {}, {}{}",
             z.zone,
@@ -280,7 +356,11 @@ async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
             z.desired_records,
             z.observed_records,
             states.join(" "),
-            if z.last_error.is_empty() { String::new() } else { format!(", error: {}", z.last_error) }
+            if z.last_error.is_empty() {
+                String::new()
+            } else {
+                format!(", error: {}", z.last_error)
+            }
         );
     }
     for e in &s.source_errors {
@@ -315,7 +395,11 @@ async fn records(conn: Conn, zone: String, all: bool) -> anyhow::Result<std::pro
                 dnsplane_planner::service::kind_name(r.state),
                 if r.reason.is_empty() { "-" } else { &r.reason },
                 show(r.observed.as_ref()),
-                if r.observed_owner.is_empty() { String::new() } else { format!(", owner {}", r.observed_owner) },
+                if r.observed_owner.is_empty() {
+                    String::new()
+                } else {
+                    format!(", owner {}", r.observed_owner)
+                },
                 r.attempts
             );
         }
@@ -345,9 +429,17 @@ async fn sync(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::Ex
             p.changes_done,
             p.changes_planned,
             outcomes.join(" "),
-            if p.error.is_empty() { String::new() } else { format!(" error: {}", p.error) }
+            if p.error.is_empty() {
+                String::new()
+            } else {
+                format!(" error: {}", p.error)
+            }
         );
         failed |= p.phase == "failed";
     }
-    Ok(if failed { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS })
+    Ok(if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
 }

@@ -133,7 +133,12 @@ impl FileSource {
         }
         self.last_good = good;
         let snapshot = Snapshot {
-            entries: self.last_good.values().flatten().map(|a| a.entry.clone()).collect(),
+            entries: self
+                .last_good
+                .values()
+                .flatten()
+                .map(|a| a.entry.clone())
+                .collect(),
             errors,
         };
         self.last_loaded = Some(hash_of(&snapshot));
@@ -224,11 +229,27 @@ impl FileSource {
             };
             let (modified, len, inode) = (meta.modified().ok(), meta.len(), inode(&meta));
             let content = match self.stamps.get(&path) {
-                Some(s) if s.modified == modified && s.len == len && s.inode == inode && s.settled() => s.content,
+                Some(s)
+                    if s.modified == modified
+                        && s.len == len
+                        && s.inode == inode
+                        && s.settled() =>
+                {
+                    s.content
+                }
                 _ => hash_content(&path),
             };
             (modified, len, inode, content).hash(&mut h);
-            stamps.insert(path, Stamp { modified, len, inode, content, hashed_at: now });
+            stamps.insert(
+                path,
+                Stamp {
+                    modified,
+                    len,
+                    inode,
+                    content,
+                    hashed_at: now,
+                },
+            );
         }
         self.stamps = stamps;
         h.finish()
@@ -300,10 +321,18 @@ fn scan(paths: &[PathBuf]) -> Scan {
             Ok(m) if m.is_dir() => walk(path, &mut scan, &mut visited),
             Ok(_) => scan.files.push(path.clone()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                scan.errors.push(file_error(&path.display().to_string(), None, "path does not exist".into()));
+                scan.errors.push(file_error(
+                    &path.display().to_string(),
+                    None,
+                    "path does not exist".into(),
+                ));
             }
             Err(e) => {
-                scan.errors.push(file_error(&path.display().to_string(), None, format!("cannot read: {e}")));
+                scan.errors.push(file_error(
+                    &path.display().to_string(),
+                    None,
+                    format!("cannot read: {e}"),
+                ));
                 scan.unlisted.push(path.clone());
             }
         }
@@ -323,7 +352,11 @@ fn walk(dir: &Path, scan: &mut Scan, visited: &mut HashSet<PathBuf>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
-            scan.errors.push(file_error(&dir.display().to_string(), None, format!("cannot list directory: {e}")));
+            scan.errors.push(file_error(
+                &dir.display().to_string(),
+                None,
+                format!("cannot list directory: {e}"),
+            ));
             scan.unlisted.push(dir.to_path_buf());
             return;
         }
@@ -341,7 +374,11 @@ fn walk(dir: &Path, scan: &mut Scan, visited: &mut HashSet<PathBuf>) {
             Ok(_) => {}
             // A dangling symlink, e.g. in the middle of a ConfigMap update.
             Err(e) if is_manifest(&child) => {
-                scan.errors.push(file_error(&child.display().to_string(), None, format!("cannot read: {e}")));
+                scan.errors.push(file_error(
+                    &child.display().to_string(),
+                    None,
+                    format!("cannot read: {e}"),
+                ));
                 scan.unlisted.push(child);
             }
             Err(_) => {}
@@ -383,7 +420,10 @@ struct Rejected {
 #[derive(Debug)]
 enum RejectedWhat {
     /// One endpoint; `key` when its name and type could be read.
-    Endpoint { key: Option<(Name, RecordType)>, slot: Slot },
+    Endpoint {
+        key: Option<(Name, RecordType)>,
+        slot: Slot,
+    },
     /// A whole resource.
     Resource(String),
 }
@@ -395,7 +435,10 @@ fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec<Accepted> 
     let Some(old) = old.filter(|o| !o.is_empty()) else {
         return result;
     };
-    let present: HashSet<(&Name, RecordType)> = result.iter().map(|a| (&a.entry.name, a.entry.rtype)).collect();
+    let present: HashSet<(&Name, RecordType)> = result
+        .iter()
+        .map(|a| (&a.entry.name, a.entry.rtype))
+        .collect();
     // Indices of the old entries that no new entry replaces, by key, slot and resource.
     let mut by_key: HashMap<(&Name, RecordType), Vec<usize>> = HashMap::new();
     let mut by_slot: HashMap<&Slot, Vec<usize>> = HashMap::new();
@@ -405,13 +448,19 @@ fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec<Accepted> 
         if !present.contains(&key) {
             by_key.entry(key).or_default().push(i);
             by_slot.entry(&o.slot).or_default().push(i);
-            by_resource.entry(o.slot.resource.as_str()).or_default().push(i);
+            by_resource
+                .entry(o.slot.resource.as_str())
+                .or_default()
+                .push(i);
         }
     }
     let mut keep = BTreeSet::new();
     for rejected in &parsed.rejected {
         let matching = match &rejected.what {
-            RejectedWhat::Endpoint { key: Some((name, rtype)), .. } => by_key.get(&(name, *rtype)),
+            RejectedWhat::Endpoint {
+                key: Some((name, rtype)),
+                ..
+            } => by_key.get(&(name, *rtype)),
             RejectedWhat::Endpoint { key: None, slot } => by_slot.get(slot),
             RejectedWhat::Resource(resource) => by_resource.get(resource.as_str()),
         };
@@ -420,8 +469,13 @@ fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec<Accepted> 
             continue;
         }
         let note = match &rejected.what {
-            RejectedWhat::Endpoint { .. } => "keeping the last accepted version of this record".to_string(),
-            RejectedWhat::Resource(_) => format!("keeping this resource's {} last accepted record(s)", matching.len()),
+            RejectedWhat::Endpoint { .. } => {
+                "keeping the last accepted version of this record".to_string()
+            }
+            RejectedWhat::Resource(_) => format!(
+                "keeping this resource's {} last accepted record(s)",
+                matching.len()
+            ),
         };
         for e in &mut parsed.errors[rejected.errors.clone()] {
             e.message = format!("{}; {note}", e.message);
@@ -447,7 +501,10 @@ fn with_kept_note(message: String, old: Option<&Vec<Accepted>>) -> String {
 pub fn parse_manifests(label: &str, text: &str) -> (Vec<DesiredEntry>, Vec<SourceError>) {
     let parsed = parse_file(label, text);
     if parsed.fatal.is_empty() {
-        (parsed.accepted.into_iter().map(|a| a.entry).collect(), parsed.errors)
+        (
+            parsed.accepted.into_iter().map(|a| a.entry).collect(),
+            parsed.errors,
+        )
     } else {
         (Vec::new(), parsed.errors)
     }
@@ -473,7 +530,11 @@ fn parse_file(label: &str, text: &str) -> ParsedFile {
         let options = LoaderOptions::default().error_on_duplicate_keys(true);
         match marked_yaml::parse_yaml_with_options(0, &doc.text, options) {
             Ok(node) => {
-                let cx = Doc { label, offset: doc.offset, number: number + 1 };
+                let cx = Doc {
+                    label,
+                    offset: doc.offset,
+                    number: number + 1,
+                };
                 if let Some(map) = node.as_mapping() {
                     parse_object(&cx, map, None, &mut out);
                 }
@@ -481,7 +542,11 @@ fn parse_file(label: &str, text: &str) -> ParsedFile {
             Err(e) => {
                 let (line, message) = describe_load_error(&e);
                 out.fatal.push(out.errors.len());
-                out.errors.push(file_error(label, line.map(|l| (l + doc.offset).min(last_line)), message));
+                out.errors.push(file_error(
+                    label,
+                    line.map(|l| (l + doc.offset).min(last_line)),
+                    message,
+                ));
             }
         }
     }
@@ -500,14 +565,24 @@ struct Document {
 /// numbers back to the file's. (`marked-yaml` loads one document per call.)
 fn split_documents(text: &str) -> Vec<Document> {
     let is_marker = |line: &str, m: &str| {
-        line.strip_prefix(m).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+        line.strip_prefix(m)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
     };
-    let mut docs = vec![Document { offset: 0, text: String::new() }];
+    let mut docs = vec![Document {
+        offset: 0,
+        text: String::new(),
+    }];
     for (i, line) in text.lines().enumerate() {
         if is_marker(line, "---") {
-            docs.push(Document { offset: i, text: format!("   {}\n", &line[3..]) });
+            docs.push(Document {
+                offset: i,
+                text: format!("   {}\n", &line[3..]),
+            });
         } else if is_marker(line, "...") {
-            docs.push(Document { offset: i + 1, text: String::new() });
+            docs.push(Document {
+                offset: i + 1,
+                text: String::new(),
+            });
         } else if let Some(doc) = docs.last_mut() {
             doc.text.push_str(line);
             doc.text.push('\n');
@@ -531,12 +606,19 @@ fn describe_load_error(e: &LoadError) -> (Option<usize>, String) {
             Some(m.line()),
             "a document must be a mapping (apiVersion, kind, metadata, spec)".into(),
         ),
-        LoadError::UnexpectedAnchor(m) => (Some(m.line()), "YAML anchors and aliases are not supported".into()),
-        LoadError::MappingKeyMustBeScalar(m) => (Some(m.line()), "mapping keys must be plain scalars".into()),
+        LoadError::UnexpectedAnchor(m) => (
+            Some(m.line()),
+            "YAML anchors and aliases are not supported".into(),
+        ),
+        LoadError::MappingKeyMustBeScalar(m) => {
+            (Some(m.line()), "mapping keys must be plain scalars".into())
+        }
         LoadError::UnexpectedTag(m) => (Some(m.line()), "YAML tags are not supported".into()),
         LoadError::DuplicateKey(inner) => {
             let first = inner.prev_key.span().start().map(|m| m.line());
-            let at = first.map(|l| format!(" (first at line {l})")).unwrap_or_default();
+            let at = first
+                .map(|l| format!(" (first at line {l})"))
+                .unwrap_or_default();
             (
                 inner.key.span().start().map(|m| m.line()),
                 format!("duplicate key {:?}{at}", inner.key.as_str()),
@@ -599,9 +681,16 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
     let kind = kind_node.map(|k| k.as_str().trim()).unwrap_or("");
     let doc_line = cx.line(map.span());
     let metadata = map.get_mapping("metadata");
-    let meta = |key: &str| metadata.and_then(|m| scalar(m, key)).map(|s| s.as_str().trim().to_string());
+    let meta = |key: &str| {
+        metadata
+            .and_then(|m| scalar(m, key))
+            .map(|s| s.as_str().trim().to_string())
+    };
     let resource = match meta("name") {
-        Some(name) => format!("DNSEndpoint {}/{name}", meta("namespace").unwrap_or_else(|| "default".into())),
+        Some(name) => format!(
+            "DNSEndpoint {}/{name}",
+            meta("namespace").unwrap_or_else(|| "default".into())
+        ),
         None => match item {
             None => format!("DNSEndpoint {}#{}", cx.label, cx.number),
             Some(i) => format!("DNSEndpoint {}#{}.{}", cx.label, cx.number, i + 1),
@@ -624,26 +713,45 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
             }
             Some(Node::Scalar(s)) if is_null(s) => {}
             None => {}
-            Some(other) => out.errors.push(file_error(cx.label, cx.line(other.span()), "items must be a list".into())),
+            Some(other) => out.errors.push(file_error(
+                cx.label,
+                cx.line(other.span()),
+                "items must be a list".into(),
+            )),
         }
         return;
     }
 
-    let spec_endpoints = map.get_mapping("spec").and_then(|s| s.get_node("endpoints")).is_some();
+    let spec_endpoints = map
+        .get_mapping("spec")
+        .and_then(|s| s.get_node("endpoints"))
+        .is_some();
     if kind != "DNSEndpoint" {
         if spec_endpoints {
             // Most likely a misspelt kind: say so, and keep what this resource had.
             let line = kind_node.and_then(|k| cx.line(k.span())).or(doc_line);
             let start = out.errors.len();
-            let shown = if kind.is_empty() { "missing".to_string() } else { format!("{kind:?}") };
+            let shown = if kind.is_empty() {
+                "missing".to_string()
+            } else {
+                format!("{kind:?}")
+            };
             out.errors.push(file_error(
                 cx.label,
                 line,
                 format!("the document has spec.endpoints but its kind is {shown}, not \"DNSEndpoint\"; its endpoints are not used"),
             ));
-            out.rejected.push(Rejected { what: RejectedWhat::Resource(resource), errors: start..out.errors.len() });
+            out.rejected.push(Rejected {
+                what: RejectedWhat::Resource(resource),
+                errors: start..out.errors.len(),
+            });
         } else {
-            tracing::debug!(file = cx.label, document = cx.number, kind, "skipping a document that is not a DNSEndpoint");
+            tracing::debug!(
+                file = cx.label,
+                document = cx.number,
+                kind,
+                "skipping a document that is not a DNSEndpoint"
+            );
         }
         return;
     }
@@ -651,12 +759,21 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
     let broken = |out: &mut ParsedFile, line: Option<usize>, message: String| {
         let start = out.errors.len();
         out.errors.push(file_error(cx.label, line, message));
-        out.rejected.push(Rejected { what: RejectedWhat::Resource(resource.clone()), errors: start..out.errors.len() });
+        out.rejected.push(Rejected {
+            what: RejectedWhat::Resource(resource.clone()),
+            errors: start..out.errors.len(),
+        });
     };
     let spec = match map.get_node("spec") {
         Some(Node::Mapping(spec)) => spec,
         None => return broken(out, doc_line, format!("{resource}: spec is missing")),
-        Some(other) => return broken(out, cx.line(other.span()), format!("{resource}: spec must be a mapping")),
+        Some(other) => {
+            return broken(
+                out,
+                cx.line(other.span()),
+                format!("{resource}: spec must be a mapping"),
+            );
+        }
     };
     let endpoints = match spec.get_node("endpoints") {
         Some(Node::Sequence(eps)) => eps,
@@ -668,10 +785,19 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
                 format!("{resource}: spec.endpoints is missing (write `endpoints: []` for none)"),
             );
         }
-        Some(other) => return broken(out, cx.line(other.span()), format!("{resource}: spec.endpoints must be a list")),
+        Some(other) => {
+            return broken(
+                out,
+                cx.line(other.span()),
+                format!("{resource}: spec.endpoints must be a list"),
+            );
+        }
     };
     for (index, node) in endpoints.iter().enumerate() {
-        let slot = Slot { resource: resource.clone(), index };
+        let slot = Slot {
+            resource: resource.clone(),
+            index,
+        };
         parse_endpoint(cx, node, slot, out);
     }
 }
@@ -680,8 +806,15 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     let start = out.errors.len();
     let ep_line = cx.line(node.span());
     let Some(ep) = node.as_mapping() else {
-        out.errors.push(file_error(cx.label, ep_line, "an endpoint must be a mapping (dnsName, recordType, targets)".into()));
-        out.rejected.push(Rejected { what: RejectedWhat::Endpoint { key: None, slot }, errors: start..out.errors.len() });
+        out.errors.push(file_error(
+            cx.label,
+            ep_line,
+            "an endpoint must be a mapping (dnsName, recordType, targets)".into(),
+        ));
+        out.rejected.push(Rejected {
+            what: RejectedWhat::Endpoint { key: None, slot },
+            errors: start..out.errors.len(),
+        });
         return;
     };
     let line_of = |key: &str| ep.get_node(key).and_then(|n| cx.line(n.span())).or(ep_line);
@@ -746,12 +879,21 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
             Ok(t) => match u32::try_from(t).ok().filter(|t| *t <= MAX_TTL) {
                 Some(t) => Some(t),
                 None => {
-                    problems.push((cx.line(s.span()), format!("recordTTL {t} is above the maximum of {MAX_TTL} seconds")));
+                    problems.push((
+                        cx.line(s.span()),
+                        format!("recordTTL {t} is above the maximum of {MAX_TTL} seconds"),
+                    ));
                     None
                 }
             },
             Err(_) => {
-                problems.push((cx.line(s.span()), format!("recordTTL {:?} is not a whole number of seconds", s.as_str())));
+                problems.push((
+                    cx.line(s.span()),
+                    format!(
+                        "recordTTL {:?} is not a whole number of seconds",
+                        s.as_str()
+                    ),
+                ));
                 None
             }
         },
@@ -759,12 +901,21 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
 
     let mut values = Vec::new();
     match ep.get_node("targets") {
-        None => problems.push((ep_line, "targets is missing: an endpoint needs at least one target".into())),
+        None => problems.push((
+            ep_line,
+            "targets is missing: an endpoint needs at least one target".into(),
+        )),
         Some(Node::Scalar(s)) if is_null(s) => {
-            problems.push((cx.line(s.span()).or(ep_line), "targets is empty: an endpoint needs at least one target".into()));
+            problems.push((
+                cx.line(s.span()).or(ep_line),
+                "targets is empty: an endpoint needs at least one target".into(),
+            ));
         }
         Some(Node::Sequence(targets)) if targets.is_empty() => {
-            problems.push((line_of("targets"), "targets is empty: an endpoint needs at least one target".into()));
+            problems.push((
+                line_of("targets"),
+                "targets is empty: an endpoint needs at least one target".into(),
+            ));
         }
         Some(Node::Sequence(targets)) => {
             for t in targets.iter() {
@@ -785,13 +936,22 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
             values.sort();
             values.dedup();
             if rtype == Some(RecordType::Cname) && values.len() > 1 {
-                problems.push((line_of("targets"), format!("a CNAME holds exactly one target, not {}", values.len())));
+                problems.push((
+                    line_of("targets"),
+                    format!("a CNAME holds exactly one target, not {}", values.len()),
+                ));
             }
             if values.len() > MAX_VALUES {
-                problems.push((line_of("targets"), format!("{} targets, above the limit of {MAX_VALUES}", values.len())));
+                problems.push((
+                    line_of("targets"),
+                    format!("{} targets, above the limit of {MAX_VALUES}", values.len()),
+                ));
             }
         }
-        Some(other) => problems.push((cx.line(other.span()).or(ep_line), "targets must be a list of strings".into())),
+        Some(other) => problems.push((
+            cx.line(other.span()).or(ep_line),
+            "targets must be a list of strings".into(),
+        )),
     }
 
     match (name, rtype) {
@@ -819,11 +979,13 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                 });
             }
             let key = name.zip(rtype);
-            out.rejected.push(Rejected { what: RejectedWhat::Endpoint { key, slot }, errors: start..out.errors.len() });
+            out.rejected.push(Rejected {
+                what: RejectedWhat::Endpoint { key, slot },
+                errors: start..out.errors.len(),
+            });
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -845,12 +1007,22 @@ mod tests {
             .collect()
     }
 
-    fn entry(name: &str, rtype: &'static str, values: &[&str]) -> (String, &'static str, Vec<String>) {
-        (name.to_string(), rtype, values.iter().map(|v| v.to_string()).collect())
+    fn entry(
+        name: &str,
+        rtype: &'static str,
+        values: &[&str],
+    ) -> (String, &'static str, Vec<String>) {
+        (
+            name.to_string(),
+            rtype,
+            values.iter().map(|v| v.to_string()).collect(),
+        )
     }
 
     fn endpoint_file(endpoints: &[(&str, &str, &str)]) -> String {
-        let mut s = String::from("apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: web\nspec:\n  endpoints:\n");
+        let mut s = String::from(
+            "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: web\nspec:\n  endpoints:\n",
+        );
         for (name, rtype, target) in endpoints {
             s.push_str(&format!("    - dnsName: {name}\n      recordType: {rtype}\n      targets:\n        - \"{target}\"\n"));
         }
@@ -907,10 +1079,19 @@ spec:
         );
         assert_eq!(entries[0].ttl, Some(300));
         assert_eq!(entries[1].ttl, None);
-        assert_eq!(entries[2].ttl, None, "recordTTL 0 means unset, as in external-dns");
+        assert_eq!(
+            entries[2].ttl, None,
+            "recordTTL 0 means unset, as in external-dns"
+        );
         let origins: Vec<(&str, &str, &str)> = entries
             .iter()
-            .map(|e| (e.origin.source.as_str(), e.origin.location.as_str(), e.origin.resource.as_str()))
+            .map(|e| {
+                (
+                    e.origin.source.as_str(),
+                    e.origin.location.as_str(),
+                    e.origin.resource.as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             origins,
@@ -927,7 +1108,10 @@ spec:
         let text = "kind: List\nitems:\n  - kind: DNSEndpoint\n    metadata: {name: a}\n    spec:\n      endpoints:\n        - {dnsName: a.example.com, recordType: AAAA, targets: [\"2001:DB8::1\"]}\n  - kind: Service\n    metadata: {name: s}\n";
         let (entries, errors) = parse_manifests("l.yaml", text);
         assert_eq!(errors, vec![]);
-        assert_eq!(keys(&entries), vec![entry("a.example.com.", "AAAA", &["2001:db8::1"])]);
+        assert_eq!(
+            keys(&entries),
+            vec![entry("a.example.com.", "AAAA", &["2001:db8::1"])]
+        );
         assert_eq!(entries[0].origin.location, "l.yaml:7");
         assert_eq!(entries[0].origin.resource, "DNSEndpoint default/a");
     }
@@ -957,12 +1141,27 @@ spec:
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].location, "bad.yaml:14");
         assert_eq!(errors[0].record, "");
-        assert!(errors[0].message.starts_with("invalid YAML: mapping values are not allowed"), "{}", errors[0]);
+        assert!(
+            errors[0]
+                .message
+                .starts_with("invalid YAML: mapping values are not allowed"),
+            "{}",
+            errors[0]
+        );
 
-        let (_, errors) = parse_manifests("dup.yaml", "kind: DNSEndpoint\nmetadata: {name: a}\nkind: Other\n");
+        let (_, errors) = parse_manifests(
+            "dup.yaml",
+            "kind: DNSEndpoint\nmetadata: {name: a}\nkind: Other\n",
+        );
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].location, "dup.yaml:3");
-        assert!(errors[0].message.contains("duplicate key \"kind\" (first at line 1)"), "{}", errors[0]);
+        assert!(
+            errors[0]
+                .message
+                .contains("duplicate key \"kind\" (first at line 1)"),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]
@@ -982,7 +1181,10 @@ spec:
       targets: [192.0.2.20]
 ";
         let (entries, errors) = parse_manifests("deploy/examples/desired/web.yaml", text);
-        assert_eq!(keys(&entries), vec![entry("www.example.com.", "A", &["192.0.2.20"])]);
+        assert_eq!(
+            keys(&entries),
+            vec![entry("www.example.com.", "A", &["192.0.2.20"])]
+        );
         assert_eq!(errors.len(), 1);
         assert_eq!(
             errors[0].to_string(),
@@ -1032,8 +1234,14 @@ spec:
       targets: [\"10 Mail.Example.com\"]
 ";
         let (entries, errors) = parse_manifests("e.yaml", text);
-        assert_eq!(keys(&entries), vec![entry("ok.example.com.", "MX", &["10 mail.example.com."])]);
-        let got: Vec<(&str, &str)> = errors.iter().map(|e| (e.location.as_str(), e.record.as_str())).collect();
+        assert_eq!(
+            keys(&entries),
+            vec![entry("ok.example.com.", "MX", &["10 mail.example.com."])]
+        );
+        let got: Vec<(&str, &str)> = errors
+            .iter()
+            .map(|e| (e.location.as_str(), e.record.as_str()))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -1051,9 +1259,19 @@ spec:
         let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(messages[0], "dnsName is missing");
         assert_eq!(messages[1], "recordType is missing");
-        assert!(messages[2].starts_with("unsupported record type \"PTR\""), "{}", messages[2]);
-        assert_eq!(messages[3], "recordTTL 4294967296 is above the maximum of 2147483647 seconds");
-        assert_eq!(messages[4], "targets is empty: an endpoint needs at least one target");
+        assert!(
+            messages[2].starts_with("unsupported record type \"PTR\""),
+            "{}",
+            messages[2]
+        );
+        assert_eq!(
+            messages[3],
+            "recordTTL 4294967296 is above the maximum of 2147483647 seconds"
+        );
+        assert_eq!(
+            messages[4],
+            "targets is empty: an endpoint needs at least one target"
+        );
         assert!(messages[5].starts_with("setIdentifier"), "{}", messages[5]);
         assert_eq!(messages[6], "a CNAME holds exactly one target, not 2");
         assert!(messages[7].contains("empty label"), "{}", messages[7]);
@@ -1065,10 +1283,16 @@ spec:
         let text = "kind: DNSEndpoint\nmetadata: {name: a}\nspec:\n  endpoints:\n    - dnsName: {x: 1}\n      recordType: A\n      targets: 192.0.2.1\n---\nkind: DNSEndpoint\nmetadata: {name: b}\nspec:\n  endpoints: ~\n";
         let (entries, errors) = parse_manifests("s.yaml", text);
         assert_eq!(entries, vec![]);
-        let got: Vec<(&str, &str)> = errors.iter().map(|e| (e.location.as_str(), e.message.as_str())).collect();
+        let got: Vec<(&str, &str)> = errors
+            .iter()
+            .map(|e| (e.location.as_str(), e.message.as_str()))
+            .collect();
         assert_eq!(
             got,
-            vec![("s.yaml:5", "dnsName must be a string"), ("s.yaml:7", "targets must be a list of strings")]
+            vec![
+                ("s.yaml:5", "dnsName must be a string"),
+                ("s.yaml:7", "targets must be a list of strings")
+            ]
         );
     }
 
@@ -1079,13 +1303,20 @@ spec:
         assert_eq!(entries, vec![]);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].location, "k.yaml:5");
-        assert!(errors[0].message.contains("kind is \"DNSEndpoints\""), "{}", errors[0]);
+        assert!(
+            errors[0].message.contains("kind is \"DNSEndpoints\""),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]
     fn a_file_that_stops_parsing_keeps_its_last_good_entries() {
         let dir = tempfile::tempdir().unwrap();
-        let good = endpoint_file(&[("app.example.com", "A", "192.0.2.10"), ("www.example.com", "A", "192.0.2.20")]);
+        let good = endpoint_file(&[
+            ("app.example.com", "A", "192.0.2.10"),
+            ("www.example.com", "A", "192.0.2.20"),
+        ]);
         let path = write(dir.path(), "web.yaml", &good);
         let mut src = FileSource::new([dir.path()]);
         let first = src.load();
@@ -1094,19 +1325,39 @@ spec:
 
         fs::write(&path, format!("{good}    - dnsName: [unclosed\n")).unwrap();
         let broken = src.load();
-        assert_eq!(broken.entries, first.entries, "nothing accepted is lost by a typo");
+        assert_eq!(
+            broken.entries, first.entries,
+            "nothing accepted is lost by a typo"
+        );
         assert_eq!(broken.errors.len(), 1);
         // The parser notices the unclosed `[` at the end of the file: its last line.
-        assert!(broken.errors[0].location.ends_with("web.yaml:15"), "{}", broken.errors[0]);
-        assert!(broken.errors[0].message.ends_with("keeping this file's 2 last accepted record(s)"), "{}", broken.errors[0]);
+        assert!(
+            broken.errors[0].location.ends_with("web.yaml:15"),
+            "{}",
+            broken.errors[0]
+        );
+        assert!(
+            broken.errors[0]
+                .message
+                .ends_with("keeping this file's 2 last accepted record(s)"),
+            "{}",
+            broken.errors[0]
+        );
 
         // Still broken: still kept (the last good load is remembered, not the last load).
         assert_eq!(src.load().entries, first.entries);
 
-        fs::write(&path, endpoint_file(&[("app.example.com", "A", "192.0.2.11")])).unwrap();
+        fs::write(
+            &path,
+            endpoint_file(&[("app.example.com", "A", "192.0.2.11")]),
+        )
+        .unwrap();
         let fixed = src.load();
         assert_eq!(fixed.errors, vec![]);
-        assert_eq!(keys(&fixed.entries), vec![entry("app.example.com.", "A", &["192.0.2.11"])]);
+        assert_eq!(
+            keys(&fixed.entries),
+            vec![entry("app.example.com.", "A", &["192.0.2.11"])]
+        );
     }
 
     #[test]
@@ -1115,13 +1366,23 @@ spec:
         let path = write(
             dir.path(),
             "web.yaml",
-            &endpoint_file(&[("app.example.com", "A", "192.0.2.10"), ("www.example.com", "A", "192.0.2.20")]),
+            &endpoint_file(&[
+                ("app.example.com", "A", "192.0.2.10"),
+                ("www.example.com", "A", "192.0.2.20"),
+            ]),
         );
         let mut src = FileSource::new([dir.path()]);
         assert_eq!(src.load().errors, vec![]);
 
         // A bad IP for app, a valid change for www.
-        fs::write(&path, endpoint_file(&[("app.example.com", "A", "300.1.1.1"), ("www.example.com", "A", "192.0.2.21")])).unwrap();
+        fs::write(
+            &path,
+            endpoint_file(&[
+                ("app.example.com", "A", "300.1.1.1"),
+                ("www.example.com", "A", "192.0.2.21"),
+            ]),
+        )
+        .unwrap();
         let snap = src.load();
         assert_eq!(
             keys(&snap.entries),
@@ -1131,14 +1392,25 @@ spec:
             ]
         );
         assert_eq!(snap.errors.len(), 1);
-        assert!(snap.errors[0].location.ends_with("web.yaml:10"), "{}", snap.errors[0]);
+        assert!(
+            snap.errors[0].location.ends_with("web.yaml:10"),
+            "{}",
+            snap.errors[0]
+        );
         assert_eq!(
             snap.errors[0].message,
             "target \"300.1.1.1\": not a valid IPv4 address; keeping the last accepted version of this record"
         );
 
         // A typo in the name itself: the entry at the same place is kept.
-        fs::write(&path, endpoint_file(&[("app..example.com", "A", "192.0.2.10"), ("www.example.com", "A", "192.0.2.21")])).unwrap();
+        fs::write(
+            &path,
+            endpoint_file(&[
+                ("app..example.com", "A", "192.0.2.10"),
+                ("www.example.com", "A", "192.0.2.21"),
+            ]),
+        )
+        .unwrap();
         let snap = src.load();
         assert_eq!(
             keys(&snap.entries),
@@ -1150,35 +1422,69 @@ spec:
         assert_eq!(snap.errors.len(), 1);
 
         // `endpoints` misspelt: the whole resource keeps its records.
-        let text = fs::read_to_string(&path).unwrap().replace("endpoints:", "endpoint:");
+        let text = fs::read_to_string(&path)
+            .unwrap()
+            .replace("endpoints:", "endpoint:");
         fs::write(&path, text).unwrap();
         let snap = src.load();
         assert_eq!(snap.entries.len(), 2);
-        assert!(snap.errors[0].message.contains("spec.endpoints is missing"), "{}", snap.errors[0]);
-        assert!(snap.errors[0].message.ends_with("keeping this resource's 2 last accepted record(s)"), "{}", snap.errors[0]);
+        assert!(
+            snap.errors[0].message.contains("spec.endpoints is missing"),
+            "{}",
+            snap.errors[0]
+        );
+        assert!(
+            snap.errors[0]
+                .message
+                .ends_with("keeping this resource's 2 last accepted record(s)"),
+            "{}",
+            snap.errors[0]
+        );
 
         // Removing the endpoint from a valid file does delete it.
-        fs::write(&path, endpoint_file(&[("www.example.com", "A", "192.0.2.21")])).unwrap();
+        fs::write(
+            &path,
+            endpoint_file(&[("www.example.com", "A", "192.0.2.21")]),
+        )
+        .unwrap();
         let snap = src.load();
         assert_eq!(snap.errors, vec![]);
-        assert_eq!(keys(&snap.entries), vec![entry("www.example.com.", "A", &["192.0.2.21"])]);
+        assert_eq!(
+            keys(&snap.entries),
+            vec![entry("www.example.com.", "A", &["192.0.2.21"])]
+        );
     }
 
     #[test]
     fn an_invalid_record_never_accepted_before_is_only_reported() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "web.yaml", &endpoint_file(&[("app.example.com", "A", "300.1.1.1")]));
+        write(
+            dir.path(),
+            "web.yaml",
+            &endpoint_file(&[("app.example.com", "A", "300.1.1.1")]),
+        );
         let snap = FileSource::new([dir.path()]).load();
         assert_eq!(snap.entries, vec![]);
         assert_eq!(snap.errors.len(), 1);
-        assert_eq!(snap.errors[0].message, "target \"300.1.1.1\": not a valid IPv4 address");
+        assert_eq!(
+            snap.errors[0].message,
+            "target \"300.1.1.1\": not a valid IPv4 address"
+        );
     }
 
     #[test]
     fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let a = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
-        write(dir.path(), "b.yaml", &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]));
+        let a = write(
+            dir.path(),
+            "a.yaml",
+            &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+        );
+        write(
+            dir.path(),
+            "b.yaml",
+            &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]),
+        );
         let missing = dir.path().join("nope.yaml");
         let mut src = FileSource::new([dir.path().to_path_buf(), missing.clone()]);
         let snap = src.load();
@@ -1189,20 +1495,47 @@ spec:
 
         fs::remove_file(&a).unwrap();
         let snap = src.load();
-        assert_eq!(keys(&snap.entries), vec![entry("b.example.com.", "A", &["192.0.2.2"])]);
+        assert_eq!(
+            keys(&snap.entries),
+            vec![entry("b.example.com.", "A", &["192.0.2.2"])]
+        );
     }
 
     #[test]
     fn directories_are_scanned_recursively_in_order_skipping_hidden_and_other_files() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        write(d, "b.yaml", &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]));
-        write(d, "a.YML", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
-        write(d, "sub/c.yaml", &endpoint_file(&[("c.example.com", "A", "192.0.2.3")]));
-        write(d, "notes.txt", &endpoint_file(&[("txt.example.com", "A", "192.0.2.9")]));
-        write(d, ".hidden/h.yaml", &endpoint_file(&[("h.example.com", "A", "192.0.2.9")]));
+        write(
+            d,
+            "b.yaml",
+            &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]),
+        );
+        write(
+            d,
+            "a.YML",
+            &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+        );
+        write(
+            d,
+            "sub/c.yaml",
+            &endpoint_file(&[("c.example.com", "A", "192.0.2.3")]),
+        );
+        write(
+            d,
+            "notes.txt",
+            &endpoint_file(&[("txt.example.com", "A", "192.0.2.9")]),
+        );
+        write(
+            d,
+            ".hidden/h.yaml",
+            &endpoint_file(&[("h.example.com", "A", "192.0.2.9")]),
+        );
         // A ConfigMap mount: the file is reachable three ways, and must be read once.
-        write(d, "cm/..2024_01_01/x.yaml", &endpoint_file(&[("x.example.com", "A", "192.0.2.4")]));
+        write(
+            d,
+            "cm/..2024_01_01/x.yaml",
+            &endpoint_file(&[("x.example.com", "A", "192.0.2.4")]),
+        );
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink("..2024_01_01", d.join("cm/..data")).unwrap();
@@ -1223,7 +1556,11 @@ spec:
     #[test]
     fn fingerprint_changes_with_content_even_at_equal_size() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        let path = write(
+            dir.path(),
+            "a.yaml",
+            &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+        );
         let mut src = FileSource::new([dir.path()]);
         let first = src.fingerprint();
         assert_eq!(src.fingerprint(), first);
@@ -1239,7 +1576,11 @@ spec:
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples/desired");
         let snap = FileSource::new([dir]).load();
         assert_eq!(snap.errors, vec![]);
-        let mut got: Vec<String> = snap.entries.iter().map(|e| format!("{} {}", e.name, e.rtype)).collect();
+        let mut got: Vec<String> = snap
+            .entries
+            .iter()
+            .map(|e| format!("{} {}", e.name, e.rtype))
+            .collect();
         got.sort();
         assert_eq!(
             got,
@@ -1258,11 +1599,25 @@ spec:
                 "www.example.com. AAAA",
             ]
         );
-        let caa = snap.entries.iter().find(|e| e.rtype == RecordType::Caa).unwrap();
-        assert_eq!(caa.values, ["0 iodef \"mailto:hostmaster@example.com\"", "0 issue \"letsencrypt.org\""]);
+        let caa = snap
+            .entries
+            .iter()
+            .find(|e| e.rtype == RecordType::Caa)
+            .unwrap();
+        assert_eq!(
+            caa.values,
+            [
+                "0 iodef \"mailto:hostmaster@example.com\"",
+                "0 issue \"letsencrypt.org\""
+            ]
+        );
     }
 
-    async fn next_matching(rx: &mut mpsc::Receiver<Snapshot>, what: &str, pred: impl Fn(&Snapshot) -> bool) -> Snapshot {
+    async fn next_matching(
+        rx: &mut mpsc::Receiver<Snapshot>,
+        what: &str,
+        pred: impl Fn(&Snapshot) -> bool,
+    ) -> Snapshot {
         let wait = async {
             loop {
                 let snap = rx.recv().await.expect("watcher stopped");
@@ -1281,19 +1636,33 @@ spec:
         let dir = tempfile::tempdir().unwrap();
         let (tx, mut rx) = mpsc::channel(16);
         let cancel = CancellationToken::new();
-        let handle = FileSource::new([dir.path()]).watch(Duration::from_millis(20), tx, cancel.clone());
+        let handle =
+            FileSource::new([dir.path()]).watch(Duration::from_millis(20), tx, cancel.clone());
 
         let initial = next_matching(&mut rx, "the initial snapshot", |_| true).await;
         assert_eq!(initial, Snapshot::default());
 
-        let path = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        let path = write(
+            dir.path(),
+            "a.yaml",
+            &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+        );
         let added = next_matching(&mut rx, "a.yaml", |s| !s.entries.is_empty()).await;
-        assert_eq!(keys(&added.entries), vec![entry("a.example.com.", "A", &["192.0.2.1"])]);
+        assert_eq!(
+            keys(&added.entries),
+            vec![entry("a.example.com.", "A", &["192.0.2.1"])]
+        );
 
         // Same size, new content.
         fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.2")])).unwrap();
-        let changed = next_matching(&mut rx, "the new value", |s| s.entries.iter().any(|e| e.values == ["192.0.2.2"])).await;
-        assert_eq!(keys(&changed.entries), vec![entry("a.example.com.", "A", &["192.0.2.2"])]);
+        let changed = next_matching(&mut rx, "the new value", |s| {
+            s.entries.iter().any(|e| e.values == ["192.0.2.2"])
+        })
+        .await;
+        assert_eq!(
+            keys(&changed.entries),
+            vec![entry("a.example.com.", "A", &["192.0.2.2"])]
+        );
 
         fs::remove_file(&path).unwrap();
         let removed = next_matching(&mut rx, "no entries", |s| s.entries.is_empty()).await;
@@ -1309,7 +1678,11 @@ spec:
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn watch_after_load_sends_only_what_changed() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(dir.path(), "a.yaml", &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]));
+        let path = write(
+            dir.path(),
+            "a.yaml",
+            &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+        );
         let mut src = FileSource::new([dir.path()]);
         assert_eq!(src.load().entries.len(), 1);
         let (tx, mut rx) = mpsc::channel(16);
@@ -1318,7 +1691,10 @@ spec:
         fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.3")])).unwrap();
         // The first snapshot sent is the changed one: the loaded one is not sent again.
         let first = next_matching(&mut rx, "any snapshot", |_| true).await;
-        assert_eq!(keys(&first.entries), vec![entry("a.example.com.", "A", &["192.0.2.3"])]);
+        assert_eq!(
+            keys(&first.entries),
+            vec![entry("a.example.com.", "A", &["192.0.2.3"])]
+        );
         drop(rx);
         // The watcher also stops when nobody listens any more.
         fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.4")])).unwrap();

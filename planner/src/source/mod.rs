@@ -93,7 +93,14 @@ mod tests {
             e.to_string(),
             "deploy/examples/desired/web.yaml:14: app.example.com. A: target \"300.1.1.1\": not a valid IPv4 address"
         );
-        let e = SourceError { record: String::new(), location: "x.yaml".into(), ..e };
-        assert_eq!(e.to_string(), "x.yaml: target \"300.1.1.1\": not a valid IPv4 address");
+        let e = SourceError {
+            record: String::new(),
+            location: "x.yaml".into(),
+            ..e
+        };
+        assert_eq!(
+            e.to_string(),
+            "x.yaml: target \"300.1.1.1\": not a valid IPv4 address"
+        );
     }
 }
