@@ -89,6 +89,20 @@ pub struct SyncSummary {
     pub outcomes: BTreeMap<String, u32>,
 }
 
+impl SyncSummary {
+    /// This summary as a `Sync` progress message.
+    fn progress(&self, zone: &Name, phase: &str) -> pb::SyncProgress {
+        pb::SyncProgress {
+            zone: zone.to_string(),
+            phase: phase.into(),
+            changes_planned: self.planned as u32,
+            changes_done: self.done as u32,
+            outcomes: self.outcomes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            error: String::new(),
+        }
+    }
+}
+
 /// Status of one zone, besides its record states.
 #[derive(Debug, Default, Clone)]
 pub struct ZoneStatusData {
@@ -457,19 +471,7 @@ impl Engine {
             self.apply_plan(zone, std::mem::take(&mut plan), &mut summary, progress)
                 .await?;
         }
-        send(pb::SyncProgress {
-            zone: name.to_string(),
-            phase: "done".into(),
-            changes_planned: summary.planned as u32,
-            changes_done: summary.done as u32,
-            outcomes: summary
-                .outcomes
-                .iter()
-                .map(|(k, v)| (k.clone(), *v))
-                .collect(),
-            error: String::new(),
-        })
-        .await;
+        send(summary.progress(&name, "done")).await;
         Ok(summary)
     }
 
@@ -697,20 +699,7 @@ impl Engine {
                     batches_done += 1;
                 }
                 if let Some(tx) = progress {
-                    let _ = tx
-                        .send(pb::SyncProgress {
-                            zone: name.to_string(),
-                            phase: "applying".into(),
-                            changes_planned: summary.planned as u32,
-                            changes_done: summary.done as u32,
-                            outcomes: summary
-                                .outcomes
-                                .iter()
-                                .map(|(k, v)| (k.clone(), *v))
-                                .collect(),
-                            error: String::new(),
-                        })
-                        .await;
+                    let _ = tx.send(summary.progress(&name, "applying")).await;
                 }
             }
             Ok(())
