@@ -12,3 +12,6 @@ mod cookbook;
 mod deploy_files;
 mod failing_zone;
 mod failover;
+mod cli;
+mod metrics;
+mod otlp_trace;

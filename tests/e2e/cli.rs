@@ -1,0 +1,88 @@
+//! The `dnsplane` CLI against a running stack: `plan` prints a readable diff, `records`
+//! lists the stuck records with their reason and observed value, `status` counts, and
+//! `sync` follows a sync to its end.
+use crate::stack::{Stack, Tools, endpoints, seed};
+use dnsplane_e2e::{binary, wait_for};
+use std::process::Command;
+use std::time::Duration;
+
+fn cli(s: &Stack, args: &[&str]) -> (bool, String) {
+    let out = Command::new(binary("dnsplane"))
+        .args(args)
+        .args(["--addr", &format!("http://127.0.0.1:{}", s.planner_port)])
+        .env("DNSPLANE_LOG", "warn")
+        .output()
+        .expect("run dnsplane");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+#[test]
+fn cli_plan_records_status_and_sync() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints(
+        "web",
+        &[("www.example.com", "A", &["192.0.2.10"]), ("legacy.example.com", "A", &["192.0.2.50"])],
+    );
+    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+    seed(&s.state_dir(), &[("legacy.example.com", "A", "198.51.100.7")]);
+    s.start();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+
+    let (ok, out) = cli(&s, &["plan"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("zone example.com."), "{out}");
+    assert!(
+        out.contains("! legacy.example.com. A held back") && out.contains("198.51.100.7"),
+        "the unowned record is shown with its observed value: {out}"
+    );
+
+    let (ok, out) = cli(&s, &["records"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("legacy.example.com. A conflict") && out.contains("observed: 60 198.51.100.7"),
+        "{out}"
+    );
+    assert!(out.contains("1 record(s)"), "only the stuck record: {out}");
+
+    let status = wait_for(Duration::from_secs(10), || {
+        let (ok, out) = cli(&s, &["status"]);
+        (ok && out.contains("converged=1") && out.contains("conflict=1")).then_some(out)
+    });
+    assert!(status.is_some(), "status never showed the counts");
+
+    let (ok, out) = cli(&s, &["sync"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("example.com. done"), "{out}");
+
+    // An unreachable planner gets a message that says what to do.
+    let out = Command::new(binary("dnsplane"))
+        .args(["status", "--addr", "http://127.0.0.1:1"])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && text.contains("cannot reach the planner"), "{text}");
+}
+
+/// `plan` prints creates, updates and deletes as a readable diff (writes are refused
+/// here, so the plan stays pending).
+#[test]
+fn cli_plan_prints_a_readable_diff() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints(
+        "web",
+        &[("new.example.com", "A", &["192.0.2.1"]), ("mail.example.com", "MX", &["10 mx.example.net"])],
+    );
+    let refuse_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 403\n";
+    let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", refuse_writes, "");
+    s.start();
+    let out = wait_for(Duration::from_secs(10), || {
+        let (ok, out) = cli(&s, &["plan"]);
+        (ok && out.contains("2 change(s)")).then_some(out)
+    })
+    .unwrap_or_else(|| panic!("plan never showed the two creates; logs:\n{}", s.logs()));
+    assert!(out.contains("+ new.example.com. A 60 192.0.2.1"), "{out}");
+    assert!(out.contains("+ mail.example.com. MX 60 10 mx.example.net."), "{out}");
+    assert!(out.contains("# missing"), "each change says why: {out}");
+}
