@@ -4,8 +4,11 @@
 //!
 //! The provider is layered, from the driver outwards:
 //! driver → [`FaultInjector`] (only with `[[accounts.faults]]`) → [`Metered`] (counts
-//! every call and feeds the [`Circuit`]). Injected faults thus look exactly like the
-//! provider's own answers to everything above them.
+//! every call and feeds the [`Circuit`]) → [`Instrumented`](crate::instrument::Instrumented)
+//! (Prometheus metrics, the `provider.call` span) → [`Limited`](crate::quota::Limited)
+//! (only with a quota: each counted call waits for a token, throttle answers lower
+//! the rate; a call denied for its deadline reaches nothing below). Injected faults
+//! thus look exactly like the provider's own answers to everything above them.
 use crate::circuit::{Circuit, CircuitConfig};
 use crate::provider::Provider;
 use crate::provider::fault::{FaultInjector, FaultRule};
@@ -21,6 +24,9 @@ pub struct AccountOptions {
     /// Fault rules; empty: no fault injection.
     pub faults: Vec<FaultRule>,
     pub circuit: CircuitConfig,
+    /// The account's provider quota (`[accounts.quota]` or the driver's default);
+    /// `None`: unlimited.
+    pub quota: Option<Arc<crate::quota::Quota>>,
 }
 
 #[derive(Debug)]
@@ -33,6 +39,8 @@ pub struct Account {
     pub circuit: Arc<Circuit>,
     /// The fault layer, when the account has fault rules.
     pub faults: Option<Arc<FaultInjector>>,
+    /// The quota in front of the provider, when the account has one.
+    pub quota: Option<Arc<crate::quota::Quota>>,
     zones: BTreeMap<Name, Arc<Mutex<()>>>,
 }
 
@@ -59,12 +67,20 @@ impl Account {
             (f.clone(), Some(f))
         };
         let metered = Metered::new(inner, stats.clone()).with_circuit(circuit.clone());
+        // Outermost: per-call metrics and the `provider.call` span (crate::instrument).
+        let provider = crate::instrument::Instrumented::wrap(&name, Arc::new(metered));
+        // Quota last: a call it holds back or denies is no provider call.
+        let provider: Arc<dyn Provider> = match &options.quota {
+            Some(q) => Arc::new(crate::quota::Limited::new(provider, q.clone())),
+            None => provider,
+        };
         Account {
             name,
-            provider: Arc::new(metered),
+            provider,
             stats,
             circuit,
             faults,
+            quota: options.quota,
             zones: zones.iter().map(|z| (z.clone(), Arc::default())).collect(),
         }
     }

@@ -102,6 +102,8 @@ pub struct BatchReport {
     pub last_error: Option<ProviderError>,
     /// The zone serial seen by a read-back, if there was one.
     pub serial: Option<u64>,
+    /// Transient answers retried, by operation ("apply", "list").
+    pub retries: BTreeMap<&'static str, u64>,
 }
 
 /// Runs `changes` (all in `zone`) against `provider`. Never fails: every change gets a
@@ -454,18 +456,24 @@ impl<'a> Run<'a> {
                 return Err(CallError::Deadline(self.policy.deferred_retry_after));
             }
             self.report.provider_calls += 1;
-            let span = tracing::info_span!(
-                "provider.call",
-                provider = self.provider.driver(),
-                op,
-                items,
-                retry
-            );
-            let result = f().instrument(span).await;
+            let span =
+                crate::instrument::provider_call_span(self.provider.driver(), op, retry, items);
+            let (result, quota_wait) = crate::quota::scoped(self.deadline, f())
+                .instrument(span.clone())
+                .await;
+            if let Some(wait) = quota_wait {
+                // The account's quota has no token before the deadline: the call was
+                // not made, and what it carried comes back DEFERRED until then.
+                self.report.provider_calls -= 1;
+                return Err(CallError::Deadline(wait));
+            }
             let class = match &result {
                 Ok(_) => "success",
                 Err(e) => e.class.as_str(),
             };
+            if result.is_err() {
+                span.record("error.class", class);
+            }
             *self.report.calls_by_class.entry(class).or_default() += 1;
             let e = match result {
                 Ok(v) => return Ok(v),
@@ -482,6 +490,7 @@ impl<'a> Run<'a> {
             if self.deadline.is_some_and(|d| Instant::now() + delay >= d) {
                 return Err(CallError::Deadline(delay));
             }
+            *self.report.retries.entry(op).or_default() += 1;
             tokio::time::sleep(delay).await;
             retry += 1;
         }

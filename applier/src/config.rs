@@ -33,6 +33,7 @@
 use crate::account::AccountOptions;
 use crate::circuit::CircuitConfig;
 use crate::provider::fault::{FaultRuleConfig, compile_rules};
+use crate::quota::{Quota, QuotaConfig, QuotaSettings};
 use crate::retry::RetryPolicy;
 use dnsplane_common::Name;
 use serde::Deserialize;
@@ -143,14 +144,38 @@ impl AccountConfig {
         }
     }
 
-    /// The account's run options (compiled fault rules, circuit knobs); problems are
-    /// reported relative to the account's table.
+    /// The account's `[accounts.quota]` table, whatever the driver.
+    pub fn quota(&self) -> Option<&QuotaConfig> {
+        match self {
+            AccountConfig::Memory(m) => m.quota.as_ref(),
+            AccountConfig::Pdns(p) => p.quota.as_ref(),
+            AccountConfig::Rfc2136(r) => r.quota.as_ref(),
+        }
+    }
+
+    /// The account's run options (compiled fault rules, circuit knobs, the quota:
+    /// its table over the driver's default); problems are reported relative to the
+    /// account's table.
     pub fn options(&self) -> Result<AccountOptions, Vec<String>> {
-        let faults = compile_rules(self.faults(), self.zones())?;
-        Ok(AccountOptions {
-            faults,
-            circuit: self.circuit(),
-        })
+        let faults = compile_rules(self.faults(), self.zones());
+        let quota = QuotaSettings::resolve(self.driver(), self.quota()).and_then(|s| {
+            s.map(|s| Quota::new(self.name(), s).map(std::sync::Arc::new))
+                .transpose()
+                .map_err(|e| vec![format!("quota.redis: {e}")])
+        });
+        match (faults, quota) {
+            (Ok(faults), Ok(quota)) => Ok(AccountOptions {
+                faults,
+                circuit: self.circuit(),
+                quota,
+            }),
+            (faults, quota) => Err(faults
+                .err()
+                .unwrap_or_default()
+                .into_iter()
+                .chain(quota.err().unwrap_or_default())
+                .collect()),
+        }
     }
 }
 
@@ -176,6 +201,9 @@ pub struct MemoryAccount {
     /// call. For tests and chaos runs; absent in production.
     #[serde(default)]
     pub faults: Vec<FaultRuleConfig>,
+    /// The account's provider quota (`[accounts.quota]`, see [`crate::quota`]).
+    #[serde(default)]
+    pub quota: Option<QuotaConfig>,
 }
 
 fn default_cache_ttl() -> Duration {
@@ -207,6 +235,7 @@ impl ApplierConfig {
                 dns_listen,
                 circuit: CircuitConfig::default(),
                 faults: Vec::new(),
+                quota: None,
             })],
         }
     }

@@ -9,6 +9,8 @@
 //! - [`account`], [`stats`], [`circuit`]: an account's provider, zone locks, counters
 //!   and circuit breaker (no provider calls after a permanent answer, until a probe
 //!   succeeds);
+//! - [`quota`]: an account's provider quota (GCRA, in-process or shared by replicas
+//!   through Redis, with a local fallback);
 //! - [`provider`]: the driver trait, the error taxonomy and the drivers, plus
 //!   [`provider::fault`], the fault-injection decorator; [`store`] and [`dns`] are the
 //!   embedded `memory` driver's durable store and DNS responder;
@@ -42,6 +44,7 @@ pub mod dns;
 pub mod instrument;
 pub mod metrics;
 pub mod provider;
+pub mod quota;
 pub mod retry;
 pub mod service;
 pub mod stats;

@@ -1,5 +1,7 @@
 //! `dnsplane-applier`: parses flags, loads and validates the config (exit 64 when it is
-//! unusable), starts logging and the runtime, and hands over to `dnsplane_applier::run`.
+//! unusable), starts the runtime and, inside it, logs and traces
+//! (`dnsplane_common::telemetry`), binds gRPC and the admin port and hands over to
+//! `dnsplane_applier::run_with_admin`; flushes the last spans on the way out.
 use anyhow::Context;
 use clap::Parser;
 use std::net::SocketAddr;

@@ -338,7 +338,7 @@ impl Collector for ServiceCollector {
             }),
         )?;
         let cache = self.service.cache().stats();
-        let mut hits = encoder.encode_descriptor(
+        let hits = encoder.encode_descriptor(
             "dnsplane_cache_hits",
             "Listings served from the listing cache without listing the zone again",
             None,
@@ -413,4 +413,229 @@ pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "uptime": uptime,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::account::{Account, AccountOptions};
+    use crate::provider::fault::{FaultRuleConfig, compile_rules};
+    use crate::provider::memory::MemoryProvider;
+    use crate::retry::RetryPolicy;
+    use crate::service::{Lifecycle, ServiceOptions};
+    use crate::store::MemoryStore;
+    use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType};
+
+    fn zone() -> Name {
+        Name::parse("example.com").unwrap()
+    }
+
+    fn create(label: &str) -> pb::Change {
+        let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
+        let change = Change::new(
+            ChangeKind::Create,
+            vec![RRSetOp::create(
+                RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
+            )],
+        );
+        (&change).into()
+    }
+
+    /// One account (named for this test: the provider families are process-wide)
+    /// whose first write meets another writer and a 429.
+    fn service(dir: &std::path::Path, account: &str) -> ApplierService {
+        #[derive(serde::Deserialize)]
+        struct Rules {
+            faults: Vec<FaultRuleConfig>,
+        }
+        let rules: Rules = toml::from_str(
+            r#"
+            [[faults]]
+            op = "apply"
+            action = "other_writer"
+            times = 1
+            records = [{ name = "b.example.com.", type = "A", values = ["198.51.100.9"] }]
+            [[faults]]
+            op = "apply"
+            action = "rate_limited"
+            retry_after = "1ms"
+            times = 1
+            "#,
+        )
+        .unwrap();
+        let store = Arc::new(MemoryStore::open(dir).unwrap());
+        let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
+        let options = AccountOptions {
+            faults: compile_rules(&rules.faults, &[zone()]).unwrap(),
+            ..AccountOptions::default()
+        };
+        let account = Arc::new(Account::with_options(account, provider, &[zone()], options));
+        ApplierService::new(
+            vec![account],
+            ServiceOptions {
+                cache_ttl: Duration::from_secs(30),
+                max_concurrent_batches: 2,
+                retry: RetryPolicy::default(),
+            },
+            Lifecycle::default(),
+        )
+    }
+
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+    }
+
+    #[tokio::test]
+    async fn a_batch_with_a_conflict_and_a_retry_shows_in_metrics_and_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = service(dir.path(), "metrics-unit");
+        let resp = svc
+            .run_batch(pb::ApplyRequest {
+                batch: Some(pb::Batch {
+                    batch_id: "b1".into(),
+                    account: "metrics-unit".into(),
+                    zone: "example.com.".into(),
+                    changes: vec![create("a"), create("b"), create("c")],
+                    deadline: None,
+                }),
+            })
+            .await;
+        let outcomes: Vec<pb::Outcome> = resp[0].results.iter().map(|r| r.outcome()).collect();
+        assert_eq!(
+            outcomes,
+            [
+                pb::Outcome::Applied,
+                pb::Outcome::Conflict,
+                pb::Outcome::Applied
+            ]
+        );
+        // 429, retried: conflict; read back; the rest applied.
+        assert_eq!(resp[0].provider_calls, 4);
+
+        let admin = admin_server(svc.clone());
+        let text = admin.encode();
+        let acct = r#"account="metrics-unit",provider="memory""#;
+        for (series, want) in [
+            (
+                format!(r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="transient"}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="conflict"}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="success"}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"dnsplane_provider_requests_total{{{acct},operation="list",class="success"}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"dnsplane_provider_retries_total{{{acct},operation="apply"}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="applied"}}"#),
+                2.0,
+            ),
+            (
+                format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="conflict"}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="failed"}}"#),
+                0.0,
+            ),
+            (
+                format!(r#"dnsplane_applier_batches_total{{{acct}}}"#),
+                1.0,
+            ),
+            (
+                r#"dnsplane_circuit_state{account="metrics-unit",state="closed"}"#.into(),
+                1.0,
+            ),
+            (
+                r#"dnsplane_circuit_state{account="metrics-unit",state="open"}"#.into(),
+                0.0,
+            ),
+            (
+                r#"dnsplane_faults_injected_total{account="metrics-unit",action="other_writer"}"#.into(),
+                1.0,
+            ),
+            (
+                r#"dnsplane_faults_injected_total{account="metrics-unit",action="rate_limited"}"#.into(),
+                1.0,
+            ),
+            ("dnsplane_cache_hits_total".into(), 0.0),
+            ("dnsplane_cache_misses_total".into(), 0.0),
+        ] {
+            assert_eq!(value(&text, &series), Some(want), "{series} in:\n{text}");
+        }
+        assert!(
+            text.contains("# TYPE dnsplane_provider_request_duration_seconds histogram"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dnsplane_build_info{service=\"dnsplane-applier\","),
+            "{text}"
+        );
+
+        // /status is GetStatus in the proto3 JSON mapping.
+        use pb::applier_server::Applier as _;
+        let grpc = svc
+            .get_status(tonic::Request::new(pb::GetApplierStatusRequest {}))
+            .await
+            .unwrap()
+            .into_inner();
+        let json = status_json(&grpc);
+        assert_eq!(json["level"], "healthy");
+        let a = &json["accounts"][0];
+        assert_eq!(a["name"], "metrics-unit");
+        assert_eq!(a["driver"], "memory");
+        assert_eq!(a["batches"], "1");
+        assert_eq!(a["outcomes"]["APPLIED"], "2");
+        assert_eq!(a["callsByClass"]["transient"], "1");
+        assert_eq!(a["faults"]["rate_limited"], "1");
+        assert_eq!(a["circuit"], "closed");
+        assert!(
+            json["uptime"].as_str().is_some_and(|u| u.ends_with('s')),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn quota_hooks_feed_their_families() {
+        let m = ApplierMetrics::default();
+        m.observe_quota_wait("q", Duration::from_millis(3));
+        m.observe_quota_wait("q", Duration::ZERO);
+        m.set_quota_tokens("q", 7.5);
+        let mut registry = Registry::default();
+        m.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert_eq!(
+            value(&text, r#"dnsplane_quota_wait_seconds_count{account="q"}"#),
+            Some(2.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(&text, r#"dnsplane_quota_wait_seconds_bucket{le="0.004",account="q"}"#),
+            Some(2.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(&text, r#"dnsplane_quota_wait_seconds_bucket{le="0.002",account="q"}"#),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(&text, r#"dnsplane_quota_tokens{account="q"}"#),
+            Some(7.5),
+            "{text}"
+        );
+    }
 }

@@ -93,6 +93,11 @@ impl ApplierService {
         &self.shared.cache
     }
 
+    /// The accounts, by name, for metrics.
+    pub fn accounts(&self) -> Vec<Arc<Account>> {
+        self.shared.accounts.values().cloned().collect()
+    }
+
     /// Runs one batch request to its responses; never fails.
     pub async fn run_batch(&self, req: pb::ApplyRequest) -> Vec<pb::ApplyResponse> {
         self.shared.run_batch(req).await
@@ -139,12 +144,11 @@ impl Shared {
                 ..Default::default()
             }];
         };
-        let span = tracing::info_span!(
-            "batch",
-            account = %batch.account,
-            zone = %batch.zone,
-            batch.id = %batch.batch_id,
-            changes = batch.changes.len(),
+        let span = crate::instrument::batch_span(
+            &batch.account,
+            &batch.zone,
+            &batch.batch_id,
+            batch.changes.len(),
         );
         self.run_batch_inner(batch).instrument(span).await
     }
@@ -183,7 +187,13 @@ impl Shared {
         for r in &results {
             *summary.entry(outcome_name(r.outcome())).or_default() += 1;
         }
-        tracing::info!(provider_calls = calls, outcomes = ?summary, "Batch done.");
+        crate::instrument::record_batch(
+            &tracing::Span::current(),
+            account.map(|a| a.provider.driver()),
+            calls,
+            &results,
+        );
+        tracing::info!(changes = batch.changes.len(), provider_calls = calls, outcomes = ?summary, "Batch done.");
         respond(batch.batch_id, results, calls)
     }
 
@@ -292,6 +302,7 @@ impl Shared {
         }
         let report = batch::execute(&*account.provider, zone, changes, deadline, &self.retry).await;
         drop(admission);
+        crate::metrics::global().retried(&account.name, account.provider.driver(), &report.retries);
         // Any apply may have committed, whatever it answered.
         if report.provider_calls > 0 {
             self.cache.invalidate(&account.name, zone);
@@ -410,7 +421,9 @@ impl pb::applier_server::Applier for ApplierService {
         let mut inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(64);
         let service = self.clone();
-        tokio::spawn(async move {
+        // The stream's tasks stay under the request's span (and so its trace).
+        tokio::spawn(
+            async move {
             let lifecycle = service.shared.lifecycle.clone();
             let queued = Arc::new(Semaphore::new(MAX_QUEUED_PER_STREAM));
             let running = TaskTracker::new();
@@ -456,11 +469,13 @@ impl pb::applier_server::Applier for ApplierService {
                     // Results of one zone also go out in order.
                     drop(done);
                     drop(slot);
-                }));
+                }.in_current_span()));
             }
             running.close();
             running.wait().await;
-        });
+        }
+            .in_current_span(),
+        );
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -475,6 +490,8 @@ impl pb::applier_server::Applier for ApplierService {
             let c = account.stats.snapshot();
             let circuit = account.circuit.status();
             reasons.extend(circuit.reason);
+            let quota = account.quota.as_ref().map(|q| q.status());
+            reasons.extend(quota.as_ref().and_then(|q| q.reason(&account.name)));
             accounts.push(pb::AccountStatus {
                 name: account.name.clone(),
                 driver: account.provider.driver().to_string(),
@@ -498,6 +515,7 @@ impl pb::applier_server::Applier for ApplierService {
                     .into_iter()
                     .map(|(k, v)| (k.to_string(), v))
                     .collect(),
+                quota: quota.as_ref().map(crate::quota::QuotaStatus::to_pb),
             });
         }
         let level = if reasons.is_empty() {
@@ -629,6 +647,7 @@ mod tests {
                     max_cool_down: Duration::from_secs(60),
                     jitter: 0.0,
                 },
+                ..AccountOptions::default()
             };
             accounts.push(Arc::new(Account::with_options(
                 name,

@@ -23,6 +23,7 @@ use crate::circuit::CircuitConfig;
 use crate::provider::fault::FaultRuleConfig;
 use crate::provider::pdns::{PdnsConfig, SecretSource};
 use crate::provider::rfc2136::{Rfc2136Config, TsigAlgorithm};
+use crate::quota::QuotaConfig;
 use dnsplane_common::Name;
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -68,6 +69,9 @@ pub struct PdnsAccount {
     /// absent in production.
     #[serde(default)]
     pub faults: Vec<FaultRuleConfig>,
+    /// The account's provider quota (`[accounts.quota]`, see [`crate::quota`]).
+    #[serde(default)]
+    pub quota: Option<QuotaConfig>,
 }
 
 /// `driver = "rfc2136"`: zones on a primary that accepts DNS UPDATE (RFC 2136) signed
@@ -114,6 +118,9 @@ pub struct Rfc2136Account {
     /// absent in production.
     #[serde(default)]
     pub faults: Vec<FaultRuleConfig>,
+    /// The account's provider quota (`[accounts.quota]`, see [`crate::quota`]).
+    #[serde(default)]
+    pub quota: Option<QuotaConfig>,
 }
 
 fn default_server_id() -> String {

@@ -214,6 +214,12 @@ impl PdnsProvider {
     ) -> Result<Answer, ProviderError> {
         let what = format!("{method} {}", url.path());
         let mut req = self.http.request(method, url);
+        // W3C traceparent of the current `provider.call` span (nothing while tracing is off).
+        let mut trace = HeaderMap::new();
+        dnsplane_common::telemetry::inject_http_headers(&mut trace);
+        if !trace.is_empty() {
+            req = req.headers(trace);
+        }
         if let Some(body) = body {
             req = req.header(CONTENT_TYPE, "application/json").body(body);
         }

@@ -1,0 +1,337 @@
+//! The quota in-process, on tokio's paused clock (virtual time: no wall-clock
+//! figures), and through the batch algorithm. Shared mode against a real Redis is
+//! tested in `tests/e2e/quota.rs`.
+use super::*;
+use crate::account::{Account, AccountOptions};
+use crate::batch;
+use crate::config::ApplierConfig;
+use crate::provider::fault::{FaultRuleConfig, compile_rules};
+use crate::provider::memory::MemoryProvider;
+use crate::retry::RetryPolicy;
+use crate::store::MemoryStore;
+use dnsplane_common::{Change, ChangeKind, RRSet, RecordKey, RecordType, pb};
+use std::path::Path;
+
+fn settings(rate: f64, burst: u32) -> QuotaSettings {
+    QuotaSettings::resolve(
+        "memory",
+        Some(&QuotaConfig {
+            rate: Some(rate),
+            burst: Some(burst),
+            ops: None,
+            redis: None,
+            replicas: 1,
+            key: None,
+            max_wait: default_max_wait(),
+            recover: Duration::from_secs(10),
+            redis_timeout: default_redis_timeout(),
+            probe_interval: default_probe_interval(),
+        }),
+    )
+    .unwrap()
+    .unwrap()
+}
+
+fn zone() -> Name {
+    Name::parse("example.com").unwrap()
+}
+
+fn create(label: &str) -> Change {
+    let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
+    Change::new(
+        ChangeKind::Create,
+        vec![RRSetOp::create(
+            RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
+        )],
+    )
+}
+
+/// A memory account behind `quota`, with optional fault rules (TOML `[[faults]]`).
+fn account(dir: &Path, quota: Arc<Quota>, faults: &str) -> (Account, Arc<MemoryStore>) {
+    #[derive(serde::Deserialize)]
+    struct Rules {
+        #[serde(default)]
+        faults: Vec<FaultRuleConfig>,
+    }
+    let rules: Rules = toml::from_str(faults).unwrap();
+    let store = Arc::new(MemoryStore::open(dir).unwrap());
+    let provider = Arc::new(MemoryProvider::new(store.clone(), vec![zone()]).unwrap());
+    let options = AccountOptions {
+        faults: compile_rules(&rules.faults, &[zone()]).unwrap(),
+        quota: Some(quota),
+        ..AccountOptions::default()
+    };
+    (
+        Account::with_options("acct", provider, &[zone()], options),
+        store,
+    )
+}
+
+fn stored(store: &MemoryStore) -> usize {
+    store.list(&zone(), None).unwrap().0.len()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_burst_goes_at_once_then_calls_are_paced_and_a_late_one_is_denied() {
+    let q = Arc::new(Quota::new("acct", settings(10.0, 2)).unwrap());
+    let t0 = Instant::now();
+    assert_eq!(q.acquire(Duration::from_secs(10)).await, Ok(Duration::ZERO));
+    assert_eq!(q.acquire(Duration::from_secs(10)).await, Ok(Duration::ZERO));
+    for i in 1..=3u32 {
+        q.acquire(Duration::from_secs(10)).await.unwrap();
+        // One token per 100 ms of (virtual) time after the burst.
+        assert_eq!(t0.elapsed(), Duration::from_millis(100) * i);
+    }
+    // The next token is 100 ms away: a caller that may wait 50 ms is denied and told
+    // when to come back; nothing is taken.
+    let retry = q.acquire(Duration::from_millis(50)).await.unwrap_err();
+    assert_eq!(retry, Duration::from_millis(100));
+    assert_eq!(t0.elapsed(), Duration::from_millis(300));
+    assert_eq!(q.acquire(Duration::from_millis(100)).await, Ok(retry));
+    let st = q.status();
+    assert_eq!(st.mode, Mode::Local);
+    assert_eq!((st.granted, st.waited, st.denied), (6, 4, 1));
+    assert_eq!(st.wait_total, Duration::from_millis(400));
+    assert_eq!(st.current_rate, 10.0);
+    assert!(st.reason("acct").is_none());
+}
+
+/// Waiters are served in order of arrival, one interval apart, whoever they are.
+#[tokio::test(start_paused = true)]
+async fn concurrent_waiters_are_served_in_order_at_the_rate() {
+    let q = Arc::new(Quota::new("acct", settings(20.0, 1)).unwrap());
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..40)
+        .map(|_| {
+            let q = q.clone();
+            tokio::spawn(async move {
+                q.acquire(Duration::from_secs(60)).await.unwrap();
+                t0.elapsed()
+            })
+        })
+        .collect();
+    let mut at = Vec::new();
+    for t in tasks {
+        at.push(t.await.unwrap());
+    }
+    at.sort();
+    for (i, w) in at.windows(2).enumerate() {
+        assert_eq!(w[1] - w[0], Duration::from_millis(50), "call {i}");
+    }
+    // 40 calls at 20/s with burst 1: 39 intervals.
+    assert_eq!(*at.last().unwrap(), Duration::from_millis(50 * 39));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_that_gets_no_token_before_its_deadline_comes_back_deferred_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = Arc::new(Quota::new("acct", settings(1.0, 1)).unwrap());
+    let (acct, store) = account(dir.path(), q.clone(), "");
+    let policy = RetryPolicy::default();
+    let run = |changes: Vec<Change>, deadline: Duration| {
+        let provider = acct.provider.clone();
+        let policy = policy.clone();
+        async move {
+            let d = Instant::now() + deadline;
+            batch::execute(&*provider, &zone(), &changes, Some(d), &policy).await
+        }
+    };
+    let first = run(vec![create("a")], Duration::from_secs(10)).await;
+    assert_eq!(first.results[0].outcome(), pb::Outcome::Applied);
+    assert_eq!(first.provider_calls, 1);
+    // The next token is a second away; the batch may take half of that.
+    let second = run(vec![create("b"), create("c")], Duration::from_millis(500)).await;
+    for r in &second.results {
+        assert_eq!(r.outcome(), pb::Outcome::Deferred, "{}", r.message);
+        let after = dnsplane_common::convert::duration_from_pb(r.retry_after.as_ref().unwrap());
+        assert_eq!(after, Duration::from_secs(1));
+    }
+    assert_eq!(second.provider_calls, 0);
+    assert_eq!(stored(&store), 1);
+    // Nothing reached the provider's counters (the quota is the outermost layer).
+    assert_eq!(acct.stats.snapshot().calls_by_class.values().sum::<u64>(), 1);
+    // With time to wait, the same batch waits for its token and goes through.
+    let t0 = Instant::now();
+    let third = run(vec![create("b"), create("c")], Duration::from_secs(5)).await;
+    assert!(
+        third
+            .results
+            .iter()
+            .all(|r| r.outcome() == pb::Outcome::Applied)
+    );
+    assert_eq!(t0.elapsed(), Duration::from_secs(1));
+    assert_eq!(stored(&store), 3);
+    let st = q.status();
+    assert_eq!((st.granted, st.denied), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttle_answer_waits_out_retry_after_and_halves_the_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = Arc::new(Quota::new("acct", settings(10.0, 1)).unwrap());
+    let (acct, store) = account(
+        dir.path(),
+        q.clone(),
+        "[[faults]]\nop = \"apply\"\naction = \"rate_limited\"\nretry_after = \"2s\"\ntimes = 1\n",
+    );
+    let t0 = Instant::now();
+    let changes = vec![create("a")];
+    let report = batch::execute(
+        &*acct.provider,
+        &zone(),
+        &changes,
+        Some(Instant::now() + Duration::from_secs(30)),
+        &RetryPolicy::default(),
+    )
+    .await;
+    assert_eq!(report.results[0].outcome(), pb::Outcome::Applied);
+    assert_eq!(report.provider_calls, 2);
+    assert_eq!(stored(&store), 1);
+    // The retry waited out the provider's Retry-After (the batch's own wait and the
+    // quota's agree: no call before it).
+    assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
+    let st = q.status();
+    assert_eq!(st.throttled, 1);
+    // Halved, then recovering linearly: back to full 10 s after halving to half.
+    assert!(
+        st.current_rate < 10.0 && st.current_rate >= 5.0,
+        "{}",
+        st.current_rate
+    );
+    tokio::time::advance(Duration::from_secs(20)).await;
+    assert_eq!(q.status().current_rate, 10.0);
+}
+
+/// A call outside any batch (a listing, with `ops = "all"`) waits up to `max_wait`.
+#[tokio::test(start_paused = true)]
+async fn calls_outside_a_batch_wait_at_most_max_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(1.0, 1);
+    s.ops = QuotaOps::All;
+    s.max_wait = Duration::from_millis(300);
+    let q = Arc::new(Quota::new("acct", s).unwrap());
+    let (acct, _store) = account(dir.path(), q.clone(), "");
+    acct.provider.list(&zone(), None).await.unwrap();
+    let e = acct.provider.list(&zone(), None).await.unwrap_err();
+    assert_eq!(e.class, ErrorClass::Transient);
+    assert_eq!(e.retry_after, Some(Duration::from_secs(1)));
+    assert!(e.message.contains("not attempted"), "{}", e.message);
+    // Writes-only quotas do not gate reads.
+    let q = Arc::new(Quota::new("acct", settings(1.0, 1)).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let (acct, _store) = account(dir.path(), q.clone(), "");
+    for _ in 0..5 {
+        acct.provider.list(&zone(), None).await.unwrap();
+    }
+    assert_eq!(q.status().granted, 0);
+}
+
+/// Redis configured but nothing listening: the quota falls back to its local share
+/// at once and says so.
+#[tokio::test]
+async fn an_unreachable_redis_means_the_local_share() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut s = settings(30.0, 6);
+    s.redis = Some(format!("redis://127.0.0.1:{port}"));
+    s.replicas = 3;
+    let q = Arc::new(Quota::new("acct", s).unwrap());
+    assert_eq!(q.mode(), Mode::Shared);
+    // The share's burst (6 / 3) goes at once.
+    q.acquire(Duration::from_secs(5)).await.unwrap();
+    q.acquire(Duration::from_secs(5)).await.unwrap();
+    let st = q.status();
+    assert_eq!(st.mode, Mode::Fallback);
+    assert_eq!(st.fallbacks, 1);
+    assert_eq!(st.current_rate, 10.0);
+    assert_eq!(st.redis, format!("127.0.0.1:{port}"));
+    assert!(!st.last_redis_error.is_empty());
+    let reason = st.reason("acct").unwrap();
+    assert!(
+        reason.contains("unreachable") && reason.contains("10.000/s"),
+        "{reason}"
+    );
+    let wire = st.to_pb();
+    assert_eq!(
+        (wire.mode.as_str(), wire.replicas, wire.ops.as_str()),
+        ("fallback", 3, "writes")
+    );
+    // A third call right away is past the share's burst: denied without a wait.
+    assert!(q.acquire(Duration::ZERO).await.is_err());
+}
+
+fn parse(text: &str) -> Result<ApplierConfig, crate::config::ConfigError> {
+    ApplierConfig::from_toml(Path::new("applier.toml"), text)
+}
+
+const CONFIG: &str = r#"
+[[accounts]]
+name = "embedded"
+driver = "memory"
+zones = ["example.com."]
+state_dir = "state"
+[accounts.quota]
+rate = 10.0
+burst = 20
+redis = "redis://127.0.0.1:6379"
+replicas = 3
+"#;
+
+#[test]
+fn the_quota_table_parses_validates_and_falls_back_to_driver_defaults() {
+    let c = parse(CONFIG).unwrap();
+    let opts = c.accounts[0].options().unwrap();
+    let q = opts.quota.expect("a quota");
+    let s = q.settings();
+    assert_eq!((s.rate, s.burst, s.replicas), (10.0, 20, 3));
+    assert_eq!(s.ops, QuotaOps::Writes);
+    assert_eq!(s.redis.as_deref(), Some("redis://127.0.0.1:6379"));
+    assert_eq!(s.recover, default_recover());
+    assert_eq!(q.mode(), Mode::Shared);
+    // No table: the driver's default, which the drivers of today do not have.
+    let plain = parse(&CONFIG[..CONFIG.find("[accounts.quota]").unwrap()]).unwrap();
+    assert!(plain.accounts[0].options().unwrap().quota.is_none());
+    let r53 = QuotaSettings::resolve("route53", None).unwrap().unwrap();
+    assert_eq!((r53.rate, r53.burst, r53.ops), (5.0, 5, QuotaOps::All));
+    let partial = QuotaConfig {
+        rate: None,
+        ..toml::from_str::<QuotaConfig>("redis = \"redis://127.0.0.1\"").unwrap()
+    };
+    let cf = QuotaSettings::resolve("cloudflare", Some(&partial))
+        .unwrap()
+        .unwrap();
+    assert_eq!((cf.rate, cf.burst), (4.0, 20));
+    assert!(cf.redis.is_some());
+    for (from, to, want) in [
+        ("rate = 10.0", "rate = 0.0", "accounts[0].quota.rate must be"),
+        ("rate = 10.0", "", "accounts[0].quota.rate is required"),
+        ("burst = 20", "burst = 0", "accounts[0].quota.burst"),
+        ("replicas = 3", "replicas = 0", "accounts[0].quota.replicas"),
+        (
+            "redis://127.0.0.1:6379",
+            "http://127.0.0.1:6379",
+            "accounts[0].quota.redis is not a Redis URL",
+        ),
+        ("replicas = 3", "replica = 3", "unknown field `replica`"),
+    ] {
+        let e = parse(&CONFIG.replace(from, to)).unwrap_err().to_string();
+        assert!(e.contains(want), "{want:?} not in: {e}");
+    }
+}
+
+/// The example in docs/scaling.md is a valid config with a shared quota.
+#[test]
+fn the_documented_quota_example_is_valid() {
+    let doc = include_str!("../../../docs/scaling.md");
+    let block = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("[accounts.quota]"))
+        .expect("a quota example in docs/scaling.md");
+    let c = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    let q = c.accounts[0].options().unwrap().quota.expect("a quota");
+    assert!(q.settings().redis.is_some());
+    assert!(q.settings().replicas > 1);
+}
