@@ -68,10 +68,10 @@ impl Drop for Applier {
 }
 
 /// Seeds the embedded provider with the world (records and their ownership records, as
-/// dnsplane would have written them) and starts the applier process on it.
-fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
-    let state = dir.join("state");
-    let store = dnsplane_applier::MemoryStore::open(&state).expect("store");
+/// dnsplane would have written them). Runs in a child process of the bench, so that
+/// what it allocates does not sit in the bench's heap and blur the planner's RSS.
+fn seed(state: &std::path::Path, per_zone: usize) {
+    let store = dnsplane_applier::MemoryStore::open(state).expect("store");
     let zones: Vec<Name> = (0..ZONES).map(zone_name).collect();
     store.ensure_zones(&zones).expect("zones");
     for (z, zone) in zones.iter().enumerate() {
@@ -86,7 +86,17 @@ fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
         }
         store.apply(zone, &ops).expect("seed");
     }
-    drop(store);
+}
+
+/// Seeds the world (in a child process) and starts the applier process on it.
+fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
+    let state = dir.join("state");
+    let zones: Vec<Name> = (0..ZONES).map(zone_name).collect();
+    let seeded = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .env("DNSPLANE_BENCH_SEED", format!("{}|{per_zone}", state.display()))
+        .status()
+        .expect("seed");
+    assert!(seeded.success(), "seeding failed");
     let port = free_port();
     let zones_toml: Vec<String> = zones.iter().map(|z| format!("\"{z}\"")).collect();
     let config = dir.join("applier.toml");
@@ -281,6 +291,11 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
 }
 
 fn main() {
+    if let Ok(spec) = std::env::var("DNSPLANE_BENCH_SEED") {
+        let (dir, per_zone) = spec.rsplit_once('|').expect("dir|per_zone");
+        seed(std::path::Path::new(dir), per_zone.parse().expect("per_zone"));
+        return;
+    }
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())
