@@ -19,6 +19,7 @@ have named || need_pkgs+=(bind9)
 have pdns_server || need_pkgs+=(pdns-server)
 [[ -e /usr/lib/x86_64-linux-gnu/pdns/libgsqlite3backend.so ]] || ls /usr/lib/*/pdns/libgsqlite3backend.so >/dev/null 2>&1 || need_pkgs+=(pdns-backend-sqlite3)
 have sqlite3 || need_pkgs+=(sqlite3)
+have redis-server || need_pkgs+=(redis-server)
 have nsupdate || need_pkgs+=(bind9-dnsutils)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -8,7 +8,7 @@
 //! | `grpc.server` | every traced gRPC request (`Apply`, `ListRecords`, ...), child of the caller's `traceparent` | `rpc.system`, `rpc.service`, `rpc.method` |
 //! | `list` | `ListRecords` | `account`, `zone`, `fresh` |
 //! | `batch` | one batch of an `Apply` stream | `account`, `zone`, `batch.id`, `batch.size`, `provider`, `provider.calls`, `outcome.<name>` (counts, non-zero ones) |
-//! | `quota.wait` | waiting for provider quota tokens (the quota layer) | `account`, `operation`, `waited_ms` |
+//! | `quota.wait` | waiting for a provider quota token ([`crate::quota`], accounts with a quota): inside the write's `provider.call` in a batch, beside it for a listing | `account`, `operation`, `waited_ms` |
 //! | `provider.call` | one provider request (retries are separate spans) | `provider`, `operation`, `attempt` (0 first), `items`, `account`, `zone`, `error.class` (on failure) |
 //!
 //! A `provider.call` span is made by the batch algorithm (which knows the attempt)
@@ -123,7 +123,11 @@ pub struct Instrumented {
 }
 
 impl Instrumented {
-    pub fn new(account: impl Into<String>, inner: Arc<dyn Provider>, metrics: ApplierMetrics) -> Self {
+    pub fn new(
+        account: impl Into<String>,
+        inner: Arc<dyn Provider>,
+        metrics: ApplierMetrics,
+    ) -> Self {
         Instrumented {
             inner,
             account: account.into(),
@@ -184,7 +188,8 @@ impl Provider for Instrumented {
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
-        self.observe(Operation::Zones, None, self.inner.zones()).await
+        self.observe(Operation::Zones, None, self.inner.zones())
+            .await
     }
 
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {

@@ -11,8 +11,11 @@
 //! | `dnsplane_circuit_state` | gauge | `account`, `state` (`closed` `open` `half_open`; 1 for the current one) | the circuit breaker, at scrape time |
 //! | `dnsplane_faults_injected_total` | counter | `account`, `action` | the fault-injection layer, at scrape time (only with `[[accounts.faults]]`) |
 //! | `dnsplane_cache_hits_total`, `dnsplane_cache_misses_total` | counter | — | the listing cache, at scrape time |
-//! | `dnsplane_quota_wait_seconds` | histogram | `account` | hook [`ApplierMetrics::observe_quota_wait`] |
-//! | `dnsplane_quota_tokens` | gauge | `account` | hook [`ApplierMetrics::set_quota_tokens`] |
+//! | `dnsplane_quota_wait_seconds` | histogram | `account` | each token taken ([`ApplierMetrics::observe_quota_wait`], zero waits included) |
+//! | `dnsplane_quota_tokens` | gauge | `account` | tokens left after the last take ([`ApplierMetrics::set_quota_tokens`]) |
+//! | `dnsplane_quota_granted_total`, `dnsplane_quota_denied_total`, `dnsplane_quota_throttled_total`, `dnsplane_quota_fallbacks_total` | counter | `account` | the account's quota (as `GetStatus`), at scrape time |
+//! | `dnsplane_quota_rate` | gauge | `account`, `kind` (`configured` `current`) | the account's quota, at scrape time |
+//! | `dnsplane_quota_mode` | gauge | `account`, `mode` (`local` `shared` `fallback`; 1 for the current one) | the account's quota, at scrape time |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 //!
 //! Counters that the applier already keeps for `GetStatus` (outcomes, batches, faults,
@@ -20,10 +23,9 @@
 //! never disagree. Provider requests, their latency and retries are counted as they
 //! happen, in the process-wide [`global`] families.
 //!
-//! Quotas: the two `dnsplane_quota_*` families are registered and documented; the quota
-//! layer feeds them through [`ApplierMetrics::observe_quota_wait`] (each wait for
-//! tokens, zero included) and [`ApplierMetrics::set_quota_tokens`] (tokens left after
-//! each take), inside a `quota.wait` span (see [`crate::instrument`]).
+//! Quotas ([`crate::quota`]; only accounts with one show): the quota layer feeds the
+//! wait histogram and the token gauge as it grants tokens, inside a `quota.wait` span
+//! (see [`crate::instrument`]); the other `dnsplane_quota_*` families mirror its status.
 use crate::account::Account;
 use crate::service::ApplierService;
 use dnsplane_common::convert::outcome_name;
@@ -99,6 +101,18 @@ struct BatchLabels {
 struct CircuitLabels {
     account: String,
     state: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaRateLabels {
+    account: String,
+    kind: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaModeLabels {
+    account: String,
+    mode: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -337,6 +351,7 @@ impl Collector for ServiceCollector {
                 })
             }),
         )?;
+        encode_quotas(&mut encoder, &accounts)?;
         let cache = self.service.cache().stats();
         let hits = encoder.encode_descriptor(
             "dnsplane_cache_hits",
@@ -354,6 +369,86 @@ impl Collector for ServiceCollector {
         ConstCounter::new(cache.misses).encode(misses)?;
         Ok(())
     }
+}
+
+/// The quota counters `GetStatus` shows, for the accounts that have a quota.
+fn encode_quotas(
+    encoder: &mut DescriptorEncoder,
+    accounts: &[Arc<Account>],
+) -> Result<(), std::fmt::Error> {
+    let quotas: Vec<(String, crate::quota::QuotaStatus)> = accounts
+        .iter()
+        .filter_map(|a| Some((a.name.clone(), a.quota.as_ref()?.status())))
+        .collect();
+    let by_account = |f: fn(&crate::quota::QuotaStatus) -> u64| {
+        quotas
+            .iter()
+            .map(move |(account, q)| {
+                (
+                    AccountLabels {
+                        account: account.clone(),
+                    },
+                    f(q),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    counter_family(
+        encoder,
+        "dnsplane_quota_granted",
+        "Quota tokens taken (with or without a wait), by account",
+        by_account(|q| q.granted),
+    )?;
+    counter_family(
+        encoder,
+        "dnsplane_quota_denied",
+        "Provider calls not made because no quota token came before the deadline (their changes: DEFERRED), by account",
+        by_account(|q| q.denied),
+    )?;
+    counter_family(
+        encoder,
+        "dnsplane_quota_throttled",
+        "Throttle answers (429, Retry-After) fed back into the quota, by account",
+        by_account(|q| q.throttled),
+    )?;
+    counter_family(
+        encoder,
+        "dnsplane_quota_fallbacks",
+        "Times the shared quota's Redis became unreachable and this replica fell back to its local share, by account",
+        by_account(|q| q.fallbacks),
+    )?;
+    let mut rate = encoder.encode_descriptor(
+        "dnsplane_quota_rate",
+        "The account's quota in calls per second: the configured rate (kind=configured) and the one this replica works under now (kind=current: lowered after a throttle, a local share in fallback)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (account, q) in &quotas {
+        for (kind, v) in [("configured", q.rate), ("current", q.current_rate)] {
+            let labels = QuotaRateLabels {
+                account: account.clone(),
+                kind: kind.into(),
+            };
+            ConstGauge::new(v).encode(rate.encode_family(&labels)?)?;
+        }
+    }
+    let mut mode = encoder.encode_descriptor(
+        "dnsplane_quota_mode",
+        "Where the account's quota bucket lives: 1 for the current mode (local, shared, fallback), 0 for the others",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (account, q) in &quotas {
+        for m in ["local", "shared", "fallback"] {
+            let labels = QuotaModeLabels {
+                account: account.clone(),
+                mode: m.into(),
+            };
+            ConstGauge::new(i64::from(q.mode.as_str() == m))
+                .encode(mode.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }
 
 /// The applier's admin server: [`global`] metrics, the service's counters read at
@@ -387,15 +482,55 @@ fn u64_map(m: &std::collections::HashMap<String, u64>) -> serde_json::Value {
     serde_json::json!(sorted)
 }
 
+/// A duration in the proto3 JSON mapping: seconds with 0, 3, 6 or 9 fractional
+/// digits and an `s` (`"1s"`, `"0.250s"`, `"12.000034s"`).
+fn duration_json(d: Option<&prost_types::Duration>) -> serde_json::Value {
+    let Some(d) = d else {
+        return serde_json::Value::Null;
+    };
+    let sign = if d.seconds < 0 || d.nanos < 0 {
+        "-"
+    } else {
+        ""
+    };
+    let (secs, nanos) = (d.seconds.unsigned_abs(), d.nanos.unsigned_abs());
+    let text = if nanos == 0 {
+        format!("{sign}{secs}s")
+    } else if nanos % 1_000_000 == 0 {
+        format!("{sign}{secs}.{:03}s", nanos / 1_000_000)
+    } else if nanos % 1_000 == 0 {
+        format!("{sign}{secs}.{:06}s", nanos / 1_000)
+    } else {
+        format!("{sign}{secs}.{nanos:09}s")
+    };
+    text.into()
+}
+
+fn quota_json(q: &pb::QuotaStatus) -> serde_json::Value {
+    serde_json::json!({
+        "mode": q.mode,
+        "rate": q.rate,
+        "currentRate": q.current_rate,
+        "burst": q.burst,
+        "replicas": q.replicas,
+        "ops": q.ops,
+        "redis": q.redis,
+        "granted": q.granted.to_string(),
+        "waited": q.waited.to_string(),
+        "denied": q.denied.to_string(),
+        "waitTotal": duration_json(q.wait_total.as_ref()),
+        "throttled": q.throttled.to_string(),
+        "fallbacks": q.fallbacks.to_string(),
+        "lastRedisError": q.last_redis_error,
+    })
+}
+
 /// `GetStatus` in the proto3 JSON mapping (camelCase names, 64-bit integers as
-/// strings, durations as `"1.5s"`), as `grpcurl` prints it, except that default values
-/// are written out too.
+/// strings, durations as `"1.500s"`), as `grpcurl` prints it, except that default
+/// values are written out too (`quota` is `null` for an account without one).
 pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
     use serde_json::json;
-    let uptime = s.uptime.map_or(serde_json::Value::Null, |d| {
-        let secs = Duration::try_from(d).unwrap_or_default().as_secs_f64();
-        format!("{secs}s").into()
-    });
+    let uptime = duration_json(s.uptime.as_ref());
     json!({
         "level": s.level,
         "reason": s.reason,
@@ -410,6 +545,7 @@ pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
             "circuit": a.circuit,
             "lastError": a.last_error,
             "faults": u64_map(&a.faults),
+            "quota": a.quota.as_ref().map_or(serde_json::Value::Null, quota_json),
         })).collect::<Vec<_>>(),
         "uptime": uptime,
     })
@@ -465,8 +601,16 @@ mod tests {
         .unwrap();
         let store = Arc::new(MemoryStore::open(dir).unwrap());
         let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
+        let quota: crate::quota::QuotaConfig =
+            toml::from_str("rate = 1000.0\nburst = 100").unwrap();
+        let settings = crate::quota::QuotaSettings::resolve("memory", Some(&quota))
+            .unwrap()
+            .unwrap();
         let options = AccountOptions {
             faults: compile_rules(&rules.faults, &[zone()]).unwrap(),
+            quota: Some(Arc::new(
+                crate::quota::Quota::new(account, settings).unwrap(),
+            )),
             ..AccountOptions::default()
         };
         let account = Arc::new(Account::with_options(account, provider, &[zone()], options));
@@ -519,19 +663,27 @@ mod tests {
         let acct = r#"account="metrics-unit",provider="memory""#;
         for (series, want) in [
             (
-                format!(r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="transient"}}"#),
+                format!(
+                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="transient"}}"#
+                ),
                 1.0,
             ),
             (
-                format!(r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="conflict"}}"#),
+                format!(
+                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="conflict"}}"#
+                ),
                 1.0,
             ),
             (
-                format!(r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="success"}}"#),
+                format!(
+                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="success"}}"#
+                ),
                 1.0,
             ),
             (
-                format!(r#"dnsplane_provider_requests_total{{{acct},operation="list",class="success"}}"#),
+                format!(
+                    r#"dnsplane_provider_requests_total{{{acct},operation="list",class="success"}}"#
+                ),
                 1.0,
             ),
             (
@@ -550,10 +702,7 @@ mod tests {
                 format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="failed"}}"#),
                 0.0,
             ),
-            (
-                format!(r#"dnsplane_applier_batches_total{{{acct}}}"#),
-                1.0,
-            ),
+            (format!(r#"dnsplane_applier_batches_total{{{acct}}}"#), 1.0),
             (
                 r#"dnsplane_circuit_state{account="metrics-unit",state="closed"}"#.into(),
                 1.0,
@@ -563,15 +712,43 @@ mod tests {
                 0.0,
             ),
             (
-                r#"dnsplane_faults_injected_total{account="metrics-unit",action="other_writer"}"#.into(),
+                r#"dnsplane_faults_injected_total{account="metrics-unit",action="other_writer"}"#
+                    .into(),
                 1.0,
             ),
             (
-                r#"dnsplane_faults_injected_total{account="metrics-unit",action="rate_limited"}"#.into(),
+                r#"dnsplane_faults_injected_total{account="metrics-unit",action="rate_limited"}"#
+                    .into(),
                 1.0,
             ),
             ("dnsplane_cache_hits_total".into(), 0.0),
             ("dnsplane_cache_misses_total".into(), 0.0),
+            // The three writes took a token each (reads do not count: `ops = "writes"`);
+            // the 429 was fed back.
+            (
+                r#"dnsplane_quota_wait_seconds_count{account="metrics-unit"}"#.into(),
+                3.0,
+            ),
+            (
+                r#"dnsplane_quota_granted_total{account="metrics-unit"}"#.into(),
+                3.0,
+            ),
+            (
+                r#"dnsplane_quota_throttled_total{account="metrics-unit"}"#.into(),
+                1.0,
+            ),
+            (
+                r#"dnsplane_quota_denied_total{account="metrics-unit"}"#.into(),
+                0.0,
+            ),
+            (
+                r#"dnsplane_quota_rate{account="metrics-unit",kind="configured"}"#.into(),
+                1000.0,
+            ),
+            (
+                r#"dnsplane_quota_mode{account="metrics-unit",mode="local"}"#.into(),
+                1.0,
+            ),
         ] {
             assert_eq!(value(&text, &series), Some(want), "{series} in:\n{text}");
         }
@@ -601,10 +778,25 @@ mod tests {
         assert_eq!(a["callsByClass"]["transient"], "1");
         assert_eq!(a["faults"]["rate_limited"], "1");
         assert_eq!(a["circuit"], "closed");
+        assert_eq!(a["quota"]["mode"], "local");
+        assert_eq!(a["quota"]["granted"], "3");
+        assert_eq!(a["quota"]["throttled"], "1");
+        assert_eq!(a["quota"]["rate"], 1000.0);
         assert!(
             json["uptime"].as_str().is_some_and(|u| u.ends_with('s')),
             "{json}"
         );
+    }
+
+    #[test]
+    fn durations_use_the_proto3_json_spelling() {
+        let d = |seconds, nanos| duration_json(Some(&prost_types::Duration { seconds, nanos }));
+        assert_eq!(d(1, 0), "1s");
+        assert_eq!(d(0, 250_000_000), "0.250s");
+        assert_eq!(d(12, 34_000), "12.000034s");
+        assert_eq!(d(3, 5), "3.000000005s");
+        assert_eq!(d(-1, -500_000_000), "-1.500s");
+        assert_eq!(duration_json(None), serde_json::Value::Null);
     }
 
     #[test]
@@ -623,12 +815,18 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            value(&text, r#"dnsplane_quota_wait_seconds_bucket{le="0.004",account="q"}"#),
+            value(
+                &text,
+                r#"dnsplane_quota_wait_seconds_bucket{le="0.004",account="q"}"#
+            ),
             Some(2.0),
             "{text}"
         );
         assert_eq!(
-            value(&text, r#"dnsplane_quota_wait_seconds_bucket{le="0.002",account="q"}"#),
+            value(
+                &text,
+                r#"dnsplane_quota_wait_seconds_bucket{le="0.002",account="q"}"#
+            ),
             Some(1.0),
             "{text}"
         );

@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 pub mod gcra;
 pub mod shared;
@@ -340,6 +341,14 @@ struct State {
     mode: Mode,
     /// Shared mode: the factor Redis last reported.
     shared_factor: f64,
+    /// When (ms on `Quota::base`) the last reservation granted by Redis to this
+    /// replica goes: a fallback's local bucket starts empty there, not now, so that
+    /// shared reservations still waiting and new local ones do not add up.
+    shared_until: f64,
+    /// The same for the local bucket...
+    local_until: f64,
+    /// ...which Redis is told about, once back, until then.
+    handoff_until: f64,
     fallbacks: u64,
     last_redis_error: String,
 }
@@ -409,6 +418,9 @@ impl Quota {
             state: Mutex::new(State {
                 mode,
                 shared_factor: 1.0,
+                shared_until: 0.0,
+                local_until: 0.0,
+                handoff_until: 0.0,
                 fallbacks: 0,
                 last_redis_error: String::new(),
             }),
@@ -454,11 +466,15 @@ impl Quota {
         let start = Instant::now();
         // A throttle answer during the sleep voids the reservation (it was made at
         // the old rate): take a new one, a few times at most.
+        let mut tokens_left = 0.0;
         for _ in 0..4 {
             let epoch = self.epoch.load(Ordering::Acquire);
             let left = max_wait.saturating_sub(start.elapsed());
             let wait = match self.take(left).await {
-                Ok(w) => w,
+                Ok((w, tokens)) => {
+                    tokens_left = tokens;
+                    w
+                }
                 Err(retry_after) => {
                     self.denied.fetch_add(1, Ordering::Relaxed);
                     return Err(retry_after);
@@ -472,6 +488,9 @@ impl Quota {
             }
         }
         let waited = start.elapsed();
+        let metrics = crate::metrics::global();
+        metrics.observe_quota_wait(&self.account, waited);
+        metrics.set_quota_tokens(&self.account, tokens_left);
         self.granted.fetch_add(1, Ordering::Relaxed);
         if !waited.is_zero() {
             self.waited.fetch_add(1, Ordering::Relaxed);
@@ -481,23 +500,41 @@ impl Quota {
         Ok(waited)
     }
 
-    /// One reservation: in Redis when shared, else in-process.
-    async fn take(self: &Arc<Self>, max_wait: Duration) -> Result<Duration, Duration> {
+    /// One reservation: in Redis when shared, else in-process. `Ok((wait, tokens
+    /// left after this one))`, or `Err(retry_after)`.
+    async fn take(self: &Arc<Self>, max_wait: Duration) -> Result<(Duration, f64), Duration> {
         if let Some(shared) = &self.shared
             && self.mode() == Mode::Shared
         {
-            match shared.acquire(&self.params, 1.0, max_wait).await {
+            let hold = from_ms(lock(&self.state).handoff_until - self.now_ms());
+            match shared.acquire(&self.params, 1.0, max_wait, hold).await {
                 Ok(r) => {
-                    lock(&self.state).shared_factor = r.factor;
-                    return if r.allowed { Ok(r.wait) } else { Err(r.wait) };
+                    let mut st = lock(&self.state);
+                    st.shared_factor = r.factor;
+                    if r.allowed {
+                        st.shared_until = st.shared_until.max(self.now_ms() + ms(r.wait));
+                    }
+                    return if r.allowed {
+                        Ok((r.wait, r.tokens_left))
+                    } else {
+                        Err(r.wait)
+                    };
                 }
                 Err(e) => self.fall_back(&e),
             }
         }
         let p = self.local_params(self.mode());
         let now = self.now_ms();
-        match lock(&self.local).reserve(now, 1.0, ms(max_wait), &p) {
-            Decision::Granted { wait_ms } => Ok(from_ms(wait_ms)),
+        let decision = lock(&self.local).reserve(now, 1.0, ms(max_wait), &p);
+        match decision {
+            Decision::Granted {
+                wait_ms,
+                tokens_left,
+            } => {
+                let mut st = lock(&self.state);
+                st.local_until = st.local_until.max(now + wait_ms);
+                Ok((from_ms(wait_ms), tokens_left))
+            }
             Decision::Denied { retry_after_ms } => Err(from_ms(retry_after_ms)),
         }
     }
@@ -547,7 +584,8 @@ impl Quota {
             if st.mode == Mode::Shared {
                 st.mode = Mode::Fallback;
                 st.fallbacks += 1;
-                *lock(&self.local) = Bucket::default();
+                let start = st.shared_until.max(self.now_ms());
+                *lock(&self.local) = Bucket::empty_at(start, &share);
                 tracing::warn!(
                     account = %self.account,
                     redis = %self.shared.as_ref().map(SharedBucket::addr).unwrap_or_default(),
@@ -569,6 +607,7 @@ impl Quota {
         let mut st = lock(&self.state);
         if st.mode == Mode::Fallback {
             st.mode = Mode::Shared;
+            st.handoff_until = st.local_until;
             tracing::info!(
                 account = %self.account,
                 redis = %self.shared.as_ref().map(SharedBucket::addr).unwrap_or_default(),
@@ -689,7 +728,17 @@ impl Limited {
             Some(d) => d.saturating_duration_since(Instant::now()),
             None => self.quota.settings.max_wait,
         };
-        match self.quota.acquire(max_wait).await {
+        let span = tracing::info_span!(
+            "quota.wait",
+            account = %self.quota.account,
+            operation = op.as_str(),
+            waited_ms = tracing::field::Empty,
+        );
+        let acquired = self.quota.acquire(max_wait).instrument(span.clone()).await;
+        if let Ok(waited) = &acquired {
+            span.record("waited_ms", waited.as_secs_f64() * 1000.0);
+        }
+        match acquired {
             Ok(_) => Ok(()),
             Err(retry_after) => {
                 let _ = CALL.try_with(|s| s.denied.set(Some(retry_after)));

@@ -424,56 +424,62 @@ impl pb::applier_server::Applier for ApplierService {
         // The stream's tasks stay under the request's span (and so its trace).
         tokio::spawn(
             async move {
-            let lifecycle = service.shared.lifecycle.clone();
-            let queued = Arc::new(Semaphore::new(MAX_QUEUED_PER_STREAM));
-            let running = TaskTracker::new();
-            // Batches of one zone run in the order the stream carries them (a planner
-            // orders deletes before the creates that depend on them): each waits for
-            // its predecessor's completion signal. Other zones are not held up.
-            let mut last_of_zone: HashMap<(String, String), oneshot::Receiver<()>> = HashMap::new();
-            loop {
-                let msg = tokio::select! {
-                    _ = lifecycle.close_streams.cancelled() => break,
-                    m = inbound.message() => m,
-                };
-                let req = match msg {
-                    Ok(Some(req)) => req,
-                    Ok(None) => break,
-                    Err(status) => {
-                        tracing::debug!(%status, "Apply stream broke.");
-                        break;
-                    }
-                };
-                let Ok(slot) = queued.clone().acquire_owned().await else {
-                    break;
-                };
-                let (done, done_rx) = oneshot::channel::<()>();
-                let previous = req.batch.as_ref().and_then(|b| {
-                    let zone = name_from_pb("zone", &b.zone)
-                        .map_or_else(|_| b.zone.clone(), |z| z.to_string());
-                    last_of_zone.insert((b.account.clone(), zone), done_rx)
-                });
-                let (service, tx) = (service.clone(), tx.clone());
-                running.spawn(lifecycle.batches.track_future(async move {
-                    if let Some(previous) = previous {
-                        // Err only means the predecessor's task is gone: go ahead.
-                        let _ = previous.await;
-                    }
-                    for resp in service.run_batch(req).await {
-                        // A gone client still gets its batches finished: the provider
-                        // calls are not abandoned half-way.
-                        if tx.send(Ok(resp)).await.is_err() {
+                let lifecycle = service.shared.lifecycle.clone();
+                let queued = Arc::new(Semaphore::new(MAX_QUEUED_PER_STREAM));
+                let running = TaskTracker::new();
+                // Batches of one zone run in the order the stream carries them (a planner
+                // orders deletes before the creates that depend on them): each waits for
+                // its predecessor's completion signal. Other zones are not held up.
+                let mut last_of_zone: HashMap<(String, String), oneshot::Receiver<()>> =
+                    HashMap::new();
+                loop {
+                    let msg = tokio::select! {
+                        _ = lifecycle.close_streams.cancelled() => break,
+                        m = inbound.message() => m,
+                    };
+                    let req = match msg {
+                        Ok(Some(req)) => req,
+                        Ok(None) => break,
+                        Err(status) => {
+                            tracing::debug!(%status, "Apply stream broke.");
                             break;
                         }
-                    }
-                    // Results of one zone also go out in order.
-                    drop(done);
-                    drop(slot);
-                }.in_current_span()));
+                    };
+                    let Ok(slot) = queued.clone().acquire_owned().await else {
+                        break;
+                    };
+                    let (done, done_rx) = oneshot::channel::<()>();
+                    let previous = req.batch.as_ref().and_then(|b| {
+                        let zone = name_from_pb("zone", &b.zone)
+                            .map_or_else(|_| b.zone.clone(), |z| z.to_string());
+                        last_of_zone.insert((b.account.clone(), zone), done_rx)
+                    });
+                    let (service, tx) = (service.clone(), tx.clone());
+                    running.spawn(
+                        lifecycle.batches.track_future(
+                            async move {
+                                if let Some(previous) = previous {
+                                    // Err only means the predecessor's task is gone: go ahead.
+                                    let _ = previous.await;
+                                }
+                                for resp in service.run_batch(req).await {
+                                    // A gone client still gets its batches finished: the provider
+                                    // calls are not abandoned half-way.
+                                    if tx.send(Ok(resp)).await.is_err() {
+                                        break;
+                                    }
+                                }
+                                // Results of one zone also go out in order.
+                                drop(done);
+                                drop(slot);
+                            }
+                            .in_current_span(),
+                        ),
+                    );
+                }
+                running.close();
+                running.wait().await;
             }
-            running.close();
-            running.wait().await;
-        }
             .in_current_span(),
         );
         Ok(Response::new(ReceiverStream::new(rx)))

@@ -12,6 +12,7 @@ mod cookbook;
 mod deploy_files;
 mod failing_zone;
 mod failover;
+mod quota;
 mod cli;
 mod metrics;
 mod otlp_trace;

@@ -9,12 +9,17 @@
 //! Why PowerDNS rather than the embedded driver: the `provider.call` span exists for
 //! both, but only an HTTP driver carries the trace further. A recording TCP proxy in
 //! front of the PowerDNS API shows that the applier's requests carry a W3C
-//! `traceparent` naming that very `provider.call` span as their parent.
+//! `traceparent` naming that very `provider.call` span as their parent. The account
+//! has a quota, so the write's `quota.wait` span is in the trace as well.
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -78,12 +83,19 @@ impl TraceService for Receiver {
                     attrs: s
                         .attributes
                         .iter()
-                        .map(|kv| (kv.key.clone(), text(kv.value.as_ref().and_then(|v| v.value.as_ref()))))
+                        .map(|kv| {
+                            (
+                                kv.key.clone(),
+                                text(kv.value.as_ref().and_then(|v| v.value.as_ref())),
+                            )
+                        })
                         .collect(),
                 });
             }
         }
-        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success: None }))
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
     }
 }
 
@@ -97,8 +109,13 @@ fn recording_proxy(target: u16) -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
     std::thread::spawn(move || {
         for client in listener.incoming() {
             let Ok(mut client) = client else { return };
-            let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else { continue };
-            let (Ok(mut client_w), Ok(mut server_r)) = (client.try_clone(), server.try_clone()) else { continue };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue;
+            };
+            let (Ok(mut client_w), Ok(mut server_r)) = (client.try_clone(), server.try_clone())
+            else {
+                continue;
+            };
             let slot = {
                 let mut seen = record.lock().expect("lock");
                 seen.push(Vec::new());
@@ -125,7 +142,13 @@ fn recording_proxy(target: u16) -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
 }
 
 /// Like `Proc::spawn`, with extra environment variables.
-fn spawn_with_env(name: &str, bin: &Path, args: &[&str], env: &[(&str, &str)], log: PathBuf) -> Proc {
+fn spawn_with_env(
+    name: &str,
+    bin: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    log: PathBuf,
+) -> Proc {
     let file = std::fs::File::create(&log).expect("log file");
     let child = Command::new(bin)
         .args(args)
@@ -136,27 +159,47 @@ fn spawn_with_env(name: &str, bin: &Path, args: &[&str], env: &[(&str, &str)], l
         .stderr(file)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-    Proc { name: name.to_string(), child, log }
+    Proc {
+        name: name.to_string(),
+        child,
+        log,
+    }
 }
 
 fn num(v: &serde_json::Value) -> u64 {
-    v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_u64()).unwrap_or(0)
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .or_else(|| v.as_u64())
+        .unwrap_or(0)
 }
 
 #[test]
 fn one_trace_spans_planner_applier_and_the_providers_http_call() {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else { return };
-    let RealServer::Pdns(pdns) = &server else { unreachable!("started PowerDNS") };
+    let Some(server) = RealServer::start(Kind::Pdns) else {
+        return;
+    };
+    let RealServer::Pdns(pdns) = &server else {
+        unreachable!("started PowerDNS")
+    };
     let (proxy_port, requests) = recording_proxy(pdns.api_port);
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let receiver = Receiver::default();
     let collector = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind receiver");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind receiver");
         let addr = listener.local_addr().expect("addr");
-        let router = tonic::transport::Server::builder().add_service(TraceServiceServer::new(receiver.clone()));
-        tokio::spawn(router.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
+        let router = tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(receiver.clone()));
+        tokio::spawn(
+            router.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
         addr
     });
     let endpoint = format!("http://{collector}");
@@ -165,14 +208,22 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
     let dir = tempfile::tempdir().expect("tempdir");
     let zone = server.zone().to_string();
     let base = zone.trim_end_matches('.');
-    let account = server.account_toml("pdns").replace(&pdns.api_url(), &format!("http://127.0.0.1:{proxy_port}"));
+    // A quota on the account (generous): its token wait is a span of the trace too.
+    let account = server
+        .account_toml("pdns")
+        .replace(&pdns.api_url(), &format!("http://127.0.0.1:{proxy_port}"))
+        + "[accounts.quota]\nrate = 1000.0\nburst = 100\n";
     assert!(account.contains(&format!(":{proxy_port}\"")), "{account}");
     std::fs::write(dir.path().join("applier.toml"), account).expect("applier.toml");
     let desired = dir.path().join("desired");
     std::fs::create_dir_all(&desired).expect("dir");
     let names: Vec<String> = (1..=3).map(|i| format!("t{i}.{base}")).collect();
     let values = ["192.0.2.11", "192.0.2.12", "192.0.2.13"];
-    let eps: Vec<(&str, &str, &[&str])> = names.iter().zip(&values).map(|(n, v)| (n.as_str(), "A", std::slice::from_ref(v))).collect();
+    let eps: Vec<(&str, &str, &[&str])> = names
+        .iter()
+        .zip(&values)
+        .map(|(n, v)| (n.as_str(), "A", std::slice::from_ref(v)))
+        .collect();
     std::fs::write(desired.join("web.yaml"), endpoints("web", &eps)).expect("desired");
     let (applier_port, planner_port) = (free_port(), free_port());
     std::fs::write(
@@ -190,29 +241,69 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
     let mut applier = spawn_with_env(
         "applier",
         &binary("dnsplane-applier"),
-        &["--config", &path("applier.toml"), "--listen", &format!("127.0.0.1:{applier_port}"), "--admin-listen", "off"],
+        &[
+            "--config",
+            &path("applier.toml"),
+            "--listen",
+            &format!("127.0.0.1:{applier_port}"),
+            "--admin-listen",
+            "off",
+        ],
         &otel,
         dir.path().join("applier.log"),
     );
-    let logs = |procs: &[&Proc]| procs.iter().map(|p| format!("--- {} ---\n{}\n", p.name, p.log_text())).collect::<String>();
+    let logs = |procs: &[&Proc]| {
+        procs
+            .iter()
+            .map(|p| format!("--- {} ---\n{}\n", p.name, p.log_text()))
+            .collect::<String>()
+    };
     let up = wait_for(Duration::from_secs(30), || {
-        let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{applier_port}"), "list"]);
+        let (ok, out) = grpcurl(
+            &tools.grpcurl,
+            &[&format!("127.0.0.1:{applier_port}"), "list"],
+        );
         (ok && out.contains("dnsplane.v1.Applier")).then_some(())
     });
-    assert!(up.is_some(), "applier did not start:\n{}", logs(&[&applier]));
+    assert!(
+        up.is_some(),
+        "applier did not start:\n{}",
+        logs(&[&applier])
+    );
     let mut planner = spawn_with_env(
         "planner",
         &binary("dnsplane-planner"),
-        &["--config", &path("planner.toml"), "--listen", &format!("127.0.0.1:{planner_port}"), "--admin-listen", "off"],
+        &[
+            "--config",
+            &path("planner.toml"),
+            "--listen",
+            &format!("127.0.0.1:{planner_port}"),
+            "--admin-listen",
+            "off",
+        ],
         &otel,
         dir.path().join("planner.log"),
     );
     let converged = wait_for(Duration::from_secs(60), || {
-        let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{planner_port}"), "dnsplane.v1.Planner/GetStatus"]);
-        let st: serde_json::Value = if ok { serde_json::from_str(&out).ok()? } else { return None };
+        let (ok, out) = grpcurl(
+            &tools.grpcurl,
+            &[
+                &format!("127.0.0.1:{planner_port}"),
+                "dnsplane.v1.Planner/GetStatus",
+            ],
+        );
+        let st: serde_json::Value = if ok {
+            serde_json::from_str(&out).ok()?
+        } else {
+            return None;
+        };
         (num(&st["zones"][0]["recordsByState"]["converged"]) == 3).then_some(())
     });
-    assert!(converged.is_some(), "the sync did not converge:\n{}", logs(&[&applier, &planner]));
+    assert!(
+        converged.is_some(),
+        "the sync did not converge:\n{}",
+        logs(&[&applier, &planner])
+    );
 
     // SIGTERM: both flush their last spans before exiting.
     let planner_exit = planner.terminate();
@@ -235,47 +326,129 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
     let dump = || {
         spans
             .iter()
-            .map(|s| format!("{} {} {} {}<-{} {:?}", s.service, s.name, s.trace_id, s.span_id, s.parent, s.attrs))
+            .map(|s| {
+                format!(
+                    "{} {} {} {}<-{} {:?}",
+                    s.service, s.name, s.trace_id, s.span_id, s.parent, s.attrs
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     };
     for service in ["dnsplane-planner", "dnsplane-applier"] {
-        assert!(spans.iter().any(|s| s.service == service), "no span from {service}:\n{}", dump());
+        assert!(
+            spans.iter().any(|s| s.service == service),
+            "no span from {service}:\n{}",
+            dump()
+        );
     }
 
     // The write: provider.call (pdns, apply) → batch → Apply → ... → the planner's sync.
     let call = spans
         .iter()
-        .find(|s| s.name == "provider.call" && s.attrs.get("operation").map(String::as_str) == Some("apply"))
+        .find(|s| {
+            s.name == "provider.call"
+                && s.attrs.get("operation").map(String::as_str) == Some("apply")
+        })
         .unwrap_or_else(|| panic!("no provider.call span for the write:\n{}", dump()));
     assert_eq!(call.service, "dnsplane-applier");
     for (k, v) in [("provider", "pdns"), ("attempt", "0"), ("items", "6")] {
-        assert_eq!(call.attrs.get(k).map(String::as_str), Some(v), "provider.call {k}: {:?}", call.attrs);
+        assert_eq!(
+            call.attrs.get(k).map(String::as_str),
+            Some(v),
+            "provider.call {k}: {:?}",
+            call.attrs
+        );
     }
-    assert!(!call.attrs.contains_key("error.class"), "the write succeeded: {:?}", call.attrs);
+    assert!(
+        !call.attrs.contains_key("error.class"),
+        "the write succeeded: {:?}",
+        call.attrs
+    );
     let chain = ancestry(call);
-    let names: Vec<(&str, &str)> = chain.iter().map(|s| (s.service.as_str(), s.name.as_str())).collect();
-    assert!(chain.iter().all(|s| s.trace_id == call.trace_id), "one trace id along {names:?}");
-    let sync = chain
+    let names: Vec<(&str, &str)> = chain
         .iter()
-        .find(|s| s.name == "sync")
-        .unwrap_or_else(|| panic!("provider.call does not descend from a sync span: {names:?}\n{}", dump()));
+        .map(|s| (s.service.as_str(), s.name.as_str()))
+        .collect();
+    assert!(
+        chain.iter().all(|s| s.trace_id == call.trace_id),
+        "one trace id along {names:?}"
+    );
+    let sync = chain.iter().find(|s| s.name == "sync").unwrap_or_else(|| {
+        panic!(
+            "provider.call does not descend from a sync span: {names:?}\n{}",
+            dump()
+        )
+    });
     assert_eq!(sync.service, "dnsplane-planner", "{names:?}");
     assert_eq!(sync.attrs.get("zone"), Some(&zone), "{:?}", sync.attrs);
     assert_eq!(names[1], ("dnsplane-applier", "batch"), "{names:?}");
-    assert_eq!(names[2], ("dnsplane-applier", "dnsplane.v1.Applier/Apply"), "{names:?}");
+    assert_eq!(
+        names[2],
+        ("dnsplane-applier", "dnsplane.v1.Applier/Apply"),
+        "{names:?}"
+    );
     let batch = &chain[1];
-    for (k, v) in [("zone", zone.as_str()), ("account", "pdns"), ("provider", "pdns"), ("batch.size", "3"), ("outcome.applied", "3"), ("provider.calls", "1")] {
-        assert_eq!(batch.attrs.get(k).map(String::as_str), Some(v), "batch {k}: {:?}", batch.attrs);
+    for (k, v) in [
+        ("zone", zone.as_str()),
+        ("account", "pdns"),
+        ("provider", "pdns"),
+        ("batch.size", "3"),
+        ("outcome.applied", "3"),
+        ("provider.calls", "1"),
+    ] {
+        assert_eq!(
+            batch.attrs.get(k).map(String::as_str),
+            Some(v),
+            "batch {k}: {:?}",
+            batch.attrs
+        );
     }
-    assert_eq!(chain[2].attrs.get("rpc.method").map(String::as_str), Some("Apply"));
-    let first_planner = chain.iter().position(|s| s.service == "dnsplane-planner").expect("a planner span");
-    assert!(chain[..first_planner].iter().all(|s| s.service == "dnsplane-applier"), "{names:?}");
+    assert_eq!(
+        chain[2].attrs.get("rpc.method").map(String::as_str),
+        Some("Apply")
+    );
+    let first_planner = chain
+        .iter()
+        .position(|s| s.service == "dnsplane-planner")
+        .expect("a planner span");
+    assert!(
+        chain[..first_planner]
+            .iter()
+            .all(|s| s.service == "dnsplane-applier"),
+        "{names:?}"
+    );
+
+    // The write waited for its quota token inside that provider.call.
+    let quota = spans
+        .iter()
+        .find(|s| s.name == "quota.wait" && s.parent == call.span_id)
+        .unwrap_or_else(|| {
+            panic!(
+                "no quota.wait span under the write's provider.call:\n{}",
+                dump()
+            )
+        });
+    assert_eq!(
+        quota.attrs.get("operation").map(String::as_str),
+        Some("apply"),
+        "{:?}",
+        quota.attrs
+    );
+    assert_eq!(
+        quota.attrs.get("account").map(String::as_str),
+        Some("pdns"),
+        "{:?}",
+        quota.attrs
+    );
 
     // The planner's read of the zone joins the same sync's trace too.
     let read = spans
         .iter()
-        .filter(|s| s.name == "provider.call" && s.attrs.get("operation").map(String::as_str) == Some("list"))
+        .filter(|s| {
+            s.name == "provider.call"
+                && s.attrs.get("operation").map(String::as_str) == Some("list")
+        })
         .find(|s| ancestry(s).iter().any(|a| a.span_id == sync.span_id))
         .unwrap_or_else(|| panic!("no provider read under the sync span:\n{}", dump()));
     assert_eq!(read.attrs.get("account").map(String::as_str), Some("pdns"));
@@ -294,7 +467,13 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
         })
         .collect();
     let want = format!("00-{}-{}-01", call.trace_id, call.span_id);
-    assert!(sent.contains(&want), "no PowerDNS request carried {want}; traceparents seen: {sent:?}");
+    assert!(
+        sent.contains(&want),
+        "no PowerDNS request carried {want}; traceparents seen: {sent:?}"
+    );
     let read_tp = format!("00-{}-{}-01", read.trace_id, read.span_id);
-    assert!(sent.contains(&read_tp), "the read's request carried {read_tp}: {sent:?}");
+    assert!(
+        sent.contains(&read_tp),
+        "the read's request carried {read_tp}: {sent:?}"
+    );
 }

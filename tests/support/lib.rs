@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod quota_proxy;
+pub mod redis;
+pub mod scaling;
 pub mod servers;
 
 /// True when missing tools must fail tests instead of skipping them.

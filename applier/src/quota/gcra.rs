@@ -16,6 +16,13 @@
 //!
 //! So at most `B + t/T` calls pass in any window of length `t`.
 //!
+//! **A bucket nobody knows starts empty**, not full (`tat = now + (B−1)·T`: the first
+//! call goes at once, the next ones are paced, and the burst builds up over quiet
+//! time). A bucket is unknown at a process's first call, after an hour unused, and
+//! after Redis lost its data (a restart without persistence) or became unreachable
+//! (the fallback's local bucket): in every one of those cases the provider may just
+//! have seen a burst, so granting another one would risk a 429.
+//!
 //! **Adaptive rate.** A throttle answer (429 / `Retry-After`) halves the factor `f`
 //! (the rate in force is `rate · f`, never below `min_factor · rate`; at most once per
 //! `max(hold, Retry-After)`), and pushes the TAT so that the next call waits out the
@@ -82,13 +89,14 @@ impl Params {
 /// What a bucket says to one call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Decision {
-    /// Go after sleeping `wait_ms` (0: at once); the token is taken.
-    Granted { wait_ms: f64 },
+    /// Go after sleeping `wait_ms` (0: at once); the token is taken, and
+    /// `tokens_left` more could go at once after it.
+    Granted { wait_ms: f64, tokens_left: f64 },
     /// No token within the allowed wait; one is expected in `retry_after_ms`.
     Denied { retry_after_ms: f64 },
 }
 
-/// One quota's state. `Default` is a full bucket at factor 1.
+/// One quota's state. `Default` is a bucket nobody knows yet, at factor 1: it starts empty.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bucket {
     tat: Option<f64>,
@@ -108,6 +116,16 @@ impl Default for Bucket {
 }
 
 impl Bucket {
+    /// A bucket whose first call may go at `at` (ms), and whose burst builds up only
+    /// after that: for a hand-over from another bucket whose reservations run until
+    /// then.
+    pub fn empty_at(at: f64, p: &Params) -> Bucket {
+        Bucket {
+            tat: Some(at + (p.burst - 1.0) * p.interval_ms),
+            ..Bucket::default()
+        }
+    }
+
     /// The factor in force at `now`.
     pub fn factor(&self, now: f64, p: &Params) -> f64 {
         match self.halved_at {
@@ -119,7 +137,8 @@ impl Bucket {
     /// Takes `cost` tokens if they are available within `max_wait_ms`.
     pub fn reserve(&mut self, now: f64, cost: f64, max_wait_ms: f64, p: &Params) -> Decision {
         let interval = p.interval_ms / self.factor(now, p);
-        let new_tat = self.tat.unwrap_or(now).max(now) + cost * interval;
+        let tat = self.tat.unwrap_or(now + (p.burst - 1.0) * interval);
+        let new_tat = tat.max(now) + cost * interval;
         let wait = new_tat - p.burst * interval - now;
         if wait > max_wait_ms {
             return Decision::Denied {
@@ -129,6 +148,7 @@ impl Bucket {
         self.tat = Some(new_tat);
         Decision::Granted {
             wait_ms: wait.max(0.0),
+            tokens_left: (-wait).max(0.0) / interval,
         }
     }
 
@@ -156,7 +176,7 @@ mod tests {
 
     fn granted(d: Decision) -> f64 {
         match d {
-            Decision::Granted { wait_ms } => wait_ms,
+            Decision::Granted { wait_ms, .. } => wait_ms,
             other => panic!("expected a grant, got {other:?}"),
         }
     }
@@ -169,25 +189,31 @@ mod tests {
     }
 
     #[test]
-    fn a_full_bucket_lets_the_burst_through_then_paces_at_the_rate() {
+    fn a_new_bucket_starts_empty_and_a_rested_one_lets_the_burst_through() {
         // 10/s, burst 3: T = 100 ms.
         let p = Params::new(10.0, 3, 0.0);
         let mut b = Bucket::default();
-        for _ in 0..3 {
-            assert_eq!(granted(b.reserve(0.0, 1.0, 0.0, &p)), 0.0);
+        // Unknown: the first call goes, the second waits one interval.
+        assert_eq!(granted(b.reserve(0.0, 1.0, 0.0, &p)), 0.0);
+        assert!((denied(b.reserve(0.0, 1.0, 0.0, &p)) - 100.0).abs() < 1e-9);
+        // After a quiet period the burst is there, and not more.
+        for left in [2.0, 1.0, 0.0] {
+            let d = b.reserve(10_000.0, 1.0, 0.0, &p);
+            assert_eq!(
+                d,
+                Decision::Granted {
+                    wait_ms: 0.0,
+                    tokens_left: left
+                }
+            );
         }
         // The 4th is denied without waiting and told when a token comes: one T.
-        assert!((denied(b.reserve(0.0, 1.0, 0.0, &p)) - 100.0).abs() < 1e-9);
+        assert!((denied(b.reserve(10_000.0, 1.0, 0.0, &p)) - 100.0).abs() < 1e-9);
         // A denial takes nothing: the same answer again.
-        assert!((denied(b.reserve(0.0, 1.0, 0.0, &p)) - 100.0).abs() < 1e-9);
+        assert!((denied(b.reserve(10_000.0, 1.0, 0.0, &p)) - 100.0).abs() < 1e-9);
         // After one T, exactly one more.
-        assert_eq!(granted(b.reserve(100.0, 1.0, 0.0, &p)), 0.0);
-        assert!(denied(b.reserve(100.0, 1.0, 0.0, &p)) > 0.0);
-        // After a long quiet period the burst is back, not more.
-        for _ in 0..3 {
-            assert_eq!(granted(b.reserve(10_000.0, 1.0, 0.0, &p)), 0.0);
-        }
-        assert!(denied(b.reserve(10_000.0, 1.0, 0.0, &p)) > 0.0);
+        assert_eq!(granted(b.reserve(10_100.0, 1.0, 0.0, &p)), 0.0);
+        assert!(denied(b.reserve(10_100.0, 1.0, 0.0, &p)) > 0.0);
     }
 
     #[test]
@@ -219,7 +245,7 @@ mod tests {
                 // Twice the rate on average, in random clumps.
                 now += rng.random_range(0.0..p.interval_ms);
                 let wait = rng.random_range(0.0..2.0 * p.interval_ms);
-                if let Decision::Granted { wait_ms } = b.reserve(now, 1.0, wait, &p) {
+                if let Decision::Granted { wait_ms, .. } = b.reserve(now, 1.0, wait, &p) {
                     passed.push(now + wait_ms);
                 }
             }

@@ -10,19 +10,25 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 use tokio::sync::Mutex;
 
-/// Takes tokens. KEYS[1]: the bucket. ARGV: interval at full rate (ms), burst, cost,
-/// longest wait allowed (ms), recovery per ms. Returns {allowed (1/0), wait in ms (to
-/// sleep before the call when allowed; to come back after when not), factor in ppm}.
+/// Takes tokens (a bucket Redis does not have starts empty, see [`super::gcra`]).
+/// KEYS[1]: the bucket. ARGV: interval at full rate (ms), burst, cost,
+/// longest wait allowed (ms), recovery per ms, hold (ms: the caller's own local
+/// reservations still run that long after a fallback; the bucket is treated as empty
+/// until then; 0 otherwise). Returns {allowed (1/0), wait in ms (to
+/// sleep before the call when allowed, negative when more tokens are left; to come
+/// back after when not), factor in ppm}.
 /// Mirrors `Bucket::factor` and `Bucket::reserve`.
 pub const ACQUIRE_LUA: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local h = redis.call('HMGET', KEYS[1], 'tat', 'factor', 'halved_at')
-local tat = tonumber(h[1]) or now
 local halved = tonumber(h[3])
 local factor = 1
 if halved then factor = math.min(1, (tonumber(h[2]) or 1) + math.max(0, now - halved) * tonumber(ARGV[5])) end
 local interval = tonumber(ARGV[1]) / factor
+local tat = tonumber(h[1]) or (now + (tonumber(ARGV[2]) - 1) * interval)
+local hold = tonumber(ARGV[6]) or 0
+if hold > 0 then tat = math.max(tat, now + hold + (tonumber(ARGV[2]) - 1) * interval) end
 local new_tat = math.max(tat, now) + tonumber(ARGV[3]) * interval
 local wait = new_tat - tonumber(ARGV[2]) * interval - now
 if wait > tonumber(ARGV[4]) then
@@ -30,7 +36,7 @@ if wait > tonumber(ARGV[4]) then
 end
 redis.call('HSET', KEYS[1], 'tat', string.format('%.3f', new_tat))
 redis.call('PEXPIRE', KEYS[1], math.ceil(new_tat - now) + 3600000)
-return {1, math.max(0, math.ceil(wait)), math.floor(factor * 1000000)}
+return {1, math.ceil(wait), math.floor(factor * 1000000)}
 ";
 
 /// A throttle answer from the provider. KEYS[1]: the bucket. ARGV: interval at full
@@ -64,6 +70,8 @@ pub struct Reply {
     pub wait: Duration,
     /// The adaptive factor in force (1: full rate).
     pub factor: f64,
+    /// Allowed: tokens that could still go at once after this one.
+    pub tokens_left: f64,
 }
 
 /// One bucket in one Redis. Connects lazily (on the first call, which needs a
@@ -150,12 +158,14 @@ impl SharedBucket {
         }
     }
 
-    /// Takes `cost` tokens if Redis can grant them within `max_wait`.
+    /// Takes `cost` tokens if Redis can grant them within `max_wait`; `hold`: the
+    /// bucket counts as empty until then (0: no hold).
     pub async fn acquire(
         &self,
         p: &Params,
         cost: f64,
         max_wait: Duration,
+        hold: Duration,
     ) -> Result<Reply, SharedError> {
         let mut conn = self.conn().await?;
         let mut inv = self.acquire.key(&self.key);
@@ -163,13 +173,16 @@ impl SharedBucket {
             .arg(p.burst)
             .arg(cost)
             .arg(max_wait.as_secs_f64() * 1000.0)
-            .arg(finite(p.recover_per_ms));
+            .arg(finite(p.recover_per_ms))
+            .arg(hold.as_secs_f64() * 1000.0);
         let (allowed, wait_ms, ppm): (i64, i64, i64) =
             self.bounded(inv.invoke_async(&mut conn)).await?;
+        let factor = ppm as f64 / 1e6;
         Ok(Reply {
             allowed: allowed == 1,
             wait: Duration::from_millis(wait_ms.max(0) as u64),
-            factor: ppm as f64 / 1e6,
+            factor,
+            tokens_left: (-wait_ms).max(0) as f64 * factor / p.interval_ms,
         })
     }
 

@@ -72,14 +72,13 @@ fn stored(store: &MemoryStore) -> usize {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_burst_goes_at_once_then_calls_are_paced_and_a_late_one_is_denied() {
+async fn calls_are_paced_the_burst_builds_up_when_quiet_and_a_late_call_is_denied() {
     let q = Arc::new(Quota::new("acct", settings(10.0, 2)).unwrap());
     let t0 = Instant::now();
-    assert_eq!(q.acquire(Duration::from_secs(10)).await, Ok(Duration::ZERO));
+    // A new bucket starts empty: one call at once, then one per 100 ms.
     assert_eq!(q.acquire(Duration::from_secs(10)).await, Ok(Duration::ZERO));
     for i in 1..=3u32 {
         q.acquire(Duration::from_secs(10)).await.unwrap();
-        // One token per 100 ms of (virtual) time after the burst.
         assert_eq!(t0.elapsed(), Duration::from_millis(100) * i);
     }
     // The next token is 100 ms away: a caller that may wait 50 ms is denied and told
@@ -88,9 +87,17 @@ async fn the_burst_goes_at_once_then_calls_are_paced_and_a_late_one_is_denied() 
     assert_eq!(retry, Duration::from_millis(100));
     assert_eq!(t0.elapsed(), Duration::from_millis(300));
     assert_eq!(q.acquire(Duration::from_millis(100)).await, Ok(retry));
+    // After a quiet second the burst (2) goes at once, then pacing again.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let t1 = Instant::now();
+    for _ in 0..2 {
+        assert_eq!(q.acquire(Duration::ZERO).await, Ok(Duration::ZERO));
+    }
+    assert!(q.acquire(Duration::ZERO).await.is_err());
+    assert_eq!(t1.elapsed(), Duration::ZERO);
     let st = q.status();
     assert_eq!(st.mode, Mode::Local);
-    assert_eq!((st.granted, st.waited, st.denied), (6, 4, 1));
+    assert_eq!((st.granted, st.waited, st.denied), (7, 4, 2));
     assert_eq!(st.wait_total, Duration::from_millis(400));
     assert_eq!(st.current_rate, 10.0);
     assert!(st.reason("acct").is_none());
@@ -238,7 +245,7 @@ async fn an_unreachable_redis_means_the_local_share() {
     s.replicas = 3;
     let q = Arc::new(Quota::new("acct", s).unwrap());
     assert_eq!(q.mode(), Mode::Shared);
-    // The share's burst (6 / 3) goes at once.
+    // The local bucket starts empty: one at once, the next after 100 ms (10/s).
     q.acquire(Duration::from_secs(5)).await.unwrap();
     q.acquire(Duration::from_secs(5)).await.unwrap();
     let st = q.status();
@@ -257,7 +264,7 @@ async fn an_unreachable_redis_means_the_local_share() {
         (wire.mode.as_str(), wire.replicas, wire.ops.as_str()),
         ("fallback", 3, "writes")
     );
-    // A third call right away is past the share's burst: denied without a wait.
+    // A third call right away: denied without a wait.
     assert!(q.acquire(Duration::ZERO).await.is_err());
 }
 
