@@ -677,8 +677,7 @@ async fn probe(quota: Weak<Quota>, interval: Duration) {
 
 /// Is this answer the provider saying "too many requests"?
 pub fn is_throttle(e: &ProviderError) -> bool {
-    e.class == ErrorClass::Transient
-        && (e.retry_after.is_some() || e.message.contains(" 429"))
+    e.class == ErrorClass::Transient && (e.retry_after.is_some() || e.message.contains(" 429"))
 }
 
 tokio::task_local! {

@@ -9,9 +9,9 @@
 //! request, as a cloud provider would, and enforces a write quota; one private Redis
 //! holding the appliers' shared quota, set to the provider's. For each quota
 //! (`--generous`, 1000 writes/s; `--tight`, 10 writes/s) and each pool size (1, 2, 3
-//! appliers), it creates fresh zones (`--zones`, 24), starts the appliers and a
-//! planner (`appliers = [...]`), pushes `--records` (100) A records per zone (the
-//! tight quota: `--tight-records`, 20) and times the push until the planner reports
+//! appliers), it creates fresh zones (`--zones`, 48), starts the appliers and a
+//! planner (`appliers = [...]`), pushes `--records` (50) A records per zone (the
+//! tight quota: `--tight-records`, 5) and times the push until the planner reports
 //! every record converged. A batch (`--batch`, 10 changes) is one PATCH.
 //!
 //! Each applier runs `max_concurrent_batches = --concurrency` (2), and every batch
@@ -38,6 +38,11 @@ struct Row {
     rejected: u64,
     time: Duration,
     patch_rate: f64,
+    /// Zones per applier, as the planner routed them.
+    split: String,
+    /// Provider answers the appliers retried (PowerDNS's sqlite "database is
+    /// locked", 429s), all appliers together.
+    retried: u64,
 }
 
 struct Args {
@@ -61,7 +66,10 @@ fn main() {
     let pdns = PowerDns::start().unwrap_or_else(|| usage("PowerDNS is not installed"));
     let mut redis = Redis::start().unwrap_or_else(|| usage("redis-server is not installed"));
     let mut rows = Vec::new();
-    for (quota, per_zone) in [(args.generous, args.records), (args.tight, args.tight_records)] {
+    for (quota, per_zone) in [
+        (args.generous, args.records),
+        (args.tight, args.tight_records),
+    ] {
         for &n in &args.appliers {
             // A fresh Redis (an empty bucket) and fresh zones for every run.
             redis.restart();
@@ -92,7 +100,6 @@ fn main() {
                     max_concurrent_batches: args.concurrency,
                     bin_dir: bin_dir.clone(),
                     log_filter: "warn".into(),
-                    ..ClusterOptions::default()
                 },
             );
             // The planner's first read of every zone, before the clock starts.
@@ -102,6 +109,13 @@ fn main() {
                     .then_some(())
             });
             assert!(ready.is_some(), "initial sync not done; {}", cluster.logs());
+            let mut split: Vec<u32> = cluster
+                .planner_status()
+                .appliers
+                .iter()
+                .map(|a| a.zones)
+                .collect();
+            split.sort_unstable_by(|a, b| b.cmp(a));
             let records = cluster.records("r", per_zone);
             let total = records.len();
             let before = proxy.counts();
@@ -122,6 +136,13 @@ fn main() {
             let time = t0.elapsed();
             let counts = proxy.counts();
             let writes = counts.writes_since(t0);
+            let retried = (0..n)
+                .filter_map(|i| cluster.applier_status(i))
+                .flat_map(|st| st.accounts)
+                .flat_map(|a| a.calls_by_class)
+                .filter(|(class, _)| class != "success")
+                .map(|(_, v)| v)
+                .sum();
             let row = Row {
                 quota,
                 appliers: n,
@@ -130,6 +151,12 @@ fn main() {
                 rejected: counts.rejected - before.rejected,
                 time,
                 patch_rate: rate(&writes),
+                split: split
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                retried,
             };
             eprintln!("{row:?}");
             rows.push(row);
@@ -140,16 +167,18 @@ fn main() {
         args.zones, args.latency_ms, args.batch, args.concurrency
     );
     println!(
-        "| provider write quota | appliers | records | PATCH | 429 | time | records/s | PATCH/s |"
+        "| provider write quota | appliers | zones per applier | records | PATCH | retried | 429 | time | records/s | PATCH/s |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         println!(
-            "| {}/s | {} | {} | {} | {} | {:.2} s | {:.0} | {:.1} |",
+            "| {}/s | {} | {} | {} | {} | {} | {} | {:.2} s | {:.0} | {:.1} |",
             r.quota,
             r.appliers,
+            r.split,
             r.records,
             r.patches,
+            r.retried,
             r.rejected,
             r.time.as_secs_f64(),
             r.records as f64 / r.time.as_secs_f64(),
@@ -160,9 +189,9 @@ fn main() {
 
 fn parse_args() -> Args {
     let mut a = Args {
-        zones: 24,
-        records: 100,
-        tight_records: 20,
+        zones: 48,
+        records: 50,
+        tight_records: 5,
         batch: 10,
         latency_ms: 20,
         generous: 1000.0,
@@ -176,7 +205,10 @@ fn parse_args() -> Args {
             it.next()
                 .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
         };
-        let num = |v: String| -> f64 { v.parse().unwrap_or_else(|_| usage(&format!("not a number: {v}"))) };
+        let num = |v: String| -> f64 {
+            v.parse()
+                .unwrap_or_else(|_| usage(&format!("not a number: {v}")))
+        };
         match flag.as_str() {
             "--zones" => a.zones = num(value()) as usize,
             "--records" => a.records = num(value()) as usize,
@@ -187,7 +219,10 @@ fn parse_args() -> Args {
             "--tight" => a.tight = num(value()),
             "--concurrency" => a.concurrency = num(value()) as usize,
             "--appliers" => {
-                a.appliers = value().split(',').map(|s| num(s.trim().to_string()) as usize).collect()
+                a.appliers = value()
+                    .split(',')
+                    .map(|s| num(s.trim().to_string()) as usize)
+                    .collect()
             }
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other:?}")),
@@ -201,7 +236,7 @@ fn usage(problem: &str) -> ! {
         eprintln!("dnsplane-bench-scaling: {problem}");
     }
     eprintln!(
-        "usage: dnsplane-bench-scaling [--zones 24] [--records 100] [--tight-records 20] [--batch 10] \
+        "usage: dnsplane-bench-scaling [--zones 48] [--records 50] [--tight-records 5] [--batch 10] \
          [--latency-ms 20] [--generous 1000] [--tight 10] [--appliers 1,2,3] [--concurrency 2]"
     );
     std::process::exit(2)

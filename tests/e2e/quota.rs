@@ -60,7 +60,11 @@ fn two_replicas_sharing_a_redis_bucket_never_exceed_rate_plus_burst() {
     let rt = runtime();
     let grants: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let quotas: Vec<Arc<Quota>> = (0..2)
-        .map(|_| Arc::new(Quota::new("acct", shared_settings(&redis.url(), rate_q, burst)).expect("quota")))
+        .map(|_| {
+            Arc::new(
+                Quota::new("acct", shared_settings(&redis.url(), rate_q, burst)).expect("quota"),
+            )
+        })
         .collect();
     let stop = Instant::now() + Duration::from_secs(3);
     rt.block_on(async {
@@ -85,13 +89,27 @@ fn two_replicas_sharing_a_redis_bucket_never_exceed_rate_plus_burst() {
     g.sort();
     let busiest = max_in_window(&g, Duration::from_secs(1));
     let limit = f64::from(burst) + rate_q + 1.0;
-    eprintln!("{} grants, busiest second {busiest}, rate {:.1}/s", g.len(), rate(&g));
-    assert!(busiest as f64 <= limit, "{busiest} tokens in one second > {limit}");
-    assert!(rate(&g) >= 0.9 * rate_q, "only {:.1}/s of {rate_q}", rate(&g));
+    eprintln!(
+        "{} grants, busiest second {busiest}, rate {:.1}/s",
+        g.len(),
+        rate(&g)
+    );
+    assert!(
+        busiest as f64 <= limit,
+        "{busiest} tokens in one second > {limit}"
+    );
+    assert!(
+        rate(&g) >= 0.9 * rate_q,
+        "only {:.1}/s of {rate_q}",
+        rate(&g)
+    );
     for q in &quotas {
         let st = q.status();
         assert_eq!(st.mode, Mode::Shared, "{st:?}");
-        assert!(st.granted > 0 && st.waited > 0, "both replicas took and waited: {st:?}");
+        assert!(
+            st.granted > 0 && st.waited > 0,
+            "both replicas took and waited: {st:?}"
+        );
     }
 }
 
@@ -107,35 +125,50 @@ fn a_throttle_seen_by_one_replica_slows_the_other() {
         b.acquire(Duration::ZERO).await.expect("a full bucket");
         a.throttle(Some(Duration::from_secs(2))).await;
         // b has not seen the 429, but the bucket has: nothing for about 2 s.
-        let retry = b.acquire(Duration::from_millis(100)).await.expect_err("held back");
+        let retry = b
+            .acquire(Duration::from_millis(100))
+            .await
+            .expect_err("held back");
         assert!(retry >= Duration::from_millis(1500), "{retry:?}");
     });
     assert_eq!(a.status().throttled, 1);
     let st = b.status();
     assert_eq!((st.mode, st.denied, st.throttled), (Mode::Shared, 1, 0));
-    assert!((st.current_rate - 5.0).abs() < 0.01, "halved for everyone: {st:?}");
+    assert!(
+        (st.current_rate - 5.0).abs() < 0.01,
+        "halved for everyone: {st:?}"
+    );
 }
 
 /// Redis stops: the replica keeps granting under its local share and says so; Redis
 /// comes back: the probe returns it to the shared bucket.
 #[test]
 fn a_replica_falls_back_while_redis_is_down_and_returns_when_it_is_back() {
-    let Some(mut redis) = Redis::start() else { return };
+    let Some(mut redis) = Redis::start() else {
+        return;
+    };
     let rt = runtime();
     let q = Arc::new(Quota::new("acct", shared_settings(&redis.url(), 10.0, 4)).expect("quota"));
     rt.block_on(q.acquire(Duration::ZERO)).expect("token");
     assert_eq!(q.mode(), Mode::Shared);
     redis.stop();
-    rt.block_on(q.acquire(Duration::from_secs(1))).expect("a local token");
+    rt.block_on(q.acquire(Duration::from_secs(1)))
+        .expect("a local token");
     let st = q.status();
     assert_eq!(st.mode, Mode::Fallback);
     assert_eq!(st.fallbacks, 1);
-    assert!((st.current_rate - 5.0).abs() < 1e-9, "rate / 2 replicas: {st:?}");
+    assert!(
+        (st.current_rate - 5.0).abs() < 1e-9,
+        "rate / 2 replicas: {st:?}"
+    );
     assert!(st.reason("acct").is_some_and(|r| r.contains("unreachable")));
     redis.restart();
-    let back = wait_for(Duration::from_secs(20), || (q.mode() == Mode::Shared).then_some(()));
+    let back = wait_for(Duration::from_secs(20), || {
+        (q.mode() == Mode::Shared).then_some(())
+    });
     assert!(back.is_some(), "still {:?}", q.status());
-    rt.block_on(q.acquire(Duration::from_secs(1))).expect("a shared token");
+    rt.block_on(q.acquire(Duration::from_secs(1)))
+        .expect("a shared token");
     let st = q.status();
     assert_eq!((st.mode, st.fallbacks), (Mode::Shared, 1));
     assert!(st.reason("acct").is_none());
@@ -188,10 +221,16 @@ fn stack(redis: Option<&Redis>) -> Option<Stack> {
 
 #[test]
 fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage() {
-    let Some(grpcurl_bin) = tool("DNSPLANE_GRPCURL", "grpcurl") else { return };
-    let Some(mut redis) = Redis::start() else { return };
+    let Some(grpcurl_bin) = tool("DNSPLANE_GRPCURL", "grpcurl") else {
+        return;
+    };
+    let Some(mut redis) = Redis::start() else {
+        return;
+    };
     // Bound whole: dropping the stack stops PowerDNS.
-    let Some(env) = stack(Some(&redis)) else { return };
+    let Some(env) = stack(Some(&redis)) else {
+        return;
+    };
     let (cluster, proxy) = (&env.cluster, &env.proxy);
 
     // Phase 1: 30 zones × 12 records in batches of 2: 180 PATCH at least.
@@ -210,14 +249,25 @@ fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage
         counts.rejected,
         max_in_window(&writes, Duration::from_secs(1))
     );
-    assert!(writes.len() >= ZONES * per_zone / BATCH, "{} PATCH", writes.len());
-    assert_eq!(counts.rejected, 0, "the provider answered 429 although the quota was shared");
+    assert!(
+        writes.len() >= ZONES * per_zone / BATCH,
+        "{} PATCH",
+        writes.len()
+    );
+    assert_eq!(
+        counts.rejected, 0,
+        "the provider answered 429 although the quota was shared"
+    );
     assert!(achieved >= 0.9 * Q, "write rate {achieved:.2}/s < 0.9·{Q}");
     let mut writers = 0;
     for i in 0..3 {
         let q = cluster.quota(i).expect("every applier reports its quota");
         assert_eq!(q.mode, "shared", "applier{i}: {q:?}");
-        assert_eq!((q.rate, q.replicas, q.throttled), (Q, 3, 0), "applier{i}: {q:?}");
+        assert_eq!(
+            (q.rate, q.replicas, q.throttled),
+            (Q, 3, 0),
+            "applier{i}: {q:?}"
+        );
         if q.granted > 0 {
             writers += 1;
         }
@@ -229,8 +279,14 @@ fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage
     let before = proxy.counts().writes.len();
     let pushed = SystemTime::now();
     cluster.push("phase2", cluster.records("b", per_zone2));
-    let started = wait_for(PHASE_TIMEOUT, || (proxy.counts().writes.len() >= before + 30).then_some(()));
-    assert!(started.is_some(), "phase 2 never started writing; {}", cluster.logs());
+    let started = wait_for(PHASE_TIMEOUT, || {
+        (proxy.counts().writes.len() >= before + 30).then_some(())
+    });
+    assert!(
+        started.is_some(),
+        "phase 2 never started writing; {}",
+        cluster.logs()
+    );
     redis.stop();
     let fell_back = wait_for(Duration::from_secs(30), || {
         (0..3).find(|&i| cluster.quota(i).is_some_and(|q| q.mode == "fallback"))
@@ -238,8 +294,14 @@ fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage
     .unwrap_or_else(|| panic!("no applier reported the fallback; {}", cluster.logs()));
     // It keeps applying under its local share...
     let at = proxy.counts().writes.len();
-    let kept_on = wait_for(Duration::from_secs(30), || (proxy.counts().writes.len() >= at + 20).then_some(()));
-    assert!(kept_on.is_some(), "writes stopped with Redis down; {}", cluster.logs());
+    let kept_on = wait_for(Duration::from_secs(30), || {
+        (proxy.counts().writes.len() >= at + 20).then_some(())
+    });
+    assert!(
+        kept_on.is_some(),
+        "writes stopped with Redis down; {}",
+        cluster.logs()
+    );
     // ...and says so, as a user sees it (the real grpcurl).
     let addr = format!("127.0.0.1:{}", cluster.applier_ports[fell_back]);
     let (ok, out) = grpcurl(&grpcurl_bin, &[&addr, "dnsplane.v1.Applier/GetStatus"]);
@@ -248,9 +310,17 @@ fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage
     let quota = &st["accounts"][0]["quota"];
     assert_eq!(quota["mode"], "fallback", "{st}");
     let share = quota["currentRate"].as_f64().unwrap_or(0.0);
-    assert!((share - Q / 3.0).abs() < 0.01, "local share {share} ≠ Q/3: {st}");
+    assert!(
+        (share - Q / 3.0).abs() < 0.01,
+        "local share {share} ≠ Q/3: {st}"
+    );
     assert_eq!(st["level"], "degraded", "{st}");
-    assert!(st["reason"].as_str().is_some_and(|r| r.contains("unreachable")), "{st}");
+    assert!(
+        st["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("unreachable")),
+        "{st}"
+    );
     assert!(!redis.running() && !redis.ping(), "Redis is down meanwhile");
 
     // Redis is back: every applier returns to the shared quota.
@@ -260,7 +330,11 @@ fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage
             .all(|i| cluster.quota(i).is_some_and(|q| q.mode == "shared"))
             .then_some(())
     });
-    assert!(shared_again.is_some(), "not back to shared; {}", cluster.logs());
+    assert!(
+        shared_again.is_some(),
+        "not back to shared; {}",
+        cluster.logs()
+    );
     cluster.wait_converged(n1 + (ZONES * per_zone2) as u64, pushed, PHASE_TIMEOUT);
     let q = cluster.quota(fell_back).expect("status");
     assert!(q.fallbacks >= 1 && !q.last_redis_error.is_empty(), "{q:?}");
@@ -274,7 +348,10 @@ fn three_appliers_share_the_providers_quota_through_redis_and_survive_its_outage
     );
     // The local shares add up to the quota, and each hand-over (shared → local,
     // local → shared) waits for the reservations of the other side: still no 429.
-    assert_eq!(total.rejected, 0, "the provider answered 429 around the Redis outage");
+    assert_eq!(
+        total.rejected, 0,
+        "the provider answered 429 around the Redis outage"
+    );
 }
 
 #[test]

@@ -55,7 +55,11 @@ pub struct ProxyCounts {
 impl ProxyCounts {
     /// Writes let through since `since`.
     pub fn writes_since(&self, since: Instant) -> Vec<Instant> {
-        self.writes.iter().copied().filter(|t| *t >= since).collect()
+        self.writes
+            .iter()
+            .copied()
+            .filter(|t| *t >= since)
+            .collect()
     }
 }
 
@@ -101,7 +105,11 @@ impl Shared {
     /// Takes a write token; `false`: over the quota.
     fn admit_write(&self) -> bool {
         if self.opts.write_rate <= 0.0 {
-            self.counts.lock().expect("counts").writes.push(Instant::now());
+            self.counts
+                .lock()
+                .expect("counts")
+                .writes
+                .push(Instant::now());
             return true;
         }
         let mut b = self.bucket.lock().expect("bucket");
@@ -190,7 +198,10 @@ async fn forward(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if req.method() == Method::PATCH && !shared.admit_write() {
         return Response::builder()
             .status(StatusCode::TOO_MANY_REQUESTS)
-            .header(header::RETRY_AFTER, shared.opts.retry_after_secs.to_string())
+            .header(
+                header::RETRY_AFTER,
+                shared.opts.retry_after_secs.to_string(),
+            )
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(r#"{"error": "Rate limit exceeded"}"#))
             .expect("429 response");

@@ -29,7 +29,10 @@ impl Redis {
     pub fn start() -> Option<Redis> {
         let Some(bin) = find_binary("redis-server") else {
             let why = "Redis test server unavailable: redis-server not found on PATH or in /usr/sbin (Debian package redis-server); run tests/run-all.sh, which installs it";
-            assert!(!crate::require_servers(), "{why} (DNSPLANE_REQUIRE_SERVERS=1)");
+            assert!(
+                !crate::require_servers(),
+                "{why} (DNSPLANE_REQUIRE_SERVERS=1)"
+            );
             eprintln!("skipping: {why}");
             return None;
         };
@@ -85,9 +88,7 @@ impl Redis {
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
         let mut buf = [0u8; 7];
-        s.write_all(b"PING\r\n").is_ok()
-            && s.read_exact(&mut buf).is_ok()
-            && &buf == b"+PONG\r\n"
+        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
     }
 
     /// Kills the server (SIGKILL, as a crash or a network cut would look); the port

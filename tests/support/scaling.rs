@@ -111,7 +111,10 @@ impl Cluster {
             opts.max_concurrent_batches,
             zone_list.join(", "),
             pdns.api_key_file.display(),
-            opts.quota.as_ref().map(QuotaToml::render).unwrap_or_default()
+            opts.quota
+                .as_ref()
+                .map(QuotaToml::render)
+                .unwrap_or_default()
         );
         std::fs::write(dir.path().join("applier.toml"), applier_toml).expect("applier.toml");
         let applier_ports: Vec<u16> = (0..opts.appliers).map(|_| free_port()).collect();
@@ -142,7 +145,15 @@ impl Cluster {
         let appliers: Vec<Option<Proc>> = applier_ports
             .iter()
             .enumerate()
-            .map(|(i, port)| Some(spawn(&opts, dir.path(), &format!("applier{i}"), *port, "applier")))
+            .map(|(i, port)| {
+                Some(spawn(
+                    &opts,
+                    dir.path(),
+                    &format!("applier{i}"),
+                    *port,
+                    "applier",
+                ))
+            })
             .collect();
         let mut c = Cluster {
             zones: zones.to_vec(),
@@ -158,11 +169,16 @@ impl Cluster {
         for i in 0..c.applier_ports.len() {
             c.wait_applier(i);
         }
-        c.planner = Some(spawn(&c.opts, c.dir.path(), "planner", planner_port, "planner"));
+        c.planner = Some(spawn(
+            &c.opts,
+            c.dir.path(),
+            "planner",
+            planner_port,
+            "planner",
+        ));
         let planner_up = wait_for(Duration::from_secs(30), || {
             let mut client = c.planner()?;
-            c.rt
-                .block_on(client.get_status(pb::GetStatusRequest {}))
+            c.rt.block_on(client.get_status(pb::GetStatusRequest {}))
                 .ok()
                 .map(drop)
         });
@@ -187,7 +203,10 @@ impl Cluster {
         self.rt
             .block_on(PlannerClient::connect(addr))
             .ok()
-            .map(|c| c.max_decoding_message_size(64 << 20).max_encoding_message_size(64 << 20))
+            .map(|c| {
+                c.max_decoding_message_size(64 << 20)
+                    .max_encoding_message_size(64 << 20)
+            })
     }
 
     /// Replaces the records of push source `source` (gRPC `PutDesired`).
@@ -332,7 +351,12 @@ fn spawn(opts: &ClusterOptions, dir: &std::path::Path, name: &str, port: u16, bi
     let child = std::process::Command::new(&path)
         .arg("--config")
         .arg(dir.join(format!("{bin}.toml")))
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--admin-listen", "off"])
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--admin-listen",
+            "off",
+        ])
         .env("DNSPLANE_LOG", &opts.log_filter)
         .stdin(std::process::Stdio::null())
         .stdout(file.try_clone().expect("log file"))

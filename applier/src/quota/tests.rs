@@ -156,7 +156,10 @@ async fn a_batch_that_gets_no_token_before_its_deadline_comes_back_deferred_unto
     assert_eq!(second.provider_calls, 0);
     assert_eq!(stored(&store), 1);
     // Nothing reached the provider's counters (the quota is the outermost layer).
-    assert_eq!(acct.stats.snapshot().calls_by_class.values().sum::<u64>(), 1);
+    assert_eq!(
+        acct.stats.snapshot().calls_by_class.values().sum::<u64>(),
+        1
+    );
     // With time to wait, the same batch waits for its token and goes through.
     let t0 = Instant::now();
     let third = run(vec![create("b"), create("c")], Duration::from_secs(5)).await;
@@ -311,7 +314,11 @@ fn the_quota_table_parses_validates_and_falls_back_to_driver_defaults() {
     assert_eq!((cf.rate, cf.burst), (4.0, 20));
     assert!(cf.redis.is_some());
     for (from, to, want) in [
-        ("rate = 10.0", "rate = 0.0", "accounts[0].quota.rate must be"),
+        (
+            "rate = 10.0",
+            "rate = 0.0",
+            "accounts[0].quota.rate must be",
+        ),
         ("rate = 10.0", "", "accounts[0].quota.rate is required"),
         ("burst = 20", "burst = 0", "accounts[0].quota.burst"),
         ("replicas = 3", "replicas = 0", "accounts[0].quota.replicas"),
