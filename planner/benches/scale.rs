@@ -93,7 +93,10 @@ fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
     let state = dir.join("state");
     let zones: Vec<Name> = (0..ZONES).map(zone_name).collect();
     let seeded = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .env("DNSPLANE_BENCH_SEED", format!("{}|{per_zone}", state.display()))
+        .env(
+            "DNSPLANE_BENCH_SEED",
+            format!("{}|{per_zone}", state.display()),
+        )
         .status()
         .expect("seed");
     assert!(seeded.success(), "seeding failed");
@@ -293,7 +296,10 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
 fn main() {
     if let Ok(spec) = std::env::var("DNSPLANE_BENCH_SEED") {
         let (dir, per_zone) = spec.rsplit_once('|').expect("dir|per_zone");
-        seed(std::path::Path::new(dir), per_zone.parse().expect("per_zone"));
+        seed(
+            std::path::Path::new(dir),
+            per_zone.parse().expect("per_zone"),
+        );
         return;
     }
     let sizes: Vec<usize> = std::env::args()

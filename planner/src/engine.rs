@@ -802,6 +802,12 @@ impl Engine {
         })
     }
 
+    /// Names whose desired state changed and that have not been planned yet (status
+    /// shows their records as pending).
+    pub fn unplanned(&self, zone: &ZoneRuntime) -> BTreeSet<Name> {
+        lock(&zone.dirty).clone()
+    }
+
     /// Names whose desired records changed since they were last planned (what the
     /// zone loop would re-plan next); taking them clears the set.
     pub fn take_dirty(&self, zone: &ZoneRuntime) -> BTreeSet<Name> {

@@ -226,7 +226,7 @@ impl PlannerMetrics {
                 .states
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .counts(zone_desired, zone_read);
+                .counts(zone_desired, zone_read, &engine.unplanned(zone));
             for kind in STATES {
                 let state = state_name(kind);
                 self.records
@@ -322,6 +322,27 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "healthy": a.healthy,
             "lastError": a.last_error,
             "zones": a.zones,
+            "accounts": a.accounts.iter().map(|acc| {
+                let mut v = json!({"name": acc.name, "circuit": acc.circuit});
+                if let Some(q) = &acc.quota {
+                    v["quota"] = json!({
+                        "mode": q.mode,
+                        "rate": q.rate,
+                        "currentRate": q.current_rate,
+                        "burst": q.burst,
+                        "replicas": q.replicas,
+                        "ops": q.ops,
+                        "redis": q.redis,
+                        // proto3 JSON writes 64-bit integers as strings.
+                        "granted": q.granted.to_string(),
+                        "waited": q.waited.to_string(),
+                        "denied": q.denied.to_string(),
+                        "throttled": q.throttled.to_string(),
+                        "fallbacks": q.fallbacks.to_string(),
+                    });
+                }
+                v
+            }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "sourceErrors": s.source_errors.iter().map(|e| json!({
             "source": e.source,

@@ -135,6 +135,34 @@ impl pb::planner_server::Planner for PlannerService {
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::PlannerStatus>, Status> {
+        let members = self.engine.pool.members();
+        // Each applier's accounts (quota use, circuit), asked for in parallel and
+        // bounded, so a stuck applier cannot stall the status call.
+        let accounts = futures::future::join_all(members.iter().map(|m| async move {
+            if !m.healthy() {
+                return Vec::new();
+            }
+            let mut client = m.client();
+            let answer = tokio::time::timeout(
+                std::time::Duration::from_secs(1),
+                client.get_status(pb::GetApplierStatusRequest {}),
+            )
+            .await;
+            match answer {
+                Ok(Ok(st)) => st
+                    .into_inner()
+                    .accounts
+                    .into_iter()
+                    .map(|a| pb::ApplierAccount {
+                        name: a.name,
+                        circuit: a.circuit,
+                        quota: a.quota,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            }
+        }))
+        .await;
         let desired = self.engine.desired();
         let empty = BTreeMap::new();
         let mut zones = Vec::new();
@@ -157,7 +185,11 @@ impl pb::planner_server::Planner for PlannerService {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .is_some();
                 (
-                    states.counts(desired.zone(&zone.cfg.name).unwrap_or(&empty), zone_read),
+                    states.counts(
+                        desired.zone(&zone.cfg.name).unwrap_or(&empty),
+                        zone_read,
+                        &self.engine.unplanned(zone),
+                    ),
                     states.next_retry(),
                 )
             };
@@ -199,14 +231,15 @@ impl pb::planner_server::Planner for PlannerService {
                 source_errors.len()
             ));
         }
-        let members = self.engine.pool.members();
         let appliers: Vec<pb::ApplierMember> = members
             .iter()
-            .map(|m| pb::ApplierMember {
+            .zip(accounts)
+            .map(|(m, accounts)| pb::ApplierMember {
                 address: m.addr.clone(),
                 healthy: m.healthy(),
                 last_error: m.last_error(),
                 zones: zones.iter().filter(|z| z.applier == m.addr).count() as u32,
+                accounts,
             })
             .collect();
         if !members.is_empty() && !members.iter().any(|m| m.healthy()) {
@@ -291,6 +324,7 @@ impl pb::planner_server::Planner for PlannerService {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .is_some();
+            let unplanned = self.engine.unplanned(&zone);
             let states = zone
                 .states
                 .lock()
@@ -326,7 +360,12 @@ impl pb::planner_server::Planner for PlannerService {
                     Some(s) if keep(s.kind) => s.to_pb(key),
                     Some(_) => continue,
                     None => {
-                        let item = states.converged_pb(key, &zone_desired[key].rrset, zone_read);
+                        let item = states.converged_pb(
+                            key,
+                            &zone_desired[key].rrset,
+                            zone_read,
+                            unplanned.contains(&key.name),
+                        );
                         if !keep(RecordStateKind::try_from(item.state).unwrap_or_default()) {
                             continue;
                         }

@@ -130,13 +130,24 @@ impl StateTable {
 
     /// The state of a record without an entry, built on demand: converged, or pending
     /// while the zone has never been read.
-    pub fn converged_pb(&self, key: &RecordKey, rrset: &RRSet, zone_read: bool) -> pb::RecordState {
-        if !zone_read {
+    pub fn converged_pb(
+        &self,
+        key: &RecordKey,
+        rrset: &RRSet,
+        zone_read: bool,
+        unplanned: bool,
+    ) -> pb::RecordState {
+        if !zone_read || unplanned {
+            let reason = if zone_read {
+                "its desired state changed; not planned yet"
+            } else {
+                "the zone has not been read yet"
+            };
             return pb::RecordState {
                 key: Some(key.into()),
                 state: RecordStateKind::Pending as i32,
                 desired: Some(rrset.into()),
-                reason: "the zone has not been read yet".into(),
+                reason: reason.into(),
                 ..Default::default()
             };
         }
@@ -260,12 +271,14 @@ impl StateTable {
         delay
     }
 
-    /// Records by state name; converged records are the desired ones without an entry
-    /// (`pending` instead while the zone has never been read: nothing is known yet).
+    /// Records by state name. Desired records without an entry are converged, except
+    /// while the zone has never been read, and at names whose desired state changed
+    /// and has not been planned yet (`unplanned`): those are pending.
     pub fn counts<V>(
         &self,
         desired: &BTreeMap<RecordKey, V>,
         zone_read: bool,
+        unplanned: &BTreeSet<Name>,
     ) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
         let mut desired_with_state = 0;
@@ -273,14 +286,23 @@ impl StateTable {
             *out.entry(state_name(s.kind).to_string()).or_insert(0) += 1;
             desired_with_state += usize::from(desired.contains_key(k));
         }
-        let converged = desired.len().saturating_sub(desired_with_state);
-        if converged > 0 {
-            let kind = if zone_read {
-                RecordStateKind::Converged
-            } else {
-                RecordStateKind::Pending
-            };
-            *out.entry(state_name(kind).to_string()).or_insert(0) += converged as u32;
+        let without_state = desired.len().saturating_sub(desired_with_state);
+        let not_yet_planned = if zone_read {
+            desired
+                .keys()
+                .filter(|k| unplanned.contains(&k.name) && !self.records.contains_key(*k))
+                .count()
+                .min(without_state)
+        } else {
+            without_state
+        };
+        for (kind, n) in [
+            (RecordStateKind::Converged, without_state - not_yet_planned),
+            (RecordStateKind::Pending, not_yet_planned),
+        ] {
+            if n > 0 {
+                *out.entry(state_name(kind).to_string()).or_insert(0) += n as u32;
+            }
         }
         out
     }

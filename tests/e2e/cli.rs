@@ -23,10 +23,16 @@ fn cli_plan_records_status_and_sync() {
     let Some(tools) = Tools::find() else { return };
     let desired = endpoints(
         "web",
-        &[("www.example.com", "A", &["192.0.2.10"]), ("legacy.example.com", "A", &["192.0.2.50"])],
+        &[
+            ("www.example.com", "A", &["192.0.2.10"]),
+            ("legacy.example.com", "A", &["192.0.2.50"]),
+        ],
     );
     let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    seed(&s.state_dir(), &[("legacy.example.com", "A", "198.51.100.7")]);
+    seed(
+        &s.state_dir(),
+        &[("legacy.example.com", "A", "198.51.100.7")],
+    );
     s.start();
     s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
 
@@ -62,7 +68,10 @@ fn cli_plan_records_status_and_sync() {
         .output()
         .expect("run");
     let text = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && text.contains("cannot reach the planner"), "{text}");
+    assert!(
+        !out.status.success() && text.contains("cannot reach the planner"),
+        "{text}"
+    );
 }
 
 /// `plan` prints creates, updates and deletes as a readable diff (writes are refused
@@ -72,10 +81,19 @@ fn cli_plan_prints_a_readable_diff() {
     let Some(tools) = Tools::find() else { return };
     let desired = endpoints(
         "web",
-        &[("new.example.com", "A", &["192.0.2.1"]), ("mail.example.com", "MX", &["10 mx.example.net"])],
+        &[
+            ("new.example.com", "A", &["192.0.2.1"]),
+            ("mail.example.com", "MX", &["10 mx.example.net"]),
+        ],
     );
     let refuse_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 403\n";
-    let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", refuse_writes, "");
+    let mut s = Stack::with_config(
+        tools,
+        &[("web.yaml", &desired)],
+        "report",
+        refuse_writes,
+        "",
+    );
     s.start();
     let out = wait_for(Duration::from_secs(10), || {
         let (ok, out) = cli(&s, &["plan"]);
@@ -83,6 +101,9 @@ fn cli_plan_prints_a_readable_diff() {
     })
     .unwrap_or_else(|| panic!("plan never showed the two creates; logs:\n{}", s.logs()));
     assert!(out.contains("+ new.example.com. A 60 192.0.2.1"), "{out}");
-    assert!(out.contains("+ mail.example.com. MX 60 10 mx.example.net."), "{out}");
+    assert!(
+        out.contains("+ mail.example.com. MX 60 10 mx.example.net."),
+        "{out}"
+    );
     assert!(out.contains("# missing"), "each change says why: {out}");
 }

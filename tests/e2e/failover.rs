@@ -11,26 +11,41 @@ use std::time::Duration;
 const RECORDS: usize = 10_000;
 
 fn call(tools: &Tools, port: u16, method: &str, body: &str) -> serde_json::Value {
-    let (ok, out) = grpcurl(&tools.grpcurl, &["-d", body, &format!("127.0.0.1:{port}"), method]);
+    let (ok, out) = grpcurl(
+        &tools.grpcurl,
+        &["-d", body, &format!("127.0.0.1:{port}"), method],
+    );
     assert!(ok, "{method}: {out}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{method}: {e}: {out}"))
 }
 
 fn num(v: &serde_json::Value) -> u64 {
-    v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_u64()).unwrap_or(0)
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .or_else(|| v.as_u64())
+        .unwrap_or(0)
 }
 
 #[test]
 fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else { return };
+    let Some(server) = RealServer::start(Kind::Pdns) else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let zone = server.zone().to_string();
     let base = zone.trim_end_matches('.');
 
     // Three appliers, one PowerDNS account each, all the same server.
     let applier_cfg = dir.path().join("applier.toml");
-    std::fs::write(&applier_cfg, format!("max_concurrent_batches = 4\n{}", server.account_toml("pdns"))).expect("cfg");
+    std::fs::write(
+        &applier_cfg,
+        format!(
+            "max_concurrent_batches = 4\n{}",
+            server.account_toml("pdns")
+        ),
+    )
+    .expect("cfg");
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let mut appliers: Vec<Option<Proc>> = ports
         .iter()
@@ -39,7 +54,12 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
             Some(Proc::spawn(
                 &format!("applier{i}"),
                 &binary("dnsplane-applier"),
-                &["--config", applier_cfg.to_str().expect("utf8"), "--listen", &format!("127.0.0.1:{p}")],
+                &[
+                    "--config",
+                    applier_cfg.to_str().expect("utf8"),
+                    "--listen",
+                    &format!("127.0.0.1:{p}"),
+                ],
                 dir.path().join(format!("applier{i}.log")),
             ))
         })
@@ -48,12 +68,22 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
     let desired = dir.path().join("desired");
     std::fs::create_dir_all(&desired).expect("dir");
     let names: Vec<String> = (0..RECORDS).map(|i| format!("f{i}.{base}")).collect();
-    let values: Vec<String> = (0..RECORDS).map(|i| format!("10.9.{}.{}", i / 250, i % 250)).collect();
-    let eps: Vec<(&str, &str, Vec<&str>)> = names.iter().zip(&values).map(|(n, v)| (n.as_str(), "A", vec![v.as_str()])).collect();
-    let eps: Vec<(&str, &str, &[&str])> = eps.iter().map(|(n, t, v)| (*n, *t, v.as_slice())).collect();
+    let values: Vec<String> = (0..RECORDS)
+        .map(|i| format!("10.9.{}.{}", i / 250, i % 250))
+        .collect();
+    let eps: Vec<(&str, &str, Vec<&str>)> = names
+        .iter()
+        .zip(&values)
+        .map(|(n, v)| (n.as_str(), "A", vec![v.as_str()]))
+        .collect();
+    let eps: Vec<(&str, &str, &[&str])> =
+        eps.iter().map(|(n, t, v)| (*n, *t, v.as_slice())).collect();
     std::fs::write(desired.join("bulk.yaml"), endpoints("bulk", &eps)).expect("desired");
     let planner_port = free_port();
-    let appliers_toml: Vec<String> = ports.iter().map(|p| format!("\"http://127.0.0.1:{p}\"")).collect();
+    let appliers_toml: Vec<String> = ports
+        .iter()
+        .map(|p| format!("\"http://127.0.0.1:{p}\""))
+        .collect();
     std::fs::write(
         dir.path().join("planner.toml"),
         format!(
@@ -86,7 +116,8 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
         ],
         dir.path().join("planner.log"),
     );
-    let planner_log = || std::fs::read_to_string(dir.path().join("planner.log")).unwrap_or_default();
+    let planner_log =
+        || std::fs::read_to_string(dir.path().join("planner.log")).unwrap_or_default();
 
     // Wait until the sync is under way, then kill the zone's applier.
     let first = wait_for(Duration::from_secs(60), || {
@@ -96,7 +127,10 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
         (conv >= 500 && conv < RECORDS as u64 && !applier.is_empty()).then_some(applier)
     })
     .unwrap_or_else(|| panic!("sync never got under way; planner log:\n{}", planner_log()));
-    let victim = ports.iter().position(|p| first.ends_with(&format!(":{p}"))).expect("routed applier is one of ours");
+    let victim = ports
+        .iter()
+        .position(|p| first.ends_with(&format!(":{p}")))
+        .expect("routed applier is one of ours");
     appliers[victim].as_mut().expect("running").kill();
     appliers[victim] = None;
 
@@ -105,20 +139,44 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
         let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
         (num(&st["zones"][0]["recordsByState"]["converged"]) == RECORDS as u64).then_some(st)
     })
-    .unwrap_or_else(|| panic!("sync did not complete after failover; planner log:\n{}", planner_log()));
-    let now_on = done["zones"][0]["applier"].as_str().unwrap_or("").to_string();
+    .unwrap_or_else(|| {
+        panic!(
+            "sync did not complete after failover; planner log:\n{}",
+            planner_log()
+        )
+    });
+    let now_on = done["zones"][0]["applier"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     assert_ne!(now_on, first, "the zone moved off the killed applier");
-    let stuck = call(&tools, planner_port, "dnsplane.v1.Planner/ListRecordStates", "{}");
-    assert!(stuck["records"].as_array().is_none_or(Vec::is_empty), "non-converged records remain: {stuck}");
+    let stuck = call(
+        &tools,
+        planner_port,
+        "dnsplane.v1.Planner/ListRecordStates",
+        "{}",
+    );
+    assert!(
+        stuck["records"].as_array().is_none_or(Vec::is_empty),
+        "non-converged records remain: {stuck}"
+    );
 
     // The zone equals the desired state (every record, right value, owned).
     let axfr = server.axfr(&tools.dig);
     for (n, v) in names.iter().zip(&values).step_by(97) {
         // Lines are `name ttl type value`.
-        let line = axfr.iter().find(|l| l.starts_with(&format!("{n}. ")) && l.split_whitespace().nth(2) == Some("A"));
-        assert!(line.is_some_and(|l| l.ends_with(v.as_str())), "{n} A {v} missing or wrong: {line:?}");
+        let line = axfr
+            .iter()
+            .find(|l| l.starts_with(&format!("{n}. ")) && l.split_whitespace().nth(2) == Some("A"));
+        assert!(
+            line.is_some_and(|l| l.ends_with(v.as_str())),
+            "{n} A {v} missing or wrong: {line:?}"
+        );
     }
-    let a_records = axfr.iter().filter(|l| l.split_whitespace().nth(2) == Some("A") && l.starts_with('f')).count();
+    let a_records = axfr
+        .iter()
+        .filter(|l| l.split_whitespace().nth(2) == Some("A") && l.starts_with('f'))
+        .count();
     assert_eq!(a_records, RECORDS, "exactly the desired A records");
 
     // One writer after failover: of the two survivors, only the one the zone is
@@ -132,10 +190,16 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
         let acct = &st["accounts"][0];
         if num(&acct["batches"]) > 0 {
             writers += 1;
-            assert!(now_on.ends_with(&format!(":{p}")), "applier {p} wrote although the zone is on {now_on}");
+            assert!(
+                now_on.ends_with(&format!(":{p}")),
+                "applier {p} wrote although the zone is on {now_on}"
+            );
             let outcomes = acct["outcomes"].as_object().cloned().unwrap_or_default();
             for (k, v) in &outcomes {
-                assert!(k == "APPLIED" || k == "ALREADY_APPLIED" || num(v) == 0, "unexpected outcome {k}={v} on {p}");
+                assert!(
+                    k == "APPLIED" || k == "ALREADY_APPLIED" || num(v) == 0,
+                    "unexpected outcome {k}={v} on {p}"
+                );
             }
         }
     }

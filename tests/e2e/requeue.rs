@@ -9,7 +9,10 @@ use std::time::{Duration, SystemTime};
 fn counts(s: &Stack) -> (u64, u64) {
     let st = s.planner_call("GetStatus", "{}");
     let by = &st["zones"][0]["recordsByState"];
-    (by["converged"].as_u64().unwrap_or(0), by["conflict"].as_u64().unwrap_or(0))
+    (
+        by["converged"].as_u64().unwrap_or(0),
+        by["conflict"].as_u64().unwrap_or(0),
+    )
 }
 
 fn rfc3339(v: &serde_json::Value) -> SystemTime {
@@ -23,29 +26,81 @@ fn rfc3339(v: &serde_json::Value) -> SystemTime {
 #[test]
 fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
     let Some(tools) = Tools::find() else { return };
-    let eps: Vec<(String, Vec<String>)> =
-        (0..200).map(|i| (format!("h{i}.example.com"), vec![format!("192.0.2.{}", i % 250)])).collect();
-    let eps_ref: Vec<(&str, &str, Vec<&str>)> =
-        eps.iter().map(|(n, v)| (n.as_str(), "A", v.iter().map(String::as_str).collect())).collect();
-    let eps_ref2: Vec<(&str, &str, &[&str])> = eps_ref.iter().map(|(n, t, v)| (*n, *t, v.as_slice())).collect();
-    let mut s = Stack::new(tools, &[("burst.yaml", &endpoints("burst", &eps_ref2))], "report");
-    let held: Vec<_> = (0..20).map(|i| a_record(&format!("h{i}.example.com"), "198.51.100.1")).collect();
-    seed(&s.state_dir(), &held.iter().map(|r| (r.key.name.as_str(), "A", "198.51.100.1")).collect::<Vec<_>>());
+    let eps: Vec<(String, Vec<String>)> = (0..200)
+        .map(|i| {
+            (
+                format!("h{i}.example.com"),
+                vec![format!("192.0.2.{}", i % 250)],
+            )
+        })
+        .collect();
+    let eps_ref: Vec<(&str, &str, Vec<&str>)> = eps
+        .iter()
+        .map(|(n, v)| (n.as_str(), "A", v.iter().map(String::as_str).collect()))
+        .collect();
+    let eps_ref2: Vec<(&str, &str, &[&str])> = eps_ref
+        .iter()
+        .map(|(n, t, v)| (*n, *t, v.as_slice()))
+        .collect();
+    let mut s = Stack::new(
+        tools,
+        &[("burst.yaml", &endpoints("burst", &eps_ref2))],
+        "report",
+    );
+    let held: Vec<_> = (0..20)
+        .map(|i| a_record(&format!("h{i}.example.com"), "198.51.100.1"))
+        .collect();
+    seed(
+        &s.state_dir(),
+        &held
+            .iter()
+            .map(|r| (r.key.name.as_str(), "A", "198.51.100.1"))
+            .collect::<Vec<_>>(),
+    );
     s.start();
-    let settled = wait_for(Duration::from_secs(30), || (counts(&s) == (180, 20)).then_some(()));
-    assert!(settled.is_some(), "expected 180 converged + 20 conflicts, got {:?}; logs:\n{}", counts(&s), s.logs());
-    assert_eq!(s.dig("h5.example.com", "A"), ["198.51.100.1"], "the held name is left alone");
+    let settled = wait_for(Duration::from_secs(30), || {
+        (counts(&s) == (180, 20)).then_some(())
+    });
+    assert!(
+        settled.is_some(),
+        "expected 180 converged + 20 conflicts, got {:?}; logs:\n{}",
+        counts(&s),
+        s.logs()
+    );
+    assert_eq!(
+        s.dig("h5.example.com", "A"),
+        ["198.51.100.1"],
+        "the held name is left alone"
+    );
 
     // The other writer releases its names.
-    let release: Vec<Change> = held.iter().map(|r| Change::new(ChangeKind::Delete, vec![RRSetOp::delete(r.clone())])).collect();
+    let release: Vec<Change> = held
+        .iter()
+        .map(|r| Change::new(ChangeKind::Delete, vec![RRSetOp::delete(r.clone())]))
+        .collect();
     let released_at = SystemTime::now();
     let results = s.other_writer(release);
     assert_eq!(results.len(), 20);
-    assert!(results.iter().all(|r| r.outcome == dnsplane_common::pb::Outcome::Applied as i32), "{results:?}");
+    assert!(
+        results
+            .iter()
+            .all(|r| r.outcome == dnsplane_common::pb::Outcome::Applied as i32),
+        "{results:?}"
+    );
 
-    let all = wait_for(Duration::from_secs(30), || (counts(&s) == (200, 0)).then_some(()));
-    assert!(all.is_some(), "never converged after release: {:?}; logs:\n{}", counts(&s), s.logs());
-    let states = s.planner_call("ListRecordStates", r#"{"includeConverged":true,"pageSize":1000}"#);
+    let all = wait_for(Duration::from_secs(30), || {
+        (counts(&s) == (200, 0)).then_some(())
+    });
+    assert!(
+        all.is_some(),
+        "never converged after release: {:?}; logs:\n{}",
+        counts(&s),
+        s.logs()
+    );
+    let states = s.planner_call(
+        "ListRecordStates",
+        r#"{"includeConverged":true,"pageSize":1000}"#,
+    );
     let recs = states["records"].as_array().expect("records");
     for r in &held {
         let st = recs
@@ -56,8 +111,14 @@ fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
         let converged_at = rfc3339(&st["updated"]);
         let took = converged_at
             .duration_since(released_at)
-            .unwrap_or_else(|_| panic!("{} claims to have converged before its release", r.key.name));
-        assert!(took <= Duration::from_secs(2), "{} converged {took:?} after its release", r.key.name);
+            .unwrap_or_else(|_| {
+                panic!("{} claims to have converged before its release", r.key.name)
+            });
+        assert!(
+            took <= Duration::from_secs(2),
+            "{} converged {took:?} after its release",
+            r.key.name
+        );
     }
     assert_eq!(s.dig("h5.example.com", "A"), ["192.0.2.5"]);
 }
@@ -69,15 +130,31 @@ fn adopt_takes_equal_unowned_records_and_report_lists_them() {
     let Some(tools) = Tools::find() else { return };
     let desired = endpoints(
         "web",
-        &[("same.example.com", "A", &["192.0.2.7"]), ("differs.example.com", "A", &["192.0.2.8"])],
+        &[
+            ("same.example.com", "A", &["192.0.2.7"]),
+            ("differs.example.com", "A", &["192.0.2.8"]),
+        ],
     );
     for policy in ["adopt", "report"] {
         let mut s = Stack::new(tools.clone(), &[("web.yaml", &desired)], policy);
-        seed(&s.state_dir(), &[("same.example.com", "A", "192.0.2.7"), ("differs.example.com", "A", "198.51.100.8")]);
+        seed(
+            &s.state_dir(),
+            &[
+                ("same.example.com", "A", "192.0.2.7"),
+                ("differs.example.com", "A", "198.51.100.8"),
+            ],
+        );
         s.start();
         let want = if policy == "adopt" { (1, 1) } else { (0, 2) };
-        let got = wait_for(Duration::from_secs(20), || (counts(&s) == want).then_some(()));
-        assert!(got.is_some(), "{policy}: wanted {want:?}, got {:?}; logs:\n{}", counts(&s), s.logs());
+        let got = wait_for(Duration::from_secs(20), || {
+            (counts(&s) == want).then_some(())
+        });
+        assert!(
+            got.is_some(),
+            "{policy}: wanted {want:?}, got {:?}; logs:\n{}",
+            counts(&s),
+            s.logs()
+        );
         let owner = s.dig("_dnsplane-a.same.example.com", "TXT");
         let listed = s.planner_call("ListRecordStates", r#"{"zone":"example.com."}"#);
         let names: Vec<&str> = listed["records"]
@@ -85,13 +162,24 @@ fn adopt_takes_equal_unowned_records_and_report_lists_them() {
             .map(|r| r.iter().filter_map(|x| x["key"]["name"].as_str()).collect())
             .unwrap_or_default();
         if policy == "adopt" {
-            assert!(owner.iter().any(|v| v.contains("dnsplane/owner=e2e")), "adopted: {owner:?}");
-            assert_eq!(names, ["differs.example.com."], "only the differing record is listed");
+            assert!(
+                owner.iter().any(|v| v.contains("dnsplane/owner=e2e")),
+                "adopted: {owner:?}"
+            );
+            assert_eq!(
+                names,
+                ["differs.example.com."],
+                "only the differing record is listed"
+            );
         } else {
             assert!(owner.is_empty(), "report writes no ownership: {owner:?}");
             assert_eq!(names, ["differs.example.com.", "same.example.com."]);
         }
-        assert_eq!(s.dig("differs.example.com", "A"), ["198.51.100.8"], "{policy}: never overwritten");
+        assert_eq!(
+            s.dig("differs.example.com", "A"),
+            ["198.51.100.8"],
+            "{policy}: never overwritten"
+        );
     }
 }
 
@@ -106,11 +194,23 @@ fn startup_does_not_block_on_the_applier() {
     s.start_planner();
     let degraded = wait_for(Duration::from_secs(20), || {
         let st = s.planner_call("GetStatus", "{}");
-        (st["level"] == "degraded" && st["zones"][0]["lastError"].as_str().is_some_and(|e| e.contains("applier"))).then_some(st)
+        (st["level"] == "degraded"
+            && st["zones"][0]["lastError"]
+                .as_str()
+                .is_some_and(|e| e.contains("applier")))
+        .then_some(st)
     })
-    .unwrap_or_else(|| panic!("planner never reported the unreachable applier; logs:\n{}", s.logs()));
+    .unwrap_or_else(|| {
+        panic!(
+            "planner never reported the unreachable applier; logs:\n{}",
+            s.logs()
+        )
+    });
     assert_ne!(degraded["zones"][0]["initialSyncDone"], true, "{degraded}");
-    assert!(degraded["zones"][0]["initialSyncStarted"].is_string(), "{degraded}");
+    assert!(
+        degraded["zones"][0]["initialSyncStarted"].is_string(),
+        "{degraded}"
+    );
 
     s.start_applier();
     s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
@@ -118,5 +218,9 @@ fn startup_does_not_block_on_the_applier() {
         let st = s.planner_call("GetStatus", "{}");
         (st["level"] == "healthy").then_some(st)
     });
-    assert!(healthy.is_some(), "status never became healthy; logs:\n{}", s.logs());
+    assert!(
+        healthy.is_some(),
+        "status never became healthy; logs:\n{}",
+        s.logs()
+    );
 }

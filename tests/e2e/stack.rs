@@ -17,7 +17,10 @@ impl Tools {
     pub fn find() -> Option<Tools> {
         let dig = tool("DNSPLANE_DIG", "dig");
         let grpcurl = tool("DNSPLANE_GRPCURL", "grpcurl");
-        Some(Tools { dig: dig?, grpcurl: grpcurl? })
+        Some(Tools {
+            dig: dig?,
+            grpcurl: grpcurl?,
+        })
     }
 }
 
@@ -100,7 +103,12 @@ impl Stack {
         let p = Proc::spawn(
             "applier",
             &binary("dnsplane-applier"),
-            &["--config", config.to_str().expect("utf8"), "--listen", &listen],
+            &[
+                "--config",
+                config.to_str().expect("utf8"),
+                "--listen",
+                &listen,
+            ],
             log,
         );
         self.applier = Some(p);
@@ -114,7 +122,12 @@ impl Stack {
         let p = Proc::spawn(
             "planner",
             &binary("dnsplane-planner"),
-            &["--config", config.to_str().expect("utf8"), "--listen", &listen],
+            &[
+                "--config",
+                config.to_str().expect("utf8"),
+                "--listen",
+                &listen,
+            ],
             log,
         );
         self.planner = Some(p);
@@ -130,16 +143,27 @@ impl Stack {
         let addr = format!("127.0.0.1:{port}");
         let body = format!("{{\"service\":\"{service}\"}}");
         let ok = wait_for(Duration::from_secs(30), || {
-            let (ok, out) = grpcurl(&self.tools.grpcurl, &["-d", &body, &addr, "grpc.health.v1.Health/Check"]);
+            let (ok, out) = grpcurl(
+                &self.tools.grpcurl,
+                &["-d", &body, &addr, "grpc.health.v1.Health/Check"],
+            );
             (ok && out.contains("SERVING") && !out.contains("NOT_SERVING")).then_some(())
         });
-        assert!(ok.is_some(), "{service} on {addr} not healthy within 30 s; logs:\n{}", self.logs());
+        assert!(
+            ok.is_some(),
+            "{service} on {addr} not healthy within 30 s; logs:\n{}",
+            self.logs()
+        );
     }
 
     pub fn logs(&self) -> String {
         let mut s = String::new();
         for p in [&self.applier, &self.planner].into_iter().flatten() {
-            s.push_str(&format!("--- {} ---\n{}\n", p.name, tail(&p.log_text(), 60)));
+            s.push_str(&format!(
+                "--- {} ---\n{}\n",
+                p.name,
+                tail(&p.log_text(), 60)
+            ));
         }
         s
     }
@@ -173,16 +197,24 @@ impl Stack {
     /// `grpcurl` against the planner; returns parsed JSON (panics on failure).
     pub fn planner_call(&self, method: &str, body: &str) -> serde_json::Value {
         let addr = format!("127.0.0.1:{}", self.planner_port);
-        let (ok, out) = grpcurl(&self.tools.grpcurl, &["-d", body, &addr, &format!("dnsplane.v1.Planner/{method}")]);
+        let (ok, out) = grpcurl(
+            &self.tools.grpcurl,
+            &["-d", body, &addr, &format!("dnsplane.v1.Planner/{method}")],
+        );
         assert!(ok, "grpcurl {method} failed: {out}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
     }
 
     pub fn applier_call(&self, method: &str, body: &str) -> serde_json::Value {
         let addr = format!("127.0.0.1:{}", self.applier_port);
-        let (ok, out) = grpcurl(&self.tools.grpcurl, &["-d", body, &addr, &format!("dnsplane.v1.Applier/{method}")]);
+        let (ok, out) = grpcurl(
+            &self.tools.grpcurl,
+            &["-d", body, &addr, &format!("dnsplane.v1.Applier/{method}")],
+        );
         assert!(ok, "grpcurl {method} failed: {out}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
     }
 
     pub fn write_desired(&self, name: &str, text: &str) {
@@ -201,12 +233,20 @@ impl Stack {
 impl Stack {
     /// Another writer: sends one batch straight to the applier, as a second program
     /// sharing the provider would, and returns the per-change results.
-    pub fn other_writer(&self, changes: Vec<dnsplane_common::Change>) -> Vec<dnsplane_common::pb::RecordResult> {
+    pub fn other_writer(
+        &self,
+        changes: Vec<dnsplane_common::Change>,
+    ) -> Vec<dnsplane_common::pb::RecordResult> {
         use dnsplane_common::pb;
         let addr = format!("http://127.0.0.1:{}", self.applier_port);
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         rt.block_on(async move {
-            let mut client = pb::applier_client::ApplierClient::connect(addr).await.expect("connect applier");
+            let mut client = pb::applier_client::ApplierClient::connect(addr)
+                .await
+                .expect("connect applier");
             let batch = pb::Batch {
                 batch_id: "other-writer".into(),
                 account: "embedded".into(),
@@ -243,7 +283,11 @@ fn tokio_stream_once<T: Send + 'static>(item: T) -> impl tokio_stream::Stream<It
 /// An unowned A record as another writer would hold it.
 pub fn a_record(name: &str, value: &str) -> dnsplane_common::RRSet {
     use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
-    let key = RecordKey::new(Name::parse(ZONE).expect("zone"), Name::parse(name).expect("name"), RecordType::A);
+    let key = RecordKey::new(
+        Name::parse(ZONE).expect("zone"),
+        Name::parse(name).expect("name"),
+        RecordType::A,
+    );
     RRSet::new(key, 60, &[value]).expect("rrset")
 }
 
@@ -258,9 +302,14 @@ pub fn endpoints(name: &str, eps: &[(&str, &str, &[&str])]) -> String {
         "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  endpoints:\n"
     );
     for (dns, t, targets) in eps {
-        s.push_str(&format!("    - dnsName: {dns}\n      recordType: {t}\n      recordTTL: 60\n      targets:\n"));
+        s.push_str(&format!(
+            "    - dnsName: {dns}\n      recordType: {t}\n      recordTTL: 60\n      targets:\n"
+        ));
         for target in *targets {
-            s.push_str(&format!("        - {}\n", serde_json::to_string(target).expect("json")));
+            s.push_str(&format!(
+                "        - {}\n",
+                serde_json::to_string(target).expect("json")
+            ));
         }
     }
     s
@@ -271,11 +320,17 @@ pub fn seed(state_dir: &Path, records: &[(&str, &str, &str)]) {
     use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
     let store = dnsplane_applier::store::MemoryStore::open(state_dir).expect("open store");
     let zone = Name::parse(ZONE).expect("zone");
-    store.ensure_zones(std::slice::from_ref(&zone)).expect("zone");
+    store
+        .ensure_zones(std::slice::from_ref(&zone))
+        .expect("zone");
     let ops: Vec<RRSetOp> = records
         .iter()
         .map(|(name, t, v)| {
-            let key = RecordKey::new(zone.clone(), Name::parse(name).expect("name"), RecordType::parse(t).expect("type"));
+            let key = RecordKey::new(
+                zone.clone(),
+                Name::parse(name).expect("name"),
+                RecordType::parse(t).expect("type"),
+            );
             RRSetOp::create(RRSet::new(key, 60, &[*v]).expect("rrset"))
         })
         .collect();

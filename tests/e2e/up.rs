@@ -8,7 +8,11 @@ use std::time::Duration;
 fn example_records(root: &Path) -> Vec<(String, String, Vec<String>)> {
     let dir = root.join("deploy/examples/desired");
     let mut out = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("examples").flatten().map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f).expect("read");
@@ -48,7 +52,10 @@ fn example_records(root: &Path) -> Vec<(String, String, Vec<String>)> {
 #[test]
 fn dnsplane_up_serves_the_example_zone() {
     let Some(tools) = Tools::find() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
     let state = tempfile::tempdir().expect("state");
     let (pp, ap, dp) = (free_port(), free_port(), free_dns_port());
     let log = state.path().join("up.log");
@@ -71,7 +78,10 @@ fn dnsplane_up_serves_the_example_zone() {
         log.clone(),
     );
     let records = example_records(&root);
-    assert!(records.len() >= 10, "the examples hold the records the README promises: {records:?}");
+    assert!(
+        records.len() >= 10,
+        "the examples hold the records the README promises: {records:?}"
+    );
     for (name, rtype, want) in &records {
         let got = wait_for(Duration::from_secs(60), || {
             let mut got = dig(&tools.dig, dp, name, rtype, false);

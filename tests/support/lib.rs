@@ -22,13 +22,16 @@ pub fn require_servers() -> bool {
 /// Finds an external tool: `$env_var`, else `name` on PATH. `None` means skip (and
 /// panics under `DNSPLANE_REQUIRE_SERVERS=1`).
 pub fn tool(env_var: &str, name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os(env_var).map(PathBuf::from).filter(|p| p.exists()).or_else(|| {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-        })
-    });
+    let found = std::env::var_os(env_var)
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+        });
     if found.is_none() {
         assert!(
             !require_servers(),
@@ -46,7 +49,10 @@ pub fn bin_dir() -> PathBuf {
     }
     // The test binary lives in target/debug/deps.
     let exe = std::env::current_exe().expect("current exe");
-    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf()
 }
 
 /// A binary of the workspace; panics with the command to build it when missing.
@@ -112,7 +118,10 @@ impl Proc {
 
     /// SIGTERM, then waits (bounded) for a clean exit.
     pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -153,7 +162,16 @@ pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Optio
 /// Runs the real `dig` and returns the answer lines (`+short`).
 pub fn dig(dig: &Path, port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
     let mut cmd = Command::new(dig);
-    cmd.args(["@127.0.0.1", "-p", &port.to_string(), name, rtype, "+short", "+time=2", "+tries=1"]);
+    cmd.args([
+        "@127.0.0.1",
+        "-p",
+        &port.to_string(),
+        name,
+        rtype,
+        "+short",
+        "+time=2",
+        "+tries=1",
+    ]);
     if tcp {
         cmd.arg("+tcp");
     }
