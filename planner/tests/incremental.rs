@@ -192,7 +192,11 @@ impl Harness {
     async fn sync_due_retries(&self) {
         let z = self.engine.zones.values().next().expect("zone").clone();
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let names = z.states.lock().expect("states").due_names(SystemTime::now());
+        let names = z
+            .states
+            .lock()
+            .expect("states")
+            .due_names(SystemTime::now());
         if !names.is_empty() {
             self.sync(Scope::Names(names), true).await;
         }
@@ -326,9 +330,13 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
 /// record's retry re-reads it and deletes the current value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owned_record_changed_out_of_band_then_undesired_is_deleted() {
-    run_case(vec![Step::Source(0, vec![(0, 0)]), Step::OobModify(0, 1), Step::Source(0, vec![])])
-        .await
-        .expect("converges");
+    run_case(vec![
+        Step::Source(0, vec![(0, 0)]),
+        Step::OobModify(0, 1),
+        Step::Source(0, vec![]),
+    ])
+    .await
+    .expect("converges");
 }
 
 proptest! {
