@@ -53,6 +53,12 @@ impl PlannerService {
     }
 }
 
+/// One entry of a plan page: a change, or a record held back.
+enum Item<'a> {
+    Change(&'a crate::plan::PlannedChange),
+    Blocked(&'a crate::plan::Blocked),
+}
+
 type SyncStream = Pin<Box<dyn futures::Stream<Item = Result<pb::SyncProgress, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -63,8 +69,23 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::PlanResponse>, Status> {
         let req = request.into_inner();
         let zones = self.zones(&req.zones)?;
+        let page_size = match req.page_size as usize {
+            0 => 1_000,
+            n => n.min(10_000),
+        };
+        // The token is "<zone index>:<items of that zone already returned>".
+        let (first_zone, mut skip) = if req.page_token.is_empty() {
+            (0, 0)
+        } else {
+            req.page_token
+                .split_once(':')
+                .and_then(|(z, o)| Some((z.parse::<usize>().ok()?, o.parse::<usize>().ok()?)))
+                .ok_or_else(|| FieldError::new("page_token", "not a token this server issued"))?
+        };
         let mut out = Vec::new();
-        for zone in zones {
+        let mut room = page_size;
+        let mut next_page_token = String::new();
+        for (zi, zone) in zones.iter().enumerate().skip(first_zone) {
             let mut zp = pb::ZonePlan {
                 zone: zone.cfg.name.to_string(),
                 ..Default::default()
@@ -78,33 +99,51 @@ impl pb::planner_server::Planner for PlannerService {
                     let view = ZoneView::new(current);
                     let plan =
                         plan_zone(&zone.cfg, &self.engine.config.owner_id, zone_desired, &view);
-                    zp.changes = plan
-                        .changes
-                        .iter()
-                        .map(|c| pb::PlannedChange {
-                            change: Some((&c.change).into()),
-                            reason: c.reason.clone(),
-                        })
-                        .collect();
-                    zp.blocked = plan
-                        .blocked
-                        .iter()
-                        .map(|b| pb::RecordState {
-                            key: Some((&b.key).into()),
-                            state: RecordStateKind::Conflict as i32,
-                            desired: b.desired.as_ref().map(Into::into),
-                            observed: b.observed.as_ref().map(Into::into),
-                            observed_owner: b.observed_owner.clone().unwrap_or_default(),
-                            conflict_reason: b.reason as i32,
-                            reason: b.message.clone(),
-                            ..Default::default()
-                        })
-                        .collect();
+                    let total = plan.changes.len() + plan.blocked.len();
+                    let changes = plan.changes.iter().map(Item::Change);
+                    let blocked = plan.blocked.iter().map(Item::Blocked);
+                    let taken: Vec<Item<'_>> =
+                        changes.chain(blocked).skip(skip).take(room).collect();
+                    room -= taken.len();
+                    for item in taken {
+                        match item {
+                            Item::Change(c) => zp.changes.push(pb::PlannedChange {
+                                change: Some((&c.change).into()),
+                                reason: c.reason.clone(),
+                            }),
+                            Item::Blocked(b) => zp.blocked.push(pb::RecordState {
+                                key: Some((&b.key).into()),
+                                state: RecordStateKind::Conflict as i32,
+                                desired: b.desired.as_ref().map(Into::into),
+                                observed: b.observed.as_ref().map(Into::into),
+                                observed_owner: b.observed_owner.clone().unwrap_or_default(),
+                                conflict_reason: b.reason as i32,
+                                reason: b.message.clone(),
+                                ..Default::default()
+                            }),
+                        }
+                    }
+                    let returned = skip + zp.changes.len() + zp.blocked.len();
+                    skip = 0;
+                    if returned < total {
+                        next_page_token = format!("{zi}:{returned}");
+                        out.push(zp);
+                        break;
+                    }
                 }
             }
             out.push(zp);
+            if room == 0 {
+                if zi + 1 < zones.len() {
+                    next_page_token = format!("{}:0", zi + 1);
+                }
+                break;
+            }
         }
-        Ok(Response::new(pb::PlanResponse { zones: out }))
+        Ok(Response::new(pb::PlanResponse {
+            zones: out,
+            next_page_token,
+        }))
     }
 
     type SyncStream = SyncStream;

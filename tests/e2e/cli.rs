@@ -107,3 +107,57 @@ fn cli_plan_prints_a_readable_diff() {
     );
     assert!(out.contains("# missing"), "each change says why: {out}");
 }
+
+/// `Plan` is paginated: pages of `page_size` cover every change exactly once, and the
+/// CLI follows them.
+#[test]
+fn plan_pages_cover_every_change_once() {
+    let Some(tools) = Tools::find() else { return };
+    let names: Vec<String> = (0..25).map(|i| format!("p{i}.example.com")).collect();
+    let eps: Vec<(&str, &str, &[&str])> = names
+        .iter()
+        .map(|n| (n.as_str(), "A", &["192.0.2.1"][..]))
+        .collect();
+    let refuse_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 403\n";
+    let mut s = Stack::with_config(
+        tools,
+        &[("many.yaml", &endpoints("many", &eps))],
+        "report",
+        refuse_writes,
+        "",
+    );
+    s.start();
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let body = format!(r#"{{"pageSize":10,"pageToken":"{token}"}}"#);
+        let page = s.planner_call("Plan", &body);
+        pages += 1;
+        for z in page["zones"].as_array().into_iter().flatten() {
+            for c in z["changes"].as_array().into_iter().flatten() {
+                seen.push(
+                    c["change"]["ops"][0]["key"]["name"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                );
+            }
+        }
+        match page["nextPageToken"].as_str() {
+            Some(t) if !t.is_empty() => token = t.to_string(),
+            _ => break,
+        }
+        assert!(pages < 10, "pagination does not end");
+    }
+    assert_eq!(pages, 3, "25 changes in pages of 10");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 25, "every change exactly once: {seen:?}");
+    let (ok, out) = cli(&s, &["plan"]);
+    assert!(
+        ok && out.contains("25 change(s)") && out.matches("zone example.com.").count() == 1,
+        "{out}"
+    );
+}

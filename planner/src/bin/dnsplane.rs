@@ -268,59 +268,76 @@ fn show(r: Option<&pb::RrSet>) -> String {
 
 async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::ExitCode> {
     let mut client = connect(&conn).await?;
-    let resp = client
-        .plan(pb::PlanRequest { zones, fresh: true })
-        .await
-        .map_err(status_err)?
-        .into_inner();
     let mut total = 0;
-    for z in resp.zones {
-        println!("zone {}", z.zone);
-        if !z.error.is_empty() {
-            println!("  error: {}", z.error);
-            continue;
-        }
-        if z.changes.is_empty() && z.blocked.is_empty() {
-            println!("  in sync");
-        }
-        for c in &z.changes {
-            total += 1;
-            let Some(change) = &c.change else { continue };
-            let Some(op) = change.ops.first() else {
-                continue;
-            };
-            let key = op.key.clone().unwrap_or_default();
-            let kind = pb::ChangeKind::try_from(change.kind).unwrap_or_default();
-            let (sign, body) = match kind {
-                pb::ChangeKind::Create => ("+", show(op.after.as_ref())),
-                pb::ChangeKind::Delete => ("-", show(op.before.as_ref())),
-                pb::ChangeKind::Update => (
-                    "~",
-                    format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref())),
-                ),
-                pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
-                pb::ChangeKind::Unspecified => ("?", String::new()),
-            };
-            println!(
-                "  {sign} {} {} {body}    # {}",
-                key.name, key.r#type, c.reason
-            );
-        }
-        for b in &z.blocked {
-            let key = b.key.clone().unwrap_or_default();
-            println!(
-                "  ! {} {} held back: {} (observed: {}{})",
-                key.name,
-                key.r#type,
-                b.reason,
-                show(b.observed.as_ref()),
-                if b.observed_owner.is_empty() {
-                    String::new()
-                } else {
-                    format!(", owner {}", b.observed_owner)
+    let mut token = String::new();
+    let mut last_zone = String::new();
+    loop {
+        let resp = client
+            .plan(pb::PlanRequest {
+                zones: zones.clone(),
+                fresh: true,
+                page_size: 1000,
+                page_token: token.clone(),
+            })
+            .await
+            .map_err(status_err)?
+            .into_inner();
+        for z in resp.zones {
+            // A zone spread over several pages gets one header.
+            if z.zone != last_zone {
+                println!("zone {}", z.zone);
+                if z.changes.is_empty() && z.blocked.is_empty() && z.error.is_empty() {
+                    println!("  in sync");
                 }
-            );
+                last_zone = z.zone.clone();
+            }
+            if !z.error.is_empty() {
+                println!("  error: {}", z.error);
+                continue;
+            }
+            for c in &z.changes {
+                total += 1;
+                let Some(change) = &c.change else { continue };
+                let Some(op) = change.ops.first() else {
+                    continue;
+                };
+                let key = op.key.clone().unwrap_or_default();
+                let kind = pb::ChangeKind::try_from(change.kind).unwrap_or_default();
+                let (sign, body) = match kind {
+                    pb::ChangeKind::Create => ("+", show(op.after.as_ref())),
+                    pb::ChangeKind::Delete => ("-", show(op.before.as_ref())),
+                    pb::ChangeKind::Update => (
+                        "~",
+                        format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref())),
+                    ),
+                    pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
+                    pb::ChangeKind::Unspecified => ("?", String::new()),
+                };
+                println!(
+                    "  {sign} {} {} {body}    # {}",
+                    key.name, key.r#type, c.reason
+                );
+            }
+            for b in &z.blocked {
+                let key = b.key.clone().unwrap_or_default();
+                println!(
+                    "  ! {} {} held back: {} (observed: {}{})",
+                    key.name,
+                    key.r#type,
+                    b.reason,
+                    show(b.observed.as_ref()),
+                    if b.observed_owner.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", owner {}", b.observed_owner)
+                    }
+                );
+            }
         }
+        if resp.next_page_token.is_empty() {
+            break;
+        }
+        token = resp.next_page_token;
     }
     println!("{total} change(s)");
     Ok(std::process::ExitCode::SUCCESS)
