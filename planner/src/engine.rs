@@ -804,6 +804,14 @@ impl Engine {
 
     /// Names whose desired state changed and that have not been planned yet (status
     /// shows their records as pending).
+    /// RRSets the provider holds in this zone as far as the planner knows: the last
+    /// read, kept up to date from every result (ownership records included).
+    pub fn observed_count(&self, zone: &ZoneRuntime) -> usize {
+        lock(&zone.view)
+            .as_ref()
+            .map_or(lock(&zone.status).observed_records, ZoneView::len)
+    }
+
     pub fn unplanned(&self, zone: &ZoneRuntime) -> BTreeSet<Name> {
         lock(&zone.dirty).clone()
     }

@@ -7,7 +7,7 @@
 //! | `dnsplane_record_outcomes_total` | counter | `zone`, `outcome` (`applied` `already_applied` `conflict` `invalid` `deferred` `failed` `rejected_permanent`) | [`PlannerMetrics::outcome`], per applier result |
 //! | `dnsplane_sync_duration_seconds` | histogram | `zone`, `scope` (`zone` `names`), `result` (`ok` `error`) | [`PlannerMetrics::observe_sync`], per sync |
 //! | `dnsplane_records` | gauge | `zone`, `state` (`converged` `conflict` ...; 0 when none) | the state table, at scrape time |
-//! | `dnsplane_desired_records`, `dnsplane_observed_records` | gauge | `zone` | desired state / last full read, at scrape time |
+//! | `dnsplane_desired_records`, `dnsplane_observed_records` | gauge | `zone` | desired state / what the provider holds as the planner knows it (last read, updated from results; ownership records included), at scrape time |
 //! | `dnsplane_last_sync_timestamp_seconds`, `dnsplane_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
 //! | `dnsplane_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
 //! | `dnsplane_source_errors` | gauge | — | desired records rejected by the sources |
@@ -247,7 +247,7 @@ impl PlannerMetrics {
                 .set(zone_desired.len() as i64);
             self.observed_records
                 .get_or_create(&labels)
-                .set(st.observed_records as i64);
+                .set(engine.observed_count(zone) as i64);
             self.syncing
                 .get_or_create(&labels)
                 .set(i64::from(st.syncing));

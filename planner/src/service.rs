@@ -251,7 +251,7 @@ impl pb::planner_server::Planner for PlannerService {
                 last_error: st.last_error.clone(),
                 initial_sync_done: st.initial_sync_done,
                 desired_records: desired.zone(&zone.cfg.name).map_or(0, |z| z.len() as u32),
-                observed_records: st.observed_records as u32,
+                observed_records: self.engine.observed_count(zone) as u32,
                 syncing: st.syncing,
                 applier: self
                     .engine
