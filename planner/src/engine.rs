@@ -111,6 +111,8 @@ pub struct ZoneStatusData {
     pub last_error: String,
     pub initial_sync_done: bool,
     pub syncing: bool,
+    /// A full sync (not a targeted re-plan of a few names) is running.
+    pub full_sync: bool,
     pub observed_records: usize,
     /// When the first sync started.
     pub sync_started: Option<SystemTime>,
@@ -351,6 +353,7 @@ impl Engine {
         {
             let mut st = lock(&zone.status);
             st.syncing = false;
+            st.full_sync = false;
             st.last_sync = Some(SystemTime::now());
             match &result {
                 Ok(_) => {
@@ -388,6 +391,7 @@ impl Engine {
         {
             let mut st = lock(&zone.status);
             st.syncing = true;
+            st.full_sync = matches!(scope, Scope::Zone);
             st.sync_started.get_or_insert_with(SystemTime::now);
         }
         let send = |p: pb::SyncProgress| async move {

@@ -240,7 +240,10 @@ impl pb::planner_server::Planner for PlannerService {
                     zone.cfg.name, zone.cfg.account
                 ));
             }
-            syncing |= st.syncing || !st.initial_sync_done;
+            // Only the first sync and full syncs make the planner "syncing": the
+            // per-record re-plans of a few names run all the time and would make the
+            // level flap.
+            syncing |= st.full_sync || !st.initial_sync_done;
             zones.push(pb::ZoneStatus {
                 zone: zone.cfg.name.to_string(),
                 account: zone.cfg.account.clone(),
