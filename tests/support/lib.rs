@@ -66,22 +66,49 @@ pub fn binary(name: &str) -> PathBuf {
     p
 }
 
-/// A free loopback port (bound then released; the window for a clash is tiny).
+/// A free loopback port for a server a test starts, free for both TCP and UDP.
+///
+/// Picked below Linux's ephemeral range (32768–60999), from which every outgoing
+/// connection of every test takes its source port: a port asked of the kernel with
+/// `bind(0)` comes from that same range, and a client connecting in the window before
+/// the server binds it made tests fail with "Address already in use". Ports handed
+/// out are remembered, so two stacks in one test binary never get the same one.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        ^ (u64::from(std::process::id()) << 32);
+    let _ = STATE.compare_exchange(0, seed | 1, Ordering::Relaxed, Ordering::Relaxed);
+    for _ in 0..10_000 {
+        // xorshift64: good enough to spread ports, no dependency.
+        let mut x = STATE.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        STATE.store(x, Ordering::Relaxed);
+        let port = 20_000 + (x % 12_000) as u16;
+        let mut handed = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+        if handed.contains(&port) {
+            continue;
+        }
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            handed.push(port);
+            return port;
+        }
+    }
+    panic!("no free loopback port in 20000-31999")
 }
 
 /// A free port for both UDP and TCP (the embedded DNS server binds both).
 pub fn free_dns_port() -> u16 {
-    loop {
-        let port = free_port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
+    free_port()
 }
 
 /// A child process that is killed when dropped; its stderr goes to a log file.
