@@ -3,6 +3,7 @@ use crate::error::ModelError;
 use crate::name::Name;
 use crate::rdata::{RecordType, canonicalize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -35,6 +36,18 @@ impl fmt::Debug for RecordKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} (zone {})", self.name, self.rtype, self.zone)
     }
+}
+
+/// The entries of `map` at `name` (every record type), in key order. Keys sort by
+/// (zone, name, type), so this is a range, never a scan of the zone.
+pub fn at_name<'a, V>(
+    map: &'a BTreeMap<RecordKey, V>,
+    zone: &Name,
+    name: &Name,
+) -> impl Iterator<Item = (&'a RecordKey, &'a V)> + 'a {
+    let name = name.clone();
+    map.range(RecordKey::new(zone.clone(), name.clone(), RecordType::ALL[0])..)
+        .take_while(move |(k, _)| k.name == name)
 }
 
 /// An RRSet: its key, TTL and canonical values, sorted and without duplicates.

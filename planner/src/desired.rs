@@ -9,6 +9,7 @@
 use crate::config::ZoneConfig;
 use crate::registry;
 use crate::source::{DesiredEntry, SourceError};
+use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -291,11 +292,7 @@ impl DesiredIndex {
         let Some(records) = self.zones.get(zone) else {
             return;
         };
-        let at: Vec<&RecordKey> = records
-            .range(RecordKey::new(zone.clone(), name.clone(), RecordType::ALL[0])..)
-            .take_while(|(k, _)| &k.name == name)
-            .map(|(k, _)| k)
-            .collect();
+        let at: Vec<&RecordKey> = at_name(records, zone, name).map(|(k, _)| k).collect();
         if at.len() > 1 && at.iter().any(|k| k.rtype == RecordType::Cname) {
             let others: Vec<&str> = at
                 .iter()
@@ -348,12 +345,7 @@ impl DesiredIndex {
         };
         names
             .iter()
-            .flat_map(|n| {
-                records
-                    .range(RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0])..)
-                    .take_while(move |(k, _)| &k.name == n)
-                    .map(|(k, v)| (k.clone(), v.clone()))
-            })
+            .flat_map(|n| at_name(records, zone, n).map(|(k, v)| (k.clone(), v.clone())))
             .collect()
     }
 

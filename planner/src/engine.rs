@@ -420,7 +420,7 @@ impl Engine {
                 (plan, withheld)
             }
             Scope::Names(names) => {
-                let known = lock(&zone.view).as_ref().map(|v| v.subset(names));
+                let known = lock(&zone.view).as_ref().map(|v| v.subset(&name, names));
                 let view = match known {
                     Some(v) if !fresh => v,
                     _ => {
@@ -440,7 +440,7 @@ impl Engine {
                         let query: Vec<Name> = query.into_iter().collect();
                         let read = ZoneView::new(self.list_zone(&zone.cfg, true, &query).await?);
                         if let Some(v) = lock(&zone.view).as_mut() {
-                            v.replace_names(&name, names, read.subset(names));
+                            v.replace_names(&name, names, read.subset(&name, names));
                         }
                         read
                     }

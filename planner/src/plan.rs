@@ -9,6 +9,7 @@ use crate::config::{ConflictPolicy, Policy, ZoneConfig};
 use crate::desired::DesiredRecord;
 use crate::registry::{self, ZoneView};
 use dnsplane_common::pb::ConflictReason;
+use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Change, ChangeKind, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -220,10 +221,7 @@ pub fn plan_zone(
 
 /// True when other types are desired at the name of the CNAME `key`.
 fn desired_beside_cname(key: &RecordKey, desired: &BTreeMap<RecordKey, DesiredRecord>) -> bool {
-    desired
-        .range(RecordKey::new(key.zone.clone(), key.name.clone(), RecordType::ALL[0])..)
-        .take_while(|(k, _)| k.name == key.name)
-        .any(|(k, _)| k.rtype != RecordType::Cname)
+    at_name(desired, &key.zone, &key.name).any(|(k, _)| k.rtype != RecordType::Cname)
 }
 
 /// Existing data at `key.name` that a new `key` would clash with (CNAME beside other
@@ -233,10 +231,7 @@ fn type_clash<'a>(
     current: &'a ZoneView,
     deleting: &BTreeSet<&RecordKey>,
 ) -> Option<&'a RRSet> {
-    current
-        .data
-        .range(RecordKey::new(key.zone.clone(), key.name.clone(), RecordType::ALL[0])..)
-        .take_while(|(k, _)| k.name == key.name)
+    at_name(&current.data, &key.zone, &key.name)
         .map(|(_, r)| r)
         .find(|r| {
             r.key.rtype != key.rtype

@@ -10,6 +10,7 @@
 //! host names (and works at the zone apex, unlike external-dns's default prefix); a
 //! leading `*` label is stored as `_wildcard`, since `*` may only stand first.
 use crate::desired::DesiredRecord;
+use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -171,51 +172,28 @@ impl ZoneView {
 
     /// The part of the view at `names` (data at the names, ownership of records at
     /// the names), for a targeted re-plan.
-    pub fn subset(&self, names: &BTreeSet<Name>) -> ZoneView {
+    pub fn subset(&self, zone: &Name, names: &BTreeSet<Name>) -> ZoneView {
         let mut out = ZoneView::default();
         for n in names {
-            let Some(zone) = self.any_zone() else { break };
-            let from = RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0]);
-            for (k, v) in self
-                .data
-                .range(from.clone()..)
-                .take_while(|(k, _)| &k.name == n)
-            {
-                out.data.insert(k.clone(), v.clone());
-            }
-            for (k, v) in self.owners.range(from..).take_while(|(k, _)| &k.name == n) {
-                out.owners.insert(k.clone(), v.clone());
-            }
+            out.data
+                .extend(at_name(&self.data, zone, n).map(|(k, v)| (k.clone(), v.clone())));
+            out.owners
+                .extend(at_name(&self.owners, zone, n).map(|(k, v)| (k.clone(), v.clone())));
         }
         out
-    }
-
-    fn any_zone(&self) -> Option<&Name> {
-        self.data
-            .keys()
-            .next()
-            .or_else(|| self.owners.keys().next())
-            .map(|k| &k.zone)
     }
 
     /// Replaces everything at `names` with `fresh` (a targeted read of those names and
     /// their ownership records).
     pub fn replace_names(&mut self, zone: &Name, names: &BTreeSet<Name>, fresh: ZoneView) {
         for n in names {
-            let from = RecordKey::new(zone.clone(), n.clone(), RecordType::ALL[0]);
-            let gone: Vec<RecordKey> = self
-                .data
-                .range(from.clone()..)
-                .take_while(|(k, _)| &k.name == n)
+            let gone: Vec<RecordKey> = at_name(&self.data, zone, n)
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in gone {
                 self.data.remove(&k);
             }
-            let gone: Vec<RecordKey> = self
-                .owners
-                .range(from..)
-                .take_while(|(k, _)| &k.name == n)
+            let gone: Vec<RecordKey> = at_name(&self.owners, zone, n)
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in gone {
