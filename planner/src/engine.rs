@@ -113,7 +113,6 @@ pub struct ZoneStatusData {
     pub syncing: bool,
     /// A full sync (not a targeted re-plan of a few names) is running.
     pub full_sync: bool,
-    pub observed_records: usize,
     /// When the first sync started.
     pub sync_started: Option<SystemTime>,
     /// The applier the zone's last batches went to.
@@ -408,7 +407,6 @@ impl Engine {
         let (mut plan, withheld) = match scope {
             Scope::Zone => {
                 let current = self.list_zone(&zone.cfg, fresh, &[]).await?;
-                lock(&zone.status).observed_records = current.len();
                 let desired = self.desired();
                 let empty = BTreeMap::new();
                 let zone_desired = desired.zone(&name).unwrap_or(&empty);
@@ -811,9 +809,7 @@ impl Engine {
     /// RRSets the provider holds in this zone as far as the planner knows: the last
     /// read, kept up to date from every result (ownership records included).
     pub fn observed_count(&self, zone: &ZoneRuntime) -> usize {
-        lock(&zone.view)
-            .as_ref()
-            .map_or(lock(&zone.status).observed_records, ZoneView::len)
+        lock(&zone.view).as_ref().map_or(0, ZoneView::len)
     }
 
     pub fn unplanned(&self, zone: &ZoneRuntime) -> BTreeSet<Name> {
