@@ -4,9 +4,8 @@
 //! planner's admin port (`/metrics`, `/healthz`, `/readyz`, `/status`) on the same kind
 //! of stack.
 use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, free_port, grpcurl, http_get, wait_for};
 use serde_json::Value;
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -300,27 +299,6 @@ fn check_answer(at: &str, method: &str, args: &[String], docs: &[Value]) {
             "{at}: the cookbook test does not know what {other} ({args:?}) should answer; add it here"
         ),
     }
-}
-
-/// A plain HTTP/1.1 GET: (status, body).
-fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect admin port");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .expect("write");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read");
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status code");
-    (code, body.to_string())
 }
 
 #[test]

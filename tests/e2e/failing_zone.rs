@@ -2,7 +2,7 @@
 //! provider account that refuses everything (401) or hangs (timeouts); zone
 //! `example.com.` converges exactly as it does when its neighbour is healthy.
 use crate::stack::{Stack, Tools, endpoints};
-use dnsplane_e2e::wait_for;
+use dnsplane_e2e::{num, wait_for};
 use std::time::Duration;
 
 const RECORDS: usize = 40;
@@ -85,12 +85,6 @@ fn run(tools: Tools, fault: &str) -> Cost {
         .as_array()
         .and_then(|a| a.iter().find(|a| a["name"] == "embedded").cloned())
         .expect("embedded account");
-    let num = |v: &serde_json::Value| {
-        v.as_str()
-            .and_then(|s| s.parse::<u64>().ok())
-            .or_else(|| v.as_u64())
-            .unwrap_or(0)
-    };
     let calls: u64 = acct["callsByClass"]
         .as_object()
         .map(|m| m.values().map(num).sum())

@@ -5,7 +5,7 @@
 //! after failover only one applier writes the zone.
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::servers::{Kind, RealServer};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
 use std::time::Duration;
 
 const RECORDS: usize = 10_000;
@@ -17,13 +17,6 @@ fn call(tools: &Tools, port: u16, method: &str, body: &str) -> serde_json::Value
     );
     assert!(ok, "{method}: {out}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{method}: {e}: {out}"))
-}
-
-fn num(v: &serde_json::Value) -> u64 {
-    v.as_str()
-        .and_then(|s| s.parse().ok())
-        .or_else(|| v.as_u64())
-        .unwrap_or(0)
 }
 
 #[test]

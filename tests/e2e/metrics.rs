@@ -9,9 +9,8 @@
 //! and, the zone being `conflict = "adopt"`, adopts it (ownership record only). The
 //! account has a (generous) quota: every write takes a token, the 429 is fed back.
 use crate::stack::{Stack, Tools, ZONE, endpoints};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, free_port, grpcurl, http_get, wait_for};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::time::Duration;
 
 /// One sample: metric name and labels.
@@ -76,27 +75,6 @@ pub(crate) fn sum(m: &BTreeMap<Series, f64>, name: &str, labels: &[(&str, &str)]
         })
         .map(|(_, v)| v)
         .sum()
-}
-
-/// A plain HTTP/1.1 GET on loopback: (status, body).
-pub(crate) fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect admin port");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .expect("write");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("read");
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status code");
-    (code, body.to_string())
 }
 
 /// Asserts that `ours` holds every field of `theirs` with the same value (numbers as

@@ -13,7 +13,7 @@
 //! has a quota, so the write's `quota.wait` span is in the trace as well.
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::servers::{Kind, RealServer};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -164,13 +164,6 @@ fn spawn_with_env(
         child,
         log,
     }
-}
-
-fn num(v: &serde_json::Value) -> u64 {
-    v.as_str()
-        .and_then(|s| s.parse().ok())
-        .or_else(|| v.as_u64())
-        .unwrap_or(0)
 }
 
 #[test]

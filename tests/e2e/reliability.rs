@@ -10,7 +10,7 @@
 //! story.
 use crate::stack::{Stack, Tools, endpoints};
 use dnsplane_applier::batch::bisection_bound;
-use dnsplane_e2e::wait_for;
+use dnsplane_e2e::{num, wait_for};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -38,15 +38,6 @@ fn bulk(domain: &str, n: usize, value: impl Fn(usize) -> String) -> String {
 
 fn value(i: usize) -> String {
     format!("192.0.2.{}", i % 250 + 1)
-}
-
-/// A JSON number that grpcurl may print as a string (uint64).
-fn num(v: &Value) -> u64 {
-    match v {
-        Value::Number(n) => n.as_u64().unwrap_or(0),
-        Value::String(s) => s.parse().unwrap_or(0),
-        _ => 0,
-    }
 }
 
 /// The applier's status of one account.

@@ -1,5 +1,5 @@
 //! A planner + applier stack in a temp dir, with the embedded provider.
-use dnsplane_e2e::{Proc, binary, dig, free_dns_port, free_port, grpcurl, tool, wait_for};
+use dnsplane_e2e::{Proc, binary, dig, free_port, grpcurl, tool, wait_for};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ impl Stack {
         planner_extra: &str,
     ) -> Stack {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (planner_port, applier_port, dns_port) = (free_port(), free_port(), free_dns_port());
+        let (planner_port, applier_port, dns_port) = (free_port(), free_port(), free_port());
         let desired_dir = dir.path().join("desired");
         std::fs::create_dir_all(&desired_dir).expect("desired dir");
         for (name, text) in desired {

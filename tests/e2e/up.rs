@@ -1,6 +1,6 @@
 //! The README's first command: `dnsplane up` on the example desired state.
 use crate::stack::Tools;
-use dnsplane_e2e::{Proc, binary, dig, free_dns_port, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, dig, free_port, grpcurl, wait_for};
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,7 +57,7 @@ fn dnsplane_up_serves_the_example_zone() {
         .expect("repo root")
         .to_path_buf();
     let state = tempfile::tempdir().expect("state");
-    let (pp, ap, dp) = (free_port(), free_port(), free_dns_port());
+    let (pp, ap, dp) = (free_port(), free_port(), free_port());
     let log = state.path().join("up.log");
     let _up = Proc::spawn(
         "dnsplane up",

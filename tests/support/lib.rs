@@ -106,11 +106,6 @@ pub fn free_port() -> u16 {
     panic!("no free loopback port in 20000-31999")
 }
 
-/// A free port for both UDP and TCP (the embedded DNS server binds both).
-pub fn free_dns_port() -> u16 {
-    free_port()
-}
-
 /// A child process that is killed when dropped; its stderr goes to a log file.
 #[derive(Debug)]
 pub struct Proc {
@@ -221,4 +216,34 @@ pub fn grpcurl(grpcurl: &Path, args: &[&str]) -> (bool, String) {
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
+}
+
+/// A protobuf JSON integer as grpcurl prints it: 64-bit ones come as strings.
+pub fn num(v: &serde_json::Value) -> u64 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .or_else(|| v.as_u64())
+        .unwrap_or(0)
+}
+
+/// A plain HTTP/1.1 GET on loopback (the admin ports): (status, body).
+pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect admin port");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status code");
+    (code, body.to_string())
 }

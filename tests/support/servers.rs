@@ -274,7 +274,7 @@ impl PowerDns {
         let api_key = random_secret(24);
         let api_key_file = dir.path().join("api-key");
         std::fs::write(&api_key_file, format!("{api_key}\n")).expect("write api key");
-        let (dns_port, api_port) = (crate::free_dns_port(), crate::free_dns_port());
+        let (dns_port, api_port) = (crate::free_port(), crate::free_port());
         let conf = render(
             "pdns/pdns.conf",
             &[
@@ -432,7 +432,7 @@ impl Bind {
         let key_name = "dnsplane-test".to_string();
         let key_file = dir.path().join("dnsplane.key");
         std::fs::write(&key_file, bind_key(&key_name, &random_secret(32))).expect("write key");
-        let port = crate::free_dns_port();
+        let port = crate::free_port();
         let conf = render(
             "bind/named.conf",
             &[
