@@ -14,7 +14,7 @@ use crate::source::{DesiredEntry, SourceError};
 use crate::state::{StateTable, retry_delay};
 use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
 use dnsplane_common::pb::{self, ConflictReason};
-use dnsplane_common::{Change, Name, RRSet, RecordKey, RecordType};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -622,27 +622,35 @@ impl Engine {
         progress: Option<&mpsc::Sender<pb::SyncProgress>>,
     ) -> Result<(), SyncError> {
         let name = zone.cfg.name.clone();
-        let by_id: HashMap<String, Change> = plan
-            .changes
-            .iter()
-            .map(|c| (c.change.id.clone(), c.change.clone()))
-            .collect();
-        let batches = batcher::cut(
+        // Shared with the sender task; results find their change by id through
+        // `by_id` (batch, position), so no change is copied.
+        let batches = Arc::new(batcher::cut(
             plan.changes,
             self.config.batch.max_changes,
             self.config.batch.max_bytes,
-        );
+        ));
+        let by_id: HashMap<String, (usize, usize)> = batches
+            .iter()
+            .enumerate()
+            .flat_map(|(b, batch)| {
+                batch
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, c)| (c.change.id.clone(), (b, i)))
+            })
+            .collect();
         let total_batches = batches.len();
         let deadline = self.config.sync.batch_deadline;
         let (tx, rx) = mpsc::channel::<pb::ApplyRequest>(4);
         let sender = {
             let zone = zone.clone();
             let account = zone.cfg.account.clone();
+            let batches = batches.clone();
             tokio::spawn(async move {
-                for (i, batch) in batches.into_iter().enumerate() {
+                for (i, batch) in batches.iter().enumerate() {
                     {
                         let mut states = lock(&zone.states);
-                        for c in &batch {
+                        for c in batch {
                             states.in_flight(c.change.key());
                         }
                     }
@@ -696,7 +704,7 @@ impl Engine {
                         ),
                     });
                 };
-                self.fold_results(zone, &by_id, &resp.results, summary);
+                self.fold_results(zone, &batches, &by_id, &resp.results, summary);
                 if resp.done {
                     batches_done += 1;
                 }
@@ -712,7 +720,7 @@ impl Engine {
             // Whatever did not come back is retried on the record's own clock.
             let retry = (self.config.sync.retry_min, self.config.sync.retry_max);
             let mut states = lock(&zone.states);
-            for key in by_id.values().map(Change::key) {
+            for key in batches.iter().flatten().map(|c| c.change.key()) {
                 if let Some(s) = states.records.get_mut(key)
                     && matches!(
                         s.kind,
@@ -733,7 +741,8 @@ impl Engine {
     fn fold_results(
         &self,
         zone: &ZoneRuntime,
-        by_id: &HashMap<String, Change>,
+        batches: &[Vec<crate::plan::PlannedChange>],
+        by_id: &HashMap<String, (usize, usize)>,
         results: &[pb::RecordResult],
         summary: &mut SyncSummary,
     ) {
@@ -741,7 +750,7 @@ impl Engine {
         let mut states = lock(&zone.states);
         let mut observed = lock(&zone.view);
         for r in results {
-            let Some(change) = by_id.get(&r.change_id) else {
+            let Some(change) = by_id.get(&r.change_id).map(|&(b, i)| &batches[b][i].change) else {
                 warn!(change_id = %r.change_id, "Result for a change this sync did not send; ignored.");
                 continue;
             };
