@@ -14,7 +14,8 @@ use dnsplane_planner::config::{
 };
 use dnsplane_planner::engine::Engine;
 use dnsplane_planner::plan::plan_zone;
-use dnsplane_planner::registry::{self, ZoneView};
+use dnsplane_planner::observed::ZoneView;
+use dnsplane_planner::ownership;
 use dnsplane_planner::source::{DesiredEntry, Origin};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
@@ -80,7 +81,7 @@ fn seed(state: &std::path::Path, per_zone: usize) {
             let key = RecordKey::new(zone.clone(), e.name.clone(), e.rtype);
             let rr = RRSet::from_canonical(key.clone(), 300, e.values).expect("rrset");
             ops.push(RRSetOp::create(
-                registry::owner_record(&key, OWNER, &e.origin.resource).expect("owner"),
+                ownership::owner_record(&key, OWNER, &e.origin.resource).expect("owner"),
             ));
             ops.push(RRSetOp::create(rr));
         }

@@ -7,7 +7,7 @@
 //! re-planned. Names are interned and a record keeps only its RRSet plus shared
 //! pointers to its source and resource, so the index stays compact.
 use crate::config::ZoneConfig;
-use crate::registry;
+use crate::ownership;
 use crate::source::{DesiredEntry, SourceError};
 use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
@@ -130,7 +130,7 @@ impl DesiredIndex {
                 record: format!("{} {}", e.name, e.rtype),
                 message,
             };
-            if registry::is_owner_record_name(&e.name) {
+            if ownership::is_owner_record_name(&e.name) {
                 contribution.errors.push(error(
                     "names starting with `_dnsplane-` are reserved for ownership records".into(),
                 ));

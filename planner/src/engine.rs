@@ -9,7 +9,8 @@ use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::plan::{ZonePlan, plan_zone};
 use crate::pool::{ApplierPool, Member};
-use crate::registry::{self, ZoneView};
+use crate::observed::ZoneView;
+use crate::ownership;
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{StateTable, retry_delay};
 use dnsplane_common::convert::{outcome_name, rrset_from_pb, timestamp};
@@ -426,7 +427,7 @@ impl Engine {
                         let mut query: BTreeSet<Name> = names.clone();
                         for n in names {
                             for t in RecordType::ALL {
-                                if let Some(k) = registry::owner_record_key(&RecordKey::new(
+                                if let Some(k) = ownership::owner_record_key(&RecordKey::new(
                                     name.clone(),
                                     n.clone(),
                                     t,

@@ -5,7 +5,7 @@
 //! Layout, in the order data flows:
 //! - [`source`]: desired records from files (external-dns `DNSEndpoint`) and pushes;
 //! - [`desired`]: the desired state, placed in zones and checked across records;
-//! - [`registry`]: the TXT ownership records;
+//! - [`ownership`]: the TXT ownership records; [`observed`]: what a zone holds;
 //! - [`plan`]: the pure diff of desired vs current vs ownership;
 //! - [`batcher`]: cuts a plan into batches;
 //! - [`engine`]: per-zone loops that read, plan, apply and fold results in;
@@ -19,7 +19,8 @@ pub mod engine;
 pub mod metrics;
 pub mod plan;
 pub mod pool;
-pub mod registry;
+pub mod observed;
+pub mod ownership;
 pub mod service;
 pub mod source;
 pub mod state;

@@ -7,7 +7,8 @@
 //! one by writing only its ownership record. Policies limit what may change.
 use crate::config::{ConflictPolicy, Policy, ZoneConfig};
 use crate::desired::DesiredRecord;
-use crate::registry::{self, ZoneView};
+use crate::observed::ZoneView;
+use crate::ownership;
 use dnsplane_common::pb::ConflictReason;
 use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Change, ChangeKind, RRSet, RRSetOp, RecordKey, RecordType};
@@ -126,7 +127,7 @@ pub fn plan_zone(
         }
         let owned = owner.is_some();
         // Built only when a change needs it: the common case (converged) allocates nothing.
-        let new_owner = || registry::owner_record(key, owner_id, &want.resource);
+        let new_owner = || ownership::owner_record(key, owner_id, &want.resource);
         let too_long = || "the name is too long to carry an ownership record".to_string();
         match cur {
             None => {
@@ -301,7 +302,7 @@ mod tests {
     fn owned(r: &RRSet, owner: &str) -> Vec<RRSet> {
         vec![
             r.clone(),
-            registry::owner_record(&r.key, owner, "r").unwrap(),
+            ownership::owner_record(&r.key, owner, "r").unwrap(),
         ]
     }
 
@@ -350,8 +351,8 @@ mod tests {
         assert_eq!(after.get(&a2.key), Some(&a2));
         assert_eq!(after.get(&new.key), Some(&new));
         assert!(!after.contains_key(&gone.key));
-        assert!(after.contains_key(&registry::owner_record_key(&new.key).unwrap()));
-        assert!(!after.contains_key(&registry::owner_record_key(&gone.key).unwrap()));
+        assert!(after.contains_key(&ownership::owner_record_key(&new.key).unwrap()));
+        assert!(!after.contains_key(&ownership::owner_record_key(&gone.key).unwrap()));
     }
 
     #[test]

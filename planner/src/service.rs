@@ -1,7 +1,7 @@
 //! The `dnsplane.v1.Planner` gRPC service: a thin layer over the [`Engine`].
 use crate::engine::Engine;
 use crate::plan::plan_zone;
-use crate::registry::ZoneView;
+use crate::observed::ZoneView;
 use crate::source::{DesiredEntry, Origin};
 use crate::state::state_name;
 use dnsplane_common::convert::{FieldError, timestamp};

@@ -9,7 +9,8 @@ use dnsplane_planner::config::{
     BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
 };
 use dnsplane_planner::engine::{Engine, Scope};
-use dnsplane_planner::registry::{self, ZoneView};
+use dnsplane_planner::observed::ZoneView;
+use dnsplane_planner::ownership;
 use dnsplane_planner::source::{DesiredEntry, Origin};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -243,7 +244,7 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
             Step::OobCreate(n, v) => {
                 // A polite other writer: never at a name whose ownership record says
                 // someone owns it (there dnsplane would rightly restore its record).
-                let owner_key = registry::owner_record_key(&key(n)).expect("owner");
+                let owner_key = ownership::owner_record_key(&key(n)).expect("owner");
                 if h.list().await.iter().any(|r| r.key == owner_key) {
                     continue;
                 }
@@ -314,7 +315,7 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
         .flat_map(|n| {
             [
                 key(n).name,
-                registry::owner_record_key(&key(n)).expect("owner").name,
+                ownership::owner_record_key(&key(n)).expect("owner").name,
             ]
         })
         .collect();
