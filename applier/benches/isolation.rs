@@ -17,7 +17,7 @@ use dnsplane_applier::batch::{BatchReport, bisection_bound, execute};
 use dnsplane_applier::provider::fault::{FaultInjector, FaultRuleConfig, compile_rules};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::retry::RetryPolicy;
-use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType, pb};
+use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::index::sample;
@@ -62,11 +62,11 @@ fn run(rt: &tokio::runtime::Runtime, rules: &str, changes: &[Change]) -> BatchRe
     ))
 }
 
-fn count(report: &BatchReport, outcome: pb::Outcome) -> usize {
+fn count(report: &BatchReport, outcome: Outcome) -> usize {
     report
         .results
         .iter()
-        .filter(|r| r.outcome() == outcome)
+        .filter(|r| r.outcome == outcome)
         .count()
 }
 
@@ -86,8 +86,8 @@ fn read_back(rt: &tokio::runtime::Runtime, bad: &[usize]) -> u32 {
         .map(|i| Change::new(ChangeKind::Create, vec![RRSetOp::create(a(i, "192.0.2.1"))]))
         .collect();
     let report = run(rt, &rules, &changes);
-    assert_eq!(count(&report, pb::Outcome::Conflict), bad.len());
-    assert_eq!(count(&report, pb::Outcome::Applied), N - bad.len());
+    assert_eq!(count(&report, Outcome::Conflict), bad.len());
+    assert_eq!(count(&report, Outcome::Applied), N - bad.len());
     report.provider_calls
 }
 
@@ -108,8 +108,8 @@ fn bisection(rt: &tokio::runtime::Runtime, bad: &[usize]) -> u32 {
         })
         .collect();
     let report = run(rt, &rules, &changes);
-    assert_eq!(count(&report, pb::Outcome::Invalid), bad.len());
-    assert_eq!(count(&report, pb::Outcome::Applied), N - bad.len());
+    assert_eq!(count(&report, Outcome::Invalid), bad.len());
+    assert_eq!(count(&report, Outcome::Applied), N - bad.len());
     report.provider_calls
 }
 

@@ -8,21 +8,22 @@
 //! times; give up on permanent ones. A change's ops are never split.
 use crate::provider::{ErrorClass, Listing, Provider, ProviderError};
 use crate::retry::RetryPolicy;
-use dnsplane_common::convert::duration;
-use dnsplane_common::{Change, Name, RRSet, RecordKey, RecordType, pb};
+use dnsplane_common::{
+    Change, ConflictReason, Name, Outcome, RRSet, RecordKey, RecordResult, RecordType,
+};
 use futures::future::BoxFuture;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-/// The decided fate of one change; becomes a `pb::RecordResult`.
+/// The decided fate of one change; becomes a [`RecordResult`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Applied,
     AlreadyApplied,
     Conflict {
-        reason: pb::ConflictReason,
+        reason: ConflictReason,
         observed: Option<RRSet>,
         message: String,
     },
@@ -39,54 +40,39 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn outcome(&self) -> pb::Outcome {
+    pub fn outcome(&self) -> Outcome {
         match self {
-            Verdict::Applied => pb::Outcome::Applied,
-            Verdict::AlreadyApplied => pb::Outcome::AlreadyApplied,
-            Verdict::Conflict { .. } => pb::Outcome::Conflict,
-            Verdict::Invalid(_) => pb::Outcome::Invalid,
-            Verdict::Deferred { .. } => pb::Outcome::Deferred,
-            Verdict::Failed { .. } => pb::Outcome::Failed,
-            Verdict::RejectedPermanent(_) => pb::Outcome::RejectedPermanent,
+            Verdict::Applied => Outcome::Applied,
+            Verdict::AlreadyApplied => Outcome::AlreadyApplied,
+            Verdict::Conflict { .. } => Outcome::Conflict,
+            Verdict::Invalid(_) => Outcome::Invalid,
+            Verdict::Deferred { .. } => Outcome::Deferred,
+            Verdict::Failed { .. } => Outcome::Failed,
+            Verdict::RejectedPermanent(_) => Outcome::RejectedPermanent,
         }
     }
 
-    /// The wire form. `observed_owner` stays empty: the planner knows the ownership
-    /// format and fills it in.
-    pub fn into_result(self, change_id: impl Into<String>) -> pb::RecordResult {
-        let mut r = pb::RecordResult {
-            change_id: change_id.into(),
-            outcome: self.outcome() as i32,
-            ..Default::default()
-        };
+    /// The result of change `change_id`. `observed_owner` stays empty: the planner
+    /// knows the ownership format and fills it in.
+    pub fn into_result(self, change_id: impl Into<String>) -> RecordResult {
+        let r = RecordResult::new(change_id, self.outcome());
         match self {
-            Verdict::Applied | Verdict::AlreadyApplied => {}
+            Verdict::Applied | Verdict::AlreadyApplied => r,
             Verdict::Conflict {
                 reason,
                 observed,
                 message,
-            } => {
-                r.conflict_reason = reason as i32;
-                r.observed = observed.as_ref().map(Into::into);
-                r.message = message;
-            }
-            Verdict::Invalid(m) | Verdict::RejectedPermanent(m) => r.message = m,
+            } => r.with_conflict(reason, observed).with_message(message),
+            Verdict::Invalid(m) | Verdict::RejectedPermanent(m) => r.with_message(m),
             Verdict::Deferred {
                 retry_after,
                 message,
-            } => {
-                r.retry_after = Some(duration(retry_after));
-                r.message = message;
-            }
+            } => r.with_message(message).with_retry_after(Some(retry_after)),
             Verdict::Failed {
                 message,
                 retry_after,
-            } => {
-                r.retry_after = retry_after.map(duration);
-                r.message = message;
-            }
+            } => r.with_message(message).with_retry_after(retry_after),
         }
-        r
     }
 }
 
@@ -94,7 +80,7 @@ impl Verdict {
 #[derive(Debug, Default)]
 pub struct BatchReport {
     /// One result per change, in the order of the batch.
-    pub results: Vec<pb::RecordResult>,
+    pub results: Vec<RecordResult>,
     pub provider_calls: u32,
     /// Provider calls by answer: "success" or an [`ErrorClass`] name.
     pub calls_by_class: BTreeMap<&'static str, u64>,
@@ -381,7 +367,7 @@ impl<'a> Run<'a> {
             .filter(|k| change.ops.iter().any(|op| &op.key == *k))
             .unwrap_or(change.key());
         self.verdicts[i] = Some(Verdict::Conflict {
-            reason: pb::ConflictReason::Unspecified,
+            reason: ConflictReason::Unspecified,
             observed: observed.get(key).cloned(),
             message: err.message.clone(),
         });
@@ -539,16 +525,13 @@ pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict>
             continue;
         }
         let (reason, what) = match (&op.before, current) {
-            (None, Some(_)) => (
-                pb::ConflictReason::Exists,
-                "expected absent, found it present",
-            ),
+            (None, Some(_)) => (ConflictReason::Exists, "expected absent, found it present"),
             (Some(_), None) => (
-                pb::ConflictReason::NotFound,
+                ConflictReason::NotFound,
                 "expected present, found it absent",
             ),
             _ => (
-                pb::ConflictReason::Changed,
+                ConflictReason::Changed,
                 "found different data than expected",
             ),
         };
@@ -579,7 +562,7 @@ pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict>
         if let Some(t) = clash {
             let key = RecordKey::new(op.key.zone.clone(), op.key.name.clone(), t);
             return Some(Verdict::Conflict {
-                reason: pb::ConflictReason::TypeClash,
+                reason: ConflictReason::TypeClash,
                 observed: observed.get(&key).cloned(),
                 message: format!(
                     "{} would put a CNAME beside other data at {} (found {t})",
@@ -737,8 +720,8 @@ mod tests {
         }
     }
 
-    fn outcomes(report: &BatchReport) -> Vec<pb::Outcome> {
-        report.results.iter().map(|r| r.outcome()).collect()
+    fn outcomes(report: &BatchReport) -> Vec<Outcome> {
+        report.results.iter().map(|r| r.outcome).collect()
     }
 
     async fn run(p: &Faulty, changes: &[Change]) -> BatchReport {
@@ -757,7 +740,7 @@ mod tests {
             .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
             .collect();
         let report = run(&p, &changes).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::Applied; 5]);
+        assert_eq!(outcomes(&report), vec![Outcome::Applied; 5]);
         assert_eq!(report.provider_calls, 1);
         assert_eq!(report.calls_by_class.get("success"), Some(&1));
     }
@@ -799,7 +782,7 @@ mod tests {
             Change::new(ChangeKind::Delete, vec![RRSetOp::delete(gone.clone())]),
         ];
         let report = run(&p, &changes).await;
-        use pb::Outcome::*;
+        use Outcome::*;
         assert_eq!(
             outcomes(&report),
             vec![
@@ -814,18 +797,18 @@ mod tests {
         );
         let reasons: Vec<_> = report.results[2..6]
             .iter()
-            .map(|r| r.conflict_reason())
+            .map(|r| r.conflict_reason)
             .collect();
-        use pb::ConflictReason as R;
+        use ConflictReason as R;
         assert_eq!(
             reasons,
             vec![R::Exists, R::NotFound, R::Changed, R::TypeClash]
         );
-        assert_eq!(report.results[2].observed, Some((&theirs).into()));
+        assert_eq!(report.results[2].observed, Some(theirs.clone()));
         assert_eq!(report.results[3].observed, None);
-        assert_eq!(report.results[4].observed, Some((&moved).into()));
-        assert_eq!(report.results[5].observed, Some((&host).into()));
-        assert!(report.results.iter().all(|r| r.observed_owner.is_empty()));
+        assert_eq!(report.results[4].observed, Some(moved.clone()));
+        assert_eq!(report.results[5].observed, Some(host.clone()));
+        assert!(report.results.iter().all(|r| r.observed_owner.is_none()));
         assert_eq!(report.provider_calls, 3, "apply, read back, resubmit");
         assert_eq!(p.get(&fresh.key), Some(fresh));
         assert_eq!(p.get(&gone.key), None);
@@ -841,13 +824,13 @@ mod tests {
             .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
             .collect();
         let report = run(&p, &changes).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::AlreadyApplied; 3]);
+        assert_eq!(outcomes(&report), vec![Outcome::AlreadyApplied; 3]);
         assert_eq!(report.provider_calls, 2, "apply, read back; nothing resent");
         assert_eq!(report.calls_by_class.get("ambiguous"), Some(&1));
 
         // A re-dispatched batch (another applier, a retry) is recognised the same way.
         let again = run(&p, &changes).await;
-        assert_eq!(outcomes(&again), vec![pb::Outcome::AlreadyApplied; 3]);
+        assert_eq!(outcomes(&again), vec![Outcome::AlreadyApplied; 3]);
     }
 
     #[tokio::test]
@@ -863,7 +846,7 @@ mod tests {
         // without committing.
         p.seed(&[RRSetOp::create(a("h0", "192.0.2.1"))]);
         let report = run(&p, &changes).await;
-        use pb::Outcome::*;
+        use Outcome::*;
         assert_eq!(
             outcomes(&report),
             vec![AlreadyApplied, Applied, Applied, Applied]
@@ -898,14 +881,14 @@ mod tests {
         let report = run(&p, &changes).await;
         for (i, r) in report.results.iter().enumerate() {
             if bad.contains(&i) {
-                assert_eq!(r.outcome(), pb::Outcome::Invalid, "change {i}");
+                assert_eq!(r.outcome, Outcome::Invalid, "change {i}");
                 assert!(
                     r.message.starts_with("400: value 10.0."),
                     "provider text kept: {}",
                     r.message
                 );
             } else {
-                assert_eq!(r.outcome(), pb::Outcome::Applied, "change {i}");
+                assert_eq!(r.outcome, Outcome::Applied, "change {i}");
             }
         }
         report.provider_calls
@@ -944,11 +927,11 @@ mod tests {
         let report = run(&p, &changes).await;
         for (i, r) in report.results.iter().enumerate() {
             if i == 5 {
-                assert_eq!(r.outcome(), pb::Outcome::Conflict);
-                assert_eq!(r.conflict_reason(), pb::ConflictReason::Unspecified);
+                assert_eq!(r.outcome, Outcome::Conflict);
+                assert_eq!(r.conflict_reason, ConflictReason::Unspecified);
                 assert_eq!(r.message, "409: conflict");
             } else {
-                assert_eq!(r.outcome(), pb::Outcome::Applied, "change {i}");
+                assert_eq!(r.outcome, Outcome::Applied, "change {i}");
             }
         }
     }
@@ -963,7 +946,7 @@ mod tests {
         let changes = vec![create(&a("h", "192.0.2.1"))];
         let start = Instant::now();
         let report = run(&p, &changes).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::Applied]);
+        assert_eq!(outcomes(&report), vec![Outcome::Applied]);
         assert_eq!(report.provider_calls, 3);
         assert_eq!(report.calls_by_class.get("transient"), Some(&2));
         assert!(
@@ -976,7 +959,7 @@ mod tests {
             ..Faults::default()
         });
         let report = run(&p, &changes).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::Failed]);
+        assert_eq!(outcomes(&report), vec![Outcome::Failed]);
         assert_eq!(report.provider_calls, RetryPolicy::default().max_attempts);
         assert_eq!(report.results[0].message, "429 Too Many Requests");
         assert!(report.results[0].retry_after.is_some());
@@ -993,11 +976,8 @@ mod tests {
         let policy = RetryPolicy::default();
         let deadline = Some(Instant::now() + Duration::from_secs(1));
         let report = execute(&p, &zone(), &changes, deadline, &policy).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::Deferred]);
-        assert_eq!(
-            report.results[0].retry_after,
-            Some(duration(Duration::from_secs(2)))
-        );
+        assert_eq!(outcomes(&report), vec![Outcome::Deferred]);
+        assert_eq!(report.results[0].retry_after, Some(Duration::from_secs(2)));
         assert_eq!(
             report.provider_calls, 1,
             "the retry would have crossed the deadline"
@@ -1005,7 +985,7 @@ mod tests {
 
         let past = Some(Instant::now());
         let report = execute(&p, &zone(), &changes, past, &policy).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::Deferred]);
+        assert_eq!(outcomes(&report), vec![Outcome::Deferred]);
         assert_eq!(report.provider_calls, 0);
     }
 
@@ -1019,7 +999,7 @@ mod tests {
             .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
             .collect();
         let report = run(&p, &changes).await;
-        assert_eq!(outcomes(&report), vec![pb::Outcome::RejectedPermanent; 3]);
+        assert_eq!(outcomes(&report), vec![Outcome::RejectedPermanent; 3]);
         assert_eq!(report.results[0].message, "403 Forbidden");
         assert_eq!(report.provider_calls, 1);
     }
@@ -1032,12 +1012,7 @@ mod tests {
             .map(|i| create(&a(&format!("h{i}"), "192.0.2.1")))
             .collect();
         let report = run(&p, &changes).await;
-        assert!(
-            report
-                .results
-                .iter()
-                .all(|r| r.outcome() == pb::Outcome::Applied)
-        );
+        assert!(report.results.iter().all(|r| r.outcome == Outcome::Applied));
         assert_eq!(report.provider_calls, 2);
         assert_eq!(*p.applies.lock().unwrap(), 2);
     }
@@ -1062,7 +1037,7 @@ mod tests {
         assert!(matches!(
             clash,
             Verdict::Conflict {
-                reason: pb::ConflictReason::TypeClash,
+                reason: ConflictReason::TypeClash,
                 ..
             }
         ));
@@ -1136,8 +1111,8 @@ mod tests {
     /// one-change batch, and the outcome the change ends with.
     #[tokio::test(start_paused = true)]
     async fn every_error_class_ends_in_its_outcome() {
-        use pb::Outcome::*;
-        let cases: &[(&str, pb::Outcome, u32, &str)] = &[
+        use Outcome::*;
+        let cases: &[(&str, Outcome, u32, &str)] = &[
             // Ambiguous without commit: read back, not there, resubmitted once.
             ("action = \"error\"\nstatus = 504", Applied, 3, ""),
             // Ambiguous after commit: the read shows it there, nothing resent.
@@ -1190,7 +1165,7 @@ mod tests {
             )
             .await;
             let r = &report.results[0];
-            assert_eq!(r.outcome(), *want, "{rule}: {}", r.message);
+            assert_eq!(r.outcome, *want, "{rule}: {}", r.message);
             assert_eq!(report.provider_calls, *calls, "{rule}");
             assert!(r.message.contains(message), "{rule}: {:?}", r.message);
         }
@@ -1199,7 +1174,7 @@ mod tests {
         let changes = vec![create(&a("h", "192.0.2.1"))];
         let policy = RetryPolicy::default();
         let report = execute(&p.provider, &zone(), &changes, None, &policy).await;
-        assert_eq!(report.results[0].outcome(), Failed);
+        assert_eq!(report.results[0].outcome, Failed);
         assert!(report.results[0].retry_after.is_some());
         assert_eq!(report.provider_calls, policy.max_attempts);
         assert_eq!(
@@ -1272,7 +1247,7 @@ mod tests {
             .await;
             for (i, r) in report.results.iter().enumerate() {
                 if bad.contains(&i) {
-                    assert_eq!(r.outcome(), pb::Outcome::Invalid, "n={n} change {i}");
+                    assert_eq!(r.outcome, Outcome::Invalid, "n={n} change {i}");
                     assert!(
                         r.message.contains("is not accepted")
                             && r.message.contains(&format!("h{i}.example.com.")),
@@ -1280,7 +1255,7 @@ mod tests {
                         r.message
                     );
                 } else {
-                    assert_eq!(r.outcome(), pb::Outcome::Applied, "n={n} change {i}");
+                    assert_eq!(r.outcome, Outcome::Applied, "n={n} change {i}");
                 }
             }
             let bound = bisection_bound(n, bad.len());
@@ -1330,15 +1305,15 @@ mod tests {
             assert_eq!(report.provider_calls, 3, "k={k}");
             for (i, r) in report.results.iter().enumerate() {
                 if i % 3 == 0 && i / 3 < k {
-                    assert_eq!(r.outcome(), pb::Outcome::Conflict, "k={k} change {i}");
-                    assert_eq!(r.conflict_reason(), pb::ConflictReason::Exists);
+                    assert_eq!(r.outcome, Outcome::Conflict, "k={k} change {i}");
+                    assert_eq!(r.conflict_reason, ConflictReason::Exists);
                     let observed = r.observed.as_ref().expect("observed");
                     assert_eq!(
-                        observed.values,
-                        vec![format!("198.51.100.{}", i / 3 % 250 + 1)]
+                        observed.values(),
+                        [format!("198.51.100.{}", i / 3 % 250 + 1)]
                     );
                 } else {
-                    assert_eq!(r.outcome(), pb::Outcome::Applied, "k={k} change {i}");
+                    assert_eq!(r.outcome, Outcome::Applied, "k={k} change {i}");
                 }
             }
             assert_eq!(p.provider.fired().get("other_writer"), Some(&1));
@@ -1425,22 +1400,19 @@ mod tests {
                     let op = &c.ops[0];
                     let now = p.get(&op.key);
                     let invalid = op.after.as_ref().is_some_and(|a| a.values().iter().any(|v| v == INVALID));
-                    match r.outcome() {
-                        pb::Outcome::Applied | pb::Outcome::AlreadyApplied => {
+                    match r.outcome {
+                        Outcome::Applied | Outcome::AlreadyApplied => {
                             prop_assert!(op.at_target(now.as_ref()), "{:?} not at target: {:?}", c, now);
-                            prop_assert!(!invalid || r.outcome() == pb::Outcome::AlreadyApplied);
+                            prop_assert!(!invalid || r.outcome == Outcome::AlreadyApplied);
                         }
-                        pb::Outcome::Invalid => prop_assert!(invalid, "{:?}: {}", c, r.message),
-                        pb::Outcome::Conflict => {
-                            let observed = r.observed.as_ref().map(|o| {
-                                let key = o.key.as_ref().unwrap();
-                                RecordKey::new(zone(), Name::parse(&key.name).unwrap(), RecordType::parse(&key.r#type).unwrap())
-                            });
+                        Outcome::Invalid => prop_assert!(invalid, "{:?}: {}", c, r.message),
+                        Outcome::Conflict => {
+                            let observed = r.observed.as_ref().map(|o| o.key.clone());
                             // What the zone held when read: before the batch, or after it
                             // (another change of the batch may have written that key).
                             let key = observed.unwrap_or_else(|| op.key.clone());
-                            let after = p.get(&key).as_ref().map(pb::RrSet::from);
-                            let before = seeded.iter().find(|s| s.key == key).map(pb::RrSet::from);
+                            let after = p.get(&key);
+                            let before = seeded.iter().find(|s| s.key == key).cloned();
                             prop_assert!(r.observed == after || r.observed == before, "{:?}: {:?}", c, r);
                         }
                         other => prop_assert!(false, "unexpected {:?} for {:?}: {}", other, c, r.message),

@@ -19,8 +19,7 @@
 use crate::metrics::{ApplierMetrics, global};
 use crate::provider::{Capabilities, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
-use dnsplane_common::convert::outcome_name;
-use dnsplane_common::{Name, RRSetOp, pb};
+use dnsplane_common::{Name, Outcome, RRSetOp, RecordResult};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -84,7 +83,7 @@ pub fn record_batch(
     span: &tracing::Span,
     provider: Option<&str>,
     provider_calls: u32,
-    results: &[pb::RecordResult],
+    results: &[RecordResult],
 ) {
     if span.is_disabled() {
         return;
@@ -93,20 +92,19 @@ pub fn record_batch(
         span.record("provider", p);
     }
     span.record("provider.calls", provider_calls);
-    let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut counts: BTreeMap<Outcome, u64> = BTreeMap::new();
     for r in results {
-        *counts.entry(outcome_name(r.outcome())).or_default() += 1;
+        *counts.entry(r.outcome).or_default() += 1;
     }
-    for (name, n) in counts {
-        let field = match name {
-            "APPLIED" => "outcome.applied",
-            "ALREADY_APPLIED" => "outcome.already_applied",
-            "CONFLICT" => "outcome.conflict",
-            "INVALID" => "outcome.invalid",
-            "DEFERRED" => "outcome.deferred",
-            "FAILED" => "outcome.failed",
-            "REJECTED_PERMANENT" => "outcome.rejected_permanent",
-            _ => continue,
+    for (outcome, n) in counts {
+        let field = match outcome {
+            Outcome::Applied => "outcome.applied",
+            Outcome::AlreadyApplied => "outcome.already_applied",
+            Outcome::Conflict => "outcome.conflict",
+            Outcome::Invalid => "outcome.invalid",
+            Outcome::Deferred => "outcome.deferred",
+            Outcome::Failed => "outcome.failed",
+            Outcome::RejectedPermanent => "outcome.rejected_permanent",
         };
         span.record(field, n);
     }

@@ -28,9 +28,8 @@
 //! (see [`crate::instrument`]); the other `dnsplane_quota_*` families mirror its status.
 use crate::account::Account;
 use crate::service::ApplierService;
-use dnsplane_common::convert::outcome_name;
 use dnsplane_common::metrics::{AdminServer, register_build_info};
-use dnsplane_common::pb;
+use dnsplane_common::{Outcome, pb};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -45,15 +44,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 /// Every outcome, so that `dnsplane_applier_record_outcomes_total` shows zeros too.
-const OUTCOMES: [pb::Outcome; 7] = [
-    pb::Outcome::Applied,
-    pb::Outcome::AlreadyApplied,
-    pb::Outcome::Conflict,
-    pb::Outcome::Invalid,
-    pb::Outcome::Deferred,
-    pb::Outcome::Failed,
-    pb::Outcome::RejectedPermanent,
-];
+const OUTCOMES: [Outcome; 7] = Outcome::ALL;
 
 /// Every circuit state, for `dnsplane_circuit_state`.
 const CIRCUIT_STATES: [&str; 3] = ["closed", "open", "half_open"];
@@ -290,14 +281,13 @@ impl Collector for ServiceCollector {
             "Per-record outcomes of the batches this applier ran, by account, driver and outcome",
             snapshots.iter().flat_map(|((account, provider), c)| {
                 OUTCOMES.iter().map(move |o| {
-                    let name = outcome_name(*o);
                     (
                         OutcomeLabels {
                             account: account.clone(),
                             provider: provider.clone(),
-                            outcome: name.to_ascii_lowercase(),
+                            outcome: o.label().into(),
                         },
-                        c.outcomes.get(name).copied().unwrap_or(0),
+                        c.outcomes.get(o.as_str()).copied().unwrap_or(0),
                     )
                 })
             }),

@@ -12,9 +12,9 @@ use crate::cache::ListingCache;
 use crate::circuit::Admission;
 use crate::provider::{ErrorClass, Operation, ProviderError};
 use crate::retry::RetryPolicy;
-use dnsplane_common::convert::{FieldError, change_from_pb, duration, name_from_pb, outcome_name};
+use dnsplane_common::convert::{FieldError, change_from_pb, duration, name_from_pb};
 use dnsplane_common::grpc::invalid_argument;
-use dnsplane_common::{Change, Name, pb};
+use dnsplane_common::{Change, Name, RecordResult, pb};
 use futures::Stream;
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
@@ -154,7 +154,7 @@ impl Shared {
     }
 
     async fn run_batch_inner(&self, batch: pb::Batch) -> Vec<pb::ApplyResponse> {
-        let all = |v: Verdict| -> Vec<pb::RecordResult> {
+        let all = |v: Verdict| -> Vec<RecordResult> {
             batch
                 .changes
                 .iter()
@@ -185,7 +185,7 @@ impl Shared {
         }
         let mut summary: BTreeMap<&str, usize> = BTreeMap::new();
         for r in &results {
-            *summary.entry(outcome_name(r.outcome())).or_default() += 1;
+            *summary.entry(r.outcome.as_str()).or_default() += 1;
         }
         crate::instrument::record_batch(
             &tracing::Span::current(),
@@ -203,8 +203,8 @@ impl Shared {
         account: &Account,
         zone: &Name,
         batch: &pb::Batch,
-    ) -> (Vec<pb::RecordResult>, u32) {
-        let mut results: Vec<Option<pb::RecordResult>> = vec![None; batch.changes.len()];
+    ) -> (Vec<RecordResult>, u32) {
+        let mut results: Vec<Option<RecordResult>> = vec![None; batch.changes.len()];
         let mut valid: Vec<(usize, Change)> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (i, c) in batch.changes.iter().enumerate() {
@@ -314,11 +314,11 @@ impl Shared {
 /// The results of one batch as one or more messages, the last one `done`.
 fn respond(
     batch_id: String,
-    results: Vec<pb::RecordResult>,
+    results: Vec<RecordResult>,
     provider_calls: u32,
 ) -> Vec<pb::ApplyResponse> {
     let mut chunks: Vec<Vec<pb::RecordResult>> = Vec::new();
-    let mut it = results.into_iter().peekable();
+    let mut it = results.iter().map(pb::RecordResult::from).peekable();
     while it.peek().is_some() {
         chunks.push(it.by_ref().take(RESULTS_PER_MESSAGE).collect());
     }
@@ -616,7 +616,10 @@ mod tests {
 
     #[test]
     fn large_result_sets_are_split_over_messages() {
-        let results = vec![pb::RecordResult::default(); RESULTS_PER_MESSAGE * 2 + 1];
+        let results = vec![
+            RecordResult::new("c", dnsplane_common::Outcome::Applied);
+            RESULTS_PER_MESSAGE * 2 + 1
+        ];
         let msgs = respond("b".into(), results, 7);
         assert_eq!(
             msgs.iter().map(|m| m.results.len()).collect::<Vec<_>>(),

@@ -4,8 +4,7 @@
 use crate::circuit::Circuit;
 use crate::provider::{Capabilities, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
-use dnsplane_common::convert::outcome_name;
-use dnsplane_common::{Name, RRSetOp, pb};
+use dnsplane_common::{Name, RRSetOp, RecordResult};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -52,11 +51,11 @@ impl AccountStats {
     }
 
     /// Counts one batch and the outcome of each of its changes.
-    pub fn record_batch(&self, results: &[pb::RecordResult]) {
+    pub fn record_batch(&self, results: &[RecordResult]) {
         self.with(|c| {
             c.batches += 1;
             for r in results {
-                *c.outcomes.entry(outcome_name(r.outcome())).or_default() += 1;
+                *c.outcomes.entry(r.outcome.as_str()).or_default() += 1;
             }
         });
     }

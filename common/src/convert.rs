@@ -3,6 +3,7 @@
 //! into `INVALID_ARGUMENT` with a `BadRequest` detail.
 use crate::error::ModelError;
 use crate::name::Name;
+use crate::outcome::{ConflictReason, Outcome, RecordResult};
 use crate::pb;
 use crate::rdata::RecordType;
 use crate::rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
@@ -190,11 +191,100 @@ pub fn duration_from_pb(d: &prost_types::Duration) -> Duration {
     Duration::try_from(*d).unwrap_or_default()
 }
 
-/// Outcome names as users see them (`APPLIED`, `CONFLICT`, ...).
-pub fn outcome_name(o: pb::Outcome) -> &'static str {
-    o.as_str_name()
-        .strip_prefix("OUTCOME_")
-        .unwrap_or("UNSPECIFIED")
+impl From<Outcome> for pb::Outcome {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Applied => pb::Outcome::Applied,
+            Outcome::AlreadyApplied => pb::Outcome::AlreadyApplied,
+            Outcome::Conflict => pb::Outcome::Conflict,
+            Outcome::Invalid => pb::Outcome::Invalid,
+            Outcome::Deferred => pb::Outcome::Deferred,
+            Outcome::Failed => pb::Outcome::Failed,
+            Outcome::RejectedPermanent => pb::Outcome::RejectedPermanent,
+        }
+    }
+}
+
+/// The domain outcome of a wire one; `None` for `UNSPECIFIED` (and values this build
+/// does not know).
+pub fn outcome_from_pb(o: i32) -> Option<Outcome> {
+    Some(match pb::Outcome::try_from(o).ok()? {
+        pb::Outcome::Unspecified => return None,
+        pb::Outcome::Applied => Outcome::Applied,
+        pb::Outcome::AlreadyApplied => Outcome::AlreadyApplied,
+        pb::Outcome::Conflict => Outcome::Conflict,
+        pb::Outcome::Invalid => Outcome::Invalid,
+        pb::Outcome::Deferred => Outcome::Deferred,
+        pb::Outcome::Failed => Outcome::Failed,
+        pb::Outcome::RejectedPermanent => Outcome::RejectedPermanent,
+    })
+}
+
+impl From<ConflictReason> for pb::ConflictReason {
+    fn from(r: ConflictReason) -> Self {
+        match r {
+            ConflictReason::Unspecified => pb::ConflictReason::Unspecified,
+            ConflictReason::Exists => pb::ConflictReason::Exists,
+            ConflictReason::NotFound => pb::ConflictReason::NotFound,
+            ConflictReason::Changed => pb::ConflictReason::Changed,
+            ConflictReason::OwnedByOther => pb::ConflictReason::OwnedByOther,
+            ConflictReason::TypeClash => pb::ConflictReason::TypeClash,
+        }
+    }
+}
+
+/// The domain conflict reason of a wire one (unknown values: unspecified).
+pub fn conflict_reason_from_pb(r: i32) -> ConflictReason {
+    match pb::ConflictReason::try_from(r).unwrap_or_default() {
+        pb::ConflictReason::Unspecified => ConflictReason::Unspecified,
+        pb::ConflictReason::Exists => ConflictReason::Exists,
+        pb::ConflictReason::NotFound => ConflictReason::NotFound,
+        pb::ConflictReason::Changed => ConflictReason::Changed,
+        pb::ConflictReason::OwnedByOther => ConflictReason::OwnedByOther,
+        pb::ConflictReason::TypeClash => ConflictReason::TypeClash,
+    }
+}
+
+impl From<&RecordResult> for pb::RecordResult {
+    fn from(r: &RecordResult) -> Self {
+        pb::RecordResult {
+            change_id: r.change_id.clone(),
+            outcome: pb::Outcome::from(r.outcome) as i32,
+            conflict_reason: pb::ConflictReason::from(r.conflict_reason) as i32,
+            observed: r.observed.as_ref().map(Into::into),
+            observed_owner: r.observed_owner.clone().unwrap_or_default(),
+            message: r.message.clone(),
+            retry_after: r.retry_after.map(duration),
+        }
+    }
+}
+
+/// Reads a result an applier sent. Never fails: a result without a known outcome is
+/// read as FAILED (retried on the record's clock), and an observed RRSet that cannot
+/// be read is left out, so one odd result never loses the others.
+pub fn result_from_pb(r: &pb::RecordResult) -> RecordResult {
+    let (outcome, message) = match outcome_from_pb(r.outcome) {
+        Some(o) => (o, r.message.clone()),
+        None => (
+            Outcome::Failed,
+            format!(
+                "the applier sent no known outcome ({}): {}",
+                r.outcome, r.message
+            ),
+        ),
+    };
+    RecordResult {
+        change_id: r.change_id.clone(),
+        outcome,
+        conflict_reason: conflict_reason_from_pb(r.conflict_reason),
+        observed: r
+            .observed
+            .as_ref()
+            .and_then(|o| rrset_from_pb("observed", o).ok()),
+        observed_owner: (!r.observed_owner.is_empty()).then(|| r.observed_owner.clone()),
+        message,
+        retry_after: r.retry_after.as_ref().map(duration_from_pb),
+    }
 }
 
 #[cfg(test)]

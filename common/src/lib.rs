@@ -1,7 +1,8 @@
 //! dnsplane-common: the record model, the gRPC contract and the plumbing both services
 //! share.
 //!
-//! - [`name`], [`rdata`], [`rrset`]: the record model. Names are absolute, lower-case,
+//! - [`name`], [`rdata`], [`rrset`]: the record model; [`outcome`]: what became of a
+//!   change. Names are absolute, lower-case,
 //!   IDNA; values are canonical per type, so equality is exact.
 //! - [`pb`]: the generated `dnsplane.v1` contract; [`convert`] maps it to the model and
 //!   validates on the way in.
@@ -14,6 +15,7 @@ pub mod error;
 pub mod grpc;
 pub mod metrics;
 pub mod name;
+pub mod outcome;
 pub mod rdata;
 pub mod rrset;
 pub mod runtime;
@@ -21,6 +23,7 @@ pub mod telemetry;
 
 pub use error::ModelError;
 pub use name::Name;
+pub use outcome::{ConflictReason, Outcome, RecordResult};
 pub use rdata::{RData, RecordType};
 pub use rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
 

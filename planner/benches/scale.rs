@@ -13,11 +13,11 @@ use dnsplane_planner::config::{
     BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
 };
 use dnsplane_planner::engine::Engine;
-use dnsplane_planner::plan::plan_zone;
+use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::observed::ZoneView;
 use dnsplane_planner::ownership;
+use dnsplane_planner::plan::plan_zone;
 use dnsplane_planner::source::{DesiredEntry, Origin};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 const ZONES: usize = 100;
@@ -179,7 +179,9 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_applier, port) = start_applier(dir.path(), per_zone);
     let baseline = rss_bytes();
-    let engine = rt.block_on(async { Engine::new(config(port)).expect("engine") });
+    let engine = rt.block_on(async {
+        Engine::new(config(port), PlannerMetrics::unregistered()).expect("engine")
+    });
     for z in 0..ZONES {
         engine.set_source(&format!("bulk-{z}"), entries(z, per_zone), vec![]);
     }
@@ -196,14 +198,13 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     });
-    let _loops = rt.block_on(async { engine.spawn_zone_loops(cancel.clone()) });
+    rt.block_on(async { engine.start(cancel.clone()) });
     loop {
-        let done = engine.zones.values().all(|z| {
-            z.status
-                .lock()
-                .map(|s| s.initial_sync_done)
-                .unwrap_or(false)
-        });
+        let done = engine
+            .snapshot()
+            .zones
+            .iter()
+            .all(|z| z.status.initial_sync_done);
         if done {
             break;
         }
@@ -213,39 +214,33 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     let bytes_per_record = (rss_bytes().saturating_sub(baseline)) as f64 / records as f64;
 
     // Full plan time, one thread: converged world, then an empty provider.
-    let desired = engine.desired();
-    let empty = BTreeMap::new();
+    let zones: Vec<Name> = engine.zone_names().cloned().collect();
     let t = Instant::now();
     let mut changes = 0;
-    for zone in engine.zones.values() {
-        let view = zone.view.lock().expect("view");
-        let plan = plan_zone(
-            &zone.cfg,
-            OWNER,
-            desired.zone(&zone.cfg.name).unwrap_or(&empty),
-            view.as_ref().expect("observed"),
-        );
-        changes += plan.changes.len();
+    for zone in &zones {
+        changes += engine
+            .with_zone(zone, |cfg, desired, view| {
+                plan_zone(cfg, OWNER, desired, view.expect("observed"))
+                    .changes
+                    .len()
+            })
+            .expect("zone");
     }
     let plan_converged = t.elapsed();
     assert_eq!(changes, 0, "the world was seeded converged");
     let nothing = ZoneView::default();
     let t = Instant::now();
-    for zone in engine.zones.values() {
-        let plan = plan_zone(
-            &zone.cfg,
-            OWNER,
-            desired.zone(&zone.cfg.name).unwrap_or(&empty),
-            &nothing,
-        );
-        changes += plan.changes.len();
+    for zone in &zones {
+        changes += engine
+            .with_zone(zone, |cfg, desired, _| {
+                plan_zone(cfg, OWNER, desired, &nothing).changes.len()
+            })
+            .expect("zone");
     }
     let plan_empty = t.elapsed();
     assert_eq!(changes, records);
-    drop(desired);
 
     // One-record change in a source → APPLIED.
-    let zone0 = engine.zones.get(&zone_name(0)).expect("zone").clone();
     let mut lat = Vec::new();
     for i in 0..30u32 {
         let entry = DesiredEntry {
@@ -264,11 +259,8 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
         let start = Instant::now();
         engine.set_source("probe", vec![entry], vec![]);
         loop {
-            let done = zone0
-                .states
-                .lock()
-                .expect("states")
-                .converged_at(&key)
+            let done = engine
+                .converged_at(&zone_name(0), &key)
                 .is_some_and(|t| t >= t0);
             if done {
                 break;

@@ -1,65 +1,81 @@
 //! dnsplane-planner: computes the change plan (desired vs current vs ownership) and
-//! streams batches to an applier. It holds no provider credentials and makes no
-//! provider calls.
+//! streams batches to appliers. It holds no provider credentials and makes no provider
+//! calls.
 //!
-//! Layout, in the order data flows:
-//! - [`source`]: desired records from files (external-dns `DNSEndpoint`) and pushes;
-//! - [`desired`]: the desired state, placed in zones and checked across records;
-//! - [`ownership`]: the TXT ownership records; [`observed`]: what a zone holds;
-//! - [`plan`]: the pure diff of desired vs current vs ownership;
-//! - [`batcher`]: cuts a plan into batches;
-//! - [`engine`]: per-zone loops that read, plan, apply and fold results in;
-//! - [`state`]: the per-record state table;
-//! - [`service`]: the `dnsplane.v1.Planner` gRPC service;
-//! - [`metrics`]: Prometheus metrics and the admin HTTP port.
+//! Layout, from the top (nothing imports upward):
+//! - [`run`] wires it all; [`admin`]: the admin HTTP port; [`service`]: the
+//!   `dnsplane.v1.Planner` gRPC service (proto ⇄ domain);
+//! - [`engine`]: per-zone loops that read, plan, apply and fold results in, and the
+//!   read model ([`engine::Snapshot`]) everything above reads;
+//! - [`source`] → [`desired`]: desired records from files and pushes, placed in zones
+//!   and checked across records;
+//! - [`plan`]: the pure diff of desired vs current ([`observed`]) vs [`ownership`];
+//!   [`batcher`] cuts it into batches;
+//! - [`state`]: the per-record state machine (one fold: plan → results → lost stream);
+//! - [`pool`], [`client`]: the appliers and the only code that speaks their protocol;
+//! - leaves: [`events`] (log + metric per event), [`metrics`] (the families),
+//!   [`config`], [`error`].
+pub mod admin;
 pub mod batcher;
+pub mod client;
 pub mod config;
 pub mod desired;
 pub mod engine;
+pub mod error;
+pub mod events;
 pub mod metrics;
-pub mod plan;
-pub mod pool;
 pub mod observed;
 pub mod ownership;
+pub mod plan;
+pub mod pool;
 pub mod service;
 pub mod source;
 pub mod state;
+
+pub use error::PlannerError;
 
 use config::{PlannerConfig, SourceConfig};
 use dnsplane_common::pb::planner_server::PlannerServer;
 use engine::Engine;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
+
+/// How long shutdown waits for the engine's work and the admin server.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Where the planner serves.
+#[derive(Debug)]
+pub struct Listeners {
+    /// gRPC: Planner, grpc.health.v1, reflection v1 and v1alpha.
+    pub grpc: TcpListener,
+    /// The admin HTTP port (`/metrics`, `/healthz`, `/readyz`, `/status`), if any.
+    pub admin: Option<TcpListener>,
+}
 
 /// Runs the planner until `shutdown` is cancelled: gRPC (with health and reflection)
 /// answers at once; sources load and the first syncs run in the background.
 pub async fn run(
     config: PlannerConfig,
-    listener: TcpListener,
+    listeners: Listeners,
     shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    run_with_admin(config, listener, None, shutdown).await
-}
-
-/// [`run`], also serving the admin HTTP port (`/metrics`, `/healthz`, `/readyz`,
-/// `/status`) on `admin`.
-pub async fn run_with_admin(
-    config: PlannerConfig,
-    listener: TcpListener,
-    admin: Option<TcpListener>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let engine = Engine::new(config.clone())?;
-    // The gauges are read from the engine at scrape time; the counters and the sync
-    // histogram are fed by the engine as it plans, applies and syncs.
-    let metrics = engine.metrics.clone();
+) -> Result<(), PlannerError> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    dnsplane_common::metrics::register_build_info(
+        &mut registry,
+        "dnsplane-planner",
+        env!("CARGO_PKG_VERSION"),
+    );
+    let metrics = metrics::PlannerMetrics::register(&mut registry);
+    let engine =
+        Engine::new(config.clone(), metrics.clone()).map_err(PlannerError::ApplierAddress)?;
     let service = service::PlannerService::new(Arc::clone(&engine));
     let admin_stop = CancellationToken::new();
-    let (readiness, admin_task) = match admin {
+    let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
-            let server = metrics::admin_server(engine.clone(), metrics.clone(), service.clone());
+            let server = admin::admin_server(registry, engine.clone(), metrics);
             let readiness = server.readiness();
             (
                 Some(readiness),
@@ -68,7 +84,8 @@ pub async fn run_with_admin(
         }
         None => (None, None),
     };
-    let addr = listener.local_addr()?;
+    let listener = listeners.grpc;
+    let addr = listener.local_addr().map_err(PlannerError::Listener)?;
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter
@@ -77,32 +94,43 @@ pub async fn run_with_admin(
     let (reflection_v1, reflection_v1alpha) = dnsplane_common::grpc::reflection_services()?;
 
     let work = CancellationToken::new();
-    let mut tasks = Vec::new();
     for (i, source) in config.sources.iter().enumerate() {
         match source {
             SourceConfig::File { paths } => {
                 let name = format!("file:{i}");
                 let mut src = source::FileSource::new(paths.clone());
                 let snapshot = src.load();
-                info!(source = %name, records = snapshot.entries.len(), errors = snapshot.errors.len(), "Desired state loaded.");
+                events::DesiredStateChanged {
+                    source: &name,
+                    records: snapshot.entries.len(),
+                    errors: snapshot.errors.len(),
+                    initial: true,
+                }
+                .emit();
                 engine.set_source(&name, snapshot.entries, snapshot.errors);
                 let (tx, mut rx) = tokio::sync::mpsc::channel(4);
-                tasks.push(src.watch(config.sync.source_poll, tx, work.clone()));
-                let engine = engine.clone();
-                tasks.push(tokio::spawn(async move {
+                let watcher = src.watch(config.sync.source_poll, tx, work.clone());
+                let engine_ = engine.clone();
+                engine.spawn(async move {
                     while let Some(snapshot) = rx.recv().await {
-                        info!(source = %name, records = snapshot.entries.len(), errors = snapshot.errors.len(), "Desired state changed.");
-                        engine.set_source(&name, snapshot.entries, snapshot.errors);
+                        events::DesiredStateChanged {
+                            source: &name,
+                            records: snapshot.entries.len(),
+                            errors: snapshot.errors.len(),
+                            initial: false,
+                        }
+                        .emit();
+                        engine_.set_source(&name, snapshot.entries, snapshot.errors);
                     }
-                }));
+                    let _ = watcher.await;
+                });
             }
         }
     }
-    tasks.extend(engine.spawn_zone_loops(work.clone()));
-    tasks.push(engine.pool.spawn(work.clone()));
+    engine.start(work.clone());
 
     let appliers: Vec<String> = engine
-        .pool
+        .pool()
         .members()
         .iter()
         .map(|m| m.addr.clone())
@@ -138,17 +166,19 @@ pub async fn run_with_admin(
     // zones again: stop the loops; a sync in progress is cut at a batch boundary and
     // its records are re-planned by the next planner.
     work.cancel();
-    for t in tasks {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+    if !engine.shutdown(SHUTDOWN_GRACE).await {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "Syncs still running at the end of the grace period; leaving them.");
     }
     admin_stop.cancel();
     if let Some(t) = admin_task {
-        match tokio::time::timeout(std::time::Duration::from_secs(5), t).await {
+        match tokio::time::timeout(SHUTDOWN_GRACE, t).await {
             Ok(Ok(Err(e))) => tracing::warn!(error = %e, "Admin HTTP server failed."),
             Ok(_) => {}
-            Err(_) => tracing::warn!("Admin HTTP server did not stop within 5 s."),
+            Err(_) => {
+                tracing::warn!(grace = ?SHUTDOWN_GRACE, "Admin HTTP server did not stop in time.")
+            }
         }
     }
     info!("Planner stopped.");
-    result.map_err(Into::into)
+    result.map_err(PlannerError::Serve)
 }

@@ -90,5 +90,14 @@ async fn serve(args: Args, config: dnsplane_planner::config::PlannerConfig) -> a
         }
     };
     let shutdown = dnsplane_common::runtime::shutdown_on_signal();
-    dnsplane_planner::run_with_admin(config, listener, admin, shutdown).await
+    dnsplane_planner::run(
+        config,
+        dnsplane_planner::Listeners {
+            grpc: listener,
+            admin,
+        },
+        shutdown,
+    )
+    .await
+    .map_err(Into::into)
 }

@@ -9,7 +9,7 @@ use crate::config::{ConflictPolicy, Policy, ZoneConfig};
 use crate::desired::DesiredRecord;
 use crate::observed::ZoneView;
 use crate::ownership;
-use dnsplane_common::pb::ConflictReason;
+use dnsplane_common::ConflictReason;
 use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Change, ChangeKind, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet};

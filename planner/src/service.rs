@@ -1,23 +1,28 @@
-//! The `dnsplane.v1.Planner` gRPC service: a thin layer over the [`Engine`].
-use crate::engine::Engine;
-use crate::plan::plan_zone;
-use crate::observed::ZoneView;
+//! The `dnsplane.v1.Planner` gRPC service: decodes requests into domain values, asks
+//! the [`Engine`], and encodes its answers. The only module that builds or reads the
+//! planner's own proto messages (the applier's are in [`crate::client`]).
+use crate::desired::DesiredIndex;
+use crate::engine::{Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot};
 use crate::source::{DesiredEntry, Origin};
-use crate::state::state_name;
+use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::convert::{FieldError, timestamp};
 use dnsplane_common::grpc::invalid_argument;
-use dnsplane_common::pb::{self, RecordStateKind};
-use dnsplane_common::{Name, RecordKey, RecordType, rdata};
-use std::collections::BTreeMap;
+use dnsplane_common::{Name, RecordKey, RecordType, pb, rdata};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-/// Page size limits for listings.
+/// Page size limits for record-state listings.
 const DEFAULT_PAGE: usize = 500;
 const MAX_PAGE: usize = 5_000;
+/// Page size limits for plans.
+const DEFAULT_PLAN_PAGE: usize = 1_000;
+const MAX_PLAN_PAGE: usize = 10_000;
+/// How long `GetStatus` waits for each applier's own status.
+const APPLIER_STATUS_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub struct PlannerService {
@@ -30,14 +35,14 @@ impl PlannerService {
     }
 
     /// The zones a request names (all when empty), or INVALID_ARGUMENT for unknown ones.
-    fn zones(&self, names: &[String]) -> Result<Vec<Arc<crate::engine::ZoneRuntime>>, Status> {
+    fn zones(&self, names: &[String]) -> Result<Vec<Name>, Status> {
         if names.is_empty() {
-            return Ok(self.engine.zones.values().cloned().collect());
+            return Ok(self.engine.zone_names().cloned().collect());
         }
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for (i, n) in names.iter().enumerate() {
-            match self.engine.zone(n) {
+            match self.engine.zone_name(n) {
                 Some(z) => out.push(z.clone()),
                 None => errors.push(FieldError::new(
                     format!("zones[{i}]"),
@@ -53,10 +58,155 @@ impl PlannerService {
     }
 }
 
-/// One entry of a plan page: a change, or a record held back.
-enum Item<'a> {
-    Change(&'a crate::plan::PlannedChange),
-    Blocked(&'a crate::plan::Blocked),
+/// The planner's status as `GetStatus` answers it (also the admin port's `/status`):
+/// the engine's read model, plus each healthy applier's accounts (quota use, circuit),
+/// asked in parallel and bounded so a stuck applier cannot stall it.
+pub async fn status(engine: &Engine) -> pb::PlannerStatus {
+    let members = engine.pool().members();
+    let accounts = futures::future::join_all(members.iter().map(|m| async move {
+        if !m.healthy() {
+            return Vec::new();
+        }
+        crate::client::accounts(m, APPLIER_STATUS_TIMEOUT).await
+    }))
+    .await;
+    let snapshot = engine.snapshot();
+    let mut st = status_to_pb(&snapshot);
+    for (member, accounts) in st.appliers.iter_mut().zip(accounts) {
+        member.accounts = accounts
+            .into_iter()
+            .map(|a| pb::ApplierAccount {
+                name: a.name,
+                circuit: a.circuit,
+                quota: a.quota,
+            })
+            .collect();
+    }
+    st
+}
+
+/// The read model in the wire form (without the appliers' accounts).
+pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
+    let (level, reason) = s.health();
+    let zones: Vec<pb::ZoneStatus> = s.zones.iter().map(zone_to_pb).collect();
+    let appliers = s
+        .appliers
+        .iter()
+        .map(|a| pb::ApplierMember {
+            address: a.addr.clone(),
+            healthy: a.healthy,
+            last_error: a.last_error.clone(),
+            zones: zones.iter().filter(|z| z.applier == a.addr).count() as u32,
+            accounts: Vec::new(),
+        })
+        .collect();
+    pb::PlannerStatus {
+        level: level.as_str().into(),
+        reason,
+        zones,
+        appliers,
+        source_errors: s
+            .source_errors
+            .iter()
+            .map(|e| pb::SourceError {
+                source: e.source.clone(),
+                location: e.location.clone(),
+                record: e.record.clone(),
+                message: e.message.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn zone_to_pb(z: &ZoneSnapshot) -> pb::ZoneStatus {
+    let st = &z.status;
+    pb::ZoneStatus {
+        zone: z.name.to_string(),
+        account: z.account.clone(),
+        policy: z.policy.as_str().into(),
+        records_by_state: z
+            .records
+            .iter()
+            .map(|(k, n)| (k.as_str().to_string(), *n))
+            .collect(),
+        last_sync: st.last_sync.map(timestamp),
+        last_success: st.last_success.map(timestamp),
+        last_error: st.last_error.clone(),
+        initial_sync_done: st.initial_sync_done,
+        desired_records: z.desired_records as u32,
+        observed_records: z.observed_records as u32,
+        syncing: st.syncing,
+        applier: z.applier.clone().unwrap_or_default(),
+        initial_sync_started: st.sync_started.map(timestamp),
+        next_retry: z.next_retry.map(timestamp),
+    }
+}
+
+/// The wire form of a record state kind.
+pub fn kind_to_pb(k: RecordStateKind) -> pb::RecordStateKind {
+    match k {
+        RecordStateKind::Pending => pb::RecordStateKind::Pending,
+        RecordStateKind::InFlight => pb::RecordStateKind::InFlight,
+        RecordStateKind::Converged => pb::RecordStateKind::Converged,
+        RecordStateKind::Conflict => pb::RecordStateKind::Conflict,
+        RecordStateKind::Invalid => pb::RecordStateKind::Invalid,
+        RecordStateKind::Failed => pb::RecordStateKind::Failed,
+        RecordStateKind::Deferred => pb::RecordStateKind::Deferred,
+        RecordStateKind::Rejected => pb::RecordStateKind::Rejected,
+    }
+}
+
+/// The domain kind of a wire one (`None` for unspecified or unknown values).
+pub fn kind_from_pb(k: i32) -> Option<RecordStateKind> {
+    Some(match pb::RecordStateKind::try_from(k).ok()? {
+        pb::RecordStateKind::Unspecified => return None,
+        pb::RecordStateKind::Pending => RecordStateKind::Pending,
+        pb::RecordStateKind::InFlight => RecordStateKind::InFlight,
+        pb::RecordStateKind::Converged => RecordStateKind::Converged,
+        pb::RecordStateKind::Conflict => RecordStateKind::Conflict,
+        pb::RecordStateKind::Invalid => RecordStateKind::Invalid,
+        pb::RecordStateKind::Failed => RecordStateKind::Failed,
+        pb::RecordStateKind::Deferred => RecordStateKind::Deferred,
+        pb::RecordStateKind::Rejected => RecordStateKind::Rejected,
+    })
+}
+
+/// State names for CLI output (`converged`, `conflict`, ...).
+pub fn kind_name(k: i32) -> &'static str {
+    kind_from_pb(k).map_or("unspecified", RecordStateKind::as_str)
+}
+
+fn record_state_to_pb(key: &RecordKey, s: &RecordState) -> pb::RecordState {
+    pb::RecordState {
+        key: Some(key.into()),
+        state: kind_to_pb(s.kind) as i32,
+        desired: s.desired.as_ref().map(Into::into),
+        observed: s.observed.as_ref().map(Into::into),
+        observed_owner: s.observed_owner.clone().unwrap_or_default(),
+        conflict_reason: pb::ConflictReason::from(s.conflict_reason) as i32,
+        reason: s.reason.clone(),
+        attempts: s.attempts,
+        last_error: s.last_error.clone(),
+        next_retry: s.next_retry.map(timestamp),
+        last_change_id: s.last_change_id.clone(),
+        updated: s.updated.map(timestamp),
+    }
+}
+
+fn progress_to_pb(p: &SyncProgress) -> pb::SyncProgress {
+    pb::SyncProgress {
+        zone: p.zone.to_string(),
+        phase: p.phase.as_str().into(),
+        changes_planned: p.summary.planned as u32,
+        changes_done: p.summary.done as u32,
+        outcomes: p
+            .summary
+            .outcomes
+            .iter()
+            .map(|(k, v)| (k.as_str().to_string(), *v))
+            .collect(),
+        error: p.error.clone(),
+    }
 }
 
 type SyncStream = Pin<Box<dyn futures::Stream<Item = Result<pb::SyncProgress, Status>> + Send>>;
@@ -70,8 +220,8 @@ impl pb::planner_server::Planner for PlannerService {
         let req = request.into_inner();
         let zones = self.zones(&req.zones)?;
         let page_size = match req.page_size as usize {
-            0 => 1_000,
-            n => n.min(10_000),
+            0 => DEFAULT_PLAN_PAGE,
+            n => n.min(MAX_PLAN_PAGE),
         };
         // The token is "<zone index>:<items of that zone already returned>".
         let (first_zone, mut skip) = if req.page_token.is_empty() {
@@ -87,40 +237,47 @@ impl pb::planner_server::Planner for PlannerService {
         let mut next_page_token = String::new();
         for (zi, zone) in zones.iter().enumerate().skip(first_zone) {
             let mut zp = pb::ZonePlan {
-                zone: zone.cfg.name.to_string(),
+                zone: zone.to_string(),
                 ..Default::default()
             };
-            match self.engine.list_zone(&zone.cfg, req.fresh, &[]).await {
+            match self.engine.preview(zone, req.fresh).await {
                 Err(e) => zp.error = e.to_string(),
-                Ok(current) => {
-                    let desired = self.engine.desired();
-                    let empty = BTreeMap::new();
-                    let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
-                    let view = ZoneView::new(current);
-                    let plan =
-                        plan_zone(&zone.cfg, &self.engine.config.owner_id, zone_desired, &view);
-                    let total = plan.changes.len() + plan.blocked.len();
-                    let changes = plan.changes.iter().map(Item::Change);
-                    let blocked = plan.blocked.iter().map(Item::Blocked);
-                    let taken: Vec<Item<'_>> =
-                        changes.chain(blocked).skip(skip).take(room).collect();
+                Ok(preview) => {
+                    let plan = &preview.plan;
+                    let total = plan.changes.len() + plan.blocked.len() + preview.withheld.len();
+                    let changes = plan.changes.iter().map(|c| {
+                        PlanItem::Change(pb::PlannedChange {
+                            change: Some((&c.change).into()),
+                            reason: c.reason.clone(),
+                        })
+                    });
+                    let blocked = plan.blocked.iter().map(|b| {
+                        PlanItem::Blocked(Box::new(pb::RecordState {
+                            key: Some((&b.key).into()),
+                            state: pb::RecordStateKind::Conflict as i32,
+                            desired: b.desired.as_ref().map(Into::into),
+                            observed: b.observed.as_ref().map(Into::into),
+                            observed_owner: b.observed_owner.clone().unwrap_or_default(),
+                            conflict_reason: pb::ConflictReason::from(b.reason) as i32,
+                            reason: b.message.clone(),
+                            ..Default::default()
+                        }))
+                    });
+                    let withheld = preview
+                        .withheld
+                        .iter()
+                        .map(|(k, s)| PlanItem::Blocked(Box::new(record_state_to_pb(k, s))));
+                    let taken: Vec<PlanItem> = changes
+                        .chain(blocked)
+                        .chain(withheld)
+                        .skip(skip)
+                        .take(room)
+                        .collect();
                     room -= taken.len();
                     for item in taken {
                         match item {
-                            Item::Change(c) => zp.changes.push(pb::PlannedChange {
-                                change: Some((&c.change).into()),
-                                reason: c.reason.clone(),
-                            }),
-                            Item::Blocked(b) => zp.blocked.push(pb::RecordState {
-                                key: Some((&b.key).into()),
-                                state: RecordStateKind::Conflict as i32,
-                                desired: b.desired.as_ref().map(Into::into),
-                                observed: b.observed.as_ref().map(Into::into),
-                                observed_owner: b.observed_owner.clone().unwrap_or_default(),
-                                conflict_reason: b.reason as i32,
-                                reason: b.message.clone(),
-                                ..Default::default()
-                            }),
+                            PlanItem::Change(c) => zp.changes.push(c),
+                            PlanItem::Blocked(b) => zp.blocked.push(*b),
                         }
                     }
                     let returned = skip + zp.changes.len() + zp.blocked.len();
@@ -156,13 +313,24 @@ impl pb::planner_server::Planner for PlannerService {
         let zones = self.zones(&req.zones)?;
         let (tx, rx) = mpsc::channel(64);
         for zone in zones {
-            let engine = self.engine.clone();
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                // Errors are reported through the progress stream itself.
-                let _ = engine
-                    .sync_zone(&zone, &crate::engine::Scope::Zone, req.fresh, Some(&tx))
-                    .await;
+            let (engine, tx) = (self.engine.clone(), tx.clone());
+            let fresh = req.fresh;
+            self.engine.spawn(async move {
+                let (ptx, mut prx) = mpsc::channel::<SyncProgress>(16);
+                let forward = async {
+                    while let Some(p) = prx.recv().await {
+                        if tx.send(progress_to_pb(&p)).await.is_err() {
+                            // The caller went away; the sync goes on.
+                            while prx.recv().await.is_some() {}
+                        }
+                    }
+                };
+                let run = async {
+                    // Errors are reported through the progress stream itself.
+                    let _ = engine.sync(&zone, &Scope::Zone, fresh, Some(&ptx)).await;
+                    drop(ptx);
+                };
+                tokio::join!(run, forward);
             });
         }
         drop(tx);
@@ -174,141 +342,7 @@ impl pb::planner_server::Planner for PlannerService {
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::PlannerStatus>, Status> {
-        let members = self.engine.pool.members();
-        // Each applier's accounts (quota use, circuit), asked for in parallel and
-        // bounded, so a stuck applier cannot stall the status call.
-        let accounts = futures::future::join_all(members.iter().map(|m| async move {
-            if !m.healthy() {
-                return Vec::new();
-            }
-            let mut client = m.client();
-            let answer = tokio::time::timeout(
-                std::time::Duration::from_secs(1),
-                client.get_status(pb::GetApplierStatusRequest {}),
-            )
-            .await;
-            match answer {
-                Ok(Ok(st)) => st
-                    .into_inner()
-                    .accounts
-                    .into_iter()
-                    .map(|a| pb::ApplierAccount {
-                        name: a.name,
-                        circuit: a.circuit,
-                        quota: a.quota,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            }
-        }))
-        .await;
-        let desired = self.engine.desired();
-        let empty = BTreeMap::new();
-        let mut zones = Vec::new();
-        let mut degraded = Vec::new();
-        let mut syncing = false;
-        for zone in self.engine.zones.values() {
-            let st = zone
-                .status
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone();
-            let (counts, next_retry) = {
-                let states = zone
-                    .states
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let zone_read = zone
-                    .view
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .is_some();
-                (
-                    states.counts(
-                        desired.zone(&zone.cfg.name).unwrap_or(&empty),
-                        zone_read,
-                        &self.engine.unplanned(zone),
-                    ),
-                    states.next_retry(),
-                )
-            };
-            if !st.last_error.is_empty() {
-                degraded.push(format!("zone {}: {}", zone.cfg.name, st.last_error));
-            } else if st.rejected {
-                degraded.push(format!(
-                    "zone {}: provider account {} refuses writes",
-                    zone.cfg.name, zone.cfg.account
-                ));
-            }
-            // Only the first sync and full syncs make the planner "syncing": the
-            // per-record re-plans of a few names run all the time and would make the
-            // level flap.
-            syncing |= st.full_sync || !st.initial_sync_done;
-            zones.push(pb::ZoneStatus {
-                zone: zone.cfg.name.to_string(),
-                account: zone.cfg.account.clone(),
-                policy: zone.cfg.policy.as_str().into(),
-                records_by_state: counts.into_iter().collect(),
-                last_sync: st.last_sync.map(timestamp),
-                last_success: st.last_success.map(timestamp),
-                last_error: st.last_error.clone(),
-                initial_sync_done: st.initial_sync_done,
-                desired_records: desired.zone(&zone.cfg.name).map_or(0, |z| z.len() as u32),
-                observed_records: self.engine.observed_count(zone) as u32,
-                syncing: st.syncing,
-                applier: self
-                    .engine
-                    .pool
-                    .route(&zone.cfg.name)
-                    .map(|m| m.addr.clone())
-                    .unwrap_or_default(),
-                initial_sync_started: st.sync_started.map(timestamp),
-                next_retry: next_retry.map(timestamp),
-            });
-        }
-        let source_errors = desired.errors();
-        if !source_errors.is_empty() {
-            degraded.push(format!(
-                "{} desired record(s) rejected; see source_errors",
-                source_errors.len()
-            ));
-        }
-        let appliers: Vec<pb::ApplierMember> = members
-            .iter()
-            .zip(accounts)
-            .map(|(m, accounts)| pb::ApplierMember {
-                address: m.addr.clone(),
-                healthy: m.healthy(),
-                last_error: m.last_error(),
-                zones: zones.iter().filter(|z| z.applier == m.addr).count() as u32,
-                accounts,
-            })
-            .collect();
-        if !members.is_empty() && !members.iter().any(|m| m.healthy()) {
-            degraded.push("no applier is healthy".into());
-        }
-        let (level, reason) = if !degraded.is_empty() {
-            ("degraded", degraded.join("; "))
-        } else if syncing {
-            ("syncing", String::new())
-        } else {
-            ("healthy", String::new())
-        };
-        Ok(Response::new(pb::PlannerStatus {
-            level: level.into(),
-            reason,
-            zones,
-            appliers,
-            source_errors: source_errors
-                .iter()
-                .map(|e| pb::SourceError {
-                    source: e.source.clone(),
-                    location: e.location.clone(),
-                    record: e.record.clone(),
-                    message: e.message.clone(),
-                })
-                .collect(),
-        }))
+        Ok(Response::new(status(&self.engine).await))
     }
 
     async fn list_record_states(
@@ -317,17 +351,17 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::ListRecordStatesResponse>, Status> {
         let req = request.into_inner();
         let zones = if req.zone.is_empty() {
-            self.zones(&[])?
+            Vec::new()
         } else {
             self.zones(std::slice::from_ref(&req.zone)).map_err(|_| {
                 FieldError::new("zone", format!("{:?} is not a configured zone", req.zone))
             })?
         };
-        let mut wanted = Vec::new();
+        let mut states = Vec::new();
         for (i, s) in req.states.iter().enumerate() {
-            match RecordStateKind::try_from(*s) {
-                Ok(k) if k != RecordStateKind::Unspecified => wanted.push(k),
-                _ => {
+            match kind_from_pb(*s) {
+                Some(k) => states.push(k),
+                None => {
                     return Err(FieldError::new(
                         format!("states[{i}]"),
                         format!("unknown state {s}"),
@@ -348,82 +382,20 @@ impl pb::planner_server::Planner for PlannerService {
                     FieldError::new("page_token", "not a token this server issued")
                 })?)
             };
-        let keep = |k: RecordStateKind| {
-            if !wanted.is_empty() {
-                wanted.contains(&k)
-            } else {
-                req.include_converged || k != RecordStateKind::Converged
-            }
-        };
-        let with_converged = keep(RecordStateKind::Converged) || keep(RecordStateKind::Pending);
-        let desired = self.engine.desired();
-        let empty = BTreeMap::new();
-        let mut records = Vec::new();
-        let mut next_page_token = String::new();
-        'zones: for zone in zones {
-            let zone_read = zone
-                .view
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_some();
-            let unplanned = self.engine.unplanned(&zone);
-            let states = zone
-                .states
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let zone_desired = desired.zone(&zone.cfg.name).unwrap_or(&empty);
-            // Walk the states and (for converged records) the desired keys together, in
-            // key order, so pages are stable.
-            let start = after.clone().filter(|a| a.zone == zone.cfg.name);
-            let range = |k: &RecordKey| start.as_ref().is_none_or(|a| k > a);
-            let mut st = states.records.iter().filter(|(k, _)| range(k)).peekable();
-            let mut de = zone_desired
-                .iter()
-                .filter(|(k, _)| with_converged && range(k) && !states.records.contains_key(*k))
-                .peekable();
-            if after.as_ref().is_some_and(|a| a.zone > zone.cfg.name) {
-                continue;
-            }
-            loop {
-                let next = match (st.peek(), de.peek()) {
-                    (None, None) => break,
-                    (Some((k, _)), Some((d, _))) if d < k => None,
-                    (Some(_), _) => st.next().map(|(k, s)| (k, Some(s))),
-                    (None, Some(_)) => None,
-                };
-                let (key, state) = match next {
-                    Some(n) => n,
-                    None => match de.next() {
-                        Some((k, _)) => (k, None),
-                        None => break,
-                    },
-                };
-                let item = match state {
-                    Some(s) if keep(s.kind) => s.to_pb(key),
-                    Some(_) => continue,
-                    None => {
-                        let item = states.converged_pb(
-                            key,
-                            &zone_desired[key].rrset,
-                            zone_read,
-                            unplanned.contains(&key.name),
-                        );
-                        if !keep(RecordStateKind::try_from(item.state).unwrap_or_default()) {
-                            continue;
-                        }
-                        item
-                    }
-                };
-                if records.len() == page_size {
-                    next_page_token = token(&records_last_key(&records));
-                    break 'zones;
-                }
-                records.push(item);
-            }
-        }
+        let page = self.engine.record_states(&RecordStatesQuery {
+            zones,
+            states,
+            include_converged: req.include_converged,
+            after,
+            page_size,
+        });
         Ok(Response::new(pb::ListRecordStatesResponse {
-            records,
-            next_page_token,
+            records: page
+                .records
+                .iter()
+                .map(|(k, s)| record_state_to_pb(k, s))
+                .collect(),
+            next_page_token: page.next.as_ref().map(token).unwrap_or_default(),
         }))
     }
 
@@ -449,7 +421,7 @@ impl pb::planner_server::Planner for PlannerService {
         }
         // Cross-record checks (zones, duplicates, CNAME clashes) on this push alone, so a
         // bad push is refused whole and the previous one stays in force.
-        let mut check = crate::desired::DesiredIndex::new(&self.engine.config.zones);
+        let mut check = DesiredIndex::new(&self.engine.config().zones);
         check.update_source(&req.source, &entries, Vec::new());
         for e in check.errors() {
             errors.push(FieldError::new(
@@ -465,6 +437,12 @@ impl pb::planner_server::Planner for PlannerService {
             .set_source(&format!("push:{}", req.source), entries, Vec::new());
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
+}
+
+/// One entry of a plan page: a change, or a record held back.
+enum PlanItem {
+    Change(pb::PlannedChange),
+    Blocked(Box<pb::RecordState>),
 }
 
 fn push_entry(
@@ -515,15 +493,6 @@ fn push_entry(
     }
 }
 
-fn records_last_key(records: &[pb::RecordState]) -> RecordKey {
-    let k = records
-        .last()
-        .and_then(|r| r.key.clone())
-        .unwrap_or_default();
-    dnsplane_common::convert::key_from_pb("key", Some(&k))
-        .expect("keys in the state table are valid")
-}
-
 /// An opaque-enough page token: the last key returned.
 fn token(k: &RecordKey) -> String {
     format!("{}|{}|{}", k.zone, k.name, k.rtype)
@@ -535,9 +504,4 @@ fn parse_token(t: &str) -> Option<RecordKey> {
     let name = Name::parse(it.next()?).ok()?;
     let rtype = RecordType::parse(it.next()?).ok()?;
     Some(RecordKey::new(zone, name, rtype))
-}
-
-/// State names for CLI output.
-pub fn kind_name(k: i32) -> &'static str {
-    state_name(RecordStateKind::try_from(k).unwrap_or_default())
 }

@@ -1,13 +1,87 @@
-//! The per-record state table: what the planner knows about every record it manages,
-//! so that no record that is not converged is ever silent.
-use dnsplane_common::convert::{outcome_name, timestamp};
-use dnsplane_common::pb::{self, ConflictReason, Outcome, RecordStateKind};
-use dnsplane_common::{Name, RRSet, RecordKey};
+//! The per-record state machine: what the planner knows about every record it manages,
+//! so that no record that is not converged is ever silent, and when each may be
+//! written again.
+//!
+//! The policy is one fold over three kinds of event, each a method of [`StateTable`]:
+//! - a fresh plan ([`StateTable::fold_plan`]): records the plan no longer touches have
+//!   converged, records it holds back are conflicts on their own clock, and changes
+//!   whose record is not due are withheld (a record waits on its clock after a
+//!   conflict or failure; an invalid one waits for its desired state to change);
+//! - a result from an applier ([`StateTable::fold_result`]): converged, or a state with
+//!   the next retry time its outcome calls for;
+//! - a lost stream ([`StateTable::fold_lost`]): whatever was sent and did not come
+//!   back is FAILED and retried on its own clock.
+//!
+//! [`StateTable::withheld`] answers the plan question without folding, for dry runs.
+//! Nothing here does I/O or reads a clock: `now` is passed in, so the policy is unit
+//! tested like the plan.
+use crate::plan::ZonePlan;
+use dnsplane_common::{ConflictReason, Name, Outcome, RRSet, RecordKey, RecordResult};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fmt;
 use std::time::{Duration, SystemTime};
 
+/// Slack when deciding which retries are due, so a timer that fires a hair early does
+/// not miss the record it woke for.
+pub const RETRY_SLACK: Duration = Duration::from_millis(20);
+
+/// Where a record stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RecordStateKind {
+    /// Planned, not sent yet (or desired and not planned yet).
+    Pending,
+    /// Sent to an applier, no result yet.
+    InFlight,
+    /// The provider holds the desired record, owned by us.
+    Converged,
+    /// Held back at plan time or refused by the provider's precondition.
+    Conflict,
+    /// The provider refuses the value; parked until the desired state changes.
+    Invalid,
+    /// Transient failures outlived the applier's budget.
+    Failed,
+    /// Not attempted (quota, deadline); resent after the applier's hint.
+    Deferred,
+    /// The provider account refuses writes (credentials, missing zone).
+    Rejected,
+}
+
+impl RecordStateKind {
+    /// Every state, for gauges that show zeros.
+    pub const ALL: [RecordStateKind; 8] = [
+        RecordStateKind::Pending,
+        RecordStateKind::InFlight,
+        RecordStateKind::Converged,
+        RecordStateKind::Conflict,
+        RecordStateKind::Invalid,
+        RecordStateKind::Failed,
+        RecordStateKind::Deferred,
+        RecordStateKind::Rejected,
+    ];
+
+    /// User-facing name (`converged`, `conflict`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordStateKind::Pending => "pending",
+            RecordStateKind::InFlight => "in_flight",
+            RecordStateKind::Converged => "converged",
+            RecordStateKind::Conflict => "conflict",
+            RecordStateKind::Invalid => "invalid",
+            RecordStateKind::Failed => "failed",
+            RecordStateKind::Deferred => "deferred",
+            RecordStateKind::Rejected => "rejected",
+        }
+    }
+}
+
+impl fmt::Display for RecordStateKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One record's state.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordState {
     pub kind: RecordStateKind,
     pub desired: Option<RRSet>,
@@ -20,11 +94,13 @@ pub struct RecordState {
     pub last_error: String,
     pub next_retry: Option<SystemTime>,
     pub last_change_id: String,
-    pub updated: SystemTime,
+    /// When the state last changed; `None` for a converged record whose convergence
+    /// is too old to be remembered.
+    pub updated: Option<SystemTime>,
 }
 
 impl RecordState {
-    fn new(kind: RecordStateKind) -> Self {
+    fn new(kind: RecordStateKind, now: SystemTime) -> Self {
         RecordState {
             kind,
             desired: None,
@@ -36,40 +112,21 @@ impl RecordState {
             last_error: String::new(),
             next_retry: None,
             last_change_id: String::new(),
-            updated: SystemTime::now(),
-        }
-    }
-
-    pub fn to_pb(&self, key: &RecordKey) -> pb::RecordState {
-        pb::RecordState {
-            key: Some(key.into()),
-            state: self.kind as i32,
-            desired: self.desired.as_ref().map(Into::into),
-            observed: self.observed.as_ref().map(Into::into),
-            observed_owner: self.observed_owner.clone().unwrap_or_default(),
-            conflict_reason: self.conflict_reason as i32,
-            reason: self.reason.clone(),
-            attempts: self.attempts,
-            last_error: self.last_error.clone(),
-            next_retry: self.next_retry.map(timestamp),
-            last_change_id: self.last_change_id.clone(),
-            updated: Some(timestamp(self.updated)),
+            updated: Some(now),
         }
     }
 }
 
-/// User-facing state names (`converged`, `conflict`, ...).
-pub fn state_name(k: RecordStateKind) -> &'static str {
-    match k {
-        RecordStateKind::Unspecified => "unspecified",
-        RecordStateKind::Pending => "pending",
-        RecordStateKind::InFlight => "in_flight",
-        RecordStateKind::Converged => "converged",
-        RecordStateKind::Conflict => "conflict",
-        RecordStateKind::Invalid => "invalid",
-        RecordStateKind::Failed => "failed",
-        RecordStateKind::Deferred => "deferred",
-        RecordStateKind::Rejected => "rejected",
+/// The per-record backoff: `min · 2^(attempts-1)`, at most `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryClock {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl RetryClock {
+    pub fn delay(&self, attempts: u32) -> Duration {
+        retry_delay(attempts, self.min, self.max)
     }
 }
 
@@ -81,46 +138,56 @@ pub fn retry_delay(attempts: u32, min: Duration, max: Duration) -> Duration {
     min.saturating_mul(factor).min(max)
 }
 
+/// Whether a record may be written now: not when it waits on its own retry clock, nor
+/// when it is invalid and its desired state has not changed since.
+pub fn due(state: Option<&RecordState>, desired: Option<&RRSet>, now: SystemTime) -> bool {
+    use RecordStateKind as K;
+    let Some(s) = state else { return true };
+    let desired_changed = s.desired.as_ref() != desired;
+    match s.kind {
+        K::Invalid => desired_changed,
+        K::Conflict | K::Failed | K::Deferred | K::Rejected => {
+            desired_changed || s.next_retry.is_none_or(|t| t <= now + RETRY_SLACK)
+        }
+        _ => true,
+    }
+}
+
 /// How many recent convergence times are remembered (for `ListRecordStates` with
 /// converged records); older ones are forgotten so the table stays small.
 const RECENT_CONVERGED: usize = 10_000;
 
 /// States of one zone's records that are *not* converged. A converged record has no
 /// entry at all: at a million records, the table holds only what needs attention.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct StateTable {
-    pub records: BTreeMap<RecordKey, RecordState>,
+    records: BTreeMap<RecordKey, RecordState>,
     /// When recently converged records converged.
     recent: HashMap<RecordKey, SystemTime>,
     recent_order: VecDeque<RecordKey>,
 }
 
 impl StateTable {
-    fn entry(&mut self, key: &RecordKey) -> &mut RecordState {
+    fn entry(&mut self, key: &RecordKey, now: SystemTime) -> &mut RecordState {
         self.records
             .entry(key.clone())
-            .or_insert_with(|| RecordState::new(RecordStateKind::Pending))
+            .or_insert_with(|| RecordState::new(RecordStateKind::Pending, now))
     }
 
-    /// Keeps only the keys in `keep` (desired keys plus keys with a change in flight).
-    pub fn retain(&mut self, keep: impl Fn(&RecordKey) -> bool) {
-        self.records.retain(|k, _| keep(k));
+    // --- queries -------------------------------------------------------------------
+
+    /// The state of `key`, when it is not converged.
+    pub fn get(&self, key: &RecordKey) -> Option<&RecordState> {
+        self.records.get(key)
     }
 
-    /// Marks `key` converged: its entry goes away (a converged record needs none).
-    pub fn converged(&mut self, key: &RecordKey) {
-        if self.records.remove(key).is_none() {
-            return; // was converged already: keep its original time
-        }
-        let now = SystemTime::now();
-        if self.recent.insert(key.clone(), now).is_none() {
-            self.recent_order.push_back(key.clone());
-        }
-        while self.recent_order.len() > RECENT_CONVERGED {
-            if let Some(old) = self.recent_order.pop_front() {
-                self.recent.remove(&old);
-            }
-        }
+    /// Every record that is not converged, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&RecordKey, &RecordState)> {
+        self.records.iter()
+    }
+
+    pub fn contains(&self, key: &RecordKey) -> bool {
+        self.records.contains_key(key)
     }
 
     /// When `key` last converged, if that was recent.
@@ -128,162 +195,50 @@ impl StateTable {
         self.recent.get(key).copied()
     }
 
-    /// The state of a record without an entry, built on demand: converged, or pending
-    /// while the zone has never been read.
-    pub fn converged_pb(
+    /// The state of a desired record without an entry, built on demand: converged, or
+    /// pending while the zone has never been read or its desired state changed and has
+    /// not been planned yet (`unplanned`).
+    pub fn without_entry(
         &self,
         key: &RecordKey,
         rrset: &RRSet,
         zone_read: bool,
         unplanned: bool,
-    ) -> pb::RecordState {
+    ) -> RecordState {
         if !zone_read || unplanned {
             let reason = if zone_read {
                 "its desired state changed; not planned yet"
             } else {
                 "the zone has not been read yet"
             };
-            return pb::RecordState {
-                key: Some(key.into()),
-                state: RecordStateKind::Pending as i32,
-                desired: Some(rrset.into()),
+            return RecordState {
+                desired: Some(rrset.clone()),
                 reason: reason.into(),
-                ..Default::default()
+                updated: None,
+                ..RecordState::new(RecordStateKind::Pending, SystemTime::UNIX_EPOCH)
             };
         }
-        pb::RecordState {
-            key: Some(key.into()),
-            state: RecordStateKind::Converged as i32,
-            desired: Some(rrset.into()),
-            observed: Some(rrset.into()),
-            updated: self.converged_at(key).map(timestamp),
-            ..Default::default()
+        RecordState {
+            desired: Some(rrset.clone()),
+            observed: Some(rrset.clone()),
+            updated: self.converged_at(key),
+            ..RecordState::new(RecordStateKind::Converged, SystemTime::UNIX_EPOCH)
         }
     }
 
-    /// A record held back at plan time (owned by another, unowned, policy).
-    #[allow(clippy::too_many_arguments)]
-    pub fn blocked(
-        &mut self,
-        key: &RecordKey,
-        desired: Option<RRSet>,
-        observed: Option<RRSet>,
-        owner: Option<String>,
-        reason: ConflictReason,
-        message: &str,
-        next_retry: Option<SystemTime>,
-    ) {
-        let s = self.entry(key);
-        let same =
-            s.kind == RecordStateKind::Conflict && s.reason == message && s.observed == observed;
-        s.kind = RecordStateKind::Conflict;
-        s.desired = desired;
-        s.observed = observed;
-        s.observed_owner = owner;
-        s.conflict_reason = reason;
-        s.reason = message.to_string();
-        s.next_retry = next_retry;
-        if !same {
-            s.updated = SystemTime::now();
-        }
-    }
-
-    pub fn pending(
-        &mut self,
-        key: &RecordKey,
-        desired: Option<RRSet>,
-        observed: Option<RRSet>,
-        change_id: &str,
-        why: &str,
-    ) {
-        let s = self.entry(key);
-        if s.kind == RecordStateKind::Converged {
-            s.attempts = 0;
-        }
-        s.kind = RecordStateKind::Pending;
-        s.desired = desired;
-        s.observed = observed;
-        s.last_change_id = change_id.to_string();
-        s.reason = why.to_string();
-        s.updated = SystemTime::now();
-    }
-
-    pub fn in_flight(&mut self, key: &RecordKey) {
-        let s = self.entry(key);
-        s.kind = RecordStateKind::InFlight;
-        s.attempts += 1;
-        s.updated = SystemTime::now();
-    }
-
-    /// Records an applier's result. Returns the delay before this record should be
-    /// re-planned, if it should be.
-    pub fn result(
-        &mut self,
-        key: &RecordKey,
-        result: &pb::RecordResult,
-        observed_owner: Option<String>,
-        retry: (Duration, Duration),
-    ) -> Option<Duration> {
-        let outcome = Outcome::try_from(result.outcome).unwrap_or(Outcome::Unspecified);
-        let s = self.entry(key);
-        s.updated = SystemTime::now();
-        let backoff = retry_delay(s.attempts.max(1), retry.0, retry.1);
-        let (kind, delay) = match outcome {
-            Outcome::Applied | Outcome::AlreadyApplied => {
-                if s.desired.is_none() {
-                    // A delete that landed: forget the record.
-                    self.records.remove(key);
-                } else {
-                    self.converged(key);
-                }
-                return None;
-            }
-            Outcome::Conflict => {
-                s.observed = result
-                    .observed
-                    .as_ref()
-                    .and_then(|r| dnsplane_common::convert::rrset_from_pb("observed", r).ok());
-                s.observed_owner = observed_owner;
-                s.conflict_reason =
-                    ConflictReason::try_from(result.conflict_reason).unwrap_or_default();
-                (RecordStateKind::Conflict, Some(backoff))
-            }
-            // Parked until its desired state changes.
-            Outcome::Invalid => (RecordStateKind::Invalid, None),
-            Outcome::Deferred => {
-                let after = result
-                    .retry_after
-                    .as_ref()
-                    .map(dnsplane_common::convert::duration_from_pb)
-                    .unwrap_or(retry.0);
-                (RecordStateKind::Deferred, Some(after))
-            }
-            Outcome::Failed => (RecordStateKind::Failed, Some(backoff)),
-            Outcome::RejectedPermanent => (RecordStateKind::Rejected, Some(retry.1)),
-            Outcome::Unspecified => (RecordStateKind::Failed, Some(backoff)),
-        };
-        s.kind = kind;
-        s.reason = format!("{}: {}", outcome_name(outcome), result.message);
-        if outcome != Outcome::Deferred {
-            s.last_error = result.message.clone();
-        }
-        s.next_retry = delay.map(|d| SystemTime::now() + d);
-        delay
-    }
-
-    /// Records by state name. Desired records without an entry are converged, except
-    /// while the zone has never been read, and at names whose desired state changed
-    /// and has not been planned yet (`unplanned`): those are pending.
+    /// Records by state. Desired records without an entry are converged, except while
+    /// the zone has never been read, and at names whose desired state changed and has
+    /// not been planned yet (`unplanned`): those are pending.
     pub fn counts<V>(
         &self,
         desired: &BTreeMap<RecordKey, V>,
         zone_read: bool,
         unplanned: &BTreeSet<Name>,
-    ) -> BTreeMap<String, u32> {
+    ) -> BTreeMap<RecordStateKind, u32> {
         let mut out = BTreeMap::new();
         let mut desired_with_state = 0;
         for (k, s) in &self.records {
-            *out.entry(state_name(s.kind).to_string()).or_insert(0) += 1;
+            *out.entry(s.kind).or_insert(0) += 1;
             desired_with_state += usize::from(desired.contains_key(k));
         }
         let without_state = desired.len().saturating_sub(desired_with_state);
@@ -301,7 +256,7 @@ impl StateTable {
             (RecordStateKind::Pending, not_yet_planned),
         ] {
             if n > 0 {
-                *out.entry(state_name(kind).to_string()).or_insert(0) += n as u32;
+                *out.entry(kind).or_insert(0) += n as u32;
             }
         }
         out
@@ -320,19 +275,220 @@ impl StateTable {
     pub fn next_retry(&self) -> Option<SystemTime> {
         self.records.values().filter_map(|s| s.next_retry).min()
     }
+
+    /// The changes of `plan` a sync would hold back now (their records are not due),
+    /// with the state that holds each back. Folds nothing: the dry run's answer to
+    /// "what would the next sync send".
+    pub fn withheld<'a, D: DesiredLookup>(
+        &'a self,
+        plan: &ZonePlan,
+        desired: &D,
+        now: SystemTime,
+    ) -> Vec<(&'a RecordKey, &'a RecordState)> {
+        plan.changes
+            .iter()
+            .filter_map(|c| {
+                let key = c.change.key();
+                let (k, s) = self.records.get_key_value(key)?;
+                (!due(Some(s), desired.rrset(key), now)).then_some((k, s))
+            })
+            .collect()
+    }
+
+    // --- the fold ------------------------------------------------------------------
+
+    /// Folds a fresh plan of the names `in_scope` accepts: records with an entry that
+    /// the plan neither changes nor holds back have converged; held-back records are
+    /// conflicts re-planned on their own clock (policy holds wait for the desired state
+    /// to change); changes whose record is not due are removed from `plan`, the rest
+    /// become pending. Returns how many changes were withheld.
+    pub fn fold_plan<D: DesiredLookup>(
+        &mut self,
+        in_scope: impl Fn(&Name) -> bool,
+        desired: &D,
+        observed: impl Fn(&RecordKey) -> Option<RRSet>,
+        plan: &mut ZonePlan,
+        now: SystemTime,
+        clock: RetryClock,
+    ) -> usize {
+        let planned: BTreeSet<RecordKey> = plan
+            .changes
+            .iter()
+            .map(|c| c.change.key().clone())
+            .collect();
+        self.records
+            .retain(|k, _| !in_scope(&k.name) || desired.contains(k) || planned.contains(k));
+        let blocked: BTreeSet<&RecordKey> = plan.blocked.iter().map(|b| &b.key).collect();
+        let now_converged: Vec<RecordKey> = self
+            .records
+            .keys()
+            .filter(|k| {
+                in_scope(&k.name)
+                    && desired.contains(k)
+                    && !planned.contains(*k)
+                    && !blocked.contains(k)
+            })
+            .cloned()
+            .collect();
+        for key in &now_converged {
+            self.converged(key, now);
+        }
+        for b in &plan.blocked {
+            let state = self.records.get(&b.key);
+            let next = if b.reason == ConflictReason::Unspecified {
+                None
+            } else if due(state, b.desired.as_ref(), now) {
+                let attempts = state.map_or(0, |s| s.attempts) + 1;
+                if let Some(s) = self.records.get_mut(&b.key) {
+                    s.attempts = attempts;
+                }
+                Some(now + clock.delay(attempts))
+            } else {
+                state.and_then(|s| s.next_retry)
+            };
+            let s = self.entry(&b.key, now);
+            let same = s.kind == RecordStateKind::Conflict
+                && s.reason == b.message
+                && s.observed == b.observed;
+            s.kind = RecordStateKind::Conflict;
+            s.desired = b.desired.clone();
+            s.observed = b.observed.clone();
+            s.observed_owner = b.observed_owner.clone();
+            s.conflict_reason = b.reason;
+            s.reason = b.message.clone();
+            s.next_retry = next;
+            if !same {
+                s.updated = Some(now);
+            }
+        }
+        let before = plan.changes.len();
+        plan.changes.retain(|c| {
+            let key = c.change.key();
+            let want = desired.rrset(key);
+            if !due(self.records.get(key), want, now) {
+                return false;
+            }
+            let s = self.entry(key, now);
+            if s.kind == RecordStateKind::Converged {
+                s.attempts = 0;
+            }
+            s.kind = RecordStateKind::Pending;
+            s.desired = want.cloned();
+            s.observed = observed(key);
+            s.last_change_id = c.change.id.clone();
+            s.reason = c.reason.clone();
+            s.updated = Some(now);
+            true
+        });
+        before - plan.changes.len()
+    }
+
+    /// `key`'s change was sent.
+    pub fn in_flight(&mut self, key: &RecordKey, now: SystemTime) {
+        let s = self.entry(key, now);
+        s.kind = RecordStateKind::InFlight;
+        s.attempts += 1;
+        s.updated = Some(now);
+    }
+
+    /// Folds an applier's result for `key`. Returns the delay before this record should
+    /// be re-planned, if it should be.
+    pub fn fold_result(
+        &mut self,
+        key: &RecordKey,
+        result: &RecordResult,
+        observed_owner: Option<String>,
+        now: SystemTime,
+        clock: RetryClock,
+    ) -> Option<Duration> {
+        let s = self.entry(key, now);
+        s.updated = Some(now);
+        let backoff = clock.delay(s.attempts.max(1));
+        let (kind, delay) = match result.outcome {
+            Outcome::Applied | Outcome::AlreadyApplied => {
+                if s.desired.is_none() {
+                    // A delete that landed: forget the record.
+                    self.records.remove(key);
+                } else {
+                    self.converged(key, now);
+                }
+                return None;
+            }
+            Outcome::Conflict => {
+                s.observed = result.observed.clone();
+                s.observed_owner = observed_owner;
+                s.conflict_reason = result.conflict_reason;
+                (RecordStateKind::Conflict, Some(backoff))
+            }
+            // Parked until its desired state changes.
+            Outcome::Invalid => (RecordStateKind::Invalid, None),
+            Outcome::Deferred => (
+                RecordStateKind::Deferred,
+                Some(result.retry_after.unwrap_or(clock.min)),
+            ),
+            Outcome::Failed => (RecordStateKind::Failed, Some(backoff)),
+            Outcome::RejectedPermanent => (RecordStateKind::Rejected, Some(clock.max)),
+        };
+        s.kind = kind;
+        s.reason = format!("{}: {}", result.outcome, result.message);
+        if result.outcome != Outcome::Deferred {
+            s.last_error = result.message.clone();
+        }
+        s.next_retry = delay.map(|d| now + d);
+        delay
+    }
+
+    /// The stream that carried `keys` broke: whatever is still pending or in flight got
+    /// no result and is retried on its own clock.
+    pub fn fold_lost<'a>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'a RecordKey>,
+        error: &str,
+        now: SystemTime,
+        clock: RetryClock,
+    ) {
+        for key in keys {
+            if let Some(s) = self.records.get_mut(key)
+                && matches!(s.kind, RecordStateKind::InFlight | RecordStateKind::Pending)
+            {
+                s.kind = RecordStateKind::Failed;
+                s.last_error = error.to_string();
+                s.reason = format!("no result: {error}");
+                s.next_retry = Some(now + clock.delay(s.attempts.max(1)));
+                s.updated = Some(now);
+            }
+        }
+    }
+
+    /// Marks `key` converged: its entry goes away (a converged record needs none).
+    fn converged(&mut self, key: &RecordKey, now: SystemTime) {
+        if self.records.remove(key).is_none() {
+            return; // was converged already: keep its original time
+        }
+        if self.recent.insert(key.clone(), now).is_none() {
+            self.recent_order.push_back(key.clone());
+        }
+        while self.recent_order.len() > RECENT_CONVERGED {
+            if let Some(old) = self.recent_order.pop_front() {
+                self.recent.remove(&old);
+            }
+        }
+    }
+}
+
+/// The desired records of the names being folded, as the fold reads them.
+pub trait DesiredLookup {
+    fn rrset(&self, key: &RecordKey) -> Option<&RRSet>;
+    fn contains(&self, key: &RecordKey) -> bool {
+        self.rrset(key).is_some()
+    }
+}
+
+impl DesiredLookup for BTreeMap<RecordKey, crate::desired::DesiredRecord> {
+    fn rrset(&self, key: &RecordKey) -> Option<&RRSet> {
+        self.get(key).map(|d| &d.rrset)
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_is_capped_exponential() {
-        let (min, max) = (Duration::from_millis(500), Duration::from_secs(30));
-        let d: Vec<u128> = (1..=9)
-            .map(|a| retry_delay(a, min, max).as_millis())
-            .collect();
-        assert_eq!(d, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
-        assert_eq!(retry_delay(u32::MAX, min, max), max);
-    }
-}
+mod tests;

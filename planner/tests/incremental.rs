@@ -4,11 +4,12 @@
 //! desired state for every record dnsplane may own, and never touch records that
 //! another writer holds.
 use dnsplane_common::pb::{self, applier_client::ApplierClient};
-use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType};
+use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
 use dnsplane_planner::config::{
     BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
 };
 use dnsplane_planner::engine::{Engine, Scope};
+use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::observed::ZoneView;
 use dnsplane_planner::ownership;
 use dnsplane_planner::source::{DesiredEntry, Origin};
@@ -102,7 +103,7 @@ async fn harness() -> Harness {
         }],
         sources: vec![],
     };
-    let engine = Engine::new(config).expect("engine");
+    let engine = Engine::new(config, PlannerMetrics::unregistered()).expect("engine");
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .expect("url")
         .connect_lazy();
@@ -174,15 +175,13 @@ impl Harness {
     }
 
     async fn sync(&self, scope: Scope, fresh: bool) {
-        let z = self.engine.zones.values().next().expect("zone").clone();
         // Errors (none expected on loopback) would show up in the final check.
-        let _ = self.engine.sync_zone(&z, &scope, fresh, None).await;
+        let _ = self.engine.sync(&zone(), &scope, fresh, None).await;
     }
 
     /// What the zone loop does after a source event: re-plan the touched names.
     async fn sync_dirty(&self) {
-        let z = self.engine.zones.values().next().expect("zone").clone();
-        let names = self.engine.take_dirty(&z);
+        let names = self.engine.take_dirty(&zone());
         if !names.is_empty() {
             self.sync(Scope::Names(names), false).await;
         }
@@ -191,13 +190,8 @@ impl Harness {
     /// What the zone loop does as retries come due (after waiting for them: a record
     /// is only re-planned on its own clock).
     async fn sync_due_retries(&self) {
-        let z = self.engine.zones.values().next().expect("zone").clone();
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let names = z
-            .states
-            .lock()
-            .expect("states")
-            .due_names(SystemTime::now());
+        let names = self.engine.due_names(&zone(), SystemTime::now());
         if !names.is_empty() {
             self.sync(Scope::Names(names), true).await;
         }
@@ -368,14 +362,13 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
         })
         .collect();
     h.engine.set_source("bulk", records, vec![]);
-    let z = h.engine.zones.values().next().expect("zone").clone();
     let first = h
         .engine
-        .sync_zone(&z, &Scope::Zone, true, None)
+        .sync(&zone(), &Scope::Zone, true, None)
         .await
         .expect("first sync");
     assert_eq!(
-        first.outcomes.get("APPLIED").copied().unwrap_or(0),
+        first.outcomes.get(&Outcome::Applied).copied().unwrap_or(0),
         10_000,
         "{first:?}"
     );
@@ -394,7 +387,7 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
     );
     let again = h
         .engine
-        .sync_zone(&z, &Scope::Zone, false, None)
+        .sync(&zone(), &Scope::Zone, false, None)
         .await
         .expect("no-op sync");
     let after = calls(

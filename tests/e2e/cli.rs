@@ -74,8 +74,8 @@ fn cli_plan_records_status_and_sync() {
     );
 }
 
-/// `plan` prints creates, updates and deletes as a readable diff (writes are refused
-/// here, so the plan stays pending).
+/// `plan` prints creates, updates and deletes as a readable diff (writes hang here, so
+/// the plan stays pending).
 #[test]
 fn cli_plan_prints_a_readable_diff() {
     let Some(tools) = Tools::find() else { return };
@@ -86,14 +86,11 @@ fn cli_plan_prints_a_readable_diff() {
             ("mail.example.com", "MX", &["10 mx.example.net"]),
         ],
     );
-    let refuse_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 403\n";
-    let mut s = Stack::with_config(
-        tools,
-        &[("web.yaml", &desired)],
-        "report",
-        refuse_writes,
-        "",
-    );
+    // Writes hang: the records stay in flight, which is what a sync would send again,
+    // so `Plan` (the sync's own planning) lists them as changes. (Refused writes
+    // would put them on their retry clock, and `Plan` would show them held back.)
+    let hang_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"1h\"\n";
+    let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", hang_writes, "");
     s.start();
     let out = wait_for(Duration::from_secs(10), || {
         let (ok, out) = cli(&s, &["plan"]);
@@ -118,12 +115,15 @@ fn plan_pages_cover_every_change_once() {
         .iter()
         .map(|n| (n.as_str(), "A", &["192.0.2.1"][..]))
         .collect();
-    let refuse_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 403\n";
+    // Writes hang: the records stay in flight, which is what a sync would send again,
+    // so `Plan` (the sync's own planning) lists them as changes. (Refused writes
+    // would put them on their retry clock, and `Plan` would show them held back.)
+    let hang_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"1h\"\n";
     let mut s = Stack::with_config(
         tools,
         &[("many.yaml", &endpoints("many", &eps))],
         "report",
-        refuse_writes,
+        hang_writes,
         "",
     );
     s.start();

@@ -9,7 +9,7 @@ use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryProvider;
 use crate::retry::RetryPolicy;
 use crate::store::MemoryStore;
-use dnsplane_common::{Change, ChangeKind, RRSet, RecordKey, RecordType, pb};
+use dnsplane_common::{Change, ChangeKind, RRSet, RecordKey, RecordType};
 use std::path::Path;
 
 fn settings(rate: f64, burst: u32) -> QuotaSettings {
@@ -144,13 +144,18 @@ async fn a_batch_that_gets_no_token_before_its_deadline_comes_back_deferred_unto
         }
     };
     let first = run(vec![create("a")], Duration::from_secs(10)).await;
-    assert_eq!(first.results[0].outcome(), pb::Outcome::Applied);
+    assert_eq!(first.results[0].outcome, dnsplane_common::Outcome::Applied);
     assert_eq!(first.provider_calls, 1);
     // The next token is a second away; the batch may take half of that.
     let second = run(vec![create("b"), create("c")], Duration::from_millis(500)).await;
     for r in &second.results {
-        assert_eq!(r.outcome(), pb::Outcome::Deferred, "{}", r.message);
-        let after = dnsplane_common::convert::duration_from_pb(r.retry_after.as_ref().unwrap());
+        assert_eq!(
+            r.outcome,
+            dnsplane_common::Outcome::Deferred,
+            "{}",
+            r.message
+        );
+        let after = r.retry_after.unwrap();
         assert_eq!(after, Duration::from_secs(1));
     }
     assert_eq!(second.provider_calls, 0);
@@ -167,7 +172,7 @@ async fn a_batch_that_gets_no_token_before_its_deadline_comes_back_deferred_unto
         third
             .results
             .iter()
-            .all(|r| r.outcome() == pb::Outcome::Applied)
+            .all(|r| r.outcome == dnsplane_common::Outcome::Applied)
     );
     assert_eq!(t0.elapsed(), Duration::from_secs(1));
     assert_eq!(stored(&store), 3);
@@ -194,7 +199,7 @@ async fn a_throttle_answer_waits_out_retry_after_and_halves_the_rate() {
         &RetryPolicy::default(),
     )
     .await;
-    assert_eq!(report.results[0].outcome(), pb::Outcome::Applied);
+    assert_eq!(report.results[0].outcome, dnsplane_common::Outcome::Applied);
     assert_eq!(report.provider_calls, 2);
     assert_eq!(stored(&store), 1);
     // The retry waited out the provider's Retry-After (the batch's own wait and the

@@ -234,9 +234,15 @@ async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         applier_listener,
         shutdown.clone(),
     ));
-    let planner =
-        dnsplane_planner::run_with_admin(planner_config, planner_listener, admin, shutdown.clone())
-            .await;
+    let planner = dnsplane_planner::run(
+        planner_config,
+        dnsplane_planner::Listeners {
+            grpc: planner_listener,
+            admin,
+        },
+        shutdown.clone(),
+    )
+    .await;
     shutdown.cancel();
     let applier = applier.await.context("applier task")?;
     planner.context("planner")?;
@@ -269,6 +275,7 @@ fn show(r: Option<&pb::RrSet>) -> String {
 async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::ExitCode> {
     let mut client = connect(&conn).await?;
     let mut total = 0;
+    let mut held = 0;
     let mut token = String::new();
     let mut last_zone = String::new();
     loop {
@@ -319,9 +326,20 @@ async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::Ex
                 );
             }
             for b in &z.blocked {
+                held += 1;
                 let key = b.key.clone().unwrap_or_default();
+                let retry = b
+                    .next_retry
+                    .and_then(|t| std::time::SystemTime::try_from(t).ok())
+                    .map(|t| {
+                        let left = t
+                            .duration_since(std::time::SystemTime::now())
+                            .unwrap_or_default();
+                        format!(", next try in {}s", left.as_secs())
+                    })
+                    .unwrap_or_default();
                 println!(
-                    "  ! {} {} held back: {} (observed: {}{})",
+                    "  ! {} {} held back: {} (observed: {}{}{retry})",
                     key.name,
                     key.r#type,
                     b.reason,
@@ -339,7 +357,11 @@ async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::Ex
         }
         token = resp.next_page_token;
     }
-    println!("{total} change(s)");
+    if held > 0 {
+        println!("{total} change(s), {held} held back");
+    } else {
+        println!("{total} change(s)");
+    }
     Ok(std::process::ExitCode::SUCCESS)
 }
 

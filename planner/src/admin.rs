@@ -1,0 +1,146 @@
+//! The planner's admin HTTP port: `/metrics` (its families, with the gauges set from
+//! the engine's read model before each scrape), `/healthz`, `/readyz`, and `/status`
+//! (`GetStatus` as JSON). On top of the crate: it reads the engine and the service,
+//! nothing reads it.
+use crate::engine::{Engine, Snapshot};
+use crate::metrics::{PlannerMetrics, ZoneGauges};
+use crate::state::RecordStateKind;
+use dnsplane_common::metrics::{AdminServer, unix_seconds};
+use dnsplane_common::pb;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+
+/// The admin server over `registry` (which holds `metrics`' families).
+pub fn admin_server(
+    registry: Registry,
+    engine: Arc<Engine>,
+    metrics: PlannerMetrics,
+) -> AdminServer {
+    let scraped = engine.clone();
+    AdminServer::new(registry)
+        .on_scrape(move || refresh(&metrics, &scraped.snapshot()))
+        .status(move || {
+            let engine = engine.clone();
+            async move { status_json(&crate::service::status(&engine).await) }
+        })
+}
+
+/// Sets the gauges from the read model.
+fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
+    metrics.set_source_errors(snapshot.source_errors.len());
+    for z in &snapshot.zones {
+        metrics.set_zone(
+            &z.name,
+            &ZoneGauges {
+                records: RecordStateKind::ALL
+                    .iter()
+                    .map(|k| (k.as_str(), z.records.get(k).copied().unwrap_or(0)))
+                    .collect(),
+                desired: z.desired_records,
+                observed: z.observed_records,
+                syncing: z.status.syncing,
+                last_sync: z.status.last_sync.map(unix_seconds),
+                last_success: z.status.last_success.map(unix_seconds),
+            },
+        );
+    }
+}
+
+fn ts(t: Option<&prost_types::Timestamp>) -> serde_json::Value {
+    t.map_or(serde_json::Value::Null, |t| t.to_string().into())
+}
+
+/// `GetStatus` in the proto3 JSON mapping (camelCase names, RFC 3339 timestamps), as
+/// `grpcurl` prints it, except that default values are written out too.
+pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
+    use serde_json::json;
+    json!({
+        "level": s.level,
+        "reason": s.reason,
+        "zones": s.zones.iter().map(|z| json!({
+            "zone": z.zone,
+            "account": z.account,
+            "policy": z.policy,
+            "recordsByState": z.records_by_state,
+            "lastSync": ts(z.last_sync.as_ref()),
+            "lastSuccess": ts(z.last_success.as_ref()),
+            "lastError": z.last_error,
+            "initialSyncDone": z.initial_sync_done,
+            "desiredRecords": z.desired_records,
+            "observedRecords": z.observed_records,
+            "syncing": z.syncing,
+            "initialSyncStarted": ts(z.initial_sync_started.as_ref()),
+            "nextRetry": ts(z.next_retry.as_ref()),
+            "applier": z.applier,
+        })).collect::<Vec<_>>(),
+        "appliers": s.appliers.iter().map(|a| json!({
+            "address": a.address,
+            "healthy": a.healthy,
+            "lastError": a.last_error,
+            "zones": a.zones,
+            "accounts": a.accounts.iter().map(|acc| {
+                let mut v = json!({"name": acc.name, "circuit": acc.circuit});
+                if let Some(q) = &acc.quota {
+                    v["quota"] = json!({
+                        "mode": q.mode,
+                        "rate": q.rate,
+                        "currentRate": q.current_rate,
+                        "burst": q.burst,
+                        "replicas": q.replicas,
+                        "ops": q.ops,
+                        "redis": q.redis,
+                        // proto3 JSON writes 64-bit integers as strings.
+                        "granted": q.granted.to_string(),
+                        "waited": q.waited.to_string(),
+                        "denied": q.denied.to_string(),
+                        "throttled": q.throttled.to_string(),
+                        "fallbacks": q.fallbacks.to_string(),
+                    });
+                }
+                v
+            }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "sourceErrors": s.source_errors.iter().map(|e| json!({
+            "source": e.source,
+            "location": e.location,
+            "record": e.record,
+            "message": e.message,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_json_uses_the_proto3_json_names() {
+        let s = pb::PlannerStatus {
+            level: "degraded".into(),
+            reason: "zone example.com.: boom".into(),
+            zones: vec![pb::ZoneStatus {
+                zone: "example.com.".into(),
+                records_by_state: [("converged".to_string(), 3)].into(),
+                last_sync: Some(prost_types::Timestamp {
+                    seconds: 1_700_000_000,
+                    nanos: 5_000_000,
+                }),
+                desired_records: 4,
+                ..Default::default()
+            }],
+            appliers: vec![],
+            source_errors: vec![pb::SourceError {
+                location: "web.yaml:3".into(),
+                ..Default::default()
+            }],
+        };
+        let v = status_json(&s);
+        assert_eq!(v["level"], "degraded");
+        assert_eq!(v["zones"][0]["recordsByState"]["converged"], 3);
+        assert_eq!(v["zones"][0]["lastSync"], "2023-11-14T22:13:20.005Z");
+        assert_eq!(v["zones"][0]["lastSuccess"], serde_json::Value::Null);
+        assert_eq!(v["zones"][0]["desiredRecords"], 4);
+        assert_eq!(v["zones"][0]["initialSyncDone"], false);
+        assert_eq!(v["sourceErrors"][0]["location"], "web.yaml:3");
+    }
+}

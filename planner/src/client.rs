@@ -1,0 +1,206 @@
+//! The planner's edge towards appliers: the only place that builds `dnsplane.v1`
+//! requests to an applier and reads its answers. Everything above speaks domain types
+//! (RRSets, changes, [`RecordResult`]s).
+use crate::pool::Member;
+use dnsplane_common::convert::{result_from_pb, rrset_from_pb, timestamp};
+use dnsplane_common::{Change, Name, RRSet, RecordResult, pb};
+use std::fmt;
+use std::time::SystemTime;
+use tokio::sync::mpsc;
+use tracing::warn;
+
+/// A call to an applier that failed, with the gRPC code kept (not only its text), so
+/// that callers can tell "the applier is gone" from "the applier answered no".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplierCallError {
+    /// The applier's address.
+    pub applier: String,
+    pub code: tonic::Code,
+    pub message: String,
+}
+
+impl ApplierCallError {
+    fn new(member: &Member, status: &tonic::Status) -> Self {
+        ApplierCallError {
+            applier: member.addr.clone(),
+            code: status.code(),
+            message: status.message().to_string(),
+        }
+    }
+
+    /// The applier is gone or unreachable (it did not answer): it is taken out of the
+    /// pool until it is healthy again.
+    pub fn is_transport(&self) -> bool {
+        matches!(
+            self.code,
+            tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+        )
+    }
+}
+
+impl fmt::Display for ApplierCallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (applier {}): {}",
+            self.code, self.applier, self.message
+        )
+    }
+}
+
+impl std::error::Error for ApplierCallError {}
+
+/// Reads `zone` of `account` through `member` (all pages); only `names` when not empty.
+/// A record the applier sends that dnsplane cannot model is skipped (left alone, never
+/// "fixed"), with a warning.
+pub async fn list(
+    member: &Member,
+    account: &str,
+    zone: &Name,
+    fresh: bool,
+    names: &[Name],
+) -> Result<Vec<RRSet>, ApplierCallError> {
+    let err = |status: tonic::Status| ApplierCallError::new(member, &status);
+    let mut client = member.client();
+    let mut stream = client
+        .list_records(pb::ListRecordsRequest {
+            account: account.to_string(),
+            zone: zone.to_string(),
+            fresh,
+            names: names.iter().map(ToString::to_string).collect(),
+            page_size: 0,
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(page) = stream.message().await.map_err(err)? {
+        for (i, r) in page.rrsets.iter().enumerate() {
+            match rrset_from_pb(&format!("rrsets[{i}]"), r) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    warn!(zone = %zone, error = %e, "Skipping a record the provider holds that dnsplane cannot read.")
+                }
+            }
+        }
+        if page.last {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The sending half of an `Apply` stream: batches go out as they are handed over.
+#[derive(Debug, Clone)]
+pub struct BatchSender(mpsc::Sender<pb::ApplyRequest>);
+
+/// The other end of a [`BatchSender`], given to [`apply`].
+#[derive(Debug)]
+pub struct BatchReceiver(mpsc::Receiver<pb::ApplyRequest>);
+
+/// A channel for one `Apply` stream (a few batches of look-ahead).
+pub fn batch_channel() -> (BatchSender, BatchReceiver) {
+    let (tx, rx) = mpsc::channel(4);
+    (BatchSender(tx), BatchReceiver(rx))
+}
+
+impl BatchSender {
+    /// Sends one batch; `false` when the stream is gone.
+    pub async fn send<'a>(
+        &self,
+        batch_id: String,
+        account: &str,
+        zone: &Name,
+        changes: impl IntoIterator<Item = &'a Change>,
+        deadline: SystemTime,
+    ) -> bool {
+        let req = pb::ApplyRequest {
+            batch: Some(pb::Batch {
+                batch_id,
+                account: account.to_string(),
+                zone: zone.to_string(),
+                changes: changes.into_iter().map(Into::into).collect(),
+                deadline: Some(timestamp(deadline)),
+            }),
+        };
+        self.0.send(req).await.is_ok()
+    }
+}
+
+/// Results an applier sent for one batch: a part of them, or the rest (`done`).
+#[derive(Debug)]
+pub struct BatchResults {
+    pub batch_id: String,
+    pub results: Vec<RecordResult>,
+    /// The last message of its batch.
+    pub done: bool,
+}
+
+/// The receiving half of an `Apply` stream.
+#[derive(Debug)]
+pub struct ResultStream<'a> {
+    member: &'a Member,
+    inner: tonic::Streaming<pb::ApplyResponse>,
+}
+
+impl ResultStream<'_> {
+    /// The next message; `None` when the applier ended the stream.
+    pub async fn next(&mut self) -> Result<Option<BatchResults>, ApplierCallError> {
+        let msg = self
+            .inner
+            .message()
+            .await
+            .map_err(|s| ApplierCallError::new(self.member, &s))?;
+        Ok(msg.map(|m| BatchResults {
+            batch_id: m.batch_id,
+            results: m.results.iter().map(result_from_pb).collect(),
+            done: m.done,
+        }))
+    }
+}
+
+/// Opens an `Apply` stream on `member` carrying what is sent into `batches`.
+pub async fn apply(
+    member: &Member,
+    batches: BatchReceiver,
+) -> Result<ResultStream<'_>, ApplierCallError> {
+    let mut client = member.client();
+    let inner = client
+        .apply(tokio_stream::wrappers::ReceiverStream::new(batches.0))
+        .await
+        .map_err(|s| ApplierCallError::new(member, &s))?
+        .into_inner();
+    Ok(ResultStream { member, inner })
+}
+
+/// What an applier says of one of its provider accounts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplierAccount {
+    pub name: String,
+    /// `closed`, `open` or `half_open`.
+    pub circuit: String,
+    /// The account's quota, when it has one (kept in the applier's wire form: the
+    /// planner only passes it on to its own status).
+    pub quota: Option<pb::QuotaStatus>,
+}
+
+/// The accounts of `member`, asked with a deadline so a stuck applier cannot stall a
+/// status call; empty when it does not answer in time.
+pub async fn accounts(member: &Member, within: std::time::Duration) -> Vec<ApplierAccount> {
+    let mut client = member.client();
+    let answer =
+        tokio::time::timeout(within, client.get_status(pb::GetApplierStatusRequest {})).await;
+    match answer {
+        Ok(Ok(st)) => st
+            .into_inner()
+            .accounts
+            .into_iter()
+            .map(|a| ApplierAccount {
+                name: a.name,
+                circuit: a.circuit,
+                quota: a.quota,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}

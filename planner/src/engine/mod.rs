@@ -1,0 +1,257 @@
+//! The sync engine: the desired state, one runtime per zone (its state table, observed
+//! view, status and triggers), and the syncs that keep each zone equal to its desired
+//! state. Each zone has its own loop and its own lock, so a slow or failing zone never
+//! holds up another (no head-of-line blocking between zones).
+//!
+//! - [`schedule`]: *when* a zone syncs (start, source changes, due retries, the
+//!   periodic drift check) and the zone-level backoff after a failed sync;
+//! - [`sync`]: *what* one sync does: read, plan (also the `Plan` dry run), send batches;
+//! - [`fold`]: results from the applier into the observed view and the state table;
+//! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
+//!   metrics all use; nothing outside the engine locks its state.
+use crate::config::{PlannerConfig, ZoneConfig};
+use crate::desired::{DesiredIndex, DesiredRecord};
+use crate::events;
+use crate::metrics::PlannerMetrics;
+use crate::observed::ZoneView;
+use crate::pool::ApplierPool;
+use crate::source::{DesiredEntry, SourceError};
+use crate::state::{RetryClock, StateTable};
+use dnsplane_common::{Name, RecordKey};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+mod fold;
+mod schedule;
+mod snapshot;
+mod sync;
+
+pub use snapshot::{
+    Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
+};
+pub use sync::{Phase, Preview, Scope, SyncError, SyncProgress, SyncSummary};
+
+/// Everything the engine keeps per zone. Private: read through [`Engine::snapshot`]
+/// and the other read-model methods.
+#[derive(Debug)]
+struct ZoneRuntime {
+    cfg: ZoneConfig,
+    /// One sync of a zone at a time.
+    sync_lock: tokio::sync::Mutex<()>,
+    /// Wakes the zone loop for a sync (source change).
+    trigger: Notify,
+    /// Wakes the zone loop to recompute its deadlines (new retry times).
+    reschedule: Notify,
+    states: Mutex<StateTable>,
+    status: Mutex<ZoneStatus>,
+    /// What the provider holds, as last read and then updated from every result, so
+    /// that a source change is planned without reading the zone again. `None` until
+    /// the first full read.
+    view: Mutex<Option<ZoneView>>,
+    /// Names whose desired records changed since the last sync of them.
+    dirty: Mutex<BTreeSet<Name>>,
+}
+
+/// The planner's engine.
+#[derive(Debug)]
+pub struct Engine {
+    config: PlannerConfig,
+    zones: BTreeMap<Name, Arc<ZoneRuntime>>,
+    /// The merged desired state of every source, maintained incrementally.
+    desired: RwLock<DesiredIndex>,
+    /// The appliers, and which one each zone goes to.
+    pool: Arc<ApplierPool>,
+    metrics: PlannerMetrics,
+    /// Background work (zone loops, `Sync` requests), waited for at shutdown.
+    tasks: TaskTracker,
+    /// Tells this run's batch ids from another run's (a restarted planner, another
+    /// replica): batch ids are `<zone>-<run>-<sync>-<batch>`.
+    run: String,
+    syncs: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Engine {
+    /// Builds the engine; the applier connection is made lazily, so the planner starts
+    /// (and answers gRPC) even while no applier is up. `metrics` are the families the
+    /// engine records into (see [`PlannerMetrics::register`]).
+    pub fn new(
+        config: PlannerConfig,
+        metrics: PlannerMetrics,
+    ) -> Result<Arc<Engine>, tonic::transport::Error> {
+        let pool = ApplierPool::new(config.pool_config())?;
+        let zones = config
+            .zones
+            .iter()
+            .map(|z| {
+                (
+                    z.name.clone(),
+                    Arc::new(ZoneRuntime {
+                        cfg: z.clone(),
+                        sync_lock: tokio::sync::Mutex::new(()),
+                        trigger: Notify::new(),
+                        reschedule: Notify::new(),
+                        states: Mutex::new(StateTable::default()),
+                        status: Mutex::new(ZoneStatus::default()),
+                        view: Mutex::new(None),
+                        dirty: Mutex::new(BTreeSet::new()),
+                    }),
+                )
+            })
+            .collect();
+        let desired = RwLock::new(DesiredIndex::new(&config.zones));
+        Ok(Arc::new(Engine {
+            config,
+            zones,
+            desired,
+            pool,
+            metrics,
+            tasks: TaskTracker::new(),
+            run: format!("{:06x}", rand::random::<u32>() & 0xff_ffff),
+            syncs: AtomicU64::new(0),
+        }))
+    }
+
+    pub fn config(&self) -> &PlannerConfig {
+        &self.config
+    }
+
+    /// The appliers and where each zone goes.
+    pub fn pool(&self) -> &Arc<ApplierPool> {
+        &self.pool
+    }
+
+    /// The configured zones, in order.
+    pub fn zone_names(&self) -> impl Iterator<Item = &Name> {
+        self.zones.keys()
+    }
+
+    /// The configured zone called `name` (any spelling `Name::parse` accepts).
+    pub fn zone_name(&self, name: &str) -> Option<&Name> {
+        let name = Name::parse(name).ok()?;
+        self.zones.get_key_value(&name).map(|(k, _)| k)
+    }
+
+    fn zone(&self, name: &Name) -> Option<&Arc<ZoneRuntime>> {
+        self.zones.get(name)
+    }
+
+    fn desired(&self) -> std::sync::RwLockReadGuard<'_, DesiredIndex> {
+        self.desired
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn retry_clock(&self) -> RetryClock {
+        RetryClock {
+            min: self.config.sync.retry_min,
+            max: self.config.sync.retry_max,
+        }
+    }
+
+    /// Replaces one source's snapshot in the desired state and wakes the zones whose
+    /// desired records changed, telling each which names to re-plan. Costs
+    /// O(size of this source), whatever the size of the world.
+    pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
+        events::DesiredRecordsRejected { errors: &errors }.emit();
+        let touched = self
+            .desired
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .update_source(name, &entries, errors);
+        for (zone, names) in touched {
+            if let Some(z) = self.zones.get(&zone) {
+                lock(&z.dirty).extend(names);
+                z.trigger.notify_one();
+            }
+        }
+    }
+
+    /// Starts one loop per zone (see [`schedule`]) and the applier pool's health and
+    /// discovery loop, until `cancel`; [`Engine::shutdown`] waits for them.
+    pub fn start(self: &Arc<Self>, cancel: CancellationToken) {
+        for zone in self.zones.values() {
+            let engine = self.clone();
+            let zone = zone.clone();
+            let cancel = cancel.clone();
+            self.tasks
+                .spawn(async move { engine.zone_loop(zone, cancel).await });
+        }
+        let pool = self.pool.spawn(cancel);
+        self.tasks.spawn(async move {
+            let _ = pool.await;
+        });
+    }
+
+    /// Runs `f` as background work of the engine (a `Sync` request's syncs), so that
+    /// shutdown waits for it.
+    pub fn spawn<F>(&self, f: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.spawn(f);
+    }
+
+    /// Waits up to `grace` for the engine's background work once its cancel token is
+    /// cancelled; a sync in progress is cut at a batch boundary and its records are
+    /// re-planned by the next planner. `false` when time ran out.
+    pub async fn shutdown(&self, grace: Duration) -> bool {
+        self.tasks.close();
+        tokio::time::timeout(grace, self.tasks.wait()).await.is_ok()
+    }
+
+    /// A fresh batch id prefix for one sync of `zone`.
+    fn batch_prefix(&self, zone: &Name) -> String {
+        let n = self.syncs.fetch_add(1, Ordering::Relaxed);
+        format!("{zone}-{}-{n}", self.run)
+    }
+
+    // --- read accessors for tests and benchmarks -------------------------------------
+
+    /// Names whose desired records changed since they were last planned (what the
+    /// zone loop would re-plan next); taking them clears the set.
+    pub fn take_dirty(&self, zone: &Name) -> BTreeSet<Name> {
+        self.zone(zone)
+            .map(|z| std::mem::take(&mut *lock(&z.dirty)))
+            .unwrap_or_default()
+    }
+
+    /// Names of `zone` whose records' retries are due at `now`.
+    pub fn due_names(&self, zone: &Name, now: SystemTime) -> BTreeSet<Name> {
+        self.zone(zone)
+            .map(|z| lock(&z.states).due_names(now))
+            .unwrap_or_default()
+    }
+
+    /// When `key` of `zone` last converged, if that was recent.
+    pub fn converged_at(&self, zone: &Name, key: &RecordKey) -> Option<SystemTime> {
+        lock(&self.zone(zone)?.states).converged_at(key)
+    }
+
+    /// Runs `f` on `zone`'s config, desired records and observed view (`None` before
+    /// the first read), under the locks that guard them: for benchmarks that time the
+    /// plan itself.
+    pub fn with_zone<R>(
+        &self,
+        zone: &Name,
+        f: impl FnOnce(&ZoneConfig, &BTreeMap<RecordKey, DesiredRecord>, Option<&ZoneView>) -> R,
+    ) -> Option<R> {
+        let z = self.zone(zone)?;
+        let desired = self.desired();
+        let empty = BTreeMap::new();
+        let view = lock(&z.view);
+        Some(f(
+            &z.cfg,
+            desired.zone(zone).unwrap_or(&empty),
+            view.as_ref(),
+        ))
+    }
+}

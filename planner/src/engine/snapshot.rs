@@ -1,0 +1,273 @@
+//! The engine's read model: what `GetStatus`, `ListRecordStates`, the admin port's
+//! `/status` and the metrics show, read in one place under the engine's own locks.
+//! Callers get plain values and never hold an engine lock.
+use super::{Engine, lock};
+use crate::config::Policy;
+use crate::source::SourceError;
+use crate::state::{RecordState, RecordStateKind};
+use dnsplane_common::{Name, RecordKey};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// Status of one zone, besides its record states.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ZoneStatus {
+    pub last_sync: Option<SystemTime>,
+    pub last_success: Option<SystemTime>,
+    pub last_error: String,
+    pub initial_sync_done: bool,
+    pub syncing: bool,
+    /// A full sync (not a targeted re-plan of a few names) is running.
+    pub full_sync: bool,
+    /// When the first sync started.
+    pub sync_started: Option<SystemTime>,
+    /// The applier the zone's last batches went to.
+    pub applier: String,
+    /// Records the provider account refused (credentials, zone missing).
+    pub rejected: bool,
+}
+
+/// One zone as the status API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneSnapshot {
+    pub name: Name,
+    pub account: String,
+    pub policy: Policy,
+    pub status: ZoneStatus,
+    /// Records by state (only the states that occur).
+    pub records: BTreeMap<RecordStateKind, u32>,
+    pub desired_records: usize,
+    /// RRSets the provider holds as far as the planner knows (ownership included).
+    pub observed_records: usize,
+    /// The earliest record retry.
+    pub next_retry: Option<SystemTime>,
+    /// The applier the zone is routed to now, if any.
+    pub applier: Option<String>,
+}
+
+/// One applier of the pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplierSnapshot {
+    pub addr: String,
+    pub healthy: bool,
+    pub last_error: String,
+}
+
+/// How the planner is doing, as one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Healthy,
+    /// A first sync or a full sync is running.
+    Syncing,
+    Degraded,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Healthy => "healthy",
+            Level::Syncing => "syncing",
+            Level::Degraded => "degraded",
+        }
+    }
+}
+
+/// The whole planner at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub zones: Vec<ZoneSnapshot>,
+    pub appliers: Vec<ApplierSnapshot>,
+    /// Every desired record the sources could not accept.
+    pub source_errors: Vec<SourceError>,
+}
+
+impl Snapshot {
+    /// The level and, when degraded, why.
+    pub fn health(&self) -> (Level, String) {
+        let mut degraded = Vec::new();
+        let mut syncing = false;
+        for z in &self.zones {
+            if !z.status.last_error.is_empty() {
+                degraded.push(format!("zone {}: {}", z.name, z.status.last_error));
+            } else if z.status.rejected {
+                degraded.push(format!(
+                    "zone {}: provider account {} refuses writes",
+                    z.name, z.account
+                ));
+            }
+            // Only the first sync and full syncs make the planner "syncing": the
+            // per-record re-plans of a few names run all the time and would make the
+            // level flap.
+            syncing |= z.status.full_sync || !z.status.initial_sync_done;
+        }
+        if !self.source_errors.is_empty() {
+            degraded.push(format!(
+                "{} desired record(s) rejected; see source_errors",
+                self.source_errors.len()
+            ));
+        }
+        if !self.appliers.is_empty() && !self.appliers.iter().any(|a| a.healthy) {
+            degraded.push("no applier is healthy".into());
+        }
+        if !degraded.is_empty() {
+            (Level::Degraded, degraded.join("; "))
+        } else if syncing {
+            (Level::Syncing, String::new())
+        } else {
+            (Level::Healthy, String::new())
+        }
+    }
+}
+
+/// Which record states to list.
+#[derive(Debug, Clone, Default)]
+pub struct RecordStatesQuery {
+    /// Zones, in order; empty: every zone.
+    pub zones: Vec<Name>,
+    /// Only these states; empty: every state but converged (unless
+    /// `include_converged`).
+    pub states: Vec<RecordStateKind>,
+    pub include_converged: bool,
+    /// Resume after this key (the last one of the previous page).
+    pub after: Option<RecordKey>,
+    pub page_size: usize,
+}
+
+/// One page of record states, in (zone, key) order.
+#[derive(Debug, Clone, Default)]
+pub struct RecordStatesPage {
+    pub records: Vec<(RecordKey, RecordState)>,
+    /// Where the next page starts (after this key); `None` on the last page.
+    pub next: Option<RecordKey>,
+}
+
+impl Engine {
+    /// The read model of every zone, the pool and the sources.
+    pub fn snapshot(&self) -> Snapshot {
+        let desired = self.desired();
+        let empty = BTreeMap::new();
+        let zones = self
+            .zones
+            .values()
+            .map(|z| {
+                let status = lock(&z.status).clone();
+                let zone_desired = desired.zone(&z.cfg.name).unwrap_or(&empty);
+                let (zone_read, observed_records) = {
+                    let view = lock(&z.view);
+                    (view.is_some(), view.as_ref().map_or(0, |v| v.len()))
+                };
+                let unplanned = lock(&z.dirty).clone();
+                let (records, next_retry) = {
+                    let states = lock(&z.states);
+                    (
+                        states.counts(zone_desired, zone_read, &unplanned),
+                        states.next_retry(),
+                    )
+                };
+                ZoneSnapshot {
+                    name: z.cfg.name.clone(),
+                    account: z.cfg.account.clone(),
+                    policy: z.cfg.policy,
+                    status,
+                    records,
+                    desired_records: zone_desired.len(),
+                    observed_records,
+                    next_retry,
+                    applier: self.pool.route(&z.cfg.name).map(|m| m.addr.clone()),
+                }
+            })
+            .collect();
+        let appliers = self
+            .pool
+            .members()
+            .iter()
+            .map(|m| ApplierSnapshot {
+                addr: m.addr.clone(),
+                healthy: m.healthy(),
+                last_error: m.last_error(),
+            })
+            .collect();
+        Snapshot {
+            zones,
+            appliers,
+            source_errors: desired.errors(),
+        }
+    }
+
+    /// One page of record states. Converged records have no entry in the state table;
+    /// they are walked from the desired records in the same key order, so pages are
+    /// stable.
+    pub fn record_states(&self, q: &RecordStatesQuery) -> RecordStatesPage {
+        let keep = |k: RecordStateKind| {
+            if !q.states.is_empty() {
+                q.states.contains(&k)
+            } else {
+                q.include_converged || k != RecordStateKind::Converged
+            }
+        };
+        let with_converged = keep(RecordStateKind::Converged) || keep(RecordStateKind::Pending);
+        let page_size = q.page_size.max(1);
+        let desired = self.desired();
+        let empty = BTreeMap::new();
+        let mut page = RecordStatesPage::default();
+        let zones: Vec<_> = if q.zones.is_empty() {
+            self.zones.values().collect()
+        } else {
+            q.zones.iter().filter_map(|n| self.zones.get(n)).collect()
+        };
+        'zones: for zone in zones {
+            let name = &zone.cfg.name;
+            if q.after.as_ref().is_some_and(|a| &a.zone > name) {
+                continue;
+            }
+            let zone_read = lock(&zone.view).is_some();
+            let unplanned = lock(&zone.dirty).clone();
+            let states = lock(&zone.states);
+            let zone_desired = desired.zone(name).unwrap_or(&empty);
+            let start = q.after.clone().filter(|a| &a.zone == name);
+            let range = |k: &RecordKey| start.as_ref().is_none_or(|a| k > a);
+            let mut st = states.iter().filter(|(k, _)| range(k)).peekable();
+            let mut de = zone_desired
+                .iter()
+                .filter(|(k, _)| with_converged && range(k) && !states.contains(k))
+                .peekable();
+            loop {
+                let next = match (st.peek(), de.peek()) {
+                    (None, None) => break,
+                    (Some((k, _)), Some((d, _))) if d < k => None,
+                    (Some(_), _) => st.next().map(|(k, s)| (k, Some(s))),
+                    (None, Some(_)) => None,
+                };
+                let (key, state) = match next {
+                    Some(n) => n,
+                    None => match de.next() {
+                        Some((k, _)) => (k, None),
+                        None => break,
+                    },
+                };
+                let state = match state {
+                    Some(s) if keep(s.kind) => s.clone(),
+                    Some(_) => continue,
+                    None => {
+                        let s = states.without_entry(
+                            key,
+                            &zone_desired[key].rrset,
+                            zone_read,
+                            unplanned.contains(&key.name),
+                        );
+                        if !keep(s.kind) {
+                            continue;
+                        }
+                        s
+                    }
+                };
+                if page.records.len() == page_size {
+                    page.next = page.records.last().map(|(k, _)| k.clone());
+                    break 'zones;
+                }
+                page.records.push((key.clone(), state));
+            }
+        }
+        page
+    }
+}

@@ -1,0 +1,17 @@
+//! Why the planner could not start or stopped early. The binary maps these to exit
+//! codes; nothing in the library formats them into `anyhow`.
+
+/// A planner that cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlannerError {
+    /// An applier address that tonic cannot use (checked by the config too).
+    #[error("applier address: {0}")]
+    ApplierAddress(#[source] tonic::transport::Error),
+    #[error("gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("the gRPC listener has no local address: {0}")]
+    Listener(#[source] std::io::Error),
+    #[error("gRPC server: {0}")]
+    Serve(#[source] tonic::transport::Error),
+}

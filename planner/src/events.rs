@@ -1,0 +1,118 @@
+//! The planner's events, each in one place: a struct per event whose `emit` writes
+//! the log line, bumps its metric and records its span fields, so that the three never
+//! disagree (vector's `internal_events` pattern). Log messages: fields first, then a
+//! capitalised sentence ending in a period.
+use crate::metrics::PlannerMetrics;
+use crate::source::SourceError;
+use dnsplane_common::{ChangeKind, Name, Outcome, RecordKey};
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// A zone (or some of its names) was planned; `changes` are about to be sent.
+#[derive(Debug)]
+pub struct ZonePlanned<'a, K> {
+    pub zone: &'a Name,
+    /// The kinds of the changes that will be sent.
+    pub kinds: K,
+    pub changes: usize,
+    /// Changes held back because their record waits on its own clock.
+    pub withheld: usize,
+    pub blocked: usize,
+    pub converged: usize,
+}
+
+impl<K: IntoIterator<Item = ChangeKind>> ZonePlanned<'_, K> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.planned(self.zone, self.kinds);
+        info!(
+            changes = self.changes,
+            withheld = self.withheld,
+            blocked = self.blocked,
+            converged = self.converged,
+            "Zone planned."
+        );
+    }
+}
+
+/// An applier's result for one record was folded into the state table.
+#[derive(Debug)]
+pub struct ResultFolded<'a> {
+    pub zone: &'a Name,
+    pub key: &'a RecordKey,
+    pub outcome: Outcome,
+    pub message: &'a str,
+}
+
+impl ResultFolded<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.outcome(self.zone, self.outcome);
+        if !self.outcome.is_converged() {
+            info!(record = %self.key, outcome = self.outcome.as_str(), message = %self.message, "Record not converged.");
+        }
+    }
+}
+
+/// One sync of a zone ended.
+#[derive(Debug)]
+pub struct SyncFinished<'a> {
+    pub zone: &'a Name,
+    /// The whole zone, not a targeted re-plan of some names.
+    pub full: bool,
+    pub elapsed: Duration,
+    pub ok: bool,
+}
+
+impl SyncFinished<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.sync(self.zone, self.full, self.elapsed, self.ok);
+    }
+}
+
+/// A sync failed; the zone loop waits `retry_in` before the next one.
+#[derive(Debug)]
+pub struct SyncFailed<'a, E> {
+    pub zone: &'a Name,
+    pub error: &'a E,
+    pub retry_in: Duration,
+}
+
+impl<E: std::fmt::Display> SyncFailed<'_, E> {
+    pub fn emit(self) {
+        warn!(zone = %self.zone, error = %self.error, retry_in = ?self.retry_in, "Sync failed; retrying later.");
+    }
+}
+
+/// A source delivered a new snapshot of its desired state.
+#[derive(Debug)]
+pub struct DesiredStateChanged<'a> {
+    pub source: &'a str,
+    pub records: usize,
+    pub errors: usize,
+    /// The first snapshot after start.
+    pub initial: bool,
+}
+
+impl DesiredStateChanged<'_> {
+    pub fn emit(self) {
+        if self.initial {
+            info!(source = %self.source, records = self.records, errors = self.errors, "Desired state loaded.");
+        } else {
+            info!(source = %self.source, records = self.records, errors = self.errors, "Desired state changed.");
+        }
+    }
+}
+
+/// Desired records a source could not accept (each keeps its last accepted version,
+/// if it had one).
+#[derive(Debug)]
+pub struct DesiredRecordsRejected<'a> {
+    pub errors: &'a [SourceError],
+}
+
+impl DesiredRecordsRejected<'_> {
+    pub fn emit(self) {
+        for e in self.errors {
+            warn!(location = %e.location, record = %e.record, "Desired record rejected: {}.", e.message);
+        }
+    }
+}
