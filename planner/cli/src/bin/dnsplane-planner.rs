@@ -39,17 +39,13 @@ fn main() -> std::process::ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("dnsplane-planner: {e}");
-            return std::process::ExitCode::from(64);
+            return std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG);
         }
     };
     if let Some(a) = args.applier.clone() {
         config.applier = a;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match dnsplane_cli::runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("dnsplane-planner: cannot start the runtime: {e}");

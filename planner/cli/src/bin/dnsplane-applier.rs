@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// sysexits.h EX_CONFIG-style "usage/config" code: the config cannot be used.
-const EXIT_BAD_CONFIG: u8 = 64;
+use dnsplane_cli::EXIT_BAD_CONFIG;
 
 /// dnsplane's applier: owns every DNS provider call.
 #[derive(Debug, Parser)]
@@ -63,14 +62,7 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: Args, config: dnsplane_applier::ApplierConfig) -> anyhow::Result<()> {
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .max(2);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = dnsplane_cli::runtime().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Logs, and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set; inside the runtime,
         // which the OTLP exporter runs on.

@@ -1,0 +1,98 @@
+//! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
+//! embedded provider ([`up`]); `plan`, `status`, `records` and `sync` talk to a running
+//! planner ([`remote`]).
+use clap::{Parser, Subcommand};
+
+mod remote;
+mod up;
+
+use remote::Conn;
+use up::UpArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "dnsplane",
+    version,
+    about = "Keep DNS zones equal to a declared desired state"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run planner and applier on loopback with the embedded provider.
+    Up(UpArgs),
+    /// Print the changes a sync would make now (a dry run).
+    Plan {
+        #[command(flatten)]
+        conn: Conn,
+        /// Only these zones.
+        #[arg(long)]
+        zone: Vec<String>,
+    },
+    /// Print the planner's status per zone.
+    Status {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List records that are not converged (conflicts, invalid, failed, ...).
+    Records {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long, default_value = "")]
+        zone: String,
+        /// Include converged records.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Trigger a sync now and follow its progress.
+    Sync {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long)]
+        zone: Vec<String>,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match dnsplane_cli::runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("dnsplane: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let run = async {
+        // `up` runs the services: logs plus traces when OTEL_EXPORTER_OTLP_ENDPOINT is
+        // set, flushed at the end. The other commands are clients: logs only.
+        if matches!(cli.command, Command::Up(_)) {
+            let telemetry = dnsplane_common::telemetry::init("dnsplane");
+            let result = dispatch(cli.command).await;
+            telemetry.shutdown().await;
+            result
+        } else {
+            dnsplane_common::runtime::init_logging();
+            dispatch(cli.command).await
+        }
+    };
+    match runtime.block_on(run) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("dnsplane: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
+    match command {
+        Command::Up(args) => up::up(args).await,
+        Command::Plan { conn, zone } => remote::plan(conn, zone).await,
+        Command::Status { conn } => remote::status(conn).await,
+        Command::Records { conn, zone, all } => remote::records(conn, zone, all).await,
+        Command::Sync { conn, zone } => remote::sync(conn, zone).await,
+    }
+}

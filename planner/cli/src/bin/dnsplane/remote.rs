@@ -1,0 +1,252 @@
+//! The commands that talk to a running planner over gRPC: `plan`, `status`,
+//! `records`, `sync`.
+use anyhow::Context;
+use dnsplane_common::pb::{self, planner_client::PlannerClient};
+
+#[derive(Debug, clap::Args)]
+pub struct Conn {
+    /// Planner gRPC address.
+    #[arg(
+        long,
+        env = "DNSPLANE_PLANNER_ADDR",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    addr: String,
+}
+
+async fn connect(conn: &Conn) -> anyhow::Result<PlannerClient<tonic::transport::Channel>> {
+    PlannerClient::connect(conn.addr.clone())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
+                conn.addr
+            )
+        })
+}
+
+fn status_err(s: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("{}: {}", s.code(), s.message())
+}
+
+fn show(r: Option<&pb::RrSet>) -> String {
+    match r {
+        None => "nothing".into(),
+        Some(r) => format!("{} {}", r.ttl, r.values.join(" | ")),
+    }
+}
+
+pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let mut total = 0;
+    let mut held = 0;
+    let mut token = String::new();
+    let mut last_zone = String::new();
+    loop {
+        let resp = client
+            .plan(pb::PlanRequest {
+                zones: zones.clone(),
+                fresh: true,
+                page_size: 1000,
+                page_token: token.clone(),
+            })
+            .await
+            .map_err(status_err)?
+            .into_inner();
+        for z in resp.zones {
+            // A zone spread over several pages gets one header.
+            if z.zone != last_zone {
+                println!("zone {}", z.zone);
+                if z.changes.is_empty() && z.blocked.is_empty() && z.error.is_empty() {
+                    println!("  in sync");
+                }
+                last_zone = z.zone.clone();
+            }
+            if !z.error.is_empty() {
+                println!("  error: {}", z.error);
+                continue;
+            }
+            for c in &z.changes {
+                total += 1;
+                let Some(change) = &c.change else { continue };
+                let Some(op) = change.ops.first() else {
+                    continue;
+                };
+                let key = op.key.clone().unwrap_or_default();
+                let kind = pb::ChangeKind::try_from(change.kind).unwrap_or_default();
+                let (sign, body) = match kind {
+                    pb::ChangeKind::Create => ("+", show(op.after.as_ref())),
+                    pb::ChangeKind::Delete => ("-", show(op.before.as_ref())),
+                    pb::ChangeKind::Update => (
+                        "~",
+                        format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref())),
+                    ),
+                    pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
+                    pb::ChangeKind::Unspecified => ("?", String::new()),
+                };
+                println!(
+                    "  {sign} {} {} {body}    # {}",
+                    key.name, key.r#type, c.reason
+                );
+            }
+            for b in &z.blocked {
+                held += 1;
+                let key = b.key.clone().unwrap_or_default();
+                let retry = b
+                    .next_retry
+                    .and_then(|t| std::time::SystemTime::try_from(t).ok())
+                    .map(|t| {
+                        let left = t
+                            .duration_since(std::time::SystemTime::now())
+                            .unwrap_or_default();
+                        format!(", next try in {}s", left.as_secs())
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "  ! {} {} held back: {} (observed: {}{}{retry})",
+                    key.name,
+                    key.r#type,
+                    b.reason,
+                    show(b.observed.as_ref()),
+                    if b.observed_owner.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", owner {}", b.observed_owner)
+                    }
+                );
+            }
+        }
+        if resp.next_page_token.is_empty() {
+            break;
+        }
+        token = resp.next_page_token;
+    }
+    if held > 0 {
+        println!("{total} change(s), {held} held back");
+    } else {
+        println!("{total} change(s)");
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let s = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .map_err(status_err)?
+        .into_inner();
+    println!(
+        "planner: {}{}",
+        s.level,
+        if s.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", s.reason)
+        }
+    );
+    for z in &s.zones {
+        let states: Vec<String> = z
+            .records_by_state
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!(
+            "zone {} [{} via {}]: desired {}, observed {}, {}{}",
+            z.zone,
+            z.policy,
+            z.account,
+            z.desired_records,
+            z.observed_records,
+            states.join(" "),
+            if z.last_error.is_empty() {
+                String::new()
+            } else {
+                format!(", error: {}", z.last_error)
+            }
+        );
+    }
+    for e in &s.source_errors {
+        println!("source error: {}: {}: {}", e.location, e.record, e.message);
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+pub async fn records(
+    conn: Conn,
+    zone: String,
+    all: bool,
+) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let mut token = String::new();
+    let mut n = 0;
+    loop {
+        let page = client
+            .list_record_states(pb::ListRecordStatesRequest {
+                zone: zone.clone(),
+                states: vec![],
+                include_converged: all,
+                page_size: 1000,
+                page_token: token.clone(),
+            })
+            .await
+            .map_err(status_err)?
+            .into_inner();
+        for r in &page.records {
+            n += 1;
+            let key = r.key.clone().unwrap_or_default();
+            println!(
+                "{} {} {}: {} (observed: {}{}, attempts {})",
+                key.name,
+                key.r#type,
+                dnsplane_planner::service::kind_name(r.state),
+                if r.reason.is_empty() { "-" } else { &r.reason },
+                show(r.observed.as_ref()),
+                if r.observed_owner.is_empty() {
+                    String::new()
+                } else {
+                    format!(", owner {}", r.observed_owner)
+                },
+                r.attempts
+            );
+        }
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    println!("{n} record(s)");
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+pub async fn sync(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let mut stream = client
+        .sync(pb::SyncRequest { zones, fresh: true })
+        .await
+        .map_err(status_err)?
+        .into_inner();
+    let mut failed = false;
+    while let Some(p) = stream.message().await.map_err(status_err)? {
+        let outcomes: Vec<String> = p.outcomes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!(
+            "{} {}: {}/{} {}{}",
+            p.zone,
+            p.phase,
+            p.changes_done,
+            p.changes_planned,
+            outcomes.join(" "),
+            if p.error.is_empty() {
+                String::new()
+            } else {
+                format!(" error: {}", p.error)
+            }
+        );
+        failed |= p.phase == "failed";
+    }
+    Ok(if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
+}
