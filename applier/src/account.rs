@@ -10,8 +10,11 @@
 //! the rate; a call denied for its deadline reaches nothing below). Injected faults
 //! thus look exactly like the provider's own answers to everything above them.
 use crate::circuit::{Circuit, CircuitConfig};
+use crate::config::AccountConfig;
 use crate::provider::Provider;
+use crate::provider::fault::compile_rules;
 use crate::provider::fault::{FaultInjector, FaultRule};
+use crate::quota::{Quota, QuotaSettings};
 use crate::stats::{AccountStats, Metered};
 use dnsplane_common::Name;
 use std::collections::BTreeMap;
@@ -26,7 +29,7 @@ pub struct AccountOptions {
     pub circuit: CircuitConfig,
     /// The account's provider quota (`[accounts.quota]` or the driver's default);
     /// `None`: unlimited.
-    pub quota: Option<Arc<crate::quota::Quota>>,
+    pub quota: Option<Arc<Quota>>,
 }
 
 #[derive(Debug)]
@@ -40,8 +43,32 @@ pub struct Account {
     /// The fault layer, when the account has fault rules.
     pub faults: Option<Arc<FaultInjector>>,
     /// The quota in front of the provider, when the account has one.
-    pub quota: Option<Arc<crate::quota::Quota>>,
+    pub quota: Option<Arc<Quota>>,
     zones: BTreeMap<Name, Arc<Mutex<()>>>,
+}
+
+impl AccountOptions {
+    /// The runtime parts of an account besides its driver: compiled fault rules, the
+    /// circuit's knobs, the quota (its table over the driver's default). The config is
+    /// validated first, so a problem here is unexpected; it is still reported.
+    pub fn build(account: &AccountConfig) -> Result<AccountOptions, String> {
+        let at = |p: String| format!("account {:?}: {p}", account.name);
+        let faults =
+            compile_rules(&account.faults, &account.zones).map_err(|ps| at(ps.join("; ")))?;
+        let quota = match QuotaSettings::resolve(account.driver.name(), account.quota.as_ref())
+            .map_err(|ps| at(ps.join("; ")))?
+        {
+            Some(settings) => Some(Arc::new(
+                Quota::new(&account.name, settings).map_err(|e| at(format!("quota.redis: {e}")))?,
+            )),
+            None => None,
+        };
+        Ok(AccountOptions {
+            faults,
+            circuit: account.circuit.clone(),
+            quota,
+        })
+    }
 }
 
 impl Account {

@@ -578,8 +578,8 @@ pub(crate) fn partition(change: &Change, observed: &Observed) -> Option<Verdict>
 mod tests {
     use super::*;
     use crate::provider::memory::MemoryProvider;
+    use crate::provider::memory::store::MemoryStore;
     use crate::provider::{Capabilities, Provider};
-    use crate::store::MemoryStore;
     use async_trait::async_trait;
     use dnsplane_common::{ChangeKind, RRSetOp};
     use std::collections::HashSet;

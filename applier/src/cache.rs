@@ -165,8 +165,8 @@ fn filter(listing: Arc<Listing>, names: Option<&[Name]>) -> Arc<Listing> {
 mod tests {
     use super::*;
     use crate::provider::memory::MemoryProvider;
+    use crate::provider::memory::store::MemoryStore;
     use crate::stats::{AccountStats, Metered};
-    use crate::store::MemoryStore;
     use dnsplane_common::{RRSet, RRSetOp, RecordKey, RecordType};
 
     fn zone() -> Name {

@@ -17,15 +17,15 @@
 //! - [`config`]: the TOML config; [`run`] wires it all and serves until shutdown;
 //! - [`metrics`], [`instrument`]: the admin HTTP port (`/metrics`, `/healthz`,
 //!   `/readyz`, `/status`), and the spans and per-call metrics of provider calls.
-use crate::account::Account;
-use crate::config::AccountConfig;
-use crate::dns::{Authority, DnsServer};
+use crate::account::{Account, AccountOptions};
+use crate::config::DriverConfig;
 use crate::provider::Provider;
 use crate::provider::memory::MemoryProvider;
+use crate::provider::memory::dns::{Authority, DnsServer};
+use crate::provider::memory::store::StoreError;
 use crate::provider::pdns::PdnsProvider;
 use crate::provider::rfc2136::Rfc2136Provider;
 use crate::service::{ApplierService, Lifecycle, ServiceOptions};
-use crate::store::StoreError;
 use dnsplane_common::pb::applier_server::ApplierServer;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,7 +40,6 @@ pub mod batch;
 pub mod cache;
 pub mod circuit;
 pub mod config;
-pub mod dns;
 pub mod instrument;
 pub mod metrics;
 pub mod provider;
@@ -48,10 +47,9 @@ pub mod quota;
 pub mod retry;
 pub mod service;
 pub mod stats;
-pub mod store;
 
 pub use config::{ApplierConfig, ConfigError, EMBEDDED_ACCOUNT, load_config};
-pub use store::MemoryStore;
+pub use provider::memory::store::MemoryStore;
 
 /// How long the gRPC server may take to close its connections once the streams have
 /// ended (a grpc.health Watch never ends on its own).
@@ -101,60 +99,54 @@ pub struct Applier {
 }
 
 impl Applier {
-    /// Validates the config, opens every account's store and binds its DNS sockets.
+    /// Validates the config, opens every account's store and binds its DNS sockets,
+    /// and builds each account's provider stack (driver, fault rules, quota).
     pub async fn new(config: ApplierConfig) -> Result<Self, ApplierError> {
         config.validate().map_err(ApplierError::Config)?;
         let mut accounts = Vec::new();
         let mut dns = Vec::new();
         for account in &config.accounts {
+            let name = account.name.clone();
             let driver_err =
                 |source: Box<dyn std::error::Error + Send + Sync>| ApplierError::Driver {
-                    account: account.name().to_string(),
+                    account: name.clone(),
                     source,
                 };
-            // Every driver ends up as an `Arc<dyn Provider>`; what wraps it (metering,
-            // fault rules) is the same for all of them.
-            let (provider, zones): (Arc<dyn Provider>, &[dnsplane_common::Name]) = match account {
-                AccountConfig::Memory(m) => {
+            let provider: Arc<dyn Provider> = match &account.driver {
+                DriverConfig::Memory(m) => {
                     let store_err = |source| ApplierError::Store {
-                        account: m.name.clone(),
+                        account: name.clone(),
                         dir: m.state_dir.clone(),
                         source,
                     };
                     // Startup: a blocking read of the snapshot and journal is fine here.
                     let store = Arc::new(MemoryStore::open(&m.state_dir).map_err(store_err)?);
-                    let provider =
-                        MemoryProvider::new(store.clone(), m.zones.clone()).map_err(store_err)?;
+                    let provider = MemoryProvider::new(store.clone(), account.zones.clone())
+                        .map_err(store_err)?;
                     if let Some(addr) = m.dns_listen {
-                        let server = DnsServer::bind(addr, Authority::new(store, &m.zones))
+                        let server = DnsServer::bind(addr, Authority::new(store, &account.zones))
                             .await
                             .map_err(|source| ApplierError::DnsBind {
-                                account: m.name.clone(),
+                                account: name.clone(),
                                 addr,
                                 source,
                             })?;
-                        dns.push((m.name.clone(), server));
+                        dns.push((name.clone(), server));
                     }
-                    (Arc::new(provider), &m.zones)
+                    Arc::new(provider)
                 }
-                AccountConfig::Pdns(p) => {
-                    let provider =
-                        PdnsProvider::new(p.driver_config()).map_err(|e| driver_err(e.into()))?;
-                    (Arc::new(provider), &p.zones)
+                DriverConfig::Pdns(p) => {
+                    Arc::new(PdnsProvider::new(p).map_err(|e| driver_err(e.into()))?)
                 }
-                AccountConfig::Rfc2136(r) => {
-                    let provider = Rfc2136Provider::new(r.driver_config())
-                        .map_err(|e| driver_err(e.into()))?;
-                    (Arc::new(provider), &r.zones)
-                }
+                DriverConfig::Rfc2136(r) => Arc::new(
+                    Rfc2136Provider::new(r, &account.zones).map_err(|e| driver_err(e.into()))?,
+                ),
             };
-            let options = account
-                .options()
-                .map_err(|ps| ApplierError::Config(ps.join("; ")))?;
+            let options = AccountOptions::build(account).map_err(ApplierError::Config)?;
             accounts.push(Arc::new(Account::with_options(
-                account.name(),
+                &name,
                 provider,
-                zones,
+                &account.zones,
                 options,
             )));
         }

@@ -547,9 +547,9 @@ mod tests {
     use crate::account::{Account, AccountOptions};
     use crate::provider::fault::{FaultRuleConfig, compile_rules};
     use crate::provider::memory::MemoryProvider;
+    use crate::provider::memory::store::MemoryStore;
     use crate::retry::RetryPolicy;
     use crate::service::{Lifecycle, ServiceOptions};
-    use crate::store::MemoryStore;
     use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType};
 
     fn zone() -> Name {

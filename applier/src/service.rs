@@ -542,7 +542,7 @@ impl pb::applier_server::Applier for ApplierService {
 mod tests {
     use super::*;
     use crate::provider::memory::MemoryProvider;
-    use crate::store::MemoryStore;
+    use crate::provider::memory::store::MemoryStore;
     use dnsplane_common::{ChangeKind, RRSet, RRSetOp, RecordKey, RecordType};
 
     fn zone() -> Name {

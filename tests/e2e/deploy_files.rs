@@ -522,12 +522,12 @@ fn check_accounts(
     applier: &dnsplane_applier::ApplierConfig,
     mut key_file: impl FnMut(&Path),
 ) {
-    use dnsplane_applier::config::AccountConfig;
+    use dnsplane_applier::config::DriverConfig;
     for zone in &planner.zones {
         let account = applier
             .accounts
             .iter()
-            .find(|a| a.name() == zone.account)
+            .find(|a| a.name == zone.account)
             .unwrap_or_else(|| {
                 panic!(
                     "zone {} names account {}, which the applier lacks",
@@ -535,12 +535,12 @@ fn check_accounts(
                 )
             });
         assert!(
-            account.zones().contains(&zone.name),
+            account.zones.contains(&zone.name),
             "account {} does not host {}",
             zone.account,
             zone.name
         );
-        if let AccountConfig::Pdns(p) = account {
+        if let DriverConfig::Pdns(p) = &account.driver {
             key_file(
                 p.api_key_file
                     .as_deref()
@@ -726,7 +726,7 @@ fn compose_file_is_valid_and_its_configs_load() {
         );
     });
     for account in &applier.accounts {
-        if let dnsplane_applier::config::AccountConfig::Pdns(p) = account {
+        if let dnsplane_applier::config::DriverConfig::Pdns(p) = &account.driver {
             svc(host_of(&p.api_url));
         }
     }

@@ -334,7 +334,7 @@ async fn conflicts_are_atomic(
 #[tokio::test]
 async fn pdns_create_update_delete_round_trip() {
     let Some(srv) = PowerDns::start() else { return };
-    let p = PdnsProvider::new(srv.config()).expect("provider");
+    let p = PdnsProvider::new(&srv.config()).expect("provider");
     assert_eq!(
         p.zones().await.expect("zones"),
         std::slice::from_ref(&srv.zone)
@@ -375,7 +375,7 @@ async fn pdns_create_update_delete_round_trip() {
 #[tokio::test]
 async fn pdns_failed_precondition_is_a_conflict_and_writes_nothing() {
     let Some(srv) = PowerDns::start() else { return };
-    let p = PdnsProvider::new(srv.config()).expect("provider");
+    let p = PdnsProvider::new(&srv.config()).expect("provider");
     let zone = &srv.zone;
     // Out of band, straight into the database.
     srv.pdnsutil(&["add-record", "pdns.test", "taken", "A", "60", "192.0.2.7"]);
@@ -386,7 +386,7 @@ async fn pdns_failed_precondition_is_a_conflict_and_writes_nothing() {
 #[tokio::test]
 async fn pdns_rejected_values_are_invalid_and_roll_back() {
     let Some(srv) = PowerDns::start() else { return };
-    let p = PdnsProvider::new(srv.config()).expect("provider");
+    let p = PdnsProvider::new(&srv.config()).expect("provider");
     let zone = &srv.zone;
     let s0 = serial(&p, zone).await;
 
@@ -460,7 +460,7 @@ async fn pdns_rejected_values_are_invalid_and_roll_back() {
 async fn pdns_bad_credentials_and_missing_zones_are_permanent() {
     let Some(srv) = PowerDns::start() else { return };
     let zone = &srv.zone;
-    let bad = PdnsProvider::new(srv.config_with_key("not-the-key")).expect("provider");
+    let bad = PdnsProvider::new(&srv.config_with_key("not-the-key")).expect("provider");
     let a = rrset(zone, "a", RecordType::A, 60, &["192.0.2.1"]);
     for e in [
         bad.zones().await.map(drop).expect_err("zones"),
@@ -479,7 +479,7 @@ async fn pdns_bad_credentials_and_missing_zones_are_permanent() {
     }
     assert!(!format!("{bad:?}").contains("not-the-key"));
 
-    let good = PdnsProvider::new(srv.config()).expect("provider");
+    let good = PdnsProvider::new(&srv.config()).expect("provider");
     let other = Name::parse("absent.test").expect("name");
     let b = RRSet::new(
         RecordKey::new(
@@ -499,7 +499,7 @@ async fn pdns_bad_credentials_and_missing_zones_are_permanent() {
 
     // Nothing listening: known not to have been sent, so worth retrying.
     let port = dnsplane_e2e::free_port();
-    let down = PdnsProvider::new(dnsplane_applier::provider::pdns::PdnsConfig {
+    let down = PdnsProvider::new(&dnsplane_applier::provider::pdns::PdnsConfig {
         api_url: format!("http://127.0.0.1:{port}"),
         ..srv.config()
     })
@@ -516,7 +516,7 @@ async fn pdns_bad_credentials_and_missing_zones_are_permanent() {
 #[tokio::test]
 async fn rfc2136_create_update_delete_round_trip() {
     let Some(srv) = Bind::start() else { return };
-    let p = Rfc2136Provider::new(srv.config()).expect("provider");
+    let p = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
     assert_eq!(
         p.zones().await.expect("zones"),
         std::slice::from_ref(&srv.zone)
@@ -545,10 +545,13 @@ async fn rfc2136_create_update_delete_round_trip() {
 
     // Without AXFR, a names-filtered listing is answered by plain queries and agrees
     // with the transfer; a full listing is refused as a configuration problem.
-    let no_axfr = Rfc2136Provider::new(dnsplane_applier::provider::rfc2136::Rfc2136Config {
-        axfr: false,
-        ..srv.config()
-    })
+    let no_axfr = Rfc2136Provider::new(
+        &dnsplane_applier::provider::rfc2136::Rfc2136Config {
+            axfr: false,
+            ..srv.config()
+        },
+        &srv.zones(),
+    )
     .expect("provider");
     let names: Vec<Name> = many[..3].iter().map(|r| r.key.name.clone()).collect();
     let by_query = no_axfr
@@ -568,7 +571,7 @@ async fn rfc2136_create_update_delete_round_trip() {
 #[tokio::test]
 async fn rfc2136_failed_precondition_is_a_conflict_and_writes_nothing() {
     let Some(srv) = Bind::start() else { return };
-    let p = Rfc2136Provider::new(srv.config()).expect("provider");
+    let p = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
     let zone = &srv.zone;
     // Out of band, with nsupdate.
     let taken = rrset(zone, "taken", RecordType::A, 60, &["192.0.2.7"]);
@@ -584,7 +587,7 @@ async fn rfc2136_failed_precondition_is_a_conflict_and_writes_nothing() {
 #[tokio::test]
 async fn rfc2136_records_the_server_refuses_are_invalid_not_permanent() {
     let Some(srv) = Bind::start() else { return };
-    let p = Rfc2136Provider::new(srv.config()).expect("provider");
+    let p = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
     let zone = &srv.zone;
     let s0 = serial(&p, zone).await;
     // dnsplane's model allows '_' in host names; BIND's check-names REFUSES it in an MX
@@ -630,7 +633,7 @@ async fn rfc2136_wrong_tsig_key_is_permanent() {
     let Some(srv) = Bind::start() else { return };
     let zone = &srv.zone;
     let a = rrset(zone, "a", RecordType::A, 60, &["192.0.2.1"]);
-    let good = Rfc2136Provider::new(srv.config()).expect("provider");
+    let good = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
     let s0 = serial(&good, zone).await;
 
     // Same key name, other secret (BADSIG); unknown key name (BADKEY).
@@ -640,7 +643,7 @@ async fn rfc2136_wrong_tsig_key_is_permanent() {
     ] {
         let secret =
             std::fs::read_to_string(cfg.tsig_secret_file.as_ref().expect("file")).expect("key");
-        let bad = Rfc2136Provider::new(cfg).expect("provider");
+        let bad = Rfc2136Provider::new(&cfg, &srv.zones()).expect("provider");
         let e = expect_err(
             bad.apply(zone, &[RRSetOp::create(a.clone())]).await,
             ErrorClass::Permanent,
@@ -656,10 +659,10 @@ async fn rfc2136_wrong_tsig_key_is_permanent() {
     assert_eq!(serial(&good, zone).await, s0);
 
     // A zone the server does not serve: NOTAUTH.
-    let mut cfg = srv.config();
+    let mut zones = srv.zones();
     let other = Name::parse("elsewhere.test").expect("name");
-    cfg.zones.push(other.clone());
-    let p = Rfc2136Provider::new(cfg).expect("provider");
+    zones.push(other.clone());
+    let p = Rfc2136Provider::new(&srv.config(), &zones).expect("provider");
     let b = RRSet::new(
         RecordKey::new(
             other.clone(),
@@ -683,10 +686,13 @@ async fn rfc2136_wrong_tsig_key_is_permanent() {
 
     // Nothing listening: nothing was sent.
     let port = dnsplane_e2e::free_port();
-    let down = Rfc2136Provider::new(dnsplane_applier::provider::rfc2136::Rfc2136Config {
-        server: format!("127.0.0.1:{port}"),
-        ..srv.config()
-    })
+    let down = Rfc2136Provider::new(
+        &dnsplane_applier::provider::rfc2136::Rfc2136Config {
+            server: format!("127.0.0.1:{port}"),
+            ..srv.config()
+        },
+        &srv.zones(),
+    )
     .expect("provider");
     expect_err(
         down.apply(zone, &[RRSetOp::create(a)]).await,
@@ -699,7 +705,7 @@ async fn rfc2136_wrong_tsig_key_is_permanent() {
 #[tokio::test]
 async fn rfc2136_large_zone_transfers_are_complete() {
     let Some(srv) = Bind::start() else { return };
-    let p = Rfc2136Provider::new(srv.config()).expect("provider");
+    let p = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
     let zone = &srv.zone;
     let before = p.list(zone, None).await.expect("list").rrsets.len();
     let many: Vec<RRSet> = (0..20_000)

@@ -318,7 +318,7 @@ pub fn endpoints(name: &str, eps: &[(&str, &str, &[&str])]) -> String {
 /// Seeds the embedded provider's store directly (no applier running): another writer.
 pub fn seed(state_dir: &Path, records: &[(&str, &str, &str)]) {
     use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
-    let store = dnsplane_applier::store::MemoryStore::open(state_dir).expect("open store");
+    let store = dnsplane_applier::MemoryStore::open(state_dir).expect("open store");
     let zone = Name::parse(ZONE).expect("zone");
     store
         .ensure_zones(std::slice::from_ref(&zone))

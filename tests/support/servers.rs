@@ -8,7 +8,7 @@
 //! with a printed reason, or panic when `DNSPLANE_REQUIRE_SERVERS=1` (as
 //! `tests/run-all.sh` sets it), so CI can never pass by skipping.
 use base64::Engine as _;
-use dnsplane_applier::provider::pdns::{PdnsConfig, SecretSource};
+use dnsplane_applier::provider::pdns::PdnsConfig;
 use dnsplane_applier::provider::rfc2136::Rfc2136Config;
 use dnsplane_common::Name;
 use std::io::{Read, Write};
@@ -352,7 +352,8 @@ impl PowerDns {
         PdnsConfig {
             api_url: self.api_url(),
             server_id: "localhost".into(),
-            api_key: SecretSource::File(self.api_key_file.clone()),
+            api_key_file: Some(self.api_key_file.clone()),
+            api_key_env: None,
             timeout: Duration::from_secs(10),
         }
     }
@@ -365,7 +366,7 @@ impl PowerDns {
             .join(format!("api-key-{}", rand::random::<u32>()));
         std::fs::write(&path, key).expect("write key");
         PdnsConfig {
-            api_key: SecretSource::File(path),
+            api_key_file: Some(path),
             ..self.config()
         }
     }
@@ -480,11 +481,15 @@ impl Bind {
         self.daemon.log_tail()
     }
 
+    /// The zones of this server's account (the one it serves).
+    pub fn zones(&self) -> Vec<Name> {
+        vec![self.zone.clone()]
+    }
+
     /// The driver config for this server.
     pub fn config(&self) -> Rfc2136Config {
         Rfc2136Config {
             server: format!("127.0.0.1:{}", self.port),
-            zones: vec![self.zone.clone()],
             tsig_key_name: Some(self.key_name.clone()),
             tsig_algorithm: None,
             tsig_secret_file: Some(self.key_file.clone()),

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub mod fault;
 pub mod memory;
 pub mod pdns;
+pub mod precondition;
 pub mod rfc2136;
 
 /// What a driver can do; the batch algorithm adapts to it.

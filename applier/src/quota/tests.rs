@@ -7,8 +7,8 @@ use crate::batch;
 use crate::config::ApplierConfig;
 use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryProvider;
+use crate::provider::memory::store::MemoryStore;
 use crate::retry::RetryPolicy;
-use crate::store::MemoryStore;
 use dnsplane_common::{Change, ChangeKind, RRSet, RecordKey, RecordType};
 use std::path::Path;
 
@@ -296,7 +296,7 @@ replicas = 3
 #[test]
 fn the_quota_table_parses_validates_and_falls_back_to_driver_defaults() {
     let c = parse(CONFIG).unwrap();
-    let opts = c.accounts[0].options().unwrap();
+    let opts = crate::account::AccountOptions::build(&c.accounts[0]).unwrap();
     let q = opts.quota.expect("a quota");
     let s = q.settings();
     assert_eq!((s.rate, s.burst, s.replicas), (10.0, 20, 3));
@@ -306,7 +306,12 @@ fn the_quota_table_parses_validates_and_falls_back_to_driver_defaults() {
     assert_eq!(q.mode(), Mode::Shared);
     // No table: the driver's default, which the drivers of today do not have.
     let plain = parse(&CONFIG[..CONFIG.find("[accounts.quota]").unwrap()]).unwrap();
-    assert!(plain.accounts[0].options().unwrap().quota.is_none());
+    assert!(
+        crate::account::AccountOptions::build(&plain.accounts[0])
+            .unwrap()
+            .quota
+            .is_none()
+    );
     let r53 = QuotaSettings::resolve("route53", None).unwrap().unwrap();
     assert_eq!((r53.rate, r53.burst, r53.ops), (5.0, 5, QuotaOps::All));
     let partial = QuotaConfig {
@@ -350,7 +355,10 @@ fn the_documented_quota_example_is_valid() {
         .find(|b| b.contains("[accounts.quota]"))
         .expect("a quota example in docs/scaling.md");
     let c = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
-    let q = c.accounts[0].options().unwrap().quota.expect("a quota");
+    let q = crate::account::AccountOptions::build(&c.accounts[0])
+        .unwrap()
+        .quota
+        .expect("a quota");
     assert!(q.settings().redis.is_some());
     assert!(q.settings().replicas > 1);
 }

@@ -5,7 +5,7 @@
 //! store's serial), follows CNAMEs inside the zone, refers below NS delegations,
 //! synthesizes wildcard answers, answers REFUSED outside its zones and sets TC when a
 //! UDP answer exceeds 512 bytes or the client's EDNS size.
-use crate::store::{MemoryStore, ZoneData};
+use crate::provider::memory::store::{MemoryStore, ZoneData};
 use dnsplane_common::{Name, RData, RRSet, RecordType};
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
 use hickory_proto::rr::{self, DNSClass, Record, rdata};

@@ -24,7 +24,7 @@
 //! (with `at_ms`, milliseconds since the account started, so logs prove timings) and
 //! counted in `Applier.GetStatus` (`AccountStatus.faults`). Every call the decorator
 //! sees is logged at DEBUG with its `at_ms`.
-use super::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use rand::rngs::StdRng;
@@ -776,7 +776,7 @@ impl Provider for FaultInjector {
 mod tests {
     use super::*;
     use crate::provider::memory::MemoryProvider;
-    use crate::store::MemoryStore;
+    use crate::provider::memory::store::MemoryStore;
 
     fn zone() -> Name {
         Name::parse("example.com").unwrap()

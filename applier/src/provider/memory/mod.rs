@@ -1,10 +1,21 @@
 //! The embedded `memory` driver: a [`MemoryStore`] behind the [`Provider`] trait, with
 //! atomic conditional batches and a serial, the reference for what a good provider does.
-use super::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
-use crate::store::{MemoryStore, StoreError};
+//!
+//! - [`store`]: the crash-safe store (snapshot + fsynced journal);
+//! - [`dns`]: the authoritative DNS responder over it (UDP and TCP), so that `dig`
+//!   shows what dnsplane did;
+//! - [`config`]: the account table.
+use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+
+pub mod config;
+pub mod dns;
+pub mod store;
+
 use async_trait::async_trait;
+pub use config::MemoryConfig;
 use dnsplane_common::{Name, RRSetOp};
 use std::sync::Arc;
+use store::{MemoryStore, StoreError};
 
 /// Batch limits of the memory driver; generous, but bounded like every real provider.
 /// 10,000 RRSet ops: a planner batch of 1,000 changes, each a record and its ownership

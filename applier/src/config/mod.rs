@@ -1,0 +1,311 @@
+//! The applier's config file: which provider accounts it writes to and how it treats
+//! them. Validated as a whole before any port is bound.
+//!
+//! ```toml
+//! cache_ttl = "30s"
+//! max_concurrent_batches = 8
+//!
+//! [[accounts]]
+//! name = "embedded"
+//! driver = "memory"
+//! zones = ["example.com."]
+//! state_dir = ".dnsplane-state/embedded"
+//! dns_listen = "127.0.0.1:10053"
+//! ```
+//!
+//! An account is one [`AccountConfig`]: the keys every driver shares (`name`, `zones`,
+//! `[accounts.circuit]`, `[[accounts.faults]]`, `[accounts.quota]`) and a
+//! [`DriverConfig`], selected by `driver`, whose fields are the driver's own table
+//! (each driver's folder owns its config: [`MemoryConfig`], [`PdnsConfig`],
+//! [`Rfc2136Config`]). Unknown keys are refused with their name, whichever part they
+//! would belong to. A new driver is one enum arm and one folder.
+//!
+//! Per account, optionally, the circuit breaker and fault injection (for tests and
+//! chaos runs) — [`CircuitConfig`], [`FaultRuleConfig`]; the retry knobs are
+//! [`RetryPolicy`]. `docs/reliability.md` explains them for users.
+//!
+//! ```toml
+//! [accounts.circuit]
+//! cool_down = "30s"
+//!
+//! [[accounts.faults]]
+//! op = "apply"
+//! action = "rate_limited"
+//! retry_after = "2s"
+//! times = 1
+//! ```
+use crate::circuit::CircuitConfig;
+use crate::provider::fault::{FaultRuleConfig, compile_rules};
+use crate::provider::memory::MemoryConfig;
+use crate::provider::pdns::PdnsConfig;
+use crate::provider::rfc2136::Rfc2136Config;
+use crate::quota::{QuotaConfig, QuotaSettings};
+use crate::retry::RetryPolicy;
+use dnsplane_common::Name;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The account `dnsplane up` runs everything on.
+pub const EMBEDDED_ACCOUNT: &str = "embedded";
+
+/// Why a config cannot be used. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config {path}: {problem}")]
+    Invalid { path: PathBuf, problem: String },
+}
+
+/// The whole file.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplierConfig {
+    /// How long a zone listing is served from cache before it is revalidated (by the
+    /// zone serial where the provider has one) or read again. Default 30s.
+    #[serde(default = "default_cache_ttl", with = "humantime_serde")]
+    pub cache_ttl: Duration,
+    /// Batches executed at once across all zones; a zone never has more than one in
+    /// flight whatever this says. Default 8.
+    #[serde(default = "default_max_concurrent_batches")]
+    pub max_concurrent_batches: usize,
+    /// How long shutdown waits for in-flight batches before ending the streams.
+    /// Default 10s.
+    #[serde(default = "default_shutdown_grace", with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+    /// Retries of transient provider failures inside one batch (`[retry]`).
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// The provider accounts this applier writes to, addressed by name by planners.
+    #[serde(default)]
+    pub accounts: Vec<AccountConfig>,
+}
+
+/// One provider account: what every driver shares, and the driver's own part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccountConfig {
+    /// The account's name, as planners address it.
+    pub name: String,
+    /// Zones the account hosts (the memory driver creates them; on a server they must
+    /// exist).
+    pub zones: Vec<Name>,
+    /// The account's circuit breaker (`[accounts.circuit]`); defaults when absent.
+    pub circuit: CircuitConfig,
+    /// Fault injection rules (`[[accounts.faults]]`), tried in order on every provider
+    /// call (docs/reliability.md). For tests and chaos runs; absent in production.
+    pub faults: Vec<FaultRuleConfig>,
+    /// The account's provider quota (`[accounts.quota]`, see [`crate::quota`]).
+    pub quota: Option<QuotaConfig>,
+    /// `driver = "…"` and the driver's own keys.
+    pub driver: DriverConfig,
+}
+
+/// The driver of an account and its own keys, tagged by `driver`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(tag = "driver", rename_all = "lowercase", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum DriverConfig {
+    /// The embedded store, answering DNS itself.
+    Memory(MemoryConfig),
+    /// A PowerDNS Authoritative Server, through its HTTP API.
+    Pdns(PdnsConfig),
+    /// A primary accepting DNS UPDATE with TSIG (BIND, Knot, PowerDNS).
+    Rfc2136(Rfc2136Config),
+}
+
+impl DriverConfig {
+    /// The driver's name as written in the config.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DriverConfig::Memory(_) => "memory",
+            DriverConfig::Pdns(_) => "pdns",
+            DriverConfig::Rfc2136(_) => "rfc2136",
+        }
+    }
+
+    /// Adds every problem with the driver's keys to `problems`; `at` names the table.
+    fn check(&self, at: &str, problems: &mut Vec<String>) {
+        match self {
+            DriverConfig::Memory(m) => m.check(at, problems),
+            DriverConfig::Pdns(p) => p.check(at, problems),
+            DriverConfig::Rfc2136(r) => r.check(at, problems),
+        }
+    }
+}
+
+/// serde cannot combine `flatten` with `deny_unknown_fields`, so the table is split by
+/// hand: the shared keys are taken out, and what is left must be exactly one driver's
+/// table (which refuses unknown keys by name).
+impl<'de> Deserialize<'de> for AccountConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut table = toml::Table::deserialize(deserializer)?;
+        fn take<T: DeserializeOwned, E: serde::de::Error>(
+            table: &mut toml::Table,
+            key: &str,
+        ) -> Result<Option<T>, E> {
+            table
+                .remove(key)
+                .map(|v| {
+                    v.try_into::<T>()
+                        .map_err(|e| E::custom(format!("{key}: {}", e.message())))
+                })
+                .transpose()
+        }
+        let name: String =
+            take(&mut table, "name")?.ok_or_else(|| D::Error::missing_field("name"))?;
+        let zones: Vec<Name> =
+            take(&mut table, "zones")?.ok_or_else(|| D::Error::missing_field("zones"))?;
+        let circuit = take(&mut table, "circuit")?.unwrap_or_default();
+        let faults = take(&mut table, "faults")?.unwrap_or_default();
+        let quota = take(&mut table, "quota")?;
+        let driver = DriverConfig::deserialize(toml::Value::Table(table))
+            .map_err(|e| D::Error::custom(e.message()))?;
+        Ok(AccountConfig {
+            name,
+            zones,
+            circuit,
+            faults,
+            quota,
+            driver,
+        })
+    }
+}
+
+fn default_cache_ttl() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_max_concurrent_batches() -> usize {
+    8
+}
+fn default_shutdown_grace() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl ApplierConfig {
+    /// The config of `dnsplane up`: one memory account named [`EMBEDDED_ACCOUNT`].
+    pub fn embedded(
+        state_dir: impl Into<PathBuf>,
+        dns_listen: Option<SocketAddr>,
+        zones: Vec<Name>,
+    ) -> Self {
+        ApplierConfig {
+            cache_ttl: default_cache_ttl(),
+            max_concurrent_batches: default_max_concurrent_batches(),
+            shutdown_grace: default_shutdown_grace(),
+            retry: RetryPolicy::default(),
+            accounts: vec![AccountConfig {
+                name: EMBEDDED_ACCOUNT.into(),
+                zones,
+                circuit: CircuitConfig::default(),
+                faults: Vec::new(),
+                quota: None,
+                driver: DriverConfig::Memory(MemoryConfig {
+                    state_dir: state_dir.into(),
+                    dns_listen,
+                }),
+            }],
+        }
+    }
+
+    /// Parses a config from TOML text; `path` only names the source in errors.
+    pub fn from_toml(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let config: ApplierConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        config.validate().map_err(|problem| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            problem,
+        })?;
+        Ok(config)
+    }
+
+    /// Checks what serde cannot: at least one account, unique names, state
+    /// directories and DNS addresses, non-empty zone lists, each driver's keys, the
+    /// fault rules and quotas. All problems are reported at once. Builds nothing.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if self.accounts.is_empty() {
+            problems.push("no [[accounts]]: the applier has nothing to write to".to_string());
+        }
+        if self.max_concurrent_batches == 0 {
+            problems.push("max_concurrent_batches must be at least 1".to_string());
+        }
+        problems.extend(self.retry.problems());
+        let mut names = BTreeSet::new();
+        let mut dirs = BTreeSet::new();
+        let mut listens = BTreeSet::new();
+        for (i, account) in self.accounts.iter().enumerate() {
+            let at = format!("accounts[{i}]");
+            let name = account.name.as_str();
+            if name.trim().is_empty() || name.chars().any(char::is_whitespace) {
+                problems.push(format!(
+                    "{at}.name {name:?} must be non-empty and without spaces"
+                ));
+            } else if !names.insert(name) {
+                problems.push(format!("{at}.name {name:?} is used by another account"));
+            }
+            if account.zones.is_empty() {
+                problems.push(format!(
+                    "{at}.zones is empty: account {name:?} hosts nothing"
+                ));
+            }
+            let mut zones = BTreeSet::new();
+            for z in &account.zones {
+                if !zones.insert(z) {
+                    problems.push(format!("{at}.zones lists {z} twice"));
+                }
+            }
+            problems.extend(account.circuit.problems(&format!("{at}.circuit")));
+            if let Err(ps) = compile_rules(&account.faults, &account.zones) {
+                problems.extend(ps.into_iter().map(|p| format!("{at}.{p}")));
+            }
+            if let Err(ps) = QuotaSettings::resolve(account.driver.name(), account.quota.as_ref()) {
+                problems.extend(ps.into_iter().map(|p| format!("{at}.{p}")));
+            }
+            account.driver.check(&at, &mut problems);
+            if let DriverConfig::Memory(m) = &account.driver {
+                if !m.state_dir.as_os_str().is_empty() && !dirs.insert(&m.state_dir) {
+                    problems.push(format!(
+                        "{at}.state_dir {} is used by another account (two stores in one directory would corrupt each other)",
+                        m.state_dir.display()
+                    ));
+                }
+                if let Some(addr) = m.dns_listen
+                    && addr.port() != 0
+                    && !listens.insert(addr)
+                {
+                    problems.push(format!("{at}.dns_listen {addr} is used by another account"));
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+/// Reads, parses and validates the config file at `path`.
+pub fn load_config(path: &Path) -> Result<ApplierConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    ApplierConfig::from_toml(path, &text)
+}
+
+#[cfg(test)]
+mod tests;

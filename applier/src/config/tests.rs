@@ -1,0 +1,353 @@
+//! The config file: the documented format, defaults, and every problem named.
+use super::*;
+use crate::provider::pdns::SecretSource;
+use crate::provider::rfc2136::TsigAlgorithm;
+
+fn parse(text: &str) -> Result<ApplierConfig, ConfigError> {
+    ApplierConfig::from_toml(Path::new("applier.toml"), text)
+}
+
+const EXAMPLE: &str = r#"
+cache_ttl = "45s"
+max_concurrent_batches = 4
+[retry]
+max_attempts = 3
+base_delay = "50ms"
+[[accounts]]
+name = "embedded"
+driver = "memory"
+zones = ["Example.COM", "example.org."]
+state_dir = ".dnsplane-state/embedded"
+dns_listen = "127.0.0.1:10053"
+"#;
+
+#[test]
+fn parses_the_documented_format() {
+    let c = parse(EXAMPLE).unwrap();
+    assert_eq!(c.cache_ttl, Duration::from_secs(45));
+    assert_eq!(c.max_concurrent_batches, 4);
+    assert_eq!(c.shutdown_grace, Duration::from_secs(10));
+    assert_eq!(c.retry.max_attempts, 3);
+    assert_eq!(c.retry.base_delay, Duration::from_millis(50));
+    assert_eq!(c.retry.max_delay, RetryPolicy::default().max_delay);
+    let DriverConfig::Memory(m) = &c.accounts[0].driver else {
+        panic!("a memory account: {:?}", c.accounts[0]);
+    };
+    assert_eq!(c.accounts[0].zones[0].as_str(), "example.com.");
+    assert_eq!(m.dns_listen, Some("127.0.0.1:10053".parse().unwrap()));
+    let embedded = ApplierConfig::embedded(".dnsplane-state/embedded", None, vec![]);
+    assert_eq!(embedded.accounts[0].name, EMBEDDED_ACCOUNT);
+}
+
+#[test]
+fn errors_name_the_file_and_the_problem() {
+    for (text, want) in [
+        (
+            EXAMPLE.replace("cache_ttl", "cache_tll"),
+            "unknown field `cache_tll`",
+        ),
+        (
+            EXAMPLE.replace("dns_listen", "dns_lisen"),
+            "unknown field `dns_lisen`",
+        ),
+        (
+            EXAMPLE.replace("\"memory\"", "\"route66\""),
+            "unknown variant `route66`",
+        ),
+        (EXAMPLE.replace("Example.COM", "bad..name"), "bad..name"),
+        (EXAMPLE.replace("\"45s\"", "\"soon\""), "cache_ttl"),
+        (
+            EXAMPLE.replace("max_concurrent_batches = 4", "max_concurrent_batches = 0"),
+            "max_concurrent_batches",
+        ),
+        (
+            format!(
+                "{EXAMPLE}{}",
+                &EXAMPLE[EXAMPLE.find("[[accounts]]").unwrap()..]
+            ),
+            "is used by another account",
+        ),
+        ("cache_ttl = \"1s\"".to_string(), "no [[accounts]]"),
+        (
+            EXAMPLE.replace("zones = [\"Example.COM\", \"example.org.\"]", "zones = []"),
+            "hosts nothing",
+        ),
+    ] {
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.starts_with("config applier.toml: "), "{e}");
+        assert!(e.contains(want), "{want:?} not in: {e}");
+    }
+    let e = load_config(Path::new("/nonexistent/applier.toml")).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/applier.toml"), "{e}");
+}
+
+/// The reliability tables: retry knobs, an account's circuit and fault rules.
+const RELIABILITY: &str = r#"
+[retry]
+max_attempts = 5
+max_retry_after = "8s"
+batch_deadline = "30s"
+[[accounts]]
+name = "embedded"
+driver = "memory"
+zones = ["example.com."]
+state_dir = "state"
+[accounts.circuit]
+cool_down = "2s"
+max_cool_down = "20s"
+jitter = 0.0
+[[accounts.faults]]
+op = "apply"
+action = "ambiguous_after_commit"
+times = 1
+[[accounts.faults]]
+action = "other_writer"
+records = [{ name = "taken.example.com.", type = "A", values = ["198.51.100.7"] }]
+"#;
+
+#[test]
+fn parses_retry_circuit_and_fault_tables() {
+    let c = parse(RELIABILITY).unwrap();
+    assert_eq!(c.retry.max_attempts, 5);
+    assert_eq!(c.retry.max_retry_after, Duration::from_secs(8));
+    assert_eq!(c.retry.batch_deadline, Duration::from_secs(30));
+    assert_eq!(c.retry.base_delay, RetryPolicy::default().base_delay);
+    let account = &c.accounts[0];
+    assert_eq!(account.circuit.cool_down, Duration::from_secs(2));
+    assert_eq!(account.circuit.jitter, 0.0);
+    assert_eq!(account.faults.len(), 2);
+    assert_eq!(
+        compile_rules(&account.faults, &account.zones)
+            .unwrap()
+            .len(),
+        2
+    );
+    // Defaults when the tables are absent.
+    let plain = parse(EXAMPLE).unwrap();
+    assert_eq!(plain.accounts[0].circuit, CircuitConfig::default());
+    assert!(plain.accounts[0].faults.is_empty());
+}
+
+/// The example in docs/reliability.md is a valid config.
+#[test]
+fn the_documented_fault_example_is_valid() {
+    let doc = include_str!("../../../docs/reliability.md");
+    let block = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("[[accounts.faults]]"))
+        .expect("a fault example in docs/reliability.md");
+    let c = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    assert_eq!(c.accounts[0].faults.len(), 4);
+    assert_eq!(c.accounts[0].circuit.cool_down, Duration::from_secs(5));
+}
+
+#[test]
+fn reliability_problems_name_the_table() {
+    for (from, to, want) in [
+        (
+            "cool_down = \"2s\"",
+            "cool_down = \"0s\"",
+            "accounts[0].circuit.cool_down",
+        ),
+        ("jitter = 0.0", "jitter = 2.0", "accounts[0].circuit.jitter"),
+        ("jitter = 0.0", "jiter = 0.0", "unknown field `jiter`"),
+        ("max_attempts = 5", "max_attempts = 0", "retry.max_attempts"),
+        (
+            "times = 1",
+            "times = 1\ndelay = \"1s\"",
+            "accounts[0].faults[0]: action ambiguous_after_commit does not use delay",
+        ),
+        (
+            "taken.example.com.",
+            "taken.example.net.",
+            "accounts[0].faults[1]: records[0]",
+        ),
+        (
+            "action = \"other_writer\"",
+            "action = \"meteor\"",
+            "unknown variant `meteor`",
+        ),
+    ] {
+        assert!(RELIABILITY.contains(from), "{from}");
+        let e = parse(&RELIABILITY.replace(from, to))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{want:?} not in: {e}");
+    }
+}
+
+// --- the drivers that talk to an existing server ------------------------------
+
+const PDNS: &str = r#"
+[[accounts]]
+name = "powerdns"
+driver = "pdns"
+zones = ["Example.COM"]
+api_url = "http://127.0.0.1:8081/api/v1"
+api_key_file = "/etc/dnsplane/pdns-api-key"
+"#;
+
+const BIND: &str = r#"
+[[accounts]]
+name = "bind"
+driver = "rfc2136"
+zones = ["example.org.", "example.net."]
+server = "127.0.0.1:5353"
+tsig_key_name = "dnsplane-key"
+tsig_algorithm = "hmac-sha512"
+tsig_secret_file = "/etc/bind/dnsplane.key"
+timeout = "3s"
+axfr = false
+"#;
+
+fn parse_text(text: &str) -> Result<ApplierConfig, String> {
+    parse(text).map_err(|e| e.to_string())
+}
+
+#[test]
+fn parses_both_drivers_with_their_defaults() {
+    let c = parse_text(&format!("{PDNS}{BIND}")).unwrap();
+    let DriverConfig::Pdns(d) = &c.accounts[0].driver else {
+        panic!("{:?}", c.accounts[0]);
+    };
+    assert_eq!(c.accounts[0].driver.name(), "pdns");
+    assert_eq!(c.accounts[0].zones[0].as_str(), "example.com.");
+    assert_eq!(d.server_id, "localhost");
+    assert_eq!(d.timeout, Duration::from_secs(10));
+    assert_eq!(
+        d.api_key(),
+        SecretSource::File("/etc/dnsplane/pdns-api-key".into())
+    );
+    let env = parse_text(&PDNS.replace(
+        "api_key_file = \"/etc/dnsplane/pdns-api-key\"",
+        "api_key_env = \"PDNS_API_KEY\"",
+    ))
+    .unwrap();
+    let DriverConfig::Pdns(p) = &env.accounts[0].driver else {
+        panic!()
+    };
+    assert_eq!(p.api_key(), SecretSource::Env("PDNS_API_KEY".into()));
+
+    let DriverConfig::Rfc2136(d) = &c.accounts[1].driver else {
+        panic!("{:?}", c.accounts[1]);
+    };
+    assert_eq!(c.accounts[1].name, "bind");
+    assert_eq!(c.accounts[1].zones.len(), 2);
+    assert_eq!(d.tsig_algorithm, Some(TsigAlgorithm::HmacSha512));
+    assert_eq!(d.timeout, Duration::from_secs(3));
+    assert!(!d.axfr);
+    let minimal = parse_text(
+        "[[accounts]]\nname = \"b\"\ndriver = \"rfc2136\"\nzones = [\"a.test\"]\nserver = \"ns1.example:53\"\n",
+    )
+    .unwrap();
+    let DriverConfig::Rfc2136(r) = &minimal.accounts[0].driver else {
+        panic!()
+    };
+    assert!(r.axfr && r.tsig_secret_file.is_none() && r.tsig_algorithm.is_none());
+}
+
+#[test]
+fn fault_rules_and_the_circuit_apply_to_both_drivers() {
+    for base in [PDNS, BIND] {
+        let c = parse_text(&format!(
+            "{base}[accounts.circuit]\ncool_down = \"2s\"\n\
+             [[accounts.faults]]\nop = \"apply\"\naction = \"ambiguous_after_commit\"\ntimes = 1\n"
+        ))
+        .unwrap();
+        let a = &c.accounts[0];
+        assert_eq!(a.faults.len(), 1);
+        assert_eq!(a.circuit.cool_down, Duration::from_secs(2));
+        assert_eq!(compile_rules(&a.faults, &a.zones).unwrap().len(), 1);
+        let plain = parse_text(base).unwrap();
+        assert!(plain.accounts[0].faults.is_empty());
+    }
+}
+
+/// The minimal configs docs/providers.md gives users parse and validate as is.
+#[test]
+fn the_documented_configs_load() {
+    let doc = include_str!("../../../docs/providers.md");
+    let blocks: Vec<String> = doc
+        .split("```toml")
+        .skip(1)
+        .map(|b| {
+            let body = b.split("```").next().unwrap_or_default();
+            // Indented inside a list item: strip the common indent.
+            body.lines()
+                .map(|l| l.strip_prefix("   ").unwrap_or(l))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    assert_eq!(blocks.len(), 2, "one block per driver");
+    let drivers: Vec<&str> = blocks
+        .iter()
+        .map(|b| {
+            let c = parse_text(b).unwrap_or_else(|e| panic!("{e}\n{b}"));
+            c.accounts[0].driver.name()
+        })
+        .collect();
+    assert_eq!(drivers, ["pdns", "rfc2136"]);
+}
+
+#[test]
+fn driver_problems_are_named() {
+    for (text, want) in [
+        (
+            PDNS.replace("api_url = \"http://127.0.0.1:8081/api/v1\"\n", ""),
+            "missing field `api_url`",
+        ),
+        (
+            PDNS.replace("http://127.0.0.1:8081/api/v1", "ftp://x"),
+            "accounts[0].api_url \"ftp://x\" must be an http:// or https:// URL",
+        ),
+        (
+            PDNS.replace("api_key_file = \"/etc/dnsplane/pdns-api-key\"\n", ""),
+            "accounts[0]: the API key is missing",
+        ),
+        (
+            format!("{PDNS}api_key_env = \"K\"\n"),
+            "set only one of api_key_file and api_key_env",
+        ),
+        (
+            format!("{PDNS}api_key = \"s3cret\"\n"),
+            "unknown field `api_key`",
+        ),
+        (
+            PDNS.replace("[\"Example.COM\"]", "[]"),
+            "accounts[0].zones is empty",
+        ),
+        (
+            PDNS.replace("[\"Example.COM\"]", "[\"a.test\", \"A.test.\"]"),
+            "lists a.test. twice",
+        ),
+        (format!("{PDNS}timeout = \"0s\"\n"), "accounts[0].timeout"),
+        (
+            BIND.replace("127.0.0.1:5353", "127.0.0.1"),
+            "accounts[0].server \"127.0.0.1\" must be address:port",
+        ),
+        (
+            BIND.replace("tsig_secret_file = \"/etc/bind/dnsplane.key\"\n", ""),
+            "tsig_key_name is set but tsig_secret_file is not",
+        ),
+        (
+            BIND.replace("hmac-sha512", "hmac-md5"),
+            "unknown variant `hmac-md5`",
+        ),
+        (
+            format!("{BIND}state_dir = \"x\"\n"),
+            "unknown field `state_dir`",
+        ),
+        (
+            format!("{PDNS}{}", PDNS.replace("Example.COM", "other.test")),
+            "accounts[1].name \"powerdns\" is used by another account",
+        ),
+    ] {
+        let e = parse_text(&text).unwrap_err();
+        assert!(e.starts_with("config applier.toml: "), "{e}");
+        assert!(e.contains(want), "{want:?} not in: {e}");
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+}

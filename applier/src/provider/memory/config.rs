@@ -1,0 +1,30 @@
+//! `driver = "memory"`: the account table of the embedded store.
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The `memory` part of an `[[accounts]]` table: zones kept in a local crash-safe
+/// store (snapshot + journal), each created empty on first start, optionally answered
+/// over DNS.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Directory of the store (snapshot and journal), created if missing. A relative
+    /// path is relative to the working directory.
+    pub state_dir: PathBuf,
+    /// Address to answer DNS queries on, UDP and TCP (e.g. "127.0.0.1:10053").
+    /// Absent: no DNS.
+    #[serde(default)]
+    pub dns_listen: Option<SocketAddr>,
+}
+
+impl MemoryConfig {
+    /// Adds every problem with this table to `problems`; `at` names it
+    /// (`accounts[0]`). (Two accounts sharing a directory or DNS address are checked
+    /// across accounts, by the applier's config.)
+    pub fn check(&self, at: &str, problems: &mut Vec<String>) {
+        if self.state_dir.as_os_str().is_empty() {
+            problems.push(format!("{at}.state_dir is empty"));
+        }
+    }
+}
