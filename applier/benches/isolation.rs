@@ -13,8 +13,10 @@
 //! cargo bench -p dnsplane-applier --bench isolation --profile dev
 //! ```
 use dnsplane_applier::MemoryStore;
-use dnsplane_applier::batch::{BatchReport, bisection_bound, execute};
-use dnsplane_applier::provider::fault::{FaultInjector, FaultRuleConfig, compile_rules};
+use dnsplane_applier::account::{Account, AccountOptions};
+use dnsplane_applier::apply::{BatchReport, bisection_bound, execute};
+use dnsplane_applier::layers::CallCx;
+use dnsplane_applier::provider::fault::{FaultRuleConfig, compile_rules};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::retry::RetryPolicy;
 use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
@@ -52,12 +54,16 @@ fn run(rt: &tokio::runtime::Runtime, rules: &str, changes: &[Change]) -> BatchRe
     let memory = MemoryProvider::new(store, vec![zone()]).expect("memory");
     let rules: Rules = toml::from_str(rules).expect("rules");
     let rules = compile_rules(&rules.faults, &[zone()]).expect("valid rules");
-    let provider = FaultInjector::new("bench", Arc::new(memory), rules);
+    let options = AccountOptions {
+        faults: rules,
+        ..AccountOptions::default()
+    };
+    let account = Account::with_options("bench", Arc::new(memory), &[zone()], options);
+    let cx = CallCx::new("bench", Some(zone()));
     rt.block_on(execute(
-        &provider,
-        &zone(),
+        &account.stack,
+        &cx,
         changes,
-        None,
         &RetryPolicy::default(),
     ))
 }

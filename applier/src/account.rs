@@ -1,21 +1,18 @@
-//! A provider account as the service sees it: its provider, the zones it hosts, one
-//! write lock per zone so that a zone has one batch in flight, its counters and its
-//! circuit breaker.
+//! A provider account as the applier sees it: its provider stack, the zones it hosts
+//! with one write lock per zone (a zone has one batch in flight), its metrics, circuit
+//! breaker, quota and fault rules.
 //!
-//! The provider is layered, from the driver outwards:
-//! driver → [`FaultInjector`] (only with `[[accounts.faults]]`) → [`Metered`] (counts
-//! every call and feeds the [`Circuit`]) → [`Instrumented`](crate::instrument::Instrumented)
-//! (Prometheus metrics, the `provider.call` span) → [`Limited`](crate::quota::Limited)
-//! (only with a quota: each counted call waits for a token, throttle answers lower
-//! the rate; a call denied for its deadline reaches nothing below). Injected faults
-//! thus look exactly like the provider's own answers to everything above them.
+//! The stack ([`crate::layers`]), from the top: [`Traced`] (the `provider.call` span)
+//! → [`Limited`] (only with a quota) → [`Observed`] (metrics, circuit, serials) →
+//! [`FaultInjector`] (only with `[[accounts.faults]]`) → the driver.
 use crate::circuit::{Circuit, CircuitConfig};
 use crate::config::AccountConfig;
+use crate::layers::observed::Seen;
+use crate::layers::{Driver, Layer, Observed, Stack, Traced};
+use crate::metrics::{AccountMetrics, ApplierMetrics};
 use crate::provider::Provider;
-use crate::provider::fault::compile_rules;
-use crate::provider::fault::{FaultInjector, FaultRule};
-use crate::quota::{Quota, QuotaSettings};
-use crate::stats::{AccountStats, Metered};
+use crate::provider::fault::{FaultInjector, FaultRule, compile_rules};
+use crate::quota::{Limited, Quota, QuotaSettings};
 use dnsplane_common::Name;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,27 +27,15 @@ pub struct AccountOptions {
     /// The account's provider quota (`[accounts.quota]` or the driver's default);
     /// `None`: unlimited.
     pub quota: Option<Arc<Quota>>,
-}
-
-#[derive(Debug)]
-pub struct Account {
-    pub name: String,
-    /// The driver wrapped in [`Metered`], so every call shows in `stats` and in the
-    /// circuit.
-    pub provider: Arc<dyn Provider>,
-    pub stats: Arc<AccountStats>,
-    pub circuit: Arc<Circuit>,
-    /// The fault layer, when the account has fault rules.
-    pub faults: Option<Arc<FaultInjector>>,
-    /// The quota in front of the provider, when the account has one.
-    pub quota: Option<Arc<Quota>>,
-    zones: BTreeMap<Name, Arc<Mutex<()>>>,
+    /// The families the account records into (by default: registered nowhere).
+    pub metrics: ApplierMetrics,
 }
 
 impl AccountOptions {
     /// The runtime parts of an account besides its driver: compiled fault rules, the
-    /// circuit's knobs, the quota (its table over the driver's default). The config is
-    /// validated first, so a problem here is unexpected; it is still reported.
+    /// circuit's knobs, the quota (its table over the driver's default), recording
+    /// into `metrics`. The config is validated first, so a problem here is
+    /// unexpected; it is still reported.
     pub fn build(account: &AccountConfig) -> Result<AccountOptions, String> {
         let at = |p: String| format!("account {:?}: {p}", account.name);
         let faults =
@@ -67,12 +52,36 @@ impl AccountOptions {
             faults,
             circuit: account.circuit.clone(),
             quota,
+            metrics: ApplierMetrics::default(),
         })
+    }
+
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: ApplierMetrics) -> AccountOptions {
+        self.metrics = metrics;
+        self
     }
 }
 
+#[derive(Debug)]
+pub struct Account {
+    pub name: String,
+    /// The assembled provider stack: every call of every path (batches, listings,
+    /// cache revalidation) goes through it.
+    pub stack: Stack,
+    pub metrics: AccountMetrics,
+    /// Serials and the last error, as seen by the stack.
+    pub seen: Arc<Seen>,
+    pub circuit: Arc<Circuit>,
+    /// The fault layer, when the account has fault rules.
+    pub faults: Option<Arc<FaultInjector>>,
+    /// The quota in front of the provider, when the account has one.
+    pub quota: Option<Arc<Quota>>,
+    zones: BTreeMap<Name, Arc<Mutex<()>>>,
+}
+
 impl Account {
-    /// An account with default options: no faults, the default circuit.
+    /// An account with default options: no faults, the default circuit, no quota.
     pub fn new(name: impl Into<String>, provider: Arc<dyn Provider>, zones: &[Name]) -> Self {
         Account::with_options(name, provider, zones, AccountOptions::default())
     }
@@ -84,32 +93,42 @@ impl Account {
         options: AccountOptions,
     ) -> Self {
         let name = name.into();
-        let stats = Arc::new(AccountStats::default());
+        let metrics = options.metrics.account(&name, driver.driver());
         let circuit = Arc::new(Circuit::new(name.clone(), options.circuit));
-        let (inner, faults): (Arc<dyn Provider>, _) = if options.faults.is_empty() {
-            (driver, None)
+        let seen = Arc::new(Seen::default());
+        let mut layer: Arc<dyn Layer> = Arc::new(Driver(driver));
+        let faults = if options.faults.is_empty() {
+            None
         } else {
-            let f = Arc::new(FaultInjector::new(name.clone(), driver, options.faults));
+            let f = Arc::new(FaultInjector::new(name.clone(), layer, options.faults));
             tracing::warn!(account = %name, "Fault injection is on for this account.");
-            (f.clone(), Some(f))
+            layer = f.clone();
+            Some(f)
         };
-        let metered = Metered::new(inner, stats.clone()).with_circuit(circuit.clone());
-        // Outermost: per-call metrics and the `provider.call` span (crate::instrument).
-        let provider = crate::instrument::Instrumented::wrap(&name, Arc::new(metered));
-        // Quota last: a call it holds back or denies is no provider call.
-        let provider: Arc<dyn Provider> = match &options.quota {
-            Some(q) => Arc::new(crate::quota::Limited::new(provider, q.clone())),
-            None => provider,
-        };
+        layer = Arc::new(Observed::new(
+            layer,
+            metrics.clone(),
+            circuit.clone(),
+            seen.clone(),
+        ));
+        if let Some(q) = &options.quota {
+            layer = Arc::new(Limited::new(layer, q.clone(), metrics.clone()));
+        }
+        let stack = Stack::new(Arc::new(Traced::new(layer)));
         Account {
             name,
-            provider,
-            stats,
+            stack,
+            metrics,
+            seen,
             circuit,
             faults,
             quota: options.quota,
             zones: zones.iter().map(|z| (z.clone(), Arc::default())).collect(),
         }
+    }
+
+    pub fn driver(&self) -> &'static str {
+        self.stack.driver()
     }
 
     pub fn zones(&self) -> impl Iterator<Item = &Name> {

@@ -6,7 +6,8 @@
 //! serial: served again for another `ttl`), else re-listed. Every write to the zone
 //! invalidates it; a generation number keeps a listing that raced with a write from
 //! refilling the cache with pre-write data. Reads restricted to names never fill it.
-use crate::provider::{Listing, Provider, ProviderError};
+use crate::layers::{CallCx, Stack};
+use crate::provider::{Listing, ProviderError};
 use dnsplane_common::Name;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,17 +58,18 @@ impl ListingCache {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The zone's RRSets (only those at `names` when given). `fresh` skips the cache
-    /// and, for a whole-zone read, refreshes it.
+    /// The RRSets of the zone of `cx` (only those at `names` when given), read through
+    /// `stack` when the cache cannot answer. `fresh` skips the cache and, for a
+    /// whole-zone read, refreshes it.
     pub async fn get(
         &self,
-        account: &str,
-        zone: &Name,
-        provider: &dyn Provider,
+        stack: &Stack,
+        cx: &CallCx,
         names: Option<&[Name]>,
         fresh: bool,
     ) -> Result<Arc<Listing>, ProviderError> {
-        let key = (account.to_string(), zone.clone());
+        let zone = cx.zone()?;
+        let key = (cx.account.to_string(), zone.clone());
         let (cached, generation) = {
             let slots = self.slots();
             let slot = slots.get(&key);
@@ -79,7 +81,7 @@ impl ListingCache {
         if !fresh
             && let Some(entry) = cached
             && self
-                .still_valid(&key, generation, &entry, zone, provider)
+                .still_valid(&key, generation, &entry, stack, cx)
                 .await?
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
@@ -87,9 +89,9 @@ impl ListingCache {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         if names.is_some() {
-            return provider.list(zone, names).await.map(Arc::new);
+            return stack.list(cx, names).await.map(Arc::new);
         }
-        let listing = Arc::new(provider.list(zone, None).await?);
+        let listing = Arc::new(stack.list(cx, None).await?);
         let mut slots = self.slots();
         let slot = slots.entry(key).or_default();
         if slot.generation == generation {
@@ -108,16 +110,16 @@ impl ListingCache {
         key: &(String, Name),
         generation: u64,
         entry: &Entry,
-        zone: &Name,
-        provider: &dyn Provider,
+        stack: &Stack,
+        cx: &CallCx,
     ) -> Result<bool, ProviderError> {
         if entry.validated.elapsed() < self.ttl {
             return Ok(true);
         }
-        if !provider.capabilities().has_serial || entry.listing.serial.is_none() {
+        if !stack.capabilities().has_serial || entry.listing.serial.is_none() {
             return Ok(false);
         }
-        if provider.serial(zone).await? != entry.listing.serial {
+        if stack.serial(cx).await? != entry.listing.serial {
             return Ok(false);
         }
         let mut slots = self.slots();
@@ -164,9 +166,9 @@ fn filter(listing: Arc<Listing>, names: Option<&[Name]>) -> Arc<Listing> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::account::Account;
     use crate::provider::memory::MemoryProvider;
     use crate::provider::memory::store::MemoryStore;
-    use crate::stats::{AccountStats, Metered};
     use dnsplane_common::{RRSet, RRSetOp, RecordKey, RecordType};
 
     fn zone() -> Name {
@@ -184,8 +186,8 @@ mod tests {
 
     struct Fixture {
         store: Arc<MemoryStore>,
-        provider: Metered,
-        stats: Arc<AccountStats>,
+        account: Account,
+        cx: CallCx,
         _dir: tempfile::TempDir,
     }
 
@@ -193,17 +195,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
         let inner = MemoryProvider::new(store.clone(), vec![zone()]).unwrap();
-        let stats = Arc::new(AccountStats::default());
         Fixture {
             store,
-            provider: Metered::new(Arc::new(inner), stats.clone()),
-            stats,
+            account: Account::new("acct", Arc::new(inner), &[zone()]),
+            cx: CallCx::new("acct", Some(zone())),
             _dir: dir,
         }
     }
 
     fn calls(f: &Fixture) -> u64 {
-        f.stats.snapshot().calls_by_class.values().sum()
+        f.account.metrics.calls_by_class().values().sum()
     }
 
     #[tokio::test(start_paused = true)]
@@ -214,12 +215,12 @@ mod tests {
             .apply(&zone(), &[RRSetOp::create(a("one"))])
             .unwrap();
         let l = cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 1);
         let l = cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 1);
@@ -229,7 +230,7 @@ mod tests {
         // Past the TTL an unchanged serial renews the entry with one cheap call.
         tokio::time::advance(Duration::from_secs(31)).await;
         cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(cache.stats(), CacheStats { hits: 2, misses: 1 });
@@ -240,13 +241,13 @@ mod tests {
             .apply(&zone(), &[RRSetOp::create(a("two"))])
             .unwrap();
         let l = cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 1, "within the TTL the cache answers");
         tokio::time::advance(Duration::from_secs(31)).await;
         let l = cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 2);
@@ -258,20 +259,20 @@ mod tests {
         let f = fixture();
         let cache = ListingCache::new(Duration::from_secs(30));
         cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         f.store
             .apply(&zone(), &[RRSetOp::create(a("one"))])
             .unwrap();
         let l = cache
-            .get("acct", &zone(), &f.provider, None, true)
+            .get(&f.account.stack, &f.cx, None, true)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 1, "fresh reads the provider");
         // ...and refreshed the entry.
         let l = cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 1);
@@ -282,7 +283,7 @@ mod tests {
             .unwrap();
         cache.invalidate("acct", &zone());
         let l = cache
-            .get("acct", &zone(), &f.provider, None, false)
+            .get(&f.account.stack, &f.cx, None, false)
             .await
             .unwrap();
         assert_eq!(l.rrsets.len(), 2);
@@ -290,7 +291,7 @@ mod tests {
         // A names read is served from a valid entry, filtered.
         let names = [Name::parse("two.example.com").unwrap()];
         let l = cache
-            .get("acct", &zone(), &f.provider, Some(&names), false)
+            .get(&f.account.stack, &f.cx, Some(&names), false)
             .await
             .unwrap();
         assert_eq!(l.rrsets, vec![a("two")]);

@@ -1,32 +1,34 @@
 //! dnsplane-applier: owns every provider call. Planners stream batches in; the applier
 //! applies them under per-zone locks and streams one outcome per change back.
 //!
-//! Layout, from the wire inwards:
-//! - [`service`]: the `dnsplane.v1.Applier` gRPC service (ListRecords, Apply, GetStatus);
-//! - [`batch`]: one batch on one provider — partition on conflict, bisection on
+//! Layout, from the top (nothing imports upward):
+//! - [`run`] / [`Applier`] wire it all; [`admin`]: the admin HTTP port; [`service`]:
+//!   the `dnsplane.v1.Applier` gRPC service (proto ⇄ domain, the one place a provider
+//!   error becomes a gRPC status);
+//! - [`accounts`]: what the applier does in domain terms (list through the [`cache`],
+//!   run a batch under its zone's lock, status); [`account`]: one account's stack,
+//!   zone locks, circuit ([`circuit`]) and quota;
+//! - [`apply`]: one batch on one provider — partition on conflict, bisection on
 //!   invalid, bounded retry ([`retry`]) on transient answers;
-//! - [`cache`]: listings per (account, zone), revalidated by serial;
-//! - [`account`], [`stats`], [`circuit`]: an account's provider, zone locks, counters
-//!   and circuit breaker (no provider calls after a permanent answer, until a probe
-//!   succeeds);
-//! - [`quota`]: an account's provider quota (GCRA, in-process or shared by replicas
-//!   through Redis, with a local fallback);
-//! - [`provider`]: the driver trait, the error taxonomy and the drivers, plus
-//!   [`provider::fault`], the fault-injection decorator; [`store`] and [`dns`] are the
-//!   embedded `memory` driver's durable store and DNS responder;
-//! - [`config`]: the TOML config; [`run`] wires it all and serves until shutdown;
-//! - [`metrics`], [`instrument`]: the admin HTTP port (`/metrics`, `/healthz`,
-//!   `/readyz`, `/status`), and the spans and per-call metrics of provider calls.
+//! - [`layers`]: the provider stack, one call context through every layer (span,
+//!   [`quota`], metrics and circuit, faults, driver);
+//! - [`provider`]: the driver trait, the error taxonomy and one folder per driver
+//!   (`memory`, `pdns`, `rfc2136`) plus `fault`, the fault-injection layer;
+//! - leaves: [`events`] (log + metric + span fields per event), [`metrics`] (the
+//!   families), [`config`].
 use crate::account::{Account, AccountOptions};
+use crate::accounts::{Accounts, Lifecycle, RunOptions};
 use crate::config::DriverConfig;
+use crate::metrics::ApplierMetrics;
 use crate::provider::Provider;
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::dns::{Authority, DnsServer};
 use crate::provider::memory::store::StoreError;
 use crate::provider::pdns::PdnsProvider;
 use crate::provider::rfc2136::Rfc2136Provider;
-use crate::service::{ApplierService, Lifecycle, ServiceOptions};
+use crate::service::ApplierService;
 use dnsplane_common::pb::applier_server::ApplierServer;
+use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,17 +38,19 @@ use tokio_util::sync::CancellationToken;
 use tonic_health::ServingStatus;
 
 pub mod account;
-pub mod batch;
+pub mod accounts;
+pub mod admin;
+pub mod apply;
 pub mod cache;
 pub mod circuit;
 pub mod config;
-pub mod instrument;
+pub mod events;
+pub mod layers;
 pub mod metrics;
 pub mod provider;
 pub mod quota;
 pub mod retry;
 pub mod service;
-pub mod stats;
 
 pub use config::{ApplierConfig, ConfigError, EMBEDDED_ACCOUNT, load_config};
 pub use provider::memory::store::MemoryStore;
@@ -84,7 +88,7 @@ pub enum ApplierError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("gRPC reflection: {0}")]
-    Reflection(String),
+    Reflection(#[from] tonic_reflection::server::Error),
     #[error("gRPC server: {0}")]
     Serve(#[from] tonic::transport::Error),
 }
@@ -96,6 +100,17 @@ pub struct Applier {
     config: ApplierConfig,
     accounts: Vec<Arc<Account>>,
     dns: Vec<(String, DnsServer)>,
+    /// The registry the accounts' metric families are in; the admin port serves it.
+    registry: Registry,
+}
+
+/// Where the applier serves.
+#[derive(Debug)]
+pub struct Listeners {
+    /// gRPC: Applier, grpc.health.v1, reflection v1 and v1alpha.
+    pub grpc: TcpListener,
+    /// The admin HTTP port (`/metrics`, `/healthz`, `/readyz`, `/status`), if any.
+    pub admin: Option<TcpListener>,
 }
 
 impl Applier {
@@ -103,6 +118,8 @@ impl Applier {
     /// and builds each account's provider stack (driver, fault rules, quota).
     pub async fn new(config: ApplierConfig) -> Result<Self, ApplierError> {
         config.validate().map_err(ApplierError::Config)?;
+        let mut registry = admin::registry();
+        let metrics = ApplierMetrics::register(&mut registry);
         let mut accounts = Vec::new();
         let mut dns = Vec::new();
         for account in &config.accounts {
@@ -142,7 +159,9 @@ impl Applier {
                     Rfc2136Provider::new(r, &account.zones).map_err(|e| driver_err(e.into()))?,
                 ),
             };
-            let options = AccountOptions::build(account).map_err(ApplierError::Config)?;
+            let options = AccountOptions::build(account)
+                .map_err(ApplierError::Config)?
+                .with_metrics(metrics.clone());
             accounts.push(Arc::new(Account::with_options(
                 &name,
                 provider,
@@ -154,6 +173,7 @@ impl Applier {
             config,
             accounts,
             dns,
+            registry,
         })
     }
 
@@ -165,46 +185,38 @@ impl Applier {
             .collect()
     }
 
-    /// Serves gRPC on `grpc` (Applier, grpc.health.v1, reflection v1 and v1alpha) and
-    /// DNS until `shutdown` is cancelled; then reports NOT_SERVING, answers new batches
-    /// DEFERRED, waits up to `shutdown_grace` for in-flight batches, ends the streams
-    /// and returns.
+    /// Serves gRPC (Applier, grpc.health.v1, reflection v1 and v1alpha), the admin port
+    /// (ready while serving, not ready once draining) and DNS until `shutdown` is
+    /// cancelled; then reports NOT_SERVING, answers new batches DEFERRED, waits up to
+    /// `shutdown_grace` for in-flight batches, ends the streams and returns.
     pub async fn serve(
         self,
-        grpc: TcpListener,
-        shutdown: CancellationToken,
-    ) -> Result<(), ApplierError> {
-        self.serve_with_admin(grpc, None, shutdown).await
-    }
-
-    /// [`Applier::serve`], also serving the admin HTTP port (`/metrics`, `/healthz`,
-    /// `/readyz`, `/status`) on `admin`: ready while serving, not ready once draining.
-    pub async fn serve_with_admin(
-        self,
-        grpc: TcpListener,
-        admin: Option<TcpListener>,
+        listeners: Listeners,
         shutdown: CancellationToken,
     ) -> Result<(), ApplierError> {
         let Applier {
             config,
             accounts,
             dns,
+            registry,
         } = self;
+        let Listeners { grpc, admin } = listeners;
         let lifecycle = Lifecycle {
             draining: shutdown.clone(),
             ..Lifecycle::default()
         };
-        let service = ApplierService::new(
+        let accounts = Arc::new(Accounts::new(
             accounts,
-            ServiceOptions {
+            RunOptions {
                 cache_ttl: config.cache_ttl,
                 max_concurrent_batches: config.max_concurrent_batches,
                 retry: config.retry.clone(),
             },
             lifecycle.clone(),
-        );
+        ));
+        let service = ApplierService::new(accounts.clone());
         let admin = admin.map(|l| {
-            let server = metrics::admin_server(service.clone());
+            let server = admin::admin_server(registry, accounts.clone());
             let readiness = server.readiness();
             let stop = CancellationToken::new();
             let task = tokio::spawn(server.serve(l, stop.clone()));
@@ -213,8 +225,7 @@ impl Applier {
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<ApplierServer<ApplierService>>().await;
         health.set_service_status("", ServingStatus::Serving).await;
-        let (reflection_v1, reflection_v1alpha) = dnsplane_common::grpc::reflection_services()
-            .map_err(|e| ApplierError::Reflection(e.to_string()))?;
+        let (reflection_v1, reflection_v1alpha) = dnsplane_common::grpc::reflection_services()?;
 
         let dns_stop = CancellationToken::new();
         let mut dns_tasks = Vec::new();
@@ -309,26 +320,12 @@ impl Applier {
     }
 }
 
-/// Starts the applier described by `config`, serving gRPC on `grpc` until `shutdown`
-/// is cancelled, then drains (see [`Applier::serve`]).
+/// Starts the applier described by `config` on `listeners` until `shutdown` is
+/// cancelled, then drains (see [`Applier::serve`]).
 pub async fn run(
     config: ApplierConfig,
-    grpc: TcpListener,
+    listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), ApplierError> {
-    Applier::new(config).await?.serve(grpc, shutdown).await
-}
-
-/// [`run`], also serving the admin HTTP port on `admin` (see
-/// [`Applier::serve_with_admin`]).
-pub async fn run_with_admin(
-    config: ApplierConfig,
-    grpc: TcpListener,
-    admin: Option<TcpListener>,
-    shutdown: CancellationToken,
-) -> Result<(), ApplierError> {
-    Applier::new(config)
-        .await?
-        .serve_with_admin(grpc, admin, shutdown)
-        .await
+    Applier::new(config).await?.serve(listeners, shutdown).await
 }

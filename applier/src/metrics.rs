@@ -1,78 +1,56 @@
-//! The applier's Prometheus metrics and its admin port (`/metrics`, `/healthz`,
-//! `/readyz`, `/status`), next to gRPC; see [`dnsplane_common::metrics`].
+//! The applier's Prometheus metric families. A leaf: built once with
+//! [`ApplierMetrics::register`] into the registry the admin port serves, then handed
+//! to each account ([`ApplierMetrics::account`]), whose layers and events record into
+//! them. Counters that `GetStatus` also shows (calls by class, outcomes, batches) are
+//! read back from these very families, so `/metrics` and `GetStatus` cannot disagree.
+//! What mirrors state (circuits, quotas, faults, the cache) is read at scrape time by
+//! the admin port ([`crate::admin`]).
 //!
-//! | metric | type | labels | source |
+//! | metric | type | labels | recorded by |
 //! |---|---|---|---|
-//! | `dnsplane_provider_requests_total` | counter | `account`, `provider`, `operation` (`zones` `serial` `list` `apply`), `class` (`success` or an error class) | every provider call ([`crate::instrument::Instrumented`]) |
+//! | `dnsplane_provider_requests_total` | counter | `account`, `provider`, `operation` (`zones` `serial` `list` `apply`), `class` (`success` or an error class) | every provider call ([`crate::layers::Observed`]) |
 //! | `dnsplane_provider_request_duration_seconds` | histogram | `provider`, `operation` | every provider call |
-//! | `dnsplane_provider_retries_total` | counter | `account`, `provider`, `operation` | a transient answer retried inside a batch |
-//! | `dnsplane_applier_record_outcomes_total` | counter | `account`, `provider`, `outcome` (`applied` ... `rejected_permanent`) | the account's counters (as `GetStatus`), at scrape time |
-//! | `dnsplane_applier_batches_total` | counter | `account`, `provider` | the account's counters, at scrape time |
-//! | `dnsplane_circuit_state` | gauge | `account`, `state` (`closed` `open` `half_open`; 1 for the current one) | the circuit breaker, at scrape time |
-//! | `dnsplane_faults_injected_total` | counter | `account`, `action` | the fault-injection layer, at scrape time (only with `[[accounts.faults]]`) |
-//! | `dnsplane_cache_hits_total`, `dnsplane_cache_misses_total` | counter | — | the listing cache, at scrape time |
-//! | `dnsplane_quota_wait_seconds` | histogram | `account` | each token taken ([`ApplierMetrics::observe_quota_wait`], zero waits included) |
-//! | `dnsplane_quota_tokens` | gauge | `account` | tokens left after the last take ([`ApplierMetrics::set_quota_tokens`]) |
-//! | `dnsplane_quota_granted_total`, `dnsplane_quota_denied_total`, `dnsplane_quota_throttled_total`, `dnsplane_quota_fallbacks_total` | counter | `account` | the account's quota (as `GetStatus`), at scrape time |
-//! | `dnsplane_quota_rate` | gauge | `account`, `kind` (`configured` `current`) | the account's quota, at scrape time |
-//! | `dnsplane_quota_mode` | gauge | `account`, `mode` (`local` `shared` `fallback`; 1 for the current one) | the account's quota, at scrape time |
-//! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
-//!
-//! Counters that the applier already keeps for `GetStatus` (outcomes, batches, faults,
-//! cache) are read at scrape time by a collector, so `/metrics` and `GetStatus` can
-//! never disagree. Provider requests, their latency and retries are counted as they
-//! happen, in the process-wide [`global`] families.
-//!
-//! Quotas ([`crate::quota`]; only accounts with one show): the quota layer feeds the
-//! wait histogram and the token gauge as it grants tokens, inside a `quota.wait` span
-//! (see [`crate::instrument`]); the other `dnsplane_quota_*` families mirror its status.
-use crate::account::Account;
-use crate::service::ApplierService;
-use dnsplane_common::metrics::{AdminServer, register_build_info};
-use dnsplane_common::{Outcome, pb};
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::{ConstCounter, Counter};
+//! | `dnsplane_provider_retries_total` | counter | `account`, `provider`, `operation` | every retried call (attempt ≥ 1) that reached the provider |
+//! | `dnsplane_applier_record_outcomes_total` | counter | `account`, `provider`, `outcome` (`applied` ... `rejected_permanent`) | every batch ([`crate::events::BatchFinished`]) |
+//! | `dnsplane_applier_batches_total` | counter | `account`, `provider` | every batch |
+//! | `dnsplane_quota_wait_seconds` | histogram | `account` | each quota token taken (zero waits included) |
+//! | `dnsplane_quota_tokens` | gauge | `account` | tokens left after the last take |
+use crate::provider::{ErrorClass, Operation};
+use dnsplane_common::{Outcome, RecordResult};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-/// Every outcome, so that `dnsplane_applier_record_outcomes_total` shows zeros too.
-const OUTCOMES: [Outcome; 7] = Outcome::ALL;
-
-/// Every circuit state, for `dnsplane_circuit_state`.
-const CIRCUIT_STATES: [&str; 3] = ["closed", "open", "half_open"];
-
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabels {
-    pub account: String,
-    pub provider: String,
-    pub operation: String,
-    pub class: String,
+struct RequestLabels {
+    account: String,
+    provider: String,
+    operation: String,
+    class: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LatencyLabels {
-    pub provider: String,
-    pub operation: String,
+struct LatencyLabels {
+    provider: String,
+    operation: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RetryLabels {
-    pub account: String,
-    pub provider: String,
-    pub operation: String,
+struct RetryLabels {
+    account: String,
+    provider: String,
+    operation: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct AccountLabels {
-    pub account: String,
+struct AccountLabels {
+    account: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -88,30 +66,6 @@ struct BatchLabels {
     provider: String,
 }
 
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CircuitLabels {
-    account: String,
-    state: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct QuotaRateLabels {
-    account: String,
-    kind: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct QuotaModeLabels {
-    account: String,
-    mode: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FaultLabels {
-    account: String,
-    action: String,
-}
-
 type FloatGauge = Gauge<f64, AtomicU64>;
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -125,495 +79,250 @@ fn wait_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
-/// The families counted as things happen. Cheap to clone: clones share the values.
+/// The answer classes a call is counted under: `success` or an error class.
+const CLASSES: [&str; 6] = [
+    "success",
+    "ambiguous",
+    "conflict",
+    "invalid",
+    "transient",
+    "permanent",
+];
+
+const OPERATIONS: [Operation; 4] = [
+    Operation::Zones,
+    Operation::Serial,
+    Operation::List,
+    Operation::Apply,
+];
+
+/// The applier's families. Cheap to clone: clones share the values.
 #[derive(Debug, Clone)]
 pub struct ApplierMetrics {
     provider_requests: Family<RequestLabels, Counter>,
     provider_duration: HistogramFamily<LatencyLabels>,
     retries: Family<RetryLabels, Counter>,
+    outcomes: Family<OutcomeLabels, Counter>,
+    batches: Family<BatchLabels, Counter>,
     quota_wait: HistogramFamily<AccountLabels>,
     quota_tokens: Family<AccountLabels, FloatGauge>,
 }
 
 impl Default for ApplierMetrics {
+    /// Families registered nowhere: for accounts built without an admin port (tests).
     fn default() -> Self {
         ApplierMetrics {
             provider_requests: Family::default(),
             provider_duration: Family::new_with_constructor(request_histogram),
             retries: Family::default(),
+            outcomes: Family::default(),
+            batches: Family::default(),
             quota_wait: Family::new_with_constructor(wait_histogram),
             quota_tokens: Family::default(),
         }
     }
 }
 
-static GLOBAL: LazyLock<ApplierMetrics> = LazyLock::new(ApplierMetrics::default);
-
-/// The process-wide families: what the provider decorator and the batch path record
-/// into, and what the admin port serves.
-pub fn global() -> &'static ApplierMetrics {
-    &GLOBAL
-}
-
 impl ApplierMetrics {
-    /// Adds every family to `registry`.
-    pub fn register(&self, registry: &mut Registry) {
+    /// Builds the families and adds them to `registry`.
+    pub fn register(registry: &mut Registry) -> ApplierMetrics {
+        let m = ApplierMetrics::default();
         registry.register(
             "dnsplane_provider_requests",
             "Provider API calls, by account, driver, operation and answer class (success or the error class)",
-            self.provider_requests.clone(),
+            m.provider_requests.clone(),
         );
         registry.register(
             "dnsplane_provider_request_duration_seconds",
             "Duration of provider API calls, by driver and operation",
-            self.provider_duration.clone(),
+            m.provider_duration.clone(),
         );
         registry.register(
             "dnsplane_provider_retries",
             "Transient provider answers retried inside a batch, by account, driver and operation",
-            self.retries.clone(),
+            m.retries.clone(),
+        );
+        registry.register(
+            "dnsplane_applier_record_outcomes",
+            "Per-record outcomes of the batches this applier ran, by account, driver and outcome",
+            m.outcomes.clone(),
+        );
+        registry.register(
+            "dnsplane_applier_batches",
+            "Batches this applier ran, by account and driver",
+            m.batches.clone(),
         );
         registry.register(
             "dnsplane_quota_wait_seconds",
             "Time spent waiting for provider quota tokens before a call, by account",
-            self.quota_wait.clone(),
+            m.quota_wait.clone(),
         );
         registry.register(
             "dnsplane_quota_tokens",
             "Provider quota tokens left after the last take, by account",
-            self.quota_tokens.clone(),
+            m.quota_tokens.clone(),
         );
+        m
     }
 
-    /// One provider call of `account` (driver `provider`) answered `class` after
-    /// `elapsed`.
+    /// The handle one account records through. Creates the account's outcome and
+    /// batch series at zero, so they show before the first batch.
+    pub fn account(&self, account: &str, driver: &'static str) -> AccountMetrics {
+        let outcome = |o: Outcome| {
+            self.outcomes
+                .get_or_create(&OutcomeLabels {
+                    account: account.into(),
+                    provider: driver.into(),
+                    outcome: o.label().into(),
+                })
+                .clone()
+        };
+        AccountMetrics {
+            families: self.clone(),
+            account: account.to_string(),
+            driver,
+            outcomes: Outcome::ALL.map(outcome),
+            batches: self
+                .batches
+                .get_or_create(&BatchLabels {
+                    account: account.into(),
+                    provider: driver.into(),
+                })
+                .clone(),
+        }
+    }
+}
+
+/// One account's view of the families.
+#[derive(Debug, Clone)]
+pub struct AccountMetrics {
+    families: ApplierMetrics,
+    account: String,
+    driver: &'static str,
+    /// In the order of [`Outcome::ALL`].
+    outcomes: [Counter; 7],
+    batches: Counter,
+}
+
+fn class_name(result: Result<(), &ErrorClass>) -> &'static str {
+    match result {
+        Ok(()) => "success",
+        Err(c) => c.as_str(),
+    }
+}
+
+impl AccountMetrics {
+    pub fn account(&self) -> &str {
+        &self.account
+    }
+
+    pub fn driver(&self) -> &'static str {
+        self.driver
+    }
+
+    fn request_labels(&self, op: Operation, class: &str) -> RequestLabels {
+        RequestLabels {
+            account: self.account.clone(),
+            provider: self.driver.into(),
+            operation: op.as_str().into(),
+            class: class.into(),
+        }
+    }
+
+    /// One call of `op` that reached the provider answered `result` after `elapsed`;
+    /// `attempt` ≥ 1 makes it a retry.
     pub fn request(
         &self,
-        account: &str,
-        provider: &str,
-        operation: &str,
-        class: &str,
+        op: Operation,
+        result: Result<(), &ErrorClass>,
+        attempt: u32,
         elapsed: Duration,
     ) {
-        self.provider_requests
-            .get_or_create(&RequestLabels {
-                account: account.into(),
-                provider: provider.into(),
-                operation: operation.into(),
-                class: class.into(),
-            })
+        let f = &self.families;
+        f.provider_requests
+            .get_or_create(&self.request_labels(op, class_name(result)))
             .inc();
-        self.provider_duration
+        f.provider_duration
             .get_or_create(&LatencyLabels {
-                provider: provider.into(),
-                operation: operation.into(),
+                provider: self.driver.into(),
+                operation: op.as_str().into(),
             })
             .observe(elapsed.as_secs_f64());
-    }
-
-    /// Retries one batch made, by operation.
-    pub fn retried(&self, account: &str, provider: &str, by_operation: &BTreeMap<&str, u64>) {
-        for (operation, n) in by_operation {
-            self.retries
+        if attempt > 0 {
+            f.retries
                 .get_or_create(&RetryLabels {
-                    account: account.into(),
-                    provider: provider.into(),
-                    operation: (*operation).into(),
+                    account: self.account.clone(),
+                    provider: self.driver.into(),
+                    operation: op.as_str().into(),
                 })
-                .inc_by(*n);
+                .inc();
         }
     }
 
-    /// Hook for the quota layer: one wait for tokens before a provider call (zero
-    /// when the tokens were there).
-    pub fn observe_quota_wait(&self, account: &str, waited: Duration) {
-        self.quota_wait
-            .get_or_create(&AccountLabels {
-                account: account.into(),
-            })
-            .observe(waited.as_secs_f64());
+    /// One batch ended with `results`.
+    pub fn batch(&self, results: &[RecordResult]) {
+        self.batches.inc();
+        for r in results {
+            if let Some(i) = Outcome::ALL.iter().position(|o| *o == r.outcome) {
+                self.outcomes[i].inc();
+            }
+        }
     }
 
-    /// Hook for the quota layer: tokens left in the account's bucket.
-    pub fn set_quota_tokens(&self, account: &str, tokens: f64) {
-        self.quota_tokens
-            .get_or_create(&AccountLabels {
-                account: account.into(),
-            })
+    /// One quota token taken after waiting `waited`, `tokens` left in the bucket.
+    pub fn quota_taken(&self, waited: Duration, tokens: f64) {
+        let labels = AccountLabels {
+            account: self.account.clone(),
+        };
+        self.families
+            .quota_wait
+            .get_or_create(&labels)
+            .observe(waited.as_secs_f64());
+        self.families
+            .quota_tokens
+            .get_or_create(&labels)
             .set(tokens);
     }
-}
 
-/// Reads the service's own counters at each scrape (outcomes, batches, circuits,
-/// faults, cache): the numbers `GetStatus` shows.
-#[derive(Debug)]
-struct ServiceCollector {
-    service: ApplierService,
-}
-
-fn counter_family<L: EncodeLabelSet>(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    values: impl IntoIterator<Item = (L, u64)>,
-) -> Result<(), std::fmt::Error> {
-    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    for (labels, v) in values {
-        ConstCounter::new(v).encode(family.encode_family(&labels)?)?;
-    }
-    Ok(())
-}
-
-fn account_labels(a: &Account) -> (String, String) {
-    (a.name.clone(), a.provider.driver().to_string())
-}
-
-impl Collector for ServiceCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let accounts = self.service.accounts();
-        let snapshots: Vec<_> = accounts
-            .iter()
-            .map(|a| (account_labels(a), a.stats.snapshot()))
-            .collect();
-        counter_family(
-            &mut encoder,
-            "dnsplane_applier_record_outcomes",
-            "Per-record outcomes of the batches this applier ran, by account, driver and outcome",
-            snapshots.iter().flat_map(|((account, provider), c)| {
-                OUTCOMES.iter().map(move |o| {
-                    (
-                        OutcomeLabels {
-                            account: account.clone(),
-                            provider: provider.clone(),
-                            outcome: o.label().into(),
-                        },
-                        c.outcomes.get(o.as_str()).copied().unwrap_or(0),
-                    )
+    /// Provider calls so far, by answer class (`success` or an error class), summed
+    /// over operations; only classes that occurred.
+    pub fn calls_by_class(&self) -> BTreeMap<&'static str, u64> {
+        let mut out = BTreeMap::new();
+        for class in CLASSES {
+            let n: u64 = OPERATIONS
+                .iter()
+                .filter_map(|op| {
+                    self.families
+                        .provider_requests
+                        .get(&self.request_labels(*op, class))
+                        .map(|c| c.get())
                 })
-            }),
-        )?;
-        counter_family(
-            &mut encoder,
-            "dnsplane_applier_batches",
-            "Batches this applier ran, by account and driver",
-            snapshots.iter().map(|((account, provider), c)| {
-                (
-                    BatchLabels {
-                        account: account.clone(),
-                        provider: provider.clone(),
-                    },
-                    c.batches,
-                )
-            }),
-        )?;
-        {
-            let mut family = encoder.encode_descriptor(
-                "dnsplane_circuit_state",
-                "The account's circuit breaker: 1 for its current state (closed, open, half_open), 0 for the others",
-                None,
-                MetricType::Gauge,
-            )?;
-            for a in &accounts {
-                let current = a.circuit.status().state;
-                for state in CIRCUIT_STATES {
-                    let labels = CircuitLabels {
-                        account: a.name.clone(),
-                        state: state.into(),
-                    };
-                    ConstGauge::new(i64::from(state == current))
-                        .encode(family.encode_family(&labels)?)?;
-                }
+                .sum();
+            if n > 0 {
+                out.insert(class, n);
             }
         }
-        counter_family(
-            &mut encoder,
-            "dnsplane_faults_injected",
-            "Injected faults that fired, by account and action (fault-injection rules only)",
-            accounts.iter().flat_map(|a| {
-                a.faults_fired().into_iter().map(|(action, n)| {
-                    (
-                        FaultLabels {
-                            account: a.name.clone(),
-                            action: action.into(),
-                        },
-                        n,
-                    )
-                })
-            }),
-        )?;
-        encode_quotas(&mut encoder, &accounts)?;
-        let cache = self.service.cache().stats();
-        let hits = encoder.encode_descriptor(
-            "dnsplane_cache_hits",
-            "Listings served from the listing cache without listing the zone again",
-            None,
-            MetricType::Counter,
-        )?;
-        ConstCounter::new(cache.hits).encode(hits)?;
-        let misses = encoder.encode_descriptor(
-            "dnsplane_cache_misses",
-            "Listings that had to list the zone (or the names) at the provider",
-            None,
-            MetricType::Counter,
-        )?;
-        ConstCounter::new(cache.misses).encode(misses)?;
-        Ok(())
+        out
     }
-}
 
-/// The quota counters `GetStatus` shows, for the accounts that have a quota.
-fn encode_quotas(
-    encoder: &mut DescriptorEncoder,
-    accounts: &[Arc<Account>],
-) -> Result<(), std::fmt::Error> {
-    let quotas: Vec<(String, crate::quota::QuotaStatus)> = accounts
-        .iter()
-        .filter_map(|a| Some((a.name.clone(), a.quota.as_ref()?.status())))
-        .collect();
-    let by_account = |f: fn(&crate::quota::QuotaStatus) -> u64| {
-        quotas
+    /// Per-record outcomes so far, by name (`APPLIED`, ...); only those that occurred.
+    pub fn outcomes(&self) -> BTreeMap<&'static str, u64> {
+        Outcome::ALL
             .iter()
-            .map(move |(account, q)| {
-                (
-                    AccountLabels {
-                        account: account.clone(),
-                    },
-                    f(q),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    counter_family(
-        encoder,
-        "dnsplane_quota_granted",
-        "Quota tokens taken (with or without a wait), by account",
-        by_account(|q| q.granted),
-    )?;
-    counter_family(
-        encoder,
-        "dnsplane_quota_denied",
-        "Provider calls not made because no quota token came before the deadline (their changes: DEFERRED), by account",
-        by_account(|q| q.denied),
-    )?;
-    counter_family(
-        encoder,
-        "dnsplane_quota_throttled",
-        "Throttle answers (429, Retry-After) fed back into the quota, by account",
-        by_account(|q| q.throttled),
-    )?;
-    counter_family(
-        encoder,
-        "dnsplane_quota_fallbacks",
-        "Times the shared quota's Redis became unreachable and this replica fell back to its local share, by account",
-        by_account(|q| q.fallbacks),
-    )?;
-    let mut rate = encoder.encode_descriptor(
-        "dnsplane_quota_rate",
-        "The account's quota in calls per second: the configured rate (kind=configured) and the one this replica works under now (kind=current: lowered after a throttle, a local share in fallback)",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (account, q) in &quotas {
-        for (kind, v) in [("configured", q.rate), ("current", q.current_rate)] {
-            let labels = QuotaRateLabels {
-                account: account.clone(),
-                kind: kind.into(),
-            };
-            ConstGauge::new(v).encode(rate.encode_family(&labels)?)?;
-        }
+            .zip(&self.outcomes)
+            .filter(|(_, c)| c.get() > 0)
+            .map(|(o, c)| (o.as_str(), c.get()))
+            .collect()
     }
-    let mut mode = encoder.encode_descriptor(
-        "dnsplane_quota_mode",
-        "Where the account's quota bucket lives: 1 for the current mode (local, shared, fallback), 0 for the others",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (account, q) in &quotas {
-        for m in ["local", "shared", "fallback"] {
-            let labels = QuotaModeLabels {
-                account: account.clone(),
-                mode: m.into(),
-            };
-            ConstGauge::new(i64::from(q.mode.as_str() == m))
-                .encode(mode.encode_family(&labels)?)?;
-        }
+
+    pub fn batches(&self) -> u64 {
+        self.batches.get()
     }
-    Ok(())
-}
-
-/// The applier's admin server: [`global`] metrics, the service's counters read at
-/// scrape time, and `/status` = `GetStatus` as JSON.
-pub fn admin_server(service: ApplierService) -> AdminServer {
-    let mut registry = Registry::default();
-    register_build_info(&mut registry, "dnsplane-applier", env!("CARGO_PKG_VERSION"));
-    global().register(&mut registry);
-    registry.register_collector(Box::new(ServiceCollector {
-        service: service.clone(),
-    }));
-    let service = Arc::new(service);
-    AdminServer::new(registry).status(move || {
-        let service = service.clone();
-        async move {
-            use pb::applier_server::Applier;
-            match service
-                .get_status(tonic::Request::new(pb::GetApplierStatusRequest {}))
-                .await
-            {
-                Ok(r) => status_json(&r.into_inner()),
-                Err(s) => serde_json::json!({"level": "error", "reason": s.message()}),
-            }
-        }
-    })
-}
-
-/// 64-bit integers as strings, as the proto3 JSON mapping (and grpcurl) writes them.
-fn u64_map(m: &std::collections::HashMap<String, u64>) -> serde_json::Value {
-    let sorted: BTreeMap<&String, String> = m.iter().map(|(k, v)| (k, v.to_string())).collect();
-    serde_json::json!(sorted)
-}
-
-/// A duration in the proto3 JSON mapping: seconds with 0, 3, 6 or 9 fractional
-/// digits and an `s` (`"1s"`, `"0.250s"`, `"12.000034s"`).
-fn duration_json(d: Option<&prost_types::Duration>) -> serde_json::Value {
-    let Some(d) = d else {
-        return serde_json::Value::Null;
-    };
-    let sign = if d.seconds < 0 || d.nanos < 0 {
-        "-"
-    } else {
-        ""
-    };
-    let (secs, nanos) = (d.seconds.unsigned_abs(), d.nanos.unsigned_abs());
-    let text = if nanos == 0 {
-        format!("{sign}{secs}s")
-    } else if nanos % 1_000_000 == 0 {
-        format!("{sign}{secs}.{:03}s", nanos / 1_000_000)
-    } else if nanos % 1_000 == 0 {
-        format!("{sign}{secs}.{:06}s", nanos / 1_000)
-    } else {
-        format!("{sign}{secs}.{nanos:09}s")
-    };
-    text.into()
-}
-
-fn quota_json(q: &pb::QuotaStatus) -> serde_json::Value {
-    serde_json::json!({
-        "mode": q.mode,
-        "rate": q.rate,
-        "currentRate": q.current_rate,
-        "burst": q.burst,
-        "replicas": q.replicas,
-        "ops": q.ops,
-        "redis": q.redis,
-        "granted": q.granted.to_string(),
-        "waited": q.waited.to_string(),
-        "denied": q.denied.to_string(),
-        "waitTotal": duration_json(q.wait_total.as_ref()),
-        "throttled": q.throttled.to_string(),
-        "fallbacks": q.fallbacks.to_string(),
-        "lastRedisError": q.last_redis_error,
-    })
-}
-
-/// `GetStatus` in the proto3 JSON mapping (camelCase names, 64-bit integers as
-/// strings, durations as `"1.500s"`), as `grpcurl` prints it, except that default
-/// values are written out too (`quota` is `null` for an account without one).
-pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
-    use serde_json::json;
-    let uptime = duration_json(s.uptime.as_ref());
-    json!({
-        "level": s.level,
-        "reason": s.reason,
-        "accounts": s.accounts.iter().map(|a| json!({
-            "name": a.name,
-            "driver": a.driver,
-            "zones": a.zones,
-            "callsByClass": u64_map(&a.calls_by_class),
-            "outcomes": u64_map(&a.outcomes),
-            "batches": a.batches.to_string(),
-            "serials": u64_map(&a.serials),
-            "circuit": a.circuit,
-            "lastError": a.last_error,
-            "faults": u64_map(&a.faults),
-            "quota": a.quota.as_ref().map_or(serde_json::Value::Null, quota_json),
-        })).collect::<Vec<_>>(),
-        "uptime": uptime,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::{Account, AccountOptions};
-    use crate::provider::fault::{FaultRuleConfig, compile_rules};
-    use crate::provider::memory::MemoryProvider;
-    use crate::provider::memory::store::MemoryStore;
-    use crate::retry::RetryPolicy;
-    use crate::service::{Lifecycle, ServiceOptions};
-    use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType};
-
-    fn zone() -> Name {
-        Name::parse("example.com").unwrap()
-    }
-
-    fn create(label: &str) -> pb::Change {
-        let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
-        let change = Change::new(
-            ChangeKind::Create,
-            vec![RRSetOp::create(
-                RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
-            )],
-        );
-        (&change).into()
-    }
-
-    /// One account (named for this test: the provider families are process-wide)
-    /// whose first write meets another writer and a 429.
-    fn service(dir: &std::path::Path, account: &str) -> ApplierService {
-        #[derive(serde::Deserialize)]
-        struct Rules {
-            faults: Vec<FaultRuleConfig>,
-        }
-        let rules: Rules = toml::from_str(
-            r#"
-            [[faults]]
-            op = "apply"
-            action = "other_writer"
-            times = 1
-            records = [{ name = "b.example.com.", type = "A", values = ["198.51.100.9"] }]
-            [[faults]]
-            op = "apply"
-            action = "rate_limited"
-            retry_after = "1ms"
-            times = 1
-            "#,
-        )
-        .unwrap();
-        let store = Arc::new(MemoryStore::open(dir).unwrap());
-        let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
-        let quota: crate::quota::QuotaConfig =
-            toml::from_str("rate = 1000.0\nburst = 100").unwrap();
-        let settings = crate::quota::QuotaSettings::resolve("memory", Some(&quota))
-            .unwrap()
-            .unwrap();
-        let options = AccountOptions {
-            faults: compile_rules(&rules.faults, &[zone()]).unwrap(),
-            quota: Some(Arc::new(
-                crate::quota::Quota::new(account, settings).unwrap(),
-            )),
-            ..AccountOptions::default()
-        };
-        let account = Arc::new(Account::with_options(account, provider, &[zone()], options));
-        ApplierService::new(
-            vec![account],
-            ServiceOptions {
-                cache_ttl: Duration::from_secs(30),
-                max_concurrent_batches: 2,
-                retry: RetryPolicy::default(),
-            },
-            Lifecycle::default(),
-        )
-    }
 
     fn value(text: &str, series: &str) -> Option<f64> {
         text.lines()
@@ -621,182 +330,12 @@ mod tests {
             .and_then(|v| v.parse().ok())
     }
 
-    #[tokio::test]
-    async fn a_batch_with_a_conflict_and_a_retry_shows_in_metrics_and_status() {
-        let dir = tempfile::tempdir().unwrap();
-        let svc = service(dir.path(), "metrics-unit");
-        let resp = svc
-            .run_batch(pb::ApplyRequest {
-                batch: Some(pb::Batch {
-                    batch_id: "b1".into(),
-                    account: "metrics-unit".into(),
-                    zone: "example.com.".into(),
-                    changes: vec![create("a"), create("b"), create("c")],
-                    deadline: None,
-                }),
-            })
-            .await;
-        let outcomes: Vec<pb::Outcome> = resp[0].results.iter().map(|r| r.outcome()).collect();
-        assert_eq!(
-            outcomes,
-            [
-                pb::Outcome::Applied,
-                pb::Outcome::Conflict,
-                pb::Outcome::Applied
-            ]
-        );
-        // 429, retried: conflict; read back; the rest applied.
-        assert_eq!(resp[0].provider_calls, 4);
-
-        let admin = admin_server(svc.clone());
-        let text = admin.encode();
-        let acct = r#"account="metrics-unit",provider="memory""#;
-        for (series, want) in [
-            (
-                format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="transient"}}"#
-                ),
-                1.0,
-            ),
-            (
-                format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="conflict"}}"#
-                ),
-                1.0,
-            ),
-            (
-                format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="success"}}"#
-                ),
-                1.0,
-            ),
-            (
-                format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="list",class="success"}}"#
-                ),
-                1.0,
-            ),
-            (
-                format!(r#"dnsplane_provider_retries_total{{{acct},operation="apply"}}"#),
-                1.0,
-            ),
-            (
-                format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="applied"}}"#),
-                2.0,
-            ),
-            (
-                format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="conflict"}}"#),
-                1.0,
-            ),
-            (
-                format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="failed"}}"#),
-                0.0,
-            ),
-            (format!(r#"dnsplane_applier_batches_total{{{acct}}}"#), 1.0),
-            (
-                r#"dnsplane_circuit_state{account="metrics-unit",state="closed"}"#.into(),
-                1.0,
-            ),
-            (
-                r#"dnsplane_circuit_state{account="metrics-unit",state="open"}"#.into(),
-                0.0,
-            ),
-            (
-                r#"dnsplane_faults_injected_total{account="metrics-unit",action="other_writer"}"#
-                    .into(),
-                1.0,
-            ),
-            (
-                r#"dnsplane_faults_injected_total{account="metrics-unit",action="rate_limited"}"#
-                    .into(),
-                1.0,
-            ),
-            ("dnsplane_cache_hits_total".into(), 0.0),
-            ("dnsplane_cache_misses_total".into(), 0.0),
-            // The three writes took a token each (reads do not count: `ops = "writes"`);
-            // the 429 was fed back.
-            (
-                r#"dnsplane_quota_wait_seconds_count{account="metrics-unit"}"#.into(),
-                3.0,
-            ),
-            (
-                r#"dnsplane_quota_granted_total{account="metrics-unit"}"#.into(),
-                3.0,
-            ),
-            (
-                r#"dnsplane_quota_throttled_total{account="metrics-unit"}"#.into(),
-                1.0,
-            ),
-            (
-                r#"dnsplane_quota_denied_total{account="metrics-unit"}"#.into(),
-                0.0,
-            ),
-            (
-                r#"dnsplane_quota_rate{account="metrics-unit",kind="configured"}"#.into(),
-                1000.0,
-            ),
-            (
-                r#"dnsplane_quota_mode{account="metrics-unit",mode="local"}"#.into(),
-                1.0,
-            ),
-        ] {
-            assert_eq!(value(&text, &series), Some(want), "{series} in:\n{text}");
-        }
-        assert!(
-            text.contains("# TYPE dnsplane_provider_request_duration_seconds histogram"),
-            "{text}"
-        );
-        assert!(
-            text.contains("dnsplane_build_info{service=\"dnsplane-applier\","),
-            "{text}"
-        );
-
-        // /status is GetStatus in the proto3 JSON mapping.
-        use pb::applier_server::Applier as _;
-        let grpc = svc
-            .get_status(tonic::Request::new(pb::GetApplierStatusRequest {}))
-            .await
-            .unwrap()
-            .into_inner();
-        let json = status_json(&grpc);
-        assert_eq!(json["level"], "healthy");
-        let a = &json["accounts"][0];
-        assert_eq!(a["name"], "metrics-unit");
-        assert_eq!(a["driver"], "memory");
-        assert_eq!(a["batches"], "1");
-        assert_eq!(a["outcomes"]["APPLIED"], "2");
-        assert_eq!(a["callsByClass"]["transient"], "1");
-        assert_eq!(a["faults"]["rate_limited"], "1");
-        assert_eq!(a["circuit"], "closed");
-        assert_eq!(a["quota"]["mode"], "local");
-        assert_eq!(a["quota"]["granted"], "3");
-        assert_eq!(a["quota"]["throttled"], "1");
-        assert_eq!(a["quota"]["rate"], 1000.0);
-        assert!(
-            json["uptime"].as_str().is_some_and(|u| u.ends_with('s')),
-            "{json}"
-        );
-    }
-
-    #[test]
-    fn durations_use_the_proto3_json_spelling() {
-        let d = |seconds, nanos| duration_json(Some(&prost_types::Duration { seconds, nanos }));
-        assert_eq!(d(1, 0), "1s");
-        assert_eq!(d(0, 250_000_000), "0.250s");
-        assert_eq!(d(12, 34_000), "12.000034s");
-        assert_eq!(d(3, 5), "3.000000005s");
-        assert_eq!(d(-1, -500_000_000), "-1.500s");
-        assert_eq!(duration_json(None), serde_json::Value::Null);
-    }
-
     #[test]
     fn quota_hooks_feed_their_families() {
-        let m = ApplierMetrics::default();
-        m.observe_quota_wait("q", Duration::from_millis(3));
-        m.observe_quota_wait("q", Duration::ZERO);
-        m.set_quota_tokens("q", 7.5);
         let mut registry = Registry::default();
-        m.register(&mut registry);
+        let m = ApplierMetrics::register(&mut registry).account("q", "memory");
+        m.quota_taken(Duration::from_millis(3), 6.0);
+        m.quota_taken(Duration::ZERO, 7.5);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert_eq!(
@@ -824,6 +363,46 @@ mod tests {
             value(&text, r#"dnsplane_quota_tokens{account="q"}"#),
             Some(7.5),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn status_counters_read_the_exported_families() {
+        let mut registry = Registry::default();
+        let m = ApplierMetrics::register(&mut registry).account("a", "memory");
+        m.request(Operation::Apply, Ok(()), 0, Duration::ZERO);
+        m.request(Operation::List, Ok(()), 0, Duration::ZERO);
+        m.request(
+            Operation::Apply,
+            Err(&ErrorClass::Transient),
+            1,
+            Duration::ZERO,
+        );
+        m.batch(&[RecordResult::new("c", Outcome::Applied)]);
+        assert_eq!(
+            m.calls_by_class(),
+            BTreeMap::from([("success", 2), ("transient", 1)])
+        );
+        assert_eq!(m.outcomes(), BTreeMap::from([("APPLIED", 1)]));
+        assert_eq!(m.batches(), 1);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let acct = r#"account="a",provider="memory""#;
+        assert_eq!(
+            value(
+                &text,
+                &format!(r#"dnsplane_provider_retries_total{{{acct},operation="apply"}}"#)
+            ),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!(r#"dnsplane_applier_record_outcomes_total{{{acct},outcome="failed"}}"#)
+            ),
+            Some(0.0),
+            "zeros show before they happen: {text}"
         );
     }
 }

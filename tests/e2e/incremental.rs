@@ -77,7 +77,14 @@ async fn harness() -> Harness {
     let cancel = tokio_util::sync::CancellationToken::new();
     let cfg =
         dnsplane_applier::ApplierConfig::embedded(dir.path().join("state"), None, vec![zone()]);
-    tokio::spawn(dnsplane_applier::run(cfg, listener, cancel.clone()));
+    tokio::spawn(dnsplane_applier::run(
+        cfg,
+        dnsplane_applier::Listeners {
+            grpc: listener,
+            admin: None,
+        },
+        cancel.clone(),
+    ));
     let config = PlannerConfig {
         owner_id: "me".into(),
         applier: format!("http://{addr}"),

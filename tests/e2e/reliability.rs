@@ -9,7 +9,7 @@
 //! clock). The periodic sync is 10 minutes in every stack, so a tick never rescues a
 //! story.
 use crate::stack::{Stack, Tools, endpoints};
-use dnsplane_applier::batch::bisection_bound;
+use dnsplane_applier::apply::bisection_bound;
 use dnsplane_e2e::{num, wait_for};
 use serde_json::Value;
 use std::collections::BTreeMap;

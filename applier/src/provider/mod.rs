@@ -107,6 +107,12 @@ pub struct ProviderError {
     pub retry_after: Option<Duration>,
     /// The record the provider blamed, if it named one.
     pub key: Option<RecordKey>,
+    /// The provider said "too many requests" (HTTP 429, Route 53 `Throttling`, …): set
+    /// by the driver, fed back into the account's quota. Never inferred from text.
+    pub throttled: bool,
+    /// The call was not made: the account's quota had no token before the call's
+    /// deadline (`retry_after`: when one is expected). Set by the quota layer only.
+    pub quota_denied: bool,
 }
 
 impl ProviderError {
@@ -116,14 +122,32 @@ impl ProviderError {
             message: message.into(),
             retry_after: None,
             key: None,
+            throttled: false,
+            quota_denied: false,
         }
     }
 
+    /// The provider's answer to `status`, classified by [`ErrorClass::for_http_status`];
+    /// a 429 is marked [`throttled`](Self::throttled).
+    pub fn from_http_status(status: u16, message: impl Into<String>) -> Self {
+        let e = ProviderError::new(ErrorClass::for_http_status(status), message);
+        if status == 429 { e.throttle() } else { e }
+    }
+
+    /// Marks the error as the provider's "too many requests".
+    #[must_use]
+    pub fn throttle(mut self) -> Self {
+        self.throttled = true;
+        self
+    }
+
+    #[must_use]
     pub fn with_key(mut self, key: RecordKey) -> Self {
         self.key = Some(key);
         self
     }
 
+    #[must_use]
     pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
         self.retry_after = Some(retry_after);
         self

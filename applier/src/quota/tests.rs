@@ -3,8 +3,10 @@
 //! tested in `tests/e2e/quota.rs`.
 use super::*;
 use crate::account::{Account, AccountOptions};
-use crate::batch;
+use crate::apply;
 use crate::config::ApplierConfig;
+use crate::layers::CallCx;
+use crate::provider::ErrorClass;
 use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::store::MemoryStore;
@@ -136,11 +138,12 @@ async fn a_batch_that_gets_no_token_before_its_deadline_comes_back_deferred_unto
     let (acct, store) = account(dir.path(), q.clone(), "");
     let policy = RetryPolicy::default();
     let run = |changes: Vec<Change>, deadline: Duration| {
-        let provider = acct.provider.clone();
+        let stack = acct.stack.clone();
         let policy = policy.clone();
         async move {
             let d = Instant::now() + deadline;
-            batch::execute(&*provider, &zone(), &changes, Some(d), &policy).await
+            let cx = CallCx::new("acct", Some(zone())).with_deadline(Some(d));
+            apply::execute(&stack, &cx, &changes, &policy).await
         }
     };
     let first = run(vec![create("a")], Duration::from_secs(10)).await;
@@ -161,10 +164,7 @@ async fn a_batch_that_gets_no_token_before_its_deadline_comes_back_deferred_unto
     assert_eq!(second.provider_calls, 0);
     assert_eq!(stored(&store), 1);
     // Nothing reached the provider's counters (the quota is the outermost layer).
-    assert_eq!(
-        acct.stats.snapshot().calls_by_class.values().sum::<u64>(),
-        1
-    );
+    assert_eq!(acct.metrics.calls_by_class().values().sum::<u64>(), 1);
     // With time to wait, the same batch waits for its token and goes through.
     let t0 = Instant::now();
     let third = run(vec![create("b"), create("c")], Duration::from_secs(5)).await;
@@ -191,14 +191,9 @@ async fn a_throttle_answer_waits_out_retry_after_and_halves_the_rate() {
     );
     let t0 = Instant::now();
     let changes = vec![create("a")];
-    let report = batch::execute(
-        &*acct.provider,
-        &zone(),
-        &changes,
-        Some(Instant::now() + Duration::from_secs(30)),
-        &RetryPolicy::default(),
-    )
-    .await;
+    let cx = CallCx::new("acct", Some(zone()))
+        .with_deadline(Some(Instant::now() + Duration::from_secs(30)));
+    let report = apply::execute(&acct.stack, &cx, &changes, &RetryPolicy::default()).await;
     assert_eq!(report.results[0].outcome, dnsplane_common::Outcome::Applied);
     assert_eq!(report.provider_calls, 2);
     assert_eq!(stored(&store), 1);
@@ -226,8 +221,9 @@ async fn calls_outside_a_batch_wait_at_most_max_wait() {
     s.max_wait = Duration::from_millis(300);
     let q = Arc::new(Quota::new("acct", s).unwrap());
     let (acct, _store) = account(dir.path(), q.clone(), "");
-    acct.provider.list(&zone(), None).await.unwrap();
-    let e = acct.provider.list(&zone(), None).await.unwrap_err();
+    let cx = CallCx::new("acct", Some(zone()));
+    acct.stack.list(&cx, None).await.unwrap();
+    let e = acct.stack.list(&cx, None).await.unwrap_err();
     assert_eq!(e.class, ErrorClass::Transient);
     assert_eq!(e.retry_after, Some(Duration::from_secs(1)));
     assert!(e.message.contains("not attempted"), "{}", e.message);
@@ -236,7 +232,7 @@ async fn calls_outside_a_batch_wait_at_most_max_wait() {
     let dir = tempfile::tempdir().unwrap();
     let (acct, _store) = account(dir.path(), q.clone(), "");
     for _ in 0..5 {
-        acct.provider.list(&zone(), None).await.unwrap();
+        acct.stack.list(&cx, None).await.unwrap();
     }
     assert_eq!(q.status().granted, 0);
 }
@@ -267,7 +263,7 @@ async fn an_unreachable_redis_means_the_local_share() {
         reason.contains("unreachable") && reason.contains("10.000/s"),
         "{reason}"
     );
-    let wire = st.to_pb();
+    let wire = crate::service::quota_to_pb(&st);
     assert_eq!(
         (wire.mode.as_str(), wire.replicas, wire.ops.as_str()),
         ("fallback", 3, "writes")

@@ -73,7 +73,13 @@ impl Running {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let grpc = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(applier.serve(listener, shutdown.clone()));
+        let task = tokio::spawn(applier.serve(
+            dnsplane_applier::Listeners {
+                grpc: listener,
+                admin: None,
+            },
+            shutdown.clone(),
+        ));
         Running {
             grpc,
             dns,

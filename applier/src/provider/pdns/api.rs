@@ -64,6 +64,9 @@ impl Answer {
             _ => ErrorClass::Invalid,
         };
         let mut err = ProviderError::new(class, msg);
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            err = err.throttle();
+        }
         if let Some(k) = key {
             err = err.with_key(k);
         }

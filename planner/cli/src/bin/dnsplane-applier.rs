@@ -1,7 +1,7 @@
 //! `dnsplane-applier`: parses flags, loads and validates the config (exit 64 when it is
 //! unusable), starts the runtime and, inside it, logs and traces
 //! (`dnsplane_common::telemetry`), binds gRPC and the admin port and hands over to
-//! `dnsplane_applier::run_with_admin`; flushes the last spans on the way out.
+//! `dnsplane_applier::run`; flushes the last spans on the way out.
 use anyhow::Context;
 use clap::Parser;
 use std::net::SocketAddr;
@@ -91,6 +91,11 @@ async fn run(args: Args, config: dnsplane_applier::ApplierConfig) -> anyhow::Res
             }
         }
     };
-    dnsplane_applier::run_with_admin(config, grpc, admin, shutdown).await?;
+    dnsplane_applier::run(
+        config,
+        dnsplane_applier::Listeners { grpc, admin },
+        shutdown,
+    )
+    .await?;
     Ok(())
 }

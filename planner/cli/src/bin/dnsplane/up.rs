@@ -126,7 +126,10 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     );
     let applier = tokio::spawn(dnsplane_applier::run(
         applier_config,
-        applier_listener,
+        dnsplane_applier::Listeners {
+            grpc: applier_listener,
+            admin: None,
+        },
         shutdown.clone(),
     ));
     let planner = dnsplane_planner::run(

@@ -1,0 +1,235 @@
+use super::*;
+use crate::account::Account;
+use crate::accounts::RunOptions;
+use crate::provider::Operation;
+use crate::provider::memory::MemoryProvider;
+use crate::provider::memory::store::MemoryStore;
+use crate::retry::RetryPolicy;
+use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
+use std::time::Duration;
+
+fn options() -> RunOptions {
+    RunOptions {
+        cache_ttl: Duration::from_secs(30),
+        max_concurrent_batches: 2,
+        retry: RetryPolicy::default(),
+    }
+}
+
+fn zone() -> Name {
+    Name::parse("example.com").unwrap()
+}
+
+fn service(dir: &std::path::Path, lifecycle: Lifecycle) -> ApplierService {
+    let store = Arc::new(MemoryStore::open(dir).unwrap());
+    let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
+    let account = Arc::new(Account::new("acct", provider, &[zone()]));
+    ApplierService::new(Arc::new(Accounts::new(vec![account], options(), lifecycle)))
+}
+
+fn request(deadline: Option<SystemTime>) -> pb::ApplyRequest {
+    let key = RecordKey::new(zone(), Name::parse("a.example.com").unwrap(), RecordType::A);
+    let change = Change::new(
+        ChangeKind::Create,
+        vec![RRSetOp::create(
+            RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
+        )],
+    );
+    pb::ApplyRequest {
+        batch: Some(pb::Batch {
+            batch_id: "b".into(),
+            account: "acct".into(),
+            zone: "example.com.".into(),
+            changes: vec![(&change).into()],
+            deadline: deadline.map(dnsplane_common::convert::timestamp),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn batches_after_shutdown_are_deferred_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let lifecycle = Lifecycle::default();
+    let svc = service(dir.path(), lifecycle.clone());
+    lifecycle.draining.cancel();
+    let resp = svc.run_batch(request(None)).await;
+    let r = &resp[0].results[0];
+    assert_eq!(r.outcome(), pb::Outcome::Deferred);
+    assert_eq!(
+        r.retry_after,
+        Some(duration(RetryPolicy::default().deferred_retry_after))
+    );
+    assert!(resp[0].done);
+    assert_eq!(resp[0].provider_calls, 0);
+}
+
+#[tokio::test]
+async fn a_passed_deadline_defers_and_a_missing_batch_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), Lifecycle::default());
+    let past = SystemTime::now() - Duration::from_secs(5);
+    let resp = svc.run_batch(request(Some(past))).await;
+    assert_eq!(resp[0].results[0].outcome(), pb::Outcome::Deferred);
+    assert_eq!(resp[0].provider_calls, 0);
+    let future = SystemTime::now() + Duration::from_secs(60);
+    let resp = svc.run_batch(request(Some(future))).await;
+    assert_eq!(resp[0].results[0].outcome(), pb::Outcome::Applied);
+
+    let resp = svc.run_batch(pb::ApplyRequest { batch: None }).await;
+    assert_eq!(resp.len(), 1);
+    assert!(resp[0].done && resp[0].results.is_empty());
+}
+
+#[test]
+fn large_result_sets_are_split_over_messages() {
+    let results = vec![RecordResult::new("c", Outcome::Applied); RESULTS_PER_MESSAGE * 2 + 1];
+    let msgs = respond("b".into(), &results, 7);
+    assert_eq!(
+        msgs.iter().map(|m| m.results.len()).collect::<Vec<_>>(),
+        vec![1000, 1000, 1]
+    );
+    assert_eq!(
+        msgs.iter().map(|m| m.done).collect::<Vec<_>>(),
+        vec![false, false, true]
+    );
+    assert_eq!(msgs.iter().map(|m| m.provider_calls).sum::<u32>(), 7);
+}
+
+/// Two accounts; `acct` refuses writes as configured by `faults`, `other` works.
+fn two_accounts(dir: &std::path::Path, faults: &str) -> ApplierService {
+    use crate::account::AccountOptions;
+    use crate::circuit::CircuitConfig;
+    use crate::provider::fault::{FaultRuleConfig, compile_rules};
+    #[derive(serde::Deserialize)]
+    struct Rules {
+        faults: Vec<FaultRuleConfig>,
+    }
+    let rules: Rules = toml::from_str(faults).unwrap();
+    let mut accounts = Vec::new();
+    for (name, faults) in [
+        ("acct", compile_rules(&rules.faults, &[zone()]).unwrap()),
+        ("other", Vec::new()),
+    ] {
+        let store = Arc::new(MemoryStore::open(dir.join(name)).unwrap());
+        let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
+        let options = AccountOptions {
+            faults,
+            circuit: CircuitConfig {
+                cool_down: Duration::from_secs(10),
+                max_cool_down: Duration::from_secs(60),
+                jitter: 0.0,
+            },
+            ..AccountOptions::default()
+        };
+        accounts.push(Arc::new(Account::with_options(
+            name,
+            provider,
+            &[zone()],
+            options,
+        )));
+    }
+    ApplierService::new(Arc::new(Accounts::new(
+        accounts,
+        options(),
+        Lifecycle::default(),
+    )))
+}
+
+fn batch_for(account: &str, label: &str) -> pb::ApplyRequest {
+    let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
+    let change = Change::new(
+        ChangeKind::Create,
+        vec![RRSetOp::create(
+            RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
+        )],
+    );
+    pb::ApplyRequest {
+        batch: Some(pb::Batch {
+            batch_id: format!("{account}-{label}"),
+            account: account.into(),
+            zone: "example.com.".into(),
+            changes: vec![(&change).into()],
+            deadline: None,
+        }),
+    }
+}
+
+async fn status(svc: &ApplierService) -> pb::ApplierStatus {
+    use pb::applier_server::Applier as _;
+    svc.get_status(Request::new(pb::GetApplierStatusRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_answer_opens_the_account_circuit_and_a_probe_closes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two refusals, then the credentials "work again".
+    let svc = two_accounts(
+        dir.path(),
+        "[[faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 401\nmessage = \"401 Unauthorized: bad API key\"\ntimes = 2\n",
+    );
+    let first = &svc.run_batch(batch_for("acct", "a")).await[0];
+    assert_eq!(first.results[0].outcome(), pb::Outcome::RejectedPermanent);
+    assert_eq!(first.results[0].message, "401 Unauthorized: bad API key");
+    assert_eq!(first.provider_calls, 1);
+
+    let st = status(&svc).await;
+    assert_eq!(st.level, "degraded");
+    assert!(
+        st.reason.contains("\"acct\"") && st.reason.contains("401 Unauthorized: bad API key"),
+        "{}",
+        st.reason
+    );
+    let acct = st.accounts.iter().find(|a| a.name == "acct").unwrap();
+    assert_eq!(acct.circuit, "open");
+    assert_eq!(acct.faults.get("error"), Some(&1));
+    let other = st.accounts.iter().find(|a| a.name == "other").unwrap();
+    assert_eq!(other.circuit, "closed");
+
+    // While open: rejected without a provider call, however many batches come.
+    for i in 0..20 {
+        let r = &svc.run_batch(batch_for("acct", &format!("b{i}"))).await[0];
+        assert_eq!(r.results[0].outcome(), pb::Outcome::RejectedPermanent);
+        assert!(
+            r.results[0].message.contains("circuit open"),
+            "{}",
+            r.results[0].message
+        );
+        assert_eq!(r.provider_calls, 0);
+    }
+    // Other accounts are unaffected; reads of the refused account still work.
+    let ok = &svc.run_batch(batch_for("other", "a")).await[0];
+    assert_eq!(ok.results[0].outcome(), pb::Outcome::Applied);
+    assert!(
+        svc.accounts
+            .get("acct")
+            .unwrap()
+            .circuit
+            .admit(Operation::List)
+            .is_pass()
+    );
+
+    // After the cool-down one probe goes through; it is refused: open for 20 s.
+    tokio::time::advance(Duration::from_secs(10)).await;
+    assert_eq!(status(&svc).await.accounts[0].circuit, "half_open");
+    let probe = &svc.run_batch(batch_for("acct", "c")).await[0];
+    assert_eq!(probe.provider_calls, 1);
+    assert_eq!(probe.results[0].message, "401 Unauthorized: bad API key");
+    tokio::time::advance(Duration::from_secs(19)).await;
+    assert_eq!(
+        svc.run_batch(batch_for("acct", "d")).await[0].provider_calls,
+        0
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // The next probe is answered: closed, healthy, writes flow again.
+    let probe = &svc.run_batch(batch_for("acct", "e")).await[0];
+    assert_eq!(probe.results[0].outcome(), pb::Outcome::Applied);
+    let st = status(&svc).await;
+    assert_eq!((st.level.as_str(), st.reason.as_str()), ("healthy", ""));
+    assert_eq!(st.accounts[0].circuit, "closed");
+    let acct = &st.accounts[0];
+    assert_eq!(acct.calls_by_class.get("permanent"), Some(&2));
+    assert_eq!(acct.outcomes.get("REJECTED_PERMANENT"), Some(&23));
+}
