@@ -4,12 +4,19 @@
 //! absolute lower-case name, canonical values) and [`SourceError`]s (every input it could
 //! not accept, with the file and line to fix). Neither is zone-aware: placing entries in
 //! zones and cross-entry checks (duplicates, CNAME clashes) happen in the planner.
+//!
+//! - [`dnsendpoint`]: the external-dns `DNSEndpoint` parser, shared by every source of
+//!   such objects;
+//! - [`file`]: manifests in files and directories, polled, keeping the last good
+//!   version of what breaks.
 use dnsplane_common::{Name, RecordType};
 use std::fmt;
 
+pub mod dnsendpoint;
 pub mod file;
 
-pub use file::{FileSource, parse_manifests};
+pub use dnsendpoint::parse_manifests;
+pub use file::FileSource;
 
 /// One desired RRSet as a source declares it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -75,6 +82,32 @@ impl std::error::Error for SourceError {}
 pub struct Snapshot {
     pub entries: Vec<DesiredEntry>,
     pub errors: Vec<SourceError>,
+}
+
+/// Helpers shared by the tests of the sources.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::DesiredEntry;
+
+    /// (name, type, values) of each entry, for compact assertions.
+    pub(crate) fn keys(entries: &[DesiredEntry]) -> Vec<(String, &'static str, Vec<String>)> {
+        entries
+            .iter()
+            .map(|e| (e.name.to_string(), e.rtype.as_str(), e.values.clone()))
+            .collect()
+    }
+
+    pub(crate) fn entry(
+        name: &str,
+        rtype: &'static str,
+        values: &[&str],
+    ) -> (String, &'static str, Vec<String>) {
+        (
+            name.to_string(),
+            rtype,
+            values.iter().map(|v| v.to_string()).collect(),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,258 @@
+//! The file source: external-dns `DNSEndpoint` manifests read from files and directories
+//! (parsed by [`super::dnsendpoint`]).
+//!
+//! ```yaml
+//! apiVersion: externaldns.k8s.io/v1alpha1
+//! kind: DNSEndpoint
+//! metadata: {name: web, namespace: default}
+//! spec:
+//!   endpoints:
+//!     - dnsName: app.example.com
+//!       recordType: A
+//!       recordTTL: 300          # optional; 0 or absent: the zone's default TTL
+//!       targets: [192.0.2.10]
+//! ```
+//!
+//! Files may hold several documents (`---`); documents of other kinds are skipped, and a
+//! `List` (or `DNSEndpointList`) is read item by item. `labels` and `providerSpecific` are
+//! ignored; `setIdentifier` (routing policies) is not supported and makes that endpoint
+//! an error.
+//!
+//! **A typo never deletes a record that was accepted before.** The source remembers, per
+//! file, what it last accepted:
+//! - a file that cannot be read or parsed keeps all of its last accepted entries;
+//! - a document that is recognisably a DNSEndpoint but is broken as a whole (`spec` or
+//!   `spec.endpoints` missing, a misspelt `kind` beside `spec.endpoints`) keeps that
+//!   resource's last accepted entries;
+//! - an invalid endpoint keeps the last accepted entry with the same (name, type) from the
+//!   same file; when its name or type itself is unreadable, the entry that sat at the same
+//!   position (resource, endpoint index) is kept instead.
+//!
+//! Every such problem is reported in the snapshot with its file and line. Entries are only
+//! dropped by a valid change: an endpoint removed from a valid document, or a file deleted.//!
+//! - [`scan`]: which files, and whether they changed;
+//! - [`merge`]: keep-last-good per file.
+use super::Snapshot;
+use super::dnsendpoint::{Accepted, file_error, parse_file};
+use merge::{merge, with_kept_note};
+use scan::{Stamp, hash_content, hash_of, inode, scan};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+mod merge;
+mod scan;
+
+pub use super::dnsendpoint::SOURCE_KIND;
+
+/// Desired state from `DNSEndpoint` manifests in files and directories.
+///
+/// Each path is a file (read whatever its name) or a directory, scanned recursively for
+/// `*.yaml` and `*.yml` files in sorted order. Entries whose name starts with `.` are
+/// skipped while scanning: that keeps the `..data` / `..2024_…` directories of a
+/// Kubernetes ConfigMap mount from being read twice, and hides editors' temporary files.
+#[derive(Debug)]
+pub struct FileSource {
+    paths: Vec<PathBuf>,
+    /// Per file: what the last load accepted (including entries kept from before).
+    last_good: BTreeMap<PathBuf, Vec<Accepted>>,
+    /// Per file: the metadata and content hash seen by the last fingerprint.
+    stamps: HashMap<PathBuf, Stamp>,
+    /// Hash of the snapshot the last `load` returned: `watch` does not send it again.
+    last_loaded: Option<u64>,
+}
+
+impl FileSource {
+    pub fn new<I, P>(paths: I) -> FileSource
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        FileSource {
+            paths: paths.into_iter().map(Into::into).collect(),
+            last_good: BTreeMap::new(),
+            stamps: HashMap::new(),
+            last_loaded: None,
+        }
+    }
+
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// Reads every file now and returns the complete desired state of this source.
+    ///
+    /// Entries are ordered by file path, then by their place in the file. Problems never
+    /// panic or abort the load: they become errors in the snapshot, and the last accepted
+    /// entries are kept as described in the module documentation.
+    pub fn load(&mut self) -> Snapshot {
+        let scan = scan(&self.paths);
+        let mut errors = scan.errors;
+        let mut good: BTreeMap<PathBuf, Vec<Accepted>> = BTreeMap::new();
+        for path in &scan.files {
+            let label = path.display().to_string();
+            let old = self.last_good.get(path);
+            let text = std::fs::read(path)
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|b| String::from_utf8(b).map_err(|e| format!("not valid UTF-8: {e}")));
+            let kept = match text {
+                Err(message) => {
+                    errors.push(file_error(&label, None, with_kept_note(message, old)));
+                    old.cloned().unwrap_or_default()
+                }
+                Ok(text) => {
+                    let mut parsed = parse_file(&label, &text);
+                    let kept = if parsed.fatal.is_empty() {
+                        merge(&mut parsed, old)
+                    } else {
+                        for &i in &parsed.fatal {
+                            let e = &mut parsed.errors[i];
+                            e.message = with_kept_note(std::mem::take(&mut e.message), old);
+                        }
+                        old.cloned().unwrap_or_default()
+                    };
+                    errors.append(&mut parsed.errors);
+                    kept
+                }
+            };
+            good.insert(path.clone(), kept);
+        }
+        // Files below a directory (or root path) that could not be listed this time:
+        // their existence is unknown, so they keep what they had.
+        for (path, accepted) in &self.last_good {
+            if !good.contains_key(path) && scan.unlisted.iter().any(|d| path.starts_with(d)) {
+                good.insert(path.clone(), accepted.clone());
+            }
+        }
+        self.last_good = good;
+        let snapshot = Snapshot {
+            entries: self
+                .last_good
+                .values()
+                .flatten()
+                .map(|a| a.entry.clone())
+                .collect(),
+            errors,
+        };
+        self.last_loaded = Some(hash_of(&snapshot));
+        snapshot
+    }
+
+    /// Polls the paths every `poll` and sends a snapshot on `tx`: one at once (unless
+    /// it equals the one the last [`load`](Self::load) returned), then one whenever the
+    /// files changed and the snapshot with them. Stops when `cancel` fires
+    /// or the receiver is dropped. Must be called inside a Tokio runtime; file I/O runs
+    /// on the blocking pool.
+    ///
+    /// Polling, not inotify, is deliberate: it works the same on every filesystem (NFS,
+    /// FUSE, overlay, network volumes), and with the atomic symlink swap by which
+    /// Kubernetes updates a mounted ConfigMap (`web.yaml -> ..data/web.yaml`, `..data`
+    /// re-pointed to a new timestamped directory), which event-based watchers miss or
+    /// report on the wrong path. A poll costs one directory walk and one `stat` per file;
+    /// a file's content is hashed again only when its metadata changed or it was
+    /// modified in the last two seconds, so same-size rewrites within one timestamp tick
+    /// are seen too.
+    pub fn watch(
+        mut self,
+        poll: Duration,
+        tx: mpsc::Sender<Snapshot>,
+        cancel: CancellationToken,
+    ) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut last_fingerprint: Option<u64> = None;
+            // Compared by hash: a snapshot can be large.
+            let mut last_sent: Option<u64> = self.last_loaded.take();
+            loop {
+                let polled = tokio::task::spawn_blocking(move || {
+                    let fingerprint = self.fingerprint();
+                    let snapshot = (Some(fingerprint) != last_fingerprint).then(|| self.load());
+                    (self, fingerprint, snapshot)
+                })
+                .await;
+                let (source, fingerprint, snapshot) = match polled {
+                    Ok(polled) => polled,
+                    Err(e) => {
+                        tracing::error!(error = %e, "file source poll failed; the file source stops");
+                        return;
+                    }
+                };
+                self = source;
+                last_fingerprint = Some(fingerprint);
+                if let Some(snapshot) = snapshot.filter(|s| last_sent != Some(hash_of(s))) {
+                    tracing::debug!(
+                        entries = snapshot.entries.len(),
+                        errors = snapshot.errors.len(),
+                        "file source changed"
+                    );
+                    last_sent = Some(hash_of(&snapshot));
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return,
+                        sent = tx.send(snapshot) => if sent.is_err() { return },
+                    }
+                }
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return,
+                    () = tokio::time::sleep(poll) => {}
+                }
+            }
+        })
+    }
+
+    /// A hash of the set of files and of each file's (mtime, size, inode, content hash),
+    /// plus the scan's errors. Updates the per-file stamps.
+    fn fingerprint(&mut self) -> u64 {
+        let scan = scan(&self.paths);
+        let mut h = DefaultHasher::new();
+        for e in &scan.errors {
+            e.location.hash(&mut h);
+            e.message.hash(&mut h);
+        }
+        let now = SystemTime::now();
+        let mut stamps = HashMap::with_capacity(scan.files.len());
+        for path in scan.files {
+            path.hash(&mut h);
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    e.kind().hash(&mut h);
+                    continue;
+                }
+            };
+            let (modified, len, inode) = (meta.modified().ok(), meta.len(), inode(&meta));
+            let content = match self.stamps.get(&path) {
+                Some(s)
+                    if s.modified == modified
+                        && s.len == len
+                        && s.inode == inode
+                        && s.settled() =>
+                {
+                    s.content
+                }
+                _ => hash_content(&path),
+            };
+            (modified, len, inode, content).hash(&mut h);
+            stamps.insert(
+                path,
+                Stamp {
+                    modified,
+                    len,
+                    inode,
+                    content,
+                    hashed_at: now,
+                },
+            );
+        }
+        self.stamps = stamps;
+        h.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,416 @@
+use super::*;
+use crate::source::testing::{entry, keys};
+use dnsplane_common::RecordType;
+use std::fs;
+use std::path::Path;
+
+fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
+    let path = dir.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn endpoint_file(endpoints: &[(&str, &str, &str)]) -> String {
+    let mut s = String::from(
+        "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: web\nspec:\n  endpoints:\n",
+    );
+    for (name, rtype, target) in endpoints {
+        s.push_str(&format!("    - dnsName: {name}\n      recordType: {rtype}\n      targets:\n        - \"{target}\"\n"));
+    }
+    s
+}
+
+#[test]
+fn a_file_that_stops_parsing_keeps_its_last_good_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = endpoint_file(&[
+        ("app.example.com", "A", "192.0.2.10"),
+        ("www.example.com", "A", "192.0.2.20"),
+    ]);
+    let path = write(dir.path(), "web.yaml", &good);
+    let mut src = FileSource::new([dir.path()]);
+    let first = src.load();
+    assert_eq!(first.errors, vec![]);
+    assert_eq!(first.entries.len(), 2);
+
+    fs::write(&path, format!("{good}    - dnsName: [unclosed\n")).unwrap();
+    let broken = src.load();
+    assert_eq!(
+        broken.entries, first.entries,
+        "nothing accepted is lost by a typo"
+    );
+    assert_eq!(broken.errors.len(), 1);
+    // The parser notices the unclosed `[` at the end of the file: its last line.
+    assert!(
+        broken.errors[0].location.ends_with("web.yaml:15"),
+        "{}",
+        broken.errors[0]
+    );
+    assert!(
+        broken.errors[0]
+            .message
+            .ends_with("keeping this file's 2 last accepted record(s)"),
+        "{}",
+        broken.errors[0]
+    );
+
+    // Still broken: still kept (the last good load is remembered, not the last load).
+    assert_eq!(src.load().entries, first.entries);
+
+    fs::write(
+        &path,
+        endpoint_file(&[("app.example.com", "A", "192.0.2.11")]),
+    )
+    .unwrap();
+    let fixed = src.load();
+    assert_eq!(fixed.errors, vec![]);
+    assert_eq!(
+        keys(&fixed.entries),
+        vec![entry("app.example.com.", "A", &["192.0.2.11"])]
+    );
+}
+
+#[test]
+fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "web.yaml",
+        &endpoint_file(&[
+            ("app.example.com", "A", "192.0.2.10"),
+            ("www.example.com", "A", "192.0.2.20"),
+        ]),
+    );
+    let mut src = FileSource::new([dir.path()]);
+    assert_eq!(src.load().errors, vec![]);
+
+    // A bad IP for app, a valid change for www.
+    fs::write(
+        &path,
+        endpoint_file(&[
+            ("app.example.com", "A", "300.1.1.1"),
+            ("www.example.com", "A", "192.0.2.21"),
+        ]),
+    )
+    .unwrap();
+    let snap = src.load();
+    assert_eq!(
+        keys(&snap.entries),
+        vec![
+            entry("www.example.com.", "A", &["192.0.2.21"]),
+            entry("app.example.com.", "A", &["192.0.2.10"]),
+        ]
+    );
+    assert_eq!(snap.errors.len(), 1);
+    assert!(
+        snap.errors[0].location.ends_with("web.yaml:10"),
+        "{}",
+        snap.errors[0]
+    );
+    assert_eq!(
+        snap.errors[0].message,
+        "target \"300.1.1.1\": not a valid IPv4 address; keeping the last accepted version of this record"
+    );
+
+    // A typo in the name itself: the entry at the same place is kept.
+    fs::write(
+        &path,
+        endpoint_file(&[
+            ("app..example.com", "A", "192.0.2.10"),
+            ("www.example.com", "A", "192.0.2.21"),
+        ]),
+    )
+    .unwrap();
+    let snap = src.load();
+    assert_eq!(
+        keys(&snap.entries),
+        vec![
+            entry("www.example.com.", "A", &["192.0.2.21"]),
+            entry("app.example.com.", "A", &["192.0.2.10"]),
+        ]
+    );
+    assert_eq!(snap.errors.len(), 1);
+
+    // `endpoints` misspelt: the whole resource keeps its records.
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replace("endpoints:", "endpoint:");
+    fs::write(&path, text).unwrap();
+    let snap = src.load();
+    assert_eq!(snap.entries.len(), 2);
+    assert!(
+        snap.errors[0].message.contains("spec.endpoints is missing"),
+        "{}",
+        snap.errors[0]
+    );
+    assert!(
+        snap.errors[0]
+            .message
+            .ends_with("keeping this resource's 2 last accepted record(s)"),
+        "{}",
+        snap.errors[0]
+    );
+
+    // Removing the endpoint from a valid file does delete it.
+    fs::write(
+        &path,
+        endpoint_file(&[("www.example.com", "A", "192.0.2.21")]),
+    )
+    .unwrap();
+    let snap = src.load();
+    assert_eq!(snap.errors, vec![]);
+    assert_eq!(
+        keys(&snap.entries),
+        vec![entry("www.example.com.", "A", &["192.0.2.21"])]
+    );
+}
+
+#[test]
+fn an_invalid_record_never_accepted_before_is_only_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "web.yaml",
+        &endpoint_file(&[("app.example.com", "A", "300.1.1.1")]),
+    );
+    let snap = FileSource::new([dir.path()]).load();
+    assert_eq!(snap.entries, vec![]);
+    assert_eq!(snap.errors.len(), 1);
+    assert_eq!(
+        snap.errors[0].message,
+        "target \"300.1.1.1\": not a valid IPv4 address"
+    );
+}
+
+#[test]
+fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.yaml",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    write(
+        dir.path(),
+        "b.yaml",
+        &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]),
+    );
+    let missing = dir.path().join("nope.yaml");
+    let mut src = FileSource::new([dir.path().to_path_buf(), missing.clone()]);
+    let snap = src.load();
+    assert_eq!(snap.entries.len(), 2);
+    assert_eq!(snap.errors.len(), 1);
+    assert_eq!(snap.errors[0].location, missing.display().to_string());
+    assert_eq!(snap.errors[0].message, "path does not exist");
+
+    fs::remove_file(&a).unwrap();
+    let snap = src.load();
+    assert_eq!(
+        keys(&snap.entries),
+        vec![entry("b.example.com.", "A", &["192.0.2.2"])]
+    );
+}
+
+#[test]
+fn directories_are_scanned_recursively_in_order_skipping_hidden_and_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "b.yaml",
+        &endpoint_file(&[("b.example.com", "A", "192.0.2.2")]),
+    );
+    write(
+        d,
+        "a.YML",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    write(
+        d,
+        "sub/c.yaml",
+        &endpoint_file(&[("c.example.com", "A", "192.0.2.3")]),
+    );
+    write(
+        d,
+        "notes.txt",
+        &endpoint_file(&[("txt.example.com", "A", "192.0.2.9")]),
+    );
+    write(
+        d,
+        ".hidden/h.yaml",
+        &endpoint_file(&[("h.example.com", "A", "192.0.2.9")]),
+    );
+    // A ConfigMap mount: the file is reachable three ways, and must be read once.
+    write(
+        d,
+        "cm/..2024_01_01/x.yaml",
+        &endpoint_file(&[("x.example.com", "A", "192.0.2.4")]),
+    );
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("..2024_01_01", d.join("cm/..data")).unwrap();
+        std::os::unix::fs::symlink("..data/x.yaml", d.join("cm/x.yaml")).unwrap();
+    }
+    let explicit = d.join("notes.txt");
+    let snap = FileSource::new([d.to_path_buf(), explicit]).load();
+    assert_eq!(snap.errors, vec![]);
+    let names: Vec<String> = snap.entries.iter().map(|e| e.name.to_string()).collect();
+    let mut expected = vec!["a.example.com.", "b.example.com."];
+    if cfg!(unix) {
+        expected.push("x.example.com.");
+    }
+    expected.extend(["txt.example.com.", "c.example.com."]);
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn fingerprint_changes_with_content_even_at_equal_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "a.yaml",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    let mut src = FileSource::new([dir.path()]);
+    let first = src.fingerprint();
+    assert_eq!(src.fingerprint(), first);
+    fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.2")])).unwrap();
+    let second = src.fingerprint();
+    assert_ne!(second, first);
+    write(dir.path(), "b.yaml", "");
+    assert_ne!(src.fingerprint(), second);
+}
+
+#[test]
+fn the_deployed_examples_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples/desired");
+    let snap = FileSource::new([dir]).load();
+    assert_eq!(snap.errors, vec![]);
+    let mut got: Vec<String> = snap
+        .entries
+        .iter()
+        .map(|e| format!("{} {}", e.name, e.rtype))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "_sip._tcp.example.com. SRV",
+            "api.example.com. A",
+            "api.example.com. AAAA",
+            "app.example.com. A",
+            "example.com. CAA",
+            "example.com. MX",
+            "example.com. TXT",
+            "mail.example.com. A",
+            "shop.example.com. CNAME",
+            "sip.example.com. A",
+            "www.example.com. A",
+            "www.example.com. AAAA",
+        ]
+    );
+    let caa = snap
+        .entries
+        .iter()
+        .find(|e| e.rtype == RecordType::Caa)
+        .unwrap();
+    assert_eq!(
+        caa.values,
+        [
+            "0 iodef \"mailto:hostmaster@example.com\"",
+            "0 issue \"letsencrypt.org\""
+        ]
+    );
+}
+
+async fn next_matching(
+    rx: &mut mpsc::Receiver<Snapshot>,
+    what: &str,
+    pred: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    let wait = async {
+        loop {
+            let snap = rx.recv().await.expect("watcher stopped");
+            if pred(&snap) {
+                return snap;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no snapshot with {what}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_notices_files_added_changed_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = mpsc::channel(16);
+    let cancel = CancellationToken::new();
+    let handle = FileSource::new([dir.path()]).watch(Duration::from_millis(20), tx, cancel.clone());
+
+    let initial = next_matching(&mut rx, "the initial snapshot", |_| true).await;
+    assert_eq!(initial, Snapshot::default());
+
+    let path = write(
+        dir.path(),
+        "a.yaml",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    let added = next_matching(&mut rx, "a.yaml", |s| !s.entries.is_empty()).await;
+    assert_eq!(
+        keys(&added.entries),
+        vec![entry("a.example.com.", "A", &["192.0.2.1"])]
+    );
+
+    // Same size, new content.
+    fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.2")])).unwrap();
+    let changed = next_matching(&mut rx, "the new value", |s| {
+        s.entries.iter().any(|e| e.values == ["192.0.2.2"])
+    })
+    .await;
+    assert_eq!(
+        keys(&changed.entries),
+        vec![entry("a.example.com.", "A", &["192.0.2.2"])]
+    );
+
+    fs::remove_file(&path).unwrap();
+    let removed = next_matching(&mut rx, "no entries", |s| s.entries.is_empty()).await;
+    assert_eq!(removed.errors, vec![]);
+
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("the watcher stops when cancelled")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_after_load_sends_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "a.yaml",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    let mut src = FileSource::new([dir.path()]);
+    assert_eq!(src.load().entries.len(), 1);
+    let (tx, mut rx) = mpsc::channel(16);
+    let cancel = CancellationToken::new();
+    let handle = src.watch(Duration::from_millis(20), tx, cancel.clone());
+    fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.3")])).unwrap();
+    // The first snapshot sent is the changed one: the loaded one is not sent again.
+    let first = next_matching(&mut rx, "any snapshot", |_| true).await;
+    assert_eq!(
+        keys(&first.entries),
+        vec![entry("a.example.com.", "A", &["192.0.2.3"])]
+    );
+    drop(rx);
+    // The watcher also stops when nobody listens any more.
+    fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.4")])).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("the watcher stops when the receiver is gone")
+        .unwrap();
+    drop(cancel);
+}
