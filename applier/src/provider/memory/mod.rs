@@ -1,7 +1,8 @@
 //! The embedded `memory` driver: a [`MemoryStore`] behind the [`Provider`] trait, with
 //! atomic conditional batches and a serial, the reference for what a good provider does.
 //!
-//! - [`store`]: the crash-safe store (snapshot + fsynced journal);
+//! - [`store`]: the crash-safe store (snapshot + fsynced journal; the files in
+//!   `journal`);
 //! - [`dns`]: the authoritative DNS responder over it (UDP and TCP), so that `dig`
 //!   shows what dnsplane did;
 //! - [`config`]: the account table.
@@ -9,6 +10,7 @@ use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError
 
 pub mod config;
 pub mod dns;
+mod journal;
 pub mod store;
 
 use async_trait::async_trait;

@@ -12,17 +12,18 @@
 //! The store is also the out-of-band write path for tests and tools: open the same
 //! directory while no applier runs and call [`MemoryStore::apply`].
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
-use serde::{Deserialize, Serialize};
+
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-const SNAPSHOT: &str = "snapshot.json";
-const JOURNAL: &str = "journal.jsonl";
-const FORMAT: u32 = 1;
+use super::journal::{
+    FORMAT, JOURNAL, JournalEntry, JournalWrite, SNAPSHOT, Snapshot, StoredData, StoredRRSet,
+    StoredZone, load_snapshot, replay_journal, sync_dir,
+};
 /// Journal size above which it is folded into the snapshot.
 pub const DEFAULT_COMPACT_BYTES: u64 = 4 << 20;
 
@@ -56,7 +57,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    fn io(path: &Path, source: std::io::Error) -> Self {
+    pub(super) fn io(path: &Path, source: std::io::Error) -> Self {
         StoreError::Io {
             path: path.to_path_buf(),
             source,
@@ -75,12 +76,12 @@ pub struct Node {
 /// anything exist below this name" is one range lookup.
 #[derive(Debug, Clone)]
 pub struct ZoneData {
-    serial: u64,
+    pub(super) serial: u64,
     nodes: BTreeMap<String, Node>,
 }
 
 impl ZoneData {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         ZoneData {
             serial: 1,
             nodes: BTreeMap::new(),
@@ -116,7 +117,7 @@ impl ZoneData {
         self.nodes.values().flat_map(|n| n.rrsets.values())
     }
 
-    fn set(&mut self, key: &RecordKey, rrset: Option<RRSet>) {
+    pub(super) fn set(&mut self, key: &RecordKey, rrset: Option<RRSet>) {
         let k = order_key(&key.name);
         match rrset {
             Some(r) => {
@@ -154,52 +155,6 @@ fn order_key(name: &Name) -> String {
         out.push('.');
     }
     out
-}
-
-/// An RRSet as written to disk.
-#[derive(Serialize, Deserialize)]
-struct StoredRRSet {
-    name: Name,
-    #[serde(rename = "type")]
-    rtype: RecordType,
-    ttl: u32,
-    values: Vec<String>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct StoredZone {
-    zone: Name,
-    serial: u64,
-    rrsets: Vec<StoredRRSet>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Snapshot {
-    format: u32,
-    zones: Vec<StoredZone>,
-}
-
-/// One write of a committed batch: the RRSet's new data, or `None` for a deletion.
-#[derive(Serialize, Deserialize)]
-struct JournalWrite {
-    name: Name,
-    #[serde(rename = "type")]
-    rtype: RecordType,
-    data: Option<StoredData>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct StoredData {
-    ttl: u32,
-    values: Vec<String>,
-}
-
-/// One committed batch.
-#[derive(Serialize, Deserialize)]
-struct JournalEntry {
-    zone: Name,
-    serial: u64,
-    writes: Vec<JournalWrite>,
 }
 
 struct State {
@@ -552,121 +507,6 @@ fn stage(zone: &Name, data: &ZoneData, ops: &[RRSetOp]) -> Result<Staged, StoreE
         }
     }
     Ok(staged)
-}
-
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    // Directories can be opened and fsynced on Unix; elsewhere rename is as durable as
-    // the platform makes it.
-    #[cfg(unix)]
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io(dir, e))?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
-}
-
-fn load_snapshot(path: &Path) -> Result<BTreeMap<Name, ZoneData>, StoreError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(StoreError::io(path, e)),
-    };
-    let corrupt = |problem: String| StoreError::Corrupt {
-        path: path.to_path_buf(),
-        line: None,
-        problem,
-    };
-    let snapshot: Snapshot = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
-    if snapshot.format != FORMAT {
-        return Err(corrupt(format!(
-            "unsupported format {} (expected {FORMAT})",
-            snapshot.format
-        )));
-    }
-    let mut zones = BTreeMap::new();
-    for z in snapshot.zones {
-        let mut data = ZoneData::new();
-        data.serial = z.serial;
-        for r in z.rrsets {
-            let key = RecordKey::new(z.zone.clone(), r.name, r.rtype);
-            let rrset =
-                RRSet::new(key.clone(), r.ttl, &r.values).map_err(|e| corrupt(e.to_string()))?;
-            data.set(&key, Some(rrset));
-        }
-        zones.insert(z.zone, data);
-    }
-    Ok(zones)
-}
-
-/// Replays the journal into `zones` and returns the length of its well-formed prefix.
-fn replay_journal(path: &Path, zones: &mut BTreeMap<Name, ZoneData>) -> Result<u64, StoreError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(StoreError::io(path, e)),
-    };
-    let mut reader = BufReader::new(file);
-    let mut good = 0u64;
-    let mut line = Vec::new();
-    let mut number = 0;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| StoreError::io(path, e))?;
-        if n == 0 {
-            return Ok(good);
-        }
-        number += 1;
-        let complete = line.last() == Some(&b'\n');
-        let corrupt = |problem: String| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            line: Some(number),
-            problem,
-        };
-        if !complete {
-            // A line without its newline is the last one, torn by a crash mid-write.
-            return Ok(good);
-        }
-        let entry: JournalEntry = match serde_json::from_slice(&line) {
-            Ok(e) => e,
-            Err(e) => {
-                // A bad line with more after it is damage, not a torn write.
-                let mut rest = Vec::new();
-                std::io::Read::read_to_end(&mut reader, &mut rest)
-                    .map_err(|e| StoreError::io(path, e))?;
-                if rest.iter().all(u8::is_ascii_whitespace) {
-                    return Ok(good);
-                }
-                return Err(corrupt(e.to_string()));
-            }
-        };
-        let data = zones
-            .get_mut(&entry.zone)
-            .ok_or_else(|| corrupt(format!("zone {} is not in the snapshot", entry.zone)))?;
-        if entry.serial > data.serial {
-            if entry.serial != data.serial + 1 {
-                return Err(corrupt(format!(
-                    "zone {} jumps from serial {} to {}",
-                    entry.zone, data.serial, entry.serial
-                )));
-            }
-            for w in entry.writes {
-                let key = RecordKey::new(entry.zone.clone(), w.name, w.rtype);
-                let rrset = match w.data {
-                    None => None,
-                    Some(d) => Some(
-                        RRSet::new(key.clone(), d.ttl, &d.values)
-                            .map_err(|e| corrupt(e.to_string()))?,
-                    ),
-                };
-                data.set(&key, rrset);
-            }
-            data.serial = entry.serial;
-        }
-        good += n as u64;
-    }
 }
 
 #[cfg(test)]
