@@ -15,7 +15,7 @@
 use dnsplane_applier::MemoryStore;
 use dnsplane_applier::account::{Account, AccountOptions};
 use dnsplane_applier::apply::{BatchReport, bisection_bound, execute};
-use dnsplane_applier::layers::CallCx;
+use dnsplane_applier::provider::call::CallCx;
 use dnsplane_applier::provider::fault::{FaultRuleConfig, compile_rules};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::retry::RetryPolicy;

@@ -8,9 +8,10 @@
 use crate::circuit::{Circuit, CircuitConfig};
 use crate::config::AccountConfig;
 use crate::layers::observed::Seen;
-use crate::layers::{Driver, Layer, Observed, Stack, Traced};
+use crate::layers::{Observed, Traced};
 use crate::metrics::{AccountMetrics, ApplierMetrics};
 use crate::provider::Provider;
+use crate::provider::call::{Driver, Layer, Stack};
 use crate::provider::fault::{FaultInjector, FaultRule, compile_rules};
 use crate::quota::{Limited, Quota, QuotaSettings};
 use dnsplane_common::Name;

@@ -6,7 +6,7 @@ use crate::apply::{self, BatchReport, Verdict};
 use crate::cache::ListingCache;
 use crate::circuit::{Admission, CircuitStatus};
 use crate::events;
-use crate::layers::CallCx;
+use crate::provider::call::CallCx;
 use crate::provider::{Listing, Operation, ProviderError};
 use crate::quota::QuotaStatus;
 use crate::retry::RetryPolicy;

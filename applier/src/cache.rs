@@ -6,7 +6,7 @@
 //! serial: served again for another `ttl`), else re-listed. Every write to the zone
 //! invalidates it; a generation number keeps a listing that raced with a write from
 //! refilling the cache with pre-write data. Reads restricted to names never fill it.
-use crate::layers::{CallCx, Stack};
+use crate::provider::call::{CallCx, Stack};
 use crate::provider::{Listing, ProviderError};
 use dnsplane_common::Name;
 use std::collections::HashMap;

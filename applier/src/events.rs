@@ -17,8 +17,8 @@
 //! HTTP drivers put the current span's context on their requests
 //! (`dnsplane_common::telemetry::inject_http_headers`), so a provider that traces joins
 //! the same trace.
-use crate::layers::{Call, CallCx};
 use crate::metrics::AccountMetrics;
+use crate::provider::call::{Call, CallCx};
 use crate::provider::{Operation, ProviderError};
 use dnsplane_common::{Outcome, RecordResult};
 use std::collections::BTreeMap;

@@ -7,6 +7,7 @@ mod deploy_files;
 mod failing_zone;
 mod failover;
 mod incremental;
+mod layering;
 mod metrics;
 mod otlp_trace;
 mod quota;

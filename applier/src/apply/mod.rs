@@ -12,7 +12,7 @@
 //!
 //! Every provider call goes through the account's stack ([`Stack`]) with a
 //! [`CallCx`] that carries the batch's deadline and the call's attempt number.
-use crate::layers::{CallCx, Stack};
+use crate::provider::call::{CallCx, Stack};
 use crate::provider::{ErrorClass, ProviderError};
 use crate::retry::RetryPolicy;
 use dnsplane_common::{Change, ConflictReason, Name, Outcome, RRSet, RecordResult};

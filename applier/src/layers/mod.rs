@@ -1,5 +1,6 @@
-//! An account's provider stack: layers in front of the driver, each with one method,
-//! and one call context passed explicitly through all of them.
+//! The layers of an account's provider stack, each with one method
+//! ([`Layer`](crate::provider::call::Layer)) and one call context passed explicitly
+//! through all of them ([`CallCx`](crate::provider::call::CallCx)):
 //!
 //! ```text
 //! Traced (the `provider.call` span) → Limited (the quota: `quota.wait`, denials,
@@ -7,219 +8,19 @@
 //! with `[[accounts.faults]]`) → Driver (the driver's four-method `Provider` trait)
 //! ```
 //!
-//! Every call carries a [`CallCx`]: the account, the zone, the deadline the call must
-//! not outlive and its attempt number (0 the first time; retries count up). The batch
-//! algorithm builds it; no layer learns anything from a task-local or from the name of
-//! the current span. This is tower's `Layer`/`Service` shape (as linkerd uses it), with
-//! one difference: a [`Call`] borrows the batch's ops instead of owning them, so that
-//! a thousand-op batch and its retries are never copied; tower's `Service` would need
-//! owned, `'static` requests.
+//! Every call carries its account, its zone, the deadline it must not outlive and its
+//! attempt number (0 the first time; retries count up). The batch algorithm builds the
+//! context; no layer learns anything from a task-local or from the name of the current
+//! span.
 //!
 //! Injected faults sit below the metrics and the circuit, so they look exactly like
 //! the provider's own answers to everything above; a call the quota denies reaches
-//! nothing below it (no metric, no circuit, no provider).
-use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
-use async_trait::async_trait;
-use dnsplane_common::{Name, RRSetOp};
-use std::sync::Arc;
-use tokio::time::Instant;
-
+//! nothing below it (no metric, no circuit, no provider). [`Traced`] and [`Observed`]
+//! are here; the quota's layer is [`crate::quota::Limited`], the fault injector
+//! [`crate::provider::fault::FaultInjector`].
 pub mod observed;
 pub mod traced;
 
+pub use crate::provider::call::{Call, CallCx, Driver, Layer, Reply, Stack};
 pub use observed::Observed;
 pub use traced::Traced;
-
-/// What every layer knows about one provider call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallCx {
-    pub account: Arc<str>,
-    /// The zone the call is about; `None` for account-wide calls (listing zones).
-    pub zone: Option<Name>,
-    /// The call must not start (or wait for a quota token) past this.
-    pub deadline: Option<Instant>,
-    /// 0 for the first attempt of a request, then 1, 2, … for its retries.
-    pub attempt: u32,
-}
-
-impl CallCx {
-    /// The first attempt of a call about `zone` of `account`, without a deadline.
-    pub fn new(account: impl Into<Arc<str>>, zone: Option<Name>) -> CallCx {
-        CallCx {
-            account: account.into(),
-            zone,
-            deadline: None,
-            attempt: 0,
-        }
-    }
-
-    #[must_use]
-    pub fn with_deadline(mut self, deadline: Option<Instant>) -> CallCx {
-        self.deadline = deadline;
-        self
-    }
-
-    #[must_use]
-    pub fn with_attempt(mut self, attempt: u32) -> CallCx {
-        self.attempt = attempt;
-        self
-    }
-
-    /// The zone of a zone call; an error (never a panic) for a call built without one.
-    pub fn zone(&self) -> Result<&Name, ProviderError> {
-        self.zone.as_ref().ok_or_else(|| {
-            ProviderError::new(
-                ErrorClass::Invalid,
-                "internal error: a zone call without a zone",
-            )
-        })
-    }
-}
-
-/// One provider request.
-#[derive(Clone, Copy, Debug)]
-pub enum Call<'a> {
-    /// The zones the account holds.
-    Zones,
-    /// The zone's change counter.
-    Serial,
-    /// The zone's RRSets, or only those at `names`.
-    List { names: Option<&'a [Name]> },
-    /// One write of `ops` (atomic where the driver says so).
-    Apply { ops: &'a [RRSetOp] },
-}
-
-impl Call<'_> {
-    pub fn operation(&self) -> Operation {
-        match self {
-            Call::Zones => Operation::Zones,
-            Call::Serial => Operation::Serial,
-            Call::List { .. } => Operation::List,
-            Call::Apply { .. } => Operation::Apply,
-        }
-    }
-
-    /// How many names or ops the call carries (0 for a whole-zone read).
-    pub fn items(&self) -> usize {
-        match self {
-            Call::Zones | Call::Serial => 0,
-            Call::List { names } => names.map_or(0, <[Name]>::len),
-            Call::Apply { ops } => ops.len(),
-        }
-    }
-}
-
-/// The provider's answer to a [`Call`] (the variant matches the call's).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
-    Zones(Vec<Name>),
-    Serial(Option<u64>),
-    Listing(Listing),
-    Applied,
-}
-
-/// One layer of the stack (or the driver at its bottom).
-#[async_trait]
-pub trait Layer: Send + Sync + std::fmt::Debug {
-    /// The driver's name as written in the config (`memory`, `pdns`, ...).
-    fn driver(&self) -> &'static str;
-    fn capabilities(&self) -> Capabilities;
-    async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError>;
-}
-
-/// The bottom of the stack: a driver behind its four-method trait.
-#[derive(Debug)]
-pub struct Driver(pub Arc<dyn Provider>);
-
-#[async_trait]
-impl Layer for Driver {
-    fn driver(&self) -> &'static str {
-        self.0.driver()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
-    }
-
-    async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
-        Ok(match call {
-            Call::Zones => Reply::Zones(self.0.zones().await?),
-            Call::Serial => Reply::Serial(self.0.serial(cx.zone()?).await?),
-            Call::List { names } => Reply::Listing(self.0.list(cx.zone()?, names).await?),
-            Call::Apply { ops } => {
-                self.0.apply(cx.zone()?, ops).await?;
-                Reply::Applied
-            }
-        })
-    }
-}
-
-fn unexpected(call: Operation, reply: &Reply) -> ProviderError {
-    ProviderError::new(
-        ErrorClass::Invalid,
-        format!("internal error: a {call} call answered {reply:?}"),
-    )
-}
-
-/// An assembled stack, with typed shorthands for each call.
-#[derive(Clone, Debug)]
-pub struct Stack(Arc<dyn Layer>);
-
-impl Stack {
-    pub fn new(top: Arc<dyn Layer>) -> Stack {
-        Stack(top)
-    }
-
-    /// A stack of just the driver (tests, benchmarks).
-    pub fn driver_only(provider: Arc<dyn Provider>) -> Stack {
-        Stack(Arc::new(Driver(provider)))
-    }
-
-    pub fn top(&self) -> &Arc<dyn Layer> {
-        &self.0
-    }
-
-    pub fn driver(&self) -> &'static str {
-        self.0.driver()
-    }
-
-    pub fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
-    }
-
-    pub async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
-        self.0.call(cx, call).await
-    }
-
-    pub async fn zones(&self, cx: &CallCx) -> Result<Vec<Name>, ProviderError> {
-        match self.call(cx, Call::Zones).await? {
-            Reply::Zones(z) => Ok(z),
-            r => Err(unexpected(Operation::Zones, &r)),
-        }
-    }
-
-    pub async fn serial(&self, cx: &CallCx) -> Result<Option<u64>, ProviderError> {
-        match self.call(cx, Call::Serial).await? {
-            Reply::Serial(s) => Ok(s),
-            r => Err(unexpected(Operation::Serial, &r)),
-        }
-    }
-
-    pub async fn list(
-        &self,
-        cx: &CallCx,
-        names: Option<&[Name]>,
-    ) -> Result<Listing, ProviderError> {
-        match self.call(cx, Call::List { names }).await? {
-            Reply::Listing(l) => Ok(l),
-            r => Err(unexpected(Operation::List, &r)),
-        }
-    }
-
-    pub async fn apply(&self, cx: &CallCx, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        match self.call(cx, Call::Apply { ops }).await? {
-            Reply::Applied => Ok(()),
-            r => Err(unexpected(Operation::Apply, &r)),
-        }
-    }
-}

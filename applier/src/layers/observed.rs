@@ -3,10 +3,10 @@
 //! ([`events::ProviderCallFinished`]), shows its answer to the account's circuit
 //! breaker, and remembers the zone serials reads saw and the last error, for
 //! `GetStatus`.
-use super::{Call, CallCx, Layer, Reply};
 use crate::circuit::Circuit;
 use crate::events;
 use crate::metrics::AccountMetrics;
+use crate::provider::call::{Call, CallCx, Layer, Reply};
 use crate::provider::{Capabilities, Listing, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::Name;

@@ -2,8 +2,8 @@
 //! with their attempt number from the [`CallCx`]), so that everything below — the
 //! quota's wait, the call, the driver's HTTP request and its `traceparent` — is inside
 //! it.
-use super::{Call, CallCx, Layer, Reply};
 use crate::events::provider_call_span;
+use crate::provider::call::{Call, CallCx, Layer, Reply};
 use crate::provider::{Capabilities, ProviderError};
 use async_trait::async_trait;
 use std::sync::Arc;

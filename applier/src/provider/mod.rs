@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use std::time::Duration;
 
+pub mod call;
 pub mod fault;
 pub mod memory;
 pub mod pdns;

@@ -5,8 +5,8 @@
 //! `throttled` is fed back into the bucket.
 use super::limiter::Quota;
 use crate::events;
-use crate::layers::{Call, CallCx, Layer, Reply};
 use crate::metrics::AccountMetrics;
+use crate::provider::call::{Call, CallCx, Layer, Reply};
 use crate::provider::{Capabilities, ErrorClass, ProviderError};
 use async_trait::async_trait;
 use std::sync::Arc;

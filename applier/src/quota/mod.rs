@@ -12,7 +12,7 @@
 //! A call waits for its token (reserved, so waiters go in order), but never past the
 //! batch deadline: a call that could not go before it is not made, and the batch's
 //! remaining changes come back `DEFERRED` with the time the next token is expected
-//! (the call's deadline travels in its [`CallCx`](crate::layers::CallCx)). A throttle answer from the provider
+//! (the call's deadline travels in its [`CallCx`](crate::provider::call::CallCx)). A throttle answer from the provider
 //! (an error the driver marked `throttled`: an HTTP 429, Route 53's `Throttling`) lowers the rate for every
 //! replica sharing the bucket: the next call waits out the `Retry-After`, the rate
 //! halves and then climbs back linearly over `recover` (see [`gcra`]).

@@ -2,7 +2,7 @@
 //! call below the metrics and the circuit, so injected faults look exactly like the
 //! provider's own answers to everything above.
 use super::rules::{Action, FaultKind, FaultRule, LOG_TARGET};
-use crate::layers::{Call, CallCx, Layer, Reply};
+use crate::provider::call::{Call, CallCx, Layer, Reply};
 use crate::provider::{Capabilities, ErrorClass, Operation, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};

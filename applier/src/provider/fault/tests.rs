@@ -1,6 +1,6 @@
 use super::*;
-use crate::layers::{CallCx, Driver, Stack};
 use crate::provider::ErrorClass;
+use crate::provider::call::{CallCx, Driver, Stack};
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::store::MemoryStore;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};

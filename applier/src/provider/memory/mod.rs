@@ -1,8 +1,7 @@
 //! The embedded `memory` driver: a [`MemoryStore`] behind the [`Provider`] trait, with
 //! atomic conditional batches and a serial, the reference for what a good provider does.
 //!
-//! - [`store`]: the crash-safe store (snapshot + fsynced journal; the files in
-//!   `journal`);
+//! - [`store`]: the crash-safe store (snapshot + fsynced journal);
 //! - [`dns`]: the authoritative DNS responder over it (UDP and TCP), so that `dig`
 //!   shows what dnsplane did;
 //! - [`config`]: the account table.
@@ -10,7 +9,6 @@ use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError
 
 pub mod config;
 pub mod dns;
-mod journal;
 pub mod store;
 
 use async_trait::async_trait;

@@ -2,7 +2,7 @@
 //! replaying the journal (a torn last line is an unacknowledged batch and is dropped;
 //! damage anywhere else is an error, never silently skipped), and fsyncing a
 //! directory after a rename.
-use super::store::{StoreError, ZoneData};
+use super::{StoreError, ZoneData};
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

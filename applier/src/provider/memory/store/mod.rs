@@ -20,7 +20,9 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use super::journal::{
+mod journal;
+
+use journal::{
     FORMAT, JOURNAL, JournalEntry, JournalWrite, SNAPSHOT, Snapshot, StoredData, StoredRRSet,
     StoredZone, load_snapshot, replay_journal, sync_dir,
 };
