@@ -7,12 +7,12 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `dnsplane_circuit_state` | gauge | `account`, `state` (`closed` `open` `half_open`; 1 for the current one) |
-//! | `dnsplane_faults_injected_total` | counter | `account`, `action` (only with `[[accounts.faults]]`) |
-//! | `dnsplane_cache_hits_total`, `dnsplane_cache_misses_total` | counter | — |
-//! | `dnsplane_quota_granted_total`, `dnsplane_quota_denied_total`, `dnsplane_quota_throttled_total`, `dnsplane_quota_fallbacks_total` | counter | `account` |
-//! | `dnsplane_quota_rate` | gauge | `account`, `kind` (`configured` `current`) |
-//! | `dnsplane_quota_mode` | gauge | `account`, `mode` (`local` `shared` `fallback`; 1 for the current one) |
+//! | `dnsplane_applier_circuit_state` | gauge | `account`, `state` (`closed` `open` `half_open`; 1 for the current one) |
+//! | `dnsplane_applier_faults_injected_total` | counter | `account`, `action` (only with `[[accounts.faults]]`) |
+//! | `dnsplane_applier_cache_hits_total`, `dnsplane_applier_cache_misses_total` | counter | — |
+//! | `dnsplane_applier_quota_granted_total`, `dnsplane_applier_quota_denied_total`, `dnsplane_applier_quota_throttled_total`, `dnsplane_applier_quota_fallbacks_total` | counter | `account` |
+//! | `dnsplane_applier_quota_rate` | gauge | `account`, `kind` (`configured` `current`) |
+//! | `dnsplane_applier_quota_mode` | gauge | `account`, `mode` (`local` `shared` `fallback`; 1 for the current one) |
 use crate::account::Account;
 use crate::accounts::Accounts;
 use crate::quota::QuotaStatus;
@@ -27,7 +27,7 @@ use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Every circuit state, for `dnsplane_circuit_state`.
+/// Every circuit state, for `dnsplane_applier_circuit_state`.
 const CIRCUIT_STATES: [&str; 3] = ["closed", "open", "half_open"];
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -82,7 +82,7 @@ impl Collector for StateCollector {
         let accounts: Vec<Arc<Account>> = self.accounts.all().cloned().collect();
         {
             let mut family = encoder.encode_descriptor(
-                "dnsplane_circuit_state",
+                "dnsplane_applier_circuit_state",
                 "The account's circuit breaker: 1 for its current state (closed, open, half_open), 0 for the others",
                 None,
                 MetricType::Gauge,
@@ -101,7 +101,7 @@ impl Collector for StateCollector {
         }
         counter_family(
             &mut encoder,
-            "dnsplane_faults_injected",
+            "dnsplane_applier_faults_injected",
             "Injected faults that fired, by account and action (fault-injection rules only)",
             accounts.iter().flat_map(|a| {
                 a.faults_fired().into_iter().map(|(action, n)| {
@@ -118,14 +118,14 @@ impl Collector for StateCollector {
         encode_quotas(&mut encoder, &accounts)?;
         let cache = self.accounts.cache().stats();
         let hits = encoder.encode_descriptor(
-            "dnsplane_cache_hits",
+            "dnsplane_applier_cache_hits",
             "Listings served from the listing cache without listing the zone again",
             None,
             MetricType::Counter,
         )?;
         ConstCounter::new(cache.hits).encode(hits)?;
         let misses = encoder.encode_descriptor(
-            "dnsplane_cache_misses",
+            "dnsplane_applier_cache_misses",
             "Listings that had to list the zone (or the names) at the provider",
             None,
             MetricType::Counter,
@@ -159,30 +159,30 @@ fn encode_quotas(
     };
     counter_family(
         encoder,
-        "dnsplane_quota_granted",
+        "dnsplane_applier_quota_granted",
         "Quota tokens taken (with or without a wait), by account",
         by_account(|q| q.granted),
     )?;
     counter_family(
         encoder,
-        "dnsplane_quota_denied",
+        "dnsplane_applier_quota_denied",
         "Provider calls not made because no quota token came before the deadline (their changes: DEFERRED), by account",
         by_account(|q| q.denied),
     )?;
     counter_family(
         encoder,
-        "dnsplane_quota_throttled",
+        "dnsplane_applier_quota_throttled",
         "Throttle answers (429, Retry-After) fed back into the quota, by account",
         by_account(|q| q.throttled),
     )?;
     counter_family(
         encoder,
-        "dnsplane_quota_fallbacks",
+        "dnsplane_applier_quota_fallbacks",
         "Times the shared quota's Redis became unreachable and this replica fell back to its local share, by account",
         by_account(|q| q.fallbacks),
     )?;
     let mut rate = encoder.encode_descriptor(
-        "dnsplane_quota_rate",
+        "dnsplane_applier_quota_rate",
         "The account's quota in calls per second: the configured rate (kind=configured) and the one this replica works under now (kind=current: lowered after a throttle, a local share in fallback)",
         None,
         MetricType::Gauge,
@@ -197,7 +197,7 @@ fn encode_quotas(
         }
     }
     let mut mode = encoder.encode_descriptor(
-        "dnsplane_quota_mode",
+        "dnsplane_applier_quota_mode",
         "Where the account's quota bucket lives: 1 for the current mode (local, shared, fallback), 0 for the others",
         None,
         MetricType::Gauge,
@@ -438,30 +438,30 @@ mod tests {
         for (series, want) in [
             (
                 format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="transient"}}"#
+                    r#"dnsplane_applier_provider_requests_total{{{acct},operation="apply",class="transient"}}"#
                 ),
                 1.0,
             ),
             (
                 format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="conflict"}}"#
+                    r#"dnsplane_applier_provider_requests_total{{{acct},operation="apply",class="conflict"}}"#
                 ),
                 1.0,
             ),
             (
                 format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="apply",class="success"}}"#
+                    r#"dnsplane_applier_provider_requests_total{{{acct},operation="apply",class="success"}}"#
                 ),
                 1.0,
             ),
             (
                 format!(
-                    r#"dnsplane_provider_requests_total{{{acct},operation="list",class="success"}}"#
+                    r#"dnsplane_applier_provider_requests_total{{{acct},operation="list",class="success"}}"#
                 ),
                 1.0,
             ),
             (
-                format!(r#"dnsplane_provider_retries_total{{{acct},operation="apply"}}"#),
+                format!(r#"dnsplane_applier_provider_retries_total{{{acct},operation="apply"}}"#),
                 1.0,
             ),
             (
@@ -478,56 +478,56 @@ mod tests {
             ),
             (format!(r#"dnsplane_applier_batches_total{{{acct}}}"#), 1.0),
             (
-                r#"dnsplane_circuit_state{account="metrics-unit",state="closed"}"#.into(),
+                r#"dnsplane_applier_circuit_state{account="metrics-unit",state="closed"}"#.into(),
                 1.0,
             ),
             (
-                r#"dnsplane_circuit_state{account="metrics-unit",state="open"}"#.into(),
+                r#"dnsplane_applier_circuit_state{account="metrics-unit",state="open"}"#.into(),
                 0.0,
             ),
             (
-                r#"dnsplane_faults_injected_total{account="metrics-unit",action="other_writer"}"#
+                r#"dnsplane_applier_faults_injected_total{account="metrics-unit",action="other_writer"}"#
                     .into(),
                 1.0,
             ),
             (
-                r#"dnsplane_faults_injected_total{account="metrics-unit",action="rate_limited"}"#
+                r#"dnsplane_applier_faults_injected_total{account="metrics-unit",action="rate_limited"}"#
                     .into(),
                 1.0,
             ),
-            ("dnsplane_cache_hits_total".into(), 0.0),
-            ("dnsplane_cache_misses_total".into(), 0.0),
+            ("dnsplane_applier_cache_hits_total".into(), 0.0),
+            ("dnsplane_applier_cache_misses_total".into(), 0.0),
             // The three writes took a token each (reads do not count: `ops = "writes"`);
             // the 429 was fed back.
             (
-                r#"dnsplane_quota_wait_seconds_count{account="metrics-unit"}"#.into(),
+                r#"dnsplane_applier_quota_wait_seconds_count{account="metrics-unit"}"#.into(),
                 3.0,
             ),
             (
-                r#"dnsplane_quota_granted_total{account="metrics-unit"}"#.into(),
+                r#"dnsplane_applier_quota_granted_total{account="metrics-unit"}"#.into(),
                 3.0,
             ),
             (
-                r#"dnsplane_quota_throttled_total{account="metrics-unit"}"#.into(),
+                r#"dnsplane_applier_quota_throttled_total{account="metrics-unit"}"#.into(),
                 1.0,
             ),
             (
-                r#"dnsplane_quota_denied_total{account="metrics-unit"}"#.into(),
+                r#"dnsplane_applier_quota_denied_total{account="metrics-unit"}"#.into(),
                 0.0,
             ),
             (
-                r#"dnsplane_quota_rate{account="metrics-unit",kind="configured"}"#.into(),
+                r#"dnsplane_applier_quota_rate{account="metrics-unit",kind="configured"}"#.into(),
                 1000.0,
             ),
             (
-                r#"dnsplane_quota_mode{account="metrics-unit",mode="local"}"#.into(),
+                r#"dnsplane_applier_quota_mode{account="metrics-unit",mode="local"}"#.into(),
                 1.0,
             ),
         ] {
             assert_eq!(value(&text, &series), Some(want), "{series} in:\n{text}");
         }
         assert!(
-            text.contains("# TYPE dnsplane_provider_request_duration_seconds histogram"),
+            text.contains("# TYPE dnsplane_applier_provider_request_duration_seconds histogram"),
             "{text}"
         );
         assert!(

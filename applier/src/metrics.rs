@@ -8,13 +8,13 @@
 //!
 //! | metric | type | labels | recorded by |
 //! |---|---|---|---|
-//! | `dnsplane_provider_requests_total` | counter | `account`, `provider`, `operation` (`zones` `serial` `list` `apply`), `class` (`success` or an error class) | every provider call ([`crate::layers::Observed`]) |
-//! | `dnsplane_provider_request_duration_seconds` | histogram | `provider`, `operation` | every provider call |
-//! | `dnsplane_provider_retries_total` | counter | `account`, `provider`, `operation` | every retried call (attempt ≥ 1) that reached the provider |
+//! | `dnsplane_applier_provider_requests_total` | counter | `account`, `provider`, `operation` (`zones` `serial` `list` `apply`), `class` (`success` or an error class) | every provider call ([`crate::layers::Observed`]) |
+//! | `dnsplane_applier_provider_request_duration_seconds` | histogram | `provider`, `operation` | every provider call |
+//! | `dnsplane_applier_provider_retries_total` | counter | `account`, `provider`, `operation` | every retried call (attempt ≥ 1) that reached the provider |
 //! | `dnsplane_applier_record_outcomes_total` | counter | `account`, `provider`, `outcome` (`applied` ... `rejected_permanent`) | every batch ([`crate::events::BatchFinished`]) |
 //! | `dnsplane_applier_batches_total` | counter | `account`, `provider` | every batch |
-//! | `dnsplane_quota_wait_seconds` | histogram | `account` | each quota token taken (zero waits included) |
-//! | `dnsplane_quota_tokens` | gauge | `account` | tokens left after the last take |
+//! | `dnsplane_applier_quota_wait_seconds` | histogram | `account` | each quota token taken (zero waits included) |
+//! | `dnsplane_applier_quota_tokens` | gauge | `account` | tokens left after the last take |
 use crate::provider::{ErrorClass, Operation};
 use dnsplane_common::{Outcome, RecordResult};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -128,17 +128,17 @@ impl ApplierMetrics {
     pub fn register(registry: &mut Registry) -> ApplierMetrics {
         let m = ApplierMetrics::default();
         registry.register(
-            "dnsplane_provider_requests",
+            "dnsplane_applier_provider_requests",
             "Provider API calls, by account, driver, operation and answer class (success or the error class)",
             m.provider_requests.clone(),
         );
         registry.register(
-            "dnsplane_provider_request_duration_seconds",
+            "dnsplane_applier_provider_request_duration_seconds",
             "Duration of provider API calls, by driver and operation",
             m.provider_duration.clone(),
         );
         registry.register(
-            "dnsplane_provider_retries",
+            "dnsplane_applier_provider_retries",
             "Transient provider answers retried inside a batch, by account, driver and operation",
             m.retries.clone(),
         );
@@ -153,12 +153,12 @@ impl ApplierMetrics {
             m.batches.clone(),
         );
         registry.register(
-            "dnsplane_quota_wait_seconds",
+            "dnsplane_applier_quota_wait_seconds",
             "Time spent waiting for provider quota tokens before a call, by account",
             m.quota_wait.clone(),
         );
         registry.register(
-            "dnsplane_quota_tokens",
+            "dnsplane_applier_quota_tokens",
             "Provider quota tokens left after the last take, by account",
             m.quota_tokens.clone(),
         );
@@ -339,14 +339,14 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert_eq!(
-            value(&text, r#"dnsplane_quota_wait_seconds_count{account="q"}"#),
+            value(&text, r#"dnsplane_applier_quota_wait_seconds_count{account="q"}"#),
             Some(2.0),
             "{text}"
         );
         assert_eq!(
             value(
                 &text,
-                r#"dnsplane_quota_wait_seconds_bucket{le="0.004",account="q"}"#
+                r#"dnsplane_applier_quota_wait_seconds_bucket{le="0.004",account="q"}"#
             ),
             Some(2.0),
             "{text}"
@@ -354,13 +354,13 @@ mod tests {
         assert_eq!(
             value(
                 &text,
-                r#"dnsplane_quota_wait_seconds_bucket{le="0.002",account="q"}"#
+                r#"dnsplane_applier_quota_wait_seconds_bucket{le="0.002",account="q"}"#
             ),
             Some(1.0),
             "{text}"
         );
         assert_eq!(
-            value(&text, r#"dnsplane_quota_tokens{account="q"}"#),
+            value(&text, r#"dnsplane_applier_quota_tokens{account="q"}"#),
             Some(7.5),
             "{text}"
         );
@@ -391,7 +391,7 @@ mod tests {
         assert_eq!(
             value(
                 &text,
-                &format!(r#"dnsplane_provider_retries_total{{{acct},operation="apply"}}"#)
+                &format!(r#"dnsplane_applier_provider_retries_total{{{acct},operation="apply"}}"#)
             ),
             Some(1.0),
             "{text}"

@@ -6,14 +6,14 @@
 //!
 //! | metric | type | labels | set by |
 //! |---|---|---|---|
-//! | `dnsplane_plan_changes_total` | counter | `zone`, `kind` (`create` `update` `delete` `adopt`) | `ZonePlanned`, per plan sent |
-//! | `dnsplane_record_outcomes_total` | counter | `zone`, `outcome` (`applied` `already_applied` `conflict` `invalid` `deferred` `failed` `rejected_permanent`) | `ResultFolded`, per applier result |
-//! | `dnsplane_sync_duration_seconds` | histogram | `zone`, `scope` (`zone` `names`), `result` (`ok` `error`) | `SyncFinished`, per sync |
-//! | `dnsplane_records` | gauge | `zone`, `state` (`converged` `conflict` ...; 0 when none) | the read model, at scrape time |
-//! | `dnsplane_desired_records`, `dnsplane_observed_records` | gauge | `zone` | desired state / what the provider holds as the planner knows it (last read, updated from results; ownership records included), at scrape time |
-//! | `dnsplane_last_sync_timestamp_seconds`, `dnsplane_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
-//! | `dnsplane_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
-//! | `dnsplane_source_errors` | gauge | — | desired records rejected by the sources |
+//! | `dnsplane_planner_plan_changes_total` | counter | `zone`, `kind` (`create` `update` `delete` `adopt`) | `ZonePlanned`, per plan sent |
+//! | `dnsplane_planner_record_outcomes_total` | counter | `zone`, `outcome` (`applied` `already_applied` `conflict` `invalid` `deferred` `failed` `rejected_permanent`) | `ResultFolded`, per applier result |
+//! | `dnsplane_planner_sync_duration_seconds` | histogram | `zone`, `scope` (`zone` `names`), `result` (`ok` `error`) | `SyncFinished`, per sync |
+//! | `dnsplane_planner_records` | gauge | `zone`, `state` (`converged` `conflict` ...; 0 when none) | the read model, at scrape time |
+//! | `dnsplane_planner_desired_records`, `dnsplane_planner_observed_records` | gauge | `zone` | desired state / what the provider holds as the planner knows it (last read, updated from results; ownership records included), at scrape time |
+//! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
+//! | `dnsplane_planner_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
+//! | `dnsplane_planner_source_errors` | gauge | — | desired records rejected by the sources |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 use dnsplane_common::{ChangeKind, Name, Outcome};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -105,52 +105,52 @@ impl PlannerMetrics {
             source_errors: Gauge::default(),
         };
         registry.register(
-            "dnsplane_plan_changes",
+            "dnsplane_planner_plan_changes",
             "Changes planned and sent to an applier, by zone and kind",
             m.plan_changes.clone(),
         );
         registry.register(
-            "dnsplane_record_outcomes",
+            "dnsplane_planner_record_outcomes",
             "Per-record results from appliers, by zone and outcome",
             m.record_outcomes.clone(),
         );
         registry.register(
-            "dnsplane_sync_duration_seconds",
+            "dnsplane_planner_sync_duration_seconds",
             "Duration of one sync (read, plan, apply), by zone, scope (whole zone or due names) and result",
             m.sync_duration.clone(),
         );
         registry.register(
-            "dnsplane_records",
+            "dnsplane_planner_records",
             "Records the planner manages, by zone and state",
             m.records.clone(),
         );
         registry.register(
-            "dnsplane_desired_records",
+            "dnsplane_planner_desired_records",
             "Desired records placed in the zone",
             m.desired_records.clone(),
         );
         registry.register(
-            "dnsplane_observed_records",
+            "dnsplane_planner_observed_records",
             "RRsets the zone held at its last full read",
             m.observed_records.clone(),
         );
         registry.register(
-            "dnsplane_last_sync_timestamp_seconds",
+            "dnsplane_planner_last_sync_timestamp_seconds",
             "When the last sync of the zone ended, in seconds since the Unix epoch",
             m.last_sync.clone(),
         );
         registry.register(
-            "dnsplane_last_sync_success_timestamp_seconds",
+            "dnsplane_planner_last_sync_success_timestamp_seconds",
             "When the last successful sync of the zone ended, in seconds since the Unix epoch",
             m.last_success.clone(),
         );
         registry.register(
-            "dnsplane_zone_syncing",
+            "dnsplane_planner_zone_syncing",
             "1 while a sync of the zone runs",
             m.syncing.clone(),
         );
         registry.register(
-            "dnsplane_source_errors",
+            "dnsplane_planner_source_errors",
             "Desired records the sources rejected (see /status or GetStatus)",
             m.source_errors.clone(),
         );
@@ -259,22 +259,22 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
         for line in [
-            "dnsplane_plan_changes_total{zone=\"example.com.\",kind=\"create\"} 2",
-            "dnsplane_plan_changes_total{zone=\"example.com.\",kind=\"delete\"} 1",
-            "dnsplane_plan_changes_total{zone=\"example.com.\",kind=\"adopt\"} 1",
-            "dnsplane_record_outcomes_total{zone=\"example.com.\",outcome=\"applied\"} 1",
-            "dnsplane_record_outcomes_total{zone=\"example.com.\",outcome=\"conflict\"} 2",
-            "dnsplane_record_outcomes_total{zone=\"example.com.\",outcome=\"rejected_permanent\"} 1",
-            "dnsplane_sync_duration_seconds_count{zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 1",
-            "dnsplane_sync_duration_seconds_bucket{le=\"0.04\",zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 1",
-            "dnsplane_sync_duration_seconds_bucket{le=\"0.02\",zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 0",
-            "dnsplane_sync_duration_seconds_bucket{le=\"+Inf\",zone=\"example.com.\",scope=\"names\",result=\"error\"} 1",
-            "dnsplane_sync_duration_seconds_bucket{le=\"40.96\",zone=\"example.com.\",scope=\"names\",result=\"error\"} 0",
+            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",kind=\"create\"} 2",
+            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",kind=\"delete\"} 1",
+            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",kind=\"adopt\"} 1",
+            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",outcome=\"applied\"} 1",
+            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",outcome=\"conflict\"} 2",
+            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",outcome=\"rejected_permanent\"} 1",
+            "dnsplane_planner_sync_duration_seconds_count{zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 1",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"0.04\",zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 1",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"0.02\",zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 0",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"+Inf\",zone=\"example.com.\",scope=\"names\",result=\"error\"} 1",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"40.96\",zone=\"example.com.\",scope=\"names\",result=\"error\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
         }
         assert!(
-            text.contains("# TYPE dnsplane_sync_duration_seconds histogram"),
+            text.contains("# TYPE dnsplane_planner_sync_duration_seconds histogram"),
             "{text}"
         );
     }

@@ -351,11 +351,11 @@ fn the_planner_admin_port_serves_metrics_probes_and_status() {
     assert_eq!(code, 200);
     let zone = format!("zone=\"{ZONE}\"");
     for line in [
-        format!("dnsplane_records{{{zone},state=\"converged\"}} 3"),
-        format!("dnsplane_records{{{zone},state=\"conflict\"}} 1"),
-        format!("dnsplane_records{{{zone},state=\"failed\"}} 0"),
-        format!("dnsplane_desired_records{{{zone}}} 4"),
-        "dnsplane_source_errors 0".to_string(),
+        format!("dnsplane_planner_records{{{zone},state=\"converged\"}} 3"),
+        format!("dnsplane_planner_records{{{zone},state=\"conflict\"}} 1"),
+        format!("dnsplane_planner_records{{{zone},state=\"failed\"}} 0"),
+        format!("dnsplane_planner_desired_records{{{zone}}} 4"),
+        "dnsplane_planner_source_errors 0".to_string(),
     ] {
         assert!(
             metrics.lines().any(|l| l == line),
@@ -366,7 +366,7 @@ fn the_planner_admin_port_serves_metrics_probes_and_status() {
         .lines()
         .find_map(|l| {
             l.strip_prefix(&format!(
-                "dnsplane_last_sync_success_timestamp_seconds{{{zone}}} "
+                "dnsplane_planner_last_sync_success_timestamp_seconds{{{zone}}} "
             ))
         })
         .and_then(|v| v.parse::<f64>().ok())
@@ -385,7 +385,7 @@ fn the_planner_admin_port_serves_metrics_probes_and_status() {
         "{metrics}"
     );
     assert!(
-        metrics.contains(&format!("dnsplane_zone_syncing{{{zone}}} ")),
+        metrics.contains(&format!("dnsplane_planner_zone_syncing{{{zone}}} ")),
         "{metrics}"
     );
 

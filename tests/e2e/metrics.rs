@@ -187,7 +187,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         let m = parse_metrics(&http_get(planner_admin, "/metrics").1);
         (sample(
             &m,
-            "dnsplane_records",
+            "dnsplane_planner_records",
             &[("zone", zone), ("state", "converged")],
         ) == Some(4.0))
         .then_some(m)
@@ -199,27 +199,27 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     // The planner: what it planned and what came back.
     for (name, labels, want) in [
         (
-            "dnsplane_plan_changes_total",
+            "dnsplane_planner_plan_changes_total",
             [("zone", zone), ("kind", "create")],
             4.0,
         ),
         (
-            "dnsplane_plan_changes_total",
+            "dnsplane_planner_plan_changes_total",
             [("zone", zone), ("kind", "adopt")],
             1.0,
         ),
         (
-            "dnsplane_record_outcomes_total",
+            "dnsplane_planner_record_outcomes_total",
             [("zone", zone), ("outcome", "applied")],
             4.0,
         ),
         (
-            "dnsplane_record_outcomes_total",
+            "dnsplane_planner_record_outcomes_total",
             [("zone", zone), ("outcome", "conflict")],
             1.0,
         ),
         (
-            "dnsplane_records",
+            "dnsplane_planner_records",
             [("zone", zone), ("state", "conflict")],
             0.0,
         ),
@@ -233,7 +233,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     }
     for kind in ["update", "delete"] {
         assert_eq!(
-            sum(&planner, "dnsplane_plan_changes_total", &[("kind", kind)]),
+            sum(&planner, "dnsplane_planner_plan_changes_total", &[("kind", kind)]),
             0.0,
             "{kind}"
         );
@@ -248,7 +248,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         assert_eq!(
             sum(
                 &planner,
-                "dnsplane_record_outcomes_total",
+                "dnsplane_planner_record_outcomes_total",
                 &[("outcome", outcome)]
             ),
             0.0,
@@ -256,13 +256,13 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         );
     }
     assert_eq!(
-        sample(&planner, "dnsplane_desired_records", &[("zone", zone)]),
+        sample(&planner, "dnsplane_planner_desired_records", &[("zone", zone)]),
         Some(4.0)
     );
     assert!(
         sum(
             &planner,
-            "dnsplane_sync_duration_seconds_count",
+            "dnsplane_planner_sync_duration_seconds_count",
             &[("zone", zone), ("result", "ok")]
         ) >= 2.0,
         "the zone sync and the conflict's re-plan"
@@ -277,22 +277,22 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     for (name, labels, want) in [
         // 429 first, then the conflict on b, then the other three; then b's adoption.
         (
-            "dnsplane_provider_requests_total",
+            "dnsplane_applier_provider_requests_total",
             with(&[("operation", "apply"), ("class", "transient")]),
             1.0,
         ),
         (
-            "dnsplane_provider_requests_total",
+            "dnsplane_applier_provider_requests_total",
             with(&[("operation", "apply"), ("class", "conflict")]),
             1.0,
         ),
         (
-            "dnsplane_provider_requests_total",
+            "dnsplane_applier_provider_requests_total",
             with(&[("operation", "apply"), ("class", "success")]),
             2.0,
         ),
         (
-            "dnsplane_provider_retries_total",
+            "dnsplane_applier_provider_retries_total",
             with(&[("operation", "apply")]),
             1.0,
         ),
@@ -318,58 +318,58 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         ),
         ("dnsplane_applier_batches_total", with(&[]), 2.0),
         (
-            "dnsplane_faults_injected_total",
+            "dnsplane_applier_faults_injected_total",
             vec![("account", "embedded"), ("action", "other_writer")],
             1.0,
         ),
         (
-            "dnsplane_faults_injected_total",
+            "dnsplane_applier_faults_injected_total",
             vec![("account", "embedded"), ("action", "rate_limited")],
             1.0,
         ),
         (
-            "dnsplane_circuit_state",
+            "dnsplane_applier_circuit_state",
             vec![("account", "embedded"), ("state", "closed")],
             1.0,
         ),
         (
-            "dnsplane_circuit_state",
+            "dnsplane_applier_circuit_state",
             vec![("account", "embedded"), ("state", "open")],
             0.0,
         ),
         (
-            "dnsplane_provider_request_duration_seconds_count",
+            "dnsplane_applier_provider_request_duration_seconds_count",
             vec![("provider", "memory"), ("operation", "apply")],
             4.0,
         ),
         // Writes take quota tokens (reads do not, `ops = "writes"`): one per apply call.
         (
-            "dnsplane_quota_wait_seconds_count",
+            "dnsplane_applier_quota_wait_seconds_count",
             vec![("account", "embedded")],
             4.0,
         ),
         (
-            "dnsplane_quota_granted_total",
+            "dnsplane_applier_quota_granted_total",
             vec![("account", "embedded")],
             4.0,
         ),
         (
-            "dnsplane_quota_throttled_total",
+            "dnsplane_applier_quota_throttled_total",
             vec![("account", "embedded")],
             1.0,
         ),
         (
-            "dnsplane_quota_denied_total",
+            "dnsplane_applier_quota_denied_total",
             vec![("account", "embedded")],
             0.0,
         ),
         (
-            "dnsplane_quota_rate",
+            "dnsplane_applier_quota_rate",
             vec![("account", "embedded"), ("kind", "configured")],
             1000.0,
         ),
         (
-            "dnsplane_quota_mode",
+            "dnsplane_applier_quota_mode",
             vec![("account", "embedded"), ("mode", "local")],
             1.0,
         ),
@@ -386,7 +386,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         assert_eq!(
             sum(
                 &applier,
-                "dnsplane_provider_requests_total",
+                "dnsplane_applier_provider_requests_total",
                 &[("class", class)]
             ),
             0.0,
@@ -395,7 +395,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     }
     let lists = sample(
         &applier,
-        "dnsplane_provider_requests_total",
+        "dnsplane_applier_provider_requests_total",
         &with(&[("operation", "list"), ("class", "success")]),
     )
     .unwrap_or_else(|| panic!("no successful list in:\n{applier_text}"));
@@ -406,13 +406,13 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     assert_eq!(
         sample(
             &applier,
-            "dnsplane_provider_request_duration_seconds_count",
+            "dnsplane_applier_provider_request_duration_seconds_count",
             &[("provider", "memory"), ("operation", "list")]
         ),
         Some(lists)
     );
-    let cache = sample(&applier, "dnsplane_cache_hits_total", &[]).expect("cache hits")
-        + sample(&applier, "dnsplane_cache_misses_total", &[]).expect("cache misses");
+    let cache = sample(&applier, "dnsplane_applier_cache_hits_total", &[]).expect("cache hits")
+        + sample(&applier, "dnsplane_applier_cache_misses_total", &[]).expect("cache misses");
     assert!(cache >= 1.0, "the planner's reads go through the cache");
     assert!(
         applier_text.contains("dnsplane_build_info{service=\"dnsplane-applier\","),
@@ -453,7 +453,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         })
         .sum();
     assert_eq!(
-        sum(&applier, "dnsplane_provider_requests_total", &acct),
+        sum(&applier, "dnsplane_applier_provider_requests_total", &acct),
         calls,
         "/metrics and GetStatus agree"
     );
