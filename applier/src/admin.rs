@@ -316,19 +316,14 @@ mod tests {
     use crate::account::{Account, AccountOptions};
     use crate::accounts::{Lifecycle, RunOptions};
     use crate::metrics::ApplierMetrics;
-    use crate::provider::fault::{FaultRuleConfig, compile_rules};
     use crate::provider::memory::MemoryProvider;
     use crate::provider::memory::store::MemoryStore;
     use crate::retry::RetryPolicy;
     use crate::service::ApplierService;
-    use dnsplane_common::{
-        Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType,
-    };
+    use dnsplane_common::{Change, ChangeKind, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
     use std::time::Duration;
 
-    fn zone() -> Name {
-        Name::parse("example.com").unwrap()
-    }
+    use crate::testing::zone;
 
     fn create(label: &str) -> pb::Change {
         let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
@@ -344,11 +339,7 @@ mod tests {
     /// One account whose first write meets another writer and a 429, recording into
     /// the families of the returned admin server.
     fn service(dir: &std::path::Path, account: &str) -> (ApplierService, AdminServer) {
-        #[derive(serde::Deserialize)]
-        struct Rules {
-            faults: Vec<FaultRuleConfig>,
-        }
-        let rules: Rules = toml::from_str(
+        let rules = crate::testing::rules(
             r#"
             [[faults]]
             op = "apply"
@@ -361,8 +352,7 @@ mod tests {
             retry_after = "1ms"
             times = 1
             "#,
-        )
-        .unwrap();
+        );
         let store = Arc::new(MemoryStore::open(dir).unwrap());
         let provider = Arc::new(MemoryProvider::new(store, vec![zone()]).unwrap());
         let quota: crate::quota::QuotaConfig =
@@ -373,7 +363,7 @@ mod tests {
         let mut registry = registry();
         let metrics = ApplierMetrics::register(&mut registry);
         let options = AccountOptions {
-            faults: compile_rules(&rules.faults, &[zone()]).unwrap(),
+            faults: rules,
             quota: Some(Arc::new(
                 crate::quota::Quota::new(account, settings).unwrap(),
             )),

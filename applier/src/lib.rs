@@ -51,6 +51,8 @@ pub mod provider;
 pub mod quota;
 pub mod retry;
 pub mod service;
+#[cfg(test)]
+mod testing;
 
 pub use config::{ApplierConfig, ConfigError, EMBEDDED_ACCOUNT, load_config};
 pub use provider::memory::store::MemoryStore;

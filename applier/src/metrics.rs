@@ -339,7 +339,10 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert_eq!(
-            value(&text, r#"dnsplane_applier_quota_wait_seconds_count{account="q"}"#),
+            value(
+                &text,
+                r#"dnsplane_applier_quota_wait_seconds_count{account="q"}"#
+            ),
             Some(2.0),
             "{text}"
         );

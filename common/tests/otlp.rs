@@ -3,76 +3,10 @@
 //! `traceparent` and a server whose `trace_fn` extracts it. One test per binary: the
 //! subscriber is global (a thread-local one misses the server's worker threads).
 use dnsplane_common::telemetry::{self, OtelSettings};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
-use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use dnsplane_testing::otlp::{OtlpReceiver, ReceivedSpan};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use tokio_stream::wrappers::TcpListenerStream;
 use tracing::Instrument;
-
-#[derive(Debug, Clone, PartialEq)]
-struct Received {
-    service: String,
-    name: String,
-    trace_id: Vec<u8>,
-    span_id: Vec<u8>,
-    parent: Vec<u8>,
-    attrs: HashMap<String, String>,
-}
-
-#[derive(Debug, Default, Clone)]
-struct Receiver(Arc<Mutex<Vec<Received>>>);
-
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let mut out = self.0.lock().unwrap();
-        for rs in request.into_inner().resource_spans {
-            let service = rs
-                .resource
-                .iter()
-                .flat_map(|r| &r.attributes)
-                .find(|kv| kv.key == "service.name")
-                .and_then(|kv| kv.value.as_ref()?.value.as_ref())
-                .map(|v| match v {
-                    Value::StringValue(s) => s.clone(),
-                    other => format!("{other:?}"),
-                })
-                .unwrap_or_default();
-            for ss in rs.scope_spans {
-                for s in ss.spans {
-                    let attrs = s
-                        .attributes
-                        .iter()
-                        .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
-                            Value::StringValue(v) => Some((kv.key.clone(), v.clone())),
-                            other => Some((kv.key.clone(), format!("{other:?}"))),
-                        })
-                        .collect();
-                    out.push(Received {
-                        service: service.clone(),
-                        name: s.name,
-                        trace_id: s.trace_id,
-                        span_id: s.span_id,
-                        parent: s.parent_span_id,
-                        attrs,
-                    });
-                }
-            }
-        }
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
-    }
-}
 
 async fn serve_on_loopback(router: tonic::transport::server::Router) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -87,10 +21,8 @@ async fn serve_on_loopback(router: tonic::transport::server::Router) -> std::net
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
-    let receiver = Receiver::default();
-    let collector =
-        tonic::transport::Server::builder().add_service(TraceServiceServer::new(receiver.clone()));
-    let collector_addr = serve_on_loopback(collector).await;
+    let receiver = OtlpReceiver::default();
+    let collector_addr = receiver.start().await;
 
     let vars: HashMap<&str, String> = HashMap::from([
         (
@@ -157,12 +89,12 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
 
     // Flushes from spawn_blocking; the spans must have arrived when it returns.
     guard.shutdown().await;
-    let spans = receiver.0.lock().unwrap().clone();
+    let spans = receiver.spans();
     let root = spans
         .iter()
         .find(|s| s.name == "sync")
         .unwrap_or_else(|| panic!("no root span among {spans:#?}"));
-    let checks: Vec<&Received> = spans
+    let checks: Vec<&ReceivedSpan> = spans
         .iter()
         .filter(|s| s.name == "grpc.health.v1.Health/Check")
         .collect();
@@ -177,7 +109,7 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
         root.attrs.get("zone").map(String::as_str),
         Some("example.com.")
     );
-    assert_eq!(hex(&root.trace_id), trace_id);
+    assert_eq!(root.trace_id, trace_id);
     assert_eq!(server.trace_id, root.trace_id, "one trace across the call");
     assert_eq!(
         server.parent, root.span_id,
@@ -196,8 +128,4 @@ async fn a_grpc_call_joins_the_callers_trace_and_reaches_the_receiver() {
         Some("Check")
     );
     assert!(!telemetry::enabled(), "shutdown turns propagation off");
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -233,7 +233,11 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     }
     for kind in ["update", "delete"] {
         assert_eq!(
-            sum(&planner, "dnsplane_planner_plan_changes_total", &[("kind", kind)]),
+            sum(
+                &planner,
+                "dnsplane_planner_plan_changes_total",
+                &[("kind", kind)]
+            ),
             0.0,
             "{kind}"
         );
@@ -256,7 +260,11 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         );
     }
     assert_eq!(
-        sample(&planner, "dnsplane_planner_desired_records", &[("zone", zone)]),
+        sample(
+            &planner,
+            "dnsplane_planner_desired_records",
+            &[("zone", zone)]
+        ),
         Some(4.0)
     );
     assert!(

@@ -14,13 +14,6 @@
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
-use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -29,75 +22,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-#[derive(Debug, Clone)]
-struct Span {
-    service: String,
-    name: String,
-    trace_id: String,
-    span_id: String,
-    parent: String,
-    attrs: HashMap<String, String>,
-}
-
-/// The OTLP trace receiver: keeps every span it is sent.
-#[derive(Debug, Default, Clone)]
-struct Receiver(Arc<Mutex<Vec<Span>>>);
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::StringValue(s)) => s.clone(),
-        Some(Value::IntValue(i)) => i.to_string(),
-        Some(Value::BoolValue(b)) => b.to_string(),
-        Some(Value::DoubleValue(d)) => d.to_string(),
-        Some(other) => format!("{other:?}"),
-        None => String::new(),
-    }
-}
-
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let mut out = self.0.lock().expect("lock");
-        for rs in request.into_inner().resource_spans {
-            let service = rs
-                .resource
-                .iter()
-                .flat_map(|r| &r.attributes)
-                .find(|kv| kv.key == "service.name")
-                .map(|kv| text(kv.value.as_ref().and_then(|v| v.value.as_ref())))
-                .unwrap_or_default();
-            for s in rs.scope_spans.into_iter().flat_map(|ss| ss.spans) {
-                out.push(Span {
-                    service: service.clone(),
-                    name: s.name,
-                    trace_id: hex(&s.trace_id),
-                    span_id: hex(&s.span_id),
-                    parent: hex(&s.parent_span_id),
-                    attrs: s
-                        .attributes
-                        .iter()
-                        .map(|kv| {
-                            (
-                                kv.key.clone(),
-                                text(kv.value.as_ref().and_then(|v| v.value.as_ref())),
-                            )
-                        })
-                        .collect(),
-                });
-            }
-        }
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
-    }
-}
+type Span = dnsplane_testing::otlp::ReceivedSpan;
 
 /// A TCP proxy to `target` that records every byte clients send (one buffer per
 /// connection): the HTTP requests, headers included.
@@ -182,19 +107,8 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
         .enable_all()
         .build()
         .expect("runtime");
-    let receiver = Receiver::default();
-    let collector = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let addr = listener.local_addr().expect("addr");
-        let router = tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(receiver.clone()));
-        tokio::spawn(
-            router.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-        );
-        addr
-    });
+    let receiver = dnsplane_testing::otlp::OtlpReceiver::default();
+    let collector = rt.block_on(receiver.start());
     let endpoint = format!("http://{collector}");
     let otel = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
 
@@ -306,7 +220,7 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
         "exits {planner_exit:?} {applier_exit:?}:\n{}",
         logs(&[&applier, &planner])
     );
-    let spans = receiver.0.lock().expect("lock").clone();
+    let spans = receiver.spans();
     drop(rt);
     let by_id: HashMap<&str, &Span> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
     let ancestry = |s: &Span| {

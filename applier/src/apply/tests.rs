@@ -59,9 +59,7 @@ async fn exec(
     exec_account(&account, changes, deadline, policy).await
 }
 
-fn zone() -> Name {
-    Name::parse("example.com").unwrap()
-}
+use crate::testing::zone;
 
 fn rr(name: &str, t: RecordType, values: &[&str]) -> RRSet {
     let n = Name::parse(&format!("{name}.example.com")).unwrap();
@@ -530,14 +528,7 @@ struct Injected {
 }
 
 fn injected(rules_toml: &str) -> Injected {
-    use crate::provider::fault::{FaultRuleConfig, compile_rules};
-    #[derive(serde::Deserialize)]
-    struct Rules {
-        #[serde(default)]
-        faults: Vec<FaultRuleConfig>,
-    }
-    let rules: Rules = toml::from_str(rules_toml).unwrap();
-    let rules = compile_rules(&rules.faults, &[zone()]).unwrap();
+    let rules = crate::testing::rules(rules_toml);
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
     let memory = MemoryProvider::new(store, vec![zone()]).unwrap();

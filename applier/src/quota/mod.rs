@@ -49,7 +49,7 @@ pub use layer::Limited;
 pub use limiter::{Mode, Quota, QuotaStatus};
 
 #[cfg(test)]
-use dnsplane_common::{Name, RRSetOp};
+use dnsplane_common::RRSetOp;
 #[cfg(test)]
 use std::sync::Arc;
 #[cfg(test)]

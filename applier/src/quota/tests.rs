@@ -7,7 +7,6 @@ use crate::apply;
 use crate::config::ApplierConfig;
 use crate::provider::ErrorClass;
 use crate::provider::call::CallCx;
-use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::store::MemoryStore;
 use crate::retry::RetryPolicy;
@@ -34,9 +33,7 @@ fn settings(rate: f64, burst: u32) -> QuotaSettings {
     .unwrap()
 }
 
-fn zone() -> Name {
-    Name::parse("example.com").unwrap()
-}
+use crate::testing::zone;
 
 fn create(label: &str) -> Change {
     let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
@@ -50,16 +47,10 @@ fn create(label: &str) -> Change {
 
 /// A memory account behind `quota`, with optional fault rules (TOML `[[faults]]`).
 fn account(dir: &Path, quota: Arc<Quota>, faults: &str) -> (Account, Arc<MemoryStore>) {
-    #[derive(serde::Deserialize)]
-    struct Rules {
-        #[serde(default)]
-        faults: Vec<FaultRuleConfig>,
-    }
-    let rules: Rules = toml::from_str(faults).unwrap();
     let store = Arc::new(MemoryStore::open(dir).unwrap());
     let provider = Arc::new(MemoryProvider::new(store.clone(), vec![zone()]).unwrap());
     let options = AccountOptions {
-        faults: compile_rules(&rules.faults, &[zone()]).unwrap(),
+        faults: crate::testing::rules(faults),
         quota: Some(quota),
         ..AccountOptions::default()
     };

@@ -16,9 +16,7 @@ fn options() -> RunOptions {
     }
 }
 
-fn zone() -> Name {
-    Name::parse("example.com").unwrap()
-}
+use crate::testing::zone;
 
 fn service(dir: &std::path::Path, lifecycle: Lifecycle) -> ApplierService {
     let store = Arc::new(MemoryStore::open(dir).unwrap());
@@ -99,15 +97,9 @@ fn large_result_sets_are_split_over_messages() {
 fn two_accounts(dir: &std::path::Path, faults: &str) -> ApplierService {
     use crate::account::AccountOptions;
     use crate::circuit::CircuitConfig;
-    use crate::provider::fault::{FaultRuleConfig, compile_rules};
-    #[derive(serde::Deserialize)]
-    struct Rules {
-        faults: Vec<FaultRuleConfig>,
-    }
-    let rules: Rules = toml::from_str(faults).unwrap();
     let mut accounts = Vec::new();
     for (name, faults) in [
-        ("acct", compile_rules(&rules.faults, &[zone()]).unwrap()),
+        ("acct", crate::testing::rules(faults)),
         ("other", Vec::new()),
     ] {
         let store = Arc::new(MemoryStore::open(dir.join(name)).unwrap());

@@ -2,7 +2,7 @@
 //! a gRPC client for it, and record builders.
 use dnsplane_applier::{Applier, ApplierConfig, MemoryStore};
 use dnsplane_common::pb::applier_client::ApplierClient;
-use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType, pb};
+use dnsplane_common::{Change, Name, RRSet, RRSetOp, pb};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio::task::JoinHandle;
@@ -11,37 +11,11 @@ use tonic::transport::Channel;
 
 pub const ACCOUNT: &str = "embedded";
 
-pub fn zone() -> Name {
-    Name::parse("example.com").unwrap()
-}
+pub use dnsplane_testing::records::{a, create, other_zone, rrset, zone};
 
-pub fn other_zone() -> Name {
-    Name::parse("example.org").unwrap()
-}
-
-pub fn rrset(zone: &Name, label: &str, t: RecordType, values: &[&str]) -> RRSet {
-    let name = zone.prepend(label).unwrap();
-    RRSet::new(RecordKey::new(zone.clone(), name, t), 300, values).unwrap()
-}
-
-pub fn a(label: &str, ip: &str) -> RRSet {
-    rrset(&zone(), label, RecordType::A, &[ip])
-}
-
-pub fn create(r: &RRSet) -> Change {
-    Change::new(ChangeKind::Create, vec![RRSetOp::create(r.clone())])
-}
-
+/// An `Apply` request of the test account.
 pub fn batch(id: &str, zone: &Name, changes: &[Change]) -> pb::ApplyRequest {
-    pb::ApplyRequest {
-        batch: Some(pb::Batch {
-            batch_id: id.into(),
-            account: ACCOUNT.into(),
-            zone: zone.to_string(),
-            changes: changes.iter().map(Into::into).collect(),
-            deadline: None,
-        }),
-    }
+    dnsplane_testing::records::batch(id, ACCOUNT, zone, changes)
 }
 
 /// Writes records as "another writer" would: straight into the store, while no

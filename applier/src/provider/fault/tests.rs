@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-fn zone() -> Name {
-    Name::parse("example.com").unwrap()
-}
+use crate::testing::zone;
 
 fn a(label: &str, ip: &str) -> RRSet {
     let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
@@ -20,14 +18,12 @@ fn a(label: &str, ip: &str) -> RRSet {
 }
 
 #[derive(Deserialize)]
+#[allow(dead_code)] // read only to see that the parser refuses the input
 struct Rules {
     faults: Vec<FaultRuleConfig>,
 }
 
-fn rules(text: &str) -> Result<Vec<FaultRule>, Vec<String>> {
-    let r: Rules = toml::from_str(text).unwrap();
-    compile_rules(&r.faults, &[zone()])
-}
+use crate::testing::try_rules as rules;
 
 fn cx() -> CallCx {
     CallCx::new("acct", Some(zone()))

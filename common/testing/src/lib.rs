@@ -1,0 +1,15 @@
+//! dnsplane-testing: the one home of what dnsplane's tests share, so that no test module
+//! grows its own copy: finding tools and the workspace's binaries (and failing, not
+//! skipping, under `DNSPLANE_REQUIRE_SERVERS=1`), spawning processes, loopback ports,
+//! polling, the real `dig`/`grpcurl`/HTTP clients ([`tools`]), record and change
+//! builders ([`records`]), and a real OTLP/gRPC trace receiver ([`otlp`]).
+//!
+//! It depends only on `dnsplane-common`, so every crate's integration tests and the
+//! cross-service tests can use it. (A crate's own unit tests cannot depend on a crate
+//! that depends on it; the applier's keep their fault-rule helpers in its
+//! `#[cfg(test)]` code.)
+pub mod otlp;
+pub mod records;
+pub mod tools;
+
+pub use tools::*;

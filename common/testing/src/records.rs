@@ -1,0 +1,41 @@
+//! Records and changes for tests, in zone `example.com.` unless told otherwise.
+use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType, pb};
+
+/// `example.com.`
+pub fn zone() -> Name {
+    Name::parse("example.com").expect("zone name")
+}
+
+/// `example.org.`, a second zone.
+pub fn other_zone() -> Name {
+    Name::parse("example.org").expect("zone name")
+}
+
+/// The RRSet `label.zone type values` with TTL 300.
+pub fn rrset(zone: &Name, label: &str, t: RecordType, values: &[&str]) -> RRSet {
+    let name = zone.prepend(label).expect("name");
+    RRSet::new(RecordKey::new(zone.clone(), name, t), 300, values).expect("rrset")
+}
+
+/// An A RRSet at `label.example.com.`.
+pub fn a(label: &str, ip: &str) -> RRSet {
+    rrset(&zone(), label, RecordType::A, &[ip])
+}
+
+/// The change that creates `r`.
+pub fn create(r: &RRSet) -> Change {
+    Change::new(ChangeKind::Create, vec![RRSetOp::create(r.clone())])
+}
+
+/// An `Apply` request carrying `changes` for `account` and `zone`, without deadline.
+pub fn batch(id: &str, account: &str, zone: &Name, changes: &[Change]) -> pb::ApplyRequest {
+    pb::ApplyRequest {
+        batch: Some(pb::Batch {
+            batch_id: id.into(),
+            account: account.into(),
+            zone: zone.to_string(),
+            changes: changes.iter().map(Into::into).collect(),
+            deadline: None,
+        }),
+    }
+}
