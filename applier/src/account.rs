@@ -94,7 +94,8 @@ impl Account {
         options: AccountOptions,
     ) -> Self {
         let name = name.into();
-        let metrics = options.metrics.account(&name, driver.driver());
+        let (driver_name, capabilities) = (driver.driver(), driver.capabilities());
+        let metrics = options.metrics.account(&name, driver_name);
         let circuit = Arc::new(Circuit::new(name.clone(), options.circuit));
         let seen = Arc::new(Seen::default());
         let mut layer: Arc<dyn Layer> = Arc::new(Driver(driver));
@@ -115,7 +116,11 @@ impl Account {
         if let Some(q) = &options.quota {
             layer = Arc::new(Limited::new(layer, q.clone(), metrics.clone()));
         }
-        let stack = Stack::new(Arc::new(Traced::new(layer)));
+        let stack = Stack::new(
+            Arc::new(Traced::new(layer, driver_name)),
+            driver_name,
+            capabilities,
+        );
         Account {
             name,
             stack,

@@ -17,14 +17,13 @@ use crate::account::Account;
 use crate::accounts::Accounts;
 use crate::quota::QuotaStatus;
 use dnsplane_common::metrics::{AdminServer, register_build_info};
-use dnsplane_common::pb;
+use dnsplane_common::{json, pb};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Every circuit state, for `dnsplane_applier_circuit_state`.
@@ -215,61 +214,12 @@ fn encode_quotas(
     Ok(())
 }
 
-/// 64-bit integers as strings, as the proto3 JSON mapping (and grpcurl) writes them.
-fn u64_map(m: &std::collections::HashMap<String, u64>) -> serde_json::Value {
-    let sorted: BTreeMap<&String, String> = m.iter().map(|(k, v)| (k, v.to_string())).collect();
-    serde_json::json!(sorted)
-}
-
-/// A duration in the proto3 JSON mapping: seconds with 0, 3, 6 or 9 fractional
-/// digits and an `s` (`"1s"`, `"0.250s"`, `"12.000034s"`).
-fn duration_json(d: Option<&prost_types::Duration>) -> serde_json::Value {
-    let Some(d) = d else {
-        return serde_json::Value::Null;
-    };
-    let sign = if d.seconds < 0 || d.nanos < 0 {
-        "-"
-    } else {
-        ""
-    };
-    let (secs, nanos) = (d.seconds.unsigned_abs(), d.nanos.unsigned_abs());
-    let text = if nanos == 0 {
-        format!("{sign}{secs}s")
-    } else if nanos % 1_000_000 == 0 {
-        format!("{sign}{secs}.{:03}s", nanos / 1_000_000)
-    } else if nanos % 1_000 == 0 {
-        format!("{sign}{secs}.{:06}s", nanos / 1_000)
-    } else {
-        format!("{sign}{secs}.{nanos:09}s")
-    };
-    text.into()
-}
-
-fn quota_json(q: &pb::QuotaStatus) -> serde_json::Value {
-    serde_json::json!({
-        "mode": q.mode,
-        "rate": q.rate,
-        "currentRate": q.current_rate,
-        "burst": q.burst,
-        "replicas": q.replicas,
-        "ops": q.ops,
-        "redis": q.redis,
-        "granted": q.granted.to_string(),
-        "waited": q.waited.to_string(),
-        "denied": q.denied.to_string(),
-        "waitTotal": duration_json(q.wait_total.as_ref()),
-        "throttled": q.throttled.to_string(),
-        "fallbacks": q.fallbacks.to_string(),
-        "lastRedisError": q.last_redis_error,
-    })
-}
-
 /// `GetStatus` in the proto3 JSON mapping (camelCase names, 64-bit integers as
 /// strings, durations as `"1.500s"`), as `grpcurl` prints it, except that default
 /// values are written out too (`quota` is `null` for an account without one).
 pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
     use serde_json::json;
-    let uptime = duration_json(s.uptime.as_ref());
+    let uptime = json::duration(s.uptime.as_ref());
     json!({
         "level": s.level,
         "reason": s.reason,
@@ -277,14 +227,14 @@ pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
             "name": a.name,
             "driver": a.driver,
             "zones": a.zones,
-            "callsByClass": u64_map(&a.calls_by_class),
-            "outcomes": u64_map(&a.outcomes),
+            "callsByClass": json::u64_map(&a.calls_by_class),
+            "outcomes": json::u64_map(&a.outcomes),
             "batches": a.batches.to_string(),
-            "serials": u64_map(&a.serials),
+            "serials": json::u64_map(&a.serials),
             "circuit": a.circuit,
             "lastError": a.last_error,
-            "faults": u64_map(&a.faults),
-            "quota": a.quota.as_ref().map_or(serde_json::Value::Null, quota_json),
+            "faults": json::u64_map(&a.faults),
+            "quota": a.quota.as_ref().map_or(serde_json::Value::Null, json::quota_status),
         })).collect::<Vec<_>>(),
         "uptime": uptime,
     })
@@ -550,16 +500,5 @@ mod tests {
             json["uptime"].as_str().is_some_and(|u| u.ends_with('s')),
             "{json}"
         );
-    }
-
-    #[test]
-    fn durations_use_the_proto3_json_spelling() {
-        let d = |seconds, nanos| duration_json(Some(&prost_types::Duration { seconds, nanos }));
-        assert_eq!(d(1, 0), "1s");
-        assert_eq!(d(0, 250_000_000), "0.250s");
-        assert_eq!(d(12, 34_000), "12.000034s");
-        assert_eq!(d(3, 5), "3.000000005s");
-        assert_eq!(d(-1, -500_000_000), "-1.500s");
-        assert_eq!(duration_json(None), serde_json::Value::Null);
     }
 }

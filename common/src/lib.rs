@@ -13,6 +13,7 @@
 pub mod convert;
 pub mod error;
 pub mod grpc;
+pub mod json;
 pub mod metrics;
 pub mod name;
 pub mod outcome;

@@ -2,28 +2,12 @@
 //! a second signal exits at once).
 use tokio_util::sync::CancellationToken;
 
-/// Installs the global tracing subscriber. `DNSPLANE_LOG` (or `RUST_LOG`) filters;
-/// `DNSPLANE_LOG_FORMAT=json` gives one JSON object per line for log shippers.
+/// Installs the global tracing subscriber, logs only (the CLI's client commands).
+/// `DNSPLANE_LOG` (or `RUST_LOG`) filters; `DNSPLANE_LOG_FORMAT=json` gives one JSON
+/// object per line for log shippers. The services use [`crate::telemetry::init`], which
+/// adds traces to the same log layer.
 pub fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = std::env::var("DNSPLANE_LOG")
-        .ok()
-        .or_else(|| std::env::var("RUST_LOG").ok())
-        .unwrap_or_else(|| "info".into());
-    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let json = std::env::var("DNSPLANE_LOG_FORMAT").is_ok_and(|v| v == "json");
-    use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    let result = if json {
-        builder.json().try_init()
-    } else {
-        builder.compact().try_init()
-    };
-    // A second init (tests, `dnsplane up`) keeps the first subscriber.
-    drop(result);
+    crate::telemetry::init_logs_only();
 }
 
 /// A token cancelled on the first SIGTERM or SIGINT; the second one exits the process.

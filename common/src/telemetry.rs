@@ -344,6 +344,12 @@ pub fn init_with(settings: Option<OtelSettings>) -> Guard {
     Guard::from_provider(provider)
 }
 
+/// Logs only, through the same layer as [`init`]; a second init keeps the first
+/// subscriber (tests, `dnsplane up`).
+pub(crate) fn init_logs_only() {
+    let _ = tracing_subscriber::registry().with(log_layer()).try_init();
+}
+
 /// The stderr log layer, filtered by `DNSPLANE_LOG` (or `RUST_LOG`, default `info`).
 fn log_layer<S>() -> Box<dyn Layer<S> + Send + Sync>
 where

@@ -6,7 +6,7 @@ use crate::engine::{Engine, Snapshot};
 use crate::metrics::{PlannerMetrics, ZoneGauges};
 use crate::state::RecordStateKind;
 use dnsplane_common::metrics::{AdminServer, unix_seconds};
-use dnsplane_common::pb;
+use dnsplane_common::{json, pb};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
@@ -46,10 +46,6 @@ fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
     }
 }
 
-fn ts(t: Option<&prost_types::Timestamp>) -> serde_json::Value {
-    t.map_or(serde_json::Value::Null, |t| t.to_string().into())
-}
-
 /// `GetStatus` in the proto3 JSON mapping (camelCase names, RFC 3339 timestamps), as
 /// `grpcurl` prints it, except that default values are written out too.
 pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
@@ -62,15 +58,15 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "account": z.account,
             "policy": z.policy,
             "recordsByState": z.records_by_state,
-            "lastSync": ts(z.last_sync.as_ref()),
-            "lastSuccess": ts(z.last_success.as_ref()),
+            "lastSync": json::timestamp(z.last_sync.as_ref()),
+            "lastSuccess": json::timestamp(z.last_success.as_ref()),
             "lastError": z.last_error,
             "initialSyncDone": z.initial_sync_done,
             "desiredRecords": z.desired_records,
             "observedRecords": z.observed_records,
             "syncing": z.syncing,
-            "initialSyncStarted": ts(z.initial_sync_started.as_ref()),
-            "nextRetry": ts(z.next_retry.as_ref()),
+            "initialSyncStarted": json::timestamp(z.initial_sync_started.as_ref()),
+            "nextRetry": json::timestamp(z.next_retry.as_ref()),
             "applier": z.applier,
         })).collect::<Vec<_>>(),
         "appliers": s.appliers.iter().map(|a| json!({
@@ -81,21 +77,7 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "accounts": a.accounts.iter().map(|acc| {
                 let mut v = json!({"name": acc.name, "circuit": acc.circuit});
                 if let Some(q) = &acc.quota {
-                    v["quota"] = json!({
-                        "mode": q.mode,
-                        "rate": q.rate,
-                        "currentRate": q.current_rate,
-                        "burst": q.burst,
-                        "replicas": q.replicas,
-                        "ops": q.ops,
-                        "redis": q.redis,
-                        // proto3 JSON writes 64-bit integers as strings.
-                        "granted": q.granted.to_string(),
-                        "waited": q.waited.to_string(),
-                        "denied": q.denied.to_string(),
-                        "throttled": q.throttled.to_string(),
-                        "fallbacks": q.fallbacks.to_string(),
-                    });
+                    v["quota"] = json::quota_status(q);
                 }
                 v
             }).collect::<Vec<_>>(),

@@ -175,13 +175,7 @@ mod tests {
     use super::*;
     use dnsplane_common::RecordType;
 
-    fn key(name: &str, t: RecordType) -> RecordKey {
-        RecordKey::new(
-            Name::parse("example.com").unwrap(),
-            Name::parse(name).unwrap(),
-            t,
-        )
-    }
+    use dnsplane_testing::records::key;
 
     #[test]
     fn foreign_txt_is_data() {

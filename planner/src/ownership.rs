@@ -97,13 +97,7 @@ fn parse_mark(canonical: &str) -> Option<OwnerMark> {
 mod tests {
     use super::*;
 
-    fn key(name: &str, t: RecordType) -> RecordKey {
-        RecordKey::new(
-            Name::parse("example.com").unwrap(),
-            Name::parse(name).unwrap(),
-            t,
-        )
-    }
+    use dnsplane_testing::records::key;
 
     #[test]
     fn round_trip_including_apex_and_wildcard() {

@@ -17,8 +17,6 @@ use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,31 +62,6 @@ fn recording_proxy(target: u16) -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
         }
     });
     (port, seen)
-}
-
-/// Like `Proc::spawn`, with extra environment variables.
-fn spawn_with_env(
-    name: &str,
-    bin: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-    log: PathBuf,
-) -> Proc {
-    let file = std::fs::File::create(&log).expect("log file");
-    let child = Command::new(bin)
-        .args(args)
-        .env("DNSPLANE_LOG", "info,dnsplane=debug")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().expect("log file"))
-        .stderr(file)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-    Proc {
-        name: name.to_string(),
-        child,
-        log,
-    }
 }
 
 #[test]
@@ -145,7 +118,7 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
     .expect("planner.toml");
 
     let path = |f: &str| dir.path().join(f).to_str().expect("utf8").to_string();
-    let mut applier = spawn_with_env(
+    let mut applier = Proc::spawn_with_env(
         "applier",
         &binary("dnsplane-applier"),
         &[
@@ -177,7 +150,7 @@ fn one_trace_spans_planner_applier_and_the_providers_http_call() {
         "applier did not start:\n{}",
         logs(&[&applier])
     );
-    let mut planner = spawn_with_env(
+    let mut planner = Proc::spawn_with_env(
         "planner",
         &binary("dnsplane-planner"),
         &[

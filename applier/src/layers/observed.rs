@@ -7,7 +7,7 @@ use crate::circuit::Circuit;
 use crate::events;
 use crate::metrics::AccountMetrics;
 use crate::provider::call::{Call, CallCx, Layer, Reply};
-use crate::provider::{Capabilities, Listing, ProviderError};
+use crate::provider::{Listing, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::Name;
 use std::collections::BTreeMap;
@@ -68,14 +68,6 @@ impl Observed {
 
 #[async_trait]
 impl Layer for Observed {
-    fn driver(&self) -> &'static str {
-        self.inner.driver()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
         let op = call.operation();
         let start = Instant::now();

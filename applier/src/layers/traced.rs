@@ -3,8 +3,8 @@
 //! quota's wait, the call, the driver's HTTP request and its `traceparent` — is inside
 //! it.
 use crate::events::provider_call_span;
+use crate::provider::ProviderError;
 use crate::provider::call::{Call, CallCx, Layer, Reply};
-use crate::provider::{Capabilities, ProviderError};
 use async_trait::async_trait;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -12,26 +12,20 @@ use tracing::Instrument;
 #[derive(Debug)]
 pub struct Traced {
     inner: Arc<dyn Layer>,
+    /// The driver's name, for the span.
+    driver: &'static str,
 }
 
 impl Traced {
-    pub fn new(inner: Arc<dyn Layer>) -> Traced {
-        Traced { inner }
+    pub fn new(inner: Arc<dyn Layer>, driver: &'static str) -> Traced {
+        Traced { inner, driver }
     }
 }
 
 #[async_trait]
 impl Layer for Traced {
-    fn driver(&self) -> &'static str {
-        self.inner.driver()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
-        let span = provider_call_span(self.inner.driver(), cx, &call);
+        let span = provider_call_span(self.driver, cx, &call);
         self.inner.call(cx, call).instrument(span).await
     }
 }

@@ -103,12 +103,10 @@ pub enum Reply {
     Applied,
 }
 
-/// One layer of the stack (or the driver at its bottom).
+/// One layer of the stack (or the driver at its bottom): one method. What the driver
+/// is and can do is known to the [`Stack`], not asked of every layer.
 #[async_trait]
 pub trait Layer: Send + Sync + std::fmt::Debug {
-    /// The driver's name as written in the config (`memory`, `pdns`, ...).
-    fn driver(&self) -> &'static str;
-    fn capabilities(&self) -> Capabilities;
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError>;
 }
 
@@ -118,14 +116,6 @@ pub struct Driver(pub Arc<dyn Provider>);
 
 #[async_trait]
 impl Layer for Driver {
-    fn driver(&self) -> &'static str {
-        self.0.driver()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
-    }
-
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
         Ok(match call {
             Call::Zones => Reply::Zones(self.0.zones().await?),
@@ -146,34 +136,41 @@ fn unexpected(call: Operation, reply: &Reply) -> ProviderError {
     )
 }
 
-/// An assembled stack, with typed shorthands for each call.
+/// An assembled stack: its top layer, and the driver's name and capabilities (which
+/// the batch algorithm adapts to), with typed shorthands for each call.
 #[derive(Clone, Debug)]
-pub struct Stack(Arc<dyn Layer>);
+pub struct Stack {
+    top: Arc<dyn Layer>,
+    driver: &'static str,
+    capabilities: Capabilities,
+}
 
 impl Stack {
-    pub fn new(top: Arc<dyn Layer>) -> Stack {
-        Stack(top)
+    /// A stack whose bottom is a driver called `driver` that can do `capabilities`.
+    pub fn new(top: Arc<dyn Layer>, driver: &'static str, capabilities: Capabilities) -> Stack {
+        Stack {
+            top,
+            driver,
+            capabilities,
+        }
     }
 
     /// A stack of just the driver (tests, benchmarks).
     pub fn driver_only(provider: Arc<dyn Provider>) -> Stack {
-        Stack(Arc::new(Driver(provider)))
-    }
-
-    pub fn top(&self) -> &Arc<dyn Layer> {
-        &self.0
+        let (driver, capabilities) = (provider.driver(), provider.capabilities());
+        Stack::new(Arc::new(Driver(provider)), driver, capabilities)
     }
 
     pub fn driver(&self) -> &'static str {
-        self.0.driver()
+        self.driver
     }
 
     pub fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
+        self.capabilities
     }
 
     pub async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
-        self.0.call(cx, call).await
+        self.top.call(cx, call).await
     }
 
     pub async fn zones(&self, cx: &CallCx) -> Result<Vec<Name>, ProviderError> {

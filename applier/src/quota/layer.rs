@@ -7,7 +7,7 @@ use super::limiter::Quota;
 use crate::events;
 use crate::metrics::AccountMetrics;
 use crate::provider::call::{Call, CallCx, Layer, Reply};
-use crate::provider::{Capabilities, ErrorClass, ProviderError};
+use crate::provider::{ErrorClass, ProviderError};
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -82,14 +82,6 @@ impl Limited {
 
 #[async_trait]
 impl Layer for Limited {
-    fn driver(&self) -> &'static str {
-        self.inner.driver()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
         self.gate(cx, &call).await?;
         let result = self.inner.call(cx, call).await;

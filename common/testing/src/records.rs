@@ -39,3 +39,8 @@ pub fn batch(id: &str, account: &str, zone: &Name, changes: &[Change]) -> pb::Ap
         }),
     }
 }
+
+/// The key of `name` (absolute or not) and `t` in `example.com.`.
+pub fn key(name: &str, t: RecordType) -> RecordKey {
+    RecordKey::new(zone(), Name::parse(name).expect("name"), t)
+}

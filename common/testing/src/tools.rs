@@ -108,11 +108,25 @@ pub struct Proc {
 }
 
 impl Proc {
+    /// Starts `bin ARGS…` logging `info,dnsplane=debug` into `log`.
     pub fn spawn(name: &str, bin: &Path, args: &[&str], log: PathBuf) -> Proc {
+        Proc::spawn_with_env(name, bin, args, &[], log)
+    }
+
+    /// [`Proc::spawn`] with environment variables (`DNSPLANE_LOG` among them, or the
+    /// default filter).
+    pub fn spawn_with_env(
+        name: &str,
+        bin: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: PathBuf,
+    ) -> Proc {
         let file = std::fs::File::create(&log).expect("log file");
         let child = Command::new(bin)
             .args(args)
             .env("DNSPLANE_LOG", "info,dnsplane=debug")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(file.try_clone().expect("log file"))
             .stderr(file)

@@ -23,3 +23,35 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
 }
+
+/// Runs `work` on [`runtime`] with logs, and traces when `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// is set (started inside the runtime, which the OTLP exporter runs on; the last
+/// spans are flushed on the way out). `service` names the process in its traces.
+pub fn serve<F>(service: &str, work: impl FnOnce() -> F) -> anyhow::Result<()>
+where
+    F: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let runtime = runtime().map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let telemetry = dnsplane_common::telemetry::init(service);
+        let result = work().await;
+        telemetry.shutdown().await;
+        result
+    })
+}
+
+/// The admin HTTP listener at `addr`; `off` disables it. An address that cannot be
+/// bound is logged and the service runs without it: probes are gRPC, and metrics are
+/// worth less than DNS changes.
+pub async fn admin_listener(addr: &str) -> Option<tokio::net::TcpListener> {
+    if addr == "off" {
+        return None;
+    }
+    match dnsplane_common::metrics::bind(addr).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::error!(error = %e, "No admin HTTP port: /metrics, /readyz and /status are off.");
+            None
+        }
+    }
+}

@@ -163,10 +163,7 @@ impl Engine {
         fresh: bool,
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
-        let z = self
-            .zone(zone)
-            .ok_or_else(|| SyncError::UnknownZone { zone: zone.clone() })?
-            .clone();
+        let z = self.zone_or_err(zone)?;
         self.sync_zone(&z, scope, fresh, progress).await
     }
 
@@ -336,10 +333,7 @@ impl Engine {
     /// through the applier (`fresh`: bypassing its cache), with the changes a sync
     /// would withhold now set apart. Changes nothing.
     pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
-        let z = self
-            .zone(zone)
-            .ok_or_else(|| SyncError::UnknownZone { zone: zone.clone() })?
-            .clone();
+        let z = self.zone_or_err(zone)?;
         let current = self.list_zone(zone, fresh, &[]).await?;
         let desired = self.desired();
         let empty = BTreeMap::new();
@@ -367,9 +361,7 @@ impl Engine {
         fresh: bool,
         names: &[Name],
     ) -> Result<Vec<RRSet>, SyncError> {
-        let z = self
-            .zone(zone)
-            .ok_or_else(|| SyncError::UnknownZone { zone: zone.clone() })?;
+        let z = self.zone_or_err(zone)?;
         let member = self.member_for(zone)?;
         client::list(&member, &z.cfg.account, zone, fresh, names)
             .await
@@ -485,6 +477,12 @@ impl Engine {
             );
         }
         outcome
+    }
+
+    fn zone_or_err(&self, zone: &Name) -> Result<Arc<ZoneRuntime>, SyncError> {
+        self.zone(zone)
+            .cloned()
+            .ok_or_else(|| SyncError::UnknownZone { zone: zone.clone() })
     }
 
     fn member_for(&self, zone: &Name) -> Result<Arc<Member>, SyncError> {

@@ -10,7 +10,6 @@ use dnsplane_common::pb::applier_client::ApplierClient;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 use tonic::transport::Channel;
 
@@ -172,26 +171,25 @@ impl RealStack {
                 "{} is missing: run `cargo build --workspace --bins` first (tests/run-all.sh does)",
                 bin.display()
             );
-            let log = dir.path().join(format!("{name}.log"));
-            let file = std::fs::File::create(&log).expect("log file");
-            let child = Command::new(&bin)
-                .arg("--config")
-                .arg(dir.path().join(format!("{name}.toml")))
-                .args(["--listen", &format!("127.0.0.1:{port}")])
-                .env("DNSPLANE_LOG", &opts.log_filter)
-                // No fixed admin HTTP port: stacks run side by side.
-                .env("DNSPLANE_PLANNER_ADMIN_LISTEN", "off")
-                .stdin(Stdio::null())
-                .stdout(file.try_clone().expect("log file"))
-                .stderr(file)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+            let config = dir.path().join(format!("{name}.toml"));
+            let listen = format!("127.0.0.1:{port}");
             // Killed (only this pid) when dropped.
-            Proc {
-                name: name.to_string(),
-                child,
-                log,
-            }
+            Proc::spawn_with_env(
+                name,
+                &bin,
+                &[
+                    "--config",
+                    config.to_str().expect("utf-8 path"),
+                    "--listen",
+                    &listen,
+                ],
+                &[
+                    ("DNSPLANE_LOG", &opts.log_filter),
+                    // No fixed admin HTTP port: stacks run side by side.
+                    ("DNSPLANE_PLANNER_ADMIN_LISTEN", "off"),
+                ],
+                dir.path().join(format!("{name}.log")),
+            )
         };
         let applier = spawn("applier", applier_port);
         wait_serving(&rt, applier_port, "dnsplane.v1.Applier", &applier);

@@ -3,7 +3,7 @@
 //! provider's own answers to everything above.
 use super::rules::{Action, FaultKind, FaultRule, LOG_TARGET};
 use crate::provider::call::{Call, CallCx, Layer, Reply};
-use crate::provider::{Capabilities, ErrorClass, Operation, ProviderError};
+use crate::provider::{ErrorClass, Operation, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use rand::rngs::StdRng;
@@ -222,14 +222,6 @@ impl FaultInjector {
 
 #[async_trait]
 impl Layer for FaultInjector {
-    fn driver(&self) -> &'static str {
-        self.inner.driver()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-
     /// One call through the rules; the inner layer makes the real call.
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
         let op = call.operation();

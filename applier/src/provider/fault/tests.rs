@@ -1,8 +1,8 @@
 use super::*;
-use crate::provider::ErrorClass;
 use crate::provider::call::{CallCx, Driver, Stack};
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::store::MemoryStore;
+use crate::provider::{ErrorClass, Provider};
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -48,7 +48,7 @@ fn setup(text: &str) -> Setup {
         rules(text).unwrap(),
     ));
     Setup {
-        stack: Stack::new(faults.clone()),
+        stack: Stack::new(faults.clone(), "memory", memory.capabilities()),
         faults,
         memory,
         _dir: dir,

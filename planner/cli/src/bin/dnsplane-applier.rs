@@ -44,7 +44,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_BAD_CONFIG);
         }
     };
-    match serve(args, config) {
+    match dnsplane_cli::serve("dnsplane-applier", || run(args, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dnsplane-applier: {e:#}");
@@ -61,36 +61,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(args: Args, config: dnsplane_applier::ApplierConfig) -> anyhow::Result<()> {
-    let runtime = dnsplane_cli::runtime().context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        // Logs, and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set; inside the runtime,
-        // which the OTLP exporter runs on.
-        let telemetry = dnsplane_common::telemetry::init("dnsplane-applier");
-        let result = run(args, config).await;
-        telemetry.shutdown().await;
-        result
-    })
-}
-
 async fn run(args: Args, config: dnsplane_applier::ApplierConfig) -> anyhow::Result<()> {
     let shutdown = dnsplane_common::runtime::shutdown_on_signal();
     let listen = args.listen;
     let grpc = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen for gRPC on {listen}"))?;
-    let admin = if args.admin_listen == "off" {
-        None
-    } else {
-        match dnsplane_common::metrics::bind(&args.admin_listen).await {
-            Ok(l) => Some(l),
-            Err(e) => {
-                // Probes are gRPC; metrics are worth less than DNS changes: keep serving.
-                tracing::error!(error = %e, "No admin HTTP port: /metrics, /readyz and /status are off.");
-                None
-            }
-        }
-    };
+    let admin = dnsplane_cli::admin_listener(&args.admin_listen).await;
     dnsplane_applier::run(
         config,
         dnsplane_applier::Listeners { grpc, admin },

@@ -45,22 +45,7 @@ fn main() -> std::process::ExitCode {
     if let Some(a) = args.applier.clone() {
         config.applier = a;
     }
-    let runtime = match dnsplane_cli::runtime() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("dnsplane-planner: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async move {
-        // Logs, and traces when OTEL_EXPORTER_OTLP_ENDPOINT is set; inside the runtime,
-        // which the OTLP exporter runs on.
-        let telemetry = dnsplane_common::telemetry::init("dnsplane-planner");
-        let result = serve(args, config).await;
-        telemetry.shutdown().await;
-        result
-    });
-    match result {
+    match dnsplane_cli::serve("dnsplane-planner", || serve(args, config)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dnsplane-planner: {e:#}");
@@ -73,18 +58,7 @@ async fn serve(args: Args, config: dnsplane_planner::config::PlannerConfig) -> a
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let admin = if args.admin_listen == "off" {
-        None
-    } else {
-        match dnsplane_common::metrics::bind(&args.admin_listen).await {
-            Ok(l) => Some(l),
-            Err(e) => {
-                // Probes are gRPC; metrics are worth less than DNS: keep serving.
-                tracing::error!(error = %e, "No admin HTTP port: /metrics, /readyz and /status are off.");
-                None
-            }
-        }
-    };
+    let admin = dnsplane_cli::admin_listener(&args.admin_listen).await;
     let shutdown = dnsplane_common::runtime::shutdown_on_signal();
     dnsplane_planner::run(
         config,
