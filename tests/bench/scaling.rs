@@ -1,4 +1,4 @@
-//! `dnsplane-bench-scaling`: sync throughput with 1, 2 and 3 appliers (docs/scaling.md).
+//! `dnsplane-bench-scaling`: sync throughput with 1, 2 and 3 appliers (docs/scale.md).
 //!
 //! ```sh
 //! cargo build --release --bins && target/release/dnsplane-bench-scaling

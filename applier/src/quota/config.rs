@@ -30,7 +30,7 @@ impl QuotaOps {
 }
 
 /// A provider's documented default rate limit, used when an account of that driver
-/// has no `[accounts.quota]` table (see docs/scaling.md).
+/// has no `[accounts.quota]` table (see docs/scale.md).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DriverDefault {
     pub driver: &'static str,
@@ -50,14 +50,14 @@ pub const DRIVER_DEFAULTS: &[DriverDefault] = &[
         rate: 5.0,
         burst: 5,
         ops: QuotaOps::All,
-        source: "Route 53: five API requests per second per account (PROVIDERS.md §4.4)",
+        source: "Route 53: five API requests per second per account (the Route 53 quotas page)",
     },
     DriverDefault {
         driver: "cloudflare",
         rate: 4.0,
         burst: 20,
         ops: QuotaOps::All,
-        source: "Cloudflare: 1,200 requests per five minutes per user (PROVIDERS.md §5.4)",
+        source: "Cloudflare: 1,200 requests per five minutes per user (the Cloudflare API limits page)",
     },
 ];
 

@@ -2,7 +2,7 @@
 //!
 //! PowerDNS commits one PATCH in one backend transaction (atomic), but its writes are
 //! not conditional: REPLACE overwrites and DELETE of an absent RRSet succeeds
-//! (PROVIDERS.md §1.3–1.4). So [`PdnsProvider::apply`] enforces every op's
+//! (PowerDNS's API documentation). So [`PdnsProvider::apply`] enforces every op's
 //! precondition itself: under an in-process per-zone lock it reads the affected names,
 //! checks every `before` (and the CNAME rule) against that read, and only then sends
 //! ONE PATCH. That is exact as long as dnsplane is the zone's only writer through this
@@ -99,7 +99,7 @@ impl PdnsProvider {
         key.set_sensitive(true);
         let mut headers = HeaderMap::new();
         headers.insert("x-api-key", key);
-        // Without it PowerDNS answers some errors in plain text (PROVIDERS.md §1.4).
+        // Without it PowerDNS answers some errors in plain text .
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
 
         let http = reqwest::Client::builder()
