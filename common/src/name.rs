@@ -127,12 +127,28 @@ fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, Mode
             ))
         };
     }
+    // Internationalised labels follow IDNA 2008 as UTS 46 applies it, strictly (STD3
+    // rules, hyphen rules, lengths): what a resolver would refuse is refused here, not
+    // passed on leniently. Plain ASCII labels follow the DNS rules below (underscores
+    // stay allowed: `_dmarc`, `_sip._tcp`).
+    let idna_err =
+        |e: String| ModelError::name(input, format!("label {label:?} is not valid IDNA: {e}"));
     let ascii = if label.is_ascii() {
-        label.to_ascii_lowercase()
+        let lower = label.to_ascii_lowercase();
+        if lower.starts_with("xn--") {
+            let (unicode, checked) = idna::domain_to_unicode(&lower);
+            checked.map_err(|e| idna_err(format!("{e:?}")))?;
+            let again =
+                idna::domain_to_ascii_strict(&unicode).map_err(|e| idna_err(format!("{e:?}")))?;
+            if again != lower {
+                return Err(idna_err(format!(
+                    "it decodes to {unicode:?}, which encodes as {again:?}"
+                )));
+            }
+        }
+        lower
     } else {
-        idna::domain_to_ascii(label).map_err(|e| {
-            ModelError::name(input, format!("label {label:?} is not valid IDNA: {e}"))
-        })?
+        idna::domain_to_ascii_strict(label).map_err(|e| idna_err(format!("{e:?}")))?
     };
     if ascii.is_empty() {
         return Err(ModelError::name(input, "empty label"));
@@ -238,6 +254,28 @@ mod tests {
         }
         let long = vec!["abcdefghi"; 26].join(".");
         assert!(Name::parse(&long).is_err());
+    }
+
+    /// What IDNA 2008 / UTS 46 rejects strictly is rejected, not passed on leniently.
+    #[test]
+    fn idna_is_strict() {
+        for bad in [
+            "xn--zz.example",         // not valid punycode
+            "xn--bcher-kva9.example", // punycode that does not round-trip
+            "é b.example",            // a space in an internationalised label
+            "bü_cher.example",        // STD3: no underscore in an IDN label
+            "-bü.example",            // a leading hyphen
+        ] {
+            assert!(Name::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert_eq!(
+            Name::parse("xn--bcher-kva.example").unwrap().as_str(),
+            "xn--bcher-kva.example."
+        );
+        assert_eq!(
+            Name::parse("_dmarc.example.com").unwrap().as_str(),
+            "_dmarc.example.com."
+        );
     }
 
     #[test]

@@ -198,6 +198,60 @@ impl RData {
     }
 }
 
+/// The size of a name on the wire, from its canonical text (`a.b.` → 5).
+fn name_wire_len(text: &str) -> usize {
+    if text == "." { 1 } else { text.len() + 1 }
+}
+
+/// The size on the wire of the RDATA of one canonical value of `rtype` (what a DNS
+/// answer carries for it), computed from the text without parsing it again.
+pub fn wire_len(rtype: RecordType, canonical: &str) -> usize {
+    let last = || canonical.rsplit(' ').next().unwrap_or("");
+    match rtype {
+        RecordType::A => 4,
+        RecordType::Aaaa => 16,
+        RecordType::Cname | RecordType::Ns => name_wire_len(canonical),
+        RecordType::Mx => 2 + name_wire_len(last()),
+        RecordType::Srv => 6 + name_wire_len(last()),
+        RecordType::Txt => quoted_bytes(canonical).iter().map(|n| n + 1).sum(),
+        RecordType::Caa => {
+            let mut parts = canonical.splitn(3, ' ');
+            let (_flags, tag, value) = (parts.next(), parts.next(), parts.next());
+            2 + tag.map_or(0, str::len) + quoted_bytes(value.unwrap_or("")).iter().sum::<usize>()
+        }
+    }
+}
+
+/// The byte length of each quoted character-string of a canonical value (`\DDD` and
+/// `\x` escapes are one byte each).
+fn quoted_bytes(canonical: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut chars = canonical.bytes().peekable();
+    let mut current: Option<usize> = None;
+    while let Some(b) = chars.next() {
+        match (current, b) {
+            (None, b'"') => current = Some(0),
+            (None, _) => {}
+            (Some(n), b'"') => {
+                out.push(n);
+                current = None;
+            }
+            (Some(n), b'\\') => {
+                if chars.peek().is_some_and(u8::is_ascii_digit) {
+                    chars.next();
+                    chars.next();
+                    chars.next();
+                } else {
+                    chars.next();
+                }
+                current = Some(n + 1);
+            }
+            (Some(n), _) => current = Some(n + 1),
+        }
+    }
+    out
+}
+
 /// Canonical form of `value` as a value of `rtype`.
 pub fn canonicalize(rtype: RecordType, value: &str) -> Result<String, ModelError> {
     Ok(RData::parse(rtype, value)?.to_string())

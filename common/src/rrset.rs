@@ -1,7 +1,7 @@
 //! RRSets, the ops that change them, and changes (an RRSet op plus its ownership ops).
 use crate::error::ModelError;
 use crate::name::Name;
-use crate::rdata::{RecordType, canonicalize};
+use crate::rdata::{RecordType, canonicalize, wire_len};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,6 +11,12 @@ use std::sync::Arc;
 pub const MAX_TTL: u32 = 2_147_483_647;
 /// Values one RRSet may hold; far above any real use, low enough to bound a message.
 pub const MAX_VALUES: usize = 1_000;
+/// The most bytes of data one record can carry (RDLENGTH is 16 bits).
+pub const MAX_RDATA: usize = 65_535;
+/// The most bytes of one DNS message over TCP (its length prefix is 16 bits).
+pub const MAX_MESSAGE: usize = 65_535;
+/// A DNS message header.
+const DNS_HEADER: usize = 12;
 
 /// `(zone, name, type)`: the identity of an RRSet.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -109,6 +115,25 @@ impl RRSet {
         }
         if !key.name.is_within(&key.zone) {
             return Err(problem(format!("name is outside zone {}", key.zone)));
+        }
+        // What a DNS answer can carry: one record's data at most 65,535 bytes, and the
+        // whole set in one 64 KiB TCP answer (header, question, and each record with a
+        // compressed owner name, type, class, TTL and length).
+        let owner = key.name.as_str().len() + 1;
+        let mut answer = DNS_HEADER + owner + 4;
+        for v in &values {
+            let rdata = wire_len(key.rtype, v);
+            if rdata > MAX_RDATA {
+                return Err(problem(format!(
+                    "a value is {rdata} bytes on the wire, above the {MAX_RDATA} one record can carry"
+                )));
+            }
+            answer += 12 + rdata;
+        }
+        if answer > MAX_MESSAGE {
+            return Err(problem(format!(
+                "the set is {answer} bytes in a DNS answer, above the {MAX_MESSAGE} one TCP message can carry"
+            )));
         }
         Ok(RRSet {
             key,
@@ -310,6 +335,37 @@ mod tests {
             Name::parse(name).unwrap(),
             t,
         )
+    }
+
+    /// What no DNS answer could carry is refused: a 70 KB TXT value, a set too large
+    /// for one 64 KiB TCP message; a long TXT string is split at 255 bytes, not refused.
+    #[test]
+    fn sets_must_fit_a_dns_answer() {
+        let k = key("t.example.com", RecordType::Txt);
+        let e = RRSet::new(k.clone(), 60, &["x".repeat(70_000)]).unwrap_err();
+        assert!(e.to_string().contains("above the 65535"), "{e}");
+        let ok = RRSet::new(k.clone(), 60, &["x".repeat(1000)]).unwrap();
+        assert_eq!(
+            crate::rdata::wire_len(RecordType::Txt, &ok.values()[0]),
+            1000 + 4
+        );
+        // 40 values of 2,000 bytes: each fits, the set does not.
+        let many: Vec<String> = (0..40)
+            .map(|i| format!("{i}{}", "y".repeat(2000)))
+            .collect();
+        let e = RRSet::new(k, 60, &many).unwrap_err();
+        assert!(e.to_string().contains("one TCP message"), "{e}");
+        for (t, v, len) in [
+            (RecordType::A, "192.0.2.1", 4),
+            (RecordType::Aaaa, "2001:db8::1", 16),
+            (RecordType::Cname, "a.example.com.", 15),
+            (RecordType::Mx, "10 mx.example.com.", 18),
+            (RecordType::Srv, "1 2 3 s.example.com.", 21),
+            (RecordType::Txt, "\"a\\\"b\" \"\\065\"", 6),
+            (RecordType::Caa, "0 issue \"ca.example\"", 17),
+        ] {
+            assert_eq!(crate::rdata::wire_len(t, v), len, "{t} {v}");
+        }
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct PlannerConfig {
     /// Desired-state sources; the gRPC push API (`PutDesired`) is always on.
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
+    /// Where the planner keeps what must survive a restart (the accepted desired state
+    /// of every source, the lease lock). Relative to the config file's directory.
+    #[serde(default = "default_state_dir")]
+    pub state_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -192,6 +196,9 @@ pub enum SourceConfig {
     },
 }
 
+fn default_state_dir() -> PathBuf {
+    PathBuf::from(".dnsplane-state")
+}
 fn default_owner() -> String {
     "dnsplane".into()
 }
@@ -230,6 +237,24 @@ fn default_ttl() -> u32 {
 }
 
 impl PlannerConfig {
+    /// A config for `zones` with every other key at its default, as an empty config
+    /// file would give (for programs and tests that build a config in code; override
+    /// fields with `PlannerConfig { owner_id: …, ..PlannerConfig::with_zones(zones) }`).
+    pub fn with_zones(zones: Vec<ZoneConfig>) -> PlannerConfig {
+        PlannerConfig {
+            owner_id: default_owner(),
+            applier: default_applier(),
+            appliers: Vec::new(),
+            applier_dns: None,
+            pool: PoolSettings::default(),
+            sync: SyncConfig::default(),
+            batch: BatchConfig::default(),
+            zones,
+            sources: Vec::new(),
+            state_dir: default_state_dir(),
+        }
+    }
+
     /// Reads, parses and validates `path`; relative source paths become relative to it.
     pub fn load(path: &Path) -> Result<PlannerConfig, ConfigError> {
         let shown = path.display().to_string();
@@ -242,6 +267,9 @@ impl PlannerConfig {
             message: e.to_string(),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
+        if config.state_dir.is_relative() {
+            config.state_dir = base.join(&config.state_dir);
+        }
         for source in &mut config.sources {
             match source {
                 SourceConfig::File { paths } => {
@@ -293,9 +321,21 @@ impl PlannerConfig {
         {
             return Err(format!("applier_dns {d:?} must be host:port"));
         }
-        if self.owner_id.is_empty() || self.owner_id.contains([',', '"', '=']) {
+        // It goes into every ownership record and its TXT value: short, and only the
+        // characters that cannot break the mark's `key=value,…` form.
+        let id_ok = (1..=63).contains(&self.owner_id.len())
+            && self
+                .owner_id
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+            && self
+                .owner_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !id_ok {
             return Err(format!(
-                "owner_id {:?} must be non-empty and free of ',', '\"' and '='",
+                "owner_id {:?} must be 1-63 characters of letters, digits, '.', '_' and '-', starting with a letter or digit",
                 self.owner_id
             ));
         }

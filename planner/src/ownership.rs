@@ -7,8 +7,13 @@
 //! ```
 //!
 //! The `_dnsplane-<type>` label keeps the ownership record out of the way of real
-//! host names (and works at the zone apex, unlike external-dns's default prefix); a
-//! leading `*` label is stored as `_wildcard`, since `*` may only stand first.
+//! host names (and works at the zone apex, unlike external-dns's default prefix). A
+//! wildcard's mark says so in that same label, `_dnsplane-<type>-wildcard.<parent>`
+//! (`*` may only stand first), so no two records ever share an ownership record: the
+//! mark of `*.apps` and the mark of a real `_wildcard.apps` are different names.
+//! (Before 0.2 a wildcard's mark was `_dnsplane-<type>._wildcard.<parent>`, which the
+//! mark of `_wildcard.<parent>` shared; such a mark now reads as the latter's, and a
+//! wildcard record it marked shows as unowned — `conflict = "adopt"` takes it back.)
 //!
 //! This module only knows the format; [`crate::observed`] keeps what a zone holds,
 //! split into data and ownership.
@@ -16,7 +21,8 @@ use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use std::sync::Arc;
 
 const LABEL_PREFIX: &str = "_dnsplane-";
-const WILDCARD: &str = "_wildcard";
+/// Suffix of the type in the first label of a wildcard's mark.
+const WILDCARD_SUFFIX: &str = "-wildcard";
 /// TTL of ownership records; fixed, so a TTL change of the record does not rewrite it.
 pub const OWNER_TTL: u32 = 300;
 
@@ -29,11 +35,14 @@ pub struct OwnerMark {
 
 /// Name of the ownership record for `key`.
 pub fn owner_record_key(key: &RecordKey) -> Option<RecordKey> {
-    let base = match key.name.first_label() {
-        "*" => key.name.parent()?.prepend(WILDCARD).ok()?,
-        _ => key.name.clone(),
+    let rtype = key.rtype.as_str().to_ascii_lowercase();
+    let (base, label) = match key.name.first_label() {
+        "*" => (
+            key.name.parent()?,
+            format!("{LABEL_PREFIX}{rtype}{WILDCARD_SUFFIX}"),
+        ),
+        _ => (key.name.clone(), format!("{LABEL_PREFIX}{rtype}")),
     };
-    let label = format!("{LABEL_PREFIX}{}", key.rtype.as_str().to_ascii_lowercase());
     let name = base.prepend(&label).ok()?;
     Some(RecordKey::new(key.zone.clone(), name, RecordType::Txt))
 }
@@ -58,13 +67,13 @@ pub fn parse_owner_record(rrset: &RRSet) -> Option<(RecordKey, OwnerMark)> {
         return None;
     }
     let first = rrset.key.name.first_label();
-    let rtype = RecordType::parse(first.strip_prefix(LABEL_PREFIX)?).ok()?;
+    let label = first.strip_prefix(LABEL_PREFIX)?;
     let rest = rrset.key.name.parent()?;
-    let owned = if rest.first_label() == WILDCARD {
-        rest.parent()?.prepend("*").ok()?
-    } else {
-        rest
+    let (rtype, owned) = match label.strip_suffix(WILDCARD_SUFFIX) {
+        Some(t) => (t, rest.prepend("*").ok()?),
+        None => (label, rest),
     };
+    let rtype = RecordType::parse(rtype).ok()?;
     let mark = rrset.values().iter().find_map(|v| parse_mark(v))?;
     Some((RecordKey::new(rrset.key.zone.clone(), owned, rtype), mark))
 }
@@ -99,6 +108,27 @@ mod tests {
 
     use dnsplane_testing::records::key;
 
+    /// A wildcard and a real `_wildcard` name never share an ownership record.
+    #[test]
+    fn no_two_records_share_a_mark() {
+        let keys = [
+            key("*.apps.example.com", RecordType::A),
+            key("_wildcard.apps.example.com", RecordType::A),
+            key("apps.example.com", RecordType::A),
+            key("*.example.com", RecordType::A),
+            key("_wildcard.example.com", RecordType::A),
+        ];
+        let marks: std::collections::BTreeSet<_> = keys
+            .iter()
+            .map(|k| owner_record_key(k).unwrap().name)
+            .collect();
+        assert_eq!(marks.len(), keys.len(), "{marks:?}");
+        for k in &keys {
+            let rec = owner_record(k, "me", "r").unwrap();
+            assert_eq!(&parse_owner_record(&rec).unwrap().0, k);
+        }
+    }
+
     #[test]
     fn round_trip_including_apex_and_wildcard() {
         for (name, t, expect) in [
@@ -111,7 +141,7 @@ mod tests {
             (
                 "*.apps.example.com",
                 RecordType::Cname,
-                "_dnsplane-cname._wildcard.apps.example.com.",
+                "_dnsplane-cname-wildcard.apps.example.com.",
             ),
         ] {
             let k = key(name, t);

@@ -141,9 +141,6 @@ fn config(port: u16) -> PlannerConfig {
     PlannerConfig {
         owner_id: OWNER.into(),
         applier: format!("http://127.0.0.1:{port}"),
-        appliers: vec![],
-        applier_dns: None,
-        pool: Default::default(),
         sync: SyncConfig {
             interval: Duration::from_secs(3600),
             // Measured without the source debounce (default 500 ms), which is a knob.
@@ -151,16 +148,17 @@ fn config(port: u16) -> PlannerConfig {
             ..SyncConfig::default()
         },
         batch: BatchConfig::default(),
-        zones: (0..ZONES)
-            .map(|z| ZoneConfig {
-                name: zone_name(z),
-                account: "embedded".into(),
-                policy: Policy::Sync,
-                conflict: ConflictPolicy::Report,
-                default_ttl: 300,
-            })
-            .collect(),
-        sources: vec![],
+        ..PlannerConfig::with_zones(
+            (0..ZONES)
+                .map(|z| ZoneConfig {
+                    name: zone_name(z),
+                    account: "embedded".into(),
+                    policy: Policy::Sync,
+                    conflict: ConflictPolicy::Report,
+                    default_ttl: 300,
+                })
+                .collect(),
+        )
     }
 }
 

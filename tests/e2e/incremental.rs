@@ -88,9 +88,6 @@ async fn harness() -> Harness {
     let config = PlannerConfig {
         owner_id: "me".into(),
         applier: format!("http://{addr}"),
-        appliers: vec![],
-        applier_dns: None,
-        pool: Default::default(),
         // Short retry clocks, so that settling below does not wait long.
         sync: SyncConfig {
             retry_min: Duration::from_millis(10),
@@ -101,14 +98,13 @@ async fn harness() -> Harness {
             max_changes: 3,
             ..BatchConfig::default()
         },
-        zones: vec![ZoneConfig {
+        ..PlannerConfig::with_zones(vec![ZoneConfig {
             name: zone(),
             account: "embedded".into(),
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 60,
-        }],
-        sources: vec![],
+        }])
     };
     let engine = Engine::new(config, PlannerMetrics::unregistered()).expect("engine");
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))

@@ -11,6 +11,9 @@
 
 /// sysexits.h `EX_USAGE`-style code: the config or the flags cannot be used.
 pub const EXIT_BAD_CONFIG: u8 = 64;
+/// `dnsplane status` and friends: the planner answered, but something is degraded
+/// (a source error, a held plan, a failing zone, no healthy applier).
+pub const EXIT_NOT_CONVERGED: u8 = 2;
 
 /// The multi-threaded runtime every binary runs on (at least two workers, so that a
 /// busy sync never starves the health and admin endpoints on a one-core container).

@@ -169,7 +169,13 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
     for e in &s.source_errors {
         println!("source error: {}: {}: {}", e.location, e.record, e.message);
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    // Scripts and probes read the exit code: anything short of healthy (or a sync in
+    // progress) is not "fine".
+    Ok(if s.level == "degraded" {
+        std::process::ExitCode::from(dnsplane_cli::EXIT_NOT_CONVERGED)
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
 }
 
 pub async fn records(

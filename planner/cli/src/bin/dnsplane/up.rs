@@ -112,6 +112,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         sources: vec![SourceConfig::File {
             paths: args.desired.clone(),
         }],
+        state_dir: args.state_dir.join("planner"),
     };
     planner_config
         .validate()
