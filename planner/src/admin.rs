@@ -41,6 +41,7 @@ fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
                 syncing: z.status.syncing,
                 last_sync: z.status.last_sync.map(unix_seconds),
                 last_success: z.status.last_success.map(unix_seconds),
+                held: z.held.as_ref().map(|(h, _)| (h.deletes, h.updates)),
             },
         );
     }

@@ -52,6 +52,44 @@ pub struct PlannerConfig {
     /// of every source, the lease lock). Relative to the config file's directory.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
+    #[serde(default)]
+    pub safety: SafetyConfig,
+}
+
+/// `[safety]`: the mass-change guard ([`crate::guard`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SafetyConfig {
+    /// A plan that deletes or updates more than this fraction of a zone's owned records
+    /// is held until approved. `1.0` turns the guard off (apex NS included).
+    #[serde(default = "default_max_change_fraction")]
+    pub max_change_fraction: f64,
+    /// Zones with fewer owned records than this are not weighed by the fraction.
+    #[serde(default = "default_min_zone_records")]
+    pub min_zone_records: usize,
+}
+
+impl Default for SafetyConfig {
+    fn default() -> Self {
+        SafetyConfig {
+            max_change_fraction: default_max_change_fraction(),
+            min_zone_records: default_min_zone_records(),
+        }
+    }
+}
+
+impl SafetyConfig {
+    /// `max_change_fraction = 1.0`: every plan goes through.
+    pub fn is_off(&self) -> bool {
+        self.max_change_fraction >= 1.0
+    }
+}
+
+fn default_max_change_fraction() -> f64 {
+    0.3
+}
+fn default_min_zone_records() -> usize {
+    10
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -252,6 +290,7 @@ impl PlannerConfig {
             zones,
             sources: Vec::new(),
             state_dir: default_state_dir(),
+            safety: SafetyConfig::default(),
         }
     }
 
@@ -356,6 +395,12 @@ impl PlannerConfig {
         }
         if self.sync.retry_min.is_zero() || self.sync.retry_max < self.sync.retry_min {
             return Err("sync.retry_min must be > 0 and ≤ sync.retry_max".into());
+        }
+        let f = self.safety.max_change_fraction;
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(format!(
+                "safety.max_change_fraction = {f} must be in (0, 1]; 1.0 turns the guard off"
+            ));
         }
         if self.sync.interval < Duration::from_secs(1) {
             return Err("sync.interval must be at least 1s".into());

@@ -116,3 +116,65 @@ impl DesiredRecordsRejected<'_> {
         }
     }
 }
+
+/// The mass-change guard held a plan of a zone (logged once per new digest).
+#[derive(Debug)]
+pub struct PlanHeld<'a> {
+    pub zone: &'a Name,
+    pub plan: &'a crate::guard::HeldPlan,
+}
+
+impl PlanHeld<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.plan_held(self.zone);
+        warn!(
+            zone = %self.zone,
+            digest = %self.plan.digest,
+            deletes = self.plan.deletes,
+            updates = self.plan.updates,
+            apex_ns = self.plan.apex_ns,
+            owned = self.plan.owned,
+            "Plan held by the mass-change guard: {}; nothing of it is deleted or updated until `dnsplane approve {}`.",
+            self.plan.reason,
+            self.zone
+        );
+    }
+}
+
+/// A person approved a held plan.
+#[derive(Debug)]
+pub struct PlanApproved<'a> {
+    pub zone: &'a Name,
+    pub plan: &'a crate::guard::HeldPlan,
+}
+
+impl PlanApproved<'_> {
+    pub fn emit(self) {
+        info!(
+            zone = %self.zone,
+            digest = %self.plan.digest,
+            deletes = self.plan.deletes,
+            updates = self.plan.updates,
+            "Held plan approved; applying it if it is unchanged."
+        );
+    }
+}
+
+/// A held plan is no longer held: applied after approval, or no longer wanted.
+#[derive(Debug)]
+pub struct PlanReleased<'a> {
+    pub zone: &'a Name,
+    pub digest: &'a str,
+    pub approved: bool,
+}
+
+impl PlanReleased<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.plan_released(self.zone, self.approved);
+        if self.approved {
+            info!(zone = %self.zone, digest = %self.digest, "Approved plan is being applied.");
+        } else {
+            info!(zone = %self.zone, digest = %self.digest, "Held plan is no longer wanted (the desired state changed); released.");
+        }
+    }
+}

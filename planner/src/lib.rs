@@ -10,6 +10,7 @@
 //! - [`source`] → [`desired`]: desired records from files and pushes, placed in zones
 //!   and checked across records;
 //! - [`plan`]: the pure diff of desired vs current ([`observed`]) vs [`ownership`];
+//!   [`guard`] holds a plan that would change too much of a zone until it is approved;
 //!   [`batcher`] cuts it into batches;
 //! - [`state`]: the per-record state machine (one fold: plan → results → lost stream);
 //! - [`pool`], [`client`]: the appliers and the only code that speaks their protocol;
@@ -23,6 +24,7 @@ pub mod desired;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod guard;
 pub mod metrics;
 pub mod observed;
 pub mod ownership;

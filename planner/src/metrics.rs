@@ -14,6 +14,9 @@
 //! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
 //! | `dnsplane_planner_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
 //! | `dnsplane_planner_source_errors` | gauge | — | desired records rejected by the sources |
+//! | `dnsplane_planner_zone_held` | gauge | `zone` | 1 while the mass-change guard holds a plan of the zone |
+//! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
+//! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 use dnsplane_common::{ChangeKind, Name, Outcome};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -75,6 +78,16 @@ pub struct PlannerMetrics {
     last_success: Family<ZoneLabels, SecondsGauge>,
     syncing: Family<ZoneLabels, Gauge>,
     source_errors: Gauge,
+    zone_held: Family<ZoneLabels, Gauge>,
+    held_changes: Family<ChangeLabels, Gauge>,
+    plans_held: Family<ZoneLabels, Counter>,
+    plans_released: Family<ReleaseLabels, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReleaseLabels {
+    zone: String,
+    how: String,
 }
 
 /// One zone's gauges, as the admin port sets them before a scrape.
@@ -87,6 +100,8 @@ pub struct ZoneGauges {
     pub syncing: bool,
     pub last_sync: Option<f64>,
     pub last_success: Option<f64>,
+    /// The held plan's (deletes, updates), while there is one.
+    pub held: Option<(usize, usize)>,
 }
 
 impl PlannerMetrics {
@@ -103,6 +118,10 @@ impl PlannerMetrics {
             last_success: Family::default(),
             syncing: Family::default(),
             source_errors: Gauge::default(),
+            zone_held: Family::default(),
+            held_changes: Family::default(),
+            plans_held: Family::default(),
+            plans_released: Family::default(),
         };
         registry.register(
             "dnsplane_planner_plan_changes",
@@ -154,7 +173,46 @@ impl PlannerMetrics {
             "Desired records the sources rejected (see /status or GetStatus)",
             m.source_errors.clone(),
         );
+        registry.register(
+            "dnsplane_planner_zone_held",
+            "1 while the mass-change guard holds a plan of the zone (dnsplane approve ZONE)",
+            m.zone_held.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_held_changes",
+            "Deletes and updates of the zone's held plan",
+            m.held_changes.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_plans_held",
+            "Plans the mass-change guard held, by zone",
+            m.plans_held.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_plans_released",
+            "Held plans released, by zone and how (approved, withdrawn)",
+            m.plans_released.clone(),
+        );
         m
+    }
+
+    /// The guard held a new plan of `zone`.
+    pub(crate) fn plan_held(&self, zone: &Name) {
+        self.plans_held
+            .get_or_create(&ZoneLabels {
+                zone: zone.to_string(),
+            })
+            .inc();
+    }
+
+    /// A held plan of `zone` was released.
+    pub(crate) fn plan_released(&self, zone: &Name, approved: bool) {
+        self.plans_released
+            .get_or_create(&ReleaseLabels {
+                zone: zone.to_string(),
+                how: if approved { "approved" } else { "withdrawn" }.into(),
+            })
+            .inc();
     }
 
     /// Families registered nowhere: for engines built without an admin port.
@@ -224,6 +282,18 @@ impl PlannerMetrics {
         if let Some(t) = g.last_success {
             self.last_success.get_or_create(&labels).set(t);
         }
+        let (deletes, updates) = g.held.unwrap_or_default();
+        for (kind, n) in [("delete", deletes), ("update", updates)] {
+            self.held_changes
+                .get_or_create(&ChangeLabels {
+                    zone: labels.zone.clone(),
+                    kind: kind.into(),
+                })
+                .set(n as i64);
+        }
+        self.zone_held
+            .get_or_create(&labels)
+            .set(i64::from(g.held.is_some()));
     }
 
     /// Sets the number of rejected desired records.

@@ -2,7 +2,10 @@
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
 use crate::desired::DesiredIndex;
-use crate::engine::{Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot};
+use crate::engine::{
+    ApproveError, Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot,
+};
+use crate::guard::HeldPlan;
 use crate::source::{DesiredEntry, Origin};
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::convert::{FieldError, timestamp};
@@ -10,7 +13,7 @@ use dnsplane_common::grpc::invalid_argument;
 use dnsplane_common::{Name, RecordKey, RecordType, pb, rdata};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -139,6 +142,23 @@ fn zone_to_pb(z: &ZoneSnapshot) -> pb::ZoneStatus {
         applier: z.applier.clone().unwrap_or_default(),
         initial_sync_started: st.sync_started.map(timestamp),
         next_retry: z.next_retry.map(timestamp),
+        state: if z.held.is_some() { "HELD" } else { "OK" }.into(),
+        held: z
+            .held
+            .as_ref()
+            .map(|(h, since)| held_to_pb(h, Some(*since))),
+    }
+}
+
+fn held_to_pb(h: &HeldPlan, since: Option<SystemTime>) -> pb::HeldPlan {
+    pb::HeldPlan {
+        digest: h.digest.clone(),
+        deletes: h.deletes as u32,
+        updates: h.updates as u32,
+        apex_ns: h.apex_ns as u32,
+        owned_records: h.owned as u32,
+        reason: h.reason.clone(),
+        since: since.map(timestamp),
     }
 }
 
@@ -153,6 +173,7 @@ pub fn kind_to_pb(k: RecordStateKind) -> pb::RecordStateKind {
         RecordStateKind::Failed => pb::RecordStateKind::Failed,
         RecordStateKind::Deferred => pb::RecordStateKind::Deferred,
         RecordStateKind::Rejected => pb::RecordStateKind::Rejected,
+        RecordStateKind::Held => pb::RecordStateKind::Held,
     }
 }
 
@@ -168,6 +189,7 @@ pub fn kind_from_pb(k: i32) -> Option<RecordStateKind> {
         pb::RecordStateKind::Failed => RecordStateKind::Failed,
         pb::RecordStateKind::Deferred => RecordStateKind::Deferred,
         pb::RecordStateKind::Rejected => RecordStateKind::Rejected,
+        pb::RecordStateKind::Held => RecordStateKind::Held,
     })
 }
 
@@ -243,6 +265,7 @@ impl pb::planner_server::Planner for PlannerService {
             match self.engine.preview(zone, req.fresh).await {
                 Err(e) => zp.error = e.to_string(),
                 Ok(preview) => {
+                    zp.held = preview.held.as_ref().map(|h| held_to_pb(h, None));
                     let plan = &preview.plan;
                     let total = plan.changes.len() + plan.blocked.len() + preview.withheld.len();
                     let changes = plan.changes.iter().map(|c| {
@@ -436,6 +459,30 @@ impl pb::planner_server::Planner for PlannerService {
         self.engine
             .set_source(&format!("push:{}", req.source), entries, Vec::new());
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
+    }
+
+    async fn approve(
+        &self,
+        request: Request<pb::ApproveRequest>,
+    ) -> Result<Response<pb::ApproveResponse>, Status> {
+        let req = request.into_inner();
+        if req.zone.is_empty() {
+            return Err(FieldError::new("zone", "required").into());
+        }
+        if req.digest.is_empty() {
+            return Err(FieldError::new(
+                "digest",
+                "required: the held plan's digest, as GetStatus shows it (zones[].held.digest)",
+            )
+            .into());
+        }
+        match self.engine.approve(&req.zone, &req.digest) {
+            Ok(plan) => Ok(Response::new(pb::ApproveResponse {
+                approved: Some(held_to_pb(&plan, None)),
+            })),
+            Err(e @ ApproveError::UnknownZone { .. }) => Err(Status::not_found(e.to_string())),
+            Err(e) => Err(Status::failed_precondition(e.to_string())),
+        }
     }
 }
 

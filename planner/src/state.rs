@@ -44,11 +44,14 @@ pub enum RecordStateKind {
     Deferred,
     /// The provider account refuses writes (credentials, missing zone).
     Rejected,
+    /// Part of a plan the mass-change guard holds until it is approved
+    /// ([`crate::guard`]); re-planned on every sync of its name.
+    Held,
 }
 
 impl RecordStateKind {
     /// Every state, for gauges that show zeros.
-    pub const ALL: [RecordStateKind; 8] = [
+    pub const ALL: [RecordStateKind; 9] = [
         RecordStateKind::Pending,
         RecordStateKind::InFlight,
         RecordStateKind::Converged,
@@ -57,6 +60,7 @@ impl RecordStateKind {
         RecordStateKind::Failed,
         RecordStateKind::Deferred,
         RecordStateKind::Rejected,
+        RecordStateKind::Held,
     ];
 
     /// User-facing name (`converged`, `conflict`, ...).
@@ -70,6 +74,7 @@ impl RecordStateKind {
             RecordStateKind::Failed => "failed",
             RecordStateKind::Deferred => "deferred",
             RecordStateKind::Rejected => "rejected",
+            RecordStateKind::Held => "held",
         }
     }
 }
@@ -381,6 +386,25 @@ impl StateTable {
             true
         });
         before - plan.changes.len()
+    }
+
+    /// `keys`' changes are held by the mass-change guard for `reason`: they wait for an
+    /// approval (or a change of the desired state), not for a clock.
+    pub fn hold<'a>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'a RecordKey>,
+        reason: &str,
+        now: SystemTime,
+    ) {
+        for key in keys {
+            let s = self.entry(key, now);
+            if s.kind != RecordStateKind::Held || s.reason != reason {
+                s.updated = Some(now);
+            }
+            s.kind = RecordStateKind::Held;
+            s.reason = reason.to_string();
+            s.next_retry = None;
+        }
     }
 
     /// `key`'s change was sent.

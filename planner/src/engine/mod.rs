@@ -12,6 +12,7 @@
 use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::events;
+use crate::guard::HeldPlan;
 use crate::metrics::PlannerMetrics;
 use crate::observed::ZoneView;
 use crate::pool::ApplierPool;
@@ -26,11 +27,13 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+mod approve;
 mod fold;
 mod schedule;
 mod snapshot;
 mod sync;
 
+pub use approve::ApproveError;
 pub use snapshot::{
     Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };
@@ -55,6 +58,10 @@ struct ZoneRuntime {
     view: Mutex<Option<ZoneView>>,
     /// Names whose desired records changed since the last sync of them.
     dirty: Mutex<BTreeSet<Name>>,
+    /// The plan the mass-change guard holds, and since when ([`approve`]).
+    held: Mutex<Option<(HeldPlan, SystemTime)>>,
+    /// The digest of the held plan a person approved; taken by the sync that applies it.
+    approved: Mutex<Option<String>>,
 }
 
 /// The planner's engine.
@@ -103,6 +110,8 @@ impl Engine {
                         status: Mutex::new(ZoneStatus::default()),
                         view: Mutex::new(None),
                         dirty: Mutex::new(BTreeSet::new()),
+                        held: Mutex::new(None),
+                        approved: Mutex::new(None),
                     }),
                 )
             })

@@ -3,6 +3,7 @@
 //! Callers get plain values and never hold an engine lock.
 use super::{Engine, lock};
 use crate::config::Policy;
+use crate::guard::HeldPlan;
 use crate::source::SourceError;
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::{Name, RecordKey};
@@ -43,6 +44,8 @@ pub struct ZoneSnapshot {
     pub next_retry: Option<SystemTime>,
     /// The applier the zone is routed to now, if any.
     pub applier: Option<String>,
+    /// The plan the mass-change guard holds, and since when.
+    pub held: Option<(HeldPlan, SystemTime)>,
 }
 
 /// One applier of the pool.
@@ -87,6 +90,12 @@ impl Snapshot {
         let mut degraded = Vec::new();
         let mut syncing = false;
         for z in &self.zones {
+            if let Some((h, _)) = &z.held {
+                degraded.push(format!(
+                    "zone {}: plan HELD ({}); approve with `dnsplane approve {}`",
+                    z.name, h.reason, z.name
+                ));
+            }
             if !z.status.last_error.is_empty() {
                 degraded.push(format!("zone {}: {}", z.name, z.status.last_error));
             } else if z.status.rejected {
@@ -174,6 +183,7 @@ impl Engine {
                     observed_records,
                     next_retry,
                     applier: self.pool.route(&z.cfg.name).map(|m| m.addr.clone()),
+                    held: lock(&z.held).clone(),
                 }
             })
             .collect();

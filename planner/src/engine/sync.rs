@@ -127,6 +127,8 @@ pub struct Preview {
     /// Changes the plan wants that a sync would withhold now (their records wait on
     /// their own clock), with the state that holds each back.
     pub withheld: Vec<(RecordKey, RecordState)>,
+    /// What the mass-change guard would hold of this plan (unless already approved).
+    pub held: Option<crate::guard::HeldPlan>,
 }
 
 /// The desired records of one zone a sync plans with: all of them (borrowed from the
@@ -237,14 +239,17 @@ impl Engine {
         let (mut plan, withheld) = self
             .plan_scope(zone, scope, fresh, |desired, view, plan| {
                 let now = SystemTime::now();
-                lock(&zone.states).fold_plan(
+                let withheld = lock(&zone.states).fold_plan(
                     |n| scope.contains(n),
                     desired,
                     |k| view.data.get(k).cloned(),
                     plan,
                     now,
                     self.retry_clock(),
-                )
+                );
+                let full_view = scope.is_zone().then_some(view);
+                self.guard_plan(zone, scope, full_view, plan);
+                withheld
             })
             .await?;
         let mut summary = SyncSummary {
@@ -351,7 +356,15 @@ impl Engine {
         let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
         plan.changes.retain(|c| !held.contains(c.change.key()));
         drop(held);
-        Ok(Preview { plan, withheld })
+        let guarded = crate::guard::check(&self.config.safety, zone, &plan.changes, || {
+            super::approve::owned_records(&view, &self.config.owner_id)
+        })
+        .filter(|h| lock(&z.approved).as_deref() != Some(h.digest.as_str()));
+        Ok(Preview {
+            plan,
+            withheld,
+            held: guarded,
+        })
     }
 
     /// Reads `zone` through its applier (all pages); only `names` when not empty.

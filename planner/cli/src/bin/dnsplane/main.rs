@@ -1,5 +1,5 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
-//! embedded provider ([`up`]); `plan`, `status`, `records` and `sync` talk to a running
+//! embedded provider ([`up`]); `plan`, `status`, `records`, `sync` and `approve` talk to a running
 //! planner ([`remote`]).
 use clap::{Parser, Subcommand};
 
@@ -46,6 +46,17 @@ enum Command {
         /// Include converged records.
         #[arg(long)]
         all: bool,
+    },
+    /// Approve a zone's plan that the mass-change guard holds (shown by `status`).
+    Approve {
+        #[command(flatten)]
+        conn: Conn,
+        /// The zone whose held plan to approve.
+        zone: String,
+        /// The digest of the plan you reviewed; without it, the plan held now is
+        /// shown and approved.
+        #[arg(long)]
+        digest: Option<String>,
     },
     /// Trigger a sync now and follow its progress.
     Sync {
@@ -94,5 +105,6 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Status { conn } => remote::status(conn).await,
         Command::Records { conn, zone, all } => remote::records(conn, zone, all).await,
         Command::Sync { conn, zone } => remote::sync(conn, zone).await,
+        Command::Approve { conn, zone, digest } => remote::approve(conn, zone, digest).await,
     }
 }

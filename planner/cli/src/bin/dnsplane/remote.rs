@@ -1,5 +1,5 @@
 //! The commands that talk to a running planner over gRPC: `plan`, `status`,
-//! `records`, `sync`.
+//! `records`, `sync`, `approve`.
 use anyhow::Context;
 use dnsplane_common::pb::{self, planner_client::PlannerClient};
 
@@ -65,6 +65,12 @@ pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
             if !z.error.is_empty() {
                 println!("  error: {}", z.error);
                 continue;
+            }
+            if let Some(h) = &z.held {
+                println!(
+                    "  HELD by the mass-change guard: {}; the deletes and updates below wait for `dnsplane approve {}` (digest {})",
+                    h.reason, z.zone, h.digest
+                );
             }
             for c in &z.changes {
                 total += 1;
@@ -166,6 +172,14 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
             }
         );
     }
+    for z in &s.zones {
+        if let Some(h) = &z.held {
+            println!(
+                "zone {} HELD: {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
+                z.zone, h.deletes, h.updates, h.owned_records, h.reason, h.digest, z.zone
+            );
+        }
+    }
     for e in &s.source_errors {
         println!("source error: {}: {}: {}", e.location, e.record, e.message);
     }
@@ -255,4 +269,54 @@ pub async fn sync(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
     } else {
         std::process::ExitCode::SUCCESS
     })
+}
+
+pub async fn approve(
+    conn: Conn,
+    zone: String,
+    digest: Option<String>,
+) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let digest = match digest {
+        Some(d) => d,
+        None => {
+            let s = client
+                .get_status(pb::GetStatusRequest {})
+                .await
+                .map_err(status_err)?
+                .into_inner();
+            let want = zone.trim_end_matches('.').to_ascii_lowercase();
+            let Some(z) = s
+                .zones
+                .iter()
+                .find(|z| z.zone.trim_end_matches('.') == want)
+            else {
+                anyhow::bail!("zone {zone} is not configured on this planner");
+            };
+            let Some(h) = &z.held else {
+                println!("zone {}: no plan is held; nothing to approve", z.zone);
+                return Ok(std::process::ExitCode::SUCCESS);
+            };
+            println!(
+                "zone {}: approving the held plan {}: {} deletes, {} updates of {} owned records ({})",
+                z.zone, h.digest, h.deletes, h.updates, h.owned_records, h.reason
+            );
+            h.digest.clone()
+        }
+    };
+    let resp = client
+        .approve(pb::ApproveRequest {
+            zone: zone.clone(),
+            digest,
+        })
+        .await
+        .map_err(status_err)?
+        .into_inner();
+    if let Some(h) = resp.approved {
+        println!(
+            "approved {}: the next sync of {zone} applies {} deletes and {} updates (it is held again if the plan changed)",
+            h.digest, h.deletes, h.updates
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

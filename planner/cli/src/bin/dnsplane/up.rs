@@ -3,7 +3,7 @@
 use anyhow::Context;
 use dnsplane_common::Name;
 use dnsplane_planner::config::{
-    BatchConfig, ConflictPolicy, PlannerConfig, Policy, SourceConfig, SyncConfig, ZoneConfig,
+    ConflictPolicy, PlannerConfig, Policy, SourceConfig, SyncConfig, ZoneConfig,
 };
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
@@ -87,32 +87,29 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         Some(dns_listen),
         args.zone.clone(),
     );
+    let zones = args
+        .zone
+        .iter()
+        .map(|z| ZoneConfig {
+            name: z.clone(),
+            account: "embedded".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: 300,
+        })
+        .collect();
     let planner_config = PlannerConfig {
         owner_id: "dnsplane".into(),
         applier: format!("http://{}", applier_listener.local_addr()?),
-        appliers: vec![],
-        applier_dns: None,
-        pool: Default::default(),
         sync: SyncConfig {
             interval: args.interval,
             ..SyncConfig::default()
         },
-        batch: BatchConfig::default(),
-        zones: args
-            .zone
-            .iter()
-            .map(|z| ZoneConfig {
-                name: z.clone(),
-                account: "embedded".into(),
-                policy: Policy::Sync,
-                conflict: ConflictPolicy::Report,
-                default_ttl: 300,
-            })
-            .collect(),
         sources: vec![SourceConfig::File {
             paths: args.desired.clone(),
         }],
         state_dir: args.state_dir.join("planner"),
+        ..PlannerConfig::with_zones(zones)
     };
     planner_config
         .validate()

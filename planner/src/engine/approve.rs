@@ -1,0 +1,153 @@
+//! The mass-change guard inside a sync, and `Approve`.
+//!
+//! Every sync's plan passes [`crate::guard::check`] after it is folded into the state
+//! table: a plan over the limit keeps its creates and loses its deletes and updates,
+//! whose records become `held`; the zone shows the held plan (digest, counts) until a
+//! sync's plan no longer needs holding or a person approves that digest. An approval
+//! marks the held names dirty, so the zone loop re-plans them within `min_interval`;
+//! that plan is let through only if its digest is still the approved one.
+use super::sync::Scope;
+use super::{Engine, ZoneRuntime, lock};
+use crate::events;
+use crate::guard::{self, HeldPlan};
+use crate::observed::ZoneView;
+use crate::plan::ZonePlan;
+use dnsplane_common::Name;
+use std::time::SystemTime;
+
+/// Why an approval was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ApproveError {
+    #[error("zone {zone} is not configured")]
+    UnknownZone { zone: String },
+    #[error("zone {zone} has no held plan")]
+    NothingHeld { zone: Name },
+    #[error(
+        "zone {zone}: the held plan changed; it is now {current} ({reason}); look again and approve that digest"
+    )]
+    Changed {
+        zone: Name,
+        current: String,
+        reason: String,
+    },
+}
+
+/// Records of `view` that we own (data records with our ownership mark).
+pub(super) fn owned_records(view: &ZoneView, owner_id: &str) -> usize {
+    view.owners
+        .iter()
+        .filter(|(k, o)| &*o.mark.owner == owner_id && view.data.contains_key(*k))
+        .count()
+}
+
+impl Engine {
+    /// Runs the guard over a sync's folded plan (see the module docs). `full_view`
+    /// is the zone's whole observed view when the sync read it (a full sync); a
+    /// targeted sync counts the owned records in the view the engine keeps.
+    pub(super) fn guard_plan(
+        &self,
+        zone: &ZoneRuntime,
+        scope: &Scope,
+        full_view: Option<&ZoneView>,
+        plan: &mut ZonePlan,
+    ) {
+        let name = &zone.cfg.name;
+        let owner = self.config.owner_id.as_str();
+        let verdict = guard::check(
+            &self.config.safety,
+            name,
+            &plan.changes,
+            || match full_view {
+                Some(v) => owned_records(v, owner),
+                None => lock(&zone.view)
+                    .as_ref()
+                    .map_or(0, |v| owned_records(v, owner)),
+            },
+        );
+        let mut held = lock(&zone.held);
+        let Some(verdict) = verdict else {
+            // Nothing to hold in this plan: a hold it covered is over.
+            let covered = held
+                .as_ref()
+                .is_some_and(|(h, _)| h.names.iter().all(|n| scope.contains(n)));
+            if covered && let Some((h, _)) = held.take() {
+                events::PlanReleased {
+                    zone: name,
+                    digest: &h.digest,
+                    approved: false,
+                }
+                .emit(&self.metrics);
+            }
+            return;
+        };
+        let approved = {
+            let mut a = lock(&zone.approved);
+            let ok = a.as_deref() == Some(verdict.digest.as_str());
+            if ok {
+                *a = None;
+            }
+            ok
+        };
+        if approved {
+            *held = None;
+            events::PlanReleased {
+                zone: name,
+                digest: &verdict.digest,
+                approved: true,
+            }
+            .emit(&self.metrics);
+            return;
+        }
+        let now = SystemTime::now();
+        let taken = guard::take_guarded(name, &mut plan.changes);
+        let reason = format!(
+            "held by the mass-change guard: {}; approve with `dnsplane approve {name}` (digest {})",
+            verdict.reason, verdict.digest
+        );
+        lock(&zone.states).hold(taken.iter().map(|c| c.change.key()), &reason, now);
+        let since = match held.as_ref() {
+            Some((h, since)) if h.digest == verdict.digest => *since,
+            _ => {
+                events::PlanHeld {
+                    zone: name,
+                    plan: &verdict,
+                }
+                .emit(&self.metrics);
+                now
+            }
+        };
+        *held = Some((verdict, since));
+    }
+
+    /// Approves `zone`'s held plan if its digest is still `digest`; the zone re-plans
+    /// the held names at once and applies them if the plan is unchanged.
+    pub fn approve(&self, zone: &str, digest: &str) -> Result<HeldPlan, ApproveError> {
+        let z = self
+            .zone_name(zone)
+            .and_then(|n| self.zone(n))
+            .ok_or_else(|| ApproveError::UnknownZone {
+                zone: zone.to_string(),
+            })?;
+        let name = &z.cfg.name;
+        let plan = match lock(&z.held).as_ref() {
+            None => return Err(ApproveError::NothingHeld { zone: name.clone() }),
+            Some((h, _)) if h.digest != digest => {
+                return Err(ApproveError::Changed {
+                    zone: name.clone(),
+                    current: h.digest.clone(),
+                    reason: h.reason.clone(),
+                });
+            }
+            Some((h, _)) => h.clone(),
+        };
+        *lock(&z.approved) = Some(plan.digest.clone());
+        events::PlanApproved {
+            zone: name,
+            plan: &plan,
+        }
+        .emit();
+        lock(&z.dirty).extend(plan.names.iter().cloned());
+        z.trigger.notify_one();
+        Ok(plan)
+    }
+}

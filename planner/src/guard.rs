@@ -1,0 +1,262 @@
+//! The mass-change guard: a plan that would delete or update more than a set fraction
+//! of a zone's owned records, or touch the zone's apex NS, is *held* until a person
+//! approves that exact plan.
+//!
+//! Why: a controller's worst failure is not a stuck batch but a deleted zone, and the
+//! inputs that cause one only *look* valid (a source half-emptied by a bad merge, a
+//! second deployment with a smaller source). octoDNS refuses such a plan without
+//! `--force`; dnsplane does the same continuously: the destructive part of the plan
+//! waits, creates go on (they cannot take anything off the internet).
+//!
+//! A held plan is named by a digest of its destructive changes (their stable ids, which
+//! hash zone, key, before and after). `Approve` takes that digest, so an approval is
+//! for the plan the person looked at: if the plan changed meanwhile, its digest differs
+//! and it is held again. Pure: no I/O, unit-tested here.
+use crate::config::SafetyConfig;
+use crate::plan::PlannedChange;
+use dnsplane_common::{ChangeKind, Name, RecordType};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+
+/// What a held plan would do, as status shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldPlan {
+    /// Names the approval is for (hex, 16 digits): see the module docs.
+    pub digest: String,
+    pub deletes: usize,
+    pub updates: usize,
+    /// Changes to the zone's apex NS records among them (always need approval).
+    pub apex_ns: usize,
+    /// The zone's owned records when the plan was held.
+    pub owned: usize,
+    /// The names of the held changes: what an approval re-plans.
+    pub names: BTreeSet<Name>,
+    /// Why it is held, one sentence.
+    pub reason: String,
+}
+
+/// True for the changes the guard weighs: deletes and updates of owned records, and
+/// any change of the zone's apex NS.
+fn is_guarded(zone: &Name, c: &PlannedChange) -> bool {
+    matches!(c.change.kind, ChangeKind::Delete | ChangeKind::Update) || is_apex_ns(zone, c)
+}
+
+fn is_apex_ns(zone: &Name, c: &PlannedChange) -> bool {
+    let k = c.change.key();
+    k.rtype == RecordType::Ns && &k.name == zone
+}
+
+/// The guard's verdict on `changes` (one sync's plan of `zone`; `owned` counts the
+/// records we own in the zone, asked only when the plan has a guarded change). `None`:
+/// let it through. `Some`: hold the guarded changes; the caller sends only the rest
+/// (`changes` is not modified here).
+pub fn check(
+    cfg: &SafetyConfig,
+    zone: &Name,
+    changes: &[PlannedChange],
+    owned: impl FnOnce() -> usize,
+) -> Option<HeldPlan> {
+    if cfg.is_off() {
+        return None;
+    }
+    let guarded: Vec<&PlannedChange> = changes.iter().filter(|c| is_guarded(zone, c)).collect();
+    if guarded.is_empty() {
+        return None;
+    }
+    let owned = owned();
+    let count = |k: ChangeKind| guarded.iter().filter(|c| c.change.kind == k).count();
+    let (deletes, updates) = (count(ChangeKind::Delete), count(ChangeKind::Update));
+    let apex_ns = guarded.iter().filter(|c| is_apex_ns(zone, c)).count();
+    let destructive = deletes + updates;
+    let over = owned >= cfg.min_zone_records
+        && destructive as f64 > cfg.max_change_fraction * owned as f64;
+    if !over && apex_ns == 0 {
+        return None;
+    }
+    let reason = if over {
+        format!(
+            "the plan would delete {deletes} and update {updates} of the zone's {owned} owned records (more than {:.0}%)",
+            cfg.max_change_fraction * 100.0
+        )
+    } else {
+        format!("the plan changes the zone's apex NS records ({apex_ns} change(s))")
+    };
+    Some(HeldPlan {
+        digest: digest(guarded.iter().map(|c| c.change.id.as_str())),
+        deletes,
+        updates,
+        apex_ns,
+        owned,
+        names: guarded
+            .iter()
+            .map(|c| c.change.key().name.clone())
+            .collect(),
+        reason,
+    })
+}
+
+/// The guarded changes of `changes`, taken out (what a held plan does not send).
+pub fn take_guarded(zone: &Name, changes: &mut Vec<PlannedChange>) -> Vec<PlannedChange> {
+    let (held, rest): (Vec<_>, Vec<_>) = std::mem::take(changes)
+        .into_iter()
+        .partition(|c| is_guarded(zone, c));
+    *changes = rest;
+    held
+}
+
+/// A digest of a set of change ids, independent of their order.
+fn digest<'a>(ids: impl Iterator<Item = &'a str>) -> String {
+    let sorted: BTreeSet<&str> = ids.collect();
+    let mut h = Sha256::new();
+    for id in sorted {
+        h.update(id.as_bytes());
+        h.update(b"\n");
+    }
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dnsplane_common::{Change, RRSet, RRSetOp, RecordKey};
+
+    fn zone() -> Name {
+        Name::parse("example.com.").unwrap()
+    }
+
+    fn change(kind: ChangeKind, name: &str, rtype: RecordType, value: &str) -> PlannedChange {
+        let key = RecordKey::new(zone(), Name::parse(name).unwrap(), rtype);
+        let r = RRSet::new(key, 300, &[value.to_string()]).unwrap();
+        let op = match kind {
+            ChangeKind::Create => RRSetOp::create(r),
+            ChangeKind::Delete => RRSetOp::delete(r),
+            _ => {
+                let old = RRSet::new(r.key.clone(), 60, &[value.to_string()]).unwrap();
+                RRSetOp::update(old, r)
+            }
+        };
+        PlannedChange {
+            change: Change::new(kind, vec![op]),
+            reason: String::new(),
+        }
+    }
+
+    fn deletes(n: usize) -> Vec<PlannedChange> {
+        (0..n)
+            .map(|i| {
+                change(
+                    ChangeKind::Delete,
+                    &format!("h{i}.example.com"),
+                    RecordType::A,
+                    "192.0.2.1",
+                )
+            })
+            .collect()
+    }
+
+    fn cfg() -> SafetyConfig {
+        SafetyConfig::default()
+    }
+
+    #[test]
+    fn small_changes_and_creates_pass() {
+        // 3 of 10 is not more than 30%.
+        assert_eq!(check(&cfg(), &zone(), &deletes(3), || 10), None);
+        // Creates are never held, however many.
+        let creates: Vec<_> = (0..100)
+            .map(|i| {
+                change(
+                    ChangeKind::Create,
+                    &format!("n{i}.example.com"),
+                    RecordType::A,
+                    "192.0.2.1",
+                )
+            })
+            .collect();
+        assert_eq!(check(&cfg(), &zone(), &creates, || 10), None);
+        // Zones below min_zone_records are not weighed.
+        assert_eq!(check(&cfg(), &zone(), &deletes(9), || 9), None);
+    }
+
+    #[test]
+    fn more_than_the_fraction_is_held_with_counts_and_names() {
+        let mut plan = deletes(4);
+        plan.push(change(
+            ChangeKind::Update,
+            "u.example.com",
+            RecordType::A,
+            "192.0.2.9",
+        ));
+        plan.push(change(
+            ChangeKind::Create,
+            "new.example.com",
+            RecordType::A,
+            "192.0.2.9",
+        ));
+        let held = check(&cfg(), &zone(), &plan, || 10).expect("held");
+        assert_eq!((held.deletes, held.updates, held.owned), (4, 1, 10));
+        assert_eq!(held.names.len(), 5);
+        assert!(
+            held.reason.contains("delete 4 and update 1"),
+            "{}",
+            held.reason
+        );
+        assert_eq!(held.digest.len(), 16);
+
+        // Only the guarded changes are taken out.
+        let taken = take_guarded(&zone(), &mut plan);
+        assert_eq!(taken.len(), 5);
+        assert_eq!(plan.len(), 1);
+        assert_eq!(plan[0].change.kind, ChangeKind::Create);
+    }
+
+    #[test]
+    fn the_digest_names_the_exact_plan() {
+        let a = check(&cfg(), &zone(), &deletes(5), || 10).unwrap();
+        let mut reversed = deletes(5);
+        reversed.reverse();
+        let b = check(&cfg(), &zone(), &reversed, || 10).unwrap();
+        assert_eq!(a.digest, b.digest, "order does not matter");
+        let c = check(&cfg(), &zone(), &deletes(6), || 10).unwrap();
+        assert_ne!(a.digest, c.digest, "another plan, another digest");
+    }
+
+    #[test]
+    fn apex_ns_always_needs_approval_unless_the_guard_is_off() {
+        let ns = vec![change(
+            ChangeKind::Update,
+            "example.com",
+            RecordType::Ns,
+            "ns1.example.net.",
+        )];
+        let held = check(&cfg(), &zone(), &ns, || 1000).expect("held");
+        assert_eq!(held.apex_ns, 1);
+        assert!(held.reason.contains("apex NS"), "{}", held.reason);
+        // A create of apex NS too.
+        let ns = vec![change(
+            ChangeKind::Create,
+            "example.com",
+            RecordType::Ns,
+            "ns1.example.net.",
+        )];
+        assert!(check(&cfg(), &zone(), &ns, || 0).is_some());
+        // NS below the apex is an ordinary record (a delegation).
+        let sub = vec![change(
+            ChangeKind::Update,
+            "sub.example.com",
+            RecordType::Ns,
+            "ns1.example.net.",
+        )];
+        assert_eq!(check(&cfg(), &zone(), &sub, || 1000), None);
+
+        let off = SafetyConfig {
+            max_change_fraction: 1.0,
+            ..cfg()
+        };
+        assert_eq!(check(&off, &zone(), &ns, || 0), None);
+        assert_eq!(check(&off, &zone(), &deletes(10), || 10), None);
+    }
+}
