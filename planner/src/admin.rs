@@ -28,6 +28,9 @@ pub fn admin_server(
 /// Sets the gauges from the read model.
 fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
     metrics.set_source_errors(snapshot.source_errors.len());
+    for (name, why) in &snapshot.sources {
+        metrics.set_source_ready(name, why.is_empty());
+    }
     for z in &snapshot.zones {
         metrics.set_zone(
             &z.name,
@@ -116,6 +119,7 @@ mod tests {
                 location: "web.yaml:3".into(),
                 ..Default::default()
             }],
+            ..Default::default()
         };
         let v = status_json(&s);
         assert_eq!(v["level"], "degraded");

@@ -14,4 +14,20 @@ pub enum PlannerError {
     Listener(#[source] std::io::Error),
     #[error("gRPC server: {0}")]
     Serve(#[source] tonic::transport::Error),
+    /// A configured source path that is missing, unreadable or holds no manifest.
+    #[error("source not ready: {0}")]
+    SourceNotReady(String),
+    /// The state directory cannot hold the durable desired state.
+    #[error("state_dir: {0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+impl PlannerError {
+    /// True for errors of the configuration or its paths (the binaries exit 64).
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            PlannerError::SourceNotReady(_) | PlannerError::Store(_)
+        )
+    }
 }

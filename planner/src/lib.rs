@@ -15,7 +15,7 @@
 //! - [`state`]: the per-record state machine (one fold: plan → results → lost stream);
 //! - [`pool`], [`client`]: the appliers and the only code that speaks their protocol;
 //! - leaves: [`events`] (log + metric per event), [`metrics`] (the families),
-//!   [`config`], [`error`].
+//!   [`config`], [`error`], [`store`] (the durable desired state).
 pub mod admin;
 pub mod batcher;
 pub mod client;
@@ -33,6 +33,7 @@ pub mod pool;
 pub mod service;
 pub mod source;
 pub mod state;
+pub mod store;
 
 pub use error::PlannerError;
 
@@ -41,6 +42,7 @@ use dnsplane_common::pb::planner_server::PlannerServer;
 use engine::Engine;
 use std::sync::Arc;
 use std::time::Duration;
+use store::DesiredStore;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -57,6 +59,22 @@ pub struct Listeners {
     pub admin: Option<TcpListener>,
 }
 
+/// Checks what the planner needs before it serves: every configured source path
+/// exists, is readable and holds a manifest, and the state directory can be written.
+/// An `Err` is a configuration problem ([`PlannerError::is_config`]): the binaries
+/// exit 64 with it. [`run`] checks the same.
+pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
+    for source in &config.sources {
+        match source {
+            SourceConfig::File { paths } => source::FileSource::new(paths.clone())
+                .preflight()
+                .map_err(PlannerError::SourceNotReady)?,
+        }
+    }
+    DesiredStore::open(&config.state_dir)?;
+    Ok(())
+}
+
 /// Runs the planner until `shutdown` is cancelled: gRPC (with health and reflection)
 /// answers at once; sources load and the first syncs run in the background.
 pub async fn run(
@@ -64,6 +82,7 @@ pub async fn run(
     listeners: Listeners,
     shutdown: CancellationToken,
 ) -> Result<(), PlannerError> {
+    preflight(&config)?;
     let mut registry = prometheus_client::registry::Registry::default();
     dnsplane_common::metrics::register_build_info(
         &mut registry,
@@ -96,11 +115,23 @@ pub async fn run(
     let (reflection_v1, reflection_v1alpha) = dnsplane_common::grpc::reflection_services()?;
 
     let work = CancellationToken::new();
-    for (i, source) in config.sources.iter().enumerate() {
+    // The durable desired state first: pushes and each file source's last accepted
+    // files are back in force before the first plan, so a restart deletes nothing.
+    let store = DesiredStore::open(&config.state_dir)?;
+    engine.set_store(store.clone());
+    let restored = engine.restore_pushes()?;
+    if restored > 0 {
+        info!(records = restored, "Pushed desired state restored.");
+    }
+    for source in &config.sources {
         match source {
             SourceConfig::File { paths } => {
-                let name = format!("file:{i}");
                 let mut src = source::FileSource::new(paths.clone());
+                let name = src.store_key();
+                let restored = src.with_store(store.clone())?;
+                if restored > 0 {
+                    info!(source = %name, records = restored, "Accepted desired state restored.");
+                }
                 let snapshot = src.load();
                 events::DesiredStateChanged {
                     source: &name,
@@ -109,6 +140,7 @@ pub async fn run(
                     initial: true,
                 }
                 .emit();
+                engine.set_source_readiness(&name, snapshot.unready);
                 engine.set_source(&name, snapshot.entries, snapshot.errors);
                 let (tx, mut rx) = tokio::sync::mpsc::channel(4);
                 let watcher = src.watch(config.sync.source_poll, tx, work.clone());
@@ -122,6 +154,7 @@ pub async fn run(
                             initial: false,
                         }
                         .emit();
+                        engine_.set_source_readiness(&name, snapshot.unready);
                         engine_.set_source(&name, snapshot.entries, snapshot.errors);
                     }
                     let _ = watcher.await;

@@ -14,6 +14,7 @@
 //! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
 //! | `dnsplane_planner_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
 //! | `dnsplane_planner_source_errors` | gauge | — | desired records rejected by the sources |
+//! | `dnsplane_planner_source_ready` | gauge | `source` | 1 while the source is ready, 0 while it keeps its last accepted records |
 //! | `dnsplane_planner_zone_held` | gauge | `zone` | 1 while the mass-change guard holds a plan of the zone |
 //! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
 //! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
@@ -79,9 +80,15 @@ pub struct PlannerMetrics {
     syncing: Family<ZoneLabels, Gauge>,
     source_errors: Gauge,
     zone_held: Family<ZoneLabels, Gauge>,
+    source_ready: Family<SourceLabels, Gauge>,
     held_changes: Family<ChangeLabels, Gauge>,
     plans_held: Family<ZoneLabels, Counter>,
     plans_released: Family<ReleaseLabels, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -119,6 +126,7 @@ impl PlannerMetrics {
             syncing: Family::default(),
             source_errors: Gauge::default(),
             zone_held: Family::default(),
+            source_ready: Family::default(),
             held_changes: Family::default(),
             plans_held: Family::default(),
             plans_released: Family::default(),
@@ -172,6 +180,11 @@ impl PlannerMetrics {
             "dnsplane_planner_source_errors",
             "Desired records the sources rejected (see /status or GetStatus)",
             m.source_errors.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_source_ready",
+            "1 while the source can be read completely; 0 while it keeps its last accepted records (see /status)",
+            m.source_ready.clone(),
         );
         registry.register(
             "dnsplane_planner_zone_held",
@@ -294,6 +307,15 @@ impl PlannerMetrics {
         self.zone_held
             .get_or_create(&labels)
             .set(i64::from(g.held.is_some()));
+    }
+
+    /// Sets whether source `name` is ready.
+    pub fn set_source_ready(&self, name: &str, ready: bool) {
+        self.source_ready
+            .get_or_create(&SourceLabels {
+                source: name.to_string(),
+            })
+            .set(i64::from(ready));
     }
 
     /// Sets the number of rejected desired records.

@@ -118,6 +118,15 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
                 message: e.message.clone(),
             })
             .collect(),
+        sources: s
+            .sources
+            .iter()
+            .map(|(name, why)| pb::SourceStatus {
+                name: name.clone(),
+                ready: why.is_empty(),
+                reason: why.join("; "),
+            })
+            .collect(),
     }
 }
 
@@ -456,8 +465,15 @@ impl pb::planner_server::Planner for PlannerService {
             return Err(invalid_argument(&errors));
         }
         let accepted = entries.len() as u32;
+        // Persisted before it is acknowledged: a push that cannot be stored changes
+        // nothing, and one that was answered survives a restart.
         self.engine
-            .set_source(&format!("push:{}", req.source), entries, Vec::new());
+            .put_source(&format!("push:{}", req.source), entries)
+            .map_err(|e| {
+                Status::unavailable(format!(
+                    "cannot persist the push ({e}); nothing changed, retry later"
+                ))
+            })?;
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
 

@@ -18,6 +18,7 @@ use crate::observed::ZoneView;
 use crate::pool::ApplierPool;
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{RetryClock, StateTable};
+use crate::store::{DesiredStore, StoreError};
 use dnsplane_common::{Name, RecordKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -80,6 +81,10 @@ pub struct Engine {
     /// replica): batch ids are `<zone>-<run>-<sync>-<batch>`.
     run: String,
     syncs: AtomicU64,
+    /// Where accepted pushes are persisted before they are acknowledged.
+    store: std::sync::OnceLock<DesiredStore>,
+    /// Per source: why it is not ready (empty while it is), as status shows it.
+    readiness: Mutex<BTreeMap<String, Vec<String>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -126,6 +131,8 @@ impl Engine {
             tasks: TaskTracker::new(),
             run: format!("{:06x}", rand::random::<u32>() & 0xff_ffff),
             syncs: AtomicU64::new(0),
+            store: std::sync::OnceLock::new(),
+            readiness: Mutex::new(BTreeMap::new()),
         }))
     }
 
@@ -182,6 +189,42 @@ impl Engine {
                 z.trigger.notify_one();
             }
         }
+    }
+
+    /// Persists accepted pushes in `store` from now on (set once, before serving).
+    pub fn set_store(&self, store: DesiredStore) {
+        let _ = self.store.set(store);
+    }
+
+    /// Replaces a pushed source's desired state, persisted first: an `Err` means
+    /// nothing changed (the push must not be acknowledged).
+    pub fn put_source(&self, name: &str, entries: Vec<DesiredEntry>) -> Result<(), StoreError> {
+        if let Some(store) = self.store.get() {
+            store.put(name, &entries)?;
+        }
+        self.set_source(name, entries, Vec::new());
+        Ok(())
+    }
+
+    /// Puts every persisted push (`push:*`) back in force; before the first plan, so
+    /// that a restart deletes nothing that was pushed. Returns the records restored.
+    pub fn restore_pushes(&self) -> Result<usize, StoreError> {
+        let Some(store) = self.store.get() else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        for (name, entries) in store.all::<Vec<DesiredEntry>>("push:")? {
+            n += entries.len();
+            self.set_source(&name, entries, Vec::new());
+        }
+        Ok(n)
+    }
+
+    /// Records whether source `name` is ready: `unready` holds why not (a path that
+    /// vanished, a directory that emptied). A source that is not ready keeps its last
+    /// accepted state; this only makes it visible.
+    pub fn set_source_readiness(&self, name: &str, unready: Vec<String>) {
+        lock(&self.readiness).insert(name.to_string(), unready);
     }
 
     /// Starts one loop per zone (see [`schedule`]) and the applier pool's health and

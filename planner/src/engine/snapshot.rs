@@ -82,6 +82,8 @@ pub struct Snapshot {
     pub appliers: Vec<ApplierSnapshot>,
     /// Every desired record the sources could not accept.
     pub source_errors: Vec<SourceError>,
+    /// Configured sources by name, with why each is not ready (empty: ready).
+    pub sources: Vec<(String, Vec<String>)>,
 }
 
 impl Snapshot {
@@ -108,6 +110,14 @@ impl Snapshot {
             // per-record re-plans of a few names run all the time and would make the
             // level flap.
             syncing |= z.status.full_sync || !z.status.initial_sync_done;
+        }
+        for (name, why) in &self.sources {
+            if !why.is_empty() {
+                degraded.push(format!(
+                    "source {name} not ready ({}); keeping its last accepted records",
+                    why.join("; ")
+                ));
+            }
         }
         if !self.source_errors.is_empty() {
             degraded.push(format!(
@@ -201,6 +211,10 @@ impl Engine {
             zones,
             appliers,
             source_errors: desired.errors(),
+            sources: lock(&self.readiness)
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         }
     }
 

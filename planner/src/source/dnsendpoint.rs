@@ -35,14 +35,14 @@ use std::ops::Range;
 pub const SOURCE_KIND: &str = "file";
 
 /// An accepted entry and the slot it came from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Accepted {
     pub(crate) entry: DesiredEntry,
     pub(crate) slot: Slot,
 }
 
 /// Where an endpoint sits: its resource and its index in `spec.endpoints`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Slot {
     pub(crate) resource: String,
     pub(crate) index: usize,

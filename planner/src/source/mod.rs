@@ -19,7 +19,7 @@ pub use dnsendpoint::parse_manifests;
 pub use file::FileSource;
 
 /// One desired RRSet as a source declares it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct DesiredEntry {
     /// Normalised absolute name (`Name::parse`).
     pub name: Name,
@@ -32,7 +32,7 @@ pub struct DesiredEntry {
 }
 
 /// Where a desired entry was declared.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Origin {
     /// The kind of source, e.g. `file`.
     pub source: String,
@@ -82,6 +82,9 @@ impl std::error::Error for SourceError {}
 pub struct Snapshot {
     pub entries: Vec<DesiredEntry>,
     pub errors: Vec<SourceError>,
+    /// Why the source is not ready (a configured path missing, unreadable or without
+    /// manifests); empty when it is. Its last accepted entries are in `entries`.
+    pub unready: Vec<String>,
 }
 
 /// Helpers shared by the tests of the sources.

@@ -45,6 +45,12 @@ fn main() -> std::process::ExitCode {
     if let Some(a) = args.applier.clone() {
         config.applier = a;
     }
+    // A source path that is missing or empty, or a state_dir that cannot be written,
+    // is a configuration error: refuse to start rather than plan against "no records".
+    if let Err(e) = dnsplane_planner::preflight(&config) {
+        eprintln!("dnsplane-planner: {}: {e}", args.config.display());
+        return std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG);
+    }
     match dnsplane_cli::serve("dnsplane-planner", || serve(args, config)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -34,6 +34,7 @@
 //! - [`merge`]: keep-last-good per file.
 use super::Snapshot;
 use super::dnsendpoint::{Accepted, file_error, parse_file};
+use crate::store::{DesiredStore, StoreError};
 use merge::{merge, with_kept_note};
 use scan::{Stamp, hash_content, hash_of, inode, scan};
 use std::collections::hash_map::DefaultHasher;
@@ -59,6 +60,8 @@ pub use super::dnsendpoint::SOURCE_KIND;
 #[derive(Debug)]
 pub struct FileSource {
     paths: Vec<PathBuf>,
+    /// Where the accepted state is persisted (before it is handed on), and its key.
+    store: Option<(DesiredStore, String)>,
     /// Per file: what the last load accepted (including entries kept from before).
     last_good: BTreeMap<PathBuf, Vec<Accepted>>,
     /// Per file: the metadata and content hash seen by the last fingerprint.
@@ -75,6 +78,7 @@ impl FileSource {
     {
         FileSource {
             paths: paths.into_iter().map(Into::into).collect(),
+            store: None,
             last_good: BTreeMap::new(),
             stamps: HashMap::new(),
             last_loaded: None,
@@ -83,6 +87,25 @@ impl FileSource {
 
     pub fn paths(&self) -> &[PathBuf] {
         &self.paths
+    }
+
+    /// The key this source's state is stored under: its paths.
+    pub fn store_key(&self) -> String {
+        let paths: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
+        format!("file:{}", paths.join(","))
+    }
+
+    /// Restores what this source last accepted from `store` (so that a file broken
+    /// across a restart keeps its records) and persists every later accepted state
+    /// there before [`load`](Self::load) returns it. Returns how many records were
+    /// restored.
+    pub fn with_store(&mut self, store: DesiredStore) -> Result<usize, StoreError> {
+        let key = self.store_key();
+        let restored: BTreeMap<PathBuf, Vec<Accepted>> = store.get(&key)?.unwrap_or_default();
+        let n = restored.values().map(Vec::len).sum();
+        self.last_good = restored;
+        self.store = Some((store, key));
+        Ok(n)
     }
 
     /// Reads every file now and returns the complete desired state of this source.
@@ -129,8 +152,28 @@ impl FileSource {
                 good.insert(path.clone(), accepted.clone());
             }
         }
+        if let Some((store, key)) = &self.store
+            && good != self.last_good
+            && let Err(e) = store.put(key, &good)
+        {
+            // Not persisted, not accepted: the previous state stays in force.
+            errors.push(file_error(
+                &key["file:".len()..],
+                None,
+                format!(
+                    "cannot persist the accepted desired state ({e}); keeping the previous state"
+                ),
+            ));
+            good = std::mem::take(&mut self.last_good);
+        }
         self.last_good = good;
+        let unready = scan
+            .unready
+            .iter()
+            .map(|(p, why)| format!("{}: {why}", p.display()))
+            .collect();
         let snapshot = Snapshot {
+            unready,
             entries: self
                 .last_good
                 .values()
@@ -141,6 +184,22 @@ impl FileSource {
         };
         self.last_loaded = Some(hash_of(&snapshot));
         snapshot
+    }
+
+    /// Why each configured path cannot be used at start (missing, unreadable, or no
+    /// manifest in it): the planner refuses to start rather than run on a source that
+    /// only looks empty.
+    pub fn preflight(&self) -> Result<(), String> {
+        let problems: Vec<String> = scan(&self.paths)
+            .unready
+            .iter()
+            .map(|(p, why)| format!("{}: {why}", p.display()))
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 
     /// Polls the paths every `poll` and sends a snapshot on `tx`: one at once (unless

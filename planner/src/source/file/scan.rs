@@ -62,7 +62,7 @@ pub(super) fn hash_content(path: &Path) -> u64 {
 // ---------------------------------------------------------------------------------------
 // Scanning
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Scan {
     /// Files to read, sorted, without duplicates.
     pub(super) files: Vec<PathBuf>,
@@ -70,30 +70,43 @@ pub(super) struct Scan {
     /// Paths that exist but could not be listed or inspected: files below them keep
     /// their last accepted entries.
     pub(super) unlisted: Vec<PathBuf>,
+    /// Configured paths that are missing, unreadable or hold no manifest: the source
+    /// is not ready, and everything below them keeps its last accepted entries (a
+    /// vanished or emptied directory is never "no records").
+    pub(super) unready: Vec<(PathBuf, String)>,
 }
 
 pub(super) fn scan(paths: &[PathBuf]) -> Scan {
     let mut scan = Scan::default();
     let mut visited = HashSet::new();
     for path in paths {
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => walk(path, &mut scan, &mut visited),
-            Ok(_) => scan.files.push(path.clone()),
+        let found = scan.files.len();
+        let problem = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                let listed = scan.unlisted.len();
+                walk(path, &mut scan, &mut visited);
+                (scan.files.len() == found && scan.unlisted.len() == listed)
+                    .then(|| "matches no manifest (*.yaml, *.yml)".to_string())
+            }
+            Ok(_) => {
+                scan.files.push(path.clone());
+                None
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                scan.errors.push(file_error(
-                    &path.display().to_string(),
-                    None,
-                    "path does not exist".into(),
-                ));
+                Some("path does not exist".to_string())
             }
-            Err(e) => {
-                scan.errors.push(file_error(
-                    &path.display().to_string(),
-                    None,
-                    format!("cannot read: {e}"),
-                ));
-                scan.unlisted.push(path.clone());
-            }
+            Err(e) => Some(format!("cannot read: {e}")),
+        };
+        if let Some(problem) = problem {
+            scan.errors.push(file_error(
+                &path.display().to_string(),
+                None,
+                format!(
+                    "{problem}; the source is not ready: keeping the records last accepted from it"
+                ),
+            ));
+            scan.unlisted.push(path.clone());
+            scan.unready.push((path.clone(), problem));
         }
     }
     scan.files.sort();

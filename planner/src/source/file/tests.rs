@@ -202,7 +202,14 @@ fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
     assert_eq!(snap.entries.len(), 2);
     assert_eq!(snap.errors.len(), 1);
     assert_eq!(snap.errors[0].location, missing.display().to_string());
-    assert_eq!(snap.errors[0].message, "path does not exist");
+    assert!(
+        snap.errors[0]
+            .message
+            .starts_with("path does not exist; the source is not ready"),
+        "{}",
+        snap.errors[0].message
+    );
+    assert_eq!(snap.unready.len(), 1, "{:?}", snap.unready);
 
     fs::remove_file(&a).unwrap();
     let snap = src.load();
@@ -349,8 +356,10 @@ async fn watch_notices_files_added_changed_and_removed() {
     let cancel = CancellationToken::new();
     let handle = FileSource::new([dir.path()]).watch(Duration::from_millis(20), tx, cancel.clone());
 
+    // An empty directory is a source that is not ready, not one with no records.
     let initial = next_matching(&mut rx, "the initial snapshot", |_| true).await;
-    assert_eq!(initial, Snapshot::default());
+    assert!(initial.entries.is_empty());
+    assert_eq!(initial.unready.len(), 1, "{initial:?}");
 
     let path = write(
         dir.path(),
@@ -374,9 +383,25 @@ async fn watch_notices_files_added_changed_and_removed() {
         vec![entry("a.example.com.", "A", &["192.0.2.2"])]
     );
 
+    // Removing a file beside others is a deliberate deletion of its records.
+    let other = write(
+        dir.path(),
+        "b.yaml",
+        &endpoint_file(&[("b.example.com", "A", "192.0.2.9")]),
+    );
+    next_matching(&mut rx, "b.yaml", |s| s.entries.len() == 2).await;
     fs::remove_file(&path).unwrap();
-    let removed = next_matching(&mut rx, "no entries", |s| s.entries.is_empty()).await;
+    let removed = next_matching(&mut rx, "a.yaml gone", |s| s.entries.len() == 1).await;
     assert_eq!(removed.errors, vec![]);
+    assert!(removed.unready.is_empty());
+
+    // Removing the last one empties the directory: not ready, nothing is dropped.
+    fs::remove_file(&other).unwrap();
+    let emptied = next_matching(&mut rx, "not ready", |s| !s.unready.is_empty()).await;
+    assert_eq!(
+        keys(&emptied.entries),
+        vec![entry("b.example.com.", "A", &["192.0.2.9"])]
+    );
 
     cancel.cancel();
     tokio::time::timeout(Duration::from_secs(10), handle)

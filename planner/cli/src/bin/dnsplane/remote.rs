@@ -180,6 +180,12 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
             );
         }
     }
+    for src in s.sources.iter().filter(|src| !src.ready) {
+        println!(
+            "source {} NOT READY: {} (its last accepted records are kept)",
+            src.name, src.reason
+        );
+    }
     for e in &s.source_errors {
         println!("source error: {}: {}: {}", e.location, e.record, e.message);
     }
