@@ -14,9 +14,20 @@
 //! and it is held again. Pure: no I/O, unit-tested here.
 use crate::config::SafetyConfig;
 use crate::plan::PlannedChange;
-use dnsplane_common::{ChangeKind, Name, RecordType};
+use dnsplane_common::{ChangeKind, Name, RecordKey, RecordType};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
+
+/// One change the guard weighs: a delete or update of an owned record, or any change
+/// of the zone's apex NS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guarded {
+    pub key: RecordKey,
+    pub kind: ChangeKind,
+    /// The change's stable id (hash of zone, key, before and after).
+    pub id: String,
+    pub apex_ns: bool,
+}
 
 /// What a held plan would do, as status shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,16 +40,19 @@ pub struct HeldPlan {
     pub apex_ns: usize,
     /// The zone's owned records when the plan was held.
     pub owned: usize,
-    /// The names of the held changes: what an approval re-plans.
-    pub names: BTreeSet<Name>,
+    /// The held changes. A targeted sync of some names weighs its own changes together
+    /// with these (at other names), so a mass deletion cannot slip through in pieces
+    /// while a hold stands.
+    pub items: Vec<Guarded>,
     /// Why it is held, one sentence.
     pub reason: String,
 }
 
-/// True for the changes the guard weighs: deletes and updates of owned records, and
-/// any change of the zone's apex NS.
-fn is_guarded(zone: &Name, c: &PlannedChange) -> bool {
-    matches!(c.change.kind, ChangeKind::Delete | ChangeKind::Update) || is_apex_ns(zone, c)
+impl HeldPlan {
+    /// The names of the held changes: what an approval re-plans.
+    pub fn names(&self) -> BTreeSet<Name> {
+        self.items.iter().map(|g| g.key.name.clone()).collect()
+    }
 }
 
 fn is_apex_ns(zone: &Name, c: &PlannedChange) -> bool {
@@ -46,27 +60,41 @@ fn is_apex_ns(zone: &Name, c: &PlannedChange) -> bool {
     k.rtype == RecordType::Ns && &k.name == zone
 }
 
-/// The guard's verdict on `changes` (one sync's plan of `zone`; `owned` counts the
-/// records we own in the zone, asked only when the plan has a guarded change). `None`:
-/// let it through. `Some`: hold the guarded changes; the caller sends only the rest
-/// (`changes` is not modified here).
+/// True for the changes the guard weighs (see [`Guarded`]).
+fn is_guarded(zone: &Name, c: &PlannedChange) -> bool {
+    matches!(c.change.kind, ChangeKind::Delete | ChangeKind::Update) || is_apex_ns(zone, c)
+}
+
+/// The changes of `changes` the guard weighs.
+pub fn guarded(zone: &Name, changes: &[PlannedChange]) -> Vec<Guarded> {
+    changes
+        .iter()
+        .filter(|c| is_guarded(zone, c))
+        .map(|c| Guarded {
+            key: c.change.key().clone(),
+            kind: c.change.kind,
+            id: c.change.id.clone(),
+            apex_ns: is_apex_ns(zone, c),
+        })
+        .collect()
+}
+
+/// The guard's verdict on `items` (the guarded changes of one sync's plan of a zone,
+/// plus those still held at names the sync did not plan); `owned` counts the records
+/// we own in the zone, asked only when there is something to weigh. `None`: let it
+/// through. `Some`: hold.
 pub fn check(
     cfg: &SafetyConfig,
-    zone: &Name,
-    changes: &[PlannedChange],
+    items: Vec<Guarded>,
     owned: impl FnOnce() -> usize,
 ) -> Option<HeldPlan> {
-    if cfg.is_off() {
-        return None;
-    }
-    let guarded: Vec<&PlannedChange> = changes.iter().filter(|c| is_guarded(zone, c)).collect();
-    if guarded.is_empty() {
+    if cfg.is_off() || items.is_empty() {
         return None;
     }
     let owned = owned();
-    let count = |k: ChangeKind| guarded.iter().filter(|c| c.change.kind == k).count();
+    let count = |k: ChangeKind| items.iter().filter(|g| g.kind == k).count();
     let (deletes, updates) = (count(ChangeKind::Delete), count(ChangeKind::Update));
-    let apex_ns = guarded.iter().filter(|c| is_apex_ns(zone, c)).count();
+    let apex_ns = items.iter().filter(|g| g.apex_ns).count();
     let destructive = deletes + updates;
     let over = owned >= cfg.min_zone_records
         && destructive as f64 > cfg.max_change_fraction * owned as f64;
@@ -82,15 +110,12 @@ pub fn check(
         format!("the plan changes the zone's apex NS records ({apex_ns} change(s))")
     };
     Some(HeldPlan {
-        digest: digest(guarded.iter().map(|c| c.change.id.as_str())),
+        digest: digest(items.iter().map(|g| g.id.as_str())),
         deletes,
         updates,
         apex_ns,
         owned,
-        names: guarded
-            .iter()
-            .map(|c| c.change.key().name.clone())
-            .collect(),
+        items,
         reason,
     })
 }
@@ -121,7 +146,7 @@ fn digest<'a>(ids: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dnsplane_common::{Change, RRSet, RRSetOp, RecordKey};
+    use dnsplane_common::{Change, RRSet, RRSetOp};
 
     fn zone() -> Name {
         Name::parse("example.com.").unwrap()
@@ -164,7 +189,7 @@ mod tests {
     #[test]
     fn small_changes_and_creates_pass() {
         // 3 of 10 is not more than 30%.
-        assert_eq!(check(&cfg(), &zone(), &deletes(3), || 10), None);
+        assert_eq!(check(&cfg(), guarded(&zone(), &deletes(3)), || 10), None);
         // Creates are never held, however many.
         let creates: Vec<_> = (0..100)
             .map(|i| {
@@ -176,9 +201,9 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(check(&cfg(), &zone(), &creates, || 10), None);
+        assert_eq!(check(&cfg(), guarded(&zone(), &creates), || 10), None);
         // Zones below min_zone_records are not weighed.
-        assert_eq!(check(&cfg(), &zone(), &deletes(9), || 9), None);
+        assert_eq!(check(&cfg(), guarded(&zone(), &deletes(9)), || 9), None);
     }
 
     #[test]
@@ -196,9 +221,9 @@ mod tests {
             RecordType::A,
             "192.0.2.9",
         ));
-        let held = check(&cfg(), &zone(), &plan, || 10).expect("held");
+        let held = check(&cfg(), guarded(&zone(), &plan), || 10).expect("held");
         assert_eq!((held.deletes, held.updates, held.owned), (4, 1, 10));
-        assert_eq!(held.names.len(), 5);
+        assert_eq!(held.names().len(), 5);
         assert!(
             held.reason.contains("delete 4 and update 1"),
             "{}",
@@ -215,12 +240,12 @@ mod tests {
 
     #[test]
     fn the_digest_names_the_exact_plan() {
-        let a = check(&cfg(), &zone(), &deletes(5), || 10).unwrap();
+        let a = check(&cfg(), guarded(&zone(), &deletes(5)), || 10).unwrap();
         let mut reversed = deletes(5);
         reversed.reverse();
-        let b = check(&cfg(), &zone(), &reversed, || 10).unwrap();
+        let b = check(&cfg(), guarded(&zone(), &reversed), || 10).unwrap();
         assert_eq!(a.digest, b.digest, "order does not matter");
-        let c = check(&cfg(), &zone(), &deletes(6), || 10).unwrap();
+        let c = check(&cfg(), guarded(&zone(), &deletes(6)), || 10).unwrap();
         assert_ne!(a.digest, c.digest, "another plan, another digest");
     }
 
@@ -232,7 +257,7 @@ mod tests {
             RecordType::Ns,
             "ns1.example.net.",
         )];
-        let held = check(&cfg(), &zone(), &ns, || 1000).expect("held");
+        let held = check(&cfg(), guarded(&zone(), &ns), || 1000).expect("held");
         assert_eq!(held.apex_ns, 1);
         assert!(held.reason.contains("apex NS"), "{}", held.reason);
         // A create of apex NS too.
@@ -242,7 +267,7 @@ mod tests {
             RecordType::Ns,
             "ns1.example.net.",
         )];
-        assert!(check(&cfg(), &zone(), &ns, || 0).is_some());
+        assert!(check(&cfg(), guarded(&zone(), &ns), || 0).is_some());
         // NS below the apex is an ordinary record (a delegation).
         let sub = vec![change(
             ChangeKind::Update,
@@ -250,13 +275,13 @@ mod tests {
             RecordType::Ns,
             "ns1.example.net.",
         )];
-        assert_eq!(check(&cfg(), &zone(), &sub, || 1000), None);
+        assert_eq!(check(&cfg(), guarded(&zone(), &sub), || 1000), None);
 
         let off = SafetyConfig {
             max_change_fraction: 1.0,
             ..cfg()
         };
-        assert_eq!(check(&off, &zone(), &ns, || 0), None);
-        assert_eq!(check(&off, &zone(), &deletes(10), || 10), None);
+        assert_eq!(check(&off, guarded(&zone(), &ns), || 0), None);
+        assert_eq!(check(&off, guarded(&zone(), &deletes(10)), || 10), None);
     }
 }

@@ -15,6 +15,7 @@ mod real_providers;
 mod real_servers;
 mod reliability;
 mod requeue;
+mod safety;
 mod slice;
 mod stack;
 mod up;

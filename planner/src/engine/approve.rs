@@ -53,30 +53,40 @@ impl Engine {
     ) {
         let name = &zone.cfg.name;
         let owner = self.config.owner_id.as_str();
-        let verdict = guard::check(
-            &self.config.safety,
-            name,
-            &plan.changes,
-            || match full_view {
-                Some(v) => owned_records(v, owner),
-                None => lock(&zone.view)
-                    .as_ref()
-                    .map_or(0, |v| owned_records(v, owner)),
-            },
-        );
         let mut held = lock(&zone.held);
-        let Some(verdict) = verdict else {
-            // Nothing to hold in this plan: a hold it covered is over.
-            let covered = held
+        // This plan's guarded changes, plus those still held at names it did not plan.
+        let mut items = guard::guarded(name, &plan.changes);
+        let carried: Vec<_> = held
+            .as_ref()
+            .map(|(h, _)| {
+                h.items
+                    .iter()
+                    .filter(|g| !scope.contains(&g.key.name))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        items.extend(carried.iter().cloned());
+        let verdict = guard::check(&self.config.safety, items, || match full_view {
+            Some(v) => owned_records(v, owner),
+            None => lock(&zone.view)
                 .as_ref()
-                .is_some_and(|(h, _)| h.names.iter().all(|n| scope.contains(n)));
-            if covered && let Some((h, _)) = held.take() {
+                .map_or(0, |v| owned_records(v, owner)),
+        });
+        let Some(verdict) = verdict else {
+            // Nothing to hold any more: release the hold, and re-plan the names it
+            // held that this sync did not cover.
+            if let Some((h, _)) = held.take() {
                 events::PlanReleased {
                     zone: name,
                     digest: &h.digest,
                     approved: false,
                 }
                 .emit(&self.metrics);
+                if !carried.is_empty() {
+                    lock(&zone.dirty).extend(carried.into_iter().map(|g| g.key.name));
+                    zone.trigger.notify_one();
+                }
             }
             return;
         };
@@ -146,7 +156,7 @@ impl Engine {
             plan: &plan,
         }
         .emit();
-        lock(&z.dirty).extend(plan.names.iter().cloned());
+        lock(&z.dirty).extend(plan.names());
         z.trigger.notify_one();
         Ok(plan)
     }

@@ -356,7 +356,8 @@ impl Engine {
         let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
         plan.changes.retain(|c| !held.contains(c.change.key()));
         drop(held);
-        let guarded = crate::guard::check(&self.config.safety, zone, &plan.changes, || {
+        let items = crate::guard::guarded(zone, &plan.changes);
+        let guarded = crate::guard::check(&self.config.safety, items, || {
             super::approve::owned_records(&view, &self.config.owner_id)
         })
         .filter(|h| lock(&z.approved).as_deref() != Some(h.digest.as_str()));

@@ -36,6 +36,9 @@ pub struct Options {
     pub log_filter: String,
     /// The planner's `sync.min_interval`: how long after a push it syncs by itself.
     pub min_interval: String,
+    /// Appended to planner.toml (e.g. `[[sources]]` or `[safety]` tables); relative
+    /// paths in it are relative to the stack's directory.
+    pub planner_extra: String,
 }
 
 impl Default for Options {
@@ -47,6 +50,7 @@ impl Default for Options {
             bin_dir: crate::bin_dir(),
             log_filter: "info".into(),
             min_interval: "100ms".into(),
+            planner_extra: String::new(),
         }
     }
 }
@@ -82,6 +86,7 @@ pub struct RealStack {
     pub account: String,
     applier: Proc,
     planner: Proc,
+    opts: Options,
     rt: tokio::runtime::Runtime,
 }
 
@@ -155,8 +160,8 @@ impl RealStack {
                 "owner_id = \"{OWNER_ID}\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\n\
                  [sync]\ninterval = \"10m\"\nmin_interval = \"{}\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\n\
                  [batch]\nmax_changes = {}\nmax_bytes = 4194304\n\n\
-                 [[zones]]\nname = \"{zone}\"\naccount = \"{account}\"\nconflict = \"report\"\n",
-                opts.min_interval, opts.batch_max_changes
+                 [[zones]]\nname = \"{zone}\"\naccount = \"{account}\"\nconflict = \"report\"\n\n{}\n",
+                opts.min_interval, opts.batch_max_changes, opts.planner_extra
             ),
         )
         .expect("write planner.toml");
@@ -164,33 +169,7 @@ impl RealStack {
             .enable_all()
             .build()
             .expect("tokio runtime");
-        let spawn = |name: &str, port: u16| {
-            let bin = opts.bin_dir.join(format!("dnsplane-{name}"));
-            assert!(
-                bin.exists(),
-                "{} is missing: run `cargo build --workspace --bins` first (tests/run-all.sh does)",
-                bin.display()
-            );
-            let config = dir.path().join(format!("{name}.toml"));
-            let listen = format!("127.0.0.1:{port}");
-            // Killed (only this pid) when dropped.
-            Proc::spawn_with_env(
-                name,
-                &bin,
-                &[
-                    "--config",
-                    config.to_str().expect("utf-8 path"),
-                    "--listen",
-                    &listen,
-                ],
-                &[
-                    ("DNSPLANE_LOG", &opts.log_filter),
-                    // No fixed admin HTTP port: stacks run side by side.
-                    ("DNSPLANE_PLANNER_ADMIN_LISTEN", "off"),
-                ],
-                dir.path().join(format!("{name}.log")),
-            )
-        };
+        let spawn = |name: &str, port: u16| spawn_proc(dir.path(), &opts, name, port);
         let applier = spawn("applier", applier_port);
         wait_serving(&rt, applier_port, "dnsplane.v1.Applier", &applier);
         let planner = spawn("planner", planner_port);
@@ -204,8 +183,29 @@ impl RealStack {
             account,
             applier,
             planner,
+            opts,
             rt,
         }
+    }
+
+    /// Kills the planner (`kill -9`: nothing is flushed or drained), runs `meanwhile`
+    /// while it is down, and starts it again with the same config; returns once it
+    /// serves.
+    pub fn restart_planner_with(&mut self, meanwhile: impl FnOnce()) {
+        self.planner.kill();
+        meanwhile();
+        self.planner = spawn_proc(self.dir.path(), &self.opts, "planner", self.planner_port);
+        wait_serving(
+            &self.rt,
+            self.planner_port,
+            "dnsplane.v1.Planner",
+            &self.planner,
+        );
+    }
+
+    /// The planner's gRPC address, as the CLI's `--addr` takes it.
+    pub fn planner_addr(&self) -> String {
+        format!("http://127.0.0.1:{}", self.planner_port)
     }
 
     pub fn zone(&self) -> &dnsplane_common::Name {
@@ -309,13 +309,17 @@ impl RealStack {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
     }
 
+    /// The planner's whole `GetStatus`.
+    pub fn planner_status(&self) -> pb::PlannerStatus {
+        let mut c = self.planner_client();
+        self.block_on(c.get_status(pb::GetStatusRequest {}))
+            .expect("planner GetStatus")
+            .into_inner()
+    }
+
     /// The planner's status of this stack's zone, and the overall level.
     pub fn zone_status(&self) -> (pb::ZoneStatus, String) {
-        let mut c = self.planner_client();
-        let s = self
-            .block_on(c.get_status(pb::GetStatusRequest {}))
-            .expect("planner GetStatus")
-            .into_inner();
+        let s = self.planner_status();
         let zone = self.zone().to_string();
         let z = s
             .zones
@@ -422,6 +426,35 @@ impl RealStack {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// Starts `dnsplane-<name>` with `<dir>/<name>.toml`, logging to `<dir>/<name>.log`.
+fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16) -> Proc {
+    let bin = opts.bin_dir.join(format!("dnsplane-{name}"));
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (tests/run-all.sh does)",
+        bin.display()
+    );
+    let config = dir.join(format!("{name}.toml"));
+    let listen = format!("127.0.0.1:{port}");
+    // Killed (only this pid) when dropped.
+    Proc::spawn_with_env(
+        name,
+        &bin,
+        &[
+            "--config",
+            config.to_str().expect("utf-8 path"),
+            "--listen",
+            &listen,
+        ],
+        &[
+            ("DNSPLANE_LOG", &opts.log_filter),
+            // No fixed admin HTTP port: stacks run side by side.
+            ("DNSPLANE_PLANNER_ADMIN_LISTEN", "off"),
+        ],
+        dir.join(format!("{name}.log")),
+    )
 }
 
 /// Polls `grpc.health.v1` until `service` is SERVING (30 s safety net).
