@@ -166,6 +166,32 @@ impl Accounts {
         listing
     }
 
+    /// The zone's serial straight from the provider (one cheap call, through the
+    /// account's stack: quota, circuit, metrics); `None` when the provider has none.
+    pub async fn serial(&self, account: &str, zone: &Name) -> Result<Option<u64>, ListError> {
+        let account = self
+            .accounts
+            .get(account)
+            .ok_or_else(|| ListError::UnknownAccount(account.to_string()))?;
+        if !account.hosts(zone) {
+            return Err(ListError::NotHosted {
+                zone: zone.clone(),
+                account: account.name.clone(),
+            });
+        }
+        if !account.stack.capabilities().has_serial {
+            return Ok(None);
+        }
+        let admission = account.circuit.admit(Operation::List);
+        if let Admission::Reject(why) = admission {
+            return Err(ListError::CircuitOpen(why));
+        }
+        let cx = CallCx::new(account.name.as_str(), Some(zone.clone()));
+        let serial = account.stack.serial(&cx).await.map_err(ListError::Provider);
+        drop(admission);
+        serial
+    }
+
     /// Runs one batch to one result per change, in order, and the provider calls it
     /// cost. Never fails: an unknown account, a zone it does not host, a draining
     /// applier, a malformed or repeated change are all answered per change.

@@ -59,7 +59,7 @@ pub async fn list(
     zone: &Name,
     fresh: bool,
     names: &[Name],
-) -> Result<Vec<RRSet>, ApplierCallError> {
+) -> Result<(Vec<RRSet>, u64), ApplierCallError> {
     let err = |status: tonic::Status| ApplierCallError::new(member, &status);
     let mut client = member.client();
     let mut stream = client
@@ -69,12 +69,15 @@ pub async fn list(
             fresh,
             names: names.iter().map(ToString::to_string).collect(),
             page_size: 0,
+            serial_only: false,
         })
         .await
         .map_err(err)?
         .into_inner();
     let mut out = Vec::new();
+    let mut serial = 0;
     while let Some(page) = stream.message().await.map_err(err)? {
+        serial = page.serial;
         for (i, r) in page.rrsets.iter().enumerate() {
             match rrset_from_pb(&format!("rrsets[{i}]"), r) {
                 Ok(r) => out.push(r),
@@ -87,7 +90,25 @@ pub async fn list(
             break;
         }
     }
-    Ok(out)
+    Ok((out, serial))
+}
+
+/// The zone's serial as the provider reports it now (one cheap call); 0 when the
+/// provider has none.
+pub async fn serial(member: &Member, account: &str, zone: &Name) -> Result<u64, ApplierCallError> {
+    let err = |status: tonic::Status| ApplierCallError::new(member, &status);
+    let mut client = member.client();
+    let mut stream = client
+        .list_records(pb::ListRecordsRequest {
+            account: account.to_string(),
+            zone: zone.to_string(),
+            serial_only: true,
+            ..Default::default()
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    Ok(stream.message().await.map_err(err)?.map_or(0, |p| p.serial))
 }
 
 /// The sending half of an `Apply` stream: batches go out as they are handed over.

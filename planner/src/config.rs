@@ -113,6 +113,13 @@ pub struct SyncConfig {
     /// ...and later ones back off exponentially up to this cap.
     #[serde(with = "humantime_serde", default = "default_retry_max")]
     pub retry_max: Duration,
+    /// How often each zone's serial is asked (one cheap provider call): when it moved
+    /// since the last full read, the zone is read and planned again at once, so a
+    /// record deleted or changed by someone else is put back within seconds rather
+    /// than at the next `interval`. `0s` turns it off (providers without a serial never
+    /// have it).
+    #[serde(with = "humantime_serde", default = "default_drift_check")]
+    pub drift_check: Duration,
 }
 
 impl Default for SyncConfig {
@@ -124,6 +131,7 @@ impl Default for SyncConfig {
             source_poll: default_poll(),
             retry_min: default_retry_min(),
             retry_max: default_retry_max(),
+            drift_check: default_drift_check(),
         }
     }
 }
@@ -260,6 +268,9 @@ fn default_retry_min() -> Duration {
 }
 fn default_retry_max() -> Duration {
     Duration::from_secs(30)
+}
+fn default_drift_check() -> Duration {
+    Duration::from_secs(5)
 }
 fn default_max_changes() -> usize {
     500

@@ -178,3 +178,18 @@ impl PlanReleased<'_> {
         }
     }
 }
+
+/// The drift watch saw a zone's serial move since its last full read (someone, maybe
+/// this planner, wrote to it): the zone is read and planned again.
+#[derive(Debug)]
+pub struct SerialMoved<'a> {
+    pub zone: &'a Name,
+    pub known: u64,
+    pub now: u64,
+}
+
+impl SerialMoved<'_> {
+    pub fn emit(self) {
+        tracing::debug!(zone = %self.zone, known = self.known, now = self.now, "Zone serial moved; reading it again.");
+    }
+}

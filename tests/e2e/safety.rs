@@ -350,3 +350,54 @@ fn a_mass_deletion_is_held_until_its_exact_plan_is_approved() {
     assert_eq!(z.state, "OK", "{z:?}");
     assert!(z.held.is_none());
 }
+
+#[test]
+fn records_deleted_by_someone_else_are_put_back_within_seconds() {
+    let Some((server, tools, _src)) = start_pdns() else {
+        return;
+    };
+    let zone = server.zone().clone();
+    // The periodic full read is 10 minutes away (RealStack's planner config): only the
+    // drift watch (`sync.drift_check`, default 5 s) can notice.
+    let s = RealStack::start(server, tools, Options::default());
+    let pushed = names("d", 12);
+    let records = pushed
+        .iter()
+        .map(|n| dnsplane_common::pb::DesiredRecord {
+            name: format!("{n}.{zone}"),
+            r#type: "A".into(),
+            ttl: 300,
+            values: vec!["192.0.2.55".into()],
+        })
+        .collect();
+    s.push(records);
+    wait_owned(&s, &set(&pushed));
+    s.wait_quiet();
+
+    // Another writer deletes three of our records (data and ownership) through the
+    // PowerDNS API, which moves the zone's serial.
+    let dnsplane_e2e::servers::RealServer::Pdns(pdns) = &s.server else {
+        unreachable!("started PowerDNS")
+    };
+    let rrsets: Vec<String> = pushed[..3]
+        .iter()
+        .flat_map(|n| {
+            [
+                format!(r#"{{"name":"{n}.{zone}","type":"A","changetype":"DELETE"}}"#),
+                format!(
+                    r#"{{"name":"_dnsplane-a.{n}.{zone}","type":"TXT","changetype":"DELETE"}}"#
+                ),
+            ]
+        })
+        .collect();
+    let (code, body) = pdns.api(
+        "PATCH",
+        &format!("/api/v1/servers/localhost/zones/{zone}"),
+        &format!(r#"{{"rrsets":[{}]}}"#, rrsets.join(",")),
+    );
+    assert_eq!(code, 204, "{body}");
+    let gone: BTreeSet<String> = set(&pushed[3..]);
+    assert_eq!(owned_names(&s), gone, "the other writer deleted them");
+    // Back well before the next full read (a bounded wait, not a timing claim).
+    wait_owned(&s, &set(&pushed));
+}

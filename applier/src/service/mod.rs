@@ -244,6 +244,19 @@ impl pb::applier_server::Applier for ApplierService {
             0 => DEFAULT_PAGE_SIZE,
             n => n.min(MAX_PAGE_SIZE),
         };
+        if req.serial_only {
+            let serial = self
+                .accounts
+                .serial(&req.account, &zone)
+                .await
+                .map_err(list_status)?;
+            let one = pb::ListRecordsResponse {
+                rrsets: Vec::new(),
+                serial: serial.unwrap_or(0),
+                last: true,
+            };
+            return Ok(Response::new(Box::pin(futures::stream::iter([Ok(one)]))));
+        }
         let names = (!names.is_empty()).then_some(names);
         let listing = self
             .accounts

@@ -63,6 +63,8 @@ struct ZoneRuntime {
     held: Mutex<Option<(HeldPlan, SystemTime)>>,
     /// The digest of the held plan a person approved; taken by the sync that applies it.
     approved: Mutex<Option<String>>,
+    /// The zone's serial at its last full read (`None`: unknown, or no serial).
+    serial: Mutex<Option<u64>>,
 }
 
 /// The planner's engine.
@@ -117,6 +119,7 @@ impl Engine {
                         dirty: Mutex::new(BTreeSet::new()),
                         held: Mutex::new(None),
                         approved: Mutex::new(None),
+                        serial: Mutex::new(None),
                     }),
                 )
             })

@@ -12,6 +12,34 @@ use std::time::{Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 impl Engine {
+    /// True when the zone's serial, asked now, differs from the one its last full read
+    /// saw. Unknown serials (none yet, a provider without one, an applier that cannot
+    /// be asked) are "not moved": the periodic full read still covers them.
+    async fn serial_moved(&self, zone: &ZoneRuntime) -> bool {
+        let Some(known) = *lock(&zone.serial) else {
+            return false;
+        };
+        let Some(member) = self.pool.route(&zone.cfg.name) else {
+            return false;
+        };
+        match crate::client::serial(&member, &zone.cfg.account, &zone.cfg.name).await {
+            Ok(now) if now != 0 && now != known => {
+                events::SerialMoved {
+                    zone: &zone.cfg.name,
+                    known,
+                    now,
+                }
+                .emit();
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::debug!(zone = %zone.cfg.name, error = %e, "Drift check: serial not read.");
+                false
+            }
+        }
+    }
+
     pub(super) async fn zone_loop(
         self: Arc<Self>,
         zone: Arc<ZoneRuntime>,
@@ -23,6 +51,8 @@ impl Engine {
         let mut not_before = Instant::now();
         let mut next = Some((Scope::Zone, true));
         let mut full_failed = false;
+        let drift_every = sync_cfg.drift_check;
+        let mut drift_at = Instant::now() + drift_every;
         loop {
             let (scope, fresh) = match next.take() {
                 Some(n) => n,
@@ -39,9 +69,11 @@ impl Engine {
                         retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
                     let full_in =
                         (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
-                    let wait = retry_in
-                        .map_or(full_in, |r| r.min(full_in))
-                        .max(not_before.saturating_duration_since(Instant::now()));
+                    let mut wait = retry_in.map_or(full_in, |r| r.min(full_in));
+                    if !drift_every.is_zero() {
+                        wait = wait.min(drift_at.saturating_duration_since(Instant::now()));
+                    }
+                    let wait = wait.max(not_before.saturating_duration_since(Instant::now()));
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         _ = zone.reschedule.notified() => continue,
@@ -59,7 +91,17 @@ impl Engine {
                             (Scope::Names(names), false)
                         }
                         _ = tokio::time::sleep(wait) => {
-                            if Instant::now() >= last_full + sync_cfg.interval {
+                            if !drift_every.is_zero() && Instant::now() >= drift_at {
+                                drift_at = Instant::now() + drift_every;
+                                if self.serial_moved(&zone).await {
+                                    // Someone changed the zone since we read it: read
+                                    // it again (bypassing the applier's cache) and
+                                    // plan every name.
+                                    (Scope::Zone, true)
+                                } else {
+                                    continue;
+                                }
+                            } else if Instant::now() >= last_full + sync_cfg.interval {
                                 // The drift check: through the applier's cache, which
                                 // revalidates by serial, so an unchanged zone costs one
                                 // cheap call.

@@ -278,6 +278,19 @@ impl Engine {
                 progress,
             )
             .await?;
+            // Our own writes moved the serial: take the new one as known, so the drift
+            // watch does not read the whole zone again for them. (An out-of-band write
+            // in the instant between our batch and this read is left to the periodic
+            // full read.)
+            if lock(&zone.serial).is_some() {
+                let now = match self.member_for(&name) {
+                    Ok(m) => client::serial(&m, &zone.cfg.account, &name).await.ok(),
+                    Err(_) => None,
+                };
+                if let Some(s) = now.filter(|s| *s != 0) {
+                    *lock(&zone.serial) = Some(s);
+                }
+            }
         }
         send(progress, SyncProgress::new(&name, Phase::Done, &summary)).await;
         Ok(summary)
@@ -297,7 +310,8 @@ impl Engine {
         let name = &zone.cfg.name;
         match scope {
             Scope::Zone => {
-                let current = self.list_zone(&zone.cfg.name, fresh, &[]).await?;
+                let (current, serial) = self.list_zone(&zone.cfg.name, fresh, &[]).await?;
+                *lock(&zone.serial) = (serial != 0).then_some(serial);
                 let desired = self.desired();
                 let empty = BTreeMap::new();
                 let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
@@ -319,7 +333,7 @@ impl Engine {
                     Some(v) if !fresh => v,
                     _ => {
                         let query = with_owner_names(name, names);
-                        let read = ZoneView::new(self.list_zone(name, true, &query).await?);
+                        let read = ZoneView::new(self.list_zone(name, true, &query).await?.0);
                         if let Some(v) = lock(&zone.view).as_mut() {
                             v.replace_names(name, names, read.subset(name, names));
                         }
@@ -339,7 +353,7 @@ impl Engine {
     /// would withhold now set apart. Changes nothing.
     pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
         let z = self.zone_or_err(zone)?;
-        let current = self.list_zone(zone, fresh, &[]).await?;
+        let (current, _) = self.list_zone(zone, fresh, &[]).await?;
         let desired = self.desired();
         let empty = BTreeMap::new();
         let zone_desired = desired.zone(zone).unwrap_or(&empty);
@@ -368,13 +382,14 @@ impl Engine {
         })
     }
 
-    /// Reads `zone` through its applier (all pages); only `names` when not empty.
+    /// Reads `zone` through its applier (all pages); only `names` when not empty. With
+    /// the zone's serial (0: the provider has none).
     pub async fn list_zone(
         &self,
         zone: &Name,
         fresh: bool,
         names: &[Name],
-    ) -> Result<Vec<RRSet>, SyncError> {
+    ) -> Result<(Vec<RRSet>, u64), SyncError> {
         let z = self.zone_or_err(zone)?;
         let member = self.member_for(zone)?;
         client::list(&member, &z.cfg.account, zone, fresh, names)
