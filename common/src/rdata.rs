@@ -57,7 +57,7 @@ impl RecordType {
         RecordType::ALL
             .into_iter()
             .find(|t| t.as_str() == upper)
-            .ok_or_else(|| ModelError::Type(s.to_string()))
+            .ok_or_else(|| ModelError::Type(excerpt(s)))
     }
 }
 

@@ -23,16 +23,34 @@
 //!
 //! `labels` and `providerSpecific` are ignored; `setIdentifier` (routing policies) is
 //! not supported and makes that endpoint an error.
+//!
+//! The text is untrusted: whatever it holds, parsing ends with entries and errors, in
+//! bounded time, memory and stack. A text over [`MAX_MANIFEST_BYTES`], holding a NUL
+//! byte, or nested deeper than [`MAX_DEPTH`] is refused whole before it is loaded (a
+//! 20 KB file of `- - - …` once overflowed the stack); every endpoint is checked
+//! against what a DNS answer can carry ([`dnsplane_common::wire`]).
 use super::{DesiredEntry, Origin, SourceError};
 use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
-use dnsplane_common::{ModelError, Name, RecordType, rdata::canonicalize};
+use dnsplane_common::error::excerpt;
+use dnsplane_common::{ModelError, Name, RecordType, rdata::canonicalize, wire};
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
 use marked_yaml::{LoadError, LoaderOptions};
+use yaml_rust2::parser::{Event, Parser};
 
 use std::ops::Range;
 
 /// The `source` written into every origin and error of entries read from files.
 pub const SOURCE_KIND: &str = "file";
+
+/// The largest manifest text parsed (4 MiB): far above any real one (a Kubernetes
+/// object is at most 1.5 MiB), low enough that memory stays bounded whatever a file
+/// holds.
+pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
+
+/// The deepest nesting of mappings and sequences a document may have. A DNSEndpoint
+/// needs 5 (`spec.endpoints[].targets[]` in a `List`); the loader builds and drops a
+/// tree recursively, so depth, not size, is what could exhaust the stack.
+pub const MAX_DEPTH: usize = 64;
 
 /// An accepted entry and the slot it came from.
 #[derive(Debug, Clone)]
@@ -89,17 +107,51 @@ pub(crate) struct ParsedFile {
     pub(crate) accepted: Vec<Accepted>,
     pub(crate) rejected: Vec<Rejected>,
     pub(crate) errors: Vec<SourceError>,
-    /// Indices of errors that make the whole file unusable (YAML syntax).
+    /// Indices of errors that make the whole file unusable (YAML syntax, size, depth,
+    /// NUL bytes).
     pub(crate) fatal: Vec<usize>,
+    /// How many documents (or list items) are DNSEndpoints, broken ones included: a
+    /// text with none declares nothing, which a source may not want to read as "no
+    /// records".
+    pub(crate) endpoint_documents: usize,
 }
 
 /// Parses every document of `text`; `label` names it in locations (`label:line`).
 pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
     let mut out = ParsedFile::default();
+    let fatal = |out: &mut ParsedFile, line: Option<usize>, message: String| {
+        out.fatal.push(out.errors.len());
+        out.errors.push(file_error(label, line, message));
+    };
+    if text.len() > MAX_MANIFEST_BYTES {
+        fatal(
+            &mut out,
+            None,
+            format!(
+                "{} bytes, above the limit of {} MiB for one manifest text",
+                text.len(),
+                MAX_MANIFEST_BYTES >> 20
+            ),
+        );
+        return out;
+    }
+    if let Some(at) = text.find('\0') {
+        let line = text[..at].matches('\n').count() + 1;
+        fatal(
+            &mut out,
+            Some(line),
+            "a NUL byte: this is not a YAML text (a truncated or corrupted write?)".into(),
+        );
+        return out;
+    }
     // The parser reports errors at the end of input one line past the last one.
     let last_line = text.lines().count().max(1);
     for (number, doc) in split_documents(text).into_iter().enumerate() {
         if is_blank(&doc.text) {
+            continue;
+        }
+        if let Err((line, message)) = check_depth(&doc.text) {
+            fatal(&mut out, Some((line + doc.offset).min(last_line)), message);
             continue;
         }
         let options = LoaderOptions::default().error_on_duplicate_keys(true);
@@ -126,6 +178,33 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
         }
     }
     out
+}
+
+/// Refuses a document nested deeper than [`MAX_DEPTH`], at the line where it gets too
+/// deep, before it is loaded. The check streams the parser's events (no tree, constant
+/// stack), so it stops at the first too-deep level whatever follows; a syntax error is
+/// left to the loader, which reports it with its own words.
+fn check_depth(text: &str) -> Result<(), (usize, String)> {
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) | Err(_) => return Ok(()),
+            Ok((Event::SequenceStart(..) | Event::MappingStart(..), mark)) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err((
+                        mark.line().max(1),
+                        format!(
+                            "mappings and lists nested more than {MAX_DEPTH} deep; a DNSEndpoint needs 5"
+                        ),
+                    ));
+                }
+            }
+            Ok((Event::SequenceEnd | Event::MappingEnd, _)) => depth = depth.saturating_sub(1),
+            Ok(_) => {}
+        }
+    }
 }
 
 /// One YAML document of a file: its text, and the number of lines before it.
@@ -301,6 +380,32 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
         .get_mapping("spec")
         .and_then(|s| s.get_node("endpoints"))
         .is_some();
+    if kind == "DNSEndpoint" || spec_endpoints {
+        out.endpoint_documents += 1;
+        // The resource goes into every ownership record: Kubernetes' own limits (a
+        // 253-character name, a 63-character namespace) keep it short.
+        let long = [("name", 253), ("namespace", 63)]
+            .into_iter()
+            .find_map(|(key, max)| meta(key).filter(|v| v.len() > max).map(|v| (key, max, v)));
+        if let Some((key, max, value)) = long {
+            let start = out.errors.len();
+            let line = metadata.and_then(|m| cx.line(m.span())).or(doc_line);
+            out.errors.push(file_error(
+                cx.label,
+                line,
+                format!(
+                    "metadata.{key} {:?} is {} characters, above Kubernetes' limit of {max}; its endpoints are not used",
+                    excerpt(&value),
+                    value.len()
+                ),
+            ));
+            out.rejected.push(Rejected {
+                what: RejectedWhat::Resource(resource),
+                errors: start..out.errors.len(),
+            });
+            return;
+        }
+    }
     if kind != "DNSEndpoint" {
         if spec_endpoints {
             // Most likely a misspelt kind: say so, and keep what this resource had.
@@ -309,7 +414,7 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
             let shown = if kind.is_empty() {
                 "missing".to_string()
             } else {
-                format!("{kind:?}")
+                format!("{:?}", excerpt(kind))
             };
             out.errors.push(file_error(
                 cx.label,
@@ -425,12 +530,12 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     };
     let record = match (&name, raw_name) {
         (Some(n), _) => n.to_string(),
-        (None, Some(raw)) => raw.to_string(),
+        (None, Some(raw)) => excerpt(raw),
         (None, None) => String::new(),
     };
     let record = match (rtype, raw_type) {
         (Some(t), _) => format!("{record} {t}"),
-        (None, Some(raw)) => format!("{record} {raw}"),
+        (None, Some(raw)) => format!("{record} {}", excerpt(raw)),
         (None, None) => record,
     }
     .trim()
@@ -466,7 +571,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     cx.line(s.span()),
                     format!(
                         "recordTTL {:?} is not a whole number of seconds",
-                        s.as_str()
+                        excerpt(s.as_str())
                     ),
                 ));
                 None
@@ -505,7 +610,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     Err(ModelError::Value { value, problem, .. }) => {
                         problems.push((line, format!("target {value:?}: {problem}")));
                     }
-                    Err(e) => problems.push((line, format!("target {:?}: {e}", raw.as_str()))),
+                    Err(e) => problems.push((line, format!("target {:?}: {e}", excerpt(raw.as_str())))),
                 }
             }
             values.sort();
@@ -521,6 +626,10 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     line_of("targets"),
                     format!("{} targets, above the limit of {MAX_VALUES}", values.len()),
                 ));
+            } else if let (Some(name), Some(rtype)) = (&name, rtype)
+                && let Err(problem) = wire::check_answer(name, rtype, &values)
+            {
+                problems.push((line_of("targets"), problem));
             }
         }
         Some(other) => problems.push((
@@ -562,5 +671,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     }
 }
 
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 mod tests;
