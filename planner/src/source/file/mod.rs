@@ -316,4 +316,6 @@ fn cap_errors(label: &str, errors: &mut Vec<SourceError>) {
 }
 
 #[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
 mod tests;
