@@ -30,8 +30,8 @@
 //! 20 KB file of `- - - …` once overflowed the stack); every endpoint is checked
 //! against what a DNS answer can carry ([`dnsplane_common::wire`]).
 use super::{DesiredEntry, Origin, SourceError};
-use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
 use dnsplane_common::error::excerpt;
+use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
 use dnsplane_common::{ModelError, Name, RecordType, rdata::canonicalize, wire};
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
 use marked_yaml::{LoadError, LoaderOptions};
@@ -610,7 +610,9 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     Err(ModelError::Value { value, problem, .. }) => {
                         problems.push((line, format!("target {value:?}: {problem}")));
                     }
-                    Err(e) => problems.push((line, format!("target {:?}: {e}", excerpt(raw.as_str())))),
+                    Err(e) => {
+                        problems.push((line, format!("target {:?}: {e}", excerpt(raw.as_str()))))
+                    }
                 }
             }
             values.sort();

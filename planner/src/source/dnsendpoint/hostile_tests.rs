@@ -84,14 +84,20 @@ fn nul_bytes_and_oversized_text_are_refused_whole() {
     );
     let parsed = assert_refused_whole("nul.yaml", &format!("{text}\0\0\0"), "NUL");
     assert_eq!(parsed.errors[0].location, "nul.yaml:9");
-    assert!(parsed.errors[0].message.contains("a NUL byte"), "{:?}", parsed.errors);
+    assert!(
+        parsed.errors[0].message.contains("a NUL byte"),
+        "{:?}",
+        parsed.errors
+    );
     let parsed = assert_refused_whole("nul.yaml", &"\0".repeat(4096), "all NUL");
     assert_eq!(parsed.errors[0].location, "nul.yaml:1");
 
     let big = format!("{text}#{}\n", "x".repeat(MAX_MANIFEST_BYTES));
     let parsed = assert_refused_whole("big.yaml", &big, "size");
     assert!(
-        parsed.errors[0].message.contains("above the limit of 4 MiB"),
+        parsed.errors[0]
+            .message
+            .contains("above the limit of 4 MiB"),
         "{:?}",
         parsed.errors
     );
@@ -120,13 +126,16 @@ fn a_value_no_dns_answer_can_carry_is_refused_alone() {
     assert_eq!(errors[0].location, "web.yaml:11");
     assert_eq!(errors[0].record, "huge.example.com. TXT");
     assert!(
-        errors[0]
-            .message
-            .contains("70275 octets of record data on the wire, above the 65535 one record can carry"),
+        errors[0].message.contains(
+            "70275 octets of record data on the wire, above the 65535 one record can carry"
+        ),
         "{}",
         errors[0]
     );
-    assert!(errors[0].message.len() < 400, "the value is not echoed whole");
+    assert!(
+        errors[0].message.len() < 400,
+        "the value is not echoed whole"
+    );
     assert_eq!(errors[1].location, "web.yaml:14");
     assert!(
         errors[1]
@@ -159,10 +168,16 @@ fn oversized_metadata_refuses_the_resource() {
 fn documents_that_are_dnsendpoints_are_counted() {
     let other = "kind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\n";
     assert_eq!(parse_file("a.yaml", other).endpoint_documents, 0);
-    assert_eq!(parse_file("a.yaml", "# only a comment\n").endpoint_documents, 0);
+    assert_eq!(
+        parse_file("a.yaml", "# only a comment\n").endpoint_documents,
+        0
+    );
     let empty = "kind: DNSEndpoint\nmetadata: {name: x}\nspec: {endpoints: []}\n";
     assert_eq!(parse_file("a.yaml", empty).endpoint_documents, 1);
-    let list = format!("kind: List\nitems:\n- {}\n- {}\n", "{kind: DNSEndpoint, spec: {endpoints: []}}", "{kind: DNSEndpoint}");
+    let list = format!(
+        "kind: List\nitems:\n- {}\n- {}\n",
+        "{kind: DNSEndpoint, spec: {endpoints: []}}", "{kind: DNSEndpoint}"
+    );
     assert_eq!(parse_file("a.yaml", &list).endpoint_documents, 2);
 }
 
@@ -170,7 +185,11 @@ fn documents_that_are_dnsendpoints_are_counted() {
 fn errors_name_the_file(parsed: &ParsedFile, label: &str) -> Result<(), TestCaseError> {
     for e in &parsed.errors {
         prop_assert!(e.location.starts_with(label), "{e}");
-        prop_assert!(e.message.len() < 2_000, "an error stays short: {} bytes", e.message.len());
+        prop_assert!(
+            e.message.len() < 2_000,
+            "an error stays short: {} bytes",
+            e.message.len()
+        );
     }
     for &i in &parsed.fatal {
         prop_assert!(i < parsed.errors.len());

@@ -134,11 +134,10 @@ fn devices_and_symlinks_out_of_the_tree_are_skipped() {
     );
     assert_eq!(
         error_for(&snap, &zero).message,
-        "a symlink to /dev/zero, outside the configured directory; skipped"
-            .replace(
-                "the configured directory",
-                &fs::canonicalize(dir.path()).unwrap().display().to_string()
-            )
+        "a symlink to /dev/zero, outside the configured directory; skipped".replace(
+            "the configured directory",
+            &fs::canonicalize(dir.path()).unwrap().display().to_string()
+        )
     );
     assert!(error_for(&snap, &link).message.contains("outside"));
     assert!(error_for(&snap, &sub).message.contains("outside"));
@@ -161,7 +160,11 @@ fn oversized_files_keep_their_records() {
     big.push_str(&format!("# {}\n", "x".repeat(5 << 20)));
     fs::write(&a, &big).unwrap();
     let snap = src.load();
-    assert_eq!(snap.entries[0].values, ["192.0.2.1"], "the last good version");
+    assert_eq!(
+        snap.entries[0].values,
+        ["192.0.2.1"],
+        "the last good version"
+    );
     assert_eq!(
         error_for(&snap, &a).message,
         format!(
@@ -215,8 +218,16 @@ fn an_explicit_empty_list_deletes() {
     fs::write(&a, endpoints(&[])).unwrap();
     let snap = src.load();
     assert_eq!(snap.entries, vec![]);
-    assert_eq!(snap.errors, vec![], "`endpoints:` with nothing is an explicit none");
-    fs::write(&a, endpoints(&[]).replace("endpoints:\n", "endpoints: []\n")).unwrap();
+    assert_eq!(
+        snap.errors,
+        vec![],
+        "`endpoints:` with nothing is an explicit none"
+    );
+    fs::write(
+        &a,
+        endpoints(&[]).replace("endpoints:\n", "endpoints: []\n"),
+    )
+    .unwrap();
     assert_eq!(src.load().errors, vec![]);
 }
 
@@ -233,7 +244,11 @@ fn new_files_without_records() {
     .unwrap();
     let snap = FileSource::new([dir.path()]).load();
     assert_eq!(snap.errors.len(), 1, "{:#?}", snap.errors);
-    assert!(snap.errors[0].message.starts_with("the file is empty (0 bytes)"));
+    assert!(
+        snap.errors[0]
+            .message
+            .starts_with("the file is empty (0 bytes)")
+    );
 }
 
 /// A file of thousands of broken endpoints reports a bounded number of errors.

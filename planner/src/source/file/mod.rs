@@ -39,8 +39,8 @@
 //!
 //! - [`scan`]: which files, and whether they changed (and what is never read);
 //! - [`merge`]: keep-last-good per file.
-use super::{Snapshot, SourceError};
 use super::dnsendpoint::{Accepted, ParsedFile, file_error, parse_file};
+use super::{Snapshot, SourceError};
 use merge::{merge, with_kept_note};
 use scan::{Stamp, hash_content, hash_of, inode, read_manifest, scan};
 use std::collections::hash_map::DefaultHasher;
@@ -105,7 +105,11 @@ impl FileSource {
         for (path, message) in &scan.rejected {
             let old = self.last_good.get(path);
             let label = path.display().to_string();
-            errors.push(file_error(&label, None, with_kept_note(message.clone(), old)));
+            errors.push(file_error(
+                &label,
+                None,
+                with_kept_note(message.clone(), old),
+            ));
             good.insert(path.clone(), old.cloned().unwrap_or_default());
         }
         for path in &scan.files {
