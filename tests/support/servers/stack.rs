@@ -36,6 +36,8 @@ pub struct Options {
     pub log_filter: String,
     /// The planner's `sync.min_interval`: how long after a push it syncs by itself.
     pub min_interval: String,
+    /// Appended to planner.toml after the zone (e.g. a `[[sources]]` table).
+    pub planner_extra: String,
 }
 
 impl Default for Options {
@@ -47,6 +49,7 @@ impl Default for Options {
             bin_dir: crate::bin_dir(),
             log_filter: "info".into(),
             min_interval: "100ms".into(),
+            planner_extra: String::new(),
         }
     }
 }
@@ -155,8 +158,8 @@ impl RealStack {
                 "owner_id = \"{OWNER_ID}\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\n\
                  [sync]\ninterval = \"10m\"\nmin_interval = \"{}\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\n\
                  [batch]\nmax_changes = {}\nmax_bytes = 4194304\n\n\
-                 [[zones]]\nname = \"{zone}\"\naccount = \"{account}\"\nconflict = \"report\"\n",
-                opts.min_interval, opts.batch_max_changes
+                 [[zones]]\nname = \"{zone}\"\naccount = \"{account}\"\nconflict = \"report\"\n{}",
+                opts.min_interval, opts.batch_max_changes, opts.planner_extra
             ),
         )
         .expect("write planner.toml");
@@ -210,6 +213,11 @@ impl RealStack {
 
     pub fn zone(&self) -> &dnsplane_common::Name {
         self.server.zone()
+    }
+
+    /// The planner's exit status once it has exited (a crash, an abort), else `None`.
+    pub fn planner_exit(&mut self) -> Option<std::process::ExitStatus> {
+        self.planner.child.try_wait().ok().flatten()
     }
 
     fn block_on<F: Future>(&self, f: F) -> F::Output {
