@@ -210,6 +210,21 @@ fn truncated_or_replaced_files_keep_their_records() {
     }
 }
 
+/// Bytes that are not UTF-8: the file keeps its records, the error names the line.
+#[test]
+fn invalid_utf8_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut src, a) = loaded(dir.path());
+    let mut bytes = endpoints(&[("a.example.com", "A", "192.0.2.2")]).into_bytes();
+    bytes.extend_from_slice(b"# \xff\xfe\n");
+    fs::write(&a, bytes).unwrap();
+    let snap = src.load();
+    assert_eq!(snap.entries[0].values, ["192.0.2.1"]);
+    let e = error_for(&snap, &a);
+    assert_eq!(e.location, format!("{}:10", a.display()));
+    assert!(e.message.starts_with("not valid UTF-8: "), "{e}");
+}
+
 /// What does delete: an explicit empty endpoint list, or removing the file.
 #[test]
 fn an_explicit_empty_list_deletes() {

@@ -115,12 +115,17 @@ impl FileSource {
         for path in &scan.files {
             let label = path.display().to_string();
             let old = self.last_good.get(path);
-            let text = read_manifest(path)
-                .and_then(|b| String::from_utf8(b).map_err(|e| format!("not valid UTF-8: {e}")));
+            let text = read_manifest(path).map_err(|e| (None, e)).and_then(|b| {
+                String::from_utf8(b).map_err(|e| {
+                    let at = e.utf8_error().valid_up_to();
+                    let line = e.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+                    (Some(line), format!("not valid UTF-8: {}", e.utf8_error()))
+                })
+            });
             let (kept, mut file_errors) = match text {
-                Err(message) => (
+                Err((line, message)) => (
                     old.cloned().unwrap_or_default(),
-                    vec![file_error(&label, None, with_kept_note(message, old))],
+                    vec![file_error(&label, line, with_kept_note(message, old))],
                 ),
                 Ok(text) => load_text(&label, &text, old),
             };
