@@ -23,8 +23,34 @@ pub enum ModelError {
 impl ModelError {
     pub(crate) fn name(name: &str, problem: impl Into<String>) -> Self {
         ModelError::Name {
-            name: name.to_string(),
+            name: excerpt(name),
             problem: problem.into(),
         }
+    }
+}
+
+/// Longest input quoted whole in an error message.
+const EXCERPT_CHARS: usize = 80;
+
+/// `input`, or its first characters and its size when it is long: an error about a
+/// 70 KB value must not carry the 70 KB into every log line and status answer.
+pub fn excerpt(input: &str) -> String {
+    match input.char_indices().nth(EXCERPT_CHARS) {
+        None => input.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &input[..cut], input.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_inputs_are_shortened_in_errors() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(100);
+        let e = excerpt(&long);
+        assert!(e.starts_with(&"é".repeat(EXCERPT_CHARS)), "{e}");
+        assert!(e.ends_with("… (200 bytes)"), "{e}");
     }
 }

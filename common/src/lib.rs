@@ -3,7 +3,8 @@
 //!
 //! - [`name`], [`rdata`], [`rrset`]: the record model; [`outcome`]: what became of a
 //!   change. Names are absolute, lower-case,
-//!   IDNA; values are canonical per type, so equality is exact.
+//!   IDNA; values are canonical per type, so equality is exact. [`wire`]: what one DNS
+//!   answer can carry, checked wherever records come in.
 //! - [`pb`]: the generated `dnsplane.v1` contract; [`convert`] maps it to the model and
 //!   validates on the way in.
 //! - [`grpc`]: reflection, health and error mapping; [`runtime`]: logging and shutdown.
@@ -21,6 +22,7 @@ pub mod rdata;
 pub mod rrset;
 pub mod runtime;
 pub mod telemetry;
+pub mod wire;
 
 pub use error::ModelError;
 pub use name::Name;

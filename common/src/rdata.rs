@@ -1,10 +1,15 @@
 //! Record types and their values: parsed, validated and written back in one canonical
 //! presentation form, so that two values are equal exactly when a resolver would see
 //! the same data.
-use crate::error::ModelError;
+use crate::error::{ModelError, excerpt};
 use crate::name::Name;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The most octets of data one record can carry (RDLENGTH is 16 bits, RFC 1035 §3.2.1).
+pub const MAX_RDATA: usize = 65_535;
+/// The most octets of one TXT or CAA character-string (its length is one octet).
+pub const MAX_STRING: usize = 255;
 
 /// The record types dnsplane manages.
 #[derive(
@@ -52,7 +57,7 @@ impl RecordType {
         RecordType::ALL
             .into_iter()
             .find(|t| t.as_str() == upper)
-            .ok_or_else(|| ModelError::Type(s.to_string()))
+            .ok_or_else(|| ModelError::Type(excerpt(s)))
     }
 }
 
@@ -104,12 +109,31 @@ pub enum RData {
 impl RData {
     /// Parses `value` as a value of type `rtype`. Accepts the usual spellings (a TXT may be
     /// raw text or quoted character-strings; host names may omit the trailing dot).
+    ///
+    /// A value no record can carry is refused: more than [`MAX_RDATA`] octets of data
+    /// once encoded (a TXT value of raw text is cut into 255-octet character-strings
+    /// first, so a 70,000-byte text needs 275 strings and 70,275 octets).
     pub fn parse(rtype: RecordType, value: &str) -> Result<RData, ModelError> {
         let err = |problem: String| ModelError::Value {
             rtype: rtype.to_string(),
-            value: value.to_string(),
+            value: excerpt(value),
             problem,
         };
+        let data = RData::parse_unchecked(rtype, value, &err)?;
+        let len = data.wire_len();
+        if len > MAX_RDATA {
+            return Err(err(format!(
+                "{len} octets of record data on the wire, above the {MAX_RDATA} one record can carry"
+            )));
+        }
+        Ok(data)
+    }
+
+    fn parse_unchecked(
+        rtype: RecordType,
+        value: &str,
+        err: &dyn Fn(String) -> ModelError,
+    ) -> Result<RData, ModelError> {
         let host = |s: &str| Name::parse(s).map_err(|e| err(e.to_string()));
         let v = value.trim();
         match rtype {
@@ -130,9 +154,9 @@ impl RData {
                     return Err(err("expected \"<preference> <exchange>\"".into()));
                 };
                 Ok(RData::Mx {
-                    preference: pref
-                        .parse()
-                        .map_err(|_| err(format!("preference {pref:?} is not 0..65535")))?,
+                    preference: pref.parse().map_err(|_| {
+                        err(format!("preference {:?} is not 0..65535", excerpt(pref)))
+                    })?,
                     exchange: host(exchange)?,
                 })
             }
@@ -145,7 +169,7 @@ impl RData {
                 };
                 let num = |what: &str, s: &str| {
                     s.parse::<u16>()
-                        .map_err(|_| err(format!("{what} {s:?} is not 0..65535")))
+                        .map_err(|_| err(format!("{what} {:?} is not 0..65535", excerpt(s))))
                 };
                 Ok(RData::Srv {
                     priority: num("priority", prio)?,
@@ -161,13 +185,16 @@ impl RData {
                 };
                 let flags = flags
                     .parse::<u8>()
-                    .map_err(|_| err(format!("flags {flags:?} is not 0..255")))?;
+                    .map_err(|_| err(format!("flags {:?} is not 0..255", excerpt(flags))))?;
                 let tag = tag.to_ascii_lowercase();
                 if tag.is_empty()
                     || tag.len() > 15
                     || !tag.chars().all(|c| c.is_ascii_alphanumeric())
                 {
-                    return Err(err(format!("tag {tag:?} must be 1-15 letters or digits")));
+                    return Err(err(format!(
+                        "tag {:?} must be 1-15 letters or digits",
+                        excerpt(&tag)
+                    )));
                 }
                 let rest = rest.trim();
                 let value = if rest.starts_with('"') {
@@ -181,6 +208,20 @@ impl RData {
                 };
                 Ok(RData::Caa { flags, tag, value })
             }
+        }
+    }
+
+    /// The size of this value's RDATA on the wire (names uncompressed).
+    pub fn wire_len(&self) -> usize {
+        let name = |n: &Name| name_wire_len(n.as_str());
+        match self {
+            RData::A(_) => 4,
+            RData::Aaaa(_) => 16,
+            RData::Cname(n) | RData::Ns(n) => name(n),
+            RData::Mx { exchange, .. } => 2 + name(exchange),
+            RData::Srv { target, .. } => 6 + name(target),
+            RData::Txt(strings) => strings.iter().map(|s| s.len() + 1).sum(),
+            RData::Caa { tag, value, .. } => 2 + tag.len() + value.len(),
         }
     }
 
@@ -313,7 +354,11 @@ fn parse_txt(value: &str) -> Result<Vec<Vec<u8>>, String> {
         if value.is_empty() {
             return Ok(vec![Vec::new()]);
         }
-        return Ok(value.as_bytes().chunks(255).map(<[u8]>::to_vec).collect());
+        return Ok(value
+            .as_bytes()
+            .chunks(MAX_STRING)
+            .map(<[u8]>::to_vec)
+            .collect());
     }
     let bytes = trimmed.as_bytes();
     let mut strings = Vec::new();
@@ -352,9 +397,10 @@ fn parse_txt(value: &str) -> Result<Vec<Vec<u8>>, String> {
                         _ => s.push(b),
                     }
                 }
-                if s.len() > 255 {
+                if s.len() > MAX_STRING {
                     return Err(format!(
-                        "a character-string is {} bytes, above 255",
+                        "a quoted character-string is {} bytes, above the {MAX_STRING} one string can hold \
+                         (split it into several quoted strings, or give the value unquoted to have it split)",
                         s.len()
                     ));
                 }

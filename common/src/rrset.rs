@@ -1,7 +1,7 @@
 //! RRSets, the ops that change them, and changes (an RRSet op plus its ownership ops).
 use crate::error::ModelError;
 use crate::name::Name;
-use crate::rdata::{RecordType, canonicalize, wire_len};
+use crate::rdata::{RecordType, canonicalize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,12 +11,8 @@ use std::sync::Arc;
 pub const MAX_TTL: u32 = 2_147_483_647;
 /// Values one RRSet may hold; far above any real use, low enough to bound a message.
 pub const MAX_VALUES: usize = 1_000;
-/// The most bytes of data one record can carry (RDLENGTH is 16 bits).
-pub const MAX_RDATA: usize = 65_535;
-/// The most bytes of one DNS message over TCP (its length prefix is 16 bits).
-pub const MAX_MESSAGE: usize = 65_535;
-/// A DNS message header.
-const DNS_HEADER: usize = 12;
+pub use crate::rdata::MAX_RDATA;
+pub use crate::wire::MAX_MESSAGE;
 
 /// `(zone, name, type)`: the identity of an RRSet.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -116,25 +112,9 @@ impl RRSet {
         if !key.name.is_within(&key.zone) {
             return Err(problem(format!("name is outside zone {}", key.zone)));
         }
-        // What a DNS answer can carry: one record's data at most 65,535 bytes, and the
-        // whole set in one 64 KiB TCP answer (header, question, and each record with a
-        // compressed owner name, type, class, TTL and length).
-        let owner = key.name.as_str().len() + 1;
-        let mut answer = DNS_HEADER + owner + 4;
-        for v in &values {
-            let rdata = wire_len(key.rtype, v);
-            if rdata > MAX_RDATA {
-                return Err(problem(format!(
-                    "a value is {rdata} bytes on the wire, above the {MAX_RDATA} one record can carry"
-                )));
-            }
-            answer += 12 + rdata;
-        }
-        if answer > MAX_MESSAGE {
-            return Err(problem(format!(
-                "the set is {answer} bytes in a DNS answer, above the {MAX_MESSAGE} one TCP message can carry"
-            )));
-        }
+        // What a DNS answer can carry (`wire`): each value in one record, the whole set
+        // in one 64 KiB TCP answer.
+        crate::wire::check_answer(&key.name, key.rtype, &values).map_err(problem)?;
         Ok(RRSet {
             key,
             ttl,
@@ -344,6 +324,10 @@ mod tests {
         let k = key("t.example.com", RecordType::Txt);
         let e = RRSet::new(k.clone(), 60, &["x".repeat(70_000)]).unwrap_err();
         assert!(e.to_string().contains("above the 65535"), "{e}");
+        assert!(
+            e.to_string().len() < 400,
+            "the value is not quoted whole: {e}"
+        );
         let ok = RRSet::new(k.clone(), 60, &["x".repeat(1000)]).unwrap();
         assert_eq!(
             crate::rdata::wire_len(RecordType::Txt, &ok.values()[0]),

@@ -446,6 +446,40 @@ mod tests {
         assert!(e.to_string().contains("bad name"), "{e}");
     }
 
+    /// The owner id goes into every ownership record's `key=value,…` TXT mark: what
+    /// could break the mark (or make two owners read as one) is refused at startup.
+    #[test]
+    fn owner_id_is_validated_at_startup() {
+        let zones = vec![ZoneConfig {
+            name: Name::parse("example.com").unwrap(),
+            account: "a".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: 300,
+        }];
+        let with = |id: &str| PlannerConfig {
+            owner_id: id.to_string(),
+            ..PlannerConfig::with_zones(zones.clone())
+        };
+        for good in ["dnsplane", "prod-1", "eu.west_2", "a", &"x".repeat(63)] {
+            with(good).validate().unwrap();
+        }
+        for bad in [
+            "",
+            "a,dnsplane/owner=other",
+            "a=b",
+            "a\"b",
+            "a b",
+            "-lead",
+            "_lead",
+            "ünicode",
+            &"x".repeat(64),
+        ] {
+            let e = with(bad).validate().unwrap_err();
+            assert!(e.contains("owner_id"), "{bad:?}: {e}");
+        }
+    }
+
     #[test]
     fn load_names_the_file_and_resolves_paths() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,7 @@
 //! The `dnsplane.v1.Planner` gRPC service: decodes requests into domain values, asks
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
+use crate::config::ZoneConfig;
 use crate::desired::DesiredIndex;
 use crate::engine::{
     ApproveError, Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot,
@@ -10,7 +11,7 @@ use crate::source::{DesiredEntry, Origin};
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::convert::{FieldError, timestamp};
 use dnsplane_common::grpc::invalid_argument;
-use dnsplane_common::{Name, RecordKey, RecordType, pb, rdata};
+use dnsplane_common::{Name, RecordKey, RecordType, pb, rdata, wire};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -436,34 +437,8 @@ impl pb::planner_server::Planner for PlannerService {
         request: Request<pb::PutDesiredRequest>,
     ) -> Result<Response<pb::PutDesiredResponse>, Status> {
         let req = request.into_inner();
-        if req.source.is_empty() || req.source.len() > 128 {
-            return Err(FieldError::new(
-                "source",
-                "must be 1-128 characters naming the pushing program",
-            )
-            .into());
-        }
-        let mut errors = Vec::new();
-        let mut entries = Vec::with_capacity(req.records.len());
-        for (i, r) in req.records.iter().enumerate() {
-            match push_entry(&req.source, i, r) {
-                Ok(e) => entries.push(e),
-                Err(mut e) => errors.append(&mut e),
-            }
-        }
-        // Cross-record checks (zones, duplicates, CNAME clashes) on this push alone, so a
-        // bad push is refused whole and the previous one stays in force.
-        let mut check = DesiredIndex::new(&self.engine.config().zones);
-        check.update_source(&req.source, &entries, Vec::new());
-        for e in check.errors() {
-            errors.push(FieldError::new(
-                e.location.clone(),
-                format!("{}: {}", e.record, e.message),
-            ));
-        }
-        if !errors.is_empty() {
-            return Err(invalid_argument(&errors));
-        }
+        let entries = validate_push(&self.engine.config().zones, &req)
+            .map_err(|errors| invalid_argument(&errors))?;
         let accepted = entries.len() as u32;
         // Persisted before it is acknowledged: a push that cannot be stored changes
         // nothing, and one that was answered survives a restart.
@@ -508,6 +483,44 @@ enum PlanItem {
     Blocked(Box<pb::RecordState>),
 }
 
+/// The PutDesired validator: a request into desired entries, or every problem with
+/// the field it is in (`records[1].values[0]: …`). All or nothing: cross-record checks
+/// (zones, duplicates, CNAME clashes) run on this push alone, so a bad push is refused
+/// whole and the previous one stays in force. The same record rules as every source:
+/// normalised names, canonical values, and what one DNS answer can carry.
+pub(crate) fn validate_push(
+    zones: &[ZoneConfig],
+    req: &pb::PutDesiredRequest,
+) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
+    if req.source.is_empty() || req.source.len() > 128 {
+        return Err(vec![FieldError::new(
+            "source",
+            "must be 1-128 characters naming the pushing program",
+        )]);
+    }
+    let mut errors = Vec::new();
+    let mut entries = Vec::with_capacity(req.records.len());
+    for (i, r) in req.records.iter().enumerate() {
+        match push_entry(&req.source, i, r) {
+            Ok(e) => entries.push(e),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    let mut check = DesiredIndex::new(zones);
+    check.update_source(&req.source, &entries, Vec::new());
+    for e in check.errors() {
+        errors.push(FieldError::new(
+            e.location.clone(),
+            format!("{}: {}", e.record, e.message),
+        ));
+    }
+    if errors.is_empty() {
+        Ok(entries)
+    } else {
+        Err(errors)
+    }
+}
+
 fn push_entry(
     source: &str,
     i: usize,
@@ -540,6 +553,12 @@ fn push_entry(
         (Ok(name), Ok(rtype)) if errors.is_empty() => {
             values.sort();
             values.dedup();
+            if let Err(problem) = wire::check_answer(&name, rtype, &values) {
+                return Err(vec![FieldError::new(
+                    format!("records[{i}].values"),
+                    problem,
+                )]);
+            }
             Ok(DesiredEntry {
                 name,
                 rtype,
@@ -568,3 +587,6 @@ fn parse_token(t: &str) -> Option<RecordKey> {
     let rtype = RecordType::parse(it.next()?).ok()?;
     Some(RecordKey::new(zone, name, rtype))
 }
+
+#[cfg(test)]
+mod tests;

@@ -42,8 +42,12 @@ fn modules(src: &Path) -> Vec<(Vec<String>, PathBuf)> {
                 if last == "mod" || last == "lib" || last == "main" {
                     parts.pop();
                 }
-                // Test modules are not part of the layering.
-                if parts.last().is_some_and(|l| l == "tests") {
+                // Test modules (`tests.rs`, `hostile_tests.rs`) are not part of the
+                // layering.
+                if parts
+                    .last()
+                    .is_some_and(|l| l == "tests" || l.ends_with("_tests"))
+                {
                     continue;
                 }
                 out.push((parts, p));

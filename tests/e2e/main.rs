@@ -6,6 +6,7 @@ mod cookbook;
 mod deploy_files;
 mod failing_zone;
 mod failover;
+mod hostile;
 mod incremental;
 mod layering;
 mod metrics;

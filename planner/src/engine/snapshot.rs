@@ -121,7 +121,7 @@ impl Snapshot {
         }
         if !self.source_errors.is_empty() {
             degraded.push(format!(
-                "{} desired record(s) rejected; see source_errors",
+                "{} source error(s); see source_errors",
                 self.source_errors.len()
             ));
         }

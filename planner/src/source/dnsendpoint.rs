@@ -23,13 +23,25 @@
 //!
 //! `labels` and `providerSpecific` are ignored; `setIdentifier` (routing policies) is
 //! not supported and makes that endpoint an error.
+//!
+//! The text is untrusted: whatever it holds, parsing ends with entries and errors, in
+//! bounded time, memory and stack. A text over [`MAX_MANIFEST_BYTES`], holding a NUL
+//! byte, or nested deeper than [`MAX_DEPTH`] is refused whole before it is loaded (a
+//! 20 KB file of `- - - …` once overflowed the stack); every endpoint is checked
+//! against what a DNS answer can carry ([`dnsplane_common::wire`]).
 use super::{DesiredEntry, Origin, SourceError};
+use dnsplane_common::error::excerpt;
 use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
-use dnsplane_common::{ModelError, Name, RecordType, rdata::canonicalize};
+use dnsplane_common::{ModelError, Name, RecordType, rdata::canonicalize, wire};
+use marked_yaml::LoaderOptions;
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
-use marked_yaml::{LoadError, LoaderOptions};
+use text::{check_depth, check_text, describe_load_error, is_blank, split_documents};
 
 use std::ops::Range;
+
+pub use text::{MAX_DEPTH, MAX_MANIFEST_BYTES};
+
+mod text;
 
 /// The `source` written into every origin and error of entries read from files.
 pub const SOURCE_KIND: &str = "file";
@@ -89,17 +101,34 @@ pub(crate) struct ParsedFile {
     pub(crate) accepted: Vec<Accepted>,
     pub(crate) rejected: Vec<Rejected>,
     pub(crate) errors: Vec<SourceError>,
-    /// Indices of errors that make the whole file unusable (YAML syntax).
+    /// Indices of errors that make the whole file unusable (YAML syntax, size, depth,
+    /// NUL bytes).
     pub(crate) fatal: Vec<usize>,
+    /// How many documents (or list items) are DNSEndpoints, broken ones included: a
+    /// text with none declares nothing, which a source may not want to read as "no
+    /// records".
+    pub(crate) endpoint_documents: usize,
 }
 
 /// Parses every document of `text`; `label` names it in locations (`label:line`).
 pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
     let mut out = ParsedFile::default();
+    let fatal = |out: &mut ParsedFile, line: Option<usize>, message: String| {
+        out.fatal.push(out.errors.len());
+        out.errors.push(file_error(label, line, message));
+    };
+    if let Err((line, message)) = check_text(text) {
+        fatal(&mut out, line, message);
+        return out;
+    }
     // The parser reports errors at the end of input one line past the last one.
     let last_line = text.lines().count().max(1);
     for (number, doc) in split_documents(text).into_iter().enumerate() {
         if is_blank(&doc.text) {
+            continue;
+        }
+        if let Err((line, message)) = check_depth(&doc.text) {
+            fatal(&mut out, Some((line + doc.offset).min(last_line)), message);
             continue;
         }
         let options = LoaderOptions::default().error_on_duplicate_keys(true);
@@ -126,80 +155,6 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
         }
     }
     out
-}
-
-/// One YAML document of a file: its text, and the number of lines before it.
-#[derive(Debug)]
-struct Document {
-    offset: usize,
-    text: String,
-}
-
-/// Splits a multi-document stream at `---` and `...` lines. Each document keeps its
-/// lines' columns (the marker is blanked, not removed), and `offset` maps its line
-/// numbers back to the file's. (`marked-yaml` loads one document per call.)
-fn split_documents(text: &str) -> Vec<Document> {
-    let is_marker = |line: &str, m: &str| {
-        line.strip_prefix(m)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
-    };
-    let mut docs = vec![Document {
-        offset: 0,
-        text: String::new(),
-    }];
-    for (i, line) in text.lines().enumerate() {
-        if is_marker(line, "---") {
-            docs.push(Document {
-                offset: i,
-                text: format!("   {}\n", &line[3..]),
-            });
-        } else if is_marker(line, "...") {
-            docs.push(Document {
-                offset: i + 1,
-                text: String::new(),
-            });
-        } else if let Some(doc) = docs.last_mut() {
-            doc.text.push_str(line);
-            doc.text.push('\n');
-        }
-    }
-    docs
-}
-
-/// True when a document holds nothing but blank lines, comments and directives.
-fn is_blank(text: &str) -> bool {
-    text.lines().all(|l| {
-        let t = l.trim();
-        t.is_empty() || t.starts_with('#') || l.starts_with('%')
-    })
-}
-
-fn describe_load_error(e: &LoadError) -> (Option<usize>, String) {
-    match e {
-        LoadError::ScanError(m, se) => (Some(m.line()), format!("invalid YAML: {}", se.info())),
-        LoadError::TopLevelMustBeMapping(m) | LoadError::TopLevelMustBeSequence(m) => (
-            Some(m.line()),
-            "a document must be a mapping (apiVersion, kind, metadata, spec)".into(),
-        ),
-        LoadError::UnexpectedAnchor(m) => (
-            Some(m.line()),
-            "YAML anchors and aliases are not supported".into(),
-        ),
-        LoadError::MappingKeyMustBeScalar(m) => {
-            (Some(m.line()), "mapping keys must be plain scalars".into())
-        }
-        LoadError::UnexpectedTag(m) => (Some(m.line()), "YAML tags are not supported".into()),
-        LoadError::DuplicateKey(inner) => {
-            let first = inner.prev_key.span().start().map(|m| m.line());
-            let at = first
-                .map(|l| format!(" (first at line {l})"))
-                .unwrap_or_default();
-            (
-                inner.key.span().start().map(|m| m.line()),
-                format!("duplicate key {:?}{at}", inner.key.as_str()),
-            )
-        }
-    }
 }
 
 /// Where a document sits in its file.
@@ -301,6 +256,32 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
         .get_mapping("spec")
         .and_then(|s| s.get_node("endpoints"))
         .is_some();
+    if kind == "DNSEndpoint" || spec_endpoints {
+        out.endpoint_documents += 1;
+        // The resource goes into every ownership record: Kubernetes' own limits (a
+        // 253-character name, a 63-character namespace) keep it short.
+        let long = [("name", 253), ("namespace", 63)]
+            .into_iter()
+            .find_map(|(key, max)| meta(key).filter(|v| v.len() > max).map(|v| (key, max, v)));
+        if let Some((key, max, value)) = long {
+            let start = out.errors.len();
+            let line = metadata.and_then(|m| cx.line(m.span())).or(doc_line);
+            out.errors.push(file_error(
+                cx.label,
+                line,
+                format!(
+                    "metadata.{key} {:?} is {} characters, above Kubernetes' limit of {max}; its endpoints are not used",
+                    excerpt(&value),
+                    value.len()
+                ),
+            ));
+            out.rejected.push(Rejected {
+                what: RejectedWhat::Resource(resource),
+                errors: start..out.errors.len(),
+            });
+            return;
+        }
+    }
     if kind != "DNSEndpoint" {
         if spec_endpoints {
             // Most likely a misspelt kind: say so, and keep what this resource had.
@@ -309,7 +290,7 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
             let shown = if kind.is_empty() {
                 "missing".to_string()
             } else {
-                format!("{kind:?}")
+                format!("{:?}", excerpt(kind))
             };
             out.errors.push(file_error(
                 cx.label,
@@ -425,12 +406,12 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     };
     let record = match (&name, raw_name) {
         (Some(n), _) => n.to_string(),
-        (None, Some(raw)) => raw.to_string(),
+        (None, Some(raw)) => excerpt(raw),
         (None, None) => String::new(),
     };
     let record = match (rtype, raw_type) {
         (Some(t), _) => format!("{record} {t}"),
-        (None, Some(raw)) => format!("{record} {raw}"),
+        (None, Some(raw)) => format!("{record} {}", excerpt(raw)),
         (None, None) => record,
     }
     .trim()
@@ -466,7 +447,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     cx.line(s.span()),
                     format!(
                         "recordTTL {:?} is not a whole number of seconds",
-                        s.as_str()
+                        excerpt(s.as_str())
                     ),
                 ));
                 None
@@ -505,7 +486,9 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     Err(ModelError::Value { value, problem, .. }) => {
                         problems.push((line, format!("target {value:?}: {problem}")));
                     }
-                    Err(e) => problems.push((line, format!("target {:?}: {e}", raw.as_str()))),
+                    Err(e) => {
+                        problems.push((line, format!("target {:?}: {e}", excerpt(raw.as_str()))))
+                    }
                 }
             }
             values.sort();
@@ -521,6 +504,10 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     line_of("targets"),
                     format!("{} targets, above the limit of {MAX_VALUES}", values.len()),
                 ));
+            } else if let (Some(name), Some(rtype)) = (&name, rtype)
+                && let Err(problem) = wire::check_answer(name, rtype, &values)
+            {
+                problems.push((line_of("targets"), problem));
             }
         }
         Some(other) => problems.push((
@@ -562,5 +549,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     }
 }
 
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 mod tests;

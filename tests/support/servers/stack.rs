@@ -36,8 +36,8 @@ pub struct Options {
     pub log_filter: String,
     /// The planner's `sync.min_interval`: how long after a push it syncs by itself.
     pub min_interval: String,
-    /// Appended to planner.toml (e.g. `[[sources]]` or `[safety]` tables); relative
-    /// paths in it are relative to the stack's directory.
+    /// Appended to planner.toml after the zone (e.g. `[[sources]]` or `[safety]`
+    /// tables); relative paths in it are relative to the stack's directory.
     pub planner_extra: String,
 }
 
@@ -210,6 +210,11 @@ impl RealStack {
 
     pub fn zone(&self) -> &dnsplane_common::Name {
         self.server.zone()
+    }
+
+    /// The planner's exit status once it has exited (a crash, an abort), else `None`.
+    pub fn planner_exit(&mut self) -> Option<std::process::ExitStatus> {
+        self.planner.child.try_wait().ok().flatten()
     }
 
     fn block_on<F: Future>(&self, f: F) -> F::Output {

@@ -29,14 +29,21 @@
 //!   position (resource, endpoint index) is kept instead.
 //!
 //! Every such problem is reported in the snapshot with its file and line. Entries are only
-//! dropped by a valid change: an endpoint removed from a valid document, or a file deleted.//!
-//! - [`scan`]: which files, and whether they changed;
+//! dropped by a valid change: an endpoint removed from a valid document, an explicit
+//! `endpoints: []`, or a file deleted. What a broken disk, a bad deploy or a hostile
+//! user can put in a file's place is never such a change: a file that becomes empty
+//! (0 bytes), holds a NUL byte, is over [`super::dnsendpoint::MAX_MANIFEST_BYTES`], is
+//! nested too deep,
+//! holds no DNSEndpoint at all, or is replaced by a FIFO, a device or a symlink out of
+//! the directory keeps its last accepted entries, and the error says so.
+//!
+//! - [`scan`]: which files, and whether they changed (and what is never read);
 //! - [`merge`]: keep-last-good per file.
-use super::Snapshot;
-use super::dnsendpoint::{Accepted, file_error, parse_file};
+use super::dnsendpoint::{Accepted, ParsedFile, file_error, parse_file};
+use super::{Snapshot, SourceError};
 use crate::store::{DesiredStore, StoreError};
 use merge::{merge, with_kept_note};
-use scan::{Stamp, hash_content, hash_of, inode, scan};
+use scan::{Stamp, hash_content, hash_of, inode, read_manifest, scan};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -117,32 +124,36 @@ impl FileSource {
         let scan = scan(&self.paths);
         let mut errors = scan.errors;
         let mut good: BTreeMap<PathBuf, Vec<Accepted>> = BTreeMap::new();
+        // Not read (special files, links out of the tree): they keep what they had.
+        for (path, message) in &scan.rejected {
+            let old = self.last_good.get(path);
+            let label = path.display().to_string();
+            errors.push(file_error(
+                &label,
+                None,
+                with_kept_note(message.clone(), old),
+            ));
+            good.insert(path.clone(), old.cloned().unwrap_or_default());
+        }
         for path in &scan.files {
             let label = path.display().to_string();
             let old = self.last_good.get(path);
-            let text = std::fs::read(path)
-                .map_err(|e| format!("cannot read: {e}"))
-                .and_then(|b| String::from_utf8(b).map_err(|e| format!("not valid UTF-8: {e}")));
-            let kept = match text {
-                Err(message) => {
-                    errors.push(file_error(&label, None, with_kept_note(message, old)));
-                    old.cloned().unwrap_or_default()
-                }
-                Ok(text) => {
-                    let mut parsed = parse_file(&label, &text);
-                    let kept = if parsed.fatal.is_empty() {
-                        merge(&mut parsed, old)
-                    } else {
-                        for &i in &parsed.fatal {
-                            let e = &mut parsed.errors[i];
-                            e.message = with_kept_note(std::mem::take(&mut e.message), old);
-                        }
-                        old.cloned().unwrap_or_default()
-                    };
-                    errors.append(&mut parsed.errors);
-                    kept
-                }
+            let text = read_manifest(path).map_err(|e| (None, e)).and_then(|b| {
+                String::from_utf8(b).map_err(|e| {
+                    let at = e.utf8_error().valid_up_to();
+                    let line = e.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+                    (Some(line), format!("not valid UTF-8: {}", e.utf8_error()))
+                })
+            });
+            let (kept, mut file_errors) = match text {
+                Err((line, message)) => (
+                    old.cloned().unwrap_or_default(),
+                    vec![file_error(&label, line, with_kept_note(message, old))],
+                ),
+                Ok(text) => load_text(&label, &text, old),
             };
+            cap_errors(&label, &mut file_errors);
+            errors.append(&mut file_errors);
             good.insert(path.clone(), kept);
         }
         // Files below a directory (or root path) that could not be listed this time:
@@ -273,6 +284,7 @@ impl FileSource {
             e.location.hash(&mut h);
             e.message.hash(&mut h);
         }
+        scan.rejected.hash(&mut h);
         let now = SystemTime::now();
         let mut stamps = HashMap::with_capacity(scan.files.len());
         for path in scan.files {
@@ -313,5 +325,65 @@ impl FileSource {
     }
 }
 
+/// The most errors one file reports; the rest are counted. A hostile file of 100,000
+/// broken endpoints must not make a status answer too large to be read.
+const MAX_ERRORS_PER_FILE: usize = 100;
+
+/// What the text of one file (`label`) contributes, given what it last contributed
+/// (`old`): its entries (new ones, plus old ones standing for what broke) and errors.
+fn load_text(
+    label: &str,
+    text: &str,
+    old: Option<&Vec<Accepted>>,
+) -> (Vec<Accepted>, Vec<SourceError>) {
+    let kept = |message: String| {
+        (
+            old.cloned().unwrap_or_default(),
+            vec![file_error(label, None, with_kept_note(message, old))],
+        )
+    };
+    if text.is_empty() {
+        return kept(
+            "the file is empty (0 bytes); to remove its records, delete the file or write `endpoints: []`"
+                .into(),
+        );
+    }
+    let mut parsed: ParsedFile = parse_file(label, text);
+    if !parsed.fatal.is_empty() {
+        for &i in &parsed.fatal {
+            let e = &mut parsed.errors[i];
+            e.message = with_kept_note(std::mem::take(&mut e.message), old);
+        }
+        return (old.cloned().unwrap_or_default(), parsed.errors);
+    }
+    // A file that had records and now declares no DNSEndpoint at all was most likely
+    // overwritten by something else: that is not how records are deleted.
+    if parsed.endpoint_documents == 0 && old.is_some_and(|o| !o.is_empty()) {
+        let (entries, mut errors) = kept(
+            "no DNSEndpoint document in the file; to remove its records, delete the file or write `endpoints: []`"
+                .into(),
+        );
+        errors.append(&mut parsed.errors);
+        return (entries, errors);
+    }
+    let entries = merge(&mut parsed, old);
+    (entries, parsed.errors)
+}
+
+/// Keeps the first [`MAX_ERRORS_PER_FILE`] errors of a file and counts the rest.
+fn cap_errors(label: &str, errors: &mut Vec<SourceError>) {
+    if errors.len() > MAX_ERRORS_PER_FILE {
+        let more = errors.len() - MAX_ERRORS_PER_FILE;
+        errors.truncate(MAX_ERRORS_PER_FILE);
+        errors.push(file_error(
+            label,
+            None,
+            format!("{more} more error(s) in this file not shown"),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 mod tests;

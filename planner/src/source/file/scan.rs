@@ -2,11 +2,20 @@
 //! (recursively, sorted, hidden entries skipped, symlink loops cut), what counts as a
 //! manifest, and the per-file stamps (metadata and a content hash, re-hashed while a
 //! file is inside the racy window of coarse timestamps) that make up a fingerprint.
+//!
+//! Nothing in a watched directory is trusted: only regular files are ever read (a FIFO
+//! would block the reader forever, a device such as `/dev/zero` never ends), a symlink
+//! is followed only while it stays inside the configured directory (a Kubernetes
+//! ConfigMap mount's `web.yaml -> ..data/web.yaml` does; a link to `/etc` does not),
+//! and no read takes more than [`MAX_MANIFEST_BYTES`] + 1 bytes, whatever the file's
+//! size claims.
 use super::super::SourceError;
-use crate::source::dnsendpoint::file_error;
+use crate::source::dnsendpoint::{MAX_MANIFEST_BYTES, file_error};
 use std::collections::HashSet;
 use std::collections::hash_map::DefaultHasher;
+use std::fs::File;
 use std::hash::{Hash, Hasher};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -52,11 +61,89 @@ pub(super) fn hash_of<T: Hash>(value: &T) -> u64 {
 
 pub(super) fn hash_content(path: &Path) -> u64 {
     let mut h = DefaultHasher::new();
-    match std::fs::read(path) {
+    match read_manifest(path) {
         Ok(bytes) => bytes.hash(&mut h),
-        Err(e) => e.kind().hash(&mut h),
+        Err(e) => e.hash(&mut h),
     }
     h.finish()
+}
+
+/// What a special file is, for the error that skips it.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Why a path that is not a regular file is not read.
+fn not_regular(meta: &std::fs::Metadata) -> String {
+    format!("{}, not a regular file; skipped", kind_of(meta))
+}
+
+/// Opens `path` for reading if it is a regular file, without ever blocking: the open
+/// is non-blocking (a FIFO put in the file's place after the scan would otherwise wait
+/// for a writer forever), and the type is checked again on the open file itself.
+fn open_regular(path: &Path) -> Result<File, String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok(file)
+}
+
+/// The bytes of the manifest at `path`: a regular file of at most
+/// [`MAX_MANIFEST_BYTES`]. Never reads more than one byte past the limit, so a file
+/// that lies about its size (or grows while read) costs no more memory than that.
+pub(super) fn read_manifest(path: &Path) -> Result<Vec<u8>, String> {
+    let file = open_regular(path)?;
+    let limit = MAX_MANIFEST_BYTES as u64;
+    let too_big = |size: String| {
+        format!(
+            "{size} bytes, above the limit of {} MiB for a manifest file",
+            MAX_MANIFEST_BYTES >> 20
+        )
+    };
+    let claimed = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if claimed > limit {
+        return Err(too_big(claimed.to_string()));
+    }
+    let mut bytes = Vec::with_capacity(claimed.min(limit) as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(format!("more than {limit}")));
+    }
+    Ok(bytes)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -64,8 +151,12 @@ pub(super) fn hash_content(path: &Path) -> u64 {
 
 #[derive(Debug, Default, Clone)]
 pub(super) struct Scan {
-    /// Files to read, sorted, without duplicates.
+    /// Regular files to read, sorted, without duplicates.
     pub(super) files: Vec<PathBuf>,
+    /// Paths where a manifest would be but that are not read (a FIFO, a device, a
+    /// symlink out of the directory, a dangling symlink), with the reason: each keeps
+    /// the entries it had, and is reported.
+    pub(super) rejected: Vec<(PathBuf, String)>,
     pub(super) errors: Vec<SourceError>,
     /// Paths that exist but could not be listed or inspected: files below them keep
     /// their last accepted entries.
@@ -83,13 +174,22 @@ pub(super) fn scan(paths: &[PathBuf]) -> Scan {
         let found = scan.files.len();
         let problem = match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => {
-                let listed = scan.unlisted.len();
-                walk(path, &mut scan, &mut visited);
-                (scan.files.len() == found && scan.unlisted.len() == listed)
+                let (listed, rejected) = (scan.unlisted.len(), scan.rejected.len());
+                // Links below are followed only while they stay inside this directory.
+                let root = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+                walk(path, &root, &mut scan, &mut visited);
+                (scan.files.len() == found
+                    && scan.unlisted.len() == listed
+                    && scan.rejected.len() == rejected)
                     .then(|| "matches no manifest (*.yaml, *.yml)".to_string())
             }
-            Ok(_) => {
+            // Named explicitly: read wherever it is, if it is a regular file.
+            Ok(m) if m.is_file() => {
                 scan.files.push(path.clone());
+                None
+            }
+            Ok(m) => {
+                scan.rejected.push((path.clone(), not_regular(&m)));
                 None
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -111,10 +211,13 @@ pub(super) fn scan(paths: &[PathBuf]) -> Scan {
     }
     scan.files.sort();
     scan.files.dedup();
+    scan.rejected.sort();
+    scan.rejected.dedup();
     scan
 }
 
-pub(super) fn walk(dir: &Path, scan: &mut Scan, visited: &mut HashSet<PathBuf>) {
+/// Walks `dir`, below the configured directory `root` (canonical).
+pub(super) fn walk(dir: &Path, root: &Path, scan: &mut Scan, visited: &mut HashSet<PathBuf>) {
     // Symlinked directories are followed, once each (no loops).
     if let Ok(real) = std::fs::canonicalize(dir)
         && !visited.insert(real)
@@ -140,18 +243,40 @@ pub(super) fn walk(dir: &Path, scan: &mut Scan, visited: &mut HashSet<PathBuf>) 
         .collect();
     children.sort();
     for child in children {
-        match std::fs::metadata(&child) {
-            Ok(m) if m.is_dir() => walk(&child, scan, visited),
-            Ok(_) if is_manifest(&child) => scan.files.push(child),
+        let is_link = std::fs::symlink_metadata(&child).is_ok_and(|m| m.file_type().is_symlink());
+        let meta = std::fs::metadata(&child);
+        if is_link {
+            match std::fs::canonicalize(&child) {
+                Ok(target) if !target.starts_with(root) => {
+                    if is_manifest(&child) || meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                        scan.rejected.push((
+                            child,
+                            format!(
+                                "a symlink to {}, outside {}; skipped",
+                                target.display(),
+                                root.display()
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                Ok(_) => {}
+                // A dangling symlink, e.g. in the middle of a ConfigMap update.
+                Err(e) => {
+                    if is_manifest(&child) {
+                        scan.rejected.push((child, format!("cannot read: {e}")));
+                    }
+                    continue;
+                }
+            }
+        }
+        match meta {
+            Ok(m) if m.is_dir() => walk(&child, root, scan, visited),
+            Ok(m) if is_manifest(&child) && m.is_file() => scan.files.push(child),
+            Ok(m) if is_manifest(&child) => scan.rejected.push((child, not_regular(&m))),
             Ok(_) => {}
-            // A dangling symlink, e.g. in the middle of a ConfigMap update.
             Err(e) if is_manifest(&child) => {
-                scan.errors.push(file_error(
-                    &child.display().to_string(),
-                    None,
-                    format!("cannot read: {e}"),
-                ));
-                scan.unlisted.push(child);
+                scan.rejected.push((child, format!("cannot read: {e}")));
             }
             Err(_) => {}
         }

@@ -1,0 +1,180 @@
+//! The PutDesired validator: field-named refusals, all or nothing, and (property
+//! tests) no request makes it panic or accept what the record rules refuse.
+use super::*;
+use crate::config::{ConflictPolicy, Policy};
+use proptest::prelude::*;
+
+fn zones() -> Vec<ZoneConfig> {
+    ["example.com", "xn--bcher-kva.example"]
+        .into_iter()
+        .map(|z| ZoneConfig {
+            name: Name::parse(z).unwrap(),
+            account: "a".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: 300,
+        })
+        .collect()
+}
+
+fn record(name: &str, rtype: &str, values: &[&str]) -> pb::DesiredRecord {
+    pb::DesiredRecord {
+        name: name.into(),
+        r#type: rtype.into(),
+        ttl: 0,
+        values: values.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+fn push(records: Vec<pb::DesiredRecord>) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
+    validate_push(
+        &zones(),
+        &pb::PutDesiredRequest {
+            source: "test".into(),
+            records,
+        },
+    )
+}
+
+fn fields(r: Result<Vec<DesiredEntry>, Vec<FieldError>>) -> Vec<String> {
+    r.expect_err("refused")
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// A value no record can carry, a set no answer can carry, a name IDNA refuses: each
+/// named by its field; one bad record refuses the whole push.
+#[test]
+fn wire_and_idna_problems_name_their_field() {
+    let huge = "v".repeat(70_000);
+    let many: Vec<String> = (0..40)
+        .map(|i| format!("{i}{}", "w".repeat(1990)))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let errors = fields(push(vec![
+        record("ok.example.com", "A", &["192.0.2.1"]),
+        record("huge.example.com", "TXT", &[&huge]),
+        record("set.example.com", "TXT", &many),
+        record("xn--zz.example.com", "A", &["192.0.2.1"]),
+        record("i♥dns.example.com", "A", &["192.0.2.1"]),
+    ]));
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("records[1].values[0]: TXT value \"vvv")
+            && errors[0].contains("70275 octets of record data on the wire, above the 65535"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].len() < 400, "the value is not echoed whole");
+    assert!(
+        errors[1].starts_with("records[2].values: the set of 40 value(s) is")
+            && errors[1].contains("above the 65535 one TCP message can carry"),
+        "{}",
+        errors[1]
+    );
+    assert!(errors[2].starts_with("records[3].name: ") && errors[2].contains("punycode"));
+    assert!(errors[3].starts_with("records[4].name: ") && errors[3].contains("U+2665"));
+
+    let ok = push(vec![
+        record("ok.example.com", "A", &["192.0.2.1"]),
+        record("Bücher.example", "TXT", &[&"t".repeat(60_000)]),
+    ])
+    .unwrap();
+    assert_eq!(ok.len(), 2);
+    assert_eq!(ok[1].name.as_str(), "xn--bcher-kva.example.");
+}
+
+#[test]
+fn source_and_cross_record_problems() {
+    let e = validate_push(
+        &zones(),
+        &pb::PutDesiredRequest {
+            source: String::new(),
+            records: vec![],
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e[0].field, "source");
+    let errors = fields(push(vec![record("a.other.org", "A", &["192.0.2.1"])]));
+    assert!(errors[0].starts_with("records[0]: "), "{errors:?}");
+    assert!(errors[0].contains("no configured zone"), "{errors:?}");
+}
+
+fn rtype_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::sample::select(RecordType::ALL.to_vec()).prop_map(|t| t.to_string()),
+        any::<String>(),
+    ]
+}
+
+fn name_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z0-9_*-]{1,20}(\\.[a-z0-9ü-]{1,20}){0,3}\\.example\\.com",
+        "[a-zà-ÿ\u{5d0}-\u{5ea}♥-]{1,20}\\.xn--bcher-kva\\.example",
+        any::<String>(),
+    ]
+}
+
+fn value_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "192\\.0\\.2\\.[0-9]{1,3}",
+        "[0-9]{1,5} [a-z.]{1,20}",
+        "\"[ -~]{0,300}\"",
+        any::<String>(),
+        (1usize..80_000).prop_map(|n| "x".repeat(n)),
+    ]
+}
+
+fn request() -> impl Strategy<Value = pb::PutDesiredRequest> {
+    let rec = (
+        name_text(),
+        rtype_text(),
+        any::<u32>(),
+        proptest::collection::vec(value_text(), 0..6),
+    )
+        .prop_map(|(name, r#type, ttl, values)| pb::DesiredRecord {
+            name,
+            r#type,
+            ttl,
+            values,
+        });
+    (
+        prop_oneof!["[a-z-]{1,20}", any::<String>()],
+        proptest::collection::vec(rec, 0..8),
+    )
+        .prop_map(|(source, records)| pb::PutDesiredRequest { source, records })
+}
+
+proptest! {
+    /// Any request: refused with named fields, or accepted whole with entries that
+    /// follow every record rule (normalised, canonical, within a zone, fit an answer).
+    #[test]
+    fn prop_put_desired_validator_accepts_only_valid_pushes(req in request()) {
+        let zones = zones();
+        match validate_push(&zones, &req) {
+            Ok(entries) => {
+                prop_assert_eq!(entries.len(), req.records.len());
+                for e in &entries {
+                    prop_assert_eq!(&Name::parse(e.name.as_str()).unwrap(), &e.name);
+                    prop_assert!(!e.values.is_empty());
+                    prop_assert!(wire::check_answer(&e.name, e.rtype, &e.values).is_ok());
+                    prop_assert!(zones.iter().any(|z| e.name.is_within(&z.name)));
+                    for v in &e.values {
+                        prop_assert_eq!(&rdata::canonicalize(e.rtype, v).unwrap(), v);
+                    }
+                }
+            }
+            Err(errors) => {
+                prop_assert!(!errors.is_empty());
+                for e in &errors {
+                    prop_assert!(
+                        e.field == "source" || e.field.starts_with("records["),
+                        "{}", e
+                    );
+                    prop_assert!(e.message.len() < 2_000, "short: {}", e.message.len());
+                }
+            }
+        }
+    }
+}
