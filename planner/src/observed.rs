@@ -75,6 +75,14 @@ impl ZoneView {
         }
     }
 
+    /// How many data records `owner_id` owns here (the mass-change guard's measure).
+    pub fn owned_by(&self, owner_id: &str) -> usize {
+        self.owners
+            .iter()
+            .filter(|(k, o)| &*o.mark.owner == owner_id && self.data.contains_key(*k))
+            .count()
+    }
+
     /// The ownership record of `key` as observed (rebuilt from the shared data).
     pub fn owner_rrset(&self, key: &RecordKey) -> Option<RRSet> {
         let owned = self.owners.get(key)?;

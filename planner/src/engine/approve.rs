@@ -32,14 +32,6 @@ pub enum ApproveError {
     },
 }
 
-/// Records of `view` that we own (data records with our ownership mark).
-pub(super) fn owned_records(view: &ZoneView, owner_id: &str) -> usize {
-    view.owners
-        .iter()
-        .filter(|(k, o)| &*o.mark.owner == owner_id && view.data.contains_key(*k))
-        .count()
-}
-
 impl Engine {
     /// Runs the guard over a sync's folded plan (see the module docs). `full_view`
     /// is the zone's whole observed view when the sync read it (a full sync); a
@@ -68,10 +60,8 @@ impl Engine {
             .unwrap_or_default();
         items.extend(carried.iter().cloned());
         let verdict = guard::check(&self.config.safety, items, || match full_view {
-            Some(v) => owned_records(v, owner),
-            None => lock(&zone.view)
-                .as_ref()
-                .map_or(0, |v| owned_records(v, owner)),
+            Some(v) => v.owned_by(owner),
+            None => lock(&zone.view).as_ref().map_or(0, |v| v.owned_by(owner)),
         });
         let Some(verdict) = verdict else {
             // Nothing to hold any more: release the hold, and re-plan the names it

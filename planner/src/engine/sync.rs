@@ -372,7 +372,7 @@ impl Engine {
         drop(held);
         let items = crate::guard::guarded(zone, &plan.changes);
         let guarded = crate::guard::check(&self.config.safety, items, || {
-            super::approve::owned_records(&view, &self.config.owner_id)
+            view.owned_by(&self.config.owner_id)
         })
         .filter(|h| lock(&z.approved).as_deref() != Some(h.digest.as_str()));
         Ok(Preview {
