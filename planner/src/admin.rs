@@ -88,6 +88,16 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "record": e.record,
             "message": e.message,
         })).collect::<Vec<_>>(),
+        "lease": s.lease.as_ref().map(|l| json!({
+            "role": l.role,
+            "holder": l.holder,
+            "backend": l.backend,
+            "location": l.location,
+            "since": json::timestamp(l.since.as_ref()),
+            "identity": l.identity,
+            "epoch": l.epoch.to_string(),
+            "lastError": l.last_error,
+        })),
     })
 }
 
@@ -115,6 +125,13 @@ mod tests {
                 location: "web.yaml:3".into(),
                 ..Default::default()
             }],
+            lease: Some(pb::LeaseStatus {
+                role: "standby".into(),
+                holder: "h/1/abcdef".into(),
+                backend: "redis".into(),
+                epoch: 7,
+                ..Default::default()
+            }),
         };
         let v = status_json(&s);
         assert_eq!(v["level"], "degraded");
@@ -124,5 +141,9 @@ mod tests {
         assert_eq!(v["zones"][0]["desiredRecords"], 4);
         assert_eq!(v["zones"][0]["initialSyncDone"], false);
         assert_eq!(v["sourceErrors"][0]["location"], "web.yaml:3");
+        assert_eq!(v["lease"]["role"], "standby");
+        assert_eq!(v["lease"]["holder"], "h/1/abcdef");
+        // uint64 is a string in proto3 JSON.
+        assert_eq!(v["lease"]["epoch"], "7");
     }
 }

@@ -12,6 +12,9 @@ pub enum PlannerError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("the gRPC listener has no local address: {0}")]
     Listener(#[source] std::io::Error),
+    /// The lease backend cannot be set up (a Redis URL, the state directory).
+    #[error("lease: {0}")]
+    Lease(#[source] crate::lease::LeaseError),
     #[error("gRPC server: {0}")]
     Serve(#[source] tonic::transport::Error),
 }

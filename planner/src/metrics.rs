@@ -14,6 +14,8 @@
 //! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
 //! | `dnsplane_planner_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
 //! | `dnsplane_planner_source_errors` | gauge | — | desired records rejected by the sources |
+//! | `dnsplane_planner_lease_leader` | gauge | — | `LeaseChanged`: 1 while this planner holds the lease and may write, 0 on standby |
+//! | `dnsplane_planner_lease_transitions_total` | counter | `to` (`leader` `standby`), `reason` (`acquired` `lost` `expired` `released`) | `LeaseChanged`, per role change |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 use dnsplane_common::{ChangeKind, Name, Outcome};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -55,6 +57,12 @@ struct StateLabels {
     state: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    to: String,
+    reason: String,
+}
+
 type SecondsGauge = Gauge<f64, AtomicU64>;
 
 fn sync_histogram() -> Histogram {
@@ -75,6 +83,8 @@ pub struct PlannerMetrics {
     last_success: Family<ZoneLabels, SecondsGauge>,
     syncing: Family<ZoneLabels, Gauge>,
     source_errors: Gauge,
+    lease_leader: Gauge,
+    lease_transitions: Family<TransitionLabels, Counter>,
 }
 
 /// One zone's gauges, as the admin port sets them before a scrape.
@@ -103,6 +113,8 @@ impl PlannerMetrics {
             last_success: Family::default(),
             syncing: Family::default(),
             source_errors: Gauge::default(),
+            lease_leader: Gauge::default(),
+            lease_transitions: Family::default(),
         };
         registry.register(
             "dnsplane_planner_plan_changes",
@@ -154,6 +166,16 @@ impl PlannerMetrics {
             "Desired records the sources rejected (see /status or GetStatus)",
             m.source_errors.clone(),
         );
+        registry.register(
+            "dnsplane_planner_lease_leader",
+            "1 while this planner holds the lease for its owner id and may write, 0 on standby",
+            m.lease_leader.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_lease_transitions",
+            "Role changes of this planner, by the role it changed to and why",
+            m.lease_transitions.clone(),
+        );
         m
     }
 
@@ -193,6 +215,17 @@ impl PlannerMetrics {
             .get_or_create(&OutcomeLabels {
                 zone: zone.to_string(),
                 outcome: outcome.label().into(),
+            })
+            .inc();
+    }
+
+    /// This planner became leader or standby, for `reason`.
+    pub(crate) fn lease_changed(&self, leader: bool, reason: &str) {
+        self.lease_leader.set(i64::from(leader));
+        self.lease_transitions
+            .get_or_create(&TransitionLabels {
+                to: if leader { "leader" } else { "standby" }.into(),
+                reason: reason.into(),
             })
             .inc();
     }

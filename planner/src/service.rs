@@ -3,6 +3,7 @@
 //! planner's own proto messages (the applier's are in [`crate::client`]).
 use crate::desired::DesiredIndex;
 use crate::engine::{Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot};
+use crate::lease::LeaseStatus;
 use crate::source::{DesiredEntry, Origin};
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::convert::{FieldError, timestamp};
@@ -115,6 +116,20 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
                 message: e.message.clone(),
             })
             .collect(),
+        lease: Some(lease_to_pb(&s.lease)),
+    }
+}
+
+fn lease_to_pb(l: &LeaseStatus) -> pb::LeaseStatus {
+    pb::LeaseStatus {
+        role: l.role.as_str().into(),
+        holder: l.holder.clone().unwrap_or_default(),
+        backend: l.backend.into(),
+        location: l.location.clone(),
+        since: Some(timestamp(l.since)),
+        identity: l.identity.clone(),
+        epoch: l.epoch,
+        last_error: l.last_error.clone(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! Callers get plain values and never hold an engine lock.
 use super::{Engine, lock};
 use crate::config::Policy;
+use crate::lease::{LeaseStatus, Role};
 use crate::source::SourceError;
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::{Name, RecordKey};
@@ -79,13 +80,17 @@ pub struct Snapshot {
     pub appliers: Vec<ApplierSnapshot>,
     /// Every desired record the sources could not accept.
     pub source_errors: Vec<SourceError>,
+    /// Leader or standby, and who holds the lease.
+    pub lease: LeaseStatus,
 }
 
 impl Snapshot {
-    /// The level and, when degraded, why.
+    /// The level and, when degraded, why. Standing by is not degraded by itself (nor
+    /// "syncing": a standby's zones wait for the lease, they are not behind).
     pub fn health(&self) -> (Level, String) {
         let mut degraded = Vec::new();
         let mut syncing = false;
+        let leader = self.lease.role == Role::Leader;
         for z in &self.zones {
             if !z.status.last_error.is_empty() {
                 degraded.push(format!("zone {}: {}", z.name, z.status.last_error));
@@ -98,7 +103,7 @@ impl Snapshot {
             // Only the first sync and full syncs make the planner "syncing": the
             // per-record re-plans of a few names run all the time and would make the
             // level flap.
-            syncing |= z.status.full_sync || !z.status.initial_sync_done;
+            syncing |= z.status.full_sync || (leader && !z.status.initial_sync_done);
         }
         if !self.source_errors.is_empty() {
             degraded.push(format!(
@@ -191,6 +196,7 @@ impl Engine {
             zones,
             appliers,
             source_errors: desired.errors(),
+            lease: self.lease.status(),
         }
     }
 
