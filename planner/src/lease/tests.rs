@@ -273,14 +273,14 @@ async fn a_standby_takes_over_after_the_holder_dies_and_never_overlaps() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_releases_and_the_standby_takes_over_at_its_next_try() {
     let fake = Fake::default();
-    let a = start(&fake);
+    let mut a = start(&fake);
     until(Duration::from_secs(1), || a.leads(), || {})
         .await
         .expect("a leads");
     let b = start(&fake);
     tokio::time::sleep(Duration::from_millis(100)).await;
     a.cancel.cancel();
-    a.task.await.unwrap();
+    (&mut a.task).await.unwrap();
     assert!(a.handle.permit().is_none());
     assert_eq!(a.handle.status().role, Role::Standby);
     assert!(fake.state().holder.is_none(), "released");
