@@ -8,6 +8,7 @@ mod failing_zone;
 mod failover;
 mod incremental;
 mod layering;
+mod lease;
 mod metrics;
 mod otlp_trace;
 mod quota;

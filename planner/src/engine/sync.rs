@@ -187,7 +187,12 @@ impl Engine {
     ) -> Result<SyncSummary, SyncError> {
         let z = self.zone_or_err(zone)?;
         // A standby refuses before it reads anything or touches the zone's status.
-        self.leading(zone)?;
+        if let Err(e) = self.leading(zone) {
+            let mut p = SyncProgress::new(zone, Phase::Failed, &SyncSummary::default());
+            p.error = e.to_string();
+            send(progress, p).await;
+            return Err(e);
+        }
         self.sync_zone(&z, scope, fresh, progress).await
     }
 
