@@ -380,6 +380,13 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
         first_done - second_start
     );
     assert!(second_start > killed, "the second wrote while the first lived");
+    eprintln!(
+        "lease: {} PATCHes by the first planner, {} by the second; the second's first write \
+         {took:?} after kill -9 of the first, {:?} after the first's last write ended",
+        firsts.len(),
+        seconds.len(),
+        second_start - first_done
+    );
     assert!(patches.iter().all(|p| p.status < 300), "{patches:?}");
 
     // The applier's log agrees: the first planner's batches, then the second's, and

@@ -349,3 +349,46 @@ fn permits_cap_batch_deadlines_to_the_window() {
         assert!(LeaseHandle::sole_writer().permit().is_some());
     });
 }
+
+#[tokio::test]
+async fn a_standby_engine_sends_nothing_and_is_not_behind() {
+    use crate::config::{ConflictPolicy, PlannerConfig, Policy, ZoneConfig};
+    use crate::engine::{Engine, Level, Scope, SyncError};
+    let zone = dnsplane_common::Name::parse("example.com.").unwrap();
+    let config = PlannerConfig {
+        // Nothing listens there: a standby must not even try to read.
+        applier: "http://127.0.0.1:1".into(),
+        ..PlannerConfig::with_zones(vec![ZoneConfig {
+            name: zone.clone(),
+            account: "a".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: 60,
+        }])
+    };
+    let fake = Fake::default();
+    fake.state().holder = Some("other/1/abcdef".into());
+    // Never run: this planner stays standby.
+    let (_lease, handle) = Lease::new(
+        Box::new(fake),
+        Identity::new(),
+        settings(),
+        PlannerMetrics::unregistered(),
+    );
+    let engine = Engine::new(config, PlannerMetrics::unregistered(), handle).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    let err = engine
+        .sync(&zone, &Scope::Zone, true, Some(&tx))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SyncError::NotLeader { .. }), "{err}");
+    assert!(err.is_lease());
+    let p = rx.recv().await.unwrap();
+    assert_eq!(p.phase.as_str(), "failed");
+    assert!(p.error.contains("standby"), "{}", p.error);
+    let snap = engine.snapshot();
+    assert_eq!(snap.lease.role, Role::Standby);
+    assert!(snap.zones[0].status.last_error.is_empty());
+    assert!(snap.zones[0].status.last_sync.is_none(), "no sync ran");
+    assert_ne!(snap.health().0, Level::Syncing, "{:?}", snap.health());
+}
