@@ -33,7 +33,7 @@ pub struct FileBackend {
 impl FileBackend {
     /// The lock in `state_dir` (created if missing); takes nothing yet.
     pub fn new(state_dir: &Path) -> Result<FileBackend, LeaseError> {
-        std::fs::create_dir_all(state_dir).map_err(|source| LeaseError::Io {
+        std::fs::create_dir_all(state_dir).map_err(|source| LeaseError::StateDir {
             path: state_dir.to_path_buf(),
             source,
         })?;

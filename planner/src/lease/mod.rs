@@ -111,6 +111,14 @@ pub enum LeaseError {
     Redis(#[from] ::redis::RedisError),
     #[error("Redis answered something unexpected: {0}")]
     Protocol(String),
+    #[error(
+        "state_dir {path}: {source} (the lease's lock file lives there: make it a writable directory, or use [lease] redis)"
+    )]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
