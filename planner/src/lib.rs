@@ -184,7 +184,10 @@ pub async fn run(
     // Only now: a standby may take over (at its next try, not after the ttl) once the
     // window is closed, and nothing of ours is sent after that.
     lease_stop.cancel();
-    if tokio::time::timeout(SHUTDOWN_GRACE, lease_task).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, lease_task)
+        .await
+        .is_err()
+    {
         tracing::warn!(grace = ?SHUTDOWN_GRACE, "The lease was not released in time; it lapses by itself.");
     }
     admin_stop.cancel();

@@ -193,7 +193,10 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
         dir.path().join("applier.log"),
     );
     wait_for(Duration::from_secs(20), || {
-        let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{applier_port}"), "list"]);
+        let (ok, out) = grpcurl(
+            &tools.grpcurl,
+            &[&format!("127.0.0.1:{applier_port}"), "list"],
+        );
         (ok && out.contains("dnsplane.v1.Applier")).then_some(())
     })
     .expect("applier up");
@@ -242,8 +245,10 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     let dig = |name: &str| dig_sorted(&tools.dig, pdns.dns_port, name, "A");
     let wait_dig = |name: &str, want: &[&str], what: &str| {
         let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
-        wait_for(Duration::from_secs(30), || (dig(name) == want).then_some(()))
-            .unwrap_or_else(|| panic!("{what}: dig {name} never gave {want:?}: {:?}", dig(name)));
+        wait_for(Duration::from_secs(30), || {
+            (dig(name) == want).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{what}: dig {name} never gave {want:?}: {:?}", dig(name)));
     };
 
     // The first planner leads and writes its records.
@@ -265,7 +270,11 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     let second_id = text(&second_lease, "identity").to_string();
     assert_ne!(run_of(&first_id), run_of(&second_id));
     let st = second.status(&tools).expect("status");
-    assert_ne!(text(&st, "level"), "degraded", "a standby is not degraded: {st}");
+    assert_ne!(
+        text(&st, "level"),
+        "degraded",
+        "a standby is not degraded: {st}"
+    );
     let cli = |p: &Planner, args: &[&str]| {
         let out = std::process::Command::new(binary("dnsplane"))
             .args(args)
@@ -285,7 +294,9 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     let (code, out) = cli(&second, &["status"]);
     assert!(code.success(), "{out}");
     assert!(
-        out.contains(&format!("lease: standby (held by {first_id}; redis 127.0.0.1:")),
+        out.contains(&format!(
+            "lease: standby (held by {first_id}; redis 127.0.0.1:"
+        )),
         "{out}"
     );
     let (_, out) = cli(&first, &["status"]);
@@ -329,7 +340,10 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     for name in only_first.iter().chain(&shared) {
         assert!(!dig(name).is_empty(), "{name} is still there");
     }
-    assert!(dig(&format!("b0.{base}")).is_empty(), "the standby wrote b0");
+    assert!(
+        dig(&format!("b0.{base}")).is_empty(),
+        "the standby wrote b0"
+    );
     assert!(
         proxy.patches().iter().all(|p| writer(p) == Writer::First),
         "only the leader wrote"
@@ -357,14 +371,26 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     );
     let second_lease = second.wait_lease(&tools, "leader", |l| role(l) == "leader");
     assert!(
-        second_lease["epoch"].as_str().and_then(|e| e.parse::<u64>().ok())
-            > first_lease["epoch"].as_str().and_then(|e| e.parse::<u64>().ok()),
+        second_lease["epoch"]
+            .as_str()
+            .and_then(|e| e.parse::<u64>().ok())
+            > first_lease["epoch"]
+                .as_str()
+                .and_then(|e| e.parse::<u64>().ok()),
         "a new epoch: {second_lease} after {first_lease}"
     );
     // Its desired state now, whole: the first planner's names go with it.
-    wait_dig(&format!("b0.{base}"), &["10.2.9.9"], "the new leader writes");
+    wait_dig(
+        &format!("b0.{base}"),
+        &["10.2.9.9"],
+        "the new leader writes",
+    );
     wait_dig(&shared[0], &["10.2.0.0"], "the new leader writes");
-    wait_dig(&only_first[0], &[], "the new leader deletes what it does not desire");
+    wait_dig(
+        &only_first[0],
+        &[],
+        "the new leader deletes what it does not desire",
+    );
 
     // The provider's log: every PATCH of the first planner was answered before any of
     // the second's was sent, and none of the second's went out while the first lived.
@@ -379,7 +405,10 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
         "the two planners' writes overlap: the first's last ended {:?} after the second's first began",
         first_done - second_start
     );
-    assert!(second_start > killed, "the second wrote while the first lived");
+    assert!(
+        second_start > killed,
+        "the second wrote while the first lived"
+    );
     eprintln!(
         "lease: {} PATCHes by the first planner, {} by the second; the second's first write \
          {took:?} after kill -9 of the first, {:?} after the first's last write ended",
@@ -400,7 +429,10 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
             rest.split('-').next().unwrap_or("").to_string()
         })
         .collect();
-    let switch = runs.iter().position(|r| *r == run2).expect("second's batches");
+    let switch = runs
+        .iter()
+        .position(|r| *r == run2)
+        .expect("second's batches");
     assert!(switch > 0, "{ids:?}");
     assert!(runs[..switch].iter().all(|r| *r == run1), "{ids:?}");
     assert!(runs[switch..].iter().all(|r| *r == run2), "{ids:?}");
@@ -480,7 +512,10 @@ fn the_redis_backend_is_compare_and_set_on_the_holder() {
         );
         assert!(!b.renew("b", ttl).await.unwrap(), "only the holder renews");
         b.release("b").await.unwrap();
-        assert!(a.renew("a", ttl).await.unwrap(), "b's release changed nothing");
+        assert!(
+            a.renew("a", ttl).await.unwrap(),
+            "b's release changed nothing"
+        );
 
         // Not renewed: it lapses on Redis's clock, and b takes it under a new epoch.
         let taken = tokio::time::timeout(Duration::from_secs(10), async {

@@ -77,7 +77,9 @@ pub enum SyncError {
     UnknownZone { zone: Name },
     #[error("zone {zone}: this planner is standby ({held}); only the leader writes")]
     NotLeader { zone: Name, held: String },
-    #[error("zone {zone}: the lease was lost after {sent} of {total} batches; the rest was not sent")]
+    #[error(
+        "zone {zone}: the lease was lost after {sent} of {total} batches; the rest was not sent"
+    )]
     LeaseLost {
         zone: Name,
         sent: usize,
@@ -89,7 +91,10 @@ impl SyncError {
     /// The sync did not run (or stopped) because this planner does not hold the
     /// lease: not a fault of the zone.
     pub fn is_lease(&self) -> bool {
-        matches!(self, SyncError::NotLeader { .. } | SyncError::LeaseLost { .. })
+        matches!(
+            self,
+            SyncError::NotLeader { .. } | SyncError::LeaseLost { .. }
+        )
     }
 }
 

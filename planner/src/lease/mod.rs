@@ -466,8 +466,7 @@ impl Lease {
                         }
                         Some(Err(e)) => {
                             self.failed(&e, true);
-                            h.next_renew =
-                                Instant::now() + s.retry_interval.min(s.renew_interval);
+                            h.next_renew = Instant::now() + s.retry_interval.min(s.renew_interval);
                             held = Some(h);
                         }
                         None => {

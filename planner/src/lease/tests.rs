@@ -113,12 +113,7 @@ struct Driver {
 fn start(fake: &Fake) -> Driver {
     let mut registry = Registry::default();
     let metrics = PlannerMetrics::register(&mut registry);
-    let (lease, handle) = Lease::new(
-        Box::new(fake.clone()),
-        Identity::new(),
-        settings(),
-        metrics,
-    );
+    let (lease, handle) = Lease::new(Box::new(fake.clone()), Identity::new(), settings(), metrics);
     let cancel = CancellationToken::new();
     let task = tokio::spawn(lease.run(cancel.clone()));
     Driver {
@@ -290,7 +285,9 @@ async fn shutdown_releases_and_the_standby_takes_over_at_its_next_try() {
     assert!(took <= settings().retry_interval, "{took:?}");
     let m = a.metrics();
     assert!(
-        m.contains("dnsplane_planner_lease_transitions_total{to=\"standby\",reason=\"released\"} 1"),
+        m.contains(
+            "dnsplane_planner_lease_transitions_total{to=\"standby\",reason=\"released\"} 1"
+        ),
         "{m}"
     );
 }
@@ -308,9 +305,7 @@ async fn a_refused_renewal_steps_down_at_once() {
         s.holder = Some("other".into());
         s.epoch += 1;
     }
-    let took = until(TTL, || !a.leads(), || {})
-        .await
-        .expect("steps down");
+    let took = until(TTL, || !a.leads(), || {}).await.expect("steps down");
     assert!(took <= settings().renew_interval + Duration::from_millis(20));
     assert!(a.handle.permit().is_none());
     until(
