@@ -551,3 +551,77 @@ fn the_redis_backend_is_compare_and_set_on_the_holder() {
         assert!(b.try_acquire("b", ttl).await.is_err());
     });
 }
+
+#[test]
+fn redis_down_the_leader_stops_when_its_window_closes_and_writes_again_after() {
+    let Some(tools) = Tools::find() else { return };
+    let Some(mut redis) = Redis::start() else {
+        return;
+    };
+    let ttl = Duration::from_secs(3);
+    let desired = |v: &str| endpoints("web", &[("www.example.com", "A", &[v])]);
+    let mut s = Stack::with_config(
+        tools.clone(),
+        &[("web.yaml", &desired("192.0.2.10"))],
+        "report",
+        "",
+        &format!(
+            "[lease]\nredis = \"{}\"\nttl = \"{}s\"\nretry_interval = \"500ms\"\n",
+            redis.url(),
+            ttl.as_secs()
+        ),
+    );
+    s.start();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let planner = Planner {
+        proc: s.planner.take().expect("planner"),
+        port: s.planner_port,
+        admin: 0,
+        dir: s.dir.path().to_path_buf(),
+    };
+    planner.wait_lease(&tools, "leader", |l| role(l) == "leader");
+
+    // Redis goes: no renewal succeeds, and the leader stands by once its window
+    // (ttl − ttl/5 after its last renewal began, which was before Redis went) closes.
+    redis.stop();
+    let stopped = Instant::now();
+    planner.wait_lease(&tools, "standby", |l| role(l) == "standby");
+    assert!(
+        stopped.elapsed() < ttl + Duration::from_secs(1),
+        "still leader {:?} after Redis went (ttl {ttl:?})",
+        stopped.elapsed()
+    );
+    let st = planner.status(&tools).expect("status");
+    assert_eq!(text(&st, "level"), "degraded", "{st}");
+    assert!(text(&st, "reason").contains("lease (redis"), "{st}");
+
+    // Meanwhile nothing is written: the planner has read a change and refuses to sync.
+    s.write_desired("web.yaml", &desired("192.0.2.11"));
+    wait_for(Duration::from_secs(30), || {
+        let (ok, out) = grpcurl(
+            &tools.grpcurl,
+            &[
+                &format!("127.0.0.1:{}", planner.port),
+                "dnsplane.v1.Planner/Plan",
+            ],
+        );
+        (ok && out.contains("192.0.2.11")).then_some(())
+    })
+    .expect("the planner plans the change");
+    let (_, out) = grpcurl(
+        &tools.grpcurl,
+        &[
+            &format!("127.0.0.1:{}", planner.port),
+            "dnsplane.v1.Planner/Sync",
+        ],
+    );
+    assert!(out.contains("failed") && out.contains("standby"), "{out}");
+    assert_eq!(s.dig("www.example.com", "A"), ["192.0.2.10"]);
+
+    // Redis is back (empty): the planner takes the lease again and writes.
+    redis.restart();
+    planner.wait_lease(&tools, "leader again", |l| role(l) == "leader");
+    s.wait_dns("www.example.com", "A", &["192.0.2.11"]);
+    let st = planner.status(&tools).expect("status");
+    assert_ne!(text(&st, "level"), "degraded", "{st}");
+}

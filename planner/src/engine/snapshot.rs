@@ -111,6 +111,14 @@ impl Snapshot {
                 self.source_errors.len()
             ));
         }
+        // A leader that cannot renew loses the lease soon; a standby that cannot reach
+        // the backend cannot take over.
+        if !self.lease.last_error.is_empty() {
+            degraded.push(format!(
+                "lease ({} {}): {}",
+                self.lease.backend, self.lease.location, self.lease.last_error
+            ));
+        }
         if !self.appliers.is_empty() && !self.appliers.iter().any(|a| a.healthy) {
             degraded.push("no applier is healthy".into());
         }

@@ -235,6 +235,14 @@ impl Engine {
             .sync_locked(zone, scope, fresh, progress)
             .instrument(span)
             .await;
+        if let Err(e @ SyncError::NotLeader { .. }) = &result {
+            // Nothing ran (the lease went while this sync waited for the zone): the
+            // zone's status and metrics stay as they were.
+            let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
+            p.error = e.to_string();
+            send(progress, p).await;
+            return result;
+        }
         events::SyncFinished {
             zone: &zone.cfg.name,
             full: scope.is_zone(),
