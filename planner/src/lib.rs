@@ -80,9 +80,6 @@ pub async fn run(
     );
     let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)
         .map_err(PlannerError::ApplierAddress)?;
-    // Until it is the leader, the engine answers reads and sends nothing.
-    let lease_stop = CancellationToken::new();
-    let lease_task = tokio::spawn(lease.run(lease_stop.clone()));
     let service = service::PlannerService::new(Arc::clone(&engine));
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match listeners.admin {
@@ -139,6 +136,9 @@ pub async fn run(
             }
         }
     }
+    // Until it is the leader, the engine answers reads and sends nothing.
+    let lease_stop = CancellationToken::new();
+    let lease_task = tokio::spawn(lease.run(lease_stop.clone()));
     engine.start(work.clone());
 
     let appliers: Vec<String> = engine

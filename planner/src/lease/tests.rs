@@ -3,7 +3,9 @@
 //! could hand the lease to someone else), takeover after the holder dies, release on
 //! shutdown. Two drivers share one backend, and at no instant do both hold a permit.
 use super::*;
+use crate::metrics::PlannerMetrics;
 use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
 
 const TTL: Duration = Duration::from_secs(10);
 
