@@ -159,6 +159,7 @@ impl Harness {
                 zone: ZONE.into(),
                 changes: vec![(&change).into()],
                 deadline: None,
+                ..Default::default()
             }),
         })
         .await

@@ -473,6 +473,7 @@ impl Engine {
             let zone = zone.clone();
             let batches = batches.clone();
             let lease = self.lease.clone();
+            let owner = self.config.owner_id.clone();
             let stopped_at = stopped_at.clone();
             tokio::spawn(async move {
                 for (i, batch) in batches.iter().enumerate() {
@@ -495,6 +496,7 @@ impl Engine {
                             &zone.cfg.name,
                             batch.iter().map(|c| &c.change),
                             permit.cap(SystemTime::now() + deadline),
+                            (&owner, permit.epoch),
                         )
                         .await;
                     if !sent {

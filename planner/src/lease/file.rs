@@ -8,7 +8,8 @@
 //! other even inside one process.
 //!
 //! The file holds `epoch=<n>` and `holder=<identity>`: the epoch grows with every
-//! acquisition (read and rewritten under the lock); the holder is what a standby shows.
+//! acquisition (read and rewritten under the lock: the clock in ms, at least the last
+//! one + 1); the holder is what a standby shows.
 //! A renewal checks that the path still names the locked file: if the state
 //! directory was removed or replaced, another planner could lock a new file there, so
 //! the lease counts as lost.
@@ -134,7 +135,11 @@ impl LeaseBackend for FileBackend {
         match file.try_lock() {
             Ok(()) => {
                 let (last, _) = read(&file).map_err(|e| self.io(e))?;
-                let epoch = last + 1;
+                // As in Redis: the clock in ms, at least the last epoch + 1.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                let epoch = (last + 1).max(now);
                 write(&file, epoch, Some(holder)).map_err(|e| self.io(e))?;
                 *held = Some((file, epoch));
                 Ok(Acquire::Acquired { epoch })
@@ -175,47 +180,62 @@ impl LeaseBackend for FileBackend {
 mod tests {
     use super::*;
 
+    fn acquired(a: Acquire) -> u64 {
+        match a {
+            Acquire::Acquired { epoch } => epoch,
+            other => panic!("not acquired: {other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn two_locks_on_one_path_exclude_each_other() {
         let dir = tempfile::tempdir().unwrap();
         let a = FileBackend::new(&dir.path().join("state")).unwrap();
         let b = FileBackend::new(&dir.path().join("state")).unwrap();
         let ttl = Duration::from_secs(10);
-        assert_eq!(
-            a.try_acquire("a", ttl).await.unwrap(),
-            Acquire::Acquired { epoch: 1 }
-        );
+        let first = acquired(a.try_acquire("a", ttl).await.unwrap());
         // Held by a: b sees who holds it, and a keeps it.
         assert_eq!(
             b.try_acquire("b", ttl).await.unwrap(),
             Acquire::Held {
                 holder: "a".into(),
-                epoch: 1
+                epoch: first
             }
         );
         assert!(a.renew("a", ttl).await.unwrap());
         assert!(!b.renew("b", ttl).await.unwrap());
-        assert_eq!(
-            a.try_acquire("a", ttl).await.unwrap(),
-            Acquire::Acquired { epoch: 1 }
-        );
+        assert_eq!(acquired(a.try_acquire("a", ttl).await.unwrap()), first);
 
         // Released: b takes it under a new epoch, and a cannot.
         a.release("a").await.unwrap();
+        let second = acquired(b.try_acquire("b", ttl).await.unwrap());
+        assert!(second > first);
         assert_eq!(
-            b.try_acquire("b", ttl).await.unwrap(),
-            Acquire::Acquired { epoch: 2 }
-        );
-        assert!(matches!(
             a.try_acquire("a", ttl).await.unwrap(),
-            Acquire::Held { ref holder, epoch: 2 } if holder == "b"
-        ));
+            Acquire::Held {
+                holder: "b".into(),
+                epoch: second
+            }
+        );
 
         // Dropping the holder (as its death would) frees the lock.
         drop(b);
+        assert!(acquired(a.try_acquire("a", ttl).await.unwrap()) > second);
+    }
+
+    #[tokio::test]
+    async fn epochs_grow_even_when_the_clock_is_behind_the_last_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(LOCK_FILE),
+            format!("epoch={}\n", u64::MAX / 2),
+        )
+        .unwrap();
+        let a = FileBackend::new(dir.path()).unwrap();
+        let ttl = Duration::from_secs(10);
         assert_eq!(
-            a.try_acquire("a", ttl).await.unwrap(),
-            Acquire::Acquired { epoch: 3 }
+            acquired(a.try_acquire("a", ttl).await.unwrap()),
+            u64::MAX / 2 + 1
         );
     }
 

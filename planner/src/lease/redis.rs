@@ -8,6 +8,10 @@
 //! be a second slot on a Redis Cluster, and expiry on Redis's clock (`TIME`, as the
 //! applier's quota does it) is the same for every planner whatever their clocks say.
 //! The hash never expires; it is a few bytes per owner id.
+//!
+//! The epoch is Redis's clock in ms at acquisition (or the last one + 1), not a plain
+//! counter: appliers refuse batches of an epoch older than one they have seen, so it
+//! must keep growing when a Redis without persistence restarts empty.
 use super::{Acquire, LeaseBackend, LeaseError};
 use ::redis::Script;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -15,8 +19,9 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 
 /// KEYS[1]: the lease. ARGV: holder, ttl (ms). Takes the lease when nobody holds it,
-/// it has expired, or `holder` holds it; every acquisition gets a new epoch. Returns
-/// {1, epoch} when taken, {0, epoch, holder} when someone else holds it.
+/// it has expired, or `holder` holds it; every acquisition gets a new epoch: Redis's
+/// clock in ms, or the last epoch + 1 if that is larger. Returns {1, epoch} when
+/// taken, {0, epoch, holder} when someone else holds it.
 const ACQUIRE_LUA: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,8 +29,10 @@ local h = redis.call('HMGET', KEYS[1], 'holder', 'expires', 'epoch')
 if h[1] and h[1] ~= ARGV[1] and (tonumber(h[2]) or 0) > now then
   return {0, tonumber(h[3]) or 0, h[1]}
 end
-local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
-redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'expires', now + tonumber(ARGV[2]))
+local epoch = math.max((tonumber(h[3]) or 0) + 1, now)
+redis.call('HSET', KEYS[1], 'holder', ARGV[1],
+  'expires', string.format('%.0f', now + tonumber(ARGV[2])),
+  'epoch', string.format('%.0f', epoch))
 return {1, epoch}
 ";
 
@@ -38,7 +45,7 @@ local h = redis.call('HMGET', KEYS[1], 'holder', 'expires')
 if h[1] ~= ARGV[1] or (tonumber(h[2]) or 0) <= now then
   return 0
 end
-redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 'expires', string.format('%.0f', now + tonumber(ARGV[2])))
 return 1
 ";
 

@@ -146,6 +146,42 @@ fn writer(p: &Patch) -> Writer {
     }
 }
 
+/// Sends one batch straight to the applier at `port`; its results.
+fn send_batch(
+    port: u16,
+    batch: dnsplane_common::pb::Batch,
+) -> Vec<dnsplane_common::pb::RecordResult> {
+    use dnsplane_common::pb;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let mut client =
+            pb::applier_client::ApplierClient::connect(format!("http://127.0.0.1:{port}"))
+                .await
+                .expect("connect applier");
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tx.send(pb::ApplyRequest { batch: Some(batch) })
+            .await
+            .expect("queue");
+        let mut stream = client
+            .apply(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .expect("apply")
+            .into_inner();
+        let mut results = Vec::new();
+        while let Some(msg) = stream.message().await.expect("apply stream") {
+            results.extend(msg.results);
+            if msg.done {
+                break;
+            }
+        }
+        drop(tx);
+        results
+    })
+}
+
 /// The batch ids of the applier's `Batch done.` lines (JSON log), in order.
 fn applier_batches(log: &str) -> Vec<String> {
     log.lines()
@@ -436,5 +472,45 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     assert!(switch > 0, "{ids:?}");
     assert!(runs[..switch].iter().all(|r| *r == run1), "{ids:?}");
     assert!(runs[switch..].iter().all(|r| *r == run2), "{ids:?}");
+
+    // Fencing: a batch the first planner had sent under its epoch and that reaches the
+    // applier only now (a zombie) is not attempted: the second's batches came with a
+    // later epoch.
+    let epoch = |l: &Value| l["epoch"].as_str().and_then(|e| e.parse::<u64>().ok());
+    let zombie = dnsplane_common::Change::new(
+        dnsplane_common::ChangeKind::Create,
+        vec![dnsplane_common::RRSetOp::create(
+            dnsplane_common::RRSet::new(
+                dnsplane_common::RecordKey::new(
+                    pdns.zone.clone(),
+                    dnsplane_common::Name::parse(&only_first[0]).expect("name"),
+                    dnsplane_common::RecordType::A,
+                ),
+                60,
+                &["10.1.1.0"],
+            )
+            .expect("rrset"),
+        )],
+    );
+    let before = proxy.patches().len();
+    let results = send_batch(
+        applier_port,
+        dnsplane_common::pb::Batch {
+            batch_id: format!("{zone}-{run1}-zombie-0"),
+            account: "pdns".into(),
+            zone: zone.clone(),
+            changes: vec![(&zombie).into()],
+            owner: "e2e".into(),
+            lease_epoch: epoch(&first_lease).expect("first epoch"),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        results[0].outcome(),
+        dnsplane_common::pb::Outcome::Deferred,
+        "{results:?}"
+    );
+    assert_eq!(proxy.patches().len(), before, "the zombie reached PowerDNS");
+    assert!(dig(&only_first[0]).is_empty());
     drop(applier);
 }
