@@ -12,7 +12,7 @@ use crate::quota::QuotaStatus;
 use crate::retry::RetryPolicy;
 use dnsplane_common::{Change, Name, RecordResult};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -64,6 +64,17 @@ pub struct BatchRequest {
     /// Per change: its id and the change, or the reason it is invalid.
     pub changes: Vec<(String, Result<Change, String>)>,
     pub deadline: Option<Instant>,
+    /// The sending planner's lease, when it sends one.
+    pub fence: Option<Fence>,
+}
+
+/// Fencing: a batch sent under lease `epoch` by a planner of `owner`. Epochs grow
+/// with every acquisition of the owner's lease, so a batch whose epoch is older than
+/// one this applier has already run comes from a planner that has lost the lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub owner: String,
+    pub epoch: u64,
 }
 
 /// One account as `GetStatus` shows it.
@@ -101,6 +112,10 @@ pub struct Accounts {
     retry: RetryPolicy,
     lifecycle: Lifecycle,
     started: Instant,
+    /// The latest lease epoch each owner's batches came with. Checked and raised under
+    /// the zone's lock, so a stale planner's batch cannot run after (or during) the
+    /// new leader's batch for the same zone on this applier.
+    fences: Mutex<HashMap<String, u64>>,
 }
 
 impl Accounts {
@@ -112,6 +127,7 @@ impl Accounts {
             retry: options.retry,
             lifecycle,
             started: Instant::now(),
+            fences: Mutex::default(),
         }
     }
 
@@ -292,7 +308,9 @@ impl Accounts {
             let deadline = batch
                 .deadline
                 .unwrap_or_else(|| Instant::now() + self.retry.batch_deadline);
-            let report = self.execute(account, zone, &changes, deadline).await;
+            let report = self
+                .execute(account, zone, &changes, deadline, batch.fence.as_ref())
+                .await;
             calls = report.provider_calls;
             for (i, r) in idx.into_iter().zip(report.results) {
                 results[i] = Some(r);
@@ -315,14 +333,16 @@ impl Accounts {
     }
 
     /// Runs the changes under the zone's lock and a global permit; a deadline that
-    /// passes while waiting for either defers the batch untouched, and an open circuit
-    /// rejects it without a provider call.
+    /// passes while waiting for either defers the batch untouched, so does a `fence`
+    /// older than the owner's latest, and an open circuit rejects it without a provider
+    /// call.
     async fn execute(
         &self,
         account: &Account,
         zone: &Name,
         changes: &[Change],
         deadline: Instant,
+        fence: Option<&Fence>,
     ) -> BatchReport {
         let all = |v: Verdict| BatchReport {
             results: changes
@@ -343,6 +363,23 @@ impl Accounts {
                 message: "not attempted: the deadline passed while waiting for the zone".into(),
             });
         };
+        if let Some(f) = fence
+            && let Err(newer) = self.pass_fence(f)
+        {
+            events::BatchFenced {
+                owner: &f.owner,
+                epoch: f.epoch,
+                newer,
+            }
+            .emit();
+            return all(Verdict::Deferred {
+                retry_after: self.retry.deferred_retry_after,
+                message: format!(
+                    "not attempted: sent under lease epoch {} of owner {:?}, and a planner with epoch {newer} has written since (this planner lost the lease)",
+                    f.epoch, f.owner
+                ),
+            });
+        }
         let admission = account.circuit.admit(Operation::Apply);
         if let Admission::Reject(why) = &admission {
             tracing::debug!(reason = %why, "Batch rejected by the open circuit.");
@@ -357,6 +394,24 @@ impl Accounts {
             self.cache.invalidate(&account.name, zone);
         }
         report
+    }
+
+    /// Records `f` as the owner's latest epoch, or `Err(latest)` when it is older.
+    /// Epoch 0 is not fenced (a planner without a lease).
+    fn pass_fence(&self, f: &Fence) -> Result<(), u64> {
+        if f.epoch == 0 {
+            return Ok(());
+        }
+        let mut fences = self
+            .fences
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let latest = fences.entry(f.owner.clone()).or_insert(0);
+        if f.epoch < *latest {
+            return Err(*latest);
+        }
+        *latest = f.epoch;
+        Ok(())
     }
 
     /// Every account's counters, circuit, faults and quota, and the applier's level.

@@ -354,6 +354,7 @@ mod tests {
                     zone: "example.com.".into(),
                     changes: vec![create("a"), create("b"), create("c")],
                     deadline: None,
+                    ..Default::default()
                 }),
             })
             .await;

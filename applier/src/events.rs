@@ -157,3 +157,19 @@ impl BatchFinished<'_> {
         tracing::info!(changes = self.changes, provider_calls = self.provider_calls, outcomes = ?summary, "Batch done.");
     }
 }
+
+/// A batch came with a lease epoch older than one its owner's batches have already
+/// come with: its planner lost the lease. Answered DEFERRED without a provider call.
+#[derive(Debug)]
+pub struct BatchFenced<'a> {
+    pub owner: &'a str,
+    pub epoch: u64,
+    /// The owner's latest epoch.
+    pub newer: u64,
+}
+
+impl BatchFenced<'_> {
+    pub fn emit(self) {
+        tracing::warn!(owner = %self.owner, epoch = self.epoch, newer = self.newer, "Batch from a planner that lost its lease; not attempted.");
+    }
+}

@@ -72,6 +72,16 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "initialSyncStarted": json::timestamp(z.initial_sync_started.as_ref()),
             "nextRetry": json::timestamp(z.next_retry.as_ref()),
             "applier": z.applier,
+            "state": z.state,
+            "held": z.held.as_ref().map(|h| json!({
+                "digest": h.digest,
+                "deletes": h.deletes,
+                "updates": h.updates,
+                "apexNs": h.apex_ns,
+                "ownedRecords": h.owned_records,
+                "reason": h.reason,
+                "since": json::timestamp(h.since.as_ref()),
+            })),
         })).collect::<Vec<_>>(),
         "appliers": s.appliers.iter().map(|a| json!({
             "address": a.address,
@@ -92,6 +102,21 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
             "record": e.record,
             "message": e.message,
         })).collect::<Vec<_>>(),
+        "sources": s.sources.iter().map(|x| json!({
+            "name": x.name,
+            "ready": x.ready,
+            "reason": x.reason,
+        })).collect::<Vec<_>>(),
+        "lease": s.lease.as_ref().map(|l| json!({
+            "role": l.role,
+            "holder": l.holder,
+            "backend": l.backend,
+            "location": l.location,
+            "since": json::timestamp(l.since.as_ref()),
+            "identity": l.identity,
+            "epoch": l.epoch.to_string(),
+            "lastError": l.last_error,
+        })),
     })
 }
 
@@ -119,6 +144,13 @@ mod tests {
                 location: "web.yaml:3".into(),
                 ..Default::default()
             }],
+            lease: Some(pb::LeaseStatus {
+                role: "standby".into(),
+                holder: "h/1/abcdef".into(),
+                backend: "redis".into(),
+                epoch: 7,
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let v = status_json(&s);
@@ -129,5 +161,9 @@ mod tests {
         assert_eq!(v["zones"][0]["desiredRecords"], 4);
         assert_eq!(v["zones"][0]["initialSyncDone"], false);
         assert_eq!(v["sourceErrors"][0]["location"], "web.yaml:3");
+        assert_eq!(v["lease"]["role"], "standby");
+        assert_eq!(v["lease"]["holder"], "h/1/abcdef");
+        // uint64 is a string in proto3 JSON.
+        assert_eq!(v["lease"]["epoch"], "7");
     }
 }

@@ -126,7 +126,8 @@ pub fn batch_channel() -> (BatchSender, BatchReceiver) {
 }
 
 impl BatchSender {
-    /// Sends one batch; `false` when the stream is gone.
+    /// Sends one batch, fenced by `owner`'s lease `epoch` (0: not fenced); `false`
+    /// when the stream is gone.
     pub async fn send<'a>(
         &self,
         batch_id: String,
@@ -134,6 +135,7 @@ impl BatchSender {
         zone: &Name,
         changes: impl IntoIterator<Item = &'a Change>,
         deadline: SystemTime,
+        (owner, epoch): (&str, u64),
     ) -> bool {
         let req = pb::ApplyRequest {
             batch: Some(pb::Batch {
@@ -142,6 +144,8 @@ impl BatchSender {
                 zone: zone.to_string(),
                 changes: changes.into_iter().map(Into::into).collect(),
                 deadline: Some(timestamp(deadline)),
+                owner: owner.to_string(),
+                lease_epoch: epoch,
             }),
         };
         self.0.send(req).await.is_ok()

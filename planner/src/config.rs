@@ -54,6 +54,9 @@ pub struct PlannerConfig {
     pub state_dir: PathBuf,
     #[serde(default)]
     pub safety: SafetyConfig,
+    /// One writer per owner id: the lease a planner must hold to send batches.
+    #[serde(default)]
+    pub lease: LeaseConfig,
 }
 
 /// `[safety]`: the mass-change guard ([`crate::guard`]).
@@ -78,6 +81,40 @@ impl Default for SafetyConfig {
     }
 }
 
+/// `[lease]`: where planners with the same `owner_id` agree on which one writes.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseConfig {
+    /// `redis://[user:password@]host:port[/db]`: the lease lives in Redis (planners on
+    /// several machines). Absent: an exclusive lock on `<state_dir>/lease.lock` (planners
+    /// sharing one state directory, on one machine).
+    #[serde(default)]
+    pub redis: Option<String>,
+    /// How long a Redis lease lasts without renewal: a dead holder's lease lapses this
+    /// long after its last renewal, and a standby takes over within `ttl +
+    /// retry_interval`.
+    #[serde(with = "humantime_serde", default = "default_lease_ttl")]
+    pub ttl: Duration,
+    /// How often the leader renews (default `ttl / 3`, so that two renewals can fail
+    /// before the leader's window closes).
+    #[serde(with = "humantime_serde", default)]
+    pub renew_interval: Option<Duration>,
+    /// How often a standby tries to take the lease.
+    #[serde(with = "humantime_serde", default = "default_lease_retry")]
+    pub retry_interval: Duration,
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        LeaseConfig {
+            redis: None,
+            ttl: default_lease_ttl(),
+            renew_interval: None,
+            retry_interval: default_lease_retry(),
+        }
+    }
+}
+
 impl SafetyConfig {
     /// `max_change_fraction = 1.0`: every plan goes through.
     pub fn is_off(&self) -> bool {
@@ -90,6 +127,32 @@ fn default_max_change_fraction() -> f64 {
 }
 fn default_min_zone_records() -> usize {
     10
+}
+impl LeaseConfig {
+    /// `renew_interval`, or its default `ttl / 3`.
+    pub fn renew_interval(&self) -> Duration {
+        self.renew_interval.unwrap_or(self.ttl / 3)
+    }
+}
+
+/// The Redis URL may carry a password: only its host and port are shown.
+impl std::fmt::Debug for LeaseConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseConfig")
+            .field("redis", &self.redis.as_deref().map(redis_addr))
+            .field("ttl", &self.ttl)
+            .field("renew_interval", &self.renew_interval)
+            .field("retry_interval", &self.retry_interval)
+            .finish()
+    }
+}
+
+/// `host:port` of a Redis URL, never its credentials (`?` when it does not parse).
+pub fn redis_addr(url: &str) -> String {
+    redis::Client::open(url).map_or_else(
+        |_| "?".into(),
+        |c| c.get_connection_info().addr().to_string(),
+    )
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -242,6 +305,12 @@ pub enum SourceConfig {
     },
 }
 
+fn default_lease_ttl() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_lease_retry() -> Duration {
+    Duration::from_secs(2)
+}
 fn default_state_dir() -> PathBuf {
     PathBuf::from(".dnsplane-state")
 }
@@ -302,6 +371,7 @@ impl PlannerConfig {
             sources: Vec::new(),
             state_dir: default_state_dir(),
             safety: SafetyConfig::default(),
+            lease: LeaseConfig::default(),
         }
     }
 
@@ -415,6 +485,34 @@ impl PlannerConfig {
         }
         if self.sync.interval < Duration::from_secs(1) {
             return Err("sync.interval must be at least 1s".into());
+        }
+        self.lease.validate()
+    }
+}
+
+impl LeaseConfig {
+    fn validate(&self) -> Result<(), String> {
+        if let Some(url) = &self.redis
+            && let Err(e) = redis::Client::open(url.as_str())
+        {
+            // The error never repeats the URL, which may hold a password.
+            return Err(format!(
+                "lease.redis is not a Redis URL (redis://host:port): {}",
+                e.category()
+            ));
+        }
+        if self.ttl < Duration::from_millis(300) {
+            return Err("lease.ttl must be at least 300ms".into());
+        }
+        let renew = self.renew_interval();
+        if renew.is_zero() || self.ttl < renew * 3 {
+            return Err(format!(
+                "lease.renew_interval ({renew:?}) must be > 0 and at most a third of lease.ttl ({:?})",
+                self.ttl
+            ));
+        }
+        if self.retry_interval.is_zero() || self.retry_interval > self.ttl {
+            return Err("lease.retry_interval must be > 0 and at most lease.ttl".into());
         }
         Ok(())
     }

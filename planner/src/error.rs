@@ -12,6 +12,10 @@ pub enum PlannerError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("the gRPC listener has no local address: {0}")]
     Listener(#[source] std::io::Error),
+    /// The lease backend cannot be set up (a Redis URL, the state directory). Its
+    /// text is whole; not a `source`, so that an error chain does not repeat it.
+    #[error("lease: {0}")]
+    Lease(crate::lease::LeaseError),
     #[error("gRPC server: {0}")]
     Serve(#[source] tonic::transport::Error),
     /// A configured source path that is missing, unreadable or holds no manifest.

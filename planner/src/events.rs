@@ -179,6 +179,32 @@ impl PlanReleased<'_> {
     }
 }
 
+/// This planner became leader (it may write) or standby (it must not), for `reason`:
+/// `acquired`, `lost` (another planner holds the lease), `expired` (no renewal
+/// before the leader's window closed), `released` (shutdown).
+#[derive(Debug)]
+pub struct LeaseChanged<'a> {
+    /// `redis`, `file`.
+    pub backend: &'a str,
+    /// This planner as a holder (`host/pid/run`).
+    pub identity: &'a str,
+    pub leader: bool,
+    /// The lease's epoch (new with every acquisition).
+    pub epoch: u64,
+    pub reason: &'static str,
+}
+
+impl LeaseChanged<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.lease_changed(self.leader, self.reason);
+        if self.leader {
+            info!(backend = %self.backend, identity = %self.identity, epoch = self.epoch, "Lease acquired; this planner is the leader and writes.");
+        } else {
+            warn!(backend = %self.backend, identity = %self.identity, epoch = self.epoch, reason = self.reason, "Lease given up; this planner is standby and sends nothing.");
+        }
+    }
+}
+
 /// The drift watch saw a zone's serial move since its last full read (someone, maybe
 /// this planner, wrote to it): the zone is read and planned again.
 #[derive(Debug)]
@@ -191,5 +217,38 @@ pub struct SerialMoved<'a> {
 impl SerialMoved<'_> {
     pub fn emit(self) {
         tracing::debug!(zone = %self.zone, known = self.known, now = self.now, "Zone serial moved; reading it again.");
+    }
+}
+
+/// A standby saw a (new) holder of the lease.
+#[derive(Debug)]
+pub struct LeaseHeldElsewhere<'a> {
+    pub backend: &'a str,
+    pub holder: &'a str,
+    pub epoch: u64,
+}
+
+impl LeaseHeldElsewhere<'_> {
+    pub fn emit(self) {
+        info!(backend = %self.backend, holder = %self.holder, epoch = self.epoch, "Lease held by another planner; standing by.");
+    }
+}
+
+/// The lease backend could not answer (logged when the error first appears or
+/// changes, not on every retry).
+#[derive(Debug)]
+pub struct LeaseBackendFailed<'a, E> {
+    pub backend: &'a str,
+    pub leader: bool,
+    pub error: &'a E,
+}
+
+impl<E: std::fmt::Display> LeaseBackendFailed<'_, E> {
+    pub fn emit(self) {
+        if self.leader {
+            warn!(backend = %self.backend, error = %self.error, "Lease renewal failed; still leader until the lease window closes.");
+        } else {
+            warn!(backend = %self.backend, error = %self.error, "Lease backend unreachable; standing by.");
+        }
     }
 }

@@ -14,6 +14,8 @@
 //!   [`batcher`] cuts it into batches;
 //! - [`state`]: the per-record state machine (one fold: plan → results → lost stream);
 //! - [`pool`], [`client`]: the appliers and the only code that speaks their protocol;
+//! - [`lease`]: one writer per owner id; the engine sends batches only while it
+//!   holds the lease (Redis, or a lock file in the state directory);
 //! - leaves: [`events`] (log + metric per event), [`metrics`] (the families),
 //!   [`config`], [`error`], [`store`] (the durable desired state).
 pub mod admin;
@@ -25,6 +27,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
+pub mod lease;
 pub mod metrics;
 pub mod observed;
 pub mod ownership;
@@ -90,8 +93,14 @@ pub async fn run(
         env!("CARGO_PKG_VERSION"),
     );
     let metrics = metrics::PlannerMetrics::register(&mut registry);
-    let engine =
-        Engine::new(config.clone(), metrics.clone()).map_err(PlannerError::ApplierAddress)?;
+    let (lease, lease_handle) = lease::Lease::new(
+        lease::backend(&config).map_err(PlannerError::Lease)?,
+        lease::Identity::new(),
+        lease::LeaseSettings::from_config(&config),
+        metrics.clone(),
+    );
+    let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)
+        .map_err(PlannerError::ApplierAddress)?;
     let service = service::PlannerService::new(Arc::clone(&engine));
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match listeners.admin {
@@ -162,6 +171,9 @@ pub async fn run(
             }
         }
     }
+    // Until it is the leader, the engine answers reads and sends nothing.
+    let lease_stop = CancellationToken::new();
+    let lease_task = tokio::spawn(lease.run(lease_stop.clone()));
     engine.start(work.clone());
 
     let appliers: Vec<String> = engine
@@ -203,6 +215,15 @@ pub async fn run(
     work.cancel();
     if !engine.shutdown(SHUTDOWN_GRACE).await {
         tracing::warn!(grace = ?SHUTDOWN_GRACE, "Syncs still running at the end of the grace period; leaving them.");
+    }
+    // Only now: a standby may take over (at its next try, not after the ttl) once the
+    // window is closed, and nothing of ours is sent after that.
+    lease_stop.cancel();
+    if tokio::time::timeout(SHUTDOWN_GRACE, lease_task)
+        .await
+        .is_err()
+    {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "The lease was not released in time; it lapses by itself.");
     }
     admin_stop.cancel();
     if let Some(t) = admin_task {

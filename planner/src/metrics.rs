@@ -18,6 +18,8 @@
 //! | `dnsplane_planner_zone_held` | gauge | `zone` | 1 while the mass-change guard holds a plan of the zone |
 //! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
 //! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
+//! | `dnsplane_planner_lease_leader` | gauge | — | `LeaseChanged`: 1 while this planner holds the lease and may write, 0 on standby |
+//! | `dnsplane_planner_lease_transitions_total` | counter | `to` (`leader` `standby`), `reason` (`acquired` `lost` `expired` `released`) | `LeaseChanged`, per role change |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 use dnsplane_common::{ChangeKind, Name, Outcome};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -59,6 +61,12 @@ struct StateLabels {
     state: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    to: String,
+    reason: String,
+}
+
 type SecondsGauge = Gauge<f64, AtomicU64>;
 
 fn sync_histogram() -> Histogram {
@@ -79,6 +87,8 @@ pub struct PlannerMetrics {
     last_success: Family<ZoneLabels, SecondsGauge>,
     syncing: Family<ZoneLabels, Gauge>,
     source_errors: Gauge,
+    lease_leader: Gauge,
+    lease_transitions: Family<TransitionLabels, Counter>,
     zone_held: Family<ZoneLabels, Gauge>,
     source_ready: Family<SourceLabels, Gauge>,
     held_changes: Family<ChangeLabels, Gauge>,
@@ -130,6 +140,8 @@ impl PlannerMetrics {
             held_changes: Family::default(),
             plans_held: Family::default(),
             plans_released: Family::default(),
+            lease_leader: Gauge::default(),
+            lease_transitions: Family::default(),
         };
         registry.register(
             "dnsplane_planner_plan_changes",
@@ -206,6 +218,16 @@ impl PlannerMetrics {
             "Held plans released, by zone and how (approved, withdrawn)",
             m.plans_released.clone(),
         );
+        registry.register(
+            "dnsplane_planner_lease_leader",
+            "1 while this planner holds the lease for its owner id and may write, 0 on standby",
+            m.lease_leader.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_lease_transitions",
+            "Role changes of this planner, by the role it changed to and why",
+            m.lease_transitions.clone(),
+        );
         m
     }
 
@@ -264,6 +286,17 @@ impl PlannerMetrics {
             .get_or_create(&OutcomeLabels {
                 zone: zone.to_string(),
                 outcome: outcome.label().into(),
+            })
+            .inc();
+    }
+
+    /// This planner became leader or standby, for `reason`.
+    pub(crate) fn lease_changed(&self, leader: bool, reason: &str) {
+        self.lease_leader.set(i64::from(leader));
+        self.lease_transitions
+            .get_or_create(&TransitionLabels {
+                to: if leader { "leader" } else { "standby" }.into(),
+                reason: reason.into(),
             })
             .inc();
     }

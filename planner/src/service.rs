@@ -7,6 +7,7 @@ use crate::engine::{
     ApproveError, Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot,
 };
 use crate::guard::HeldPlan;
+use crate::lease::LeaseStatus;
 use crate::source::{DesiredEntry, Origin};
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::convert::{FieldError, timestamp};
@@ -128,6 +129,20 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
                 reason: why.join("; "),
             })
             .collect(),
+        lease: Some(lease_to_pb(&s.lease)),
+    }
+}
+
+fn lease_to_pb(l: &LeaseStatus) -> pb::LeaseStatus {
+    pb::LeaseStatus {
+        role: l.role.as_str().into(),
+        holder: l.holder.clone().unwrap_or_default(),
+        backend: l.backend.into(),
+        location: l.location.clone(),
+        since: Some(timestamp(l.since)),
+        identity: l.identity.clone(),
+        epoch: l.epoch,
+        last_error: l.last_error.clone(),
     }
 }
 

@@ -178,7 +178,12 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     let (_applier, port) = start_applier(dir.path(), per_zone);
     let baseline = rss_bytes();
     let engine = rt.block_on(async {
-        Engine::new(config(port), PlannerMetrics::unregistered()).expect("engine")
+        Engine::new(
+            config(port),
+            PlannerMetrics::unregistered(),
+            dnsplane_planner::lease::LeaseHandle::sole_writer(),
+        )
+        .expect("engine")
     });
     for z in 0..ZONES {
         engine.set_source(&format!("bulk-{z}"), entries(z, per_zone), vec![]);

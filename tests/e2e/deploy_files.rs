@@ -446,6 +446,32 @@ fn kubernetes_manifests_fit_together_and_their_configs_load() {
     );
     let dnsplane_planner::config::SourceConfig::File { paths } = &planner.sources[0];
     assert_eq!(paths, &[PathBuf::from(desired_dir)]);
+    // The root filesystem is read-only: without a Redis lease, the lease's lock file
+    // needs state_dir on a writable volume.
+    if planner.lease.redis.is_none() {
+        let container = &planner_pod["containers"][0];
+        let writable = planner_pod["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .filter(|v| v.get("emptyDir").is_some() || v.get("persistentVolumeClaim").is_some())
+            .any(|v| {
+                container["volumeMounts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|m| {
+                        m["name"] == v["name"]
+                            && m["readOnly"] != true
+                            && Path::new(str_of(m, "/mountPath")) == planner.state_dir
+                    })
+            });
+        assert!(
+            writable,
+            "the planner's state_dir {} is not a writable volume",
+            planner.state_dir.display()
+        );
+    }
     assert_eq!(
         host_of(&planner.applier),
         "dnsplane-applier.dnsplane.svc.cluster.local"
@@ -705,6 +731,13 @@ fn compose_file_is_valid_and_its_configs_load() {
     assert_eq!(
         port_of(&planner.applier),
         port_of(service_env(applier_svc, "DNSPLANE_APPLIER_LISTEN"))
+    );
+    // Read-only root filesystem: the planner lease lives in the compose Redis.
+    let lease = planner.lease.redis.as_deref().expect("[lease] redis");
+    svc(host_of(lease));
+    assert!(
+        planner_svc["depends_on"].get("redis").is_some(),
+        "the planner starts after Redis"
     );
     check_accounts(&planner, &applier, |key_file| {
         let secret = key_file

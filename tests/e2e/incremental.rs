@@ -9,6 +9,7 @@ use dnsplane_planner::config::{
     BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
 };
 use dnsplane_planner::engine::{Engine, Scope};
+use dnsplane_planner::lease::LeaseHandle;
 use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::observed::ZoneView;
 use dnsplane_planner::ownership;
@@ -106,7 +107,12 @@ async fn harness() -> Harness {
             default_ttl: 60,
         }])
     };
-    let engine = Engine::new(config, PlannerMetrics::unregistered()).expect("engine");
+    let engine = Engine::new(
+        config,
+        PlannerMetrics::unregistered(),
+        LeaseHandle::sole_writer(),
+    )
+    .expect("engine");
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .expect("url")
         .connect_lazy();
@@ -153,6 +159,7 @@ impl Harness {
                 zone: ZONE.into(),
                 changes: vec![(&change).into()],
                 deadline: None,
+                ..Default::default()
             }),
         })
         .await

@@ -9,6 +9,7 @@ mod failover;
 mod hostile;
 mod incremental;
 mod layering;
+mod lease;
 mod metrics;
 mod otlp_trace;
 mod quota;

@@ -253,6 +253,7 @@ impl Stack {
                 zone: ZONE.into(),
                 changes: changes.iter().map(Into::into).collect(),
                 deadline: None,
+                ..Default::default()
             };
             let req = tokio_stream_once(pb::ApplyRequest { batch: Some(batch) });
             let mut stream = client.apply(req).await.expect("apply").into_inner();

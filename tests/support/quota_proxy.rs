@@ -8,7 +8,9 @@
 //!   reaches PowerDNS.
 //!
 //! It records when each PATCH was let through and how many were refused: the
-//! test-side truth about the write rate, whatever the appliers believe.
+//! test-side truth about the write rate, whatever the appliers believe; and each
+//! forwarded PATCH whole (when it was sent, when PowerDNS answered, its body): the
+//! provider's own log of who wrote what and when.
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -63,6 +65,17 @@ impl ProxyCounts {
     }
 }
 
+/// One PATCH that reached PowerDNS, on the test's clock.
+#[derive(Clone, Debug)]
+pub struct Patch {
+    /// When it was forwarded to PowerDNS.
+    pub sent: Instant,
+    /// When PowerDNS's answer came back.
+    pub answered: Instant,
+    pub status: u16,
+    pub body: String,
+}
+
 /// Write rate over `writes` (sorted): (n − 1) / (last − first), per second.
 pub fn rate(writes: &[Instant]) -> f64 {
     match (writes.first(), writes.last()) {
@@ -99,6 +112,7 @@ struct Shared {
     http: reqwest::Client,
     bucket: Mutex<Bucket>,
     counts: Mutex<ProxyCounts>,
+    patches: Mutex<Vec<Patch>>,
 }
 
 impl Shared {
@@ -157,6 +171,7 @@ impl QuotaProxy {
                 .build()
                 .expect("proxy HTTP client"),
             counts: Mutex::default(),
+            patches: Mutex::default(),
         });
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -182,6 +197,11 @@ impl QuotaProxy {
 
     pub fn counts(&self) -> ProxyCounts {
         self.shared.counts.lock().expect("counts").clone()
+    }
+
+    /// Every PATCH forwarded to PowerDNS so far, in the order they were answered.
+    pub fn patches(&self) -> Vec<Patch> {
+        self.shared.patches.lock().expect("patches").clone()
     }
 }
 
@@ -219,12 +239,15 @@ async fn forward(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         Ok(b) => b,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
+    let is_patch = parts.method == Method::PATCH;
+    let logged = is_patch.then(|| String::from_utf8_lossy(&body).into_owned());
     let mut headers = HeaderMap::new();
     for (k, v) in &parts.headers {
         if k != header::HOST && k != header::CONTENT_LENGTH && k != header::CONNECTION {
             headers.append(k, v.clone());
         }
     }
+    let sent = Instant::now();
     let resp = shared
         .http
         .request(parts.method, format!("{}{path}", shared.upstream))
@@ -232,6 +255,14 @@ async fn forward(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .body(body)
         .send()
         .await;
+    if let Some(body) = logged {
+        shared.patches.lock().expect("patches").push(Patch {
+            sent,
+            answered: Instant::now(),
+            status: resp.as_ref().map_or(0, |r| r.status().as_u16()),
+            body,
+        });
+    }
     let resp = match resp {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_GATEWAY, &e.to_string()),

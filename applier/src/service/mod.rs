@@ -8,7 +8,9 @@
 //! order the stream carries them; each batch's results are sent as soon as it
 //! finishes. Nothing a batch carries can end the stream: a malformed change is
 //! answered INVALID on its own.
-use crate::accounts::{AccountStatus, Accounts, ApplierStatus, BatchRequest, Lifecycle, ListError};
+use crate::accounts::{
+    AccountStatus, Accounts, ApplierStatus, BatchRequest, Fence, Lifecycle, ListError,
+};
 use crate::provider::{ErrorClass, ProviderError};
 use crate::quota::QuotaStatus;
 use dnsplane_common::convert::{FieldError, change_from_pb, duration, name_from_pb};
@@ -91,6 +93,10 @@ fn batch_from_pb(batch: pb::Batch) -> BatchRequest {
         zone,
         changes,
         deadline: deadline(batch.deadline.as_ref()),
+        fence: (batch.lease_epoch != 0).then_some(Fence {
+            owner: batch.owner,
+            epoch: batch.lease_epoch,
+        }),
     }
 }
 

@@ -40,6 +40,7 @@ fn request(deadline: Option<SystemTime>) -> pb::ApplyRequest {
             zone: "example.com.".into(),
             changes: vec![(&change).into()],
             deadline: deadline.map(dnsplane_common::convert::timestamp),
+            ..Default::default()
         }),
     }
 }
@@ -76,6 +77,60 @@ async fn a_passed_deadline_defers_and_a_missing_batch_is_answered() {
     let resp = svc.run_batch(pb::ApplyRequest { batch: None }).await;
     assert_eq!(resp.len(), 1);
     assert!(resp[0].done && resp[0].results.is_empty());
+}
+
+/// A create of `label` sent by `owner` under lease `epoch`.
+fn fenced(label: &str, owner: &str, epoch: u64) -> pb::ApplyRequest {
+    let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
+    let change = Change::new(
+        ChangeKind::Create,
+        vec![RRSetOp::create(
+            RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
+        )],
+    );
+    pb::ApplyRequest {
+        batch: Some(pb::Batch {
+            batch_id: format!("{label}-{epoch}"),
+            account: "acct".into(),
+            zone: "example.com.".into(),
+            changes: vec![(&change).into()],
+            owner: owner.into(),
+            lease_epoch: epoch,
+            ..Default::default()
+        }),
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_an_older_lease_epoch_is_not_attempted() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), Lifecycle::default());
+    let outcome =
+        |resp: Vec<pb::ApplyResponse>| (resp[0].results[0].outcome(), resp[0].provider_calls);
+    // The old leader writes; then the new one (a later epoch).
+    let (o, _) = outcome(svc.run_batch(fenced("a", "me", 5)).await);
+    assert_eq!(o, pb::Outcome::Applied);
+    let (o, _) = outcome(svc.run_batch(fenced("b", "me", 7)).await);
+    assert_eq!(o, pb::Outcome::Applied);
+    // A batch the old leader sent before it knew: refused without a provider call.
+    let resp = svc.run_batch(fenced("c", "me", 5)).await;
+    let r = &resp[0].results[0];
+    assert_eq!(r.outcome(), pb::Outcome::Deferred);
+    assert!(
+        r.message.contains("epoch 5") && r.message.contains("epoch 7"),
+        "{}",
+        r.message
+    );
+    assert_eq!(resp[0].provider_calls, 0);
+    // The new leader goes on; another owner, and an unfenced planner, are not concerned.
+    for req in [
+        fenced("d", "me", 7),
+        fenced("e", "other", 1),
+        fenced("f", "me", 0),
+    ] {
+        let (o, _) = outcome(svc.run_batch(req).await);
+        assert_eq!(o, pb::Outcome::Applied);
+    }
 }
 
 #[test]
@@ -142,6 +197,7 @@ fn batch_for(account: &str, label: &str) -> pb::ApplyRequest {
             zone: "example.com.".into(),
             changes: vec![(&change).into()],
             deadline: None,
+            ..Default::default()
         }),
     }
 }

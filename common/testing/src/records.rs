@@ -36,6 +36,7 @@ pub fn batch(id: &str, account: &str, zone: &Name, changes: &[Change]) -> pb::Ap
             zone: zone.to_string(),
             changes: changes.iter().map(Into::into).collect(),
             deadline: None,
+            ..Default::default()
         }),
     }
 }

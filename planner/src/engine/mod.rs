@@ -4,8 +4,10 @@
 //! holds up another (no head-of-line blocking between zones).
 //!
 //! - [`schedule`]: *when* a zone syncs (start, source changes, due retries, the
-//!   periodic drift check) and the zone-level backoff after a failed sync;
-//! - [`sync`]: *what* one sync does: read, plan (also the `Plan` dry run), send batches;
+//!   periodic drift check, becoming the lease's leader) and the zone-level backoff
+//!   after a failed sync; nothing while standby;
+//! - [`sync`]: *what* one sync does: read, plan (also the `Plan` dry run), send batches,
+//!   each only with the lease's permit;
 //! - [`fold`]: results from the applier into the observed view and the state table;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
@@ -13,6 +15,7 @@ use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::events;
 use crate::guard::HeldPlan;
+use crate::lease::LeaseHandle;
 use crate::metrics::PlannerMetrics;
 use crate::observed::ZoneView;
 use crate::pool::ApplierPool;
@@ -77,10 +80,12 @@ pub struct Engine {
     /// The appliers, and which one each zone goes to.
     pool: Arc<ApplierPool>,
     metrics: PlannerMetrics,
+    /// One writer per owner id: batches go out only with its permit.
+    lease: LeaseHandle,
     /// Background work (zone loops, `Sync` requests), waited for at shutdown.
     tasks: TaskTracker,
     /// Tells this run's batch ids from another run's (a restarted planner, another
-    /// replica): batch ids are `<zone>-<run>-<sync>-<batch>`.
+    /// replica): batch ids are `<zone>-<run>-<sync>-<batch>`. The lease identity's run.
     run: String,
     syncs: AtomicU64,
     /// Where accepted pushes are persisted before they are acknowledged.
@@ -96,10 +101,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Engine {
     /// Builds the engine; the applier connection is made lazily, so the planner starts
     /// (and answers gRPC) even while no applier is up. `metrics` are the families the
-    /// engine records into (see [`PlannerMetrics::register`]).
+    /// engine records into (see [`PlannerMetrics::register`]); `lease` says when it may
+    /// write ([`LeaseHandle::sole_writer`] when nothing else can).
     pub fn new(
         config: PlannerConfig,
         metrics: PlannerMetrics,
+        lease: LeaseHandle,
     ) -> Result<Arc<Engine>, tonic::transport::Error> {
         let pool = ApplierPool::new(config.pool_config())?;
         let zones = config
@@ -131,8 +138,9 @@ impl Engine {
             desired,
             pool,
             metrics,
+            run: lease.identity().run.clone(),
+            lease,
             tasks: TaskTracker::new(),
-            run: format!("{:06x}", rand::random::<u32>() & 0xff_ffff),
             syncs: AtomicU64::new(0),
             store: std::sync::OnceLock::new(),
             readiness: Mutex::new(BTreeMap::new()),
@@ -141,6 +149,11 @@ impl Engine {
 
     pub fn config(&self) -> &PlannerConfig {
         &self.config
+    }
+
+    /// The lease this engine writes under.
+    pub fn lease(&self) -> &LeaseHandle {
+        &self.lease
     }
 
     /// The appliers and where each zone goes.

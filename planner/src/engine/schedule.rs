@@ -3,9 +3,15 @@
 //! (through the applier's cache, revalidated by serial). A failed sync backs the whole
 //! zone off, so that due records cannot turn a broken zone into a hot loop; a failed
 //! full sync is retried before anything else.
+//!
+//! Only the lease's leader syncs: while standby a zone loop waits, and each time the
+//! planner becomes leader (a new lease epoch) every zone loop starts with a full,
+//! fresh sync at once: the previous leader may have written anything until its
+//! window closed.
 use super::sync::Scope;
 use super::{Engine, ZoneRuntime, lock};
 use crate::events;
+use crate::lease::Role;
 use crate::state::{RETRY_SLACK, retry_delay};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -49,16 +55,42 @@ impl Engine {
         let mut last_full = Instant::now();
         let mut failures: u32 = 0;
         let mut not_before = Instant::now();
-        let mut next = Some((Scope::Zone, true));
+        let mut next = None;
         let mut full_failed = false;
         let drift_every = sync_cfg.drift_check;
         let mut drift_at = Instant::now() + drift_every;
+        let mut lease = self.lease.subscribe();
+        // The lease epoch this loop last started leading under.
+        let mut led: Option<u64> = None;
         loop {
+            let epoch = {
+                let st = lease.borrow_and_update();
+                (st.role == Role::Leader).then_some(st.epoch)
+            };
+            match epoch {
+                None => {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        r = lease.wait_for(|st| st.role == Role::Leader) => if r.is_err() { return },
+                    }
+                    continue;
+                }
+                Some(e) if led != Some(e) => {
+                    // Newly leader: everything afresh, no backoff left from before.
+                    led = Some(e);
+                    next = Some((Scope::Zone, true));
+                    full_failed = false;
+                    failures = 0;
+                    not_before = Instant::now();
+                }
+                Some(_) => {}
+            }
             let (scope, fresh) = match next.take() {
                 Some(n) => n,
                 None if full_failed => {
                     tokio::select! {
                         _ = cancel.cancelled() => return,
+                        _ = lease.changed() => continue,
                         _ = tokio::time::sleep_until(not_before.into()) => {}
                     }
                     (Scope::Zone, true)
@@ -77,6 +109,8 @@ impl Engine {
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         _ = zone.reschedule.notified() => continue,
+                        // A role change: the top of the loop sorts it out.
+                        _ = lease.changed() => continue,
                         _ = zone.trigger.notified() => {
                             // Debounce bursts of source events.
                             tokio::select! {
@@ -132,6 +166,9 @@ impl Engine {
                         full_failed = false;
                     }
                 }
+                // The lease went while syncing: the top of the loop waits for it, and
+                // the next leadership starts with a full sync.
+                Err(e) if e.is_lease() => {}
                 Err(e) => {
                     full_failed |= full;
                     failures += 1;

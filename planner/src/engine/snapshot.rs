@@ -4,6 +4,7 @@
 use super::{Engine, lock};
 use crate::config::Policy;
 use crate::guard::HeldPlan;
+use crate::lease::{LeaseStatus, Role};
 use crate::source::SourceError;
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::{Name, RecordKey};
@@ -84,13 +85,17 @@ pub struct Snapshot {
     pub source_errors: Vec<SourceError>,
     /// Configured sources by name, with why each is not ready (empty: ready).
     pub sources: Vec<(String, Vec<String>)>,
+    /// Leader or standby, and who holds the lease.
+    pub lease: LeaseStatus,
 }
 
 impl Snapshot {
-    /// The level and, when degraded, why.
+    /// The level and, when degraded, why. Standing by is not degraded by itself (nor
+    /// "syncing": a standby's zones wait for the lease, they are not behind).
     pub fn health(&self) -> (Level, String) {
         let mut degraded = Vec::new();
         let mut syncing = false;
+        let leader = self.lease.role == Role::Leader;
         for z in &self.zones {
             if let Some((h, _)) = &z.held {
                 degraded.push(format!(
@@ -109,7 +114,7 @@ impl Snapshot {
             // Only the first sync and full syncs make the planner "syncing": the
             // per-record re-plans of a few names run all the time and would make the
             // level flap.
-            syncing |= z.status.full_sync || !z.status.initial_sync_done;
+            syncing |= z.status.full_sync || (leader && !z.status.initial_sync_done);
         }
         for (name, why) in &self.sources {
             if !why.is_empty() {
@@ -123,6 +128,14 @@ impl Snapshot {
             degraded.push(format!(
                 "{} source error(s); see source_errors",
                 self.source_errors.len()
+            ));
+        }
+        // A leader that cannot renew loses the lease soon; a standby that cannot reach
+        // the backend cannot take over.
+        if !self.lease.last_error.is_empty() {
+            degraded.push(format!(
+                "lease ({} {}): {}",
+                self.lease.backend, self.lease.location, self.lease.last_error
             ));
         }
         if !self.appliers.is_empty() && !self.appliers.iter().any(|a| a.healthy) {
@@ -215,6 +228,7 @@ impl Engine {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            lease: self.lease.status(),
         }
     }
 

@@ -2,6 +2,11 @@
 //! fold the plan into the state table, send the batches over one `Apply` stream and
 //! fold every result back ([`super::fold`]).
 //!
+//! Nothing is sent without the lease ([`crate::lease`]): a sync starts only on the
+//! leader, and each batch is sent only with a permit, checked just before it goes out;
+//! its deadline is cut to the leader's window. A planner that loses the lease mid-sync
+//! stops at the next batch; what it did not send comes back on the records' clocks.
+//!
 //! The `Plan` RPC's dry run ([`Engine::preview`]) runs the same planning function and
 //! stops before folding or sending: what it lists is what the next sync would send,
 //! and what it holds back is shown with the state that holds it.
@@ -18,6 +23,7 @@ use crate::state::RecordState;
 use dnsplane_common::{Name, Outcome, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
 use tokio::sync::mpsc;
 use tracing::{Instrument, info_span};
@@ -69,6 +75,27 @@ pub enum SyncError {
     NoApplier { zone: Name },
     #[error("zone {zone} is not configured")]
     UnknownZone { zone: Name },
+    #[error("zone {zone}: this planner is standby ({held}); only the leader writes")]
+    NotLeader { zone: Name, held: String },
+    #[error(
+        "zone {zone}: the lease was lost after {sent} of {total} batches; the rest was not sent"
+    )]
+    LeaseLost {
+        zone: Name,
+        sent: usize,
+        total: usize,
+    },
+}
+
+impl SyncError {
+    /// The sync did not run (or stopped) because this planner does not hold the
+    /// lease: not a fault of the zone.
+    pub fn is_lease(&self) -> bool {
+        matches!(
+            self,
+            SyncError::NotLeader { .. } | SyncError::LeaseLost { .. }
+        )
+    }
 }
 
 /// What one sync did.
@@ -166,7 +193,29 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
         let z = self.zone_or_err(zone)?;
+        // A standby refuses before it reads anything or touches the zone's status.
+        if let Err(e) = self.leading(zone) {
+            let mut p = SyncProgress::new(zone, Phase::Failed, &SyncSummary::default());
+            p.error = e.to_string();
+            send(progress, p).await;
+            return Err(e);
+        }
         self.sync_zone(&z, scope, fresh, progress).await
+    }
+
+    /// `Ok` while this planner holds the lease.
+    fn leading(&self, zone: &Name) -> Result<(), SyncError> {
+        if self.lease.permit().is_some() {
+            return Ok(());
+        }
+        let st = self.lease.status();
+        Err(SyncError::NotLeader {
+            zone: zone.clone(),
+            held: match st.holder {
+                Some(h) => format!("the lease is held by {h}"),
+                None => format!("the {} lease is not held", st.backend),
+            },
+        })
     }
 
     pub(super) async fn sync_zone(
@@ -188,6 +237,14 @@ impl Engine {
             .sync_locked(zone, scope, fresh, progress)
             .instrument(span)
             .await;
+        if let Err(e @ SyncError::NotLeader { .. }) = &result {
+            // Nothing ran (the lease went while this sync waited for the zone): the
+            // zone's status and metrics stay as they were.
+            let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
+            p.error = e.to_string();
+            send(progress, p).await;
+            return result;
+        }
         events::SyncFinished {
             zone: &zone.cfg.name,
             full: scope.is_zone(),
@@ -208,6 +265,8 @@ impl Engine {
                     st.last_success = st.last_sync;
                     st.last_error.clear();
                 }
+                // Standing by is not a fault of the zone.
+                Err(e) if e.is_lease() => {}
                 Err(e) => st.last_error = e.to_string(),
             }
         }
@@ -228,6 +287,7 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
         let name = zone.cfg.name.clone();
+        self.leading(&name)?;
         {
             let mut st = lock(&zone.status);
             st.syncing = true;
@@ -436,11 +496,21 @@ impl Engine {
         let deadline = self.config.sync.batch_deadline;
         let prefix = self.batch_prefix(&name);
         let (tx, rx) = client::batch_channel();
+        // Batches sent, and `total` unless the lease stopped the sender.
+        let stopped_at = Arc::new(AtomicUsize::new(total));
         let sender = {
             let zone = zone.clone();
             let batches = batches.clone();
+            let lease = self.lease.clone();
+            let owner = self.config.owner_id.clone();
+            let stopped_at = stopped_at.clone();
             tokio::spawn(async move {
                 for (i, batch) in batches.iter().enumerate() {
+                    // The last moment before the batch leaves this planner.
+                    let Some(permit) = lease.permit() else {
+                        stopped_at.store(i, Ordering::SeqCst);
+                        return;
+                    };
                     {
                         let now = SystemTime::now();
                         let mut states = lock(&zone.states);
@@ -454,7 +524,8 @@ impl Engine {
                             &zone.cfg.account,
                             &zone.cfg.name,
                             batch.iter().map(|c| &c.change),
-                            SystemTime::now() + deadline,
+                            permit.cap(SystemTime::now() + deadline),
+                            (&owner, permit.epoch),
                         )
                         .await;
                     if !sent {
@@ -497,6 +568,15 @@ impl Engine {
         }
         .await;
         sender.abort();
+        let sent = stopped_at.load(Ordering::SeqCst);
+        let outcome = match outcome {
+            Err(SyncError::StreamEnded { .. }) if sent < total => Err(SyncError::LeaseLost {
+                zone: name.clone(),
+                sent,
+                total,
+            }),
+            other => other,
+        };
         if let Err(e) = &outcome {
             lock(&zone.states).fold_lost(
                 batches.iter().flatten().map(|c| c.change.key()),

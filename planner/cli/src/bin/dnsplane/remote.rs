@@ -151,6 +151,9 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
             format!(" ({})", s.reason)
         }
     );
+    if let Some(l) = &s.lease {
+        println!("lease: {}", lease_line(l));
+    }
     for z in &s.zones {
         let states: Vec<String> = z
             .records_by_state
@@ -196,6 +199,32 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
     } else {
         std::process::ExitCode::SUCCESS
     })
+}
+
+/// `leader (redis 127.0.0.1:6379, since 2024-…, epoch 3)` or `standby (held by
+/// host/pid/run; redis 127.0.0.1:6379, since …)`.
+fn lease_line(l: &pb::LeaseStatus) -> String {
+    let since = l.since.map(|t| t.to_string()).unwrap_or_default();
+    let mut out = if l.role == "leader" {
+        format!(
+            "leader ({} {}, since {since}, epoch {})",
+            l.backend, l.location, l.epoch
+        )
+    } else {
+        let holder = if l.holder.is_empty() {
+            "nobody known".to_string()
+        } else {
+            l.holder.clone()
+        };
+        format!(
+            "{} (held by {holder}; {} {}, since {since})",
+            l.role, l.backend, l.location
+        )
+    };
+    if !l.last_error.is_empty() {
+        out.push_str(&format!(", error: {}", l.last_error));
+    }
+    out
 }
 
 pub async fn records(

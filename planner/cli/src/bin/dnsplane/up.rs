@@ -109,6 +109,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             paths: args.desired.clone(),
         }],
         state_dir: args.state_dir.join("planner"),
+        // A second `dnsplane up` on the same state directory stands by.
+        lease: Default::default(),
         ..PlannerConfig::with_zones(zones)
     };
     planner_config

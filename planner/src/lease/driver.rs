@@ -1,0 +1,254 @@
+//! The driver loop: a standby tries to acquire every `retry_interval`; the leader
+//! renews every `renew_interval`, moves its window on after each successful renewal,
+//! and steps down when a renewal is refused or the window closes without one (every
+//! backend call is raced against the window's end, so a hung backend cannot stretch
+//! it). On shutdown it closes the window, then releases.
+use super::{
+    Acquire, Identity, LeaseBackend, LeaseError, LeaseHandle, LeaseSettings, LeaseStatus, Permit,
+    Role,
+};
+use crate::events;
+use crate::metrics::PlannerMetrics;
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The lease while this planner holds it.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    epoch: u64,
+    /// The window's end (`None`: the lease does not lapse).
+    until: Option<Instant>,
+    next_renew: Instant,
+}
+
+/// The driver: acquires, renews, steps down; see the module doc.
+#[derive(Debug)]
+pub struct Lease {
+    backend: Box<dyn LeaseBackend>,
+    settings: LeaseSettings,
+    handle: LeaseHandle,
+    metrics: PlannerMetrics,
+}
+
+impl Lease {
+    /// A driver for `identity` over `backend`, and the handle the engine reads; the
+    /// planner is standby until [`Lease::run`] acquires.
+    pub fn new(
+        backend: Box<dyn LeaseBackend>,
+        identity: Identity,
+        settings: LeaseSettings,
+        metrics: PlannerMetrics,
+    ) -> (Lease, LeaseHandle) {
+        let status = LeaseStatus {
+            role: Role::Standby,
+            backend: backend.kind(),
+            location: backend.location(),
+            identity: identity.to_string(),
+            holder: None,
+            epoch: 0,
+            since: SystemTime::now(),
+            last_error: String::new(),
+        };
+        let handle = LeaseHandle::new(identity, status, None);
+        let lease = Lease {
+            backend,
+            settings,
+            handle: handle.clone(),
+            metrics,
+        };
+        (lease, handle)
+    }
+
+    /// Runs until `cancel`; then, if leader, closes the window and releases the lease.
+    pub async fn run(self, cancel: CancellationToken) {
+        let holder = self.handle.identity().to_string();
+        let s = self.settings;
+        let mut held: Option<Held> = None;
+        loop {
+            match held {
+                None => {
+                    let started = Instant::now();
+                    let answer = tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        a = bounded(s.op_timeout(), self.backend.try_acquire(&holder, s.ttl)) => a,
+                    };
+                    match answer {
+                        Ok(Acquire::Acquired { epoch }) => {
+                            let until = self.backend.expires().then(|| started + s.window());
+                            // An answer that came too late to use: the next attempt
+                            // takes it again (it is ours).
+                            if until.is_none_or(|u| Instant::now() < u) {
+                                held = Some(Held {
+                                    epoch,
+                                    until,
+                                    next_renew: started + s.renew_interval,
+                                });
+                                self.lead(epoch, until);
+                                continue;
+                            }
+                        }
+                        Ok(Acquire::Held { holder, epoch }) => self.stand_by_for(holder, epoch),
+                        Err(e) => self.failed(&e, false),
+                    }
+                    tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        _ = tokio::time::sleep(s.retry_interval) => {}
+                    }
+                }
+                Some(mut h) => {
+                    let wake = h.until.map_or(h.next_renew, |u| u.min(h.next_renew));
+                    tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        _ = tokio::time::sleep_until(wake) => {}
+                    }
+                    let started = Instant::now();
+                    if h.until.is_some_and(|u| started >= u) {
+                        self.step_down(h.epoch, "expired");
+                        held = None;
+                        continue;
+                    }
+                    let renew = bounded(s.op_timeout(), self.backend.renew(&holder, s.ttl));
+                    let closes = async {
+                        match h.until {
+                            Some(u) => tokio::time::sleep_until(u).await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    let answer = tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        // The window closed while the backend was still answering.
+                        _ = closes => None,
+                        a = renew => Some(a),
+                    };
+                    match answer {
+                        Some(Ok(true)) => {
+                            h.until = self.backend.expires().then(|| started + s.window());
+                            h.next_renew = started + s.renew_interval;
+                            self.window(Some(Permit {
+                                epoch: h.epoch,
+                                until: h.until,
+                            }));
+                            held = Some(h);
+                        }
+                        Some(Ok(false)) => {
+                            self.step_down(h.epoch, "lost");
+                            held = None;
+                        }
+                        Some(Err(e)) => {
+                            self.failed(&e, true);
+                            h.next_renew = Instant::now() + s.retry_interval.min(s.renew_interval);
+                            held = Some(h);
+                        }
+                        None => {
+                            self.step_down(h.epoch, "expired");
+                            held = None;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(h) = held {
+            self.step_down(h.epoch, "released");
+            if let Err(e) = bounded(s.op_timeout(), self.backend.release(&holder)).await {
+                self.failed(&e, false);
+            }
+        }
+    }
+
+    /// Opens the window, then tells everyone.
+    fn lead(&self, epoch: u64, until: Option<Instant>) {
+        self.handle.set_window(Some(Permit { epoch, until }));
+        let identity = self.handle.identity().to_string();
+        self.handle.shared.status.send_modify(|st| {
+            st.role = Role::Leader;
+            st.holder = Some(identity.clone());
+            st.epoch = epoch;
+            st.since = SystemTime::now();
+            st.last_error.clear();
+        });
+        events::LeaseChanged {
+            backend: self.backend.kind(),
+            identity: &identity,
+            leader: true,
+            epoch,
+            reason: "acquired",
+        }
+        .emit(&self.metrics);
+    }
+
+    /// A renewal: the window moves on, the role does not change (nobody is woken).
+    fn window(&self, permit: Option<Permit>) {
+        self.handle.set_window(permit);
+        self.handle.shared.status.send_if_modified(|st| {
+            st.last_error.clear();
+            false
+        });
+    }
+
+    /// Closes the window first (no batch passes [`LeaseHandle::permit`] from here on),
+    /// then tells everyone.
+    fn step_down(&self, epoch: u64, reason: &'static str) {
+        self.handle.set_window(None);
+        self.handle.shared.status.send_modify(|st| {
+            st.role = Role::Standby;
+            st.holder = None;
+            st.since = SystemTime::now();
+        });
+        events::LeaseChanged {
+            backend: self.backend.kind(),
+            identity: &self.handle.shared.identity.to_string(),
+            leader: false,
+            epoch,
+            reason,
+        }
+        .emit(&self.metrics);
+    }
+
+    /// A standby learns who holds the lease.
+    fn stand_by_for(&self, holder: String, epoch: u64) {
+        let kind = self.backend.kind();
+        self.handle.shared.status.send_if_modified(|st| {
+            st.last_error.clear();
+            if st.holder.as_deref() == Some(holder.as_str()) && st.epoch == epoch {
+                return false;
+            }
+            events::LeaseHeldElsewhere {
+                backend: kind,
+                holder: &holder,
+                epoch,
+            }
+            .emit();
+            st.holder = Some(holder);
+            st.epoch = epoch;
+            true
+        });
+    }
+
+    /// The backend failed; logged when the error is new.
+    fn failed(&self, e: &LeaseError, leader: bool) {
+        let text = e.to_string();
+        let kind = self.backend.kind();
+        self.handle.shared.status.send_if_modified(|st| {
+            if st.last_error != text {
+                events::LeaseBackendFailed {
+                    backend: kind,
+                    leader,
+                    error: &text,
+                }
+                .emit();
+                st.last_error = text;
+            }
+            false
+        });
+    }
+}
+
+async fn bounded<T>(
+    timeout: Duration,
+    f: impl Future<Output = Result<T, LeaseError>>,
+) -> Result<T, LeaseError> {
+    tokio::time::timeout(timeout, f)
+        .await
+        .unwrap_or(Err(LeaseError::Timeout(timeout)))
+}
