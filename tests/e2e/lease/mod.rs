@@ -257,8 +257,14 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
         .enumerate()
         .map(|(i, n)| (n.clone(), format!("10.2.0.{i}")))
         .collect();
-    // Same owner id, same Redis, the default ttl (10 s) and retry (2 s).
-    let lease = format!("[lease]\nredis = \"{}\"\n", redis.url());
+    // Same owner id, same Redis, the default ttl (10 s) and retry (2 s). The second
+    // planner's smaller source updates every shared record and deletes the first's
+    // own ones: the mass-change guard would (rightly) hold that plan for approval
+    // (tests/e2e/safety.rs); it is off here, because what is under test is who writes.
+    let lease = format!(
+        "[lease]\nredis = \"{}\"\n[safety]\nmax_change_fraction = 1.0\n",
+        redis.url()
+    );
     let mut planners = Vec::new();
     for (name, records, label) in [
         ("first", &first_records, "alpha"),
