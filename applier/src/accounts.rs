@@ -147,14 +147,8 @@ impl Accounts {
         &self.lifecycle
     }
 
-    /// The RRSets of `zone` (only at `names`, when given), through the cache.
-    pub async fn list(
-        &self,
-        account: &str,
-        zone: &Name,
-        names: Option<&[Name]>,
-        fresh: bool,
-    ) -> Result<Arc<Listing>, ListError> {
+    /// `account`, if it is configured and hosts `zone`.
+    fn hosting(&self, account: &str, zone: &Name) -> Result<&Arc<Account>, ListError> {
         let account = self
             .accounts
             .get(account)
@@ -165,6 +159,18 @@ impl Accounts {
                 account: account.name.clone(),
             });
         }
+        Ok(account)
+    }
+
+    /// The RRSets of `zone` (only at `names`, when given), through the cache.
+    pub async fn list(
+        &self,
+        account: &str,
+        zone: &Name,
+        names: Option<&[Name]>,
+        fresh: bool,
+    ) -> Result<Arc<Listing>, ListError> {
+        let account = self.hosting(account, zone)?;
         let span =
             tracing::info_span!("list", account = %account.name, zone = %zone, fresh = fresh);
         let admission = account.circuit.admit(Operation::List);
@@ -185,16 +191,7 @@ impl Accounts {
     /// The zone's serial straight from the provider (one cheap call, through the
     /// account's stack: quota, circuit, metrics); `None` when the provider has none.
     pub async fn serial(&self, account: &str, zone: &Name) -> Result<Option<u64>, ListError> {
-        let account = self
-            .accounts
-            .get(account)
-            .ok_or_else(|| ListError::UnknownAccount(account.to_string()))?;
-        if !account.hosts(zone) {
-            return Err(ListError::NotHosted {
-                zone: zone.clone(),
-                account: account.name.clone(),
-            });
-        }
+        let account = self.hosting(account, zone)?;
         if !account.stack.capabilities().has_serial {
             return Ok(None);
         }

@@ -98,6 +98,22 @@ fn set(v: &[String]) -> BTreeSet<String> {
     v.iter().cloned().collect()
 }
 
+/// Pushes one A record per name (`PutDesired`, source `bench`).
+fn push_a(s: &RealStack, names: &[String], value: &str) -> u32 {
+    let zone = s.zone().to_string();
+    s.push(
+        names
+            .iter()
+            .map(|n| dnsplane_common::pb::DesiredRecord {
+                name: format!("{n}.{zone}"),
+                r#type: "A".into(),
+                ttl: 300,
+                values: vec![value.into()],
+            })
+            .collect(),
+    )
+}
+
 fn start_pdns() -> Option<(RealServer, Tools, tempfile::TempDir)> {
     let tools = Tools::find()?;
     let server = RealServer::start(Kind::Pdns)?;
@@ -251,19 +267,9 @@ fn a_restart_after_pushes_deletes_nothing() {
     let Some((server, tools, _src)) = start_pdns() else {
         return;
     };
-    let zone = server.zone().clone();
     let mut s = RealStack::start(server, tools, Options::default());
     let pushed = names("p", 30);
-    let records = pushed
-        .iter()
-        .map(|n| dnsplane_common::pb::DesiredRecord {
-            name: format!("{n}.{zone}"),
-            r#type: "A".into(),
-            ttl: 300,
-            values: vec!["192.0.2.44".into()],
-        })
-        .collect();
-    assert_eq!(s.push(records), 30);
+    assert_eq!(push_a(&s, &pushed, "192.0.2.44"), 30);
     wait_owned(&s, &set(&pushed));
     s.restart_planner_with(|| {});
     s.wait_until("the restarted planner's first sync", WAIT, |s| {
@@ -361,16 +367,7 @@ fn records_deleted_by_someone_else_are_put_back_within_seconds() {
     // drift watch (`sync.drift_check`, default 5 s) can notice.
     let s = RealStack::start(server, tools, Options::default());
     let pushed = names("d", 12);
-    let records = pushed
-        .iter()
-        .map(|n| dnsplane_common::pb::DesiredRecord {
-            name: format!("{n}.{zone}"),
-            r#type: "A".into(),
-            ttl: 300,
-            values: vec!["192.0.2.55".into()],
-        })
-        .collect();
-    s.push(records);
+    push_a(&s, &pushed, "192.0.2.55");
     wait_owned(&s, &set(&pushed));
     s.wait_quiet();
 
