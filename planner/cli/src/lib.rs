@@ -14,6 +14,9 @@ pub const EXIT_BAD_CONFIG: u8 = 64;
 /// `dnsplane status` and friends: the planner answered, but something is degraded
 /// (a source error, a held plan, a failing zone, no healthy applier).
 pub const EXIT_NOT_CONVERGED: u8 = 2;
+/// `dnsplane status`: the planner answered and is healthy, but it is a standby: another
+/// planner with the same `owner_id` holds the lease and does the writing.
+pub const EXIT_STANDBY: u8 = 3;
 
 /// The multi-threaded runtime every binary runs on (at least two workers, so that a
 /// busy sync never starves the health and admin endpoints on a one-core container).

@@ -333,8 +333,9 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
             ),
         )
     };
+    // A standby is not degraded, but it is not the one doing the work: exit 3.
     let (code, out) = cli(&second, &["status"]);
-    assert!(code.success(), "{out}");
+    assert_eq!(code.code(), Some(3), "{out}");
     assert!(
         out.contains(&format!(
             "lease: standby (held by {first_id}; redis 127.0.0.1:"

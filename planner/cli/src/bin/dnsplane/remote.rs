@@ -194,8 +194,11 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
     }
     // Scripts and probes read the exit code: anything short of healthy (or a sync in
     // progress) is not "fine".
+    let standby = s.lease.as_ref().is_some_and(|l| l.role == "standby");
     Ok(if s.level == "degraded" {
         std::process::ExitCode::from(dnsplane_cli::EXIT_NOT_CONVERGED)
+    } else if standby {
+        std::process::ExitCode::from(dnsplane_cli::EXIT_STANDBY)
     } else {
         std::process::ExitCode::SUCCESS
     })
