@@ -252,3 +252,22 @@ impl<E: std::fmt::Display> LeaseBackendFailed<'_, E> {
         }
     }
 }
+
+/// A source became not ready (a path gone, unreadable or emptied: it keeps its last
+/// accepted records) or ready again.
+#[derive(Debug)]
+pub struct SourceReadinessChanged<'a> {
+    pub source: &'a str,
+    /// Why it is not ready; empty: ready again.
+    pub unready: &'a [String],
+}
+
+impl SourceReadinessChanged<'_> {
+    pub fn emit(self) {
+        if self.unready.is_empty() {
+            info!(source = %self.source, "Source ready again.");
+        } else {
+            warn!(source = %self.source, reason = %self.unready.join("; "), "Source not ready; keeping its last accepted records, deleting nothing.");
+        }
+    }
+}

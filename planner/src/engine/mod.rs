@@ -240,7 +240,16 @@ impl Engine {
     /// vanished, a directory that emptied). A source that is not ready keeps its last
     /// accepted state; this only makes it visible.
     pub fn set_source_readiness(&self, name: &str, unready: Vec<String>) {
-        lock(&self.readiness).insert(name.to_string(), unready);
+        let mut readiness = lock(&self.readiness);
+        let before = readiness.get(name);
+        if before != Some(&unready) && (before.is_some() || !unready.is_empty()) {
+            events::SourceReadinessChanged {
+                source: name,
+                unready: &unready,
+            }
+            .emit();
+        }
+        readiness.insert(name.to_string(), unready);
     }
 
     /// Starts one loop per zone (see [`schedule`]) and the applier pool's health and
