@@ -178,7 +178,7 @@ fn chaos(
     let end = t0 + args.duration;
     let mut next_kill = t0 + args.kill_interval;
     let mut restart: Option<(usize, Instant)> = None;
-    let mut victim = 0;
+    let mut turn = 0;
     let mut next_source = t0 + args.source_interval;
     let mut step = 0usize;
     // Present keys of the broken file when it broke.
@@ -203,16 +203,32 @@ fn chaos(
             restart = None;
             log(t0, &format!("applier{i} restarted"));
         }
-        if now >= next_kill {
-            next_kill += args.kill_interval;
-            if restart.is_none() {
-                meter.refresh(cluster, victim);
-                meter.bank(victim);
-                cluster.kill_applier(victim);
+        if now >= next_kill && restart.is_none() {
+            // Aim at work in flight: the applier of a zone being synced; when none is
+            // seen within a source interval, the next one in turn.
+            let busy = cluster
+                .planner_status()
+                .zones
+                .iter()
+                .filter(|z| z.syncing)
+                .find_map(|z| {
+                    cluster
+                        .applier_ports
+                        .iter()
+                        .position(|p| z.applier.ends_with(&format!(":{p}")))
+                });
+            let victim = busy.or((now >= next_kill + args.source_interval).then_some(turn));
+            if let Some(v) = victim {
+                next_kill += args.kill_interval;
+                meter.refresh(cluster, v);
+                meter.bank(v);
+                cluster.kill_applier(v);
                 out.kills += 1;
-                log(t0, &format!("applier{victim} killed (SIGKILL)"));
-                restart = Some((victim, now + args.restart_after));
-                victim = (victim + 1) % 2;
+                out.kills_mid_sync += usize::from(busy.is_some());
+                let when = if busy.is_some() { " mid-sync" } else { "" };
+                log(t0, &format!("applier{v} killed (SIGKILL){when}"));
+                restart = Some((v, now + args.restart_after));
+                turn = (v + 1) % 2;
             }
         }
         if now >= next_source {

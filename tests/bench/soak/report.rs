@@ -93,6 +93,8 @@ pub struct Outcome {
     pub settled: bool,
     pub settle_time: Duration,
     pub kills: usize,
+    /// Kills that hit the applier of a zone being synced.
+    pub kills_mid_sync: usize,
     pub rewrites: usize,
     pub breaks: usize,
     pub takeovers: usize,
@@ -180,10 +182,12 @@ pub fn print(a: &Args, model: &Model, out: &Outcome) -> bool {
         a.batch
     );
     println!(
-        "- initial sync (under the faults) {:.1} s; after the chaos, converged {} in {:.1} s\n",
+        "- initial sync (under the faults) {:.1} s; after the chaos, {} {:.1} s; {} of the {} kills hit the applier of a zone being synced\n",
         out.initial_sync.as_secs_f64(),
-        if out.settled { "" } else { "NOT (bound reached)" },
-        out.settle_time.as_secs_f64()
+        if out.settled { "converged in" } else { "NOT converged within" },
+        out.settle_time.as_secs_f64(),
+        out.kills_mid_sync,
+        out.kills
     );
     println!(
         "| records at the end | record changes | lost | doubled | lost while a file was broken | foreign records overwritten | conflicts reported / injected | provider calls | calls per change | applier kills | rewrites / breaks |"
