@@ -59,7 +59,10 @@ pub fn parse() -> Args {
                 "DNSPLANE_SOAK_{}",
                 f.trim_start_matches('-').replace('-', "_").to_uppercase()
             );
-            (f.to_string(), std::env::var(env).unwrap_or_else(|_| d.to_string()))
+            (
+                f.to_string(),
+                std::env::var(env).unwrap_or_else(|_| d.to_string()),
+            )
         })
         .collect();
     let mut keep = std::env::var("DNSPLANE_SOAK_KEEP").is_ok_and(|v| v == "1");
@@ -78,13 +81,7 @@ pub fn parse() -> Args {
             }
         }
     }
-    let get = |f: &str| -> &str {
-        &values
-            .iter()
-            .find(|(k, _)| k == f)
-            .expect("a known flag")
-            .1
-    };
+    let get = |f: &str| -> &str { &values.iter().find(|(k, _)| k == f).expect("a known flag").1 };
     let dur = |f: &str| {
         humantime::parse_duration(get(f))
             .unwrap_or_else(|e| usage(&format!("{f} {:?}: {e}", get(f))))

@@ -135,7 +135,10 @@ impl Model {
         }
         for (n, i) in picked.into_iter().enumerate() {
             let (how, value) = if n % 2 == 0 {
-                (Taken::BeforeCreate, format!("203.0.113.{}", n / 2 % 250 + 1))
+                (
+                    Taken::BeforeCreate,
+                    format!("203.0.113.{}", n / 2 % 250 + 1),
+                )
             } else {
                 (Taken::Takeover, format!("198.51.100.{}", n / 2 % 250 + 1))
             };
@@ -238,8 +241,7 @@ impl Model {
             let file = files[rng.random_range(0..files.len())];
             let j = self.next_added;
             self.next_added += 1;
-            self.slots
-                .push(Slot::new("n", j, self.zones.len(), file));
+            self.slots.push(Slot::new("n", j, self.zones.len(), file));
             touched.insert(file);
             churn.added += 1;
         }

@@ -98,8 +98,8 @@ pub struct Outcome {
     pub rewrites: usize,
     pub breaks: usize,
     pub takeovers: usize,
-    /// Records present when their file broke and absent when it was fixed.
-    pub deleted_while_broken: Vec<String>,
+    /// Desired records that vanished between two audits during the chaos.
+    pub vanished: Vec<String>,
     pub counts: Counts,
     /// The planner's non-converged records at the end.
     pub states: Vec<pb::RecordState>,
@@ -184,13 +184,17 @@ pub fn print(a: &Args, model: &Model, out: &Outcome) -> bool {
     println!(
         "- initial sync (under the faults) {:.1} s; after the chaos, {} {:.1} s; {} of the {} kills hit the applier of a zone being synced\n",
         out.initial_sync.as_secs_f64(),
-        if out.settled { "converged in" } else { "NOT converged within" },
+        if out.settled {
+            "converged in"
+        } else {
+            "NOT converged within"
+        },
         out.settle_time.as_secs_f64(),
         out.kills_mid_sync,
         out.kills
     );
     println!(
-        "| records at the end | record changes | lost | doubled | lost while a file was broken | foreign records overwritten | conflicts reported / injected | provider calls | calls per change | applier kills | rewrites / breaks |"
+        "| records at the end | record changes | lost | doubled | vanished during the chaos | foreign records overwritten | conflicts reported / injected | provider calls | calls per change | applier kills | rewrites / breaks |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
@@ -199,7 +203,7 @@ pub fn print(a: &Args, model: &Model, out: &Outcome) -> bool {
         model.changes,
         z.lost.len(),
         z.doubled.len(),
-        out.deleted_while_broken.len(),
+        out.vanished.len(),
         z.foreign_overwritten.len(),
         reported.len(),
         injected.len(),
@@ -221,8 +225,8 @@ pub fn print(a: &Args, model: &Model, out: &Outcome) -> bool {
         ("lost".into(), z.lost.clone()),
         ("doubled".into(), z.doubled.clone()),
         (
-            "lost while a file was broken".into(),
-            out.deleted_while_broken.clone(),
+            "desired records that vanished during the chaos".into(),
+            out.vanished.clone(),
         ),
         (
             "another writer's record overwritten".into(),

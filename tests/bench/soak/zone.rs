@@ -16,8 +16,13 @@ pub struct Stored {
 
 /// Every RRSet of `zone`, by key.
 pub fn read(pdns: &PowerDns, zone: &str) -> BTreeMap<Key, Stored> {
-    let (status, body) = pdns.api("GET", &format!("/api/v1/servers/localhost/zones/{zone}"), "");
-    assert_eq!(status, 200, "reading {zone} from PowerDNS: {body}");
+    let body = api(
+        pdns,
+        "GET",
+        &format!("/api/v1/servers/localhost/zones/{zone}"),
+        "",
+        200,
+    );
     let v: serde_json::Value = serde_json::from_str(&body).expect("zone JSON");
     let mut out = BTreeMap::new();
     for rr in v["rrsets"].as_array().into_iter().flatten() {
@@ -68,12 +73,30 @@ pub fn take_over(pdns: &PowerDns, zone: &str, name: &str, value: &str) {
         {"name": oname, "type": "TXT", "ttl": 300, "changetype": "REPLACE",
          "records": [{"content": format!("\"heritage=dnsplane,dnsplane/owner={INTRUDER},dnsplane/resource=soak\""), "disabled": false}]},
     ]});
-    let (status, text) = pdns.api(
+    api(
+        pdns,
         "PATCH",
         &format!("/api/v1/servers/localhost/zones/{zone}"),
         &body.to_string(),
+        204,
     );
-    assert_eq!(status, 204, "takeover of {name}: {text}");
+}
+
+/// One API call, retried while PowerDNS answers 5xx (its sqlite backend refuses
+/// concurrent writers with 500 "database is locked"); panics on any other answer.
+fn api(pdns: &PowerDns, method: &str, path: &str, body: &str, want: u16) -> String {
+    let mut last = (0, String::new());
+    for attempt in 0..20 {
+        last = pdns.api(method, path, body);
+        if last.0 == want {
+            return last.1;
+        }
+        if last.0 < 500 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50 * (attempt + 1)));
+    }
+    panic!("{method} {path}: {} {}", last.0, last.1)
 }
 
 /// What the comparison found; every entry is one record key, with what is wrong.
@@ -134,8 +157,11 @@ pub fn compare(model: &Model, stored: &BTreeMap<Key, Stored>) -> Report {
                     Some(d) => {
                         let unique: BTreeSet<&String> = d.contents.iter().collect();
                         if unique.len() < d.contents.len() {
-                            r.doubled
-                                .push(format!("{name} {}: duplicate values {}", s.rec.rtype, show(data)));
+                            r.doubled.push(format!(
+                                "{name} {}: duplicate values {}",
+                                s.rec.rtype,
+                                show(data)
+                            ));
                         } else if d.contents.len() > 1 && d.contents.contains(want) {
                             r.doubled.push(format!(
                                 "{name} {}: values beside {want}: {}",
@@ -179,7 +205,34 @@ pub fn compare(model: &Model, stored: &BTreeMap<Key, Stored>) -> Report {
     r
 }
 
-/// Of `keys` (present when a file broke), those the zone no longer holds.
-pub fn missing<'a>(keys: &'a BTreeSet<Key>, stored: &BTreeMap<Key, Stored>) -> Vec<&'a Key> {
-    keys.iter().filter(|k| !stored.contains_key(*k)).collect()
+/// Desired records seen in the zones at the last audit.
+#[derive(Debug, Default)]
+pub struct Audit {
+    present: BTreeMap<Key, usize>,
+}
+
+impl Audit {
+    /// Reads the zones; returns the slots whose record was present at the last audit,
+    /// is still desired, and is gone now.
+    pub fn run(&mut self, pdns: &PowerDns, model: &Model) -> Vec<usize> {
+        let stored = read_all(pdns, model);
+        let live: BTreeMap<Key, usize> = model
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.live)
+            .map(|(i, s)| ((model.name(s), s.rec.rtype.to_string()), i))
+            .collect();
+        let gone = self
+            .present
+            .keys()
+            .filter(|k| live.contains_key(*k) && !stored.contains_key(*k))
+            .map(|k| live[k])
+            .collect();
+        self.present = live
+            .into_iter()
+            .filter(|(k, _)| stored.contains_key(k))
+            .collect();
+        gone
+    }
 }

@@ -245,7 +245,10 @@ impl FaultInjector {
         if ops.is_empty() {
             return Ok(());
         }
-        self.inner.call(cx, Call::Apply { ops: &ops }).await.map(drop)
+        self.inner
+            .call(cx, Call::Apply { ops: &ops })
+            .await
+            .map(drop)
     }
 }
 
