@@ -269,32 +269,25 @@ async fn another_writer_writes_first_then_the_call_proceeds() {
 /// writer tries again, and the call behind it still finds the record taken.
 #[tokio::test(start_paused = true)]
 async fn another_writer_retries_a_transient_failure_of_its_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
-    let memory = MemoryProvider::new(store, vec![zone()]).unwrap();
     // Below the other writer: its first write is refused with a 503.
-    let flaky = Arc::new(FaultInjector::new(
-        "acct",
-        Arc::new(Driver(Arc::new(memory.clone()))),
-        rules("[[faults]]\nop = \"apply\"\naction = \"unavailable\"\ntimes = 1\n").unwrap(),
-    ));
+    let below = setup("[[faults]]\nop = \"apply\"\naction = \"unavailable\"\ntimes = 1\n");
     let faults = Arc::new(FaultInjector::new(
         "acct",
-        flaky.clone(),
+        below.faults.clone(),
         rules(
             "[[faults]]\nop = \"apply\"\naction = \"other_writer\"\ntimes = 1\n\
              records = [{ name = \"taken.example.com.\", type = \"A\", values = [\"198.51.100.7\"] }]\n",
         )
         .unwrap(),
     ));
-    let stack = Stack::new(faults, "memory", memory.capabilities());
+    let stack = Stack::new(faults, "memory", below.memory.capabilities());
     let e = stack
         .apply(&cx(), &[RRSetOp::create(a("taken", "192.0.2.1"))])
         .await
         .unwrap_err();
     assert_eq!(e.class, ErrorClass::Conflict, "the record was taken first");
-    assert_eq!(flaky.fired().get("unavailable"), Some(&1));
-    let all = memory.store().list(&zone(), None).unwrap().0;
+    assert_eq!(below.faults.fired().get("unavailable"), Some(&1));
+    let all = below.memory.store().list(&zone(), None).unwrap().0;
     let key = a("taken", "198.51.100.7").key;
     assert_eq!(all, vec![RRSet::new(key, 300, &["198.51.100.7"]).unwrap()]);
 }
