@@ -100,6 +100,7 @@ fn main() {
                     max_concurrent_batches: args.concurrency,
                     bin_dir: bin_dir.clone(),
                     log_filter: "warn".into(),
+                    ..ClusterOptions::default()
                 },
             );
             // The planner's first read of every zone, before the clock starts.

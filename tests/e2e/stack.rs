@@ -297,24 +297,8 @@ fn tail(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// A `DNSEndpoint` manifest with the given endpoints `(dnsName, type, targets)`.
-pub fn endpoints(name: &str, eps: &[(&str, &str, &[&str])]) -> String {
-    let mut s = format!(
-        "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  endpoints:\n"
-    );
-    for (dns, t, targets) in eps {
-        s.push_str(&format!(
-            "    - dnsName: {dns}\n      recordType: {t}\n      recordTTL: 60\n      targets:\n"
-        ));
-        for target in *targets {
-            s.push_str(&format!(
-                "        - {}\n",
-                serde_json::to_string(target).expect("json")
-            ));
-        }
-    }
-    s
-}
+/// Moved to the shared test support, where the soak benchmark writes them too.
+pub use dnsplane_e2e::records::endpoints;
 
 /// Seeds the embedded provider's store directly (no applier running): another writer.
 pub fn seed(state_dir: &Path, records: &[(&str, &str, &str)]) {

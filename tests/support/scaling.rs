@@ -68,6 +68,13 @@ pub struct ClusterOptions {
     pub log_filter: String,
     /// Directory holding `dnsplane-planner` and `dnsplane-applier`.
     pub bin_dir: PathBuf,
+    /// Appended to the `pdns` account's table in applier.toml (`[[accounts.faults]]`).
+    pub account_extra: String,
+    /// Appended to planner.toml (`[[sources]]`, `[safety]`).
+    pub planner_extra: String,
+    /// The planner's `sync.interval` (full re-read) and `sync.retry_max`.
+    pub sync_interval: String,
+    pub retry_max: String,
 }
 
 impl Default for ClusterOptions {
@@ -79,6 +86,10 @@ impl Default for ClusterOptions {
             max_concurrent_batches: 8,
             log_filter: "info".into(),
             bin_dir: crate::bin_dir(),
+            account_extra: String::new(),
+            planner_extra: String::new(),
+            sync_interval: "10m".into(),
+            retry_max: "1s".into(),
         }
     }
 }
@@ -93,6 +104,9 @@ pub struct Cluster {
     pub zones: Vec<Name>,
     pub applier_ports: Vec<u16>,
     appliers: Vec<Option<Proc>>,
+    /// Starts of each applier so far (its log is `applier{i}.log`, then
+    /// `applier{i}.{n}.log` after the n-th restart).
+    starts: Vec<usize>,
     pub planner_port: u16,
     planner: Option<Proc>,
     opts: ClusterOptions,
@@ -107,14 +121,15 @@ impl Cluster {
         let zone_list: Vec<String> = zones.iter().map(|z| format!("\"{z}\"")).collect();
         let applier_toml = format!(
             "max_concurrent_batches = {}\ncache_ttl = \"10m\"\n\n[[accounts]]\nname = \"{ACCOUNT}\"\n\
-             driver = \"pdns\"\nzones = [{}]\napi_url = \"{api_url}\"\napi_key_file = \"{}\"\n{}",
+             driver = \"pdns\"\nzones = [{}]\napi_url = \"{api_url}\"\napi_key_file = \"{}\"\n{}{}",
             opts.max_concurrent_batches,
             zone_list.join(", "),
             pdns.api_key_file.display(),
             opts.quota
                 .as_ref()
                 .map(QuotaToml::render)
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            opts.account_extra
         );
         std::fs::write(dir.path().join("applier.toml"), applier_toml).expect("applier.toml");
         let applier_ports: Vec<u16> = (0..opts.appliers).map(|_| free_port()).collect();
@@ -131,10 +146,13 @@ impl Cluster {
             dir.path().join("planner.toml"),
             format!(
                 "owner_id = \"e2e\"\nappliers = [{}]\n[pool]\nhealth_interval = \"200ms\"\n\
-                 [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\
-                 [batch]\nmax_changes = {}\n{zones_toml}",
+                 [sync]\ninterval = \"{}\"\nmin_interval = \"100ms\"\nretry_min = \"200ms\"\nretry_max = \"{}\"\n\
+                 [batch]\nmax_changes = {}\n{zones_toml}{}",
                 addrs.join(", "),
-                opts.batch_max_changes
+                opts.sync_interval,
+                opts.retry_max,
+                opts.batch_max_changes,
+                opts.planner_extra
             ),
         )
         .expect("planner.toml");
@@ -157,6 +175,7 @@ impl Cluster {
             .collect();
         let mut c = Cluster {
             zones: zones.to_vec(),
+            starts: vec![1; appliers.len()],
             appliers,
             applier_ports,
             planner_port,
@@ -198,6 +217,22 @@ impl Cluster {
         }
     }
 
+    /// Starts applier `i` again on its port (killing it first if it runs), logging
+    /// into a new file so the killed one's log stays; returns once it serves.
+    pub fn restart_applier(&mut self, i: usize) {
+        self.kill_applier(i);
+        let name = format!("applier{i}.{}", self.starts[i]);
+        self.starts[i] += 1;
+        let port = self.applier_ports[i];
+        self.appliers[i] = Some(spawn(&self.opts, self.dir.path(), &name, port, "applier"));
+        self.wait_applier(i);
+    }
+
+    /// Whether applier `i` runs (it was not killed, or was restarted since).
+    pub fn applier_running(&self, i: usize) -> bool {
+        self.appliers[i].is_some()
+    }
+
     fn planner(&self) -> Option<PlannerClient<Channel>> {
         let addr = format!("http://127.0.0.1:{}", self.planner_port);
         self.rt
@@ -223,6 +258,30 @@ impl Cluster {
             .into_inner()
             .accepted;
         assert_eq!(accepted as usize, n, "every pushed record accepted");
+    }
+
+    /// Every record state that is not converged, all zones, all pages
+    /// (`ListRecordStates`).
+    pub fn record_states(&self) -> Vec<pb::RecordState> {
+        let mut c = self.planner().expect("planner client");
+        let mut out = Vec::new();
+        let mut token = String::new();
+        loop {
+            let page = self
+                .rt
+                .block_on(c.list_record_states(pb::ListRecordStatesRequest {
+                    page_size: 5000,
+                    page_token: token,
+                    ..Default::default()
+                }))
+                .unwrap_or_else(|e| panic!("ListRecordStates: {e}"))
+                .into_inner();
+            out.extend(page.records);
+            if page.next_page_token.is_empty() {
+                return out;
+            }
+            token = page.next_page_token;
+        }
     }
 
     /// The planner's status.

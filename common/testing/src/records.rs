@@ -45,3 +45,23 @@ pub fn batch(id: &str, account: &str, zone: &Name, changes: &[Change]) -> pb::Ap
 pub fn key(name: &str, t: RecordType) -> RecordKey {
     RecordKey::new(zone(), Name::parse(name).expect("name"), t)
 }
+
+/// A `DNSEndpoint` manifest named `name` with the given endpoints `(dnsName, type,
+/// targets)`, each with TTL 60, as a file source reads them.
+pub fn endpoints(name: &str, eps: &[(&str, &str, &[&str])]) -> String {
+    let mut s = format!(
+        "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  endpoints:\n"
+    );
+    for (dns, t, targets) in eps {
+        s.push_str(&format!(
+            "    - dnsName: {dns}\n      recordType: {t}\n      recordTTL: 60\n      targets:\n"
+        ));
+        for target in *targets {
+            s.push_str(&format!(
+                "        - {}\n",
+                serde_json::to_string(target).expect("json")
+            ));
+        }
+    }
+    s
+}

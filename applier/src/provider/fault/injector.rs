@@ -13,6 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Attempts of the other writer's read-and-write, on transient or ambiguous answers.
+const OTHER_WRITER_ATTEMPTS: u32 = 5;
+
 /// The names a call touches, for the `names` filter.
 enum Touch<'a> {
     /// Serial, zone list: no names.
@@ -176,8 +179,36 @@ impl FaultInjector {
     }
 
     /// Another writer's changes: each record set unconditionally (read, then write with
-    /// what was read as the precondition), straight through the inner layer.
+    /// what was read as the precondition), straight through the inner layer. A real
+    /// provider answers concurrent writes with transient errors (PowerDNS on sqlite:
+    /// "database is locked"); the other writer retries those, as a real one would, so
+    /// that a rule that fired did write.
     async fn other_writer(&self, cx: &CallCx, zone: &Name, records: &[(RecordKey, Option<RRSet>)]) {
+        for attempt in 1..=OTHER_WRITER_ATTEMPTS {
+            match self.other_writer_once(cx, zone, records).await {
+                Ok(()) => return,
+                Err(e)
+                    if attempt < OTHER_WRITER_ATTEMPTS
+                        && matches!(e.class, ErrorClass::Transient | ErrorClass::Ambiguous) =>
+                {
+                    tracing::debug!(target: LOG_TARGET, account = %self.account, error = %e, attempt, "The other writer's write failed; it tries again.");
+                    tokio::time::sleep(Duration::from_millis(25 << attempt)).await;
+                }
+                Err(e) => {
+                    tracing::warn!(target: LOG_TARGET, account = %self.account, error = %e, attempt, "The other writer's write failed.");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One read-then-write of the other writer (a read that fails: it writes blind).
+    async fn other_writer_once(
+        &self,
+        cx: &CallCx,
+        zone: &Name,
+        records: &[(RecordKey, Option<RRSet>)],
+    ) -> Result<(), ProviderError> {
         let names: Vec<Name> = records.iter().map(|(k, _)| k.name.clone()).collect();
         let read = self
             .inner
@@ -212,11 +243,12 @@ impl FaultInjector {
             })
             .collect();
         if ops.is_empty() {
-            return;
+            return Ok(());
         }
-        if let Err(e) = self.inner.call(cx, Call::Apply { ops: &ops }).await {
-            tracing::warn!(target: LOG_TARGET, account = %self.account, error = %e, "The other writer's write failed.");
-        }
+        self.inner
+            .call(cx, Call::Apply { ops: &ops })
+            .await
+            .map(drop)
     }
 }
 

@@ -264,6 +264,34 @@ async fn another_writer_writes_first_then_the_call_proceeds() {
     assert_eq!(all, vec![RRSet::new(key, 300, &["198.51.100.7"]).unwrap()]);
 }
 
+/// A provider that answers the other writer's write with a transient error (PowerDNS's
+/// sqlite under concurrent writes) does not make the rule a silent no-op: the other
+/// writer tries again, and the call behind it still finds the record taken.
+#[tokio::test(start_paused = true)]
+async fn another_writer_retries_a_transient_failure_of_its_write() {
+    // Below the other writer: its first write is refused with a 503.
+    let below = setup("[[faults]]\nop = \"apply\"\naction = \"unavailable\"\ntimes = 1\n");
+    let faults = Arc::new(FaultInjector::new(
+        "acct",
+        below.faults.clone(),
+        rules(
+            "[[faults]]\nop = \"apply\"\naction = \"other_writer\"\ntimes = 1\n\
+             records = [{ name = \"taken.example.com.\", type = \"A\", values = [\"198.51.100.7\"] }]\n",
+        )
+        .unwrap(),
+    ));
+    let stack = Stack::new(faults, "memory", below.memory.capabilities());
+    let e = stack
+        .apply(&cx(), &[RRSetOp::create(a("taken", "192.0.2.1"))])
+        .await
+        .unwrap_err();
+    assert_eq!(e.class, ErrorClass::Conflict, "the record was taken first");
+    assert_eq!(below.faults.fired().get("unavailable"), Some(&1));
+    let all = below.memory.store().list(&zone(), None).unwrap().0;
+    let key = a("taken", "198.51.100.7").key;
+    assert_eq!(all, vec![RRSet::new(key, 300, &["198.51.100.7"]).unwrap()]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn latency_and_timeout_hold_the_call() {
     let s = setup(
