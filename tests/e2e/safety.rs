@@ -398,3 +398,116 @@ fn records_deleted_by_someone_else_are_put_back_within_seconds() {
     // Back well before the next full read (a bounded wait, not a timing claim).
     wait_owned(&s, &set(&pushed));
 }
+
+/// The durable desired state under `kill -9`: a planner whose source changes many times
+/// a second is killed at arbitrary moments; each time, what its state directory holds
+/// is one complete version of the source (never a torn or empty one), and a planner
+/// started on it serves that version before it has read anything else.
+#[test]
+fn the_accepted_state_survives_kill_9_at_any_moment() {
+    use dnsplane_e2e::{Proc, free_port, wait_for};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let zone = Name::parse("example.com.").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("desired");
+    std::fs::create_dir(&desired).unwrap();
+    let file = desired.join("web.yaml");
+    // Version k holds 10 + k records: the stored record count names the version.
+    let version = |k: usize| manifest(&zone, "web", &names("v", 10 + k));
+    std::fs::write(&file, version(0)).unwrap();
+    let config = dir.path().join("planner.toml");
+    std::fs::write(
+        &config,
+        "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n\n[sync]\nsource_poll = \"10ms\"\n\n\
+         [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\n",
+    )
+    .unwrap();
+    let stored = || -> Option<usize> {
+        // The store's own reader; the file source's state is one list per file.
+        let store =
+            dnsplane_planner::store::DesiredStore::open(&dir.path().join(".dnsplane-state"))
+                .expect("the state directory opens");
+        let key = format!("file:{}", desired.display());
+        let state: Option<serde_json::Value> = store.get(&key).expect("a complete, readable state");
+        state.map(|s| {
+            s.as_object().map_or(0, |m| {
+                m.values().map(|v| v.as_array().map_or(0, Vec::len)).sum()
+            })
+        })
+    };
+    for round in 0..8 {
+        let port = free_port();
+        let mut planner = Proc::spawn_with_env(
+            "planner",
+            &binary("dnsplane-planner"),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ],
+            &[("DNSPLANE_PLANNER_ADMIN_LISTEN", "off")],
+            dir.path().join(format!("planner-{round}.log")),
+        );
+        // Once it has stored its first state (a slow start on a busy machine must not
+        // fail the test), rewrite the source as fast as the planner can take it, and
+        // kill -9 it in the middle of that.
+        wait_for(WAIT, stored).expect("the planner stores its first state");
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                let mut k = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    k = (k + 1) % 40;
+                    std::fs::write(&file, version(k)).unwrap();
+                    std::thread::sleep(Duration::from_millis(7));
+                }
+            });
+            std::thread::sleep(Duration::from_millis(300 + 97 * round as u64));
+            planner.kill();
+            stop.store(true, Ordering::Relaxed);
+        });
+        let n = stored().expect("a state was stored");
+        assert!(
+            (10..50).contains(&n),
+            "round {round}: stored {n} records, no version has that many"
+        );
+    }
+    // A planner started on the last state serves it at once, even with the source
+    // broken in the meantime.
+    let n = stored().unwrap();
+    std::fs::write(&file, "").unwrap();
+    let port = free_port();
+    let _planner = Proc::spawn_with_env(
+        "planner",
+        &binary("dnsplane-planner"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+        &[("DNSPLANE_PLANNER_ADMIN_LISTEN", "off")],
+        dir.path().join("planner-last.log"),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let desired_now = wait_for(WAIT, || {
+        rt.block_on(async {
+            let mut c = dnsplane_common::pb::planner_client::PlannerClient::connect(format!(
+                "http://127.0.0.1:{port}"
+            ))
+            .await
+            .ok()?;
+            let s = c
+                .get_status(dnsplane_common::pb::GetStatusRequest {})
+                .await
+                .ok()?
+                .into_inner();
+            s.zones.first().map(|z| z.desired_records as usize)
+        })
+    });
+    assert_eq!(desired_now, Some(n), "the restored state is in force");
+}
