@@ -202,14 +202,25 @@ impl StateTable {
 
     /// The state of a desired record without an entry, built on demand: converged, or
     /// pending while the zone has never been read or its desired state changed and has
-    /// not been planned yet (`unplanned`).
+    /// not been planned yet (`unplanned`); `rejected` with the provider's reason when
+    /// the zone has never been read because its account refuses it (`refused`).
     pub fn without_entry(
         &self,
         key: &RecordKey,
         rrset: &RRSet,
         zone_read: bool,
         unplanned: bool,
+        refused: Option<&str>,
     ) -> RecordState {
+        if let (false, Some(why)) = (zone_read, refused) {
+            return RecordState {
+                desired: Some(rrset.clone()),
+                reason: format!("the provider account refuses the zone: {why}"),
+                last_error: why.to_string(),
+                updated: None,
+                ..RecordState::new(RecordStateKind::Rejected, SystemTime::UNIX_EPOCH)
+            };
+        }
         if !zone_read || unplanned {
             let reason = if zone_read {
                 "its desired state changed; not planned yet"
@@ -232,13 +243,15 @@ impl StateTable {
     }
 
     /// Records by state. Desired records without an entry are converged, except while
-    /// the zone has never been read, and at names whose desired state changed and has
-    /// not been planned yet (`unplanned`): those are pending.
+    /// the zone has never been read (pending, or rejected when its account `refused`
+    /// the read), and at names whose desired state changed and has not been planned
+    /// yet (`unplanned`): those are pending.
     pub fn counts<V>(
         &self,
         desired: &BTreeMap<RecordKey, V>,
         zone_read: bool,
         unplanned: &BTreeSet<Name>,
+        refused: bool,
     ) -> BTreeMap<RecordStateKind, u32> {
         let mut out = BTreeMap::new();
         let mut desired_with_state = 0;
@@ -256,9 +269,14 @@ impl StateTable {
         } else {
             without_state
         };
+        let waiting = if !zone_read && refused {
+            RecordStateKind::Rejected
+        } else {
+            RecordStateKind::Pending
+        };
         for (kind, n) in [
             (RecordStateKind::Converged, without_state - not_yet_planned),
-            (RecordStateKind::Pending, not_yet_planned),
+            (waiting, not_yet_planned),
         ] {
             if n > 0 {
                 *out.entry(kind).or_insert(0) += n as u32;

@@ -462,3 +462,43 @@ fn pdns_502_after_commit_ends_already_applied() {
 fn bind_502_after_commit_ends_already_applied() {
     ambiguous_after_commit(Kind::Bind);
 }
+
+/// A wrong API key: the applier's reads of the zone are refused (401), so the zone
+/// was never read. Its records must say so (`rejected`, with PowerDNS's answer) and
+/// the planner must be degraded, rather than leaving them `pending` forever.
+#[test]
+fn pdns_wrong_api_key_shows_records_rejected_with_the_providers_answer() {
+    let Some(tools) = Tools::find() else { return };
+    let Some(server) = RealServer::start(Kind::Pdns) else {
+        return;
+    };
+    let RealServer::Pdns(pdns) = &server else {
+        unreachable!("started PowerDNS")
+    };
+    std::fs::write(&pdns.api_key_file, "not-the-key").expect("write the key file");
+    let zone = server.zone().clone();
+    let s = RealStack::start(server, tools, Options::default());
+    let recs = workload::initial(3);
+    assert_eq!(s.push(desired(&zone, &recs)), 3);
+    let states = s.wait_until(
+        "the records to show rejected",
+        Duration::from_secs(30),
+        |s| {
+            let st = s.record_states(false);
+            (st.len() == 3
+                && st
+                    .iter()
+                    .all(|r| r.state == RecordStateKind::Rejected as i32))
+            .then_some(st)
+        },
+    );
+    for r in &states {
+        assert!(
+            r.reason.contains("401") && r.reason.contains("refuses"),
+            "the provider's answer is in the reason: {r:?}"
+        );
+    }
+    let (z, level) = s.zone_status();
+    assert_eq!(level, "degraded");
+    assert_eq!(z.records_by_state.get("rejected"), Some(&3), "{z:?}");
+}

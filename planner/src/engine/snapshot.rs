@@ -27,6 +27,11 @@ pub struct ZoneStatus {
     pub applier: String,
     /// Records the provider account refused (credentials, zone missing).
     pub rejected: bool,
+    /// Why the provider account refuses to read the zone (credentials, permissions,
+    /// zone missing), from the last full read; cleared by a successful one. While the
+    /// zone has never been read, its records show as `rejected` with this reason
+    /// rather than waiting as `pending`.
+    pub refused: Option<String>,
 }
 
 /// One zone as the status API shows it.
@@ -192,7 +197,12 @@ impl Engine {
                 let (records, next_retry) = {
                     let states = lock(&z.states);
                     (
-                        states.counts(zone_desired, zone_read, &unplanned),
+                        states.counts(
+                            zone_desired,
+                            zone_read,
+                            &unplanned,
+                            status.refused.is_some(),
+                        ),
                         states.next_retry(),
                     )
                 };
@@ -259,6 +269,7 @@ impl Engine {
                 continue;
             }
             let zone_read = lock(&zone.view).is_some();
+            let refused = lock(&zone.status).refused.clone();
             let unplanned = lock(&zone.dirty).clone();
             let states = lock(&zone.states);
             let zone_desired = desired.zone(name).unwrap_or(&empty);
@@ -292,6 +303,7 @@ impl Engine {
                             &zone_desired[key].rrset,
                             zone_read,
                             unplanned.contains(&key.name),
+                            refused.as_deref(),
                         );
                         if !keep(s.kind) {
                             continue;

@@ -98,6 +98,28 @@ impl SyncError {
     }
 }
 
+impl SyncError {
+    /// The provider's reason when the applier refused the zone's read for good
+    /// (credentials, permissions, zone missing, the account's circuit open): retrying
+    /// soon will not help, and the zone's records say so.
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            SyncError::List { source, .. }
+                if matches!(
+                    source.code,
+                    tonic::Code::FailedPrecondition
+                        | tonic::Code::NotFound
+                        | tonic::Code::PermissionDenied
+                        | tonic::Code::Unauthenticated
+                ) =>
+            {
+                Some(&source.message)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// What one sync did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SyncSummary {
@@ -261,13 +283,19 @@ impl Engine {
                 Ok(_) => {
                     if scope.is_zone() {
                         st.initial_sync_done = true;
+                        st.refused = None;
                     }
                     st.last_success = st.last_sync;
                     st.last_error.clear();
                 }
                 // Standing by is not a fault of the zone.
                 Err(e) if e.is_lease() => {}
-                Err(e) => st.last_error = e.to_string(),
+                Err(e) => {
+                    st.last_error = e.to_string();
+                    if let Some(why) = e.refusal() {
+                        st.refused = Some(why.to_string());
+                    }
+                }
             }
         }
         if let Err(e) = &result {

@@ -254,12 +254,32 @@ fn blocked_records_and_convergence_by_absence() {
     let mut plan = plan_of(vec![], vec![]);
     table.fold_plan(|_| true, &want, |_| None, &mut plan, t0(), CLOCK);
     assert!(table.get(&r.key).is_none() && table.get(&p.key).is_none());
-    let counts = table.counts(&want, true, &BTreeSet::new());
+    let counts = table.counts(&want, true, &BTreeSet::new(), false);
     assert_eq!(counts.get(&RecordStateKind::Converged), Some(&2));
     // Before the first read, desired records are pending, not converged.
-    let counts = table.counts(&want, false, &BTreeSet::new());
+    let counts = table.counts(&want, false, &BTreeSet::new(), false);
     assert_eq!(counts.get(&RecordStateKind::Pending), Some(&2));
     assert_eq!(counts.get(&RecordStateKind::Converged), None);
+}
+
+/// A zone whose account refuses the read (a wrong API key) never read: its records are
+/// rejected with the provider's reason, not pending forever.
+#[test]
+fn a_refused_zone_shows_its_records_rejected_with_the_reason() {
+    let r = rrset("a", "192.0.2.1");
+    let want = desired(std::slice::from_ref(&r));
+    let table = StateTable::default();
+    let counts = table.counts(&want, false, &BTreeSet::new(), true);
+    assert_eq!(counts.get(&RecordStateKind::Rejected), Some(&1));
+    assert_eq!(counts.get(&RecordStateKind::Pending), None);
+    let why = "provider: 401 Unauthorized";
+    let s = table.without_entry(&r.key, &r, false, false, Some(why));
+    assert_eq!(s.kind, RecordStateKind::Rejected);
+    assert!(s.reason.contains(why) && s.last_error == why, "{s:?}");
+    // Once the zone has been read, the refusal of a later read does not hide what is
+    // known: the record is converged.
+    let s = table.without_entry(&r.key, &r, true, false, Some(why));
+    assert_eq!(s.kind, RecordStateKind::Converged);
 }
 
 /// A plan scoped to some names leaves the other names' states alone.
