@@ -6,8 +6,10 @@
 //! - [`schedule`]: *when* a zone syncs (start, source changes, due retries, the
 //!   periodic drift check, becoming the lease's leader) and the zone-level backoff
 //!   after a failed sync; nothing while standby;
-//! - [`sync`]: *what* one sync does: read, plan (also the `Plan` dry run), send batches,
-//!   each only with the lease's permit;
+//! - [`sync`]: *what* one sync does, in order; [`read`]: reading through the applier and
+//!   planning (also the `Plan` dry run); [`send`]: the batches over one `Apply` stream,
+//!   each only with the lease's permit; [`approve`]: the mass-change guard in the sync,
+//!   and `Approve`;
 //! - [`fold`]: results from the applier into the observed view and the state table;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
@@ -33,7 +35,9 @@ use tokio_util::task::TaskTracker;
 
 mod approve;
 mod fold;
+mod read;
 mod schedule;
+mod send;
 mod snapshot;
 mod sync;
 

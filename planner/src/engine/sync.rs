@@ -7,23 +7,19 @@
 //! its deadline is cut to the leader's window. A planner that loses the lease mid-sync
 //! stops at the next batch; what it did not send comes back on the records' clocks.
 //!
-//! The `Plan` RPC's dry run ([`Engine::preview`]) runs the same planning function and
-//! stops before folding or sending: what it lists is what the next sync would send,
-//! and what it holds back is shown with the state that holds it.
+//! Here: what a sync is (its scope, errors, progress) and the run of one sync. How it
+//! reads and plans is in [`super::read`] (with the `Plan` RPC's dry run, which stops
+//! before folding or sending); how it sends is in [`super::send`].
 use super::{Engine, ZoneRuntime, lock};
-use crate::batcher;
 use crate::client::{self, ApplierCallError};
-use crate::desired::DesiredRecord;
 use crate::events;
-use crate::observed::ZoneView;
-use crate::ownership;
-use crate::plan::{PlannedChange, ZonePlan, plan_zone};
+use crate::plan::ZonePlan;
 use crate::pool::Member;
 use crate::state::RecordState;
-use dnsplane_common::{Name, Outcome, RRSet, RecordKey, RecordType};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use dnsplane_common::{Name, Outcome, RecordKey};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
 use std::time::{Instant, SystemTime};
 use tokio::sync::mpsc;
 use tracing::{Instrument, info_span};
@@ -158,7 +154,7 @@ pub struct SyncProgress {
 }
 
 impl SyncProgress {
-    fn new(zone: &Name, phase: Phase, summary: &SyncSummary) -> Self {
+    pub(super) fn new(zone: &Name, phase: Phase, summary: &SyncSummary) -> Self {
         SyncProgress {
             zone: zone.clone(),
             phase,
@@ -180,25 +176,9 @@ pub struct Preview {
     pub held: Option<crate::guard::HeldPlan>,
 }
 
-/// The desired records of one zone a sync plans with: all of them (borrowed from the
-/// index) or those at some names (copied out).
-enum DesiredScope<'a> {
-    Zone(&'a BTreeMap<RecordKey, DesiredRecord>),
-    Names(BTreeMap<RecordKey, DesiredRecord>),
-}
+pub(super) type Progress<'a> = Option<&'a mpsc::Sender<SyncProgress>>;
 
-impl DesiredScope<'_> {
-    fn records(&self) -> &BTreeMap<RecordKey, DesiredRecord> {
-        match self {
-            DesiredScope::Zone(d) => d,
-            DesiredScope::Names(d) => d,
-        }
-    }
-}
-
-type Progress<'a> = Option<&'a mpsc::Sender<SyncProgress>>;
-
-async fn send(progress: Progress<'_>, p: SyncProgress) {
+pub(super) async fn send(progress: Progress<'_>, p: SyncProgress) {
     if let Some(tx) = progress {
         let _ = tx.send(p).await;
     }
@@ -384,262 +364,15 @@ impl Engine {
         Ok(summary)
     }
 
-    /// Reads what `scope` needs and plans it: the planning function of every sync and
-    /// of the dry run. `fold` sees the desired records, the view planned against and
-    /// the plan, under the desired-state read lock, and may cut the plan down (a sync
-    /// folds it into the state table; the dry run only looks).
-    async fn plan_scope<R>(
-        &self,
-        zone: &Arc<ZoneRuntime>,
-        scope: &Scope,
-        fresh: bool,
-        fold: impl FnOnce(&BTreeMap<RecordKey, DesiredRecord>, &ZoneView, &mut ZonePlan) -> R,
-    ) -> Result<(ZonePlan, R), SyncError> {
-        let name = &zone.cfg.name;
-        match scope {
-            Scope::Zone => {
-                let (current, serial) = self.list_zone(&zone.cfg.name, fresh, &[]).await?;
-                *lock(&zone.serial) = (serial != 0).then_some(serial);
-                let desired = self.desired();
-                let empty = BTreeMap::new();
-                let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
-                let view = ZoneView::shared(current, Some(zone_desired.records()));
-                let mut plan = plan_zone(
-                    &zone.cfg,
-                    &self.config.owner_id,
-                    zone_desired.records(),
-                    &view,
-                );
-                let r = fold(zone_desired.records(), &view, &mut plan);
-                drop(desired);
-                *lock(&zone.view) = Some(view);
-                Ok((plan, r))
-            }
-            Scope::Names(names) => {
-                let known = lock(&zone.view).as_ref().map(|v| v.subset(name, names));
-                let view = match known {
-                    Some(v) if !fresh => v,
-                    _ => {
-                        let query = with_owner_names(name, names);
-                        let read = ZoneView::new(self.list_zone(name, true, &query).await?.0);
-                        if let Some(v) = lock(&zone.view).as_mut() {
-                            v.replace_names(name, names, read.subset(name, names));
-                        }
-                        read
-                    }
-                };
-                let scoped = DesiredScope::Names(self.desired().at_names(name, names));
-                let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, scoped.records(), &view);
-                let r = fold(scoped.records(), &view, &mut plan);
-                Ok((plan, r))
-            }
-        }
-    }
-
-    /// The `Plan` dry run of `zone`: a fresh plan of the whole zone against a read
-    /// through the applier (`fresh`: bypassing its cache), with the changes a sync
-    /// would withhold now set apart. Changes nothing.
-    pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
-        let z = self.zone_or_err(zone)?;
-        let (current, _) = self.list_zone(zone, fresh, &[]).await?;
-        let desired = self.desired();
-        let empty = BTreeMap::new();
-        let zone_desired = desired.zone(zone).unwrap_or(&empty);
-        let view = ZoneView::new(current);
-        let mut plan = plan_zone(&z.cfg, &self.config.owner_id, zone_desired, &view);
-        let withheld: Vec<(RecordKey, RecordState)> = {
-            let states = lock(&z.states);
-            states
-                .withheld(&plan, zone_desired, SystemTime::now())
-                .into_iter()
-                .map(|(k, s)| (k.clone(), s.clone()))
-                .collect()
-        };
-        let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
-        plan.changes.retain(|c| !held.contains(c.change.key()));
-        drop(held);
-        let items = crate::guard::guarded(zone, &plan.changes);
-        let guarded = crate::guard::check(&self.config.safety, items, || {
-            view.owned_by(&self.config.owner_id)
-        })
-        .filter(|h| lock(&z.approved).as_deref() != Some(h.digest.as_str()));
-        Ok(Preview {
-            plan,
-            withheld,
-            held: guarded,
-        })
-    }
-
-    /// Reads `zone` through its applier (all pages); only `names` when not empty. With
-    /// the zone's serial (0: the provider has none).
-    pub async fn list_zone(
-        &self,
-        zone: &Name,
-        fresh: bool,
-        names: &[Name],
-    ) -> Result<(Vec<RRSet>, u64), SyncError> {
-        let z = self.zone_or_err(zone)?;
-        let member = self.member_for(zone)?;
-        client::list(&member, &z.cfg.account, zone, fresh, names)
-            .await
-            .map_err(|e| {
-                if e.is_transport() {
-                    self.pool.mark_failed(&member, &e.message);
-                }
-                SyncError::List {
-                    zone: zone.clone(),
-                    source: e,
-                }
-            })
-    }
-
-    /// Sends a plan's changes as batches over one `Apply` stream and folds the results
-    /// in. Whatever gets no result (a broken stream) is retried on the record's clock.
-    async fn apply_plan(
-        &self,
-        zone: &Arc<ZoneRuntime>,
-        changes: Vec<PlannedChange>,
-        summary: &mut SyncSummary,
-        progress: Progress<'_>,
-    ) -> Result<(), SyncError> {
-        let name = zone.cfg.name.clone();
-        // Shared with the sender task; results find their change through `by_id`
-        // (batch, position), so no change is copied.
-        let batches = Arc::new(batcher::cut(
-            changes,
-            self.config.batch.max_changes,
-            self.config.batch.max_bytes,
-        ));
-        let by_id: HashMap<String, (usize, usize)> = batches
-            .iter()
-            .enumerate()
-            .flat_map(|(b, batch)| {
-                batch
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, c)| (c.change.id.clone(), (b, i)))
-            })
-            .collect();
-        let total = batches.len();
-        let deadline = self.config.sync.batch_deadline;
-        let prefix = self.batch_prefix(&name);
-        let (tx, rx) = client::batch_channel();
-        // Batches sent, and `total` unless the lease stopped the sender.
-        let stopped_at = Arc::new(AtomicUsize::new(total));
-        let sender = {
-            let zone = zone.clone();
-            let batches = batches.clone();
-            let lease = self.lease.clone();
-            let owner = self.config.owner_id.clone();
-            let stopped_at = stopped_at.clone();
-            tokio::spawn(async move {
-                for (i, batch) in batches.iter().enumerate() {
-                    // The last moment before the batch leaves this planner.
-                    let Some(permit) = lease.permit() else {
-                        stopped_at.store(i, Ordering::SeqCst);
-                        return;
-                    };
-                    {
-                        let now = SystemTime::now();
-                        let mut states = lock(&zone.states);
-                        for c in batch {
-                            states.in_flight(c.change.key(), now);
-                        }
-                    }
-                    let sent = tx
-                        .send(
-                            format!("{prefix}-{i}"),
-                            &zone.cfg.account,
-                            &zone.cfg.name,
-                            batch.iter().map(|c| &c.change),
-                            permit.cap(SystemTime::now() + deadline),
-                            (&owner, permit.epoch),
-                        )
-                        .await;
-                    if !sent {
-                        return;
-                    }
-                }
-            })
-        };
-        let member = self.member_for(&name)?;
-        lock(&zone.status).applier = member.addr.clone();
-        let stream_err = |e: ApplierCallError| {
-            if e.is_transport() {
-                // Its batches come back to the records' own clocks and go, on the next
-                // sync, to the next applier in rendezvous order.
-                self.pool.mark_failed(&member, &e.message);
-            }
-            SyncError::Apply {
-                zone: name.clone(),
-                source: e,
-            }
-        };
-        let outcome = async {
-            let mut responses = client::apply(&member, rx).await.map_err(stream_err)?;
-            let mut done = 0;
-            while done < total {
-                let Some(resp) = responses.next().await.map_err(stream_err)? else {
-                    return Err(SyncError::StreamEnded {
-                        zone: name.clone(),
-                        done,
-                        total,
-                    });
-                };
-                self.fold_results(zone, &batches, &by_id, &resp.results, summary);
-                if resp.done {
-                    done += 1;
-                }
-                send(progress, SyncProgress::new(&name, Phase::Applying, summary)).await;
-            }
-            Ok(())
-        }
-        .await;
-        sender.abort();
-        let sent = stopped_at.load(Ordering::SeqCst);
-        let outcome = match outcome {
-            Err(SyncError::StreamEnded { .. }) if sent < total => Err(SyncError::LeaseLost {
-                zone: name.clone(),
-                sent,
-                total,
-            }),
-            other => other,
-        };
-        if let Err(e) = &outcome {
-            lock(&zone.states).fold_lost(
-                batches.iter().flatten().map(|c| c.change.key()),
-                &e.to_string(),
-                SystemTime::now(),
-                self.retry_clock(),
-            );
-        }
-        outcome
-    }
-
-    fn zone_or_err(&self, zone: &Name) -> Result<Arc<ZoneRuntime>, SyncError> {
+    pub(super) fn zone_or_err(&self, zone: &Name) -> Result<Arc<ZoneRuntime>, SyncError> {
         self.zone(zone)
             .cloned()
             .ok_or_else(|| SyncError::UnknownZone { zone: zone.clone() })
     }
 
-    fn member_for(&self, zone: &Name) -> Result<Arc<Member>, SyncError> {
+    pub(super) fn member_for(&self, zone: &Name) -> Result<Arc<Member>, SyncError> {
         self.pool
             .route(zone)
             .ok_or_else(|| SyncError::NoApplier { zone: zone.clone() })
     }
-}
-
-/// `names` plus the names of their ownership records: what a targeted read fetches.
-fn with_owner_names(zone: &Name, names: &BTreeSet<Name>) -> Vec<Name> {
-    let mut query: BTreeSet<Name> = names.clone();
-    for n in names {
-        for t in RecordType::ALL {
-            if let Some(k) =
-                ownership::owner_record_key(&RecordKey::new(zone.clone(), n.clone(), t))
-            {
-                query.insert(k.name);
-            }
-        }
-    }
-    query.into_iter().collect()
 }

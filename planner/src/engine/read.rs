@@ -1,0 +1,157 @@
+//! Reading a zone through its applier and planning it: the planning function every
+//! sync runs ([`Engine::plan_scope`]) and the `Plan` RPC's dry run
+//! ([`Engine::preview`]), which stops before folding or sending.
+use super::sync::{Preview, Scope, SyncError};
+use super::{Engine, ZoneRuntime, lock};
+use crate::client;
+use crate::desired::DesiredRecord;
+use crate::observed::ZoneView;
+use crate::ownership;
+use crate::plan::{ZonePlan, plan_zone};
+use crate::state::RecordState;
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// The desired records of one zone a sync plans with: all of them (borrowed from the
+/// index) or those at some names (copied out).
+enum DesiredScope<'a> {
+    Zone(&'a BTreeMap<RecordKey, DesiredRecord>),
+    Names(BTreeMap<RecordKey, DesiredRecord>),
+}
+
+impl DesiredScope<'_> {
+    fn records(&self) -> &BTreeMap<RecordKey, DesiredRecord> {
+        match self {
+            DesiredScope::Zone(d) => d,
+            DesiredScope::Names(d) => d,
+        }
+    }
+}
+
+impl Engine {
+    /// Reads what `scope` needs and plans it: the planning function of every sync and
+    /// of the dry run. `fold` sees the desired records, the view planned against and
+    /// the plan, under the desired-state read lock, and may cut the plan down (a sync
+    /// folds it into the state table; the dry run only looks).
+    pub(super) async fn plan_scope<R>(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        scope: &Scope,
+        fresh: bool,
+        fold: impl FnOnce(&BTreeMap<RecordKey, DesiredRecord>, &ZoneView, &mut ZonePlan) -> R,
+    ) -> Result<(ZonePlan, R), SyncError> {
+        let name = &zone.cfg.name;
+        match scope {
+            Scope::Zone => {
+                let (current, serial) = self.list_zone(&zone.cfg.name, fresh, &[]).await?;
+                *lock(&zone.serial) = (serial != 0).then_some(serial);
+                let desired = self.desired();
+                let empty = BTreeMap::new();
+                let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
+                let view = ZoneView::shared(current, Some(zone_desired.records()));
+                let mut plan = plan_zone(
+                    &zone.cfg,
+                    &self.config.owner_id,
+                    zone_desired.records(),
+                    &view,
+                );
+                let r = fold(zone_desired.records(), &view, &mut plan);
+                drop(desired);
+                *lock(&zone.view) = Some(view);
+                Ok((plan, r))
+            }
+            Scope::Names(names) => {
+                let known = lock(&zone.view).as_ref().map(|v| v.subset(name, names));
+                let view = match known {
+                    Some(v) if !fresh => v,
+                    _ => {
+                        let query = with_owner_names(name, names);
+                        let read = ZoneView::new(self.list_zone(name, true, &query).await?.0);
+                        if let Some(v) = lock(&zone.view).as_mut() {
+                            v.replace_names(name, names, read.subset(name, names));
+                        }
+                        read
+                    }
+                };
+                let scoped = DesiredScope::Names(self.desired().at_names(name, names));
+                let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, scoped.records(), &view);
+                let r = fold(scoped.records(), &view, &mut plan);
+                Ok((plan, r))
+            }
+        }
+    }
+
+    /// The `Plan` dry run of `zone`: a fresh plan of the whole zone against a read
+    /// through the applier (`fresh`: bypassing its cache), with the changes a sync
+    /// would withhold now set apart. Changes nothing.
+    pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
+        let z = self.zone_or_err(zone)?;
+        let (current, _) = self.list_zone(zone, fresh, &[]).await?;
+        let desired = self.desired();
+        let empty = BTreeMap::new();
+        let zone_desired = desired.zone(zone).unwrap_or(&empty);
+        let view = ZoneView::new(current);
+        let mut plan = plan_zone(&z.cfg, &self.config.owner_id, zone_desired, &view);
+        let withheld: Vec<(RecordKey, RecordState)> = {
+            let states = lock(&z.states);
+            states
+                .withheld(&plan, zone_desired, SystemTime::now())
+                .into_iter()
+                .map(|(k, s)| (k.clone(), s.clone()))
+                .collect()
+        };
+        let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
+        plan.changes.retain(|c| !held.contains(c.change.key()));
+        drop(held);
+        let items = crate::guard::guarded(zone, &plan.changes);
+        let guarded = crate::guard::check(&self.config.safety, items, || {
+            view.owned_by(&self.config.owner_id)
+        })
+        .filter(|h| lock(&z.approved).as_deref() != Some(h.digest.as_str()));
+        Ok(Preview {
+            plan,
+            withheld,
+            held: guarded,
+        })
+    }
+
+    /// Reads `zone` through its applier (all pages); only `names` when not empty. With
+    /// the zone's serial (0: the provider has none).
+    pub async fn list_zone(
+        &self,
+        zone: &Name,
+        fresh: bool,
+        names: &[Name],
+    ) -> Result<(Vec<RRSet>, u64), SyncError> {
+        let z = self.zone_or_err(zone)?;
+        let member = self.member_for(zone)?;
+        client::list(&member, &z.cfg.account, zone, fresh, names)
+            .await
+            .map_err(|e| {
+                if e.is_transport() {
+                    self.pool.mark_failed(&member, &e.message);
+                }
+                SyncError::List {
+                    zone: zone.clone(),
+                    source: e,
+                }
+            })
+    }
+}
+
+/// `names` plus the names of their ownership records: what a targeted read fetches.
+fn with_owner_names(zone: &Name, names: &BTreeSet<Name>) -> Vec<Name> {
+    let mut query: BTreeSet<Name> = names.clone();
+    for n in names {
+        for t in RecordType::ALL {
+            if let Some(k) =
+                ownership::owner_record_key(&RecordKey::new(zone.clone(), n.clone(), t))
+            {
+                query.insert(k.name);
+            }
+        }
+    }
+    query.into_iter().collect()
+}

@@ -1,0 +1,137 @@
+//! Sending a plan: its changes cut into batches, streamed over one `Apply` stream to
+//! the zone's applier, each batch only while this planner holds the lease, and every
+//! result folded back ([`super::fold`]).
+use super::sync::{Phase, Progress, SyncError, SyncProgress, SyncSummary, send};
+use super::{Engine, ZoneRuntime, lock};
+use crate::batcher;
+use crate::client::{self, ApplierCallError};
+use crate::plan::PlannedChange;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+impl Engine {
+    /// Sends a plan's changes as batches over one `Apply` stream and folds the results
+    /// in. Whatever gets no result (a broken stream) is retried on the record's clock.
+    pub(super) async fn apply_plan(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        changes: Vec<PlannedChange>,
+        summary: &mut SyncSummary,
+        progress: Progress<'_>,
+    ) -> Result<(), SyncError> {
+        let name = zone.cfg.name.clone();
+        // Shared with the sender task; results find their change through `by_id`
+        // (batch, position), so no change is copied.
+        let batches = Arc::new(batcher::cut(
+            changes,
+            self.config.batch.max_changes,
+            self.config.batch.max_bytes,
+        ));
+        let by_id: HashMap<String, (usize, usize)> = batches
+            .iter()
+            .enumerate()
+            .flat_map(|(b, batch)| {
+                batch
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, c)| (c.change.id.clone(), (b, i)))
+            })
+            .collect();
+        let total = batches.len();
+        let deadline = self.config.sync.batch_deadline;
+        let prefix = self.batch_prefix(&name);
+        let (tx, rx) = client::batch_channel();
+        // Batches sent, and `total` unless the lease stopped the sender.
+        let stopped_at = Arc::new(AtomicUsize::new(total));
+        let sender = {
+            let zone = zone.clone();
+            let batches = batches.clone();
+            let lease = self.lease.clone();
+            let owner = self.config.owner_id.clone();
+            let stopped_at = stopped_at.clone();
+            tokio::spawn(async move {
+                for (i, batch) in batches.iter().enumerate() {
+                    // The last moment before the batch leaves this planner.
+                    let Some(permit) = lease.permit() else {
+                        stopped_at.store(i, Ordering::SeqCst);
+                        return;
+                    };
+                    {
+                        let now = SystemTime::now();
+                        let mut states = lock(&zone.states);
+                        for c in batch {
+                            states.in_flight(c.change.key(), now);
+                        }
+                    }
+                    let sent = tx
+                        .send(
+                            format!("{prefix}-{i}"),
+                            &zone.cfg.account,
+                            &zone.cfg.name,
+                            batch.iter().map(|c| &c.change),
+                            permit.cap(SystemTime::now() + deadline),
+                            (&owner, permit.epoch),
+                        )
+                        .await;
+                    if !sent {
+                        return;
+                    }
+                }
+            })
+        };
+        let member = self.member_for(&name)?;
+        lock(&zone.status).applier = member.addr.clone();
+        let stream_err = |e: ApplierCallError| {
+            if e.is_transport() {
+                // Its batches come back to the records' own clocks and go, on the next
+                // sync, to the next applier in rendezvous order.
+                self.pool.mark_failed(&member, &e.message);
+            }
+            SyncError::Apply {
+                zone: name.clone(),
+                source: e,
+            }
+        };
+        let outcome = async {
+            let mut responses = client::apply(&member, rx).await.map_err(stream_err)?;
+            let mut done = 0;
+            while done < total {
+                let Some(resp) = responses.next().await.map_err(stream_err)? else {
+                    return Err(SyncError::StreamEnded {
+                        zone: name.clone(),
+                        done,
+                        total,
+                    });
+                };
+                self.fold_results(zone, &batches, &by_id, &resp.results, summary);
+                if resp.done {
+                    done += 1;
+                }
+                send(progress, SyncProgress::new(&name, Phase::Applying, summary)).await;
+            }
+            Ok(())
+        }
+        .await;
+        sender.abort();
+        let sent = stopped_at.load(Ordering::SeqCst);
+        let outcome = match outcome {
+            Err(SyncError::StreamEnded { .. }) if sent < total => Err(SyncError::LeaseLost {
+                zone: name.clone(),
+                sent,
+                total,
+            }),
+            other => other,
+        };
+        if let Err(e) = &outcome {
+            lock(&zone.states).fold_lost(
+                batches.iter().flatten().map(|c| c.change.key()),
+                &e.to_string(),
+                SystemTime::now(),
+                self.retry_clock(),
+            );
+        }
+        outcome
+    }
+}
