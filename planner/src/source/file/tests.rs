@@ -439,3 +439,69 @@ async fn watch_after_load_sends_only_what_changed() {
         .unwrap();
     drop(cancel);
 }
+
+/// A configured directory that becomes unreadable (here its parent turned into a file,
+/// so every look at it fails with ENOTDIR; the tests run as root, where permission
+/// bits would not stop a read) keeps its records and marks the source not ready; once
+/// it is back, the source is ready again with what it holds.
+#[test]
+fn an_unreadable_source_path_keeps_its_records_and_is_not_ready() {
+    let top = tempfile::tempdir().unwrap();
+    let desired = top.path().join("mount").join("desired");
+    write(
+        &desired,
+        "a.yaml",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    let mut src = FileSource::new([desired.clone()]);
+    assert_eq!(src.load().entries.len(), 1);
+
+    let mount = top.path().join("mount");
+    fs::rename(&mount, top.path().join("away")).unwrap();
+    fs::write(&mount, "not a directory").unwrap();
+    let snap = src.load();
+    assert_eq!(
+        keys(&snap.entries),
+        vec![entry("a.example.com.", "A", &["192.0.2.1"])],
+        "an unreadable path is not 'no records'"
+    );
+    assert_eq!(snap.unready.len(), 1, "{:?}", snap.unready);
+    assert!(
+        snap.unready[0].contains("cannot read"),
+        "{:?}",
+        snap.unready
+    );
+
+    fs::remove_file(&mount).unwrap();
+    fs::rename(top.path().join("away"), &mount).unwrap();
+    let snap = src.load();
+    assert!(snap.unready.is_empty(), "{:?}", snap.unready);
+    assert_eq!(snap.entries.len(), 1);
+}
+
+/// Not yet synced: a source restored from the store whose path is not there yet at
+/// the first load (a volume still mounting) serves the restored records, not none.
+#[test]
+fn a_restored_source_whose_path_is_not_there_yet_keeps_the_restored_records() {
+    let top = tempfile::tempdir().unwrap();
+    let desired = top.path().join("desired");
+    write(
+        &desired,
+        "a.yaml",
+        &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
+    );
+    let store = crate::store::DesiredStore::open(&top.path().join("state")).unwrap();
+    let mut first = FileSource::new([desired.clone()]);
+    first.with_store(store.clone()).unwrap();
+    assert_eq!(first.load().entries.len(), 1);
+
+    fs::remove_dir_all(&desired).unwrap();
+    let mut restarted = FileSource::new([desired.clone()]);
+    assert_eq!(restarted.with_store(store).unwrap(), 1);
+    let snap = restarted.load();
+    assert_eq!(
+        keys(&snap.entries),
+        vec![entry("a.example.com.", "A", &["192.0.2.1"])]
+    );
+    assert!(!snap.unready.is_empty());
+}
