@@ -122,11 +122,14 @@ impl DesiredStore {
         paths.sort();
         for path in paths {
             let bytes = fs::read(&path).map_err(io(&path))?;
-            // Read the key first, so other sources' states are not decoded as `T`.
-            let head: Envelope<serde::de::IgnoredAny> = decode(&path, &bytes)?;
-            if head.key.starts_with(prefix) {
-                let env: Envelope<T> = decode(&path, &bytes)?;
-                out.push((env.key, env.state));
+            // Parsed once; only the states under `prefix` are then read as `T`.
+            let env: Envelope<serde_json::Value> = decode(&path, &bytes)?;
+            if env.key.starts_with(prefix) {
+                let state = T::deserialize(env.state).map_err(|e| StoreError::Corrupt {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+                out.push((env.key, state));
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));

@@ -435,9 +435,10 @@ fn the_accepted_state_survives_kill_9_at_any_moment() {
             })
         })
     };
-    for round in 0..8 {
+    // A planner process on `config` (no applier: what is under test is its state).
+    let start = |log: &str| {
         let port = free_port();
-        let mut planner = Proc::spawn_with_env(
+        let planner = Proc::spawn_with_env(
             "planner",
             &binary("dnsplane-planner"),
             &[
@@ -447,8 +448,12 @@ fn the_accepted_state_survives_kill_9_at_any_moment() {
                 &format!("127.0.0.1:{port}"),
             ],
             &[("DNSPLANE_PLANNER_ADMIN_LISTEN", "off")],
-            dir.path().join(format!("planner-{round}.log")),
+            dir.path().join(log),
         );
+        (planner, port)
+    };
+    for round in 0..8 {
+        let (mut planner, _) = start(&format!("planner-{round}.log"));
         // Once it has stored its first state (a slow start on a busy machine must not
         // fail the test), rewrite the source as fast as the planner can take it, and
         // kill -9 it in the middle of that.
@@ -477,19 +482,7 @@ fn the_accepted_state_survives_kill_9_at_any_moment() {
     // broken in the meantime.
     let n = stored().unwrap();
     std::fs::write(&file, "").unwrap();
-    let port = free_port();
-    let _planner = Proc::spawn_with_env(
-        "planner",
-        &binary("dnsplane-planner"),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
-        &[("DNSPLANE_PLANNER_ADMIN_LISTEN", "off")],
-        dir.path().join("planner-last.log"),
-    );
+    let (_planner, port) = start("planner-last.log");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

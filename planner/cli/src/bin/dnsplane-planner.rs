@@ -45,14 +45,19 @@ fn main() -> std::process::ExitCode {
     if let Some(a) = args.applier.clone() {
         config.applier = a;
     }
-    // A source path that is missing or empty, or a state_dir that cannot be written,
-    // is a configuration error: refuse to start rather than plan against "no records".
-    if let Err(e) = dnsplane_planner::preflight(&config) {
-        eprintln!("dnsplane-planner: {}: {e}", args.config.display());
-        return std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG);
-    }
+    let shown = args.config.display().to_string();
     match dnsplane_cli::serve("dnsplane-planner", || serve(args, config)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // A source path that is missing or empty, or a state_dir that cannot be
+        // written, is a configuration error (`run` checks before it plans anything):
+        // refuse to start rather than plan against "no records".
+        Err(e)
+            if e.downcast_ref::<dnsplane_planner::PlannerError>()
+                .is_some_and(dnsplane_planner::PlannerError::is_config) =>
+        {
+            eprintln!("dnsplane-planner: {shown}: {e:#}");
+            std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG)
+        }
         Err(e) => {
             eprintln!("dnsplane-planner: {e:#}");
             std::process::ExitCode::FAILURE
