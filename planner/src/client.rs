@@ -50,10 +50,35 @@ impl fmt::Display for ApplierCallError {
 
 impl std::error::Error for ApplierCallError {}
 
-/// Reads `zone` of `account` through `member` (all pages); only `names` when not empty.
-/// A record the applier sends that dnsplane cannot model is skipped (left alone, never
-/// "fixed"), with a warning.
+/// Names one `ListRecords` request carries at most: 1,000 names of at most 255 bytes
+/// stay far below any gRPC message limit, whatever the number of names asked.
+pub const LIST_NAMES_PER_REQUEST: usize = 1000;
+
+/// Reads `zone` of `account` through `member` (all pages); only `names` when not empty,
+/// asked [`LIST_NAMES_PER_REQUEST`] at a time. A record the applier sends that dnsplane
+/// cannot model is skipped (left alone, never "fixed"), with a warning. The serial is
+/// the lowest any request saw.
 pub async fn list(
+    member: &Member,
+    account: &str,
+    zone: &Name,
+    fresh: bool,
+    names: &[Name],
+) -> Result<(Vec<RRSet>, u64), ApplierCallError> {
+    if names.is_empty() {
+        return list_once(member, account, zone, fresh, names).await;
+    }
+    let mut out = Vec::new();
+    let mut serial: Option<u64> = None;
+    for chunk in names.chunks(LIST_NAMES_PER_REQUEST) {
+        let (rrsets, s) = list_once(member, account, zone, fresh, chunk).await?;
+        out.extend(rrsets);
+        serial = Some(serial.map_or(s, |known| known.min(s)));
+    }
+    Ok((out, serial.unwrap_or(0)))
+}
+
+async fn list_once(
     member: &Member,
     account: &str,
     zone: &Name,

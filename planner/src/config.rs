@@ -164,7 +164,9 @@ pub struct SyncConfig {
     /// Least time between two syncs of one zone caused by source changes (debounce).
     #[serde(with = "humantime_serde", default = "default_min_interval")]
     pub min_interval: Duration,
-    /// How long an applier may work on one batch before answering DEFERRED.
+    /// How long an applier may work on one batch before answering DEFERRED. It counts
+    /// from when the batch leaves the planner, which sends a zone's batches only as the
+    /// applier finishes earlier ones: a long sync that makes progress is never cut.
     #[serde(with = "humantime_serde", default = "default_batch_deadline")]
     pub batch_deadline: Duration,
     /// How often file sources are polled for changes.
@@ -183,6 +185,13 @@ pub struct SyncConfig {
     /// have it).
     #[serde(with = "humantime_serde", default = "default_drift_check")]
     pub drift_check: Duration,
+    /// While a zone has records in conflict, its serial is asked this often instead of
+    /// every `drift_check`; when it moved, the conflicting names are read again (a
+    /// targeted read) and re-planned at once, whatever their retry clock says: a
+    /// conflict whose cause someone removed converges within about this delay plus one
+    /// batch. `0s` watches them at the `drift_check` pace only.
+    #[serde(with = "humantime_serde", default = "default_conflict_watch")]
+    pub conflict_watch: Duration,
 }
 
 impl Default for SyncConfig {
@@ -195,6 +204,7 @@ impl Default for SyncConfig {
             retry_min: default_retry_min(),
             retry_max: default_retry_max(),
             drift_check: default_drift_check(),
+            conflict_watch: default_conflict_watch(),
         }
     }
 }
@@ -340,6 +350,9 @@ fn default_retry_max() -> Duration {
 }
 fn default_drift_check() -> Duration {
     Duration::from_secs(5)
+}
+fn default_conflict_watch() -> Duration {
+    Duration::from_secs(1)
 }
 fn default_max_changes() -> usize {
     500

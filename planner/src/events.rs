@@ -6,7 +6,7 @@ use crate::metrics::PlannerMetrics;
 use crate::source::SourceError;
 use dnsplane_common::{ChangeKind, Name, Outcome, RecordKey};
 use std::time::Duration;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// A zone (or some of its names) was planned; `changes` are about to be sent.
 #[derive(Debug)]
@@ -46,9 +46,27 @@ pub struct ResultFolded<'a> {
 impl ResultFolded<'_> {
     pub fn emit(self, metrics: &PlannerMetrics) {
         metrics.outcome(self.zone, self.outcome);
-        if !self.outcome.is_converged() {
+        if self.outcome == Outcome::Deferred {
+            // Deferrals come by the thousand when a deadline cuts a big batch: one
+            // summary per zone and sync ([`RecordsDeferred`]), each record at debug.
+            debug!(record = %self.key, outcome = self.outcome.as_str(), message = %self.message, "Record deferred.");
+        } else if !self.outcome.is_converged() {
             info!(record = %self.key, outcome = self.outcome.as_str(), message = %self.message, "Record not converged.");
         }
+    }
+}
+
+/// A sync's batches came back with `count` records DEFERRED (the applier ran out of
+/// time or quota for them); they are re-planned on their own clock.
+#[derive(Debug)]
+pub struct RecordsDeferred<'a> {
+    pub zone: &'a Name,
+    pub count: u32,
+}
+
+impl RecordsDeferred<'_> {
+    pub fn emit(self) {
+        info!(zone = %self.zone, deferred = self.count, "Records deferred by the applier; they are retried on their own clocks.");
     }
 }
 

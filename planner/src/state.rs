@@ -294,6 +294,33 @@ impl StateTable {
             .collect()
     }
 
+    /// Whether any conflict waits on a clock (see [`Self::conflict_names`]).
+    pub fn has_conflicts(&self) -> bool {
+        self.records
+            .values()
+            .any(|s| s.kind == RecordStateKind::Conflict && s.next_retry.is_some())
+    }
+
+    /// Names of the records in conflict that wait on a clock (not the policy holds,
+    /// which wait for the desired state to change): what the conflict watch reads again.
+    pub fn conflict_names(&self) -> BTreeSet<Name> {
+        self.records
+            .iter()
+            .filter(|(_, s)| s.kind == RecordStateKind::Conflict && s.next_retry.is_some())
+            .map(|(k, _)| k.name.clone())
+            .collect()
+    }
+
+    /// Makes every conflict that waits on a clock due at `now`: the zone changed and its
+    /// cause may be gone. Attempts are kept, so a conflict that stays backs off again.
+    pub fn release_conflicts(&mut self, now: SystemTime) {
+        for s in self.records.values_mut() {
+            if s.kind == RecordStateKind::Conflict && s.next_retry.is_some() {
+                s.next_retry = Some(now);
+            }
+        }
+    }
+
     /// Earliest time any record wants a retry.
     pub fn next_retry(&self) -> Option<SystemTime> {
         self.records.values().filter_map(|s| s.next_retry).min()

@@ -10,6 +10,7 @@ mod hostile;
 mod incremental;
 mod layering;
 mod lease;
+mod messages;
 mod metrics;
 mod otlp_trace;
 mod quota;

@@ -20,12 +20,13 @@ fn rfc3339(v: &serde_json::Value) -> SystemTime {
     humantime::parse_rfc3339_weak(s).unwrap_or_else(|e| panic!("bad timestamp {s}: {e}"))
 }
 
-/// Another writer holds 20 of 200 desired names when the desired state arrives: the
-/// other 180 converge at once; when the writer releases the 20 names, each converges
-/// within 2 s of its release, on its own retry clock (cap 1 s in this stack).
-#[test]
-fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
-    let Some(tools) = Tools::find() else { return };
+/// 200 desired names of which another writer holds 20 (seeded before the planner
+/// starts), with the planner's `[sync]` table edited by `sync`; waits for 180
+/// converged + 20 conflicts. Returns the stack and the 20 held records.
+fn held_burst(
+    tools: Tools,
+    sync: impl FnOnce(String) -> String,
+) -> (Stack, Vec<dnsplane_common::RRSet>) {
     let eps: Vec<(String, Vec<String>)> = (0..200)
         .map(|i| {
             (
@@ -47,6 +48,9 @@ fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
         &[("burst.yaml", &endpoints("burst", &eps_ref2))],
         "report",
     );
+    let config = s.path("planner.toml");
+    let text = std::fs::read_to_string(&config).expect("planner.toml");
+    std::fs::write(&config, sync(text)).expect("planner.toml");
     let held: Vec<_> = (0..20)
         .map(|i| a_record(&format!("h{i}.example.com"), "198.51.100.1"))
         .collect();
@@ -72,8 +76,11 @@ fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
         ["198.51.100.1"],
         "the held name is left alone"
     );
+    (s, held)
+}
 
-    // The other writer releases its names.
+/// The other writer of [`held_burst`] deletes its records; returns when.
+fn release(s: &Stack, held: &[dnsplane_common::RRSet]) -> SystemTime {
     let release: Vec<Change> = held
         .iter()
         .map(|r| Change::new(ChangeKind::Delete, vec![RRSetOp::delete(r.clone())]))
@@ -87,16 +94,29 @@ fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
             .all(|r| r.outcome == dnsplane_common::pb::Outcome::Applied as i32),
         "{results:?}"
     );
+    released_at
+}
 
-    let all = wait_for(Duration::from_secs(30), || {
-        (counts(&s) == (200, 0)).then_some(())
-    });
+/// Waits until all 200 records of [`held_burst`] converged.
+fn all_converged(s: &Stack, within: Duration) {
+    let all = wait_for(within, || (counts(s) == (200, 0)).then_some(()));
     assert!(
         all.is_some(),
         "never converged after release: {:?}; logs:\n{}",
-        counts(&s),
+        counts(s),
         s.logs()
     );
+}
+
+/// Another writer holds 20 of 200 desired names when the desired state arrives: the
+/// other 180 converge at once; when the writer releases the 20 names, each converges
+/// within 2 s of its release, on its own retry clock (cap 1 s in this stack).
+#[test]
+fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
+    let Some(tools) = Tools::find() else { return };
+    let (s, held) = held_burst(tools, |t| t);
+    let released_at = release(&s, &held);
+    all_converged(&s, Duration::from_secs(30));
     let states = s.planner_call(
         "ListRecordStates",
         r#"{"includeConverged":true,"pageSize":1000}"#,
@@ -120,6 +140,38 @@ fn creation_burst_converges_on_release_without_waiting_for_a_tick() {
             r.key.name
         );
     }
+    assert_eq!(s.dig("h5.example.com", "A"), ["192.0.2.5"]);
+}
+
+/// With retry clocks of minutes, released conflicts still converge at once: the
+/// conflict watch (`sync.conflict_watch`, default 1 s) sees the zone's serial move and
+/// re-plans the conflicting names whatever their clocks say. Without it nothing could
+/// converge before the first retry, five minutes away.
+#[test]
+fn released_conflicts_converge_on_the_conflict_watch_not_their_clock() {
+    let Some(tools) = Tools::find() else { return };
+    let (s, held) = held_burst(tools, |t| {
+        let slow = t.replace(
+            "retry_min = \"200ms\"\nretry_max = \"1s\"",
+            "retry_min = \"5m\"\nretry_max = \"10m\"",
+        );
+        assert_ne!(slow, t, "the stack's retry clocks were not found");
+        slow
+    });
+    let states = s.planner_call("ListRecordStates", r#"{"pageSize":1000}"#);
+    let next_retry = states["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| rfc3339(&r["nextRetry"]))
+        .min()
+        .expect("conflicts listed");
+    release(&s, &held);
+    all_converged(&s, Duration::from_secs(60));
+    assert!(
+        SystemTime::now() < next_retry,
+        "converged only when the retry clock came due"
+    );
     assert_eq!(s.dig("h5.example.com", "A"), ["192.0.2.5"]);
 }
 

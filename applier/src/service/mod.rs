@@ -33,6 +33,9 @@ use tracing::Instrument;
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 /// The most RRSets per page whatever the request asks, to bound message size.
 pub const MAX_PAGE_SIZE: usize = 10_000;
+/// A page also ends before its encoding passes this (unless it holds one RRSet, which
+/// DNS itself bounds to 64 KiB), so that no page nears a receiver's 4 MiB default limit.
+pub const MAX_PAGE_BYTES: usize = 1 << 20;
 /// Batches of one stream read but not finished; beyond it the stream is not read
 /// (HTTP/2 flow control pushes back on the planner).
 const MAX_QUEUED_PER_STREAM: usize = 256;
@@ -269,18 +272,23 @@ impl pb::applier_server::Applier for ApplierService {
             .list(&req.account, &zone, names.as_deref(), req.fresh)
             .await
             .map_err(list_status)?;
-        let total = listing.rrsets.len();
-        let pages = total.div_ceil(page_size).max(1);
         let serial = listing.serial.unwrap_or(0);
-        let stream = futures::stream::iter((0..pages).map(move |p| {
-            let page =
-                &listing.rrsets[(p * page_size).min(total)..((p + 1) * page_size).min(total)];
-            Ok(pb::ListRecordsResponse {
-                rrsets: page.iter().map(Into::into).collect(),
-                serial,
-                last: p + 1 == pages,
-            })
-        }));
+        // Pages are cut as they are sent, so a million RRSets are never all encoded at
+        // once.
+        let stream = futures::stream::unfold(Some(0usize), move |next| {
+            let listing = listing.clone();
+            async move {
+                let start = next?;
+                let (rrsets, end) = page(&listing.rrsets, start, page_size, MAX_PAGE_BYTES);
+                let last = end == listing.rrsets.len();
+                let resp = pb::ListRecordsResponse {
+                    rrsets,
+                    serial,
+                    last,
+                };
+                Some((Ok(resp), (!last).then_some(end)))
+            }
+        });
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -361,6 +369,32 @@ impl pb::applier_server::Applier for ApplierService {
     ) -> Result<Response<pb::ApplierStatus>, Status> {
         Ok(Response::new(status_to_pb(&self.accounts.status())))
     }
+}
+
+/// The page of `rrsets` from `start`: at most `max_count` RRSets and, past the first,
+/// at most `max_bytes` encoded. With the index where the next page starts.
+fn page(
+    rrsets: &[dnsplane_common::RRSet],
+    start: usize,
+    max_count: usize,
+    max_bytes: usize,
+) -> (Vec<pb::RrSet>, usize) {
+    use prost::Message;
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    let mut end = start;
+    for r in rrsets[start..].iter().take(max_count) {
+        let one: pb::RrSet = r.into();
+        // Each repeated element costs its length prefix and tag too.
+        let len = one.encoded_len() + 8;
+        if !out.is_empty() && bytes + len > max_bytes {
+            break;
+        }
+        bytes += len;
+        out.push(one);
+        end += 1;
+    }
+    (out, end)
 }
 
 #[cfg(test)]

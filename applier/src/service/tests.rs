@@ -281,3 +281,32 @@ async fn a_permanent_answer_opens_the_account_circuit_and_a_probe_closes_it() {
     assert_eq!(acct.calls_by_class.get("permanent"), Some(&2));
     assert_eq!(acct.outcomes.get("REJECTED_PERMANENT"), Some(&23));
 }
+
+#[test]
+fn pages_end_at_the_byte_bound_but_never_empty() {
+    let txt = |name: &str, len: usize| {
+        let key = RecordKey::new(
+            zone(),
+            Name::parse(&format!("{name}.example.com")).unwrap(),
+            RecordType::Txt,
+        );
+        let value = format!("\"{}\"", "x".repeat(len));
+        RRSet::new(key, 60, &[value.as_str()]).unwrap()
+    };
+    let rrsets = vec![txt("a", 100), txt("b", 100), txt("c", 200), txt("d", 100)];
+    let size = |r: &RRSet| prost::Message::encoded_len(&pb::RrSet::from(r)) + 8;
+    // Two small ones fit exactly; the big one starts a page of its own.
+    let bound = size(&rrsets[0]) + size(&rrsets[1]);
+    let (first, end) = page(&rrsets, 0, 1000, bound);
+    assert_eq!(first.len(), 2);
+    assert_eq!(end, 2);
+    // A bound smaller than one RRSet still sends it (alone), so a page is never empty.
+    let (second, end) = page(&rrsets, end, 1000, 10);
+    assert_eq!((second.len(), end), (1, 3));
+    assert!(second[0].values[0].len() > 200);
+    // The count bound holds too, and the last page ends at the end.
+    let (all, end) = page(&rrsets, 0, 3, usize::MAX);
+    assert_eq!((all.len(), end), (3, 3));
+    let (last, end) = page(&rrsets, 3, 3, usize::MAX);
+    assert_eq!((last.len(), end), (1, 4));
+}

@@ -47,19 +47,22 @@ impl Engine {
             Scope::Zone => {
                 let (current, serial) = self.list_zone(&zone.cfg.name, fresh, &[]).await?;
                 *lock(&zone.serial) = (serial != 0).then_some(serial);
-                let desired = self.desired();
-                let empty = BTreeMap::new();
-                let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
-                let view = ZoneView::shared(current, Some(zone_desired.records()));
-                let mut plan = plan_zone(
-                    &zone.cfg,
-                    &self.config.owner_id,
-                    zone_desired.records(),
-                    &view,
-                );
-                let r = fold(zone_desired.records(), &view, &mut plan);
-                drop(desired);
-                *lock(&zone.view) = Some(view);
+                let (plan, r) = cpu(|| {
+                    let desired = self.desired();
+                    let empty = BTreeMap::new();
+                    let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
+                    let view = ZoneView::shared(current, Some(zone_desired.records()));
+                    let mut plan = plan_zone(
+                        &zone.cfg,
+                        &self.config.owner_id,
+                        zone_desired.records(),
+                        &view,
+                    );
+                    let r = fold(zone_desired.records(), &view, &mut plan);
+                    drop(desired);
+                    *lock(&zone.view) = Some(view);
+                    (plan, r)
+                });
                 Ok((plan, r))
             }
             Scope::Names(names) => {
@@ -68,17 +71,31 @@ impl Engine {
                     Some(v) if !fresh => v,
                     _ => {
                         let query = with_owner_names(name, names);
-                        let read = ZoneView::new(self.list_zone(name, true, &query).await?.0);
+                        // Past a few requests' worth of names, one read of the zone
+                        // costs the provider less than many targeted ones.
+                        let query = if query.len() > client::LIST_NAMES_PER_REQUEST {
+                            Vec::new()
+                        } else {
+                            query
+                        };
+                        // Only the names in scope are planned: a whole-zone read is
+                        // cut down to them (a record outside the scope must not look
+                        // undesired).
+                        let read = ZoneView::new(self.list_zone(name, true, &query).await?.0)
+                            .subset(name, names);
                         if let Some(v) = lock(&zone.view).as_mut() {
                             v.replace_names(name, names, read.subset(name, names));
                         }
                         read
                     }
                 };
-                let scoped = DesiredScope::Names(self.desired().at_names(name, names));
-                let mut plan = plan_zone(&zone.cfg, &self.config.owner_id, scoped.records(), &view);
-                let r = fold(scoped.records(), &view, &mut plan);
-                Ok((plan, r))
+                Ok(cpu(|| {
+                    let scoped = DesiredScope::Names(self.desired().at_names(name, names));
+                    let mut plan =
+                        plan_zone(&zone.cfg, &self.config.owner_id, scoped.records(), &view);
+                    let r = fold(scoped.records(), &view, &mut plan);
+                    (plan, r)
+                }))
             }
         }
     }
@@ -154,4 +171,15 @@ fn with_owner_names(zone: &Name, names: &BTreeSet<Name>) -> Vec<Name> {
         }
     }
     query.into_iter().collect()
+}
+
+/// Runs planning, which at a million records is seconds of CPU, so that the runtime's
+/// other tasks (health, metrics, status) are not held up: on a multi-thread runtime
+/// the worker hands its other tasks to another thread first.
+fn cpu<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }

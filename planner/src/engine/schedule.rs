@@ -1,8 +1,10 @@
 //! When a zone syncs: at start, after source changes (debounced), when a record's own
 //! retry comes due (a fresh read of just its names), and on the periodic drift check
-//! (through the applier's cache, revalidated by serial). A failed sync backs the whole
-//! zone off, so that due records cannot turn a broken zone into a hot loop; a failed
-//! full sync is retried before anything else.
+//! (through the applier's cache, revalidated by serial). The zone's serial is watched
+//! (`sync.drift_check`, and every `sync.conflict_watch` while records are in conflict):
+//! when it moved, conflicting names are re-planned at once and the zone read again.
+//! A failed sync backs the whole zone off, so that due records cannot turn a broken
+//! zone into a hot loop; a failed full sync is retried before anything else.
 //!
 //! Only the lease's leader syncs: while standby a zone loop waits, and each time the
 //! planner becomes leader (a new lease epoch) every zone loop starts with a full,
@@ -14,7 +16,7 @@ use crate::events;
 use crate::lease::Role;
 use crate::state::{RETRY_SLACK, retry_delay};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 impl Engine {
@@ -57,8 +59,7 @@ impl Engine {
         let mut not_before = Instant::now();
         let mut next = None;
         let mut full_failed = false;
-        let drift_every = sync_cfg.drift_check;
-        let mut drift_at = Instant::now() + drift_every;
+        let mut last_watch = Instant::now();
         let mut lease = self.lease.subscribe();
         // The lease epoch this loop last started leading under.
         let mut led: Option<u64> = None;
@@ -96,14 +97,19 @@ impl Engine {
                     (Scope::Zone, true)
                 }
                 None => {
-                    let retry_at = lock(&zone.states).next_retry();
+                    let (retry_at, conflicts) = {
+                        let states = lock(&zone.states);
+                        (states.next_retry(), states.has_conflicts())
+                    };
                     let retry_in =
                         retry_at.map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
                     let full_in =
                         (last_full + sync_cfg.interval).saturating_duration_since(Instant::now());
                     let mut wait = retry_in.map_or(full_in, |r| r.min(full_in));
-                    if !drift_every.is_zero() {
-                        wait = wait.min(drift_at.saturating_duration_since(Instant::now()));
+                    let watch_at =
+                        watch_every(&sync_cfg, conflicts).map(|every| last_watch + every);
+                    if let Some(at) = watch_at {
+                        wait = wait.min(at.saturating_duration_since(Instant::now()));
                     }
                     let wait = wait.max(not_before.saturating_duration_since(Instant::now()));
                     tokio::select! {
@@ -125,15 +131,22 @@ impl Engine {
                             (Scope::Names(names), false)
                         }
                         _ = tokio::time::sleep(wait) => {
-                            if !drift_every.is_zero() && Instant::now() >= drift_at {
-                                drift_at = Instant::now() + drift_every;
-                                if self.serial_moved(&zone).await {
-                                    // Someone changed the zone since we read it: read
-                                    // it again (bypassing the applier's cache) and
-                                    // plan every name.
+                            if watch_at.is_some_and(|at| Instant::now() >= at) {
+                                last_watch = Instant::now();
+                                if !self.serial_moved(&zone).await {
+                                    continue;
+                                }
+                                // Someone changed the zone since we read it: read it
+                                // again (bypassing the applier's cache) and plan every
+                                // name; first, the conflicting names alone, made due at
+                                // once (the change may have removed their cause).
+                                let conflicts = lock(&zone.states).conflict_names();
+                                if conflicts.is_empty() {
                                     (Scope::Zone, true)
                                 } else {
-                                    continue;
+                                    lock(&zone.states).release_conflicts(SystemTime::now());
+                                    next = Some((Scope::Zone, true));
+                                    (Scope::Names(conflicts), true)
                                 }
                             } else if Instant::now() >= last_full + sync_cfg.interval {
                                 // The drift check: through the applier's cache, which
@@ -184,4 +197,18 @@ impl Engine {
             }
         }
     }
+}
+
+/// How often the zone's serial is asked: every `drift_check`, or every
+/// `conflict_watch` while records are in conflict, whichever is sooner; `None` when
+/// both are off.
+fn watch_every(cfg: &crate::config::SyncConfig, conflicts: bool) -> Option<Duration> {
+    [
+        Some(cfg.drift_check),
+        conflicts.then_some(cfg.conflict_watch),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|d| !d.is_zero())
+    .min()
 }

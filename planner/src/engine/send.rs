@@ -5,11 +5,21 @@ use super::sync::{Phase, Progress, SyncError, SyncProgress, SyncSummary, send};
 use super::{Engine, ZoneRuntime, lock};
 use crate::batcher;
 use crate::client::{self, ApplierCallError};
+use crate::events;
 use crate::plan::PlannedChange;
+use dnsplane_common::Outcome;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
+use tokio::sync::Semaphore;
+
+/// Batches of one stream on their way or waiting in the applier at once. A batch's
+/// deadline is set as it leaves, so with a short window it counts from about when the
+/// applier starts it (per batch, not per sync): a long sync that makes progress is
+/// never cut by a deadline that began when the sync did. Two keep the applier busy:
+/// one running, the next already there.
+const BATCHES_IN_FLIGHT: usize = 2;
 
 impl Engine {
     /// Sends a plan's changes as batches over one `Apply` stream and folds the results
@@ -45,7 +55,9 @@ impl Engine {
         let (tx, rx) = client::batch_channel();
         // Batches sent, and `total` unless the lease stopped the sender.
         let stopped_at = Arc::new(AtomicUsize::new(total));
+        let window = Arc::new(Semaphore::new(BATCHES_IN_FLIGHT));
         let sender = {
+            let window = window.clone();
             let zone = zone.clone();
             let batches = batches.clone();
             let lease = self.lease.clone();
@@ -53,6 +65,11 @@ impl Engine {
             let stopped_at = stopped_at.clone();
             tokio::spawn(async move {
                 for (i, batch) in batches.iter().enumerate() {
+                    // A slot frees when an earlier batch's last result arrives.
+                    match window.acquire().await {
+                        Ok(slot) => slot.forget(),
+                        Err(_) => return,
+                    }
                     // The last moment before the batch leaves this planner.
                     let Some(permit) = lease.permit() else {
                         stopped_at.store(i, Ordering::SeqCst);
@@ -108,6 +125,7 @@ impl Engine {
                 self.fold_results(zone, &batches, &by_id, &resp.results, summary);
                 if resp.done {
                     done += 1;
+                    window.add_permits(1);
                 }
                 send(progress, SyncProgress::new(&name, Phase::Applying, summary)).await;
             }
@@ -115,6 +133,9 @@ impl Engine {
         }
         .await;
         sender.abort();
+        if let Some(&count) = summary.outcomes.get(&Outcome::Deferred) {
+            events::RecordsDeferred { zone: &name, count }.emit();
+        }
         let sent = stopped_at.load(Ordering::SeqCst);
         let outcome = match outcome {
             Err(SyncError::StreamEnded { .. }) if sent < total => Err(SyncError::LeaseLost {
