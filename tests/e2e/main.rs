@@ -10,7 +10,7 @@ mod hostile;
 mod incremental;
 mod layering;
 mod lease;
-mod messages;
+mod message_limits;
 mod metrics;
 mod otlp_trace;
 mod quota;

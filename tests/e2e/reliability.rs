@@ -590,3 +590,43 @@ fn story_applier_killed_mid_batch_loses_and_doubles_nothing() {
     assert!(a_records == want, "the zone differs from the desired state");
     assert_eq!(owners, n, "one ownership record per record");
 }
+
+/// A sync far longer than `sync.batch_deadline` is not cut while it makes progress:
+/// 30 batches of 20 that each take 300 ms (9 s in all) under a 2 s deadline all
+/// commit. The deadline counts per batch, from when the batch leaves the planner, and
+/// the planner lets only two batches of a stream be on their way at once; before, all
+/// of them left at once and everything past the deadline came back DEFERRED.
+#[test]
+fn a_long_sync_that_makes_progress_is_never_cut_by_the_batch_deadline() {
+    let Some(tools) = Tools::find() else { return };
+    let slow_writes =
+        "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"300ms\"\n";
+    let desired = bulk("example.com", 600, |i| format!("192.0.2.{}", i % 250));
+    let mut s = Stack::with_config(
+        tools,
+        &[("bulk.yaml", &desired)],
+        "report",
+        slow_writes,
+        "[batch]\nmax_changes = 20\n",
+    );
+    let config = s.path("planner.toml");
+    let text = std::fs::read_to_string(&config).expect("planner.toml");
+    let short = text.replace(
+        "retry_max = \"1s\"\n",
+        "retry_max = \"1s\"\nbatch_deadline = \"2s\"\n",
+    );
+    assert_ne!(short, text, "the stack's [sync] table was not found");
+    std::fs::write(&config, short).expect("planner.toml");
+    s.start();
+    wait_states(
+        &s,
+        "example.com.",
+        &[("converged", 600)],
+        Duration::from_secs(120),
+    );
+    let a = account(&s, "embedded");
+    assert_eq!(num(&a["outcomes"]["APPLIED"]), 600, "{a}");
+    assert_eq!(num(&a["outcomes"]["DEFERRED"]), 0, "{a}");
+    let b = batches(&s);
+    assert_eq!(b.len(), 30, "every batch once, none retried: {b:?}");
+}
