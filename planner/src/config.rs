@@ -161,7 +161,8 @@ pub struct SyncConfig {
     /// Full re-read and re-plan of every zone this often, whatever else happens.
     #[serde(with = "humantime_serde", default = "default_interval")]
     pub interval: Duration,
-    /// Least time between two syncs of one zone caused by source changes (debounce).
+    /// Least time between two syncs of one zone caused by source changes: the first
+    /// change of a quiet zone is planned at once, a burst is gathered until it is over.
     #[serde(with = "humantime_serde", default = "default_min_interval")]
     pub min_interval: Duration,
     /// How long an applier may work on one batch before answering DEFERRED. It counts

@@ -60,6 +60,7 @@ impl Engine {
         let mut next = None;
         let mut full_failed = false;
         let mut last_watch = Instant::now();
+        let mut last_triggered: Option<Instant> = None;
         let mut lease = self.lease.subscribe();
         // The lease epoch this loop last started leading under.
         let mut led: Option<u64> = None;
@@ -118,11 +119,17 @@ impl Engine {
                         // A role change: the top of the loop sorts it out.
                         _ = lease.changed() => continue,
                         _ = zone.trigger.notified() => {
-                            // Debounce bursts of source events.
-                            tokio::select! {
-                                _ = cancel.cancelled() => return,
-                                _ = tokio::time::sleep(sync_cfg.min_interval) => {}
+                            // At most one source-driven sync per `min_interval`: the
+                            // first change of a quiet zone goes at once, a burst is
+                            // gathered until the interval since the last one is over.
+                            let since = last_triggered.map(|t: Instant| t.elapsed());
+                            if let Some(gap) = since.and_then(|e| sync_cfg.min_interval.checked_sub(e)) {
+                                tokio::select! {
+                                    _ = cancel.cancelled() => return,
+                                    _ = tokio::time::sleep(gap) => {}
+                                }
                             }
+                            last_triggered = Some(Instant::now());
                             let names = std::mem::take(&mut *lock(&zone.dirty));
                             if names.is_empty() {
                                 continue;
