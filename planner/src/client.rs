@@ -65,26 +65,44 @@ pub async fn list(
     fresh: bool,
     names: &[Name],
 ) -> Result<(Vec<RRSet>, u64), ApplierCallError> {
-    if names.is_empty() {
-        return list_once(member, account, zone, fresh, names).await;
-    }
     let mut out = Vec::new();
     let mut serial: Option<u64> = None;
-    for chunk in names.chunks(LIST_NAMES_PER_REQUEST) {
-        let (rrsets, s) = list_once(member, account, zone, fresh, chunk).await?;
+    let chunks: Vec<&[Name]> = if names.is_empty() {
+        vec![names]
+    } else {
+        names.chunks(LIST_NAMES_PER_REQUEST).collect()
+    };
+    for chunk in chunks {
+        let (rrsets, s) = list_once(member, account, zone, fresh, chunk, 0)
+            .await?
+            .unwrap_or_default();
         out.extend(rrsets);
         serial = Some(serial.map_or(s, |known| known.min(s)));
     }
     Ok((out, serial.unwrap_or(0)))
 }
 
+/// The whole zone like [`list`], unless its serial still equals `known` (one cheap
+/// provider call): then `None`, and nothing moves over the wire.
+pub async fn list_unless(
+    member: &Member,
+    account: &str,
+    zone: &Name,
+    known: u64,
+) -> Result<Option<(Vec<RRSet>, u64)>, ApplierCallError> {
+    list_once(member, account, zone, false, &[], known).await
+}
+
+/// One `ListRecords` call, all its pages; `None` when the applier answered that the
+/// serial is still `unless_serial`.
 async fn list_once(
     member: &Member,
     account: &str,
     zone: &Name,
     fresh: bool,
     names: &[Name],
-) -> Result<(Vec<RRSet>, u64), ApplierCallError> {
+    unless_serial: u64,
+) -> Result<Option<(Vec<RRSet>, u64)>, ApplierCallError> {
     let err = |status: tonic::Status| ApplierCallError::new(member, &status);
     let mut client = member.client();
     let mut stream = client
@@ -93,8 +111,8 @@ async fn list_once(
             zone: zone.to_string(),
             fresh,
             names: names.iter().map(ToString::to_string).collect(),
-            page_size: 0,
-            serial_only: false,
+            unless_serial,
+            ..Default::default()
         })
         .await
         .map_err(err)?
@@ -102,6 +120,9 @@ async fn list_once(
     let mut out = Vec::new();
     let mut serial = 0;
     while let Some(page) = stream.message().await.map_err(err)? {
+        if page.unchanged {
+            return Ok(None);
+        }
         serial = page.serial;
         for (i, r) in page.rrsets.iter().enumerate() {
             match rrset_from_pb(&format!("rrsets[{i}]"), r) {
@@ -115,7 +136,7 @@ async fn list_once(
             break;
         }
     }
-    Ok((out, serial))
+    Ok(Some((out, serial)))
 }
 
 /// The zone's serial as the provider reports it now (one cheap call); 0 when the

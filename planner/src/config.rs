@@ -193,6 +193,13 @@ pub struct SyncConfig {
     /// batch. `0s` watches them at the `drift_check` pace only.
     #[serde(with = "humantime_serde", default = "default_conflict_watch")]
     pub conflict_watch: Duration,
+    /// The periodic sync plans against what the planner keeps while the zone's serial
+    /// has not moved (one cheap call, nothing listed); this often (±10 %, spread over
+    /// zones) it reads the whole zone afresh instead, the backstop for anything a
+    /// serial cannot show. (It is one of the periodic syncs: never more often than
+    /// `interval`.)
+    #[serde(with = "humantime_serde", default = "default_full_read")]
+    pub full_read: Duration,
 }
 
 impl Default for SyncConfig {
@@ -206,6 +213,7 @@ impl Default for SyncConfig {
             retry_max: default_retry_max(),
             drift_check: default_drift_check(),
             conflict_watch: default_conflict_watch(),
+            full_read: default_full_read(),
         }
     }
 }
@@ -354,6 +362,9 @@ fn default_drift_check() -> Duration {
 }
 fn default_conflict_watch() -> Duration {
     Duration::from_secs(1)
+}
+fn default_full_read() -> Duration {
+    Duration::from_secs(600)
 }
 fn default_max_changes() -> usize {
     500

@@ -19,7 +19,7 @@ pub struct Owned {
 }
 
 /// A zone's records split into data and ownership.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ZoneView {
     /// Data records by key (ownership records excluded).
     pub data: BTreeMap<RecordKey, RRSet>,

@@ -103,3 +103,65 @@ fn reads_of_any_size_fit_default_message_limits() {
         assert_eq!(rrsets.len(), written.len());
     });
 }
+
+/// A zone whose serial a planner already knows is not listed again: `unless_serial`
+/// answers one empty page marked `unchanged`; once the zone changed, the listing.
+#[test]
+fn a_zone_with_the_known_serial_is_not_listed_again() {
+    let Some(tools) = Tools::find() else { return };
+    let mut s = Stack::new(tools, &[], "report");
+    s.start_applier();
+    let written = big_txt_zone(&s);
+    let addr = format!("http://127.0.0.1:{}", s.applier_port);
+    let list = |unless_serial: u64| {
+        let addr = addr.clone();
+        runtime().block_on(async move {
+            let mut c = pb::applier_client::ApplierClient::connect(addr)
+                .await
+                .expect("connect");
+            let mut pages = c
+                .list_records(pb::ListRecordsRequest {
+                    account: "embedded".into(),
+                    zone: ZONE.into(),
+                    unless_serial,
+                    ..Default::default()
+                })
+                .await
+                .expect("list")
+                .into_inner();
+            let mut out = Vec::new();
+            while let Some(page) = pages.message().await.expect("page") {
+                let last = page.last;
+                out.push(page);
+                if last {
+                    break;
+                }
+            }
+            out
+        })
+    };
+    let full = list(0);
+    let serial = full[0].serial;
+    assert_ne!(serial, 0, "the memory provider has a serial");
+    assert_eq!(
+        full.iter().map(|p| p.rrsets.len()).sum::<usize>(),
+        written.len()
+    );
+    let same = list(serial);
+    assert_eq!(same.len(), 1);
+    assert!(same[0].unchanged && same[0].last && same[0].rrsets.is_empty());
+
+    // Someone writes: the serial moves and the same request lists the zone.
+    let extra = crate::stack::a_record("moved.example.com", "192.0.2.9");
+    let results = s.other_writer(vec![Change::new(
+        ChangeKind::Create,
+        vec![RRSetOp::create(extra)],
+    )]);
+    assert_eq!(results[0].outcome, pb::Outcome::Applied as i32);
+    let after = list(serial);
+    assert!(after.iter().all(|p| !p.unchanged));
+    assert_eq!(
+        after.iter().map(|p| p.rrsets.len()).sum::<usize>(),
+        written.len() + 1
+    );
+}

@@ -260,11 +260,27 @@ impl pb::applier_server::Applier for ApplierService {
                 .await
                 .map_err(list_status)?;
             let one = pb::ListRecordsResponse {
-                rrsets: Vec::new(),
                 serial: serial.unwrap_or(0),
                 last: true,
+                ..Default::default()
             };
             return Ok(Response::new(Box::pin(futures::stream::iter([Ok(one)]))));
+        }
+        if req.unless_serial != 0 && !req.fresh && names.is_empty() {
+            let serial = self
+                .accounts
+                .serial(&req.account, &zone)
+                .await
+                .map_err(list_status)?;
+            if serial == Some(req.unless_serial) {
+                let one = pb::ListRecordsResponse {
+                    serial: req.unless_serial,
+                    last: true,
+                    unchanged: true,
+                    ..Default::default()
+                };
+                return Ok(Response::new(Box::pin(futures::stream::iter([Ok(one)]))));
+            }
         }
         let names = (!names.is_empty()).then_some(names);
         let listing = self
@@ -285,6 +301,7 @@ impl pb::applier_server::Applier for ApplierService {
                     rrsets,
                     serial,
                     last,
+                    unchanged: false,
                 };
                 Some((Ok(resp), (!last).then_some(end)))
             }

@@ -36,7 +36,7 @@ impl Engine {
                 message: &r.message,
             }
             .emit(&self.metrics);
-            if let Some(v) = observed.as_mut() {
+            if let Some(v) = observed.as_mut().map(std::sync::Arc::make_mut) {
                 match r.outcome {
                     Outcome::Applied | Outcome::AlreadyApplied => {
                         for op in &change.ops {

@@ -63,7 +63,9 @@ struct ZoneRuntime {
     /// What the provider holds, as last read and then updated from every result, so
     /// that a source change is planned without reading the zone again. `None` until
     /// the first full read.
-    view: Mutex<Option<ZoneView>>,
+    /// Shared so that a plan can hold it without holding the lock (status reads it
+    /// meanwhile); a fold changes it in place unless a plan still holds it.
+    view: Mutex<Option<Arc<ZoneView>>>,
     /// Names whose desired records changed since the last sync of them.
     dirty: Mutex<BTreeSet<Name>>,
     /// The plan the mass-change guard holds, and since when ([`approve`]).
@@ -332,7 +334,7 @@ impl Engine {
         Some(f(
             &z.cfg,
             desired.zone(zone).unwrap_or(&empty),
-            view.as_ref(),
+            view.as_deref(),
         ))
     }
 }

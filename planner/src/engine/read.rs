@@ -30,6 +30,13 @@ impl DesiredScope<'_> {
     }
 }
 
+/// What a whole-zone plan is made against: a listing just read (with the zone's
+/// serial), or the view kept from before when the serial says nothing changed.
+enum Basis {
+    Listed(Vec<RRSet>, u64),
+    Kept(Arc<ZoneView>),
+}
+
 impl Engine {
     /// Reads what `scope` needs and plans it: the planning function of every sync and
     /// of the dry run. `fold` sees the desired records, the view planned against and
@@ -45,13 +52,37 @@ impl Engine {
         let name = &zone.cfg.name;
         match scope {
             Scope::Zone => {
-                let (current, serial) = self.list_zone(&zone.cfg.name, fresh, &[]).await?;
-                *lock(&zone.serial) = (serial != 0).then_some(serial);
+                // A zone whose serial has not moved since it was read (own writes
+                // included) is planned against the view kept here: one cheap call,
+                // nothing listed. `fresh` always lists.
+                let kept = lock(&zone.view).clone();
+                let known = *lock(&zone.serial);
+                let basis = match (kept, known) {
+                    (Some(view), Some(serial)) if !fresh => {
+                        match self.list_zone_unless(name, serial).await? {
+                            None => Basis::Kept(view),
+                            Some((current, serial)) => Basis::Listed(current, serial),
+                        }
+                    }
+                    _ => {
+                        let (current, serial) = self.list_zone(name, fresh, &[]).await?;
+                        Basis::Listed(current, serial)
+                    }
+                };
                 let (plan, r) = cpu(|| {
                     let desired = self.desired();
                     let empty = BTreeMap::new();
                     let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
-                    let view = ZoneView::shared(current, Some(zone_desired.records()));
+                    let view = match basis {
+                        Basis::Listed(current, serial) => {
+                            *lock(&zone.serial) = (serial != 0).then_some(serial);
+                            let view =
+                                Arc::new(ZoneView::shared(current, Some(zone_desired.records())));
+                            *lock(&zone.view) = Some(view.clone());
+                            view
+                        }
+                        Basis::Kept(view) => view,
+                    };
                     let mut plan = plan_zone(
                         &zone.cfg,
                         &self.config.owner_id,
@@ -60,7 +91,6 @@ impl Engine {
                     );
                     let r = fold(zone_desired.records(), &view, &mut plan);
                     drop(desired);
-                    *lock(&zone.view) = Some(view);
                     (plan, r)
                 });
                 Ok((plan, r))
@@ -84,7 +114,7 @@ impl Engine {
                         let read = ZoneView::new(self.list_zone(name, true, &query).await?.0)
                             .subset(name, names);
                         if let Some(v) = lock(&zone.view).as_mut() {
-                            v.replace_names(name, names, read.subset(name, names));
+                            Arc::make_mut(v).replace_names(name, names, read.subset(name, names));
                         }
                         read
                     }
@@ -146,15 +176,35 @@ impl Engine {
         let member = self.member_for(zone)?;
         client::list(&member, &z.cfg.account, zone, fresh, names)
             .await
-            .map_err(|e| {
-                if e.is_transport() {
-                    self.pool.mark_failed(&member, &e.message);
-                }
-                SyncError::List {
-                    zone: zone.clone(),
-                    source: e,
-                }
-            })
+            .map_err(|e| self.list_failed(zone, &member, e))
+    }
+
+    /// Reads `zone` whole unless its serial is still `known`: then `None`.
+    async fn list_zone_unless(
+        &self,
+        zone: &Name,
+        known: u64,
+    ) -> Result<Option<(Vec<RRSet>, u64)>, SyncError> {
+        let z = self.zone_or_err(zone)?;
+        let member = self.member_for(zone)?;
+        client::list_unless(&member, &z.cfg.account, zone, known)
+            .await
+            .map_err(|e| self.list_failed(zone, &member, e))
+    }
+
+    fn list_failed(
+        &self,
+        zone: &Name,
+        member: &crate::pool::Member,
+        e: client::ApplierCallError,
+    ) -> SyncError {
+        if e.is_transport() {
+            self.pool.mark_failed(member, &e.message);
+        }
+        SyncError::List {
+            zone: zone.clone(),
+            source: e,
+        }
     }
 }
 

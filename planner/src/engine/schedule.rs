@@ -55,6 +55,8 @@ impl Engine {
     ) {
         let sync_cfg = self.config.sync.clone();
         let mut last_full = Instant::now();
+        // Zones' fresh full reads are spread so that they do not all fall together.
+        let mut fresh_at = Instant::now() + spread(sync_cfg.full_read.max(sync_cfg.interval));
         let mut failures: u32 = 0;
         let mut not_before = Instant::now();
         let mut next = None;
@@ -156,10 +158,15 @@ impl Engine {
                                     (Scope::Names(conflicts), true)
                                 }
                             } else if Instant::now() >= last_full + sync_cfg.interval {
-                                // The drift check: through the applier's cache, which
-                                // revalidates by serial, so an unchanged zone costs one
-                                // cheap call.
-                                (Scope::Zone, false)
+                                // The periodic sync: planned against what this planner
+                                // keeps when the zone's serial has not moved (one cheap
+                                // call); every `full_read`, a fresh read of the whole
+                                // zone, the backstop for what a serial cannot show.
+                                let fresh = Instant::now() >= fresh_at;
+                                if fresh {
+                                    fresh_at = Instant::now() + spread(sync_cfg.full_read.max(sync_cfg.interval));
+                                }
+                                (Scope::Zone, fresh)
                             } else {
                                 // Only records whose own retry clock ran out: a fresh read
                                 // of just their names.
@@ -218,4 +225,11 @@ fn watch_every(cfg: &crate::config::SyncConfig, conflicts: bool) -> Option<Durat
     .flatten()
     .filter(|d| !d.is_zero())
     .min()
+}
+
+/// `every`, plus or minus up to a tenth at random: periodic fresh reads of many zones
+/// spread out instead of reaching one account together.
+fn spread(every: Duration) -> Duration {
+    let tenth = every / 10;
+    every - tenth + tenth.mul_f64(2.0 * rand::random::<f64>())
 }
