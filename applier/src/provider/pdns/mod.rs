@@ -14,8 +14,10 @@
 //! `SOA-EDIT-API`, so every PATCH bumps it. For a zone without `SOA-EDIT-API`,
 //! [`Provider::serial`] answers `None` (no cheap counter) instead of a serial that
 //! would never move.
+use crate::provider::call::Pacer;
 use crate::provider::precondition::{ZoneRead, check};
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::record_cache::{RecordCache, Validity};
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSetOp};
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -52,6 +54,8 @@ pub struct PdnsProvider {
     zone_ids: Arc<Mutex<HashMap<Name, String>>>,
     /// One write (read-check-PATCH) per zone at a time.
     zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Each zone's content as of its serial, kept by this driver's own writes.
+    cache: Arc<RecordCache>,
 }
 
 impl std::fmt::Debug for PdnsProvider {
@@ -114,7 +118,21 @@ impl PdnsProvider {
             timeout: cfg.timeout,
             zone_ids: Arc::default(),
             zone_locks: Arc::default(),
+            cache: Arc::default(),
         })
+    }
+
+    /// Runs the record cache's drift check every `period` (see
+    /// [`crate::provider::record_cache`]) instead of the default.
+    #[must_use]
+    pub fn with_drift_check(mut self, period: Duration) -> Self {
+        self.cache = Arc::new(RecordCache::new(period));
+        self
+    }
+
+    /// The record cache, for its counters.
+    pub fn record_cache(&self) -> &RecordCache {
+        &self.cache
     }
 
     fn url(&self, segments: &[&str]) -> Url {
@@ -127,13 +145,22 @@ impl PdnsProvider {
 
     /// One HTTP exchange, classified. `write` says whether the request changes state:
     /// a failure after sending a write is ambiguous, after sending a read transient.
+    /// The request first takes its quota token from `pacer`.
     async fn call(
         &self,
         method: Method,
         url: Url,
         body: Option<Vec<u8>>,
         write: bool,
+        pacer: &Pacer,
     ) -> Result<Answer, ProviderError> {
+        pacer
+            .request(if write {
+                Operation::Apply
+            } else {
+                Operation::List
+            })
+            .await?;
         let what = format!("{method} {}", url.path());
         let mut req = self.http.request(method, url);
         // W3C traceparent of the current `provider.call` span (nothing while tracing is off).
@@ -173,8 +200,9 @@ impl PdnsProvider {
         &self,
         url: Url,
         zone: Option<&Name>,
+        pacer: &Pacer,
     ) -> Result<T, ProviderError> {
-        let answer = self.call(Method::GET, url, None, false).await?;
+        let answer = self.call(Method::GET, url, None, false, pacer).await?;
         if !answer.status.is_success() {
             return Err(answer.classify(zone, false));
         }
@@ -190,7 +218,7 @@ impl PdnsProvider {
     async fn fetch_zones(&self) -> Result<Vec<ZoneInfo>, ProviderError> {
         let mut url = self.url(&["zones"]);
         url.query_pairs_mut().append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self.get_json(url, None).await?;
+        let zones: Vec<ZoneInfo> = self.get_json(url, None, &Pacer::default()).await?;
         let mut ids = self.lock_ids();
         for z in &zones {
             if let Ok(name) = Name::parse(&z.name) {
@@ -215,7 +243,9 @@ impl PdnsProvider {
         url.query_pairs_mut()
             .append_pair("zone", zone.as_str())
             .append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self.get_json(url, Some(zone)).await?;
+        let zones: Vec<ZoneInfo> = self
+            .get_json(url, Some(zone), &Pacer::default())
+            .await?;
         let found = zones
             .into_iter()
             .find(|z| Name::parse(&z.name).is_ok_and(|n| &n == zone))
@@ -235,6 +265,7 @@ impl PdnsProvider {
         zone: &Name,
         rrsets: bool,
         name: Option<&Name>,
+        pacer: &Pacer,
     ) -> Result<ZoneInfo, ProviderError> {
         let id = self.zone_id(zone).await?;
         let mut url = self.url(&["zones", &id]);
@@ -247,7 +278,7 @@ impl PdnsProvider {
                 q.append_pair("rrset_name", name.as_str());
             }
         }
-        let result = self.get_json::<ZoneInfo>(url, Some(zone)).await;
+        let result = self.get_json::<ZoneInfo>(url, Some(zone), pacer).await;
         if result
             .as_ref()
             .is_err_and(|e| e.class == ErrorClass::Permanent)
@@ -257,25 +288,26 @@ impl PdnsProvider {
         result
     }
 
-    /// The RRSets at `names` (all when `None`) and the lowest serial seen while
-    /// reading them.
+    /// The RRSets at `names` (each read by its own GET) and the lowest serial seen
+    /// while reading them; or, with `None`, the whole zone in one GET.
     async fn read(
         &self,
         zone: &Name,
         names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
     ) -> Result<ZoneRead, ProviderError> {
         let docs: Vec<ZoneInfo> = match names {
-            Some(names) if names.len() <= PER_NAME_READ_LIMIT => {
+            Some(names) => {
                 let gets: Vec<_> = names
                     .iter()
-                    .map(|n| Box::pin(self.get_zone(zone, true, Some(n))))
+                    .map(|n| Box::pin(self.get_zone(zone, true, Some(n), pacer)))
                     .collect();
                 stream::iter(gets)
                     .buffer_unordered(READ_CONCURRENCY)
                     .try_collect()
                     .await?
             }
-            _ => vec![self.get_zone(zone, true, None).await?],
+            None => vec![self.get_zone(zone, true, None, pacer).await?],
         };
         let mut read = ZoneRead {
             // Without SOA-EDIT-API the serial does not count API writes: no counter.
@@ -292,6 +324,54 @@ impl PdnsProvider {
             }
         }
         Ok(read)
+    }
+
+    /// The zone's content at `names` (all when `None`), under the zone's lock: from
+    /// the record cache when the zone's serial says it is the truth (one cheap serial
+    /// GET), else read. A read of more than [`PER_NAME_READ_LIMIT`] names, of the whole
+    /// zone, or one that the drift check asks for is one GET of the whole zone, which
+    /// refills the cache. `f` sees the content.
+    async fn with_content<T>(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+        f: impl FnOnce(&ZoneRead) -> T,
+    ) -> Result<T, ProviderError> {
+        let mut full = names.is_none_or(|n| n.len() > PER_NAME_READ_LIMIT);
+        // Without an entry the serial would tell nothing: go straight to the read.
+        if self.cache.holds(zone) {
+            let info = self.get_zone(zone, false, None, pacer).await?;
+            let validity = if info.soa_edit_api.is_empty() {
+                self.cache.invalidate(zone);
+                Validity::Cold
+            } else {
+                self.cache.validate(zone, info.serial)
+            };
+            match validity {
+                Validity::Valid => {
+                    if let Some(out) = self.cache.with(zone, |r| r.map(f)) {
+                        return Ok(out);
+                    }
+                    return Err(ProviderError::new(
+                        ErrorClass::Transient,
+                        "internal error: a valid record cache entry vanished",
+                    ));
+                }
+                Validity::DriftDue => full = true,
+                Validity::Unexplained { cached, expected, now } => {
+                    tracing::info!(zone = %zone, cached, expected, now, "The zone serial moved for a reason this applier's writes do not explain; reading the zone again.");
+                }
+                Validity::Cold => {}
+            }
+        }
+        if full {
+            let read = self.read(zone, None, pacer).await?;
+            self.cache.fill(zone, &read);
+            return Ok(f(&read));
+        }
+        let read = self.read(zone, names, pacer).await?;
+        Ok(f(&read))
     }
 
     fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
@@ -332,7 +412,7 @@ impl Provider for PdnsProvider {
     }
 
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let info = self.get_zone(zone, false, None).await?;
+        let info = self.get_zone(zone, false, None, &Pacer::default()).await?;
         if info.soa_edit_api.is_empty() {
             // API writes would not move the serial: it is no change counter here.
             tracing::debug!(zone = %zone, "Zone has no SOA-EDIT-API; no serial-based revalidation.");
@@ -342,15 +422,40 @@ impl Provider for PdnsProvider {
     }
 
     async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
-        let read = self.read(zone, names.as_ref()).await?;
-        Ok(Listing {
-            rrsets: read.rrsets.into_values().collect(),
-            serial: read.serial,
-        })
+        self.list_paced(zone, names, &Pacer::default()).await
     }
 
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+        self.apply_paced(zone, ops, &Pacer::default()).await
+    }
+
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
+        let lock = self.zone_lock(zone);
+        let _guard = lock.lock().await;
+        self.with_content(zone, names.as_ref(), pacer, |read| Listing {
+            rrsets: read
+                .rrsets
+                .values()
+                .filter(|r| names.as_ref().is_none_or(|n| n.contains(&r.key.name)))
+                .cloned()
+                .collect(),
+            serial: read.serial,
+        })
+        .await
+    }
+
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
         if let Some(op) = ops
             .iter()
             .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
@@ -365,8 +470,8 @@ impl Provider for PdnsProvider {
         let _guard = lock.lock().await;
 
         let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
-        let read = self.read(zone, Some(&names)).await?;
-        check(ops, &read)?;
+        self.with_content(zone, Some(&names), pacer, |read| check(ops, read))
+            .await??;
 
         let rrsets: Vec<PdnsRRSet> = ops
             .iter()
@@ -404,16 +509,36 @@ impl Provider for PdnsProvider {
             ProviderError::new(ErrorClass::Invalid, format!("cannot encode the PATCH: {e}"))
         })?;
         let id = self.zone_id(zone).await?;
-        let answer = self
-            .call(Method::PATCH, self.url(&["zones", &id]), Some(body), true)
-            .await?;
-        if answer.status.is_success() {
-            return Ok(());
+        let result = self
+            .call(
+                Method::PATCH,
+                self.url(&["zones", &id]),
+                Some(body),
+                true,
+                pacer,
+            )
+            .await;
+        let err = match result {
+            Ok(answer) if answer.status.is_success() => {
+                // Committed: the cache follows, and expects the serial's +1.
+                self.cache.committed(zone, ops);
+                return Ok(());
+            }
+            Ok(answer) => {
+                if answer.status == StatusCode::NOT_FOUND {
+                    self.lock_ids().remove(zone);
+                }
+                answer.classify(Some(zone), true)
+            }
+            Err(e) => e,
+        };
+        // Only an answer known not to have reached PowerDNS's backend keeps the cache
+        // (the quota held the request back; a 429 from something in front). Anything
+        // else may have committed: read again rather than guess.
+        if !(err.quota_denied || err.throttled) {
+            self.cache.invalidate(zone);
         }
-        if answer.status == StatusCode::NOT_FOUND {
-            self.lock_ids().remove(zone);
-        }
-        Err(answer.classify(Some(zone), true))
+        Err(err)
     }
 }
 
