@@ -81,7 +81,8 @@ pub struct ApplierConfig {
     /// serial cannot show (a database edit without a serial bump): every
     /// `drift_check` ±50% per zone, at most one zone per account every
     /// `drift_check / 100`. Only drivers with a record cache (`pdns`) use it.
-    /// Default 15m.
+    /// `0s`: no record cache, every batch reads what it touches first (for zones that
+    /// something changes without moving the serial). Default 15m.
     #[serde(default = "default_drift_check", with = "humantime_serde")]
     pub drift_check: Duration,
     /// Batches executed at once across all zones; a zone never has more than one in
@@ -254,8 +255,8 @@ impl ApplierConfig {
         if self.max_concurrent_batches == 0 {
             problems.push("max_concurrent_batches must be at least 1".to_string());
         }
-        if self.drift_check < Duration::from_secs(1) {
-            problems.push("drift_check must be at least 1s".to_string());
+        if !self.drift_check.is_zero() && self.drift_check < Duration::from_secs(1) {
+            problems.push("drift_check must be 0s (no record cache) or at least 1s".to_string());
         }
         problems.extend(self.retry.problems());
         let mut names = BTreeSet::new();

@@ -75,7 +75,8 @@ struct Entry {
 /// One account's record cache, per zone.
 #[derive(Debug)]
 pub struct RecordCache {
-    drift_check: Duration,
+    /// `None`: no cache (a `drift_check` of 0): every check reads the provider.
+    drift_check: Option<Duration>,
     zones: Mutex<HashMap<Name, Entry>>,
     /// When the account's last drift read started.
     last_drift: Mutex<Option<Instant>>,
@@ -101,9 +102,11 @@ impl Default for RecordCache {
 }
 
 impl RecordCache {
+    /// A cache whose entries are read whole again every `drift_check` (±50%); a
+    /// `drift_check` of zero keeps no entries at all.
     pub fn new(drift_check: Duration) -> Self {
         RecordCache {
-            drift_check: drift_check.max(Duration::from_secs(1)),
+            drift_check: (!drift_check.is_zero()).then_some(drift_check),
             zones: Mutex::default(),
             last_drift: Mutex::default(),
             hits: AtomicU64::new(0),
@@ -114,11 +117,11 @@ impl RecordCache {
     }
 
     /// When a zone filled now is next due: `drift_check` × [0.5, 1.5), by zone.
-    fn due_after_fill(&self, zone: &Name) -> Instant {
+    fn due_after_fill(&self, zone: &Name, period: Duration) -> Instant {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         zone.hash(&mut h);
         let spread = 0.5 + (h.finish() % 1000) as f64 / 1000.0;
-        Instant::now() + self.drift_check.mul_f64(spread)
+        Instant::now() + period.mul_f64(spread)
     }
 
     /// Decides whether the entry of `zone` is the zone's content now that its serial is
@@ -153,7 +156,7 @@ impl RecordCache {
     /// Whether a drift read may start now (one per `drift_check / 100` per account);
     /// takes the slot when it may.
     fn drift_slot(&self) -> bool {
-        let gap = self.drift_check / 100;
+        let gap = self.drift_check.unwrap_or_default() / 100;
         let mut last = lock(&self.last_drift);
         let now = Instant::now();
         if last.is_some_and(|t| now.duration_since(t) < gap) {
@@ -179,7 +182,7 @@ impl RecordCache {
     /// change counter) drops the entry instead.
     pub fn fill(&self, zone: &Name, read: &ZoneRead) {
         let mut zones = lock(&self.zones);
-        let Some(serial) = read.serial else {
+        let (Some(serial), Some(period)) = (read.serial, self.drift_check) else {
             zones.remove(zone);
             return;
         };
@@ -195,7 +198,7 @@ impl RecordCache {
                 read: copy,
                 serial,
                 writes: 0,
-                due: self.due_after_fill(zone),
+                due: self.due_after_fill(zone, period),
             },
         );
         self.fills.fetch_add(1, Ordering::Relaxed);
@@ -344,6 +347,14 @@ mod tests {
                 ..ZoneRead::default()
             },
         );
+        assert_eq!(c.validate(&zone(), 1), Validity::Cold);
+    }
+
+    #[test]
+    fn a_drift_check_of_zero_keeps_nothing() {
+        let c = RecordCache::new(Duration::ZERO);
+        c.fill(&zone(), &read(1, &[]));
+        assert!(!c.holds(&zone()));
         assert_eq!(c.validate(&zone(), 1), Validity::Cold);
     }
 
