@@ -15,6 +15,7 @@ mod otlp_trace;
 mod quota;
 mod real_providers;
 mod real_servers;
+mod record_cache;
 mod reliability;
 mod requeue;
 mod safety;

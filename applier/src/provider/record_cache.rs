@@ -145,6 +145,7 @@ impl RecordCache {
         }
         entry.serial = now;
         entry.writes = 0;
+        entry.read.serial = Some(now);
         if Instant::now() >= entry.due && self.drift_slot() {
             self.drift_reads.fetch_add(1, Ordering::Relaxed);
             return Validity::DriftDue;
@@ -303,6 +304,7 @@ mod tests {
         assert_eq!(c.validate(&zone(), 9), Validity::Valid);
         c.with(&zone(), |r| {
             let r = r.unwrap();
+            assert_eq!(r.serial, Some(9), "a listing from the cache says the serial now");
             assert_eq!(r.rrsets.len(), 2);
             // A batch planned on the old value now fails its precondition from the cache.
             assert!(check(&[RRSetOp::update(a("x", "192.0.2.1"), a("x", "192.0.2.9"))], r).is_err());
