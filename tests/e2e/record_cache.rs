@@ -222,7 +222,11 @@ async fn pdns_warm_batches_read_only_the_serial_and_still_see_other_writers() {
     let (mut a, mut b) = (listed.rrsets, truth.rrsets);
     a.sort_by(|x, y| x.key.cmp(&y.key));
     b.sort_by(|x, y| x.key.cmp(&y.key));
-    assert_eq!(a.len(), 100 + 400 + 50 + 1 + 1, "records plus the zone's NS");
+    assert_eq!(
+        a.len(),
+        100 + 400 + 50 + 1 + 1,
+        "records plus the zone's NS"
+    );
     assert_eq!(a, b, "the cache holds what the server holds");
     assert_eq!(listed.serial, truth.serial);
 }

@@ -43,7 +43,11 @@ pub enum Validity {
     Cold,
     /// The serial moved by something else than this applier's writes: the entry is
     /// dropped; read the provider.
-    Unexplained { cached: u64, expected: u64, now: u64 },
+    Unexplained {
+        cached: u64,
+        expected: u64,
+        now: u64,
+    },
     /// The entry is due for its periodic full read.
     DriftDue,
 }
@@ -304,10 +308,20 @@ mod tests {
         assert_eq!(c.validate(&zone(), 9), Validity::Valid);
         c.with(&zone(), |r| {
             let r = r.unwrap();
-            assert_eq!(r.serial, Some(9), "a listing from the cache says the serial now");
+            assert_eq!(
+                r.serial,
+                Some(9),
+                "a listing from the cache says the serial now"
+            );
             assert_eq!(r.rrsets.len(), 2);
             // A batch planned on the old value now fails its precondition from the cache.
-            assert!(check(&[RRSetOp::update(a("x", "192.0.2.1"), a("x", "192.0.2.9"))], r).is_err());
+            assert!(
+                check(
+                    &[RRSetOp::update(a("x", "192.0.2.1"), a("x", "192.0.2.9"))],
+                    r
+                )
+                .is_err()
+            );
             check(&[RRSetOp::delete(a("y", "192.0.2.3"))], r).unwrap();
         });
 

@@ -243,9 +243,7 @@ impl PdnsProvider {
         url.query_pairs_mut()
             .append_pair("zone", zone.as_str())
             .append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self
-            .get_json(url, Some(zone), &Pacer::default())
-            .await?;
+        let zones: Vec<ZoneInfo> = self.get_json(url, Some(zone), &Pacer::default()).await?;
         let found = zones
             .into_iter()
             .find(|z| Name::parse(&z.name).is_ok_and(|n| &n == zone))
@@ -359,7 +357,11 @@ impl PdnsProvider {
                     ));
                 }
                 Validity::DriftDue => full = true,
-                Validity::Unexplained { cached, expected, now } => {
+                Validity::Unexplained {
+                    cached,
+                    expected,
+                    now,
+                } => {
                     tracing::info!(zone = %zone, cached, expected, now, "The zone serial moved for a reason this applier's writes do not explain; reading the zone again.");
                 }
                 Validity::Cold => {}
