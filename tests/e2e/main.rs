@@ -3,6 +3,7 @@
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod cli;
 mod cookbook;
+mod credentials;
 mod deploy_files;
 mod failing_zone;
 mod failover;

@@ -56,6 +56,11 @@ pub struct PdnsProvider {
     zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
     /// Each zone's content as of its serial, kept by this driver's own writes.
     cache: Arc<RecordCache>,
+    /// Where the API key comes from, read again when PowerDNS refuses it (401/403):
+    /// fixing the key file is enough, the circuit's next probe uses the new key.
+    key_source: SecretSource,
+    /// The `X-API-Key` header in use (marked sensitive).
+    key: Arc<Mutex<HeaderValue>>,
 }
 
 impl std::fmt::Debug for PdnsProvider {
@@ -94,15 +99,8 @@ impl PdnsProvider {
             .extend(["api", "v1", "servers", server_id]);
 
         let source = cfg.api_key();
-        let key = source.read()?;
-        let mut key = HeaderValue::from_str(&key).map_err(|_| PdnsSetupError::ApiKey {
-            origin: source.origin(),
-            problem: "it holds characters an HTTP header cannot carry".into(),
-        })?;
-        // Sensitive: hyper and reqwest print it as "Sensitive" in any Debug output.
-        key.set_sensitive(true);
+        let key = key_header(&source)?;
         let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", key);
         // Without it PowerDNS answers some errors in plain text .
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
 
@@ -119,7 +117,29 @@ impl PdnsProvider {
             zone_ids: Arc::default(),
             zone_locks: Arc::default(),
             cache: Arc::default(),
+            key_source: source,
+            key: Arc::new(Mutex::new(key)),
         })
+    }
+
+    /// PowerDNS refused the key: read it again, and use it if it changed (the
+    /// operator fixed the file or variable). Never logs the key.
+    fn reload_key(&self) {
+        match key_header(&self.key_source) {
+            Ok(new) => {
+                let mut key = self
+                    .key
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if new.as_bytes() != key.as_bytes() {
+                    *key = new;
+                    tracing::info!(origin = %self.key_source.origin(), "PowerDNS refused the API key; it changed where it is read from, and the next request uses the new one.");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "PowerDNS refused the API key and reading it again failed; keeping the current one.");
+            }
+        }
     }
 
     /// Runs the record cache's drift check every `period` (see
@@ -162,7 +182,12 @@ impl PdnsProvider {
             })
             .await?;
         let what = format!("{method} {}", url.path());
-        let mut req = self.http.request(method, url);
+        let key = self
+            .key
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut req = self.http.request(method, url).header("x-api-key", key);
         // W3C traceparent of the current `provider.call` span (nothing while tracing is off).
         let mut trace = HeaderMap::new();
         dnsplane_common::telemetry::inject_http_headers(&mut trace);
@@ -177,6 +202,9 @@ impl PdnsProvider {
             .await
             .map_err(|e| transport_error(&what, &e, write))?;
         let status = resp.status();
+        if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            self.reload_key();
+        }
         let retry_after = resp
             .headers()
             .get(RETRY_AFTER)
@@ -384,6 +412,18 @@ impl PdnsProvider {
             .or_default()
             .clone()
     }
+}
+
+/// The `X-API-Key` header from `source`, marked sensitive (hyper and reqwest print it
+/// as "Sensitive" in any Debug output).
+fn key_header(source: &SecretSource) -> Result<HeaderValue, PdnsSetupError> {
+    let key = source.read()?;
+    let mut key = HeaderValue::from_str(&key).map_err(|_| PdnsSetupError::ApiKey {
+        origin: source.origin(),
+        problem: "it holds characters an HTTP header cannot carry".into(),
+    })?;
+    key.set_sensitive(true);
+    Ok(key)
 }
 
 #[async_trait]
