@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The default period of the drift check (`drift_check` in the applier config).
+/// The default period of the drift check (`record_cache_drift_check` in the
+/// applier config).
 pub const DEFAULT_DRIFT_CHECK: Duration = Duration::from_secs(15 * 60);
 
 /// What the cache can say about a zone given its serial now.
