@@ -3,17 +3,30 @@
 //! PowerDNS commits one PATCH in one backend transaction (atomic), but its writes are
 //! not conditional: REPLACE overwrites and DELETE of an absent RRSet succeeds
 //! (PowerDNS's API documentation). So [`PdnsProvider::apply`] enforces every op's
-//! precondition itself: under an in-process per-zone lock it reads the affected names,
-//! checks every `before` (and the CNAME rule) against that read, and only then sends
-//! ONE PATCH. That is exact as long as dnsplane is the zone's only writer through this
-//! applier (the planner routes a zone to one applier); a foreign write that lands
-//! between the read and the PATCH is overwritten, as it would be by any PowerDNS
-//! client.
+//! precondition itself, under an in-process per-zone lock: it checks every `before`
+//! (and the CNAME rule) against the zone's content and only then sends ONE PATCH.
+//!
+//! The content comes from the driver's record cache
+//! ([`crate::provider::record_cache`]) when the zone's serial says the cache is the
+//! truth: one `GET /zones/{id}?rrsets=false` per batch, then the PATCH, whatever the
+//! zone's size. Otherwise (cold, or the serial moved by something else than this
+//! driver's writes) it reads: each of the batch's names when there are at most 32,
+//! else the whole zone once, which refills the cache. A successful PATCH is applied to
+//! the cache; a failed one that may have committed drops it. Listings are answered the
+//! same way. That is exact as long as every other writer moves the serial (every API
+//! client does; `pdnsutil add-record` does not — see docs/providers.md); a foreign
+//! write that lands between the check and the PATCH is overwritten, as it would be by
+//! any PowerDNS client.
 //!
 //! The zone serial is the change counter: zones created through the API carry
-//! `SOA-EDIT-API`, so every PATCH bumps it. For a zone without `SOA-EDIT-API`,
-//! [`Provider::serial`] answers `None` (no cheap counter) instead of a serial that
-//! would never move.
+//! `SOA-EDIT-API`, so every PATCH bumps it (by one, even when it changes nothing;
+//! `DEFAULT` jumps to `YYYYMMDD01` on a new day, which the cache takes for unexplained
+//! and reads the zone once). For a zone without `SOA-EDIT-API`, [`Provider::serial`]
+//! answers `None` (no cheap counter) instead of a serial that would never move, and
+//! every batch reads what it touches, as without a cache.
+//!
+//! Each HTTP request takes its own quota token through the call's
+//! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
 use crate::provider::call::Pacer;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::{RecordCache, Validity};
