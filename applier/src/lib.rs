@@ -154,9 +154,11 @@ impl Applier {
                     }
                     Arc::new(provider)
                 }
-                DriverConfig::Pdns(p) => {
-                    Arc::new(PdnsProvider::new(p).map_err(|e| driver_err(e.into()))?)
-                }
+                DriverConfig::Pdns(p) => Arc::new(
+                    PdnsProvider::new(p)
+                        .map_err(|e| driver_err(e.into()))?
+                        .with_drift_check(config.record_cache_drift_check),
+                ),
                 DriverConfig::Rfc2136(r) => Arc::new(
                     Rfc2136Provider::new(r, &account.zones).map_err(|e| driver_err(e.into()))?,
                 ),

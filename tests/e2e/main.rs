@@ -3,6 +3,7 @@
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod cli;
 mod cookbook;
+mod credentials;
 mod deploy_files;
 mod failing_zone;
 mod failover;
@@ -16,6 +17,7 @@ mod otlp_trace;
 mod quota;
 mod real_providers;
 mod real_servers;
+mod record_cache;
 mod reliability;
 mod requeue;
 mod safety;

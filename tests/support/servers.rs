@@ -389,12 +389,16 @@ impl PowerDns {
     }
 
     /// Out-of-band writes, straight into the database with `pdnsutil add-record`, as
-    /// an operator would: `(name relative to the zone, type, ttl, value)`.
+    /// an operator would: `(name relative to the zone, type, ttl, value)`; then
+    /// `pdnsutil increase-serial`, as docs/providers.md asks of writers that bypass the
+    /// API (`add-record` alone does not move the serial, so the applier's record cache
+    /// would see the change only at its next drift check).
     pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
         let zone = self.zone.as_str().trim_end_matches('.').to_string();
         for (name, rtype, ttl, value) in records {
             self.pdnsutil(&["add-record", &zone, name, rtype, &ttl.to_string(), value]);
         }
+        self.pdnsutil(&["increase-serial", &zone]);
     }
 
     /// The zone by AXFR (PowerDNS allows it from loopback), see [`axfr`].

@@ -3,6 +3,7 @@
 //!
 //! ```toml
 //! cache_ttl = "30s"
+//! record_cache_drift_check = "15m"
 //! max_concurrent_batches = 8
 //!
 //! [[accounts]]
@@ -76,6 +77,14 @@ pub struct ApplierConfig {
     /// zone serial where the provider has one) or read again. Default 30s.
     #[serde(default = "default_cache_ttl", with = "humantime_serde")]
     pub cache_ttl: Duration,
+    /// How often each zone's cached content is read whole again to find changes its
+    /// serial cannot show (a database edit without a serial bump): every
+    /// `record_cache_drift_check` ±50% per zone, at most one zone per account every
+    /// 1/100 of it. Only drivers with a record cache (`pdns`) use it.
+    /// `0s`: no record cache, every batch reads what it touches first (for zones that
+    /// something changes without moving the serial). Default 15m.
+    #[serde(default = "default_record_cache_drift_check", with = "humantime_serde")]
+    pub record_cache_drift_check: Duration,
     /// Batches executed at once across all zones; a zone never has more than one in
     /// flight whatever this says. Default 8.
     #[serde(default = "default_max_concurrent_batches")]
@@ -185,6 +194,9 @@ impl<'de> Deserialize<'de> for AccountConfig {
 fn default_cache_ttl() -> Duration {
     Duration::from_secs(30)
 }
+fn default_record_cache_drift_check() -> Duration {
+    crate::provider::record_cache::DEFAULT_DRIFT_CHECK
+}
 fn default_max_concurrent_batches() -> usize {
     8
 }
@@ -201,6 +213,7 @@ impl ApplierConfig {
     ) -> Self {
         ApplierConfig {
             cache_ttl: default_cache_ttl(),
+            record_cache_drift_check: default_record_cache_drift_check(),
             max_concurrent_batches: default_max_concurrent_batches(),
             shutdown_grace: default_shutdown_grace(),
             retry: RetryPolicy::default(),
@@ -241,6 +254,13 @@ impl ApplierConfig {
         }
         if self.max_concurrent_batches == 0 {
             problems.push("max_concurrent_batches must be at least 1".to_string());
+        }
+        if !self.record_cache_drift_check.is_zero()
+            && self.record_cache_drift_check < Duration::from_secs(1)
+        {
+            problems.push(
+                "record_cache_drift_check must be 0s (no record cache) or at least 1s".to_string(),
+            );
         }
         problems.extend(self.retry.problems());
         let mut names = BTreeSet::new();

@@ -351,3 +351,13 @@ fn driver_problems_are_named() {
         assert!(!e.contains("s3cret"), "{e}");
     }
 }
+
+#[test]
+fn the_record_cache_drift_check_defaults_to_15m_and_0s_turns_the_cache_off() {
+    let c = parse(EXAMPLE).unwrap();
+    assert_eq!(c.record_cache_drift_check, Duration::from_secs(15 * 60));
+    let c = parse(&format!("record_cache_drift_check = \"0s\"\n{EXAMPLE}")).unwrap();
+    assert!(c.record_cache_drift_check.is_zero());
+    let e = parse(&format!("record_cache_drift_check = \"10ms\"\n{EXAMPLE}")).unwrap_err();
+    assert!(e.to_string().contains("record_cache_drift_check"), "{e}");
+}

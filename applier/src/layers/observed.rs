@@ -72,6 +72,10 @@ impl Layer for Observed {
         let op = call.operation();
         let start = Instant::now();
         let result = self.inner.call(cx, call).await;
+        if result.as_ref().is_err_and(|e| e.quota_denied) {
+            // The driver's request waited for a quota token in vain: nothing was sent.
+            return result;
+        }
         events::ProviderCallFinished {
             metrics: &self.metrics,
             operation: op,

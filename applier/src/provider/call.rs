@@ -25,7 +25,53 @@ pub struct CallCx {
     pub deadline: Option<Instant>,
     /// 0 for the first attempt of a request, then 1, 2, … for its retries.
     pub attempt: u32,
+    /// Paces the HTTP requests a driver makes for this call (set by the quota layer).
+    pub pacer: Pacer,
 }
+
+/// Takes the quota's token for one provider request of kind `op`, waiting at most
+/// until the call's deadline; implemented by the quota layer.
+#[async_trait]
+pub trait Gate: Send + Sync + std::fmt::Debug {
+    async fn admit(&self, op: Operation) -> Result<(), ProviderError>;
+}
+
+/// How a driver that makes several HTTP requests for one call (PowerDNS: a serial
+/// read, then the PATCH) keeps each of them under the account's quota: it calls
+/// [`request`](Self::request) right before sending each one, so that the request the
+/// provider counts is the one that waited for the token (a token taken for the whole
+/// call before its first request let a second request follow at once, which a
+/// provider with a burst of 1 always refused). Without a quota it does nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Pacer(Option<Arc<dyn Gate>>);
+
+impl Pacer {
+    pub fn new(gate: Arc<dyn Gate>) -> Pacer {
+        Pacer(Some(gate))
+    }
+
+    /// Whether a gate is set: the driver must take the call's tokens itself.
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Waits for the token of one request of kind `op` (a write: `Apply`; a read:
+    /// `List` or `Serial`); an error marked `quota_denied` when none comes in time.
+    pub async fn request(&self, op: Operation) -> Result<(), ProviderError> {
+        match &self.0 {
+            Some(gate) => gate.admit(op).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Every pacer is alike for comparing call contexts: it is plumbing, not identity.
+impl PartialEq for Pacer {
+    fn eq(&self, _: &Pacer) -> bool {
+        true
+    }
+}
+impl Eq for Pacer {}
 
 impl CallCx {
     /// The first attempt of a call about `zone` of `account`, without a deadline.
@@ -35,12 +81,19 @@ impl CallCx {
             zone,
             deadline: None,
             attempt: 0,
+            pacer: Pacer::default(),
         }
     }
 
     #[must_use]
     pub fn with_deadline(mut self, deadline: Option<Instant>) -> CallCx {
         self.deadline = deadline;
+        self
+    }
+
+    #[must_use]
+    pub fn with_pacer(mut self, pacer: Pacer) -> CallCx {
+        self.pacer = pacer;
         self
     }
 
@@ -120,9 +173,11 @@ impl Layer for Driver {
         Ok(match call {
             Call::Zones => Reply::Zones(self.0.zones().await?),
             Call::Serial => Reply::Serial(self.0.serial(cx.zone()?).await?),
-            Call::List { names } => Reply::Listing(self.0.list(cx.zone()?, names).await?),
+            Call::List { names } => {
+                Reply::Listing(self.0.list_paced(cx.zone()?, names, &cx.pacer).await?)
+            }
             Call::Apply { ops } => {
-                self.0.apply(cx.zone()?, ops).await?;
+                self.0.apply_paced(cx.zone()?, ops, &cx.pacer).await?;
                 Reply::Applied
             }
         })

@@ -9,6 +9,7 @@ pub mod fault;
 pub mod memory;
 pub mod pdns;
 pub mod precondition;
+pub mod record_cache;
 pub mod rfc2136;
 
 /// What a driver can do; the batch algorithm adapts to it.
@@ -218,6 +219,30 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Atomic when capabilities say so: all ops commit or none; preconditions
     /// (`op.before`) enforced when `conditional_writes`.
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError>;
+
+    /// [`list`](Self::list) with each HTTP request under the account's quota. A
+    /// driver that makes one request per call keeps this default: the call's one token.
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &call::Pacer,
+    ) -> Result<Listing, ProviderError> {
+        pacer.request(Operation::List).await?;
+        self.list(zone, names).await
+    }
+
+    /// [`apply`](Self::apply) with each HTTP request under the account's quota (see
+    /// [`call::Pacer`]); the default takes the call's one token.
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &call::Pacer,
+    ) -> Result<(), ProviderError> {
+        pacer.request(Operation::Apply).await?;
+        self.apply(zone, ops).await
+    }
 }
 
 #[cfg(test)]

@@ -3,11 +3,17 @@
 //! listings, wait at most `max_wait`); a call that gets none is not made and comes back
 //! `quota_denied` with when the next token is expected. Every answer the driver marked
 //! `throttled` is fed back into the bucket.
+//!
+//! Listings and writes are not gated here but by the driver, request by request,
+//! through the call's [`Pacer`]: a driver that makes several HTTP requests for one
+//! call (PowerDNS reads the serial, then PATCHes) takes a token right before each
+//! request that counts, so that what the provider sees is paced, not only what the
+//! stack sees. A driver with one request per call takes one token first, as before.
 use super::limiter::Quota;
 use crate::events;
 use crate::metrics::AccountMetrics;
-use crate::provider::call::{Call, CallCx, Layer, Reply};
-use crate::provider::{ErrorClass, ProviderError};
+use crate::provider::call::{Call, CallCx, Gate, Layer, Pacer, Reply};
+use crate::provider::{ErrorClass, Operation, ProviderError};
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -28,31 +34,51 @@ impl Limited {
             metrics,
         }
     }
+}
 
-    /// Takes a token for `call`, or says when one is expected.
-    async fn gate(&self, cx: &CallCx, call: &Call<'_>) -> Result<(), ProviderError> {
-        let op = call.operation();
-        if !self.quota.counts(op) {
+/// The quota's gate for the requests of one call: they wait at most until the
+/// call's deadline (calls without one: `max_wait`).
+#[derive(Debug)]
+struct CallGate {
+    quota: Arc<Quota>,
+    metrics: AccountMetrics,
+    deadline: Instant,
+}
+
+#[async_trait]
+impl Gate for CallGate {
+    async fn admit(&self, op: Operation) -> Result<(), ProviderError> {
+        take(&self.quota, &self.metrics, self.deadline, op).await
+    }
+}
+
+/// Takes a token for one request of kind `op` before `deadline`, or says when one is
+/// expected.
+async fn take(
+    quota: &Arc<Quota>,
+    metrics: &AccountMetrics,
+    deadline: Instant,
+    op: Operation,
+) -> Result<(), ProviderError> {
+    {
+        if !quota.counts(op) {
             return Ok(());
         }
-        let max_wait = match cx.deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => self.quota.settings().max_wait,
-        };
+        let max_wait = deadline.saturating_duration_since(Instant::now());
         let span = tracing::info_span!(
             "quota.wait",
-            account = %self.quota.account(),
+            account = %quota.account(),
             operation = op.as_str(),
             waited_ms = tracing::field::Empty,
         );
-        let acquired = self.quota.acquire(max_wait).instrument(span.clone()).await;
+        let acquired = quota.acquire(max_wait).instrument(span.clone()).await;
         match acquired {
             Ok(waited) => {
                 span.in_scope(|| {
                     events::QuotaTaken {
-                        metrics: &self.metrics,
+                        metrics,
                         waited,
-                        tokens_left: self.quota.tokens_left(),
+                        tokens_left: quota.tokens_left(),
                     }
                     .emit()
                 });
@@ -60,7 +86,7 @@ impl Limited {
             }
             Err(retry_after) => {
                 events::QuotaDenied {
-                    account: self.quota.account(),
+                    account: quota.account(),
                     operation: op,
                     retry_after,
                 }
@@ -69,7 +95,7 @@ impl Limited {
                     ErrorClass::Transient,
                     format!(
                         "not attempted: the quota of account {:?} has no token before the deadline (next in {retry_after:?})",
-                        self.quota.account()
+                        quota.account()
                     ),
                 )
                 .with_retry_after(retry_after);
@@ -83,8 +109,25 @@ impl Limited {
 #[async_trait]
 impl Layer for Limited {
     async fn call(&self, cx: &CallCx, call: Call<'_>) -> Result<Reply, ProviderError> {
-        self.gate(cx, &call).await?;
-        let result = self.inner.call(cx, call).await;
+        let deadline = cx
+            .deadline
+            .unwrap_or_else(|| Instant::now() + self.quota.settings().max_wait);
+        let result = match call {
+            // Paced by the driver, request by request.
+            Call::List { .. } | Call::Apply { .. } => {
+                let gate = CallGate {
+                    quota: self.quota.clone(),
+                    metrics: self.metrics.clone(),
+                    deadline,
+                };
+                let cx = cx.clone().with_pacer(Pacer::new(Arc::new(gate)));
+                self.inner.call(&cx, call).await
+            }
+            Call::Zones | Call::Serial => {
+                take(&self.quota, &self.metrics, deadline, call.operation()).await?;
+                self.inner.call(cx, call).await
+            }
+        };
         if let Err(e) = &result
             && e.throttled
         {

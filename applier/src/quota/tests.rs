@@ -5,10 +5,10 @@ use super::*;
 use crate::account::{Account, AccountOptions};
 use crate::apply;
 use crate::config::ApplierConfig;
-use crate::provider::ErrorClass;
 use crate::provider::call::CallCx;
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::store::MemoryStore;
+use crate::provider::{ErrorClass, ProviderError};
 use crate::retry::RetryPolicy;
 use dnsplane_common::{Change, ChangeKind, RRSet, RecordKey, RecordType};
 use std::path::Path;
@@ -348,4 +348,130 @@ fn the_documented_quota_example_is_valid() {
         .expect("a quota");
     assert!(q.settings().redis.is_some());
     assert!(q.settings().replicas > 1);
+}
+
+/// A provider that counts every HTTP request against a bucket of `burst` 1 refilled
+/// at 2 per second, the way a cloud API limits requests, and makes two requests per
+/// write (a serial read, then the write), as the `pdns` driver does.
+#[derive(Debug)]
+struct RequestLimited {
+    inner: MemoryProvider,
+    /// (tokens, when last refilled).
+    bucket: std::sync::Mutex<(f64, Instant)>,
+    refused: std::sync::atomic::AtomicU64,
+}
+
+impl RequestLimited {
+    fn admit(&self) -> Result<(), ProviderError> {
+        let mut b = self.bucket.lock().unwrap();
+        let now = Instant::now();
+        b.0 = (b.0 + (now - b.1).as_secs_f64() * 2.0).min(1.0);
+        b.1 = now;
+        if b.0 >= 1.0 - 1e-9 {
+            b.0 -= 1.0;
+            return Ok(());
+        }
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Err(ProviderError::from_http_status(429, "Rate limit exceeded")
+            .with_retry_after(Duration::from_secs(1)))
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::provider::Provider for RequestLimited {
+    fn driver(&self) -> &'static str {
+        "memory"
+    }
+    fn capabilities(&self) -> crate::provider::Capabilities {
+        crate::provider::Capabilities {
+            max_changes_per_batch: 100,
+            ..self.inner.capabilities()
+        }
+    }
+    async fn zones(&self) -> Result<Vec<dnsplane_common::Name>, ProviderError> {
+        self.admit()?;
+        self.inner.zones().await
+    }
+    async fn serial(&self, zone: &dnsplane_common::Name) -> Result<Option<u64>, ProviderError> {
+        self.admit()?;
+        self.inner.serial(zone).await
+    }
+    async fn list(
+        &self,
+        zone: &dnsplane_common::Name,
+        names: Option<&[dnsplane_common::Name]>,
+    ) -> Result<crate::provider::Listing, ProviderError> {
+        self.admit()?;
+        self.inner.list(zone, names).await
+    }
+    async fn apply(
+        &self,
+        zone: &dnsplane_common::Name,
+        ops: &[RRSetOp],
+    ) -> Result<(), ProviderError> {
+        self.apply_paced(zone, ops, &crate::provider::call::Pacer::default())
+            .await
+    }
+    async fn apply_paced(
+        &self,
+        zone: &dnsplane_common::Name,
+        ops: &[RRSetOp],
+        pacer: &crate::provider::call::Pacer,
+    ) -> Result<(), ProviderError> {
+        // The precondition read's serial GET, then the PATCH: each its own request.
+        pacer.request(crate::provider::Operation::Serial).await?;
+        self.admit()?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        pacer.request(crate::provider::Operation::Apply).await?;
+        self.admit()?;
+        self.inner.apply(zone, ops).await
+    }
+}
+
+/// A quota of 2 requests per second with a burst of 1 in front of a provider that
+/// enforces exactly that on every request: the write's two requests are paced one by
+/// one, so 10k records in batches of 100 converge with no 429 and nothing throttled
+/// (a token taken for the whole call let the PATCH follow the serial GET at once,
+/// which such a provider always refused: the batch never got through).
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_one_always_progresses_when_a_write_is_two_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+    let provider = Arc::new(RequestLimited {
+        inner: MemoryProvider::new(store.clone(), vec![zone()]).unwrap(),
+        bucket: std::sync::Mutex::new((1.0, Instant::now())),
+        refused: std::sync::atomic::AtomicU64::new(0),
+    });
+    let mut s = settings(2.0, 1);
+    s.ops = QuotaOps::All;
+    let quota = Arc::new(Quota::new("acct", s).unwrap());
+    let options = AccountOptions {
+        quota: Some(quota.clone()),
+        ..AccountOptions::default()
+    };
+    let account = Account::with_options("acct", provider.clone(), &[zone()], options);
+    let changes: Vec<Change> = (0..10_000).map(|i| create(&format!("r{i}"))).collect();
+    for batch in changes.chunks(100) {
+        let cx = CallCx::new("acct", Some(zone()))
+            .with_deadline(Some(Instant::now() + Duration::from_secs(30)));
+        let report = apply::execute(&account.stack, &cx, batch, &RetryPolicy::default()).await;
+        let outcomes: std::collections::BTreeSet<_> =
+            report.results.iter().map(|r| r.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [dnsplane_common::Outcome::Applied].into(),
+            "{:?}",
+            report.results.first()
+        );
+    }
+    assert_eq!(stored(&store), 10_000);
+    assert_eq!(
+        provider.refused.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "the provider answered 429"
+    );
+    let st = quota.status();
+    assert_eq!((st.throttled, st.denied), (0, 0), "{st:?}");
+    assert_eq!(st.granted, 200, "two requests per batch, each its token");
 }

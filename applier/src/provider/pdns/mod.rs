@@ -3,19 +3,34 @@
 //! PowerDNS commits one PATCH in one backend transaction (atomic), but its writes are
 //! not conditional: REPLACE overwrites and DELETE of an absent RRSet succeeds
 //! (PowerDNS's API documentation). So [`PdnsProvider::apply`] enforces every op's
-//! precondition itself: under an in-process per-zone lock it reads the affected names,
-//! checks every `before` (and the CNAME rule) against that read, and only then sends
-//! ONE PATCH. That is exact as long as dnsplane is the zone's only writer through this
-//! applier (the planner routes a zone to one applier); a foreign write that lands
-//! between the read and the PATCH is overwritten, as it would be by any PowerDNS
-//! client.
+//! precondition itself, under an in-process per-zone lock: it checks every `before`
+//! (and the CNAME rule) against the zone's content and only then sends ONE PATCH.
+//!
+//! The content comes from the driver's record cache
+//! ([`crate::provider::record_cache`]) when the zone's serial says the cache is the
+//! truth: one `GET /zones/{id}?rrsets=false` per batch, then the PATCH, whatever the
+//! zone's size. Otherwise (cold, or the serial moved by something else than this
+//! driver's writes) it reads: each of the batch's names when there are at most 32,
+//! else the whole zone once, which refills the cache. A successful PATCH is applied to
+//! the cache; a failed one that may have committed drops it. Listings are answered the
+//! same way. That is exact as long as every other writer moves the serial (every API
+//! client does; `pdnsutil add-record` does not — see docs/providers.md); a foreign
+//! write that lands between the check and the PATCH is overwritten, as it would be by
+//! any PowerDNS client.
 //!
 //! The zone serial is the change counter: zones created through the API carry
-//! `SOA-EDIT-API`, so every PATCH bumps it. For a zone without `SOA-EDIT-API`,
-//! [`Provider::serial`] answers `None` (no cheap counter) instead of a serial that
-//! would never move.
+//! `SOA-EDIT-API`, so every PATCH bumps it (by one, even when it changes nothing;
+//! `DEFAULT` jumps to `YYYYMMDD01` on a new day, which the cache takes for unexplained
+//! and reads the zone once). For a zone without `SOA-EDIT-API`, [`Provider::serial`]
+//! answers `None` (no cheap counter) instead of a serial that would never move, and
+//! every batch reads what it touches, as without a cache.
+//!
+//! Each HTTP request takes its own quota token through the call's
+//! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
+use crate::provider::call::Pacer;
 use crate::provider::precondition::{ZoneRead, check};
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::record_cache::{RecordCache, Validity};
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSetOp};
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -52,6 +67,13 @@ pub struct PdnsProvider {
     zone_ids: Arc<Mutex<HashMap<Name, String>>>,
     /// One write (read-check-PATCH) per zone at a time.
     zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Each zone's content as of its serial, kept by this driver's own writes.
+    cache: Arc<RecordCache>,
+    /// Where the API key comes from, read again when PowerDNS refuses it (401/403):
+    /// fixing the key file is enough, the circuit's next probe uses the new key.
+    key_source: SecretSource,
+    /// The `X-API-Key` header in use (marked sensitive).
+    key: Arc<Mutex<HeaderValue>>,
 }
 
 impl std::fmt::Debug for PdnsProvider {
@@ -90,15 +112,8 @@ impl PdnsProvider {
             .extend(["api", "v1", "servers", server_id]);
 
         let source = cfg.api_key();
-        let key = source.read()?;
-        let mut key = HeaderValue::from_str(&key).map_err(|_| PdnsSetupError::ApiKey {
-            origin: source.origin(),
-            problem: "it holds characters an HTTP header cannot carry".into(),
-        })?;
-        // Sensitive: hyper and reqwest print it as "Sensitive" in any Debug output.
-        key.set_sensitive(true);
+        let key = key_header(&source)?;
         let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", key);
         // Without it PowerDNS answers some errors in plain text .
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
 
@@ -114,7 +129,43 @@ impl PdnsProvider {
             timeout: cfg.timeout,
             zone_ids: Arc::default(),
             zone_locks: Arc::default(),
+            cache: Arc::default(),
+            key_source: source,
+            key: Arc::new(Mutex::new(key)),
         })
+    }
+
+    /// PowerDNS refused the key: read it again, and use it if it changed (the
+    /// operator fixed the file or variable). Never logs the key.
+    fn reload_key(&self) {
+        match key_header(&self.key_source) {
+            Ok(new) => {
+                let mut key = self
+                    .key
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if new.as_bytes() != key.as_bytes() {
+                    *key = new;
+                    tracing::info!(origin = %self.key_source.origin(), "PowerDNS refused the API key; it changed where it is read from, and the next request uses the new one.");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "PowerDNS refused the API key and reading it again failed; keeping the current one.");
+            }
+        }
+    }
+
+    /// Runs the record cache's drift check every `period` (see
+    /// [`crate::provider::record_cache`]) instead of the default.
+    #[must_use]
+    pub fn with_drift_check(mut self, period: Duration) -> Self {
+        self.cache = Arc::new(RecordCache::new(period));
+        self
+    }
+
+    /// The record cache, for its counters.
+    pub fn record_cache(&self) -> &RecordCache {
+        &self.cache
     }
 
     fn url(&self, segments: &[&str]) -> Url {
@@ -127,15 +178,29 @@ impl PdnsProvider {
 
     /// One HTTP exchange, classified. `write` says whether the request changes state:
     /// a failure after sending a write is ambiguous, after sending a read transient.
+    /// The request first takes its quota token from `pacer`.
     async fn call(
         &self,
         method: Method,
         url: Url,
         body: Option<Vec<u8>>,
         write: bool,
+        pacer: &Pacer,
     ) -> Result<Answer, ProviderError> {
+        pacer
+            .request(if write {
+                Operation::Apply
+            } else {
+                Operation::List
+            })
+            .await?;
         let what = format!("{method} {}", url.path());
-        let mut req = self.http.request(method, url);
+        let key = self
+            .key
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut req = self.http.request(method, url).header("x-api-key", key);
         // W3C traceparent of the current `provider.call` span (nothing while tracing is off).
         let mut trace = HeaderMap::new();
         dnsplane_common::telemetry::inject_http_headers(&mut trace);
@@ -150,6 +215,9 @@ impl PdnsProvider {
             .await
             .map_err(|e| transport_error(&what, &e, write))?;
         let status = resp.status();
+        if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            self.reload_key();
+        }
         let retry_after = resp
             .headers()
             .get(RETRY_AFTER)
@@ -173,8 +241,9 @@ impl PdnsProvider {
         &self,
         url: Url,
         zone: Option<&Name>,
+        pacer: &Pacer,
     ) -> Result<T, ProviderError> {
-        let answer = self.call(Method::GET, url, None, false).await?;
+        let answer = self.call(Method::GET, url, None, false, pacer).await?;
         if !answer.status.is_success() {
             return Err(answer.classify(zone, false));
         }
@@ -190,7 +259,7 @@ impl PdnsProvider {
     async fn fetch_zones(&self) -> Result<Vec<ZoneInfo>, ProviderError> {
         let mut url = self.url(&["zones"]);
         url.query_pairs_mut().append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self.get_json(url, None).await?;
+        let zones: Vec<ZoneInfo> = self.get_json(url, None, &Pacer::default()).await?;
         let mut ids = self.lock_ids();
         for z in &zones {
             if let Ok(name) = Name::parse(&z.name) {
@@ -215,7 +284,7 @@ impl PdnsProvider {
         url.query_pairs_mut()
             .append_pair("zone", zone.as_str())
             .append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self.get_json(url, Some(zone)).await?;
+        let zones: Vec<ZoneInfo> = self.get_json(url, Some(zone), &Pacer::default()).await?;
         let found = zones
             .into_iter()
             .find(|z| Name::parse(&z.name).is_ok_and(|n| &n == zone))
@@ -235,6 +304,7 @@ impl PdnsProvider {
         zone: &Name,
         rrsets: bool,
         name: Option<&Name>,
+        pacer: &Pacer,
     ) -> Result<ZoneInfo, ProviderError> {
         let id = self.zone_id(zone).await?;
         let mut url = self.url(&["zones", &id]);
@@ -247,7 +317,7 @@ impl PdnsProvider {
                 q.append_pair("rrset_name", name.as_str());
             }
         }
-        let result = self.get_json::<ZoneInfo>(url, Some(zone)).await;
+        let result = self.get_json::<ZoneInfo>(url, Some(zone), pacer).await;
         if result
             .as_ref()
             .is_err_and(|e| e.class == ErrorClass::Permanent)
@@ -257,25 +327,26 @@ impl PdnsProvider {
         result
     }
 
-    /// The RRSets at `names` (all when `None`) and the lowest serial seen while
-    /// reading them.
+    /// The RRSets at `names` (each read by its own GET) and the lowest serial seen
+    /// while reading them; or, with `None`, the whole zone in one GET.
     async fn read(
         &self,
         zone: &Name,
         names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
     ) -> Result<ZoneRead, ProviderError> {
         let docs: Vec<ZoneInfo> = match names {
-            Some(names) if names.len() <= PER_NAME_READ_LIMIT => {
+            Some(names) => {
                 let gets: Vec<_> = names
                     .iter()
-                    .map(|n| Box::pin(self.get_zone(zone, true, Some(n))))
+                    .map(|n| Box::pin(self.get_zone(zone, true, Some(n), pacer)))
                     .collect();
                 stream::iter(gets)
                     .buffer_unordered(READ_CONCURRENCY)
                     .try_collect()
                     .await?
             }
-            _ => vec![self.get_zone(zone, true, None).await?],
+            None => vec![self.get_zone(zone, true, None, pacer).await?],
         };
         let mut read = ZoneRead {
             // Without SOA-EDIT-API the serial does not count API writes: no counter.
@@ -294,6 +365,58 @@ impl PdnsProvider {
         Ok(read)
     }
 
+    /// The zone's content at `names` (all when `None`), under the zone's lock: from
+    /// the record cache when the zone's serial says it is the truth (one cheap serial
+    /// GET), else read. A read of more than [`PER_NAME_READ_LIMIT`] names, of the whole
+    /// zone, or one that the drift check asks for is one GET of the whole zone, which
+    /// refills the cache. `f` sees the content.
+    async fn with_content<T>(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+        f: impl FnOnce(&ZoneRead) -> T,
+    ) -> Result<T, ProviderError> {
+        let mut full = names.is_none_or(|n| n.len() > PER_NAME_READ_LIMIT);
+        // Without an entry the serial would tell nothing: go straight to the read.
+        if self.cache.holds(zone) {
+            let info = self.get_zone(zone, false, None, pacer).await?;
+            let validity = if info.soa_edit_api.is_empty() {
+                self.cache.invalidate(zone);
+                Validity::Cold
+            } else {
+                self.cache.validate(zone, info.serial)
+            };
+            match validity {
+                Validity::Valid => {
+                    if let Some(out) = self.cache.with(zone, |r| r.map(f)) {
+                        return Ok(out);
+                    }
+                    return Err(ProviderError::new(
+                        ErrorClass::Transient,
+                        "internal error: a valid record cache entry vanished",
+                    ));
+                }
+                Validity::DriftDue => full = true,
+                Validity::Unexplained {
+                    cached,
+                    expected,
+                    now,
+                } => {
+                    tracing::info!(zone = %zone, cached, expected, now, "The zone serial moved for a reason this applier's writes do not explain; reading the zone again.");
+                }
+                Validity::Cold => {}
+            }
+        }
+        if full {
+            let read = self.read(zone, None, pacer).await?;
+            self.cache.fill(zone, &read);
+            return Ok(f(&read));
+        }
+        let read = self.read(zone, names, pacer).await?;
+        Ok(f(&read))
+    }
+
     fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
         self.zone_locks
             .lock()
@@ -302,6 +425,18 @@ impl PdnsProvider {
             .or_default()
             .clone()
     }
+}
+
+/// The `X-API-Key` header from `source`, marked sensitive (hyper and reqwest print it
+/// as "Sensitive" in any Debug output).
+fn key_header(source: &SecretSource) -> Result<HeaderValue, PdnsSetupError> {
+    let key = source.read()?;
+    let mut key = HeaderValue::from_str(&key).map_err(|_| PdnsSetupError::ApiKey {
+        origin: source.origin(),
+        problem: "it holds characters an HTTP header cannot carry".into(),
+    })?;
+    key.set_sensitive(true);
+    Ok(key)
 }
 
 #[async_trait]
@@ -332,7 +467,7 @@ impl Provider for PdnsProvider {
     }
 
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let info = self.get_zone(zone, false, None).await?;
+        let info = self.get_zone(zone, false, None, &Pacer::default()).await?;
         if info.soa_edit_api.is_empty() {
             // API writes would not move the serial: it is no change counter here.
             tracing::debug!(zone = %zone, "Zone has no SOA-EDIT-API; no serial-based revalidation.");
@@ -342,15 +477,40 @@ impl Provider for PdnsProvider {
     }
 
     async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
-        let read = self.read(zone, names.as_ref()).await?;
-        Ok(Listing {
-            rrsets: read.rrsets.into_values().collect(),
-            serial: read.serial,
-        })
+        self.list_paced(zone, names, &Pacer::default()).await
     }
 
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+        self.apply_paced(zone, ops, &Pacer::default()).await
+    }
+
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
+        let lock = self.zone_lock(zone);
+        let _guard = lock.lock().await;
+        self.with_content(zone, names.as_ref(), pacer, |read| Listing {
+            rrsets: read
+                .rrsets
+                .values()
+                .filter(|r| names.as_ref().is_none_or(|n| n.contains(&r.key.name)))
+                .cloned()
+                .collect(),
+            serial: read.serial,
+        })
+        .await
+    }
+
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
         if let Some(op) = ops
             .iter()
             .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
@@ -365,8 +525,8 @@ impl Provider for PdnsProvider {
         let _guard = lock.lock().await;
 
         let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
-        let read = self.read(zone, Some(&names)).await?;
-        check(ops, &read)?;
+        self.with_content(zone, Some(&names), pacer, |read| check(ops, read))
+            .await??;
 
         let rrsets: Vec<PdnsRRSet> = ops
             .iter()
@@ -404,16 +564,36 @@ impl Provider for PdnsProvider {
             ProviderError::new(ErrorClass::Invalid, format!("cannot encode the PATCH: {e}"))
         })?;
         let id = self.zone_id(zone).await?;
-        let answer = self
-            .call(Method::PATCH, self.url(&["zones", &id]), Some(body), true)
-            .await?;
-        if answer.status.is_success() {
-            return Ok(());
+        let result = self
+            .call(
+                Method::PATCH,
+                self.url(&["zones", &id]),
+                Some(body),
+                true,
+                pacer,
+            )
+            .await;
+        let err = match result {
+            Ok(answer) if answer.status.is_success() => {
+                // Committed: the cache follows, and expects the serial's +1.
+                self.cache.committed(zone, ops);
+                return Ok(());
+            }
+            Ok(answer) => {
+                if answer.status == StatusCode::NOT_FOUND {
+                    self.lock_ids().remove(zone);
+                }
+                answer.classify(Some(zone), true)
+            }
+            Err(e) => e,
+        };
+        // Only an answer known not to have reached PowerDNS's backend keeps the cache
+        // (the quota held the request back; a 429 from something in front). Anything
+        // else may have committed: read again rather than guess.
+        if !(err.quota_denied || err.throttled) {
+            self.cache.invalidate(zone);
         }
-        if answer.status == StatusCode::NOT_FOUND {
-            self.lock_ids().remove(zone);
-        }
-        Err(answer.classify(Some(zone), true))
+        Err(err)
     }
 }
 
