@@ -503,7 +503,7 @@ enum PlanItem {
 /// (zones, duplicates, CNAME clashes) run on this push alone, so a bad push is refused
 /// whole and the previous one stays in force. The same record rules as every source:
 /// normalised names, canonical values, and what one DNS answer can carry.
-pub(crate) fn validate_push(
+pub fn validate_push(
     zones: &[ZoneConfig],
     req: &pb::PutDesiredRequest,
 ) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
