@@ -477,13 +477,23 @@ impl pb::planner_server::Planner for PlannerService {
 
     async fn put_desired_stream(
         &self,
-        request: Request<tonic::Streaming<pb::PutDesiredRequest>>,
+        request: Request<tonic::Streaming<pb::PutDesiredChunk>>,
     ) -> Result<Response<pb::PutDesiredResponse>, Status> {
         let mut stream = request.into_inner();
         let mut whole = pb::PutDesiredRequest::default();
+        let mut last = false;
         let mut chunks = 0usize;
-        // A stream that breaks (`Err`) returns here: nothing was applied.
+        // A stream that breaks (`Err`) returns here: nothing was applied. One that is
+        // cancelled ends like a complete one (that is how tonic reads a cancelled
+        // request stream), hence the explicit `last`.
         while let Some(chunk) = stream.message().await? {
+            if last {
+                return Err(FieldError::new(
+                    "last",
+                    format!("chunk {chunks} follows the chunk marked last; nothing changed"),
+                )
+                .into());
+            }
             if chunks == 0 {
                 whole.source = chunk.source;
             } else if !chunk.source.is_empty() && chunk.source != whole.source {
@@ -497,12 +507,22 @@ impl pb::planner_server::Planner for PlannerService {
                 .into());
             }
             whole.records.extend(chunk.records);
+            last = chunk.last;
             chunks += 1;
         }
         if chunks == 0 {
             return Err(FieldError::new(
                 "source",
                 "the stream ended before its first chunk; nothing changed",
+            )
+            .into());
+        }
+        if !last {
+            return Err(FieldError::new(
+                "last",
+                format!(
+                    "the stream ended after {chunks} chunk(s) without one marked last (cancelled?); nothing changed"
+                ),
             )
             .into());
         }

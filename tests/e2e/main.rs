@@ -12,6 +12,7 @@ mod layering;
 mod lease;
 mod metrics;
 mod otlp_trace;
+mod push;
 mod quota;
 mod real_providers;
 mod real_servers;
