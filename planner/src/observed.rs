@@ -39,19 +39,28 @@ impl ZoneView {
         rrsets: impl IntoIterator<Item = RRSet>,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
     ) -> ZoneView {
-        let mut view = ZoneView::default();
+        // Collected first, then built in one go: a B-tree built from a sorted run has
+        // full nodes, one filled key by key about half full nodes.
+        let mut data = Vec::new();
+        let mut owners = Vec::new();
         let mut owner_values: HashMap<(u32, Vec<String>), Arc<Owned>> = HashMap::new();
         for r in rrsets {
-            view.insert(r, desired, &mut owner_values);
+            ZoneView::place(r, desired, &mut owner_values, &mut data, &mut owners);
         }
-        view
+        // `collect` keeps the last of equal keys, as inserting one by one did.
+        ZoneView {
+            data: data.into_iter().collect(),
+            owners: owners.into_iter().collect(),
+        }
     }
 
-    fn insert(
-        &mut self,
+    /// Puts `r` among the data or the ownership records.
+    fn place(
         mut r: RRSet,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
         owner_values: &mut HashMap<(u32, Vec<String>), Arc<Owned>>,
+        data: &mut Vec<(RecordKey, RRSet)>,
+        owners: &mut Vec<(RecordKey, Arc<Owned>)>,
     ) {
         match parse_owner_record(&r) {
             Some((owned, mark)) => {
@@ -63,14 +72,14 @@ impl ZoneView {
                     .entry((r.ttl, r.values().to_vec()))
                     .or_insert_with(|| Arc::new(Owned { mark, template: r }))
                     .clone();
-                self.owners.insert(owned, shared);
+                owners.push((owned, shared));
             }
             None => {
                 if let Some((k, d)) = desired.and_then(|d| d.get_key_value(&r.key)) {
                     r = r.with_key(k.clone());
                     r.share_values_with(&d.rrset);
                 }
-                self.data.insert(r.key.clone(), r);
+                data.push((r.key.clone(), r));
             }
         }
     }

@@ -4,12 +4,13 @@
 use crate::config::ZoneConfig;
 use crate::desired::DesiredIndex;
 use crate::engine::{
-    ApproveError, Engine, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot,
+    ApproveError, Engine, Patch, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot,
 };
 use crate::guard::HeldPlan;
 use crate::lease::LeaseStatus;
 use crate::source::{DesiredEntry, Origin};
 use crate::state::{RecordState, RecordStateKind};
+use crate::store::StoreError;
 use dnsplane_common::convert::{FieldError, timestamp};
 use dnsplane_common::grpc::invalid_argument;
 use dnsplane_common::{Name, RecordKey, RecordType, pb, rdata, wire};
@@ -37,6 +38,24 @@ pub struct PlannerService {
 impl PlannerService {
     pub fn new(engine: Arc<Engine>) -> Self {
         PlannerService { engine }
+    }
+
+    /// A whole push (`PutDesired`, or a completed `PutDesiredStream`): validated, then
+    /// persisted and indexed, all off the async runtime ([`Engine::cpu`]).
+    fn push(&self, req: pb::PutDesiredRequest) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        let entries = Engine::cpu(|| validate_push(&self.engine.config().zones, &req))
+            .map_err(|errors| invalid_argument(&errors))?;
+        let accepted = entries.len() as u32;
+        // Persisted before it is acknowledged: a push that cannot be stored changes
+        // nothing, and one that was answered survives a restart.
+        self.engine
+            .put_source(&format!("push:{}", req.source), entries)
+            .map_err(|e| {
+                Status::unavailable(format!(
+                    "cannot persist the push ({e}); nothing changed, retry later"
+                ))
+            })?;
+        Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
 
     /// The zones a request names (all when empty), or INVALID_ARGUMENT for unknown ones.
@@ -430,12 +449,14 @@ impl pb::planner_server::Planner for PlannerService {
                     FieldError::new("page_token", "not a token this server issued")
                 })?)
             };
-        let page = self.engine.record_states(&RecordStatesQuery {
-            zones,
-            states,
-            include_converged: req.include_converged,
-            after,
-            page_size,
+        let page = Engine::cpu(|| {
+            self.engine.record_states(&RecordStatesQuery {
+                zones,
+                states,
+                include_converged: req.include_converged,
+                after,
+                page_size,
+            })
         });
         Ok(Response::new(pb::ListRecordStatesResponse {
             records: page
@@ -451,20 +472,93 @@ impl pb::planner_server::Planner for PlannerService {
         &self,
         request: Request<pb::PutDesiredRequest>,
     ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        self.push(request.into_inner())
+    }
+
+    async fn put_desired_stream(
+        &self,
+        request: Request<tonic::Streaming<pb::PutDesiredChunk>>,
+    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        let mut stream = request.into_inner();
+        let mut whole = pb::PutDesiredRequest::default();
+        let mut last = false;
+        let mut chunks = 0usize;
+        // A stream that breaks (`Err`) returns here: nothing was applied. One that is
+        // cancelled ends like a complete one (that is how tonic reads a cancelled
+        // request stream), hence the explicit `last`.
+        while let Some(chunk) = stream.message().await? {
+            if last {
+                return Err(FieldError::new(
+                    "last",
+                    format!("chunk {chunks} follows the chunk marked last; nothing changed"),
+                )
+                .into());
+            }
+            if chunks == 0 {
+                whole.source = chunk.source;
+            } else if !chunk.source.is_empty() && chunk.source != whole.source {
+                return Err(FieldError::new(
+                    "source",
+                    format!(
+                        "chunk {chunks} names source {:?}, the stream's first chunk {:?}; one stream pushes one source",
+                        chunk.source, whole.source
+                    ),
+                )
+                .into());
+            }
+            whole.records.extend(chunk.records);
+            last = chunk.last;
+            chunks += 1;
+        }
+        if chunks == 0 {
+            return Err(FieldError::new(
+                "source",
+                "the stream ended before its first chunk; nothing changed",
+            )
+            .into());
+        }
+        if !last {
+            return Err(FieldError::new(
+                "last",
+                format!(
+                    "the stream ended after {chunks} chunk(s) without one marked last (cancelled?); nothing changed"
+                ),
+            )
+            .into());
+        }
+        self.push(whole)
+    }
+
+    async fn patch_desired(
+        &self,
+        request: Request<pb::PatchDesiredRequest>,
+    ) -> Result<Response<pb::PatchDesiredResponse>, Status> {
         let req = request.into_inner();
-        let entries = validate_push(&self.engine.config().zones, &req)
-            .map_err(|errors| invalid_argument(&errors))?;
-        let accepted = entries.len() as u32;
-        // Persisted before it is acknowledged: a push that cannot be stored changes
-        // nothing, and one that was answered survives a restart.
-        self.engine
-            .put_source(&format!("push:{}", req.source), entries)
-            .map_err(|e| {
-                Status::unavailable(format!(
-                    "cannot persist the push ({e}); nothing changed, retry later"
-                ))
+        let zones = &self.engine.config().zones;
+        let patch = Engine::cpu(|| validate_patch(&req)).map_err(|e| invalid_argument(&e))?;
+        let upserted = patch.upserts.len() as u32;
+        let source = &req.source;
+        let done = self
+            .engine
+            .patch_source(&format!("push:{source}"), patch, |merged| {
+                let errors = cross_check(zones, source, merged);
+                if errors.is_empty() {
+                    Ok(())
+                } else {
+                    Err(PatchFailure::Invalid(errors))
+                }
+            })
+            .map_err(|e| match e {
+                PatchFailure::Invalid(errors) => invalid_argument(&errors),
+                PatchFailure::Store(e) => Status::unavailable(format!(
+                    "cannot persist the patch ({e}); nothing changed, retry later"
+                )),
             })?;
-        Ok(Response::new(pb::PutDesiredResponse { accepted }))
+        Ok(Response::new(pb::PatchDesiredResponse {
+            upserted,
+            deleted: done.deleted as u32,
+            records: done.records as u32,
+        }))
     }
 
     async fn approve(
@@ -498,37 +592,37 @@ enum PlanItem {
     Blocked(Box<pb::RecordState>),
 }
 
+/// Why a patch was refused.
+enum PatchFailure {
+    Invalid(Vec<FieldError>),
+    Store(StoreError),
+}
+
+impl From<StoreError> for PatchFailure {
+    fn from(e: StoreError) -> Self {
+        PatchFailure::Store(e)
+    }
+}
+
 /// The PutDesired validator: a request into desired entries, or every problem with
 /// the field it is in (`records[1].values[0]: …`). All or nothing: cross-record checks
 /// (zones, duplicates, CNAME clashes) run on this push alone, so a bad push is refused
 /// whole and the previous one stays in force. The same record rules as every source:
 /// normalised names, canonical values, and what one DNS answer can carry.
-pub(crate) fn validate_push(
+pub fn validate_push(
     zones: &[ZoneConfig],
     req: &pb::PutDesiredRequest,
 ) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
-    if req.source.is_empty() || req.source.len() > 128 {
-        return Err(vec![FieldError::new(
-            "source",
-            "must be 1-128 characters naming the pushing program",
-        )]);
-    }
+    check_source(&req.source)?;
     let mut errors = Vec::new();
     let mut entries = Vec::with_capacity(req.records.len());
     for (i, r) in req.records.iter().enumerate() {
-        match push_entry(&req.source, i, r) {
+        match push_entry(&req.source, "records", i, r) {
             Ok(e) => entries.push(e),
             Err(mut e) => errors.append(&mut e),
         }
     }
-    let mut check = DesiredIndex::new(zones);
-    check.update_source(&req.source, &entries, Vec::new());
-    for e in check.errors() {
-        errors.push(FieldError::new(
-            e.location.clone(),
-            format!("{}: {}", e.record, e.message),
-        ));
-    }
+    errors.extend(cross_check(zones, &req.source, &entries));
     if errors.is_empty() {
         Ok(entries)
     } else {
@@ -536,21 +630,89 @@ pub(crate) fn validate_push(
     }
 }
 
+fn check_source(source: &str) -> Result<(), Vec<FieldError>> {
+    if source.is_empty() || source.len() > 128 {
+        return Err(vec![FieldError::new(
+            "source",
+            "must be 1-128 characters naming the pushing program",
+        )]);
+    }
+    Ok(())
+}
+
+/// The checks across the records of one source's whole push (zones, duplicates,
+/// CNAME clashes), each error at its record's field.
+fn cross_check(zones: &[ZoneConfig], source: &str, entries: &[DesiredEntry]) -> Vec<FieldError> {
+    let mut check = DesiredIndex::new(zones);
+    check.update_source(source, entries, Vec::new());
+    check
+        .errors()
+        .into_iter()
+        .map(|e| FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)))
+        .collect()
+}
+
+/// The PatchDesired validator, for what can be checked on the patch alone: each
+/// upsert as PutDesired checks a record, each delete's name and type, and each key
+/// named once. The checks across the source's resulting records follow in the engine.
+fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec<FieldError>> {
+    check_source(&req.source)?;
+    let mut errors = Vec::new();
+    let mut patch = Patch::default();
+    let mut seen: std::collections::HashMap<(Name, RecordType), String> =
+        std::collections::HashMap::new();
+    let mut once = |name: &Name, rtype: RecordType, field: String, errors: &mut Vec<FieldError>| {
+        if let Some(first) = seen.get(&(name.clone(), rtype)) {
+            errors.push(FieldError::new(
+                field,
+                format!("{name} {rtype} is already patched by {first}; name each record once"),
+            ));
+        } else {
+            seen.insert((name.clone(), rtype), field);
+        }
+    };
+    for (i, r) in req.upserts.iter().enumerate() {
+        match push_entry(&req.source, "upserts", i, r) {
+            Ok(e) => {
+                once(&e.name, e.rtype, format!("upserts[{i}]"), &mut errors);
+                patch.upserts.push(e);
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    for (i, d) in req.deletes.iter().enumerate() {
+        let name = Name::parse(&d.name)
+            .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].name"), e.to_string())));
+        let rtype = RecordType::parse(&d.r#type)
+            .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].type"), e.to_string())));
+        if let (Ok(name), Ok(rtype)) = (name, rtype) {
+            once(&name, rtype, format!("deletes[{i}]"), &mut errors);
+            patch.deletes.push((name, rtype));
+        }
+    }
+    if errors.is_empty() {
+        Ok(patch)
+    } else {
+        Err(errors)
+    }
+}
+
 fn push_entry(
     source: &str,
+    field: &str,
     i: usize,
     r: &pb::DesiredRecord,
 ) -> Result<DesiredEntry, Vec<FieldError>> {
     let mut errors = Vec::new();
     let name = Name::parse(&r.name)
-        .map_err(|e| errors.push(FieldError::new(format!("records[{i}].name"), e.to_string())));
+        .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].name"), e.to_string())));
     let rtype = RecordType::parse(&r.r#type)
-        .map_err(|e| errors.push(FieldError::new(format!("records[{i}].type"), e.to_string())));
+        .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].type"), e.to_string())));
     let mut values = Vec::new();
     if let Ok(t) = rtype {
         if r.values.is_empty() {
             errors.push(FieldError::new(
-                format!("records[{i}].values"),
+                format!("{field}[{i}].values"),
                 "at least one value is needed",
             ));
         }
@@ -558,7 +720,7 @@ fn push_entry(
             match rdata::canonicalize(t, v) {
                 Ok(c) => values.push(c),
                 Err(e) => errors.push(FieldError::new(
-                    format!("records[{i}].values[{j}]"),
+                    format!("{field}[{i}].values[{j}]"),
                     e.to_string(),
                 )),
             }
@@ -570,7 +732,7 @@ fn push_entry(
             values.dedup();
             if let Err(problem) = wire::check_answer(&name, rtype, &values) {
                 return Err(vec![FieldError::new(
-                    format!("records[{i}].values"),
+                    format!("{field}[{i}].values"),
                     problem,
                 )]);
             }
@@ -581,7 +743,7 @@ fn push_entry(
                 values,
                 origin: Origin {
                     source: format!("push:{source}"),
-                    location: format!("records[{i}]"),
+                    location: format!("{field}[{i}]"),
                     resource: format!("push/{source}"),
                 },
             })

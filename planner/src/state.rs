@@ -16,6 +16,7 @@
 //! Nothing here does I/O or reads a clock: `now` is passed in, so the policy is unit
 //! tested like the plan.
 use crate::plan::ZonePlan;
+use dnsplane_common::rrset::at_name;
 use dnsplane_common::{ConflictReason, Name, Outcome, RRSet, RecordKey, RecordResult};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -261,11 +262,17 @@ impl StateTable {
         }
         let without_state = desired.len().saturating_sub(desired_with_state);
         let not_yet_planned = if zone_read {
-            desired
-                .keys()
-                .filter(|k| unplanned.contains(&k.name) && !self.records.contains_key(*k))
-                .count()
-                .min(without_state)
+            // By name, not by a walk of the zone: status is asked often and the zone
+            // may hold a million records, while few names wait for a plan.
+            let zone = desired.keys().next().map(|k| k.zone.clone());
+            zone.map_or(0, |zone| {
+                unplanned
+                    .iter()
+                    .flat_map(|n| at_name(desired, &zone, n))
+                    .filter(|(k, _)| !self.records.contains_key(*k))
+                    .count()
+            })
+            .min(without_state)
         } else {
             without_state
         };

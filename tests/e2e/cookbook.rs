@@ -220,6 +220,8 @@ fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
                     "rpc Sync",
                     "rpc ListRecordStates",
                     "rpc PutDesired",
+                    "rpc PutDesiredStream",
+                    "rpc PatchDesired",
                 ] {
                     assert!(stdout.contains(rpc), "{at}: no {rpc} in\n{stdout}");
                 }
@@ -232,8 +234,10 @@ fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
             None => panic!("{at}: empty command"),
         }
     }
-    // The push from the cookbook reached DNS.
+    // The pushes from the cookbook reached DNS.
     s.wait_dns("x.example.com", "A", &["192.0.2.7"]);
+    s.wait_dns("y.example.com", "A", &["192.0.2.8"]);
+    s.wait_dns("b2.example.com", "A", &["192.0.2.22"]);
 }
 
 /// What each RPC of the cookbook must have answered on this stack.
@@ -291,6 +295,15 @@ fn check_answer(at: &str, method: &str, args: &[String], docs: &[Value]) {
         }
         "dnsplane.v1.Planner/PutDesired" => {
             assert_eq!(one["accepted"], 1, "{at}: {one}");
+        }
+        "dnsplane.v1.Planner/PutDesiredStream" => {
+            assert_eq!(one["accepted"], 2, "{at}: {one}");
+        }
+        "dnsplane.v1.Planner/PatchDesired" => {
+            // Proto3 JSON leaves out zeros: the delete matched nothing.
+            assert_eq!(one["upserted"], 1, "{at}: {one}");
+            assert_eq!(one["records"], 2, "{at}: {one}");
+            assert!(one["deleted"].is_null(), "{at}: {one}");
         }
         "grpc.health.v1.Health/Check" => {
             assert_eq!(one["status"], "SERVING", "{at}: {one}");

@@ -14,6 +14,7 @@ mod lease;
 mod message_limits;
 mod metrics;
 mod otlp_trace;
+mod push;
 mod quota;
 mod real_providers;
 mod real_servers;

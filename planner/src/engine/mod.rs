@@ -24,7 +24,7 @@ use crate::pool::ApplierPool;
 use crate::source::{DesiredEntry, SourceError};
 use crate::state::{RetryClock, StateTable};
 use crate::store::{DesiredStore, StoreError};
-use dnsplane_common::{Name, RecordKey};
+use dnsplane_common::{Name, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -74,6 +74,19 @@ struct ZoneRuntime {
     approved: Mutex<Option<String>>,
     /// The zone's serial at its last full read (`None`: unknown, or no serial).
     serial: Mutex<Option<u64>>,
+    /// The zone's counts as status last computed them, shown while the desired index
+    /// or the state table is busy (a large update, the fold of a large plan), so that
+    /// status never waits behind them.
+    last_counts: Mutex<LastCounts>,
+}
+
+/// A zone's counts as last computed for status.
+#[derive(Debug, Default, Clone)]
+struct LastCounts {
+    records: BTreeMap<crate::state::RecordStateKind, u32>,
+    desired: usize,
+    observed: usize,
+    next_retry: Option<SystemTime>,
 }
 
 /// The planner's engine.
@@ -98,10 +111,42 @@ pub struct Engine {
     store: std::sync::OnceLock<DesiredStore>,
     /// Per source: why it is not ready (empty while it is), as status shows it.
     readiness: Mutex<BTreeMap<String, Vec<String>>>,
+    /// The source errors as status last read them (see `ZoneRuntime::last_counts`).
+    last_errors: Mutex<Vec<SourceError>>,
+    /// One push (put, stream, patch) at a time: a patch reads the state the push
+    /// before it left, and two pushes of one source never persist out of order.
+    push_lock: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `m`'s guard if nobody holds it now: for status, which shows the last values it
+/// read rather than wait.
+fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+/// A change of part of a pushed source: `upserts` replace or add the entries at their
+/// (name, type), `deletes` withdraw them; the rest of the source stays.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    pub upserts: Vec<DesiredEntry>,
+    pub deletes: Vec<(Name, RecordType)>,
+}
+
+/// What a patch did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Patched {
+    /// Deletes that matched an entry of the source.
+    pub deleted: usize,
+    /// Entries of the source after the patch.
+    pub records: usize,
 }
 
 impl Engine {
@@ -133,6 +178,7 @@ impl Engine {
                         held: Mutex::new(None),
                         approved: Mutex::new(None),
                         serial: Mutex::new(None),
+                        last_counts: Mutex::new(LastCounts::default()),
                     }),
                 )
             })
@@ -150,6 +196,8 @@ impl Engine {
             syncs: AtomicU64::new(0),
             store: std::sync::OnceLock::new(),
             readiness: Mutex::new(BTreeMap::new()),
+            last_errors: Mutex::new(Vec::new()),
+            push_lock: Mutex::new(()),
         }))
     }
 
@@ -195,16 +243,36 @@ impl Engine {
         }
     }
 
+    /// Runs CPU-bound work (an index update, a plan, validating a large push) without
+    /// stalling the async runtime: on the multi-thread runtime its worker hands its
+    /// other tasks to another thread first (`block_in_place`), so that `/healthz`,
+    /// `/metrics` and `GetStatus` keep answering. Elsewhere (a current-thread runtime,
+    /// a plain thread) it just runs `f`.
+    pub fn cpu<R>(f: impl FnOnce() -> R) -> R {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(f)
+            }
+            _ => f(),
+        }
+    }
+
     /// Replaces one source's snapshot in the desired state and wakes the zones whose
     /// desired records changed, telling each which names to re-plan. Costs
     /// O(size of this source), whatever the size of the world.
     pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
         events::DesiredRecordsRejected { errors: &errors }.emit();
-        let touched = self
-            .desired
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .update_source(name, &entries, errors);
+        let touched = Engine::cpu(|| {
+            self.desired
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .update_source(name, &entries, errors)
+        });
+        self.wake(touched);
+    }
+
+    /// Tells the zones which of their names' desired records changed.
+    fn wake(&self, touched: crate::desired::Touched) {
         for (zone, names) in touched {
             if let Some(z) = self.zones.get(&zone) {
                 lock(&z.dirty).extend(names);
@@ -219,13 +287,62 @@ impl Engine {
     }
 
     /// Replaces a pushed source's desired state, persisted first: an `Err` means
-    /// nothing changed (the push must not be acknowledged).
+    /// nothing changed (the push must not be acknowledged). Off the runtime
+    /// ([`Engine::cpu`]): persisting and indexing a large push take seconds.
     pub fn put_source(&self, name: &str, entries: Vec<DesiredEntry>) -> Result<(), StoreError> {
-        if let Some(store) = self.store.get() {
-            store.put(name, &entries)?;
-        }
-        self.set_source(name, entries, Vec::new());
-        Ok(())
+        Engine::cpu(|| {
+            let _one = lock(&self.push_lock);
+            if let Some(store) = self.store.get() {
+                store.put(name, &entries)?;
+            }
+            self.set_source(name, entries, Vec::new());
+            Ok(())
+        })
+    }
+
+    /// Changes part of a pushed source. The source's whole new state (its stored
+    /// entries with `patch` applied) must pass `check` and is persisted before anything
+    /// changes (O(source): the store keeps one file per source); the index then changes
+    /// only at the patched keys (O(patch)). An `Err` (from `check`, or the store) means
+    /// nothing changed. Without a store (embedded use), `check` sees only the upserts.
+    pub fn patch_source<E: From<StoreError>>(
+        &self,
+        name: &str,
+        patch: Patch,
+        check: impl FnOnce(&[DesiredEntry]) -> Result<(), E>,
+    ) -> Result<Patched, E> {
+        Engine::cpu(|| {
+            let _one = lock(&self.push_lock);
+            let (deleted, records) = match self.store.get() {
+                Some(store) => {
+                    let current: Vec<DesiredEntry> = store.get(name)?.unwrap_or_default();
+                    let (merged, deleted) = merge(current, &patch);
+                    check(&merged)?;
+                    store.put(name, &merged)?;
+                    (deleted, merged.len())
+                }
+                None => {
+                    check(&patch.upserts)?;
+                    let desired = self.desired();
+                    let held = |(n, t): &&(Name, RecordType)| {
+                        crate::desired::zone_for(&self.config.zones, n).is_some_and(|z| {
+                            desired
+                                .zone(&z.name)
+                                .and_then(|d| d.get(&RecordKey::new(z.name.clone(), n.clone(), *t)))
+                                .is_some_and(|r| &*r.source == name)
+                        })
+                    };
+                    (patch.deletes.iter().filter(held).count(), 0)
+                }
+            };
+            let touched = self
+                .desired
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .patch_source(name, &patch.upserts, &patch.deletes);
+            self.wake(touched);
+            Ok(Patched { deleted, records })
+        })
     }
 
     /// Puts every persisted push (`push:*`) back in force; before the first plan, so
@@ -234,12 +351,14 @@ impl Engine {
         let Some(store) = self.store.get() else {
             return Ok(0);
         };
-        let mut n = 0;
-        for (name, entries) in store.all::<Vec<DesiredEntry>>("push:")? {
-            n += entries.len();
-            self.set_source(&name, entries, Vec::new());
-        }
-        Ok(n)
+        Engine::cpu(|| {
+            let mut n = 0;
+            for (name, entries) in store.all::<Vec<DesiredEntry>>("push:")? {
+                n += entries.len();
+                self.set_source(&name, entries, Vec::new());
+            }
+            Ok(n)
+        })
     }
 
     /// Records whether source `name` is ready: `unready` holds why not (a path that
@@ -337,4 +456,38 @@ impl Engine {
             view.as_deref(),
         ))
     }
+}
+
+/// `current` with `patch` applied, in order (an upsert of a new key goes last), and
+/// how many deletes matched. A patch names each key once (the service checks that).
+fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
+    use std::collections::HashMap;
+    let mut upserts: HashMap<(Name, RecordType), &DesiredEntry> = patch
+        .upserts
+        .iter()
+        .map(|e| ((e.name.clone(), e.rtype), e))
+        .collect();
+    let deletes: std::collections::HashSet<&(Name, RecordType)> = patch.deletes.iter().collect();
+    let mut deleted = 0;
+    let mut out = Vec::with_capacity(current.len() + upserts.len());
+    for e in current {
+        let key = (e.name.clone(), e.rtype);
+        if deletes.contains(&key) {
+            deleted += 1;
+            continue;
+        }
+        match upserts.remove(&key) {
+            Some(u) => out.push(u.clone()),
+            None => out.push(e),
+        }
+    }
+    // The new keys, in the order the patch gave them.
+    out.extend(
+        patch
+            .upserts
+            .iter()
+            .filter(|e| upserts.contains_key(&(e.name.clone(), e.rtype)))
+            .cloned(),
+    );
+    (out, deleted)
 }

@@ -69,7 +69,7 @@ impl Engine {
                         Basis::Listed(current, serial)
                     }
                 };
-                let (plan, r) = cpu(|| {
+                let (plan, r) = Engine::cpu(|| {
                     let desired = self.desired();
                     let empty = BTreeMap::new();
                     let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
@@ -119,7 +119,7 @@ impl Engine {
                         read
                     }
                 };
-                Ok(cpu(|| {
+                Ok(Engine::cpu(|| {
                     let scoped = DesiredScope::Names(self.desired().at_names(name, names));
                     let mut plan =
                         plan_zone(&zone.cfg, &self.config.owner_id, scoped.records(), &view);
@@ -223,13 +223,3 @@ fn with_owner_names(zone: &Name, names: &BTreeSet<Name>) -> Vec<Name> {
     query.into_iter().collect()
 }
 
-/// Runs planning, which at a million records is seconds of CPU, so that the runtime's
-/// other tasks (health, metrics, status) are not held up: on a multi-thread runtime
-/// the worker hands its other tasks to another thread first.
-fn cpu<R>(f: impl FnOnce() -> R) -> R {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
-        _ => f(),
-    }
-}

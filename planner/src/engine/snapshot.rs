@@ -1,7 +1,7 @@
 //! The engine's read model: what `GetStatus`, `ListRecordStates`, the admin port's
 //! `/status` and the metrics show, read in one place under the engine's own locks.
 //! Callers get plain values and never hold an engine lock.
-use super::{Engine, lock};
+use super::{Engine, LastCounts, lock, try_lock};
 use crate::config::Policy;
 use crate::guard::HeldPlan;
 use crate::lease::{LeaseStatus, Role};
@@ -179,47 +179,73 @@ pub struct RecordStatesPage {
 }
 
 impl Engine {
-    /// The read model of every zone, the pool and the sources.
+    /// The read model of every zone, the pool and the sources. Never waits behind a
+    /// long-held lock: while the desired index is being updated (a large push or file
+    /// load) or a zone's state table is busy (the fold of a large plan), the counts
+    /// and errors are those last read, so `GetStatus`, `/status` and `/metrics` answer
+    /// at once under any load.
     pub fn snapshot(&self) -> Snapshot {
-        let desired = self.desired();
+        let desired = match self.desired.try_read() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
         let empty = BTreeMap::new();
         let zones = self
             .zones
             .values()
             .map(|z| {
                 let status = lock(&z.status).clone();
-                let zone_desired = desired.zone(&z.cfg.name).unwrap_or(&empty);
-                let (zone_read, observed_records) = {
-                    let view = lock(&z.view);
-                    (view.is_some(), view.as_ref().map_or(0, |v| v.len()))
-                };
-                let unplanned = lock(&z.dirty).clone();
-                let (records, next_retry) = {
-                    let states = lock(&z.states);
-                    (
-                        states.counts(
+                let fresh = desired.as_ref().and_then(|desired| {
+                    let zone_desired = desired.zone(&z.cfg.name).unwrap_or(&empty);
+                    let (zone_read, observed) = {
+                        let view = try_lock(&z.view)?;
+                        (view.is_some(), view.as_ref().map_or(0, |v| v.len()))
+                    };
+                    let unplanned = lock(&z.dirty).clone();
+                    let states = try_lock(&z.states)?;
+                    Some(LastCounts {
+                        records: states.counts(
                             zone_desired,
                             zone_read,
                             &unplanned,
                             status.refused.is_some(),
                         ),
-                        states.next_retry(),
-                    )
+                        desired: zone_desired.len(),
+                        observed,
+                        next_retry: states.next_retry(),
+                    })
+                });
+                let counts = match fresh {
+                    Some(c) => {
+                        *lock(&z.last_counts) = c.clone();
+                        c
+                    }
+                    None => lock(&z.last_counts).clone(),
                 };
                 ZoneSnapshot {
                     name: z.cfg.name.clone(),
                     account: z.cfg.account.clone(),
                     policy: z.cfg.policy,
                     status,
-                    records,
-                    desired_records: zone_desired.len(),
-                    observed_records,
-                    next_retry,
+                    records: counts.records,
+                    desired_records: counts.desired,
+                    observed_records: counts.observed,
+                    next_retry: counts.next_retry,
                     applier: self.pool.route(&z.cfg.name).map(|m| m.addr.clone()),
                     held: lock(&z.held).clone(),
                 }
             })
             .collect();
+        let source_errors = match &desired {
+            Some(d) => {
+                let errors = d.errors();
+                lock(&self.last_errors).clone_from(&errors);
+                errors
+            }
+            None => lock(&self.last_errors).clone(),
+        };
+        drop(desired);
         let appliers = self
             .pool
             .members()
@@ -233,7 +259,7 @@ impl Engine {
         Snapshot {
             zones,
             appliers,
-            source_errors: desired.errors(),
+            source_errors,
             sources: lock(&self.readiness)
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))

@@ -178,3 +178,139 @@ proptest! {
         }
     }
 }
+
+/// A service over a real engine and a durable store in a temp dir.
+fn service(dir: &std::path::Path) -> PlannerService {
+    let config = crate::config::PlannerConfig::with_zones(zones());
+    let engine = Engine::new(
+        config,
+        crate::metrics::PlannerMetrics::unregistered(),
+        crate::lease::LeaseHandle::sole_writer(),
+    )
+    .unwrap();
+    engine.set_store(crate::store::DesiredStore::open(dir).unwrap());
+    PlannerService::new(engine)
+}
+
+fn stored(dir: &std::path::Path) -> Vec<(String, Vec<String>)> {
+    let store = crate::store::DesiredStore::open(dir).unwrap();
+    let entries: Vec<DesiredEntry> = store.get("push:test").unwrap().unwrap_or_default();
+    entries
+        .into_iter()
+        .map(|e| (format!("{} {}", e.name, e.rtype), e.values))
+        .collect()
+}
+
+fn patch(upserts: Vec<pb::DesiredRecord>, deletes: &[(&str, &str)]) -> pb::PatchDesiredRequest {
+    pb::PatchDesiredRequest {
+        source: "test".into(),
+        upserts,
+        deletes: deletes
+            .iter()
+            .map(|(n, t)| pb::DesiredRecordRef {
+                name: n.to_string(),
+                r#type: t.to_string(),
+            })
+            .collect(),
+    }
+}
+
+/// A patch changes only the records it names, persisted before it answers; a bad
+/// patch (a bad value, a key named twice, a CNAME clash with a record it keeps) is
+/// refused whole with the field named, and changes nothing.
+#[tokio::test]
+async fn a_patch_changes_what_it_names_or_nothing() {
+    use pb::planner_server::Planner;
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let put = pb::PutDesiredRequest {
+        source: "test".into(),
+        records: vec![
+            record("a.example.com", "A", &["192.0.2.1"]),
+            record("b.example.com", "A", &["192.0.2.2"]),
+        ],
+    };
+    assert_eq!(
+        svc.put_desired(Request::new(put))
+            .await
+            .unwrap()
+            .into_inner()
+            .accepted,
+        2
+    );
+    let done = svc
+        .patch_desired(Request::new(patch(
+            vec![
+                record("b.example.com", "A", &["192.0.2.3"]),
+                record("c.example.com", "TXT", &["hello"]),
+            ],
+            &[("a.example.com", "A"), ("nothing.example.com", "A")],
+        )))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((done.upserted, done.deleted, done.records), (2, 1, 2));
+    let after = vec![
+        (
+            "b.example.com. A".to_string(),
+            vec!["192.0.2.3".to_string()],
+        ),
+        (
+            "c.example.com. TXT".to_string(),
+            vec!["\"hello\"".to_string()],
+        ),
+    ];
+    assert_eq!(stored(dir.path()), after);
+    let snap = svc.engine.snapshot();
+    assert_eq!(snap.zones[0].desired_records, 2);
+
+    let refused = |req: pb::PatchDesiredRequest| {
+        let svc = &svc;
+        async move {
+            let e = svc.patch_desired(Request::new(req)).await.unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+            e.message().to_string()
+        }
+    };
+    let m = refused(patch(
+        vec![record("d.example.com", "A", &["192.0.2.999"])],
+        &[],
+    ))
+    .await;
+    assert!(m.starts_with("upserts[0].values[0]: "), "{m}");
+    let m = refused(patch(
+        vec![record("b.example.com", "A", &["192.0.2.4"])],
+        &[("b.example.com", "A")],
+    ))
+    .await;
+    assert!(
+        m.starts_with("deletes[0]: ") && m.contains("upserts[0]"),
+        "{m}"
+    );
+    let m = refused(patch(vec![], &[("b.example.com", "NOPE")])).await;
+    assert!(m.starts_with("deletes[0].type: "), "{m}");
+    // A CNAME beside the TXT the source keeps: only the whole source shows it.
+    let m = refused(patch(
+        vec![record("c.example.com", "CNAME", &["x.example.net"])],
+        &[],
+    ))
+    .await;
+    assert!(m.contains("CNAME") && m.contains("upserts[0]"), "{m}");
+    let m = refused(pb::PatchDesiredRequest {
+        source: String::new(),
+        ..patch(vec![], &[])
+    })
+    .await;
+    assert!(m.starts_with("source: "), "{m}");
+    assert_eq!(stored(dir.path()), after, "a refused patch changes nothing");
+    assert_eq!(svc.engine.snapshot().zones[0].desired_records, 2);
+
+    // An empty patch is no change; an empty PutDesired still withdraws the source.
+    let done = svc
+        .patch_desired(Request::new(patch(vec![], &[])))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(done.records, 2);
+    assert_eq!(svc.engine.snapshot().zones[0].desired_records, 2);
+}
