@@ -2,8 +2,10 @@
 //! recording proxy in front of the API logs every request. Once warm, a batch costs
 //! one serial GET (`?rrsets=false`) and one PATCH, never a GET of the whole zone; a
 //! change made by another API client between two batches moves the serial and still
-//! ends CONFLICT with the value the server holds; a listing answers from the cache
-//! with exactly what the server holds.
+//! ends CONFLICT with the value the server holds; a PATCH whose answer is lost (a 502
+//! from the proxy after PowerDNS committed it) drops the cache instead of guessing,
+//! and the batch ends ALREADY_APPLIED from a fresh read; a listing answers from the
+//! cache with exactly what the server holds.
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -46,6 +48,8 @@ struct Recorder {
     upstream: String,
     http: reqwest::Client,
     log: Mutex<Vec<Seen>>,
+    /// Answer the next PATCH 502 after PowerDNS committed it.
+    lose_next_patch_answer: std::sync::atomic::AtomicBool,
 }
 
 impl Recorder {
@@ -72,7 +76,14 @@ async fn forward(State(rec): State<Arc<Recorder>>, req: Request) -> Response {
         }
     }
     let resp = out.body(body).send().await.expect("upstream answer");
-    let status = resp.status();
+    let mut status = resp.status();
+    if parts.method == axum::http::Method::PATCH
+        && rec
+            .lose_next_patch_answer
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+    {
+        status = axum::http::StatusCode::BAD_GATEWAY;
+    }
     let bytes = resp.bytes().await.expect("upstream body");
     rec.log.lock().expect("log").push(Seen {
         method: parts.method.to_string(),
@@ -91,6 +102,7 @@ async fn start_recorder(upstream: String) -> (Arc<Recorder>, String) {
         upstream,
         http: reqwest::Client::new(),
         log: Mutex::default(),
+        lose_next_patch_answer: std::sync::atomic::AtomicBool::new(false),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -206,6 +218,26 @@ async fn pdns_warm_batches_read_only_the_serial_and_still_see_other_writers() {
         "the unexplained serial made the driver read the zone again: {seen:?}"
     );
 
+    // A PATCH that committed but whose answer is lost: the driver cannot know, so it
+    // drops the cache; the read-back (a whole-zone read, refilling it) shows the
+    // writes there, and they end ALREADY_APPLIED.
+    let invalidated = provider.record_cache().stats().invalidations;
+    rec.lose_next_patch_answer
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = run(&account, &zone, &creates(&zone, "lost", 40)).await;
+    assert!(out.iter().all(|o| *o == Outcome::AlreadyApplied), "{out:?}");
+    assert_eq!(
+        provider.record_cache().stats().invalidations,
+        invalidated + 1
+    );
+    let seen = rec.take();
+    assert_eq!(
+        seen.iter().filter(|s| s.method == "PATCH").count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(Seen::whole_zone_get), "{seen:?}");
+
     // A listing when warm: one serial GET, and exactly what the server holds.
     let listed = provider.list(&zone, None).await.expect("list");
     let seen = rec.take();
@@ -224,7 +256,7 @@ async fn pdns_warm_batches_read_only_the_serial_and_still_see_other_writers() {
     b.sort_by(|x, y| x.key.cmp(&y.key));
     assert_eq!(
         a.len(),
-        100 + 400 + 50 + 1 + 1,
+        100 + 400 + 50 + 1 + 40 + 1,
         "records plus the zone's NS"
     );
     assert_eq!(a, b, "the cache holds what the server holds");
