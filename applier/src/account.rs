@@ -13,6 +13,7 @@ use crate::metrics::{AccountMetrics, ApplierMetrics};
 use crate::provider::Provider;
 use crate::provider::call::{Driver, Layer, Stack};
 use crate::provider::fault::{FaultInjector, FaultRule, compile_rules};
+use crate::provider::record_cache::SerialPosition;
 use crate::quota::{Limited, Quota, QuotaSettings};
 use dnsplane_common::Name;
 use std::collections::BTreeMap;
@@ -79,6 +80,9 @@ pub struct Account {
     /// The quota in front of the provider, when the account has one.
     pub quota: Option<Arc<Quota>>,
     zones: BTreeMap<Name, Arc<Mutex<()>>>,
+    /// The driver itself, for what it knows without a call (every call goes through
+    /// `stack`).
+    provider: Arc<dyn Provider>,
 }
 
 impl Account {
@@ -98,6 +102,7 @@ impl Account {
         let metrics = options.metrics.account(&name, driver_name);
         let circuit = Arc::new(Circuit::new(name.clone(), options.circuit));
         let seen = Arc::new(Seen::default());
+        let provider = driver.clone();
         let mut layer: Arc<dyn Layer> = Arc::new(Driver(driver));
         let faults = if options.faults.is_empty() {
             None
@@ -130,7 +135,14 @@ impl Account {
             faults,
             quota: options.quota,
             zones: zones.iter().map(|z| (z.clone(), Arc::default())).collect(),
+            provider,
         }
+    }
+
+    /// Where the driver's own writes put `zone`'s serial (see
+    /// [`Provider::serial_position`]); asks the provider nothing.
+    pub fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
+        self.provider.serial_position(zone)
     }
 
     pub fn driver(&self) -> &'static str {

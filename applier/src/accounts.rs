@@ -7,6 +7,7 @@ use crate::cache::ListingCache;
 use crate::circuit::{Admission, CircuitStatus};
 use crate::events;
 use crate::provider::call::CallCx;
+use crate::provider::record_cache::SerialPosition;
 use crate::provider::{Listing, Operation, ProviderError};
 use crate::quota::QuotaStatus;
 use crate::retry::RetryPolicy;
@@ -203,6 +204,11 @@ impl Accounts {
         let serial = account.stack.serial(&cx).await.map_err(ListError::Provider);
         drop(admission);
         serial
+    }
+
+    /// Where the driver of `account` has `zone`'s serial from its own writes (no call).
+    pub fn serial_position(&self, account: &str, zone: &Name) -> Option<SerialPosition> {
+        self.accounts.get(account)?.serial_position(zone)
     }
 
     /// Runs one batch to one result per change, in order, and the provider calls it

@@ -205,6 +205,9 @@ pub struct BatchResults {
     pub results: Vec<RecordResult>,
     /// The last message of its batch.
     pub done: bool,
+    /// On the last message: the zone's serial before and after the batch, when the
+    /// applier vouches that every move between them was the batch's own writes.
+    pub serials: Option<(u64, u64)>,
 }
 
 /// The receiving half of an `Apply` stream.
@@ -226,6 +229,7 @@ impl ResultStream<'_> {
             batch_id: m.batch_id,
             results: m.results.iter().map(result_from_pb).collect(),
             done: m.done,
+            serials: (m.serial_after != 0).then_some((m.serial_before, m.serial_after)),
         }))
     }
 }

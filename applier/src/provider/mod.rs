@@ -220,6 +220,13 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// (`op.before`) enforced when `conditional_writes`.
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError>;
 
+    /// Where this driver's own writes put `zone`'s serial, when it keeps count (see
+    /// [`record_cache::RecordCache::position`]); no provider call. `None`: it cannot
+    /// vouch for any serial.
+    fn serial_position(&self, _zone: &Name) -> Option<record_cache::SerialPosition> {
+        None
+    }
+
     /// [`list`](Self::list) with each HTTP request under the account's quota. A
     /// driver that makes one request per call keeps this default: the call's one token.
     async fn list_paced(

@@ -35,6 +35,24 @@ use tokio::time::Instant;
 /// applier config).
 pub const DEFAULT_DRIFT_CHECK: Duration = Duration::from_secs(15 * 60);
 
+/// See [`RecordCache::position`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SerialPosition {
+    pub fill: u64,
+    pub serial: u64,
+}
+
+impl SerialPosition {
+    /// `(before, after)` when every serial move from `before` to `after` was this
+    /// applier's own writes.
+    pub fn span(before: Option<Self>, after: Option<Self>) -> Option<(u64, u64)> {
+        match (before, after) {
+            (Some(b), Some(a)) if b.fill == a.fill => Some((b.serial, a.serial)),
+            _ => None,
+        }
+    }
+}
+
 /// What the cache can say about a zone given its serial now.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Validity {
@@ -75,6 +93,9 @@ struct Entry {
     writes: u64,
     /// When the next full read is due.
     due: Instant,
+    /// Which fill this entry is (the cache's fill count at the time): two positions
+    /// with the same fill saw only this applier's writes in between.
+    fill: u64,
 }
 
 /// One account's record cache, per zone.
@@ -198,6 +219,7 @@ impl RecordCache {
             types: read.types.clone(),
             serial: read.serial,
         };
+        let fill = self.fills.fetch_add(1, Ordering::Relaxed) + 1;
         zones.insert(
             zone.clone(),
             Entry {
@@ -205,9 +227,9 @@ impl RecordCache {
                 serial,
                 writes: 0,
                 due: self.due_after_fill(zone, period),
+                fill,
             },
         );
-        self.fills.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The provider said it committed `ops` (one write): applies them to the entry
@@ -241,6 +263,19 @@ impl RecordCache {
             }
         }
         entry.writes += 1;
+    }
+
+    /// Where this applier's knowledge of `zone` stands: the fill it counts from and the
+    /// serial its own writes since then explain. Between two positions with the same
+    /// fill, every serial move was this applier's (anything else would have dropped the
+    /// entry at the next validation, which every write makes first).
+    pub fn position(&self, zone: &Name) -> Option<SerialPosition> {
+        let zones = lock(&self.zones);
+        let e = zones.get(zone)?;
+        Some(SerialPosition {
+            fill: e.fill,
+            serial: advanced(e.serial, e.writes),
+        })
     }
 
     /// Drops the entry of `zone`: a write may or may not have committed.
@@ -398,5 +433,34 @@ mod tests {
         c.fill(&z1, &read(1, &[]));
         assert_eq!(c.validate(&z1, 1), Validity::Valid);
         assert_eq!(c.stats().drift_reads, 2);
+    }
+
+    #[test]
+    fn positions_vouch_only_within_one_fill() {
+        let c = RecordCache::default();
+        assert_eq!(c.position(&zone()), None, "nothing known: nothing vouched");
+        c.fill(&zone(), &read(10, &[]));
+        let before = c.position(&zone());
+        c.committed(&zone(), &[RRSetOp::create(a("x", "192.0.2.1"))]);
+        c.committed(&zone(), &[RRSetOp::create(a("y", "192.0.2.2"))]);
+        let after = c.position(&zone());
+        assert_eq!(SerialPosition::span(before, after), Some((10, 12)));
+        // A validation that agrees keeps the fill: still one span.
+        assert_eq!(c.validate(&zone(), 12), Validity::Valid);
+        assert_eq!(
+            SerialPosition::span(before, c.position(&zone())),
+            Some((10, 12))
+        );
+        // Someone else wrote: the entry is read again, and nothing spans the two fills.
+        assert!(matches!(
+            c.validate(&zone(), 14),
+            Validity::Unexplained { .. }
+        ));
+        c.fill(&zone(), &read(14, &[]));
+        assert_eq!(SerialPosition::span(before, c.position(&zone())), None);
+        // A write that may or may not have committed: no position at all.
+        let refilled = c.position(&zone());
+        c.invalidate(&zone());
+        assert_eq!(SerialPosition::span(refilled, c.position(&zone())), None);
     }
 }

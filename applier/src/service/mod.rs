@@ -11,6 +11,7 @@
 use crate::accounts::{
     AccountStatus, Accounts, ApplierStatus, BatchRequest, Fence, Lifecycle, ListError,
 };
+use crate::provider::record_cache::SerialPosition;
 use crate::provider::{ErrorClass, ProviderError};
 use crate::quota::QuotaStatus;
 use dnsplane_common::convert::{FieldError, change_from_pb, duration, name_from_pb};
@@ -63,8 +64,16 @@ impl ApplierService {
             }];
         };
         let batch_id = batch.batch_id.clone();
+        let account = batch.account.clone();
+        let zone = name_from_pb("zone", &batch.zone).ok();
+        let position = || {
+            zone.as_ref()
+                .and_then(|z| self.accounts.serial_position(&account, z))
+        };
+        let before = position();
         let (results, calls) = self.accounts.apply(batch_from_pb(batch)).await;
-        respond(batch_id, &results, calls)
+        let serials = SerialPosition::span(before, position());
+        respond(batch_id, &results, calls, serials)
     }
 
     fn lifecycle(&self) -> &Lifecycle {
@@ -141,7 +150,9 @@ fn respond(
     batch_id: String,
     results: &[RecordResult],
     provider_calls: u32,
+    serials: Option<(u64, u64)>,
 ) -> Vec<pb::ApplyResponse> {
+    let (serial_before, serial_after) = serials.unwrap_or_default();
     let mut chunks: Vec<Vec<pb::RecordResult>> = results
         .chunks(RESULTS_PER_MESSAGE)
         .map(|c| c.iter().map(pb::RecordResult::from).collect())
@@ -158,6 +169,8 @@ fn respond(
             results,
             done: i == last,
             provider_calls: if i == last { provider_calls } else { 0 },
+            serial_before: if i == last { serial_before } else { 0 },
+            serial_after: if i == last { serial_after } else { 0 },
         })
         .collect()
 }

@@ -136,7 +136,7 @@ async fn a_batch_of_an_older_lease_epoch_is_not_attempted() {
 #[test]
 fn large_result_sets_are_split_over_messages() {
     let results = vec![RecordResult::new("c", Outcome::Applied); RESULTS_PER_MESSAGE * 2 + 1];
-    let msgs = respond("b".into(), &results, 7);
+    let msgs = respond("b".into(), &results, 7, Some((41, 44)));
     assert_eq!(
         msgs.iter().map(|m| m.results.len()).collect::<Vec<_>>(),
         vec![1000, 1000, 1]
@@ -146,6 +146,13 @@ fn large_result_sets_are_split_over_messages() {
         vec![false, false, true]
     );
     assert_eq!(msgs.iter().map(|m| m.provider_calls).sum::<u32>(), 7);
+    // The serials the applier vouches for ride on the last message only.
+    assert_eq!(
+        msgs.iter()
+            .map(|m| (m.serial_before, m.serial_after))
+            .collect::<Vec<_>>(),
+        vec![(0, 0), (0, 0), (41, 44)]
+    );
 }
 
 /// Two accounts; `acct` refuses writes as configured by `faults`, `other` works.

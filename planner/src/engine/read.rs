@@ -222,4 +222,3 @@ fn with_owner_names(zone: &Name, names: &BTreeSet<Name>) -> Vec<Name> {
     }
     query.into_iter().collect()
 }
-

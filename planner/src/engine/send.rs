@@ -1,7 +1,7 @@
 //! Sending a plan: its changes cut into batches, streamed over one `Apply` stream to
 //! the zone's applier, each batch only while this planner holds the lease, and every
 //! result folded back ([`super::fold`]).
-use super::sync::{Phase, Progress, SyncError, SyncProgress, SyncSummary, send};
+use super::sync::{Phase, Progress, SerialTrail, SyncError, SyncProgress, SyncSummary, send};
 use super::{Engine, ZoneRuntime, lock};
 use crate::batcher;
 use crate::client::{self, ApplierCallError};
@@ -30,7 +30,7 @@ impl Engine {
         changes: Vec<PlannedChange>,
         summary: &mut SyncSummary,
         progress: Progress<'_>,
-    ) -> Result<(), SyncError> {
+    ) -> Result<SerialTrail, SyncError> {
         let name = zone.cfg.name.clone();
         // Shared with the sender task; results find their change through `by_id`
         // (batch, position), so no change is copied.
@@ -114,6 +114,7 @@ impl Engine {
         let outcome = async {
             let mut responses = client::apply(&member, rx).await.map_err(stream_err)?;
             let mut done = 0;
+            let mut trail = SerialTrail::Followed;
             while done < total {
                 let Some(resp) = responses.next().await.map_err(stream_err)? else {
                     return Err(SyncError::StreamEnded {
@@ -126,10 +127,11 @@ impl Engine {
                 if resp.done {
                     done += 1;
                     window.add_permits(1);
+                    trail = trail.follow(&mut lock(&zone.serial), resp.serials);
                 }
                 send(progress, SyncProgress::new(&name, Phase::Applying, summary)).await;
             }
-            Ok(())
+            Ok(trail)
         }
         .await;
         sender.abort();

@@ -184,6 +184,39 @@ pub(super) async fn send(progress: Progress<'_>, p: SyncProgress) {
     }
 }
 
+/// What a plan's batches say about the zone's serial the planner knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SerialTrail {
+    /// Every batch was vouched for and followed on from the known serial, which now
+    /// stands after the last one: nobody else wrote meanwhile.
+    Followed,
+    /// Some batch came without serials (a driver that keeps no count, a cache read
+    /// again): the serial must be asked.
+    Unknown,
+    /// A batch started from another serial than the known one: someone else wrote. The
+    /// known serial is left as it was, so the drift watch reads the zone again.
+    Broken,
+}
+
+impl SerialTrail {
+    /// Folds one batch's vouched serials into the trail and the known serial.
+    pub(super) fn follow(
+        self,
+        known: &mut Option<u64>,
+        serials: Option<(u64, u64)>,
+    ) -> SerialTrail {
+        match (self, serials) {
+            (SerialTrail::Broken, _) => SerialTrail::Broken,
+            (_, Some((before, after))) if *known == Some(before) => {
+                *known = Some(after);
+                self
+            }
+            (_, Some(_)) if known.is_some() => SerialTrail::Broken,
+            _ => SerialTrail::Unknown,
+        }
+    }
+}
+
 impl Engine {
     /// One sync of `zone` (or of some of its names). `progress` receives phase updates
     /// for the `Sync` RPC.
@@ -339,18 +372,20 @@ impl Engine {
         )
         .await;
         if !plan.changes.is_empty() {
-            self.apply_plan(
-                zone,
-                std::mem::take(&mut plan.changes),
-                &mut summary,
-                progress,
-            )
-            .await?;
-            // Our own writes moved the serial: take the new one as known, so the drift
-            // watch does not read the whole zone again for them. (An out-of-band write
-            // in the instant between our batch and this read is left to the periodic
-            // full read.)
-            if lock(&zone.serial).is_some() {
+            let trail = self
+                .apply_plan(
+                    zone,
+                    std::mem::take(&mut plan.changes),
+                    &mut summary,
+                    progress,
+                )
+                .await?;
+            // Our own writes moved the serial. Where the applier vouched for every
+            // batch, the known serial already follows them. Else take the serial now as
+            // known, so the drift watch does not read the whole zone again for them (an
+            // out-of-band write in the instant between our batch and this read is left
+            // to the periodic fresh read).
+            if trail == SerialTrail::Unknown && lock(&zone.serial).is_some() {
                 let now = match self.member_for(&name) {
                     Ok(m) => client::serial(&m, &zone.cfg.account, &name).await.ok(),
                     Err(_) => None,
@@ -374,5 +409,46 @@ impl Engine {
         self.pool
             .route(zone)
             .ok_or_else(|| SyncError::NoApplier { zone: zone.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SerialTrail::{self, Broken, Followed, Unknown};
+
+    fn run(known: Option<u64>, batches: &[Option<(u64, u64)>]) -> (SerialTrail, Option<u64>) {
+        let mut known = known;
+        let trail = batches
+            .iter()
+            .fold(Followed, |t, b| t.follow(&mut known, *b));
+        (trail, known)
+    }
+
+    #[test]
+    fn vouched_batches_move_the_known_serial_along() {
+        assert_eq!(
+            run(Some(7), &[Some((7, 8)), Some((8, 10))]),
+            (Followed, Some(10))
+        );
+        // No batch: nothing moved.
+        assert_eq!(run(Some(7), &[]), (Followed, Some(7)));
+    }
+
+    #[test]
+    fn a_batch_from_another_serial_leaves_the_known_one_for_the_drift_watch() {
+        // Someone wrote between the read (serial 7) and the first batch (from 9).
+        assert_eq!(run(Some(7), &[Some((9, 10))]), (Broken, Some(7)));
+        // ... or between two batches: the known serial stays at the last vouched one.
+        assert_eq!(
+            run(Some(7), &[Some((7, 8)), Some((9, 10)), Some((10, 11))]),
+            (Broken, Some(8))
+        );
+    }
+
+    #[test]
+    fn an_unvouched_batch_makes_the_serial_unknown() {
+        assert_eq!(run(Some(7), &[Some((7, 8)), None]), (Unknown, Some(8)));
+        // A planner that knows no serial cannot follow one.
+        assert_eq!(run(None, &[Some((7, 8))]), (Unknown, None));
     }
 }

@@ -480,6 +480,13 @@ impl Provider for PdnsProvider {
         self.list_paced(zone, names, &Pacer::default()).await
     }
 
+    fn serial_position(
+        &self,
+        zone: &Name,
+    ) -> Option<crate::provider::record_cache::SerialPosition> {
+        self.record_cache().position(zone)
+    }
+
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
         self.apply_paced(zone, ops, &Pacer::default()).await
     }
