@@ -47,10 +47,15 @@ use api::{Answer, Patch, PdnsRRSet, PdnsRecord, ZoneInfo, add_rrset, transport_e
 pub use config::{PdnsConfig, PdnsSetupError, SecretSource};
 
 /// RRSet ops one PATCH may carry. PowerDNS has no count limit, only the 2 MB
-/// `webserver-max-bodysize`; this keeps one PATCH (and its preceding read) short.
-pub const MAX_CHANGES_PER_BATCH: usize = 1_000;
-/// Request bytes one PATCH may carry: well under the default 2 MB body limit.
-pub const MAX_BYTES_PER_BATCH: usize = 1 << 20;
+/// `webserver-max-bodysize`, and every PATCH also rectifies the whole zone (stock
+/// `default-api-rectify`), a cost that grows with the zone: fewer, larger PATCHes keep
+/// a large zone's creation from growing quadratic. The byte bound below comes first
+/// for all but the smallest records.
+pub const MAX_CHANGES_PER_BATCH: usize = 10_000;
+/// Change bytes one PATCH may carry, as [`dnsplane_common::Change::approx_bytes`]
+/// counts them: its JSON is at most about 2.5 times that (an A record at a short name), so 640
+/// KiB stays under the stock 2 MB body limit.
+pub const MAX_BYTES_PER_BATCH: usize = 640 << 10;
 /// Up to this many names, the precondition read fetches each name
 /// (`?rrset_name=`); above it, one GET of the whole zone is cheaper.
 const PER_NAME_READ_LIMIT: usize = 32;
