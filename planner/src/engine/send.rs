@@ -34,21 +34,25 @@ impl Engine {
         let name = zone.cfg.name.clone();
         // Shared with the sender task; results find their change through `by_id`
         // (batch, position), so no change is copied.
-        let batches = Arc::new(batcher::cut(
-            changes,
-            self.config.batch.max_changes,
-            self.config.batch.max_bytes,
-        ));
-        let by_id: HashMap<String, (usize, usize)> = batches
-            .iter()
-            .enumerate()
-            .flat_map(|(b, batch)| {
-                batch
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, c)| (c.change.id.clone(), (b, i)))
-            })
-            .collect();
+        // A million changes take a while to cut and index: off the runtime.
+        let (batches, by_id) = Engine::cpu(|| {
+            let batches = Arc::new(batcher::cut(
+                changes,
+                self.config.batch.max_changes,
+                self.config.batch.max_bytes,
+            ));
+            let by_id: HashMap<String, (usize, usize)> = batches
+                .iter()
+                .enumerate()
+                .flat_map(|(b, batch)| {
+                    batch
+                        .iter()
+                        .enumerate()
+                        .map(move |(i, c)| (c.change.id.clone(), (b, i)))
+                })
+                .collect();
+            (batches, by_id)
+        });
         let total = batches.len();
         let deadline = self.config.sync.batch_deadline;
         let prefix = self.batch_prefix(&name);
