@@ -137,11 +137,13 @@ pub async fn run(
             SourceConfig::File { paths } => {
                 let mut src = source::FileSource::new(paths.clone());
                 let name = src.store_key();
-                let restored = src.with_store(store.clone())?;
+                let restored = Engine::cpu(|| src.with_store(store.clone()))?;
                 if restored > 0 {
                     info!(source = %name, records = restored, "Accepted desired state restored.");
                 }
-                let snapshot = src.load();
+                // Parsing a large source takes seconds: off the runtime, so that the
+                // admin port answers meanwhile.
+                let snapshot = Engine::cpu(|| src.load());
                 events::DesiredStateChanged {
                     source: &name,
                     records: snapshot.entries.len(),

@@ -25,7 +25,15 @@ pub struct ZoneView {
     pub data: BTreeMap<RecordKey, RRSet>,
     /// Ownership by the key owned.
     pub owners: BTreeMap<RecordKey, Arc<Owned>>,
+    /// The ownership records written since the view was built, by their data, so that
+    /// records written with the same mark share one [`Owned`] (a first sync of a
+    /// million records would otherwise hold a million copies of a few marks).
+    written: HashMap<(u32, Arc<[String]>), Arc<Owned>>,
 }
+
+/// How many distinct marks `written` remembers; past that it starts afresh (a view
+/// whose records carry more distinct marks than this shares less, never wrongly).
+const WRITTEN_MARKS: usize = 4_096;
 
 impl ZoneView {
     pub fn new(rrsets: impl IntoIterator<Item = RRSet>) -> ZoneView {
@@ -51,6 +59,7 @@ impl ZoneView {
         ZoneView {
             data: data.into_iter().collect(),
             owners: owners.into_iter().collect(),
+            written: HashMap::new(),
         }
     }
 
@@ -148,9 +157,20 @@ impl ZoneView {
         match (owner, &op.after) {
             (Some(owned), Some(after)) => {
                 if let Some((_, mark)) = parse_owner_record(after) {
-                    let template = after.clone();
-                    self.owners
-                        .insert(owned, Arc::new(Owned { mark, template }));
+                    if self.written.len() >= WRITTEN_MARKS {
+                        self.written.clear();
+                    }
+                    let shared = self
+                        .written
+                        .entry((after.ttl, after.values().into()))
+                        .or_insert_with(|| {
+                            Arc::new(Owned {
+                                mark,
+                                template: after.clone(),
+                            })
+                        })
+                        .clone();
+                    self.owners.insert(owned, shared);
                 }
             }
             (Some(owned), None) => {
@@ -207,5 +227,30 @@ mod tests {
         let view = ZoneView::new([other]);
         assert!(view.data.contains_key(&k));
         assert!(view.owners.is_empty());
+    }
+
+    /// Ownership records written with the same mark share one `Owned`; each still
+    /// reads back as its own record.
+    #[test]
+    fn written_marks_are_shared() {
+        let mut view = ZoneView::default();
+        let keys = [
+            key("a.example.com", RecordType::A),
+            key("b.example.com", RecordType::A),
+        ];
+        for k in &keys {
+            let owner = crate::ownership::owner_record(k, "me", "push/x").unwrap();
+            view.apply_op(&RRSetOp::create(owner));
+        }
+        let (a, b) = (&view.owners[&keys[0]], &view.owners[&keys[1]]);
+        assert!(Arc::ptr_eq(a, b));
+        assert_eq!(view.owner_of(&keys[1]), Some("me"));
+        assert_eq!(
+            view.owner_rrset(&keys[1]).unwrap().key,
+            crate::ownership::owner_record_key(&keys[1]).unwrap()
+        );
+        let other = crate::ownership::owner_record(&keys[1], "me", "push/y").unwrap();
+        view.apply_op(&RRSetOp::create(other));
+        assert!(!Arc::ptr_eq(&view.owners[&keys[0]], &view.owners[&keys[1]]));
     }
 }
