@@ -26,7 +26,8 @@ use journal::{
     FORMAT, JOURNAL, JournalEntry, JournalWrite, SNAPSHOT, Snapshot, StoredData, StoredRRSet,
     StoredZone, load_snapshot, replay_journal, sync_dir,
 };
-/// Journal size above which it is folded into the snapshot.
+/// Journal size above which it is folded into the snapshot (or the snapshot's own
+/// size, when larger).
 pub const DEFAULT_COMPACT_BYTES: u64 = 4 << 20;
 
 /// Why a store operation failed.
@@ -163,6 +164,10 @@ struct State {
     zones: BTreeMap<Name, ZoneData>,
     journal: File,
     journal_bytes: u64,
+    /// Size of the snapshot file: the journal is folded in only once it has grown as
+    /// large, so that writing snapshots costs amortised O(bytes written), not a whole
+    /// zone every few megabytes (which made loading a million records quadratic).
+    snapshot_bytes: u64,
     poisoned: bool,
 }
 
@@ -192,6 +197,7 @@ impl MemoryStore {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         let mut zones = load_snapshot(&dir.join(SNAPSHOT))?;
+        let snapshot_bytes = std::fs::metadata(dir.join(SNAPSHOT)).map_or(0, |m| m.len());
         let journal_path = dir.join(JOURNAL);
         let existed = journal_path.exists();
         let good_len = replay_journal(&journal_path, &mut zones)?;
@@ -223,6 +229,7 @@ impl MemoryStore {
                 zones,
                 journal,
                 journal_bytes: good_len,
+                snapshot_bytes,
                 poisoned: false,
             }),
         })
@@ -353,7 +360,7 @@ impl MemoryStore {
             data.set(&key, r);
         }
         data.serial = serial;
-        if st.journal_bytes > self.compact_bytes
+        if st.journal_bytes > self.compact_bytes.max(st.snapshot_bytes)
             && let Err(e) = self.compact(&mut st)
         {
             // The batch is durable in the journal; compaction is retried on the next one.
@@ -425,6 +432,7 @@ impl MemoryStore {
         }
         std::fs::rename(&tmp, &path).map_err(|e| StoreError::io(&path, e))?;
         sync_dir(&self.dir)?;
+        st.snapshot_bytes = bytes.len() as u64;
         let journal = self.dir.join(JOURNAL);
         st.journal
             .set_len(0)
@@ -620,6 +628,42 @@ mod tests {
             journal_len < 1500,
             "journal was compacted ({journal_len} bytes)"
         );
+    }
+
+    #[test]
+    fn the_journal_is_folded_in_only_once_it_is_as_large_as_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(dir.path()).with_compact_bytes(100);
+        let big: Vec<RRSetOp> = (0..50)
+            .map(|i| {
+                RRSetOp::create(rr(
+                    &format!("h{i}.example.com"),
+                    RecordType::Txt,
+                    &[&format!("v{i}")],
+                ))
+            })
+            .collect();
+        s.apply(&zone(), &big).unwrap();
+        let len = |f: &str| std::fs::metadata(dir.path().join(f)).unwrap().len();
+        let snapshot = len(SNAPSHOT);
+        assert_eq!(len(JOURNAL), 0, "the first big batch was folded in");
+        // Small batches past `compact_bytes` but not past the snapshot stay journaled.
+        for i in 0..5 {
+            let r = rr(&format!("s{i}.example.com"), RecordType::A, &["192.0.2.1"]);
+            s.apply(&zone(), &[RRSetOp::create(r)]).unwrap();
+        }
+        assert!(len(JOURNAL) > 100 && len(JOURNAL) < snapshot);
+        assert_eq!(len(SNAPSHOT), snapshot, "the snapshot was not rewritten");
+        // Once the journal outgrows the snapshot, it is folded in.
+        for i in 5..200 {
+            let r = rr(&format!("s{i}.example.com"), RecordType::A, &["192.0.2.1"]);
+            s.apply(&zone(), &[RRSetOp::create(r)]).unwrap();
+            if len(JOURNAL) == 0 {
+                assert!(len(SNAPSHOT) > snapshot);
+                return;
+            }
+        }
+        panic!("the journal ({} B) was never folded in", len(JOURNAL));
     }
 
     #[test]
