@@ -186,7 +186,6 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
                 fmt(synced),
                 p.outcomes
             ),
-            ..Row::default()
         });
         let r = ratio(last, first);
         ctx.push(Row {

@@ -1,6 +1,7 @@
 //! What a large load does to the planner's other answers: a prober hitting its admin
-//! `/healthz` and its gRPC `GetStatus` every ~50 ms while the load runs, and the
-//! process's resident memory afterwards.
+//! `/healthz` and its gRPC `GetStatus` every ~50 ms while the load runs (one after the
+//! other: an answer that takes seconds delays the next probe, so its max says more
+//! than its p99), and the process's resident memory afterwards.
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use std::sync::Arc;
