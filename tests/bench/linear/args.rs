@@ -63,16 +63,7 @@ pub fn parse() -> Args {
             "--batch" => a.batch = num(value(), "--batch"),
             "--samples" => a.samples = num(value(), "--samples").max(1),
             "--conflicts" => a.conflicts = num(value(), "--conflicts").max(1),
-            "--servers" => {
-                a.kinds = value()
-                    .split(',')
-                    .map(|s| match s.trim() {
-                        "pdns" | "powerdns" => Kind::Pdns,
-                        "bind" | "rfc2136" => Kind::Bind,
-                        other => usage(&format!("unknown server {other:?}")),
-                    })
-                    .collect();
-            }
+            "--servers" => a.kinds = Kind::parse_list(&value()).unwrap_or_else(|e| usage(&e)),
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other:?}")),
         }

@@ -159,10 +159,7 @@ pub fn wait_converged(s: &RealStack, n: u32, every: Duration, timeout: Duration)
 
 fn main() {
     let args = args::parse();
-    let bin_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .expect("the benchmark's own directory");
+    let bin_dir = dnsplane_e2e::servers::own_dir();
     let dig = dnsplane_e2e::tool("DNSPLANE_DIG", "dig")
         .unwrap_or_else(|| args::usage("dig not found (Debian package bind9-dnsutils)"));
     let tools = Tools {
