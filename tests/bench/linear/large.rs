@@ -110,7 +110,12 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
     let t0 = Instant::now();
     std::fs::rename(&staging, desired.join("records")).expect("rename the manifests");
     s.wait_until("the source loaded", SYNC_LIMIT, |s| {
-        (s.zone_status().0.desired_records as usize >= n).then_some(())
+        let st = s.planner_status();
+        if let Some(e) = st.source_errors.first() {
+            panic!("the source has errors: {e:?}");
+        }
+        let desired = st.zones.first().map_or(0, |z| z.desired_records as usize);
+        (desired >= n).then_some(())
     });
     let loaded = t0.elapsed();
     let sync0 = Instant::now();

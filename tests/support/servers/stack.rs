@@ -598,6 +598,16 @@ pub mod workload {
                 let v = format!("app={label} v={version}");
                 ("TXT", v.clone(), format!("\"{v}\""))
             }
+            // Above 0xffff, `i` takes two groups (one would not be valid IPv6).
+            1 if i > 0xffff => {
+                let v = format!(
+                    "2001:db8:{:x}:{:x}::{:x}",
+                    100 + version,
+                    i >> 16,
+                    i & 0xffff
+                );
+                ("AAAA", v.clone(), v)
+            }
             1 => {
                 let v = format!("2001:db8:{:x}::{i:x}", 100 + version);
                 ("AAAA", v.clone(), v)
