@@ -65,7 +65,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind) {
             time: format!("{} vs {}", fmt(t2), fmt(t1)),
             ratio: format!("{r:.2}×"),
             goal: format!(
-                "≤ {allowed:.1}× ({:.0}× the records)",
+                "≤ {allowed:.1}× ({:.1}× the records)",
                 n2 as f64 / n1 as f64
             ),
             pass: Some(r <= allowed),
