@@ -47,24 +47,12 @@ fn main() {
         match a.as_str() {
             "--records" => records = value().parse().unwrap_or_else(|_| usage("--records N")),
             "--batch" => batch = value().parse().unwrap_or_else(|_| usage("--batch N")),
-            "--servers" => {
-                kinds = value()
-                    .split(',')
-                    .map(|s| match s.trim() {
-                        "pdns" | "powerdns" => Kind::Pdns,
-                        "bind" | "rfc2136" => Kind::Bind,
-                        other => usage(&format!("unknown server {other:?}")),
-                    })
-                    .collect();
-            }
+            "--servers" => kinds = Kind::parse_list(&value()).unwrap_or_else(|e| usage(&e)),
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other:?}")),
         }
     }
-    let bin_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .expect("the benchmark's own directory");
+    let bin_dir = dnsplane_e2e::servers::own_dir();
     let dig = dnsplane_e2e::tool("DNSPLANE_DIG", "dig")
         .unwrap_or_else(|| usage("dig not found (Debian package bind9-dnsutils)"));
     // grpcurl is not used here (the stack's own gRPC client reads the counters).

@@ -599,6 +599,26 @@ impl Kind {
             Kind::Bind => "BIND",
         }
     }
+
+    /// A benchmark's `--servers` value: `pdns,bind` (also `powerdns`, `rfc2136`).
+    pub fn parse_list(list: &str) -> Result<Vec<Kind>, String> {
+        list.split(',')
+            .map(|s| match s.trim() {
+                "pdns" | "powerdns" => Ok(Kind::Pdns),
+                "bind" | "rfc2136" => Ok(Kind::Bind),
+                other => Err(format!("unknown server {other:?}")),
+            })
+            .collect()
+    }
+}
+
+/// The directory of the running benchmark: it drives the `dnsplane-planner` and
+/// `dnsplane-applier` built beside it (`cargo build --release --bins`).
+pub fn own_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .expect("the benchmark's own directory")
 }
 
 /// One started real server, whichever it is.

@@ -39,6 +39,16 @@ pub struct Options {
     /// Appended to planner.toml after the zone (e.g. `[[sources]]` or `[safety]`
     /// tables); relative paths in it are relative to the stack's directory.
     pub planner_extra: String,
+    /// Give both processes an admin HTTP port (`/healthz`, `/metrics`) on a free
+    /// loopback port ([`RealStack::planner_admin_port`]); off by default (the planner
+    /// runs without one, the applier on its default address).
+    pub admin_ports: bool,
+    /// The body of planner.toml's `[sync]` table instead of the stack's short retry
+    /// clocks (`Some("")`: the planner's defaults).
+    pub sync_table: Option<String>,
+    /// The PowerDNS account's `api_url` instead of the server's own (a proxy in front
+    /// of it, e.g. [`crate::quota_proxy::QuotaProxy`]).
+    pub api_url: Option<String>,
 }
 
 impl Default for Options {
@@ -51,6 +61,9 @@ impl Default for Options {
             log_filter: "info".into(),
             min_interval: "100ms".into(),
             planner_extra: String::new(),
+            admin_ports: false,
+            sync_table: None,
+            api_url: None,
         }
     }
 }
@@ -84,6 +97,9 @@ pub struct RealStack {
     pub applier_port: u16,
     /// The applier account (and planner zone account) name: `pdns` or `bind`.
     pub account: String,
+    /// The planner's and the applier's admin HTTP ports, with [`Options::admin_ports`].
+    pub planner_admin_port: Option<u16>,
+    pub applier_admin_port: Option<u16>,
     applier: Proc,
     planner: Proc,
     opts: Options,
@@ -144,13 +160,18 @@ impl RealStack {
         }
         .to_string();
         let zone = server.zone().clone();
+        let mut account_toml = server.account_toml(&account);
+        if let (Some(url), RealServer::Pdns(p)) = (&opts.api_url, &server) {
+            account_toml = account_toml.replace(
+                &format!("api_url = \"{}\"", p.api_url()),
+                &format!("api_url = \"{url}\""),
+            );
+        }
         std::fs::write(
             dir.path().join("applier.toml"),
             format!(
                 "cache_ttl = \"{}\"\n\n{}{}\n",
-                opts.cache_ttl,
-                server.account_toml(&account),
-                opts.account_extra
+                opts.cache_ttl, account_toml, opts.account_extra
             ),
         )
         .expect("write applier.toml");
@@ -158,10 +179,15 @@ impl RealStack {
             dir.path().join("planner.toml"),
             format!(
                 "owner_id = \"{OWNER_ID}\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\n\
-                 [sync]\ninterval = \"10m\"\nmin_interval = \"{}\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\n\
+                 [sync]\n{}\n\
                  [batch]\nmax_changes = {}\nmax_bytes = 4194304\n\n\
                  [[zones]]\nname = \"{zone}\"\naccount = \"{account}\"\nconflict = \"report\"\n\n{}\n",
-                opts.min_interval, opts.batch_max_changes, opts.planner_extra
+                opts.sync_table.clone().unwrap_or_else(|| format!(
+                    "interval = \"10m\"\nmin_interval = \"{}\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n",
+                    opts.min_interval
+                )),
+                opts.batch_max_changes,
+                opts.planner_extra
             ),
         )
         .expect("write planner.toml");
@@ -169,10 +195,15 @@ impl RealStack {
             .enable_all()
             .build()
             .expect("tokio runtime");
-        let spawn = |name: &str, port: u16| spawn_proc(dir.path(), &opts, name, port);
-        let applier = spawn("applier", applier_port);
+        let admin = |on: bool| on.then(free_port);
+        let (planner_admin_port, applier_admin_port) =
+            (admin(opts.admin_ports), admin(opts.admin_ports));
+        let spawn = |name: &str, port: u16, admin: Option<u16>| {
+            spawn_proc(dir.path(), &opts, name, port, admin)
+        };
+        let applier = spawn("applier", applier_port, applier_admin_port);
         wait_serving(&rt, applier_port, "dnsplane.v1.Applier", &applier);
-        let planner = spawn("planner", planner_port);
+        let planner = spawn("planner", planner_port, planner_admin_port);
         wait_serving(&rt, planner_port, "dnsplane.v1.Planner", &planner);
         RealStack {
             server,
@@ -181,6 +212,8 @@ impl RealStack {
             planner_port,
             applier_port,
             account,
+            planner_admin_port,
+            applier_admin_port,
             applier,
             planner,
             opts,
@@ -194,7 +227,13 @@ impl RealStack {
     pub fn restart_planner_with(&mut self, meanwhile: impl FnOnce()) {
         self.planner.kill();
         meanwhile();
-        self.planner = spawn_proc(self.dir.path(), &self.opts, "planner", self.planner_port);
+        self.planner = spawn_proc(
+            self.dir.path(),
+            &self.opts,
+            "planner",
+            self.planner_port,
+            self.planner_admin_port,
+        );
         wait_serving(
             &self.rt,
             self.planner_port,
@@ -210,6 +249,11 @@ impl RealStack {
 
     pub fn zone(&self) -> &dnsplane_common::Name {
         self.server.zone()
+    }
+
+    /// The planner process's id (for its `/proc/<pid>/status`).
+    pub fn planner_pid(&self) -> u32 {
+        self.planner.child.id()
     }
 
     /// The planner's exit status once it has exited (a crash, an abort), else `None`.
@@ -250,10 +294,21 @@ impl RealStack {
     /// One `Sync` of the zone (`fresh`: read the provider, not the applier's cache),
     /// followed to its end; returns the last progress message ("done" or "failed").
     pub fn sync(&self, fresh: bool) -> pb::SyncProgress {
+        self.sync_following(fresh, SYNC_TIMEOUT, |_| {})
+    }
+
+    /// [`RealStack::sync`] with its own safety net, handing every progress message to
+    /// `on_progress` as it arrives (the benchmarks time the batches by it).
+    pub fn sync_following(
+        &self,
+        fresh: bool,
+        timeout: Duration,
+        mut on_progress: impl FnMut(&pb::SyncProgress),
+    ) -> pb::SyncProgress {
         let mut c = self.planner_client();
         let zone = self.zone().to_string();
         let last = self.block_on(async {
-            tokio::time::timeout(SYNC_TIMEOUT, async {
+            tokio::time::timeout(timeout, async {
                 let mut stream = c
                     .sync(pb::SyncRequest {
                         zones: vec![zone.clone()],
@@ -263,6 +318,7 @@ impl RealStack {
                     .into_inner();
                 let mut last = None;
                 while let Some(p) = stream.message().await? {
+                    on_progress(&p);
                     let end = matches!(p.phase.as_str(), "done" | "failed");
                     last = Some(p);
                     if end {
@@ -277,10 +333,7 @@ impl RealStack {
             Ok(Ok(Some(p))) => p,
             Ok(Ok(None)) => panic!("Sync ended without progress; logs:\n{}", self.logs()),
             Ok(Err(e)) => panic!("Sync: {e}; logs:\n{}", self.logs()),
-            Err(_) => panic!(
-                "Sync not done after {SYNC_TIMEOUT:?}; logs:\n{}",
-                self.logs()
-            ),
+            Err(_) => panic!("Sync not done after {timeout:?}; logs:\n{}", self.logs()),
         }
     }
 
@@ -434,7 +487,7 @@ impl RealStack {
 }
 
 /// Starts `dnsplane-<name>` with `<dir>/<name>.toml`, logging to `<dir>/<name>.log`.
-fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16) -> Proc {
+fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16, admin: Option<u16>) -> Proc {
     let bin = opts.bin_dir.join(format!("dnsplane-{name}"));
     assert!(
         bin.exists(),
@@ -443,6 +496,18 @@ fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16) -> Proc {
     );
     let config = dir.join(format!("{name}.toml"));
     let listen = format!("127.0.0.1:{port}");
+    // No fixed admin HTTP port unless asked for one: stacks run side by side.
+    let admin_listen = admin.map(|p| format!("127.0.0.1:{p}"));
+    let mut env = vec![
+        ("DNSPLANE_LOG", opts.log_filter.as_str()),
+        ("DNSPLANE_PLANNER_ADMIN_LISTEN", "off"),
+    ];
+    if let Some(addr) = &admin_listen {
+        match name {
+            "planner" => env[1].1 = addr,
+            _ => env.push(("DNSPLANE_APPLIER_ADMIN_LISTEN", addr)),
+        }
+    }
     // Killed (only this pid) when dropped.
     Proc::spawn_with_env(
         name,
@@ -453,11 +518,7 @@ fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16) -> Proc {
             "--listen",
             &listen,
         ],
-        &[
-            ("DNSPLANE_LOG", &opts.log_filter),
-            // No fixed admin HTTP port: stacks run side by side.
-            ("DNSPLANE_PLANNER_ADMIN_LISTEN", "off"),
-        ],
+        &env,
         dir.join(format!("{name}.log")),
     )
 }
@@ -536,6 +597,16 @@ pub mod workload {
             0 => {
                 let v = format!("app={label} v={version}");
                 ("TXT", v.clone(), format!("\"{v}\""))
+            }
+            // Above 0xffff, `i` takes two groups (one would not be valid IPv6).
+            1 if i > 0xffff => {
+                let v = format!(
+                    "2001:db8:{:x}:{:x}::{:x}",
+                    100 + version,
+                    i >> 16,
+                    i & 0xffff
+                );
+                ("AAAA", v.clone(), v)
             }
             1 => {
                 let v = format!("2001:db8:{:x}::{i:x}", 100 + version);

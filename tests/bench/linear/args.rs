@@ -1,0 +1,85 @@
+//! The benchmark's flags.
+use dnsplane_e2e::servers::Kind;
+
+/// Every phase, in the order they run.
+pub const PHASES: &[&str] = &[
+    "create", "change", "noop", "oneshot", "conflict", "wrongkey", "quota", "large", "rss",
+];
+
+#[derive(Clone, Debug)]
+pub struct Args {
+    pub phases: Vec<String>,
+    pub records: usize,
+    pub large: Vec<usize>,
+    pub kinds: Vec<Kind>,
+    pub batch: usize,
+    /// One-record changes measured by `oneshot`.
+    pub samples: usize,
+    /// Records of the conflict-release phase.
+    pub conflicts: usize,
+}
+
+impl Args {
+    pub fn has(&self, phase: &str) -> bool {
+        self.phases.iter().any(|p| p == phase)
+    }
+}
+
+pub fn parse() -> Args {
+    let mut a = Args {
+        phases: PHASES.iter().map(|p| p.to_string()).collect(),
+        records: 10_000,
+        large: vec![200_000, 1_000_000],
+        kinds: vec![Kind::Pdns, Kind::Bind],
+        batch: 1_000,
+        samples: 20,
+        conflicts: 200,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+        };
+        let num = |v: String, what: &str| -> usize {
+            v.replace('_', "")
+                .parse()
+                .unwrap_or_else(|_| usage(&format!("{what}: not a number: {v:?}")))
+        };
+        match flag.as_str() {
+            "--phases" => {
+                a.phases = value().split(',').map(|p| p.trim().to_string()).collect();
+                if let Some(bad) = a.phases.iter().find(|p| !PHASES.contains(&p.as_str())) {
+                    usage(&format!("unknown phase {bad:?}"));
+                }
+            }
+            "--records" => a.records = num(value(), "--records"),
+            "--large" => {
+                a.large = value()
+                    .split(',')
+                    .map(|v| num(v.trim().into(), "--large"))
+                    .collect();
+            }
+            "--batch" => a.batch = num(value(), "--batch"),
+            "--samples" => a.samples = num(value(), "--samples").max(1),
+            "--conflicts" => a.conflicts = num(value(), "--conflicts").max(1),
+            "--servers" => a.kinds = Kind::parse_list(&value()).unwrap_or_else(|e| usage(&e)),
+            "-h" | "--help" => usage(""),
+            other => usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    a
+}
+
+pub fn usage(problem: &str) -> ! {
+    if !problem.is_empty() {
+        eprintln!("dnsplane-bench-linear: {problem}");
+    }
+    eprintln!(
+        "usage: dnsplane-bench-linear [--phases {}] [--records N] [--large N,N]\n\
+         \x20      [--servers pdns,bind] [--batch N] [--samples N] [--conflicts N]\n\
+         (build first: cargo build --release --bins; run target/release/dnsplane-bench-linear)",
+        PHASES.join(",")
+    );
+    std::process::exit(if problem.is_empty() { 0 } else { 2 })
+}
