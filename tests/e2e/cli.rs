@@ -161,3 +161,41 @@ fn plan_pages_cover_every_change_once() {
         "{out}"
     );
 }
+
+/// A `dnsplane sync` of the whole zone plans every name, including those a push
+/// marked for a targeted re-plan that has not come yet (source syncs are spaced by
+/// `min_interval`, an hour here): once it is done they show converged, not pending.
+#[test]
+fn a_full_sync_clears_the_names_waiting_for_a_targeted_one() {
+    let Some(tools) = Tools::find() else { return };
+    let base = endpoints("base", &[("base.example.com", "A", &["192.0.2.9"])]);
+    let mut s = Stack::new(tools, &[("base.yaml", &base)], "report");
+    let config = s.path("planner.toml");
+    let text = std::fs::read_to_string(&config).expect("planner.toml");
+    let slow = text.replace("min_interval = \"100ms\"", "min_interval = \"1h\"");
+    assert_ne!(slow, text, "the stack's min_interval was not found");
+    std::fs::write(&config, slow).expect("planner.toml");
+    s.start();
+    let push = |source: &str, name: &str| {
+        s.planner_call(
+            "PutDesired",
+            &format!(
+                r#"{{"source":"{source}","records":[{{"name":"{name}","type":"A","values":["192.0.2.1"]}}]}}"#
+            ),
+        )
+    };
+    s.wait_dns("base.example.com", "A", &["192.0.2.9"]);
+    // The start's sync was a source change too: these wait for the interval, unless
+    // a full sync covers them.
+    push("first", "one.example.com");
+    push("second", "two.example.com");
+    let waiting = s.planner_call("GetStatus", "{}")["zones"][0]["recordsByState"].clone();
+    assert_eq!(waiting["pending"], 2, "{waiting}");
+    let (ok, out) = cli(&s, &["sync"]);
+    assert!(ok, "{out}");
+    s.wait_dns("one.example.com", "A", &["192.0.2.1"]);
+    s.wait_dns("two.example.com", "A", &["192.0.2.1"]);
+    let by = s.planner_call("GetStatus", "{}")["zones"][0]["recordsByState"].clone();
+    assert_eq!(by["converged"], 3, "{by}");
+    assert!(by.get("pending").is_none_or(|p| p == 0), "{by}");
+}

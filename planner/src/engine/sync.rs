@@ -339,6 +339,13 @@ impl Engine {
         send(progress, SyncProgress::new(&name, Phase::Planning, &none)).await;
         let (mut plan, withheld) = self
             .plan_scope(zone, scope, fresh, |desired, view, plan| {
+                if scope.is_zone() {
+                    // This plan covers every name the desired state has now, including
+                    // those a source change marked for a targeted re-plan: they are not
+                    // waiting any more, whoever started this sync (the zone's loop or
+                    // a `Sync` call).
+                    lock(&zone.dirty).clear();
+                }
                 let now = SystemTime::now();
                 let withheld = lock(&zone.states).fold_plan(
                     |n| scope.contains(n),
