@@ -132,7 +132,8 @@ impl Engine {
                                 }
                             }
                             last_triggered = Some(Instant::now());
-                            let names = std::mem::take(&mut *lock(&zone.dirty));
+                            // Left marked until the sync's plan covers them.
+                            let names = lock(&zone.dirty).clone();
                             if names.is_empty() {
                                 continue;
                             }
@@ -183,8 +184,6 @@ impl Engine {
             let full = matches!(scope, Scope::Zone);
             if full {
                 last_full = Instant::now();
-                // A full sync plans every name.
-                lock(&zone.dirty).clear();
             }
             match self.sync_zone(&zone, &scope, fresh, None).await {
                 Ok(_) => {

@@ -339,13 +339,6 @@ impl Engine {
         send(progress, SyncProgress::new(&name, Phase::Planning, &none)).await;
         let (mut plan, withheld) = self
             .plan_scope(zone, scope, fresh, |desired, view, plan| {
-                if scope.is_zone() {
-                    // This plan covers every name the desired state has now, including
-                    // those a source change marked for a targeted re-plan: they are not
-                    // waiting any more, whoever started this sync (the zone's loop or
-                    // a `Sync` call).
-                    lock(&zone.dirty).clear();
-                }
                 let now = SystemTime::now();
                 let withheld = lock(&zone.states).fold_plan(
                     |n| scope.contains(n),
@@ -355,6 +348,19 @@ impl Engine {
                     now,
                     self.retry_clock(),
                 );
+                // The names this plan covers wait for a plan no more, whoever started
+                // the sync (the zone's loop or a `Sync` call). Only now, with their
+                // states folded in: until then status counts them pending, not
+                // converged.
+                match scope {
+                    Scope::Zone => lock(&zone.dirty).clear(),
+                    Scope::Names(names) => {
+                        let mut dirty = lock(&zone.dirty);
+                        for n in names {
+                            dirty.remove(n);
+                        }
+                    }
+                }
                 let full_view = scope.is_zone().then_some(view);
                 self.guard_plan(zone, scope, full_view, plan);
                 withheld
