@@ -132,7 +132,11 @@ fn from_ms(x: f64) -> Duration {
 impl Quota {
     /// The quota of `account`. Makes no connection: Redis is reached on first use.
     pub fn new(account: &str, settings: QuotaSettings) -> Result<Quota, redis::RedisError> {
-        let params = Params::new(settings.rate, settings.burst, ms(settings.recover));
+        let params = Params::new(
+            settings.rate * (1.0 - settings.headroom),
+            settings.burst,
+            ms(settings.recover),
+        );
         let shared = match &settings.redis {
             Some(url) => {
                 let key = settings

@@ -27,6 +27,8 @@ fn settings(rate: f64, burst: u32) -> QuotaSettings {
             recover: Duration::from_secs(10),
             redis_timeout: default_redis_timeout(),
             probe_interval: default_probe_interval(),
+            // Exact arithmetic in these tests; the headroom has its own.
+            headroom: 0.0,
         }),
     )
     .unwrap()
@@ -474,4 +476,23 @@ async fn a_burst_of_one_always_progresses_when_a_write_is_two_requests() {
     let st = quota.status();
     assert_eq!((st.throttled, st.denied), (0, 0), "{st:?}");
     assert_eq!(st.granted, 200, "two requests per batch, each its token");
+}
+
+/// By default calls are paced 2 % under the configured rate, so that a provider
+/// enforcing exactly that rate never sees two calls closer than it allows.
+#[tokio::test(start_paused = true)]
+async fn calls_are_paced_with_headroom_under_the_rate() {
+    let mut s = settings(2.0, 1);
+    s.headroom = crate::quota::config::default_headroom();
+    let q = Arc::new(Quota::new("acct", s).unwrap());
+    let t0 = Instant::now();
+    q.acquire(Duration::from_secs(10)).await.unwrap();
+    let mut last = t0.elapsed();
+    for _ in 0..10 {
+        q.acquire(Duration::from_secs(10)).await.unwrap();
+        let gap = t0.elapsed() - last;
+        last = t0.elapsed();
+        assert!(gap > Duration::from_millis(500), "{gap:?} apart");
+        assert!(gap <= Duration::from_millis(511), "{gap:?} apart");
+    }
 }
