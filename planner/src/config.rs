@@ -367,10 +367,10 @@ fn default_full_read() -> Duration {
     Duration::from_secs(600)
 }
 fn default_max_changes() -> usize {
-    2000
+    5000
 }
 fn default_max_bytes() -> usize {
-    640 * 1024
+    768 * 1024
 }
 fn default_policy() -> Policy {
     Policy::Sync

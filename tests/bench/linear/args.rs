@@ -31,7 +31,8 @@ pub fn parse() -> Args {
         records: 10_000,
         large: vec![200_000, 1_000_000],
         kinds: vec![Kind::Pdns, Kind::Bind],
-        batch: 1_000,
+        // The planner's own defaults.
+        batch: 0,
         samples: 20,
         conflicts: 200,
     };

@@ -198,7 +198,7 @@ fn main() {
 
 fn print_table(ctx: &Ctx, took: Duration) {
     println!(
-        "\ndnsplane-bench-linear: {} records (--large {:?}), planner batch.max_changes = {}, {} cores, {} in all\n",
+        "\ndnsplane-bench-linear: {} records (--large {:?}), planner batch.max_changes = {} (0: its default), {} cores, {} in all\n",
         ctx.args.records,
         ctx.args.large,
         ctx.args.batch,

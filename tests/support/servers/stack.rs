@@ -22,7 +22,8 @@ pub const OWNER_ID: &str = "e2e";
 /// How a stack is configured.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// The planner's `batch.max_changes`.
+    /// The planner's `batch.max_changes` (with `max_bytes` 4 MiB); 0: no `[batch]`
+    /// table, the planner's defaults.
     pub batch_max_changes: usize,
     /// The applier's `cache_ttl`. Long by default: a listing stays cached until a
     /// write through the applier drops it, which the conflict burst relies on.
@@ -180,13 +181,21 @@ impl RealStack {
             format!(
                 "owner_id = \"{OWNER_ID}\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\n\
                  [sync]\n{}\n\
-                 [batch]\nmax_changes = {}\nmax_bytes = 4194304\n\n\
+                 {}\
                  [[zones]]\nname = \"{zone}\"\naccount = \"{account}\"\nconflict = \"report\"\n\n{}\n",
                 opts.sync_table.clone().unwrap_or_else(|| format!(
                     "interval = \"10m\"\nmin_interval = \"{}\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n",
                     opts.min_interval
                 )),
-                opts.batch_max_changes,
+                // 0: the planner's own batch defaults.
+                if opts.batch_max_changes == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "[batch]\nmax_changes = {}\nmax_bytes = 4194304\n\n",
+                        opts.batch_max_changes
+                    )
+                },
                 opts.planner_extra
             ),
         )

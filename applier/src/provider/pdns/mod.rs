@@ -53,9 +53,10 @@ pub use config::{PdnsConfig, PdnsSetupError, SecretSource};
 /// for all but the smallest records.
 pub const MAX_CHANGES_PER_BATCH: usize = 10_000;
 /// Change bytes one PATCH may carry, as [`dnsplane_common::Change::approx_bytes`]
-/// counts them: its JSON is at most about 2.5 times that (an A record at a short name), so 640
-/// KiB stays under the stock 2 MB body limit.
-pub const MAX_BYTES_PER_BATCH: usize = 640 << 10;
+/// counts them: its JSON is at most about 2.5 times that (an A record at a short
+/// name), so 780 KiB stays under the stock 2 MB body limit, and is as few PATCHes (and
+/// zone rectifies) as that limit allows.
+pub const MAX_BYTES_PER_BATCH: usize = 780 << 10;
 /// Up to this many names, the precondition read fetches each name
 /// (`?rrset_name=`); above it, one GET of the whole zone is cheaper.
 const PER_NAME_READ_LIMIT: usize = 32;
