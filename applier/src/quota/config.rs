@@ -128,7 +128,7 @@ pub(crate) fn default_redis_timeout() -> Duration {
 pub(crate) fn default_probe_interval() -> Duration {
     Duration::from_secs(1)
 }
-pub(crate) fn default_headroom() -> f64 {
+pub fn default_headroom() -> f64 {
     0.02
 }
 
