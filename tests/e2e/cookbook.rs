@@ -4,7 +4,7 @@
 //! planner's admin port (`/metrics`, `/healthz`, `/readyz`, `/status`) on the same kind
 //! of stack.
 use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, http_get, wait_for};
+use dnsplane_e2e::{free_port, http_get, wait_for};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -320,39 +320,7 @@ fn the_planner_admin_port_serves_metrics_probes_and_status() {
     let mut s = conflicted_stack(tools);
     s.start_applier();
     let admin_port = free_port();
-    let config = s.path("planner.toml");
-    let listen = format!("127.0.0.1:{}", s.planner_port);
-    let admin = format!("127.0.0.1:{admin_port}");
-    s.planner = Some(Proc::spawn(
-        "planner",
-        &binary("dnsplane-planner"),
-        &[
-            "--config",
-            config.to_str().expect("utf8"),
-            "--listen",
-            &listen,
-            "--admin-listen",
-            &admin,
-        ],
-        s.path("planner.log"),
-    ));
-    let healthy = wait_for(Duration::from_secs(30), || {
-        let (ok, out) = grpcurl(
-            &s.tools.grpcurl,
-            &[
-                "-d",
-                r#"{"service":"dnsplane.v1.Planner"}"#,
-                &listen,
-                "grpc.health.v1.Health/Check",
-            ],
-        );
-        (ok && out.contains("\"SERVING\"")).then_some(())
-    });
-    assert!(
-        healthy.is_some(),
-        "planner not healthy; logs:\n{}",
-        s.logs()
-    );
+    s.start_planner_with_admin(admin_port);
     wait_converged(&s);
 
     assert_eq!(http_get(admin_port, "/healthz"), (200, "ok\n".to_string()));

@@ -6,7 +6,7 @@
 use crate::stack::{Stack, Tools, ZONE, endpoints};
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, http_get, wait_for};
+use dnsplane_e2e::{free_port, http_get, wait_for};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -56,39 +56,7 @@ fn start(s: &mut Stack) -> u16 {
 }
 
 fn spawn_planner(s: &mut Stack, admin_port: u16) {
-    let config = s.path("planner.toml");
-    let listen = format!("127.0.0.1:{}", s.planner_port);
-    let admin = format!("127.0.0.1:{admin_port}");
-    s.planner = Some(Proc::spawn(
-        "planner",
-        &binary("dnsplane-planner"),
-        &[
-            "--config",
-            config.to_str().expect("utf8"),
-            "--listen",
-            &listen,
-            "--admin-listen",
-            &admin,
-        ],
-        s.path("planner.log"),
-    ));
-    let healthy = wait_for(Duration::from_secs(30), || {
-        let (ok, out) = grpcurl(
-            &s.tools.grpcurl,
-            &[
-                "-d",
-                r#"{"service":"dnsplane.v1.Planner"}"#,
-                &listen,
-                "grpc.health.v1.Health/Check",
-            ],
-        );
-        (ok && out.contains("\"SERVING\"")).then_some(())
-    });
-    assert!(
-        healthy.is_some(),
-        "planner not healthy; logs:\n{}",
-        s.logs()
-    );
+    s.start_planner_with_admin(admin_port);
 }
 
 fn client(rt: &tokio::runtime::Runtime, port: u16) -> PlannerClient<Channel> {

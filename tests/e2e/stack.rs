@@ -116,20 +116,28 @@ impl Stack {
     }
 
     pub fn start_planner(&mut self) {
+        self.start_planner_with(&[]);
+    }
+
+    /// Starts the planner with its admin HTTP server on `admin_port`.
+    pub fn start_planner_with_admin(&mut self, admin_port: u16) {
+        let admin = format!("127.0.0.1:{admin_port}");
+        self.start_planner_with(&["--admin-listen", &admin]);
+    }
+
+    /// Starts the planner with `extra` arguments and waits until it serves.
+    pub fn start_planner_with(&mut self, extra: &[&str]) {
         let config = self.path("planner.toml");
         let listen = format!("127.0.0.1:{}", self.planner_port);
         let log = self.path("planner.log");
-        let p = Proc::spawn(
-            "planner",
-            &binary("dnsplane-planner"),
-            &[
-                "--config",
-                config.to_str().expect("utf8"),
-                "--listen",
-                &listen,
-            ],
-            log,
-        );
+        let mut args = vec![
+            "--config",
+            config.to_str().expect("utf8"),
+            "--listen",
+            &listen,
+        ];
+        args.extend_from_slice(extra);
+        let p = Proc::spawn("planner", &binary("dnsplane-planner"), &args, log);
         self.planner = Some(p);
         self.wait_healthy(self.planner_port, "dnsplane.v1.Planner");
     }
