@@ -321,3 +321,32 @@ fn a_lost_stream_fails_what_got_no_result() {
     assert_eq!(b.reason, "no result: stream ended");
     assert_eq!(b.next_retry, Some(t0() + CLOCK.min));
 }
+
+/// Counting by lookups (few states) and by walking both maps (many states) agree,
+/// including states of keys that are not desired (deletes in flight).
+#[test]
+fn counts_agree_whether_few_or_many_records_have_a_state() {
+    let records: Vec<RRSet> = (0..200)
+        .map(|i| rrset(&format!("h{i:03}"), "192.0.2.1"))
+        .collect();
+    let want = desired(&records);
+    for with_state in [3usize, 150] {
+        let mut table = StateTable::default();
+        // States for some desired keys, and for as many undesired ones.
+        for i in (0..with_state).map(|i| i * 200 / with_state.max(1)) {
+            table.in_flight(&records[i].key, t0());
+            table.in_flight(&key(&format!("gone{i:03}")), t0());
+        }
+        let counts = table.counts(&want, true, &BTreeSet::new(), false);
+        assert_eq!(
+            counts.get(&RecordStateKind::InFlight),
+            Some(&(2 * with_state as u32)),
+            "{with_state} states"
+        );
+        assert_eq!(
+            counts.get(&RecordStateKind::Converged),
+            Some(&(200 - with_state as u32)),
+            "{with_state} states"
+        );
+    }
+}
