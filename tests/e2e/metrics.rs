@@ -183,14 +183,21 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
 
     // Converged: all four records, b adopted after its conflict.
     let zone = ZONE;
+    // A record's state is folded before its sync ends and counts itself: wait for both.
     let planner = wait_for(Duration::from_secs(30), || {
         let m = parse_metrics(&http_get(planner_admin, "/metrics").1);
+        let syncs = sum(
+            &m,
+            "dnsplane_planner_sync_duration_seconds_count",
+            &[("zone", zone), ("result", "ok")],
+        );
         (sample(
             &m,
             "dnsplane_planner_records",
             &[("zone", zone), ("state", "converged")],
-        ) == Some(4.0))
-        .then_some(m)
+        ) == Some(4.0)
+            && syncs >= 2.0)
+            .then_some(m)
     })
     .unwrap_or_else(|| panic!("the zone did not converge; logs:\n{}", s.logs()));
     let applier_text = http_get(applier_admin, "/metrics").1;
