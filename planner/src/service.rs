@@ -1,25 +1,22 @@
 //! The `dnsplane.v1.Planner` gRPC service: decodes requests into domain values, asks
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
-use crate::config::ZoneConfig;
-use crate::desired::DesiredIndex;
-use crate::engine::{
-    ApproveError, Engine, Patch, RecordStatesQuery, Scope, Snapshot, SyncProgress, ZoneSnapshot,
-};
-use crate::guard::HeldPlan;
-use crate::lease::LeaseStatus;
-use crate::source::{DesiredEntry, Origin};
-use crate::state::{RecordState, RecordStateKind};
-use crate::store::StoreError;
-use dnsplane_common::convert::{FieldError, timestamp};
+use crate::engine::{ApproveError, Engine, RecordStatesQuery, Scope, SyncProgress};
+use dnsplane_common::convert::FieldError;
 use dnsplane_common::grpc::invalid_argument;
-use dnsplane_common::{Name, RecordKey, RecordType, pb, rdata, wire};
-use std::pin::Pin;
+use dnsplane_common::{Name, pb};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
+
+mod encode;
+mod push;
+
+use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
+pub use encode::{kind_from_pb, kind_name, kind_to_pb, status, status_to_pb};
+pub use push::validate_push;
+use push::{PatchFailure, cross_check, validate_patch};
 
 /// Page size limits for record-state listings.
 const DEFAULT_PAGE: usize = 500;
@@ -27,8 +24,6 @@ const MAX_PAGE: usize = 5_000;
 /// Page size limits for plans.
 const DEFAULT_PLAN_PAGE: usize = 1_000;
 const MAX_PLAN_PAGE: usize = 10_000;
-/// How long `GetStatus` waits for each applier's own status.
-const APPLIER_STATUS_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub struct PlannerService {
@@ -81,201 +76,6 @@ impl PlannerService {
         }
     }
 }
-
-/// The planner's status as `GetStatus` answers it (also the admin port's `/status`):
-/// the engine's read model, plus each healthy applier's accounts (quota use, circuit),
-/// asked in parallel and bounded so a stuck applier cannot stall it.
-pub async fn status(engine: &Engine) -> pb::PlannerStatus {
-    let members = engine.pool().members();
-    let accounts = futures::future::join_all(members.iter().map(|m| async move {
-        if !m.healthy() {
-            return Vec::new();
-        }
-        crate::client::accounts(m, APPLIER_STATUS_TIMEOUT).await
-    }))
-    .await;
-    let snapshot = engine.snapshot();
-    let mut st = status_to_pb(&snapshot);
-    for (member, accounts) in st.appliers.iter_mut().zip(accounts) {
-        member.accounts = accounts
-            .into_iter()
-            .map(|a| pb::ApplierAccount {
-                name: a.name,
-                circuit: a.circuit,
-                quota: a.quota,
-            })
-            .collect();
-    }
-    st
-}
-
-/// The read model in the wire form (without the appliers' accounts).
-pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
-    let (level, reason) = s.health();
-    let zones: Vec<pb::ZoneStatus> = s.zones.iter().map(zone_to_pb).collect();
-    let appliers = s
-        .appliers
-        .iter()
-        .map(|a| pb::ApplierMember {
-            address: a.addr.clone(),
-            healthy: a.healthy,
-            last_error: a.last_error.clone(),
-            zones: zones.iter().filter(|z| z.applier == a.addr).count() as u32,
-            accounts: Vec::new(),
-        })
-        .collect();
-    pb::PlannerStatus {
-        level: level.as_str().into(),
-        reason,
-        zones,
-        appliers,
-        source_errors: s
-            .source_errors
-            .iter()
-            .map(|e| pb::SourceError {
-                source: e.source.clone(),
-                location: e.location.clone(),
-                record: e.record.clone(),
-                message: e.message.clone(),
-            })
-            .collect(),
-        sources: s
-            .sources
-            .iter()
-            .map(|(name, why)| pb::SourceStatus {
-                name: name.clone(),
-                ready: why.is_empty(),
-                reason: why.join("; "),
-            })
-            .collect(),
-        lease: Some(lease_to_pb(&s.lease)),
-    }
-}
-
-fn lease_to_pb(l: &LeaseStatus) -> pb::LeaseStatus {
-    pb::LeaseStatus {
-        role: l.role.as_str().into(),
-        holder: l.holder.clone().unwrap_or_default(),
-        backend: l.backend.into(),
-        location: l.location.clone(),
-        since: Some(timestamp(l.since)),
-        identity: l.identity.clone(),
-        epoch: l.epoch,
-        last_error: l.last_error.clone(),
-    }
-}
-
-fn zone_to_pb(z: &ZoneSnapshot) -> pb::ZoneStatus {
-    let st = &z.status;
-    pb::ZoneStatus {
-        zone: z.name.to_string(),
-        account: z.account.clone(),
-        policy: z.policy.as_str().into(),
-        records_by_state: z
-            .records
-            .iter()
-            .map(|(k, n)| (k.as_str().to_string(), *n))
-            .collect(),
-        last_sync: st.last_sync.map(timestamp),
-        last_success: st.last_success.map(timestamp),
-        last_error: st.last_error.clone(),
-        initial_sync_done: st.initial_sync_done,
-        desired_records: z.desired_records as u32,
-        observed_records: z.observed_records as u32,
-        syncing: st.syncing,
-        applier: z.applier.clone().unwrap_or_default(),
-        initial_sync_started: st.sync_started.map(timestamp),
-        next_retry: z.next_retry.map(timestamp),
-        state: if z.held.is_some() { "HELD" } else { "OK" }.into(),
-        held: z
-            .held
-            .as_ref()
-            .map(|(h, since)| held_to_pb(h, Some(*since))),
-    }
-}
-
-fn held_to_pb(h: &HeldPlan, since: Option<SystemTime>) -> pb::HeldPlan {
-    pb::HeldPlan {
-        digest: h.digest.clone(),
-        deletes: h.deletes as u32,
-        updates: h.updates as u32,
-        apex_ns: h.apex_ns as u32,
-        owned_records: h.owned as u32,
-        reason: h.reason.clone(),
-        since: since.map(timestamp),
-    }
-}
-
-/// The wire form of a record state kind.
-pub fn kind_to_pb(k: RecordStateKind) -> pb::RecordStateKind {
-    match k {
-        RecordStateKind::Pending => pb::RecordStateKind::Pending,
-        RecordStateKind::InFlight => pb::RecordStateKind::InFlight,
-        RecordStateKind::Converged => pb::RecordStateKind::Converged,
-        RecordStateKind::Conflict => pb::RecordStateKind::Conflict,
-        RecordStateKind::Invalid => pb::RecordStateKind::Invalid,
-        RecordStateKind::Failed => pb::RecordStateKind::Failed,
-        RecordStateKind::Deferred => pb::RecordStateKind::Deferred,
-        RecordStateKind::Rejected => pb::RecordStateKind::Rejected,
-        RecordStateKind::Held => pb::RecordStateKind::Held,
-    }
-}
-
-/// The domain kind of a wire one (`None` for unspecified or unknown values).
-pub fn kind_from_pb(k: i32) -> Option<RecordStateKind> {
-    Some(match pb::RecordStateKind::try_from(k).ok()? {
-        pb::RecordStateKind::Unspecified => return None,
-        pb::RecordStateKind::Pending => RecordStateKind::Pending,
-        pb::RecordStateKind::InFlight => RecordStateKind::InFlight,
-        pb::RecordStateKind::Converged => RecordStateKind::Converged,
-        pb::RecordStateKind::Conflict => RecordStateKind::Conflict,
-        pb::RecordStateKind::Invalid => RecordStateKind::Invalid,
-        pb::RecordStateKind::Failed => RecordStateKind::Failed,
-        pb::RecordStateKind::Deferred => RecordStateKind::Deferred,
-        pb::RecordStateKind::Rejected => RecordStateKind::Rejected,
-        pb::RecordStateKind::Held => RecordStateKind::Held,
-    })
-}
-
-/// State names for CLI output (`converged`, `conflict`, ...).
-pub fn kind_name(k: i32) -> &'static str {
-    kind_from_pb(k).map_or("unspecified", RecordStateKind::as_str)
-}
-
-fn record_state_to_pb(key: &RecordKey, s: &RecordState) -> pb::RecordState {
-    pb::RecordState {
-        key: Some(key.into()),
-        state: kind_to_pb(s.kind) as i32,
-        desired: s.desired.as_ref().map(Into::into),
-        observed: s.observed.as_ref().map(Into::into),
-        observed_owner: s.observed_owner.clone().unwrap_or_default(),
-        conflict_reason: pb::ConflictReason::from(s.conflict_reason) as i32,
-        reason: s.reason.clone(),
-        attempts: s.attempts,
-        last_error: s.last_error.clone(),
-        next_retry: s.next_retry.map(timestamp),
-        last_change_id: s.last_change_id.clone(),
-        updated: s.updated.map(timestamp),
-    }
-}
-
-fn progress_to_pb(p: &SyncProgress) -> pb::SyncProgress {
-    pb::SyncProgress {
-        zone: p.zone.to_string(),
-        phase: p.phase.as_str().into(),
-        changes_planned: p.summary.planned as u32,
-        changes_done: p.summary.done as u32,
-        outcomes: p
-            .summary
-            .outcomes
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), *v))
-            .collect(),
-        error: p.error.clone(),
-    }
-}
-
-type SyncStream = Pin<Box<dyn futures::Stream<Item = Result<pb::SyncProgress, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::planner_server::Planner for PlannerService {
@@ -590,179 +390,6 @@ impl pb::planner_server::Planner for PlannerService {
 enum PlanItem {
     Change(pb::PlannedChange),
     Blocked(Box<pb::RecordState>),
-}
-
-/// Why a patch was refused.
-enum PatchFailure {
-    Invalid(Vec<FieldError>),
-    Store(StoreError),
-}
-
-impl From<StoreError> for PatchFailure {
-    fn from(e: StoreError) -> Self {
-        PatchFailure::Store(e)
-    }
-}
-
-/// The PutDesired validator: a request into desired entries, or every problem with
-/// the field it is in (`records[1].values[0]: …`). All or nothing: cross-record checks
-/// (zones, duplicates, CNAME clashes) run on this push alone, so a bad push is refused
-/// whole and the previous one stays in force. The same record rules as every source:
-/// normalised names, canonical values, and what one DNS answer can carry.
-pub fn validate_push(
-    zones: &[ZoneConfig],
-    req: &pb::PutDesiredRequest,
-) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
-    check_source(&req.source)?;
-    let mut errors = Vec::new();
-    let mut entries = Vec::with_capacity(req.records.len());
-    for (i, r) in req.records.iter().enumerate() {
-        match push_entry(&req.source, "records", i, r) {
-            Ok(e) => entries.push(e),
-            Err(mut e) => errors.append(&mut e),
-        }
-    }
-    errors.extend(cross_check(zones, &req.source, &entries));
-    if errors.is_empty() {
-        Ok(entries)
-    } else {
-        Err(errors)
-    }
-}
-
-fn check_source(source: &str) -> Result<(), Vec<FieldError>> {
-    if source.is_empty() || source.len() > 128 {
-        return Err(vec![FieldError::new(
-            "source",
-            "must be 1-128 characters naming the pushing program",
-        )]);
-    }
-    Ok(())
-}
-
-/// The checks across the records of one source's whole push (zones, duplicates,
-/// CNAME clashes), each error at its record's field.
-fn cross_check(zones: &[ZoneConfig], source: &str, entries: &[DesiredEntry]) -> Vec<FieldError> {
-    let mut check = DesiredIndex::new(zones);
-    check.update_source(source, entries, Vec::new());
-    check
-        .errors()
-        .into_iter()
-        .map(|e| FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)))
-        .collect()
-}
-
-/// The PatchDesired validator, for what can be checked on the patch alone: each
-/// upsert as PutDesired checks a record, each delete's name and type, and each key
-/// named once. The checks across the source's resulting records follow in the engine.
-fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec<FieldError>> {
-    check_source(&req.source)?;
-    let mut errors = Vec::new();
-    let mut patch = Patch::default();
-    let mut seen: std::collections::HashMap<(Name, RecordType), String> =
-        std::collections::HashMap::new();
-    let mut once = |name: &Name, rtype: RecordType, field: String, errors: &mut Vec<FieldError>| {
-        if let Some(first) = seen.get(&(name.clone(), rtype)) {
-            errors.push(FieldError::new(
-                field,
-                format!("{name} {rtype} is already patched by {first}; name each record once"),
-            ));
-        } else {
-            seen.insert((name.clone(), rtype), field);
-        }
-    };
-    for (i, r) in req.upserts.iter().enumerate() {
-        match push_entry(&req.source, "upserts", i, r) {
-            Ok(e) => {
-                once(&e.name, e.rtype, format!("upserts[{i}]"), &mut errors);
-                patch.upserts.push(e);
-            }
-            Err(mut e) => errors.append(&mut e),
-        }
-    }
-    for (i, d) in req.deletes.iter().enumerate() {
-        let name = Name::parse(&d.name)
-            .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].name"), e.to_string())));
-        let rtype = RecordType::parse(&d.r#type)
-            .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].type"), e.to_string())));
-        if let (Ok(name), Ok(rtype)) = (name, rtype) {
-            once(&name, rtype, format!("deletes[{i}]"), &mut errors);
-            patch.deletes.push((name, rtype));
-        }
-    }
-    if errors.is_empty() {
-        Ok(patch)
-    } else {
-        Err(errors)
-    }
-}
-
-fn push_entry(
-    source: &str,
-    field: &str,
-    i: usize,
-    r: &pb::DesiredRecord,
-) -> Result<DesiredEntry, Vec<FieldError>> {
-    let mut errors = Vec::new();
-    let name = Name::parse(&r.name)
-        .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].name"), e.to_string())));
-    let rtype = RecordType::parse(&r.r#type)
-        .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].type"), e.to_string())));
-    let mut values = Vec::new();
-    if let Ok(t) = rtype {
-        if r.values.is_empty() {
-            errors.push(FieldError::new(
-                format!("{field}[{i}].values"),
-                "at least one value is needed",
-            ));
-        }
-        for (j, v) in r.values.iter().enumerate() {
-            match rdata::canonicalize(t, v) {
-                Ok(c) => values.push(c),
-                Err(e) => errors.push(FieldError::new(
-                    format!("{field}[{i}].values[{j}]"),
-                    e.to_string(),
-                )),
-            }
-        }
-    }
-    match (name, rtype) {
-        (Ok(name), Ok(rtype)) if errors.is_empty() => {
-            values.sort();
-            values.dedup();
-            if let Err(problem) = wire::check_answer(&name, rtype, &values) {
-                return Err(vec![FieldError::new(
-                    format!("{field}[{i}].values"),
-                    problem,
-                )]);
-            }
-            Ok(DesiredEntry {
-                name,
-                rtype,
-                ttl: (r.ttl != 0).then_some(r.ttl),
-                values,
-                origin: Origin {
-                    source: format!("push:{source}"),
-                    location: format!("{field}[{i}]"),
-                    resource: format!("push/{source}"),
-                },
-            })
-        }
-        _ => Err(errors),
-    }
-}
-
-/// An opaque-enough page token: the last key returned.
-fn token(k: &RecordKey) -> String {
-    format!("{}|{}|{}", k.zone, k.name, k.rtype)
-}
-
-fn parse_token(t: &str) -> Option<RecordKey> {
-    let mut it = t.split('|');
-    let zone = Name::parse(it.next()?).ok()?;
-    let name = Name::parse(it.next()?).ok()?;
-    let rtype = RecordType::parse(it.next()?).ok()?;
-    Some(RecordKey::new(zone, name, rtype))
 }
 
 #[cfg(test)]

@@ -1,7 +1,13 @@
 //! The PutDesired validator: field-named refusals, all or nothing, and (property
 //! tests) no request makes it panic or accept what the record rules refuse.
 use super::*;
+use crate::config::ZoneConfig;
 use crate::config::{ConflictPolicy, Policy};
+use crate::engine::Engine;
+use crate::source::DesiredEntry;
+use dnsplane_common::convert::FieldError;
+use dnsplane_common::pb;
+use dnsplane_common::{RecordType, rdata, wire};
 use proptest::prelude::*;
 
 fn zones() -> Vec<ZoneConfig> {

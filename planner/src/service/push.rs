@@ -1,0 +1,174 @@
+//! Pushed desired state checked before anything is accepted: `PutDesired` and its
+//! streamed form into desired entries, `PatchDesired` into a [`Patch`], every problem
+//! named by its field.
+use crate::config::ZoneConfig;
+use crate::desired::DesiredIndex;
+use crate::engine::Patch;
+use crate::source::{DesiredEntry, Origin};
+use crate::store::StoreError;
+use dnsplane_common::convert::FieldError;
+use dnsplane_common::{Name, RecordType, pb, rdata, wire};
+
+/// Why a patch was refused.
+pub(super) enum PatchFailure {
+    Invalid(Vec<FieldError>),
+    Store(StoreError),
+}
+
+impl From<StoreError> for PatchFailure {
+    fn from(e: StoreError) -> Self {
+        PatchFailure::Store(e)
+    }
+}
+
+/// The PutDesired validator: a request into desired entries, or every problem with
+/// the field it is in (`records[1].values[0]: …`). All or nothing: cross-record checks
+/// (zones, duplicates, CNAME clashes) run on this push alone, so a bad push is refused
+/// whole and the previous one stays in force. The same record rules as every source:
+/// normalised names, canonical values, and what one DNS answer can carry.
+pub fn validate_push(
+    zones: &[ZoneConfig],
+    req: &pb::PutDesiredRequest,
+) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
+    check_source(&req.source)?;
+    let mut errors = Vec::new();
+    let mut entries = Vec::with_capacity(req.records.len());
+    for (i, r) in req.records.iter().enumerate() {
+        match push_entry(&req.source, "records", i, r) {
+            Ok(e) => entries.push(e),
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    errors.extend(cross_check(zones, &req.source, &entries));
+    if errors.is_empty() {
+        Ok(entries)
+    } else {
+        Err(errors)
+    }
+}
+
+pub(super) fn check_source(source: &str) -> Result<(), Vec<FieldError>> {
+    if source.is_empty() || source.len() > 128 {
+        return Err(vec![FieldError::new(
+            "source",
+            "must be 1-128 characters naming the pushing program",
+        )]);
+    }
+    Ok(())
+}
+
+/// The checks across the records of one source's whole push (zones, duplicates,
+/// CNAME clashes), each error at its record's field.
+pub(super) fn cross_check(
+    zones: &[ZoneConfig],
+    source: &str,
+    entries: &[DesiredEntry],
+) -> Vec<FieldError> {
+    let mut check = DesiredIndex::new(zones);
+    check.update_source(source, entries, Vec::new());
+    check
+        .errors()
+        .into_iter()
+        .map(|e| FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)))
+        .collect()
+}
+
+/// The PatchDesired validator, for what can be checked on the patch alone: each
+/// upsert as PutDesired checks a record, each delete's name and type, and each key
+/// named once. The checks across the source's resulting records follow in the engine.
+pub(super) fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec<FieldError>> {
+    check_source(&req.source)?;
+    let mut errors = Vec::new();
+    let mut patch = Patch::default();
+    let mut seen: std::collections::HashMap<(Name, RecordType), String> =
+        std::collections::HashMap::new();
+    let mut once = |name: &Name, rtype: RecordType, field: String, errors: &mut Vec<FieldError>| {
+        if let Some(first) = seen.get(&(name.clone(), rtype)) {
+            errors.push(FieldError::new(
+                field,
+                format!("{name} {rtype} is already patched by {first}; name each record once"),
+            ));
+        } else {
+            seen.insert((name.clone(), rtype), field);
+        }
+    };
+    for (i, r) in req.upserts.iter().enumerate() {
+        match push_entry(&req.source, "upserts", i, r) {
+            Ok(e) => {
+                once(&e.name, e.rtype, format!("upserts[{i}]"), &mut errors);
+                patch.upserts.push(e);
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    for (i, d) in req.deletes.iter().enumerate() {
+        let name = Name::parse(&d.name)
+            .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].name"), e.to_string())));
+        let rtype = RecordType::parse(&d.r#type)
+            .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].type"), e.to_string())));
+        if let (Ok(name), Ok(rtype)) = (name, rtype) {
+            once(&name, rtype, format!("deletes[{i}]"), &mut errors);
+            patch.deletes.push((name, rtype));
+        }
+    }
+    if errors.is_empty() {
+        Ok(patch)
+    } else {
+        Err(errors)
+    }
+}
+
+pub(super) fn push_entry(
+    source: &str,
+    field: &str,
+    i: usize,
+    r: &pb::DesiredRecord,
+) -> Result<DesiredEntry, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let name = Name::parse(&r.name)
+        .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].name"), e.to_string())));
+    let rtype = RecordType::parse(&r.r#type)
+        .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].type"), e.to_string())));
+    let mut values = Vec::new();
+    if let Ok(t) = rtype {
+        if r.values.is_empty() {
+            errors.push(FieldError::new(
+                format!("{field}[{i}].values"),
+                "at least one value is needed",
+            ));
+        }
+        for (j, v) in r.values.iter().enumerate() {
+            match rdata::canonicalize(t, v) {
+                Ok(c) => values.push(c),
+                Err(e) => errors.push(FieldError::new(
+                    format!("{field}[{i}].values[{j}]"),
+                    e.to_string(),
+                )),
+            }
+        }
+    }
+    match (name, rtype) {
+        (Ok(name), Ok(rtype)) if errors.is_empty() => {
+            values.sort();
+            values.dedup();
+            if let Err(problem) = wire::check_answer(&name, rtype, &values) {
+                return Err(vec![FieldError::new(
+                    format!("{field}[{i}].values"),
+                    problem,
+                )]);
+            }
+            Ok(DesiredEntry {
+                name,
+                rtype,
+                ttl: (r.ttl != 0).then_some(r.ttl),
+                values,
+                origin: Origin {
+                    source: format!("push:{source}"),
+                    location: format!("{field}[{i}]"),
+                    resource: format!("push/{source}"),
+                },
+            })
+        }
+        _ => Err(errors),
+    }
+}
