@@ -256,20 +256,9 @@ impl StateTable {
     ) -> BTreeMap<RecordStateKind, u32> {
         let mut out = BTreeMap::new();
         let mut desired_with_state = 0;
-        // Few states (the usual case): one lookup each. Many (a first load, a million
-        // pending): one walk of both sorted maps side by side instead of a million
-        // lookups, which kept status waiting a third of a second.
-        let walk = self.records.len().saturating_mul(16) >= desired.len();
-        let mut wanted = desired.keys().peekable();
         for (k, s) in &self.records {
             *out.entry(s.kind).or_insert(0) += 1;
-            let is_desired = if walk {
-                while wanted.next_if(|d| *d < k).is_some() {}
-                wanted.next_if(|d| *d == k).is_some()
-            } else {
-                desired.contains_key(k)
-            };
-            desired_with_state += usize::from(is_desired);
+            desired_with_state += usize::from(desired.contains_key(k));
         }
         let without_state = desired.len().saturating_sub(desired_with_state);
         let not_yet_planned = if zone_read {

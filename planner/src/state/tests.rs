@@ -322,8 +322,8 @@ fn a_lost_stream_fails_what_got_no_result() {
     assert_eq!(b.next_retry, Some(t0() + CLOCK.min));
 }
 
-/// Counting by lookups (few states) and by walking both maps (many states) agree,
-/// including states of keys that are not desired (deletes in flight).
+/// Counts by state with few or many records in flight, including states of keys that
+/// are not desired (deletes in flight).
 #[test]
 fn counts_agree_whether_few_or_many_records_have_a_state() {
     let records: Vec<RRSet> = (0..200)
