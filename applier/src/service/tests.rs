@@ -81,24 +81,13 @@ async fn a_passed_deadline_defers_and_a_missing_batch_is_answered() {
 
 /// A create of `label` sent by `owner` under lease `epoch`.
 fn fenced(label: &str, owner: &str, epoch: u64) -> pb::ApplyRequest {
-    let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), RecordType::A);
-    let change = Change::new(
-        ChangeKind::Create,
-        vec![RRSetOp::create(
-            RRSet::new(key, 60, &["192.0.2.1"]).unwrap(),
-        )],
-    );
-    pb::ApplyRequest {
-        batch: Some(pb::Batch {
-            batch_id: format!("{label}-{epoch}"),
-            account: "acct".into(),
-            zone: "example.com.".into(),
-            changes: vec![(&change).into()],
-            owner: owner.into(),
-            lease_epoch: epoch,
-            ..Default::default()
-        }),
+    let mut req = batch_for("acct", label);
+    if let Some(b) = req.batch.as_mut() {
+        b.batch_id = format!("{label}-{epoch}");
+        b.owner = owner.into();
+        b.lease_epoch = epoch;
     }
+    req
 }
 
 #[tokio::test]
