@@ -329,6 +329,15 @@ impl StateTable {
     }
 
     /// Earliest time any record wants a retry.
+    /// Records with an entry (every record but the converged ones).
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
     pub fn next_retry(&self) -> Option<SystemTime> {
         self.records.values().filter_map(|s| s.next_retry).min()
     }

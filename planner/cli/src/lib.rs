@@ -9,6 +9,13 @@
 //! The libraries stay free of each other: only this crate depends on both, so the
 //! planner never compiles provider code.
 
+/// Every dnsplane binary allocates through mimalloc. glibc's malloc kept what a large
+/// load had freed (decoded pushes, listing pages, the first sync's creates): a
+/// planner holding a million records stood at 2.8 KB of resident memory per record of
+/// which 0.9 KB was live. mimalloc returns freed pages to the system on its own.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// sysexits.h `EX_USAGE`-style code: the config or the flags cannot be used.
 pub const EXIT_BAD_CONFIG: u8 = 64;
 /// `dnsplane status` and friends: the planner answered, but something is degraded

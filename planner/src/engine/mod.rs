@@ -78,6 +78,9 @@ struct ZoneRuntime {
     /// or the state table is busy (a large update, the fold of a large plan), so that
     /// status never waits behind them.
     last_counts: Mutex<LastCounts>,
+    /// A status read showed `last_counts` because counting the zone was too much
+    /// work for it: [`Engine::refresh_counts`] counts it next.
+    counts_stale: std::sync::atomic::AtomicBool,
 }
 
 /// A zone's counts as last computed for status.
@@ -179,6 +182,7 @@ impl Engine {
                         approved: Mutex::new(None),
                         serial: Mutex::new(None),
                         last_counts: Mutex::new(LastCounts::default()),
+                        counts_stale: std::sync::atomic::AtomicBool::new(false),
                     }),
                 )
             })
@@ -377,8 +381,9 @@ impl Engine {
         readiness.insert(name.to_string(), unready);
     }
 
-    /// Starts one loop per zone (see [`schedule`]) and the applier pool's health and
-    /// discovery loop, until `cancel`; [`Engine::shutdown`] waits for them.
+    /// Starts one loop per zone (see [`schedule`]), the refresh of large zones' status
+    /// counts, and the applier pool's health and discovery loop, until `cancel`;
+    /// [`Engine::shutdown`] waits for them.
     pub fn start(self: &Arc<Self>, cancel: CancellationToken) {
         for zone in self.zones.values() {
             let engine = self.clone();
@@ -387,6 +392,18 @@ impl Engine {
             self.tasks
                 .spawn(async move { engine.zone_loop(zone, cancel).await });
         }
+        let engine = self.clone();
+        let stop = cancel.clone();
+        self.tasks.spawn(async move {
+            let mut tick = tokio::time::interval(snapshot::COUNT_REFRESH);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    _ = tick.tick() => engine.refresh_counts(),
+                }
+            }
+        });
         let pool = self.pool.spawn(cancel);
         self.tasks.spawn(async move {
             let _ = pool.await;
