@@ -81,10 +81,16 @@ fn touch(touched: &mut Touched, key: &RecordKey) {
 /// Names touched by an update, per zone.
 pub type Touched = BTreeMap<Name, BTreeSet<Name>>;
 
-/// Where each name (and name and type) of an update was declared, indexed once per
-/// update so that pointing an error at its line costs a lookup, not a scan of the
-/// source (which made an update quadratic in the names it touched).
+/// Where each name (and name and type) of an update was declared, indexed at most
+/// once per update so that pointing an error at its line costs a lookup, not a scan
+/// of the source (which made an update quadratic in the names it touched). Built on
+/// the first question: an update without errors never pays for it.
 struct Lines<'a> {
+    entries: &'a [DesiredEntry],
+    built: std::cell::OnceCell<LineIndex<'a>>,
+}
+
+struct LineIndex<'a> {
     /// The first entry of each (name, type).
     first: HashMap<(&'a Name, RecordType), usize>,
     /// Per name: the last CNAME entry at it, else the last entry at it.
@@ -93,27 +99,46 @@ struct Lines<'a> {
 
 impl<'a> Lines<'a> {
     fn of(entries: &'a [DesiredEntry]) -> Lines<'a> {
-        let mut first = HashMap::with_capacity(entries.len());
-        let mut at_name: HashMap<&Name, (usize, bool)> = HashMap::with_capacity(entries.len());
-        for (i, e) in entries.iter().enumerate() {
-            first.entry((&e.name, e.rtype)).or_insert(i);
-            let cname = e.rtype == RecordType::Cname;
-            let slot = at_name.entry(&e.name).or_insert((i, cname));
-            if cname || !slot.1 {
-                *slot = (i, cname);
-            }
+        Lines {
+            entries,
+            built: std::cell::OnceCell::new(),
         }
-        Lines { first, at_name }
     }
 
-    fn first(&self, name: &Name, rtype: RecordType) -> Option<usize> {
-        self.first.get(&(name, rtype)).copied()
+    fn index(&self) -> &LineIndex<'a> {
+        self.built.get_or_init(|| {
+            let entries = self.entries;
+            let mut first = HashMap::with_capacity(entries.len());
+            let mut at_name: HashMap<&Name, (usize, bool)> = HashMap::with_capacity(entries.len());
+            for (i, e) in entries.iter().enumerate() {
+                first.entry((&e.name, e.rtype)).or_insert(i);
+                let cname = e.rtype == RecordType::Cname;
+                let slot = at_name.entry(&e.name).or_insert((i, cname));
+                if cname || !slot.1 {
+                    *slot = (i, cname);
+                }
+            }
+            LineIndex { first, at_name }
+        })
     }
 
-    /// The entry a CNAME clash at `name` points at: the CNAME's line if this update
-    /// declared one there, else its last record at that name.
-    fn at_name(&self, name: &Name) -> Option<usize> {
-        self.at_name.get(name).map(|(i, _)| *i)
+    /// Where the first entry of (name, type) was declared.
+    fn first(&self, name: &Name, rtype: RecordType) -> String {
+        self.index()
+            .first
+            .get(&(name, rtype))
+            .map(|&i| self.entries[i].origin.location.clone())
+            .unwrap_or_default()
+    }
+
+    /// Where a CNAME clash at `name` points: the CNAME's line if this update declared
+    /// one there, else its last record at that name.
+    fn at_name(&self, name: &Name) -> String {
+        self.index()
+            .at_name
+            .get(name)
+            .map(|&(i, _)| self.entries[i].origin.location.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -121,6 +146,9 @@ impl<'a> Lines<'a> {
 #[derive(Debug)]
 pub struct DesiredIndex {
     zones_cfg: Vec<ZoneConfig>,
+    /// The configured zones by name, to find a name's zone by its suffixes: a scan of
+    /// the zones per record made a load O(records × zones).
+    zone_names: HashMap<Box<str>, usize>,
     zones: BTreeMap<Name, BTreeMap<RecordKey, DesiredRecord>>,
     /// Claims of a key by a second source (rare): kept so that the key falls back to
     /// them when the first claim goes away.
@@ -129,6 +157,22 @@ pub struct DesiredIndex {
     /// A CNAME beside other desired data at its name, per key of the CNAME.
     clashes: BTreeMap<RecordKey, SourceError>,
     pub interner: Interner,
+}
+
+/// Why the records `at` one name break the CNAME rule (RFC 1034 §3.6.2), if they do.
+fn cname_clash(at: &[&RecordKey]) -> Option<String> {
+    if at.len() < 2 || !at.iter().any(|k| k.rtype == RecordType::Cname) {
+        return None;
+    }
+    let others: Vec<&str> = at
+        .iter()
+        .filter(|k| k.rtype != RecordType::Cname)
+        .map(|k| k.rtype.as_str())
+        .collect();
+    Some(format!(
+        "a CNAME cannot share its name with other data (also desired here: {}); held back",
+        others.join(", ")
+    ))
 }
 
 /// The configured zone that holds `name`: the longest matching suffix.
@@ -148,11 +192,31 @@ impl DesiredIndex {
                 .map(|z| (interner.name(&z.name), BTreeMap::new()))
                 .collect(),
             zones_cfg: zones.to_vec(),
+            zone_names: zones
+                .iter()
+                .enumerate()
+                .map(|(i, z)| (z.name.as_str().into(), i))
+                .collect(),
             shadows: HashMap::new(),
             sources: BTreeMap::new(),
             clashes: BTreeMap::new(),
             interner,
         }
+    }
+
+    /// The configured zone that holds `name` (the longest matching suffix), found by
+    /// looking up the name and then each of its parents: O(labels), whatever the
+    /// number of zones.
+    fn zone_of(&self, name: &Name) -> Option<&ZoneConfig> {
+        let text = name.as_str();
+        let suffixes = std::iter::once(0)
+            .chain(text.match_indices('.').map(|(i, _)| i + 1))
+            .filter(|&i| i < text.len());
+        suffixes
+            .filter_map(|i| self.zone_names.get(&text[i..]))
+            .map(|&i| &self.zones_cfg[i])
+            .next()
+            .or_else(|| self.zone_names.get(".").map(|&i| &self.zones_cfg[i]))
     }
 
     /// Replaces everything `source` declares with `entries` (and its own `errors`).
@@ -207,7 +271,6 @@ impl DesiredIndex {
                     key,
                     record,
                     &lines,
-                    entries,
                     &mut contribution,
                     &mut touched,
                 );
@@ -215,7 +278,7 @@ impl DesiredIndex {
         }
         self.fill_zone(bulk, &mut touched);
         self.sources.insert(source, contribution);
-        self.check_clashes(&touched, &lines, entries);
+        self.check_clashes(&touched, &lines);
         touched
     }
 
@@ -250,7 +313,7 @@ impl DesiredIndex {
         let mut contribution = self.sources.remove(&source).unwrap_or_default();
         contribution.errors.append(&mut errors);
         let deleted = deletes.iter().filter_map(|(name, rtype)| {
-            zone_for(&self.zones_cfg, name)
+            self.zone_of(name)
                 .map(|z| RecordKey::new(z.name.clone(), name.clone(), *rtype))
         });
         let gone: BTreeSet<RecordKey> = deleted.chain(new.keys().cloned()).collect();
@@ -273,13 +336,12 @@ impl DesiredIndex {
                 key,
                 record,
                 &lines,
-                upserts,
                 &mut contribution,
                 &mut touched,
             );
         }
         self.sources.insert(source, contribution);
-        self.check_clashes(&touched, &lines, upserts);
+        self.check_clashes(&touched, &lines);
         touched
     }
 
@@ -305,7 +367,7 @@ impl DesiredIndex {
                 ));
                 continue;
             }
-            let Some(zone) = zone_for(&self.zones_cfg, &e.name) else {
+            let Some(zone) = self.zone_of(&e.name) else {
                 let known: Vec<&str> = self.zones_cfg.iter().map(|z| z.name.as_str()).collect();
                 errors.push(error(format!(
                     "no configured zone holds this name (zones: {})",
@@ -360,14 +422,12 @@ impl DesiredIndex {
 
     /// Puts `source`'s claim on `key` in force, or among the shadows when another
     /// source holds the key (with an error for it when their values differ).
-    #[allow(clippy::too_many_arguments)]
     fn claim(
         &mut self,
         source: &Arc<str>,
         key: RecordKey,
         record: DesiredRecord,
         lines: &Lines<'_>,
-        entries: &[DesiredEntry],
         contribution: &mut Contribution,
         touched: &mut Touched,
     ) {
@@ -379,10 +439,7 @@ impl DesiredIndex {
         match records.get(&key) {
             Some(first) if &first.source != source => {
                 if !first.rrset.same_data(&record.rrset) {
-                    let at = lines
-                        .first(&key.name, key.rtype)
-                        .map(|i| entries[i].origin.location.clone())
-                        .unwrap_or_default();
+                    let at = lines.first(&key.name, key.rtype);
                     contribution.conflicts.insert(
                         key.clone(),
                         SourceError {
@@ -406,16 +463,10 @@ impl DesiredIndex {
     }
 
     /// Re-checks the CNAME rule at every touched name.
-    fn check_clashes(&mut self, touched: &Touched, lines: &Lines<'_>, entries: &[DesiredEntry]) {
+    fn check_clashes(&mut self, touched: &Touched, lines: &Lines<'_>) {
         for (zone, names) in touched {
             for name in names {
-                // Point at the CNAME's line if this update declared it, else at this
-                // update's record at that name.
-                let at = lines
-                    .at_name(name)
-                    .map(|i| entries[i].origin.location.clone())
-                    .unwrap_or_default();
-                self.check_cname_clash(zone, name, at);
+                self.check_cname_clash(zone, name, || lines.at_name(name));
             }
         }
     }
@@ -463,33 +514,54 @@ impl DesiredIndex {
 
     /// A CNAME cannot share its name with other data (RFC 1034 §3.6.2). The plan holds
     /// such a CNAME back; this keeps the error that explains it.
-    fn check_cname_clash(&mut self, zone: &Name, name: &Name, location: String) {
+    fn check_cname_clash(&mut self, zone: &Name, name: &Name, location: impl FnOnce() -> String) {
         let cname = RecordKey::new(zone.clone(), name.clone(), RecordType::Cname);
         self.clashes.remove(&cname);
         let Some(records) = self.zones.get(zone) else {
             return;
         };
         let at: Vec<&RecordKey> = at_name(records, zone, name).map(|(k, _)| k).collect();
-        if at.len() > 1 && at.iter().any(|k| k.rtype == RecordType::Cname) {
-            let others: Vec<&str> = at
-                .iter()
-                .filter(|k| k.rtype != RecordType::Cname)
-                .map(|k| k.rtype.as_str())
-                .collect();
+        if let Some(message) = cname_clash(&at) {
             let record = &records[&cname];
             self.clashes.insert(
                 cname.clone(),
                 SourceError {
                     source: record.source.to_string(),
-                    location,
+                    location: location(),
                     record: cname.to_string(),
-                    message: format!(
-                        "a CNAME cannot share its name with other data (also desired here: {}); held back",
-                        others.join(", ")
-                    ),
+                    message,
                 },
             );
         }
+    }
+
+    /// The problems `entries` would have as `source`'s whole desired state, in an
+    /// index of their own: what [`update_source`](Self::update_source) into an empty
+    /// index would report, without building that index (a push is checked this way
+    /// before it is accepted, and the real update follows).
+    pub fn check_alone(
+        zones: &[ZoneConfig],
+        source: &str,
+        entries: &[DesiredEntry],
+    ) -> Vec<SourceError> {
+        let mut check = DesiredIndex::new(zones);
+        let source = check.interner.str(source);
+        let (claims, mut errors) = check.claims(&source, entries);
+        let lines = Lines::of(entries);
+        // Keys sort by (zone, name, type): the records at one name are adjacent.
+        let keys: Vec<&RecordKey> = claims.keys().collect();
+        for at in keys.chunk_by(|a, b| a.zone == b.zone && a.name == b.name) {
+            if let Some(message) = cname_clash(at) {
+                let cname = at.iter().find(|k| k.rtype == RecordType::Cname);
+                errors.push(SourceError {
+                    source: source.to_string(),
+                    location: lines.at_name(&at[0].name),
+                    record: cname.map(ToString::to_string).unwrap_or_default(),
+                    message,
+                });
+            }
+        }
+        errors
     }
 
     pub fn zone(&self, zone: &Name) -> Option<&BTreeMap<RecordKey, DesiredRecord>> {
@@ -718,5 +790,65 @@ mod tests {
         assert_eq!(t[&root()].len(), 1);
         assert_eq!(patched.error_count(), 0);
         assert_eq!(patched.len(), 3, "b, c and s0's record");
+    }
+
+    /// The suffix lookup finds the zone the scan of the configured zones finds: the
+    /// longest one holding the name, none for a name outside them all.
+    #[test]
+    fn a_name_finds_its_zone_by_its_suffixes() {
+        let index = DesiredIndex::new(&zones());
+        for name in [
+            "example.com",
+            "a.example.com",
+            "sub.example.com",
+            "a.b.sub.example.com",
+            "subexample.com",
+            "a.sub.example.com.org",
+            "com",
+        ] {
+            let name = Name::parse(name).unwrap();
+            assert_eq!(
+                index.zone_of(&name).map(|z| &z.name),
+                zone_for(&zones(), &name).map(|z| &z.name),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            index
+                .zone_of(&Name::parse("a.b.sub.example.com").unwrap())
+                .map(|z| z.name.as_str()),
+            Some("sub.example.com.")
+        );
+    }
+
+    proptest::proptest! {
+        /// Checking a push alone finds exactly what loading it into an empty index
+        /// reports: unknown zones, reserved names, duplicates with other values, CNAMEs
+        /// beside other data, each at its line.
+        #[test]
+        fn checking_alone_reports_what_an_index_of_its_own_would(
+            picks in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..30)
+        ) {
+            let names = ["a.example.com", "b.sub.example.com", "_dnsplane-a.example.com", "x.example.org"];
+            let types = [RecordType::A, RecordType::Cname, RecordType::Txt];
+            let entries: Vec<DesiredEntry> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, &(n, t, v))| {
+                    let value = match types[t] {
+                        RecordType::A => format!("192.0.2.{v}"),
+                        RecordType::Cname => format!("t{v}.example.net"),
+                        _ => format!("text {v}"),
+                    };
+                    entry(names[n], types[t], &[value.as_str()], i as u32)
+                })
+                .collect();
+            let mut index = DesiredIndex::new(&zones());
+            index.update_source("push:p", &entries, Vec::new());
+            proptest::prop_assert_eq!(
+                DesiredIndex::check_alone(&zones(), "push:p", &entries),
+                index.errors()
+            );
+        }
     }
 }

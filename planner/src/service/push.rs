@@ -64,10 +64,7 @@ pub(super) fn cross_check(
     source: &str,
     entries: &[DesiredEntry],
 ) -> Vec<FieldError> {
-    let mut check = DesiredIndex::new(zones);
-    check.update_source(source, entries, Vec::new());
-    check
-        .errors()
+    DesiredIndex::check_alone(zones, source, entries)
         .into_iter()
         .map(|e| FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)))
         .collect()
