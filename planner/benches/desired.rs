@@ -38,7 +38,7 @@ fn entry(i: usize, last_octet: usize) -> DesiredEntry {
         origin: Origin {
             source: "file".into(),
             location: format!("bench.yaml:{i}"),
-            resource: format!("DNSEndpoint default/e{}", i / 10),
+            resource: format!("DNSEndpoint default/e{}", i / 10).into(),
         },
     }
 }

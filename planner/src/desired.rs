@@ -51,6 +51,16 @@ impl Interner {
         a
     }
 
+    /// [`str`](Self::str) for a string already shared: kept as the interned copy
+    /// when it is the first of its text (no new allocation).
+    pub fn arc(&mut self, s: &Arc<str>) -> Arc<str> {
+        if let Some(existing) = self.strings.get(s) {
+            return existing.clone();
+        }
+        self.strings.insert(s.clone());
+        s.clone()
+    }
+
     /// Shares the zone name; a record's own name is unique enough not to pay for an
     /// intern table entry (the observed index borrows it from the desired one instead).
     pub fn key(&mut self, k: &RecordKey) -> RecordKey {
@@ -354,6 +364,9 @@ impl DesiredIndex {
     ) -> (BTreeMap<RecordKey, DesiredRecord>, Vec<SourceError>) {
         let mut errors = Vec::new();
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
+        // The resource of the entry before, interned: consecutive entries mostly share
+        // theirs (one push, one manifest), so most skip the intern table.
+        let mut last_resource: Option<(Arc<str>, Arc<str>)> = None;
         for e in entries {
             let error = |message: String| SourceError {
                 source: source.to_string(),
@@ -397,10 +410,20 @@ impl DesiredIndex {
                 continue;
             }
             let key = self.interner.key(&key);
+            let resource = match &last_resource {
+                Some((given, interned)) if Arc::ptr_eq(given, &e.origin.resource) => {
+                    interned.clone()
+                }
+                _ => {
+                    let interned = self.interner.arc(&e.origin.resource);
+                    last_resource = Some((e.origin.resource.clone(), interned.clone()));
+                    interned
+                }
+            };
             let record = DesiredRecord {
                 rrset: rrset.with_key(key.clone()),
                 source: source.clone(),
-                resource: self.interner.str(&e.origin.resource),
+                resource,
             };
             new.insert(key, record);
         }

@@ -47,7 +47,7 @@ fn entries(z: usize, per_zone: usize) -> Vec<DesiredEntry> {
             origin: Origin {
                 source: "push:bench".into(),
                 location: format!("records[{i}]"),
-                resource: format!("push/bulk-{z}"),
+                resource: format!("push/bulk-{z}").into(),
             },
         })
         .collect()

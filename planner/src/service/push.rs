@@ -33,8 +33,9 @@ pub fn validate_push(
     check_source(&req.source)?;
     let mut errors = Vec::new();
     let mut entries = Vec::with_capacity(req.records.len());
+    let origin = PushOrigin::of(&req.source);
     for (i, r) in req.records.iter().enumerate() {
-        match push_entry(&req.source, "records", i, r) {
+        match push_entry(&origin, "records", i, r) {
             Ok(e) => entries.push(e),
             Err(mut e) => errors.append(&mut e),
         }
@@ -89,8 +90,9 @@ pub(super) fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec
             seen.insert((name.clone(), rtype), field);
         }
     };
+    let origin = PushOrigin::of(&req.source);
     for (i, r) in req.upserts.iter().enumerate() {
-        match push_entry(&req.source, "upserts", i, r) {
+        match push_entry(&origin, "upserts", i, r) {
             Ok(e) => {
                 once(&e.name, e.rtype, format!("upserts[{i}]"), &mut errors);
                 patch.upserts.push(e);
@@ -115,8 +117,25 @@ pub(super) fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec
     }
 }
 
+/// The names every entry of one push shares: its source and its resource (one
+/// allocation each, whatever the number of records).
+#[derive(Debug)]
+pub(super) struct PushOrigin {
+    source: std::sync::Arc<str>,
+    resource: std::sync::Arc<str>,
+}
+
+impl PushOrigin {
+    pub(super) fn of(source: &str) -> PushOrigin {
+        PushOrigin {
+            source: format!("push:{source}").into(),
+            resource: format!("push/{source}").into(),
+        }
+    }
+}
+
 pub(super) fn push_entry(
-    source: &str,
+    origin: &PushOrigin,
     field: &str,
     i: usize,
     r: &pb::DesiredRecord,
@@ -160,9 +179,9 @@ pub(super) fn push_entry(
                 ttl: (r.ttl != 0).then_some(r.ttl),
                 values,
                 origin: Origin {
-                    source: format!("push:{source}"),
+                    source: origin.source.clone(),
                     location: format!("{field}[{i}]"),
-                    resource: format!("push/{source}"),
+                    resource: origin.resource.clone(),
                 },
             })
         }

@@ -56,7 +56,7 @@ pub(crate) struct Accepted {
 /// Where an endpoint sits: its resource and its index in `spec.endpoints`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Slot {
-    pub(crate) resource: String,
+    pub(crate) resource: std::sync::Arc<str>,
     pub(crate) index: usize,
 }
 
@@ -121,6 +121,7 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
         fatal(&mut out, line, message);
         return out;
     }
+    let kind: std::sync::Arc<str> = SOURCE_KIND.into();
     // The parser reports errors at the end of input one line past the last one.
     let last_line = text.lines().count().max(1);
     for (number, doc) in split_documents(text).into_iter().enumerate() {
@@ -136,6 +137,7 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
             Ok(node) => {
                 let cx = Doc {
                     label,
+                    kind: &kind,
                     offset: doc.offset,
                     number: number + 1,
                 };
@@ -161,6 +163,8 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
 #[derive(Debug)]
 struct Doc<'a> {
     label: &'a str,
+    /// [`SOURCE_KIND`], one allocation shared by the file's entries.
+    kind: &'a std::sync::Arc<str>,
     offset: usize,
     /// 1-based document number in the file.
     number: usize,
@@ -349,6 +353,7 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
             );
         }
     };
+    let resource: std::sync::Arc<str> = resource.into();
     for (index, node) in endpoints.iter().enumerate() {
         let slot = Slot {
             resource: resource.clone(),
@@ -524,7 +529,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                 ttl,
                 values,
                 origin: Origin {
-                    source: SOURCE_KIND.into(),
+                    source: cx.kind.clone(),
                     location: location(cx.label, ep_line),
                     resource: slot.resource.clone(),
                 },

@@ -11,6 +11,7 @@
 //!   version of what breaks.
 use dnsplane_common::{Name, RecordType};
 use std::fmt;
+use std::sync::Arc;
 
 pub mod dnsendpoint;
 pub mod file;
@@ -34,12 +35,13 @@ pub struct DesiredEntry {
 /// Where a desired entry was declared.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Origin {
-    /// The kind of source, e.g. `file`.
-    pub source: String,
+    /// The kind of source, e.g. `file`. Shared by every entry of a load.
+    pub source: Arc<str>,
     /// `path/to/file.yaml:14`: the line of the endpoint.
     pub location: String,
-    /// The object that asked for the record, e.g. `DNSEndpoint default/web`.
-    pub resource: String,
+    /// The object that asked for the record, e.g. `DNSEndpoint default/web`. Shared by
+    /// the entries of one resource (a source may hold a million entries).
+    pub resource: Arc<str>,
 }
 
 /// An input a source could not accept.

@@ -59,9 +59,9 @@ fn parses_multi_document_files_and_skips_other_kinds() {
         .iter()
         .map(|e| {
             (
-                e.origin.source.as_str(),
+                &*e.origin.source,
                 e.origin.location.as_str(),
-                e.origin.resource.as_str(),
+                &*e.origin.resource,
             )
         })
         .collect();
@@ -85,7 +85,7 @@ fn list_objects_are_read_item_by_item() {
         vec![entry("a.example.com.", "AAAA", &["2001:db8::1"])]
     );
     assert_eq!(entries[0].origin.location, "l.yaml:7");
-    assert_eq!(entries[0].origin.resource, "DNSEndpoint default/a");
+    assert_eq!(&*entries[0].origin.resource, "DNSEndpoint default/a");
 }
 
 #[test]

@@ -25,10 +25,7 @@ pub(super) fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec
         if !present.contains(&key) {
             by_key.entry(key).or_default().push(i);
             by_slot.entry(&o.slot).or_default().push(i);
-            by_resource
-                .entry(o.slot.resource.as_str())
-                .or_default()
-                .push(i);
+            by_resource.entry(&*o.slot.resource).or_default().push(i);
         }
     }
     let mut keep = BTreeSet::new();
