@@ -625,6 +625,69 @@ impl DesiredIndex {
             .collect()
     }
 
+    /// The records `source` declares (shadowed ones included).
+    pub fn source_len(&self, source: &str) -> usize {
+        self.sources.get(source).map_or(0, |c| c.keys.len())
+    }
+
+    /// Whether `source` declares `name` `rtype`.
+    pub fn holds(&self, source: &str, name: &Name, rtype: RecordType) -> bool {
+        let Some(zone) = self.zone_of(name) else {
+            return false;
+        };
+        let key = RecordKey::new(zone.name.clone(), name.clone(), rtype);
+        self.sources
+            .get(source)
+            .is_some_and(|c| c.keys.contains(&key))
+    }
+
+    /// `upserts`, after the records `source` declares at their names and keeps through
+    /// them (other types than the upserts'): what the rules across records can find
+    /// wrong with a patch of a source that was whole and right before it. The kept
+    /// records are attributed to the first upsert at their name, so that an error
+    /// names a field of the patch.
+    pub fn with_kept_records(&self, source: &str, upserts: &[DesiredEntry]) -> Vec<DesiredEntry> {
+        let mut out = Vec::new();
+        let Some((source_name, contribution)) = self.sources.get_key_value(source) else {
+            return upserts.to_vec();
+        };
+        let replaced: HashSet<(&Name, RecordType)> =
+            upserts.iter().map(|u| (&u.name, u.rtype)).collect();
+        let mut seen = BTreeSet::new();
+        for u in upserts {
+            let Some(zone) = self.zone_of(&u.name) else {
+                continue;
+            };
+            if !seen.insert(u.name.clone()) {
+                continue;
+            }
+            let from = RecordKey::new(zone.name.clone(), u.name.clone(), RecordType::ALL[0]);
+            let kept = contribution
+                .keys
+                .range(from..)
+                .take_while(|k| k.name == u.name)
+                .filter(|k| !replaced.contains(&(&k.name, k.rtype)));
+            for key in kept {
+                let Some(record) = self.claim_of(key, source_name) else {
+                    continue;
+                };
+                out.push(DesiredEntry {
+                    name: key.name.clone(),
+                    rtype: key.rtype,
+                    ttl: Some(record.rrset.ttl),
+                    values: record.rrset.values().to_vec(),
+                    origin: crate::source::Origin {
+                        source: record.source.clone(),
+                        location: u.origin.location.clone(),
+                        resource: record.resource.clone(),
+                    },
+                });
+            }
+        }
+        out.extend(upserts.iter().cloned());
+        out
+    }
+
     /// Total desired records.
     pub fn len(&self) -> usize {
         self.zones.values().map(BTreeMap::len).sum()

@@ -10,13 +10,24 @@
 //! no process-wide lock, so a standby planner sharing the state directory (see the
 //! lease) can read it, and it costs no dependency.
 //!
+//! A pushed source's `PatchDesired` is not a whole state: it is appended to the
+//! source's journal (`<hash>.journal`, one JSON line per patch, `fsync`ed) and replayed
+//! over the snapshot when read, so a one-record patch costs O(patch) on disk. Each
+//! journal line names the snapshot it follows (its `generation`): a crash between a
+//! new snapshot's rename and the old journal's removal leaves lines that no longer
+//! apply, and they are skipped. A line torn by a crash mid-append was never
+//! acknowledged and is cut off. Once the journal outgrows its snapshot, the caller
+//! writes a new snapshot (amortised O(1) per patch).
+//!
 //! A write that fails is an error the caller must act on: the new state is then not
 //! acknowledged (a push answers `UNAVAILABLE`; a file source keeps its previous state).
 use serde::{Serialize, de::DeserializeOwned};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Errors of the store. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -35,8 +46,29 @@ pub enum StoreError {
 struct Envelope<T> {
     version: u32,
     key: String,
+    /// Which snapshot this is: the journal lines that follow it carry the same.
+    #[serde(default)]
+    generation: u64,
     state: T,
 }
+
+/// One change appended to a key's journal.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct JournalLine<P> {
+    generation: u64,
+    change: P,
+}
+
+/// What the store knows of a key's files, so that an append needs no read.
+#[derive(Debug, Clone, Copy)]
+struct Book {
+    generation: u64,
+    snapshot_bytes: u64,
+    journal_bytes: u64,
+}
+
+/// A journal shorter than this is never worth a new snapshot.
+const MIN_COMPACT_BYTES: u64 = 64 << 10;
 
 const VERSION: u32 = 1;
 
@@ -44,6 +76,7 @@ const VERSION: u32 = 1;
 #[derive(Debug, Clone)]
 pub struct DesiredStore {
     dir: PathBuf,
+    books: Arc<Mutex<HashMap<String, Book>>>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -63,7 +96,16 @@ impl DesiredStore {
         let probe = dir.join(".write-probe");
         fs::write(&probe, b"ok").map_err(io(&probe))?;
         fs::remove_file(&probe).map_err(io(&probe))?;
-        Ok(DesiredStore { dir })
+        Ok(DesiredStore {
+            dir,
+            books: Arc::default(),
+        })
+    }
+
+    fn books(&self) -> std::sync::MutexGuard<'_, HashMap<String, Book>> {
+        self.books
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn path(&self, key: &str) -> PathBuf {
@@ -76,9 +118,14 @@ impl DesiredStore {
     pub fn put<T: Serialize>(&self, key: &str, state: &T) -> Result<(), StoreError> {
         let path = self.path(key);
         let tmp = path.with_extension("json.tmp");
+        let generation = self
+            .books()
+            .get(key)
+            .map_or_else(fresh_generation, |b| b.generation + 1);
         let bytes = serde_json::to_vec(&Envelope {
             version: VERSION,
             key: key.to_string(),
+            generation,
             state,
         })
         .map_err(|e| StoreError::Corrupt {
@@ -95,7 +142,147 @@ impl DesiredStore {
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
             .map_err(io(&self.dir))?;
+        // Its lines follow the previous snapshot: skipped by generation if this
+        // removal is lost.
+        let journal = path.with_extension("journal");
+        match fs::remove_file(&journal) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                // Its lines must not be appended to: the next change writes a whole
+                // state again.
+                self.books().remove(key);
+                return Err(io(&journal)(e));
+            }
+            _ => {}
+        }
+        self.books().insert(
+            key.to_string(),
+            Book {
+                generation,
+                snapshot_bytes: bytes.len() as u64,
+                journal_bytes: 0,
+            },
+        );
         Ok(())
+    }
+
+    /// Appends `change` to `key`'s journal, durably, before returning. `None` when the
+    /// store has not read or written `key`'s snapshot in this run (the caller writes a
+    /// whole state instead); `Some(true)` when the journal has outgrown the snapshot
+    /// and the caller should write a new one.
+    pub fn append<P: Serialize>(&self, key: &str, change: &P) -> Result<Option<bool>, StoreError> {
+        let Some(book) = self.books().get(key).copied() else {
+            return Ok(None);
+        };
+        let path = self.path(key).with_extension("journal");
+        let mut line = serde_json::to_vec(&JournalLine {
+            generation: book.generation,
+            change,
+        })
+        .map_err(|e| StoreError::Corrupt {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        line.push(b'\n');
+        let written = (|| {
+            let mut f = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            // A tail torn by a crash mid-append was never acknowledged: cut it off so
+            // that this line starts on a line of its own.
+            if f.metadata()?.len() != book.journal_bytes {
+                f.set_len(book.journal_bytes)?;
+            }
+            f.write_all(&line)?;
+            f.sync_data()?;
+            if book.journal_bytes == 0 {
+                File::open(&self.dir)?.sync_all()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = written {
+            // Not acknowledged: cut off whatever part of the line was written, and
+            // have the next change rewrite the whole state.
+            if let Ok(f) = fs::OpenOptions::new().write(true).open(&path) {
+                let _ = f.set_len(book.journal_bytes);
+            }
+            self.books().remove(key);
+            return Err(io(&path)(e));
+        }
+        let journal_bytes = book.journal_bytes + line.len() as u64;
+        self.books().insert(
+            key.to_string(),
+            Book {
+                journal_bytes,
+                ..book
+            },
+        );
+        Ok(Some(
+            journal_bytes > book.snapshot_bytes.max(MIN_COMPACT_BYTES),
+        ))
+    }
+
+    /// `key`'s last stored state and the changes appended to it since, in order.
+    pub fn get_journaled<T: DeserializeOwned, P: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<(T, Vec<P>)>, StoreError> {
+        let path = self.path(key);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let env: Envelope<T> = decode(&path, &bytes)?;
+        let changes = self.read_journal(key, &path, env.generation, bytes.len() as u64)?;
+        Ok(Some((env.state, changes)))
+    }
+
+    /// The journal lines of `key` that follow snapshot `generation`; remembers the
+    /// key's files for [`append`](Self::append).
+    fn read_journal<P: DeserializeOwned>(
+        &self,
+        key: &str,
+        snapshot: &Path,
+        generation: u64,
+        snapshot_bytes: u64,
+    ) -> Result<Vec<P>, StoreError> {
+        let path = snapshot.with_extension("journal");
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let mut changes = Vec::new();
+        let mut read = 0;
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            if !line.ends_with(b"\n") {
+                break; // torn by a crash mid-append: never acknowledged
+            }
+            let parsed: JournalLine<P> =
+                serde_json::from_slice(line).map_err(|e| StoreError::Corrupt {
+                    path: path.clone(),
+                    message: format!("journal line at byte {read}: {e}"),
+                })?;
+            read += line.len();
+            // Lines of an older snapshot are left by a crash before its journal was
+            // removed: they no longer apply.
+            if parsed.generation == generation {
+                changes.push(parsed.change);
+            }
+        }
+        // Never rewritten here (a standby sharing the state directory reads it too):
+        // the next append cuts a torn tail off, and stale lines stay skipped.
+        let good = read;
+        self.books().insert(
+            key.to_string(),
+            Book {
+                generation,
+                snapshot_bytes,
+                journal_bytes: good as u64,
+            },
+        );
+        Ok(changes)
     }
 
     /// `key`'s last stored state, if any.
@@ -108,6 +295,26 @@ impl DesiredStore {
         };
         let env: Envelope<T> = decode(&path, &bytes)?;
         Ok(Some(env.state))
+    }
+
+    /// Every stored state whose key starts with `prefix`, by key, with the changes
+    /// journaled since.
+    pub fn all_journaled<T: DeserializeOwned, P: DeserializeOwned>(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, T, Vec<P>)>, StoreError> {
+        let mut out = Vec::new();
+        for (key, state) in self.all::<T>(prefix)? {
+            let path = self.path(&key);
+            let (generation, bytes) = {
+                let bytes = fs::read(&path).map_err(io(&path))?;
+                let env: Envelope<serde::de::IgnoredAny> = decode(&path, &bytes)?;
+                (env.generation, bytes.len() as u64)
+            };
+            let changes = self.read_journal(&key, &path, generation, bytes)?;
+            out.push((key, state, changes));
+        }
+        Ok(out)
     }
 
     /// Every stored state whose key starts with `prefix`, by key.
@@ -135,6 +342,14 @@ impl DesiredStore {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
+}
+
+/// A generation for a key whose snapshot this run has not seen: the time, so that it
+/// differs from whatever an earlier run wrote.
+fn fresh_generation() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 fn decode<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<Envelope<T>, StoreError> {
@@ -204,6 +419,92 @@ mod tests {
             e.contains(".json") && e.contains("not a desired-state file"),
             "{e}"
         );
+    }
+
+    /// Patches are appended and replayed in order; a new snapshot ends the journal
+    /// (and stale lines a crash left behind are skipped); a torn last line is cut
+    /// off; a key this run has not seen takes a whole state first.
+    #[test]
+    fn a_journal_replays_its_changes_over_its_snapshot_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DesiredStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.append("push:a", &1u32).unwrap(),
+            None,
+            "no snapshot yet"
+        );
+        store.put("push:a", &vec![0u32]).unwrap();
+        assert_eq!(store.append("push:a", &1u32).unwrap(), Some(false));
+        assert_eq!(store.append("push:a", &2u32).unwrap(), Some(false));
+        let again = DesiredStore::open(dir.path()).unwrap();
+        assert_eq!(
+            again.get_journaled::<Vec<u32>, u32>("push:a").unwrap(),
+            Some((vec![0], vec![1, 2]))
+        );
+        assert_eq!(
+            again.all_journaled::<Vec<u32>, u32>("push:").unwrap(),
+            vec![("push:a".to_string(), vec![0], vec![1, 2])]
+        );
+
+        // A crash mid-append leaves a torn line: never acknowledged, skipped, and cut
+        // off by the next append, which starts on a line of its own.
+        let journal = store.path("push:a").with_extension("journal");
+        let mut f = fs::OpenOptions::new().append(true).open(&journal).unwrap();
+        f.write_all(b"{\"generation\":").unwrap();
+        drop(f);
+        let after_crash = DesiredStore::open(dir.path()).unwrap();
+        assert_eq!(
+            after_crash
+                .get_journaled::<Vec<u32>, u32>("push:a")
+                .unwrap(),
+            Some((vec![0], vec![1, 2]))
+        );
+        assert_eq!(after_crash.append("push:a", &3u32).unwrap(), Some(false));
+        assert_eq!(
+            after_crash
+                .get_journaled::<Vec<u32>, u32>("push:a")
+                .unwrap(),
+            Some((vec![0], vec![1, 2, 3]))
+        );
+
+        // A new snapshot ends the journal; lines of the old one, had their removal
+        // been lost in a crash, are skipped.
+        let old = fs::read(&journal).unwrap();
+        after_crash.put("push:a", &vec![9u32]).unwrap();
+        assert!(!journal.exists());
+        fs::write(&journal, &old).unwrap();
+        let fresh = DesiredStore::open(dir.path()).unwrap();
+        assert_eq!(
+            fresh.get_journaled::<Vec<u32>, u32>("push:a").unwrap(),
+            Some((vec![9], vec![]))
+        );
+        assert_eq!(
+            fs::read(&journal).unwrap(),
+            old,
+            "a read never rewrites the journal"
+        );
+        assert_eq!(fresh.append("push:a", &4u32).unwrap(), Some(false));
+        assert_eq!(
+            DesiredStore::open(dir.path())
+                .unwrap()
+                .get_journaled::<Vec<u32>, u32>("push:a")
+                .unwrap(),
+            Some((vec![9], vec![4]))
+        );
+    }
+
+    /// Once the journal holds more than its snapshot (and at least 64 KiB), the
+    /// caller is told to write a new snapshot.
+    #[test]
+    fn a_journal_that_outgrows_its_snapshot_asks_for_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DesiredStore::open(dir.path()).unwrap();
+        store.put("push:a", &"x".repeat(100_000)).unwrap();
+        let big = "y".repeat(30_000);
+        let asks: Vec<bool> = (0..5)
+            .map(|_| store.append("push:a", &big).unwrap().unwrap())
+            .collect();
+        assert_eq!(asks, [false, false, false, true, true]);
     }
 
     #[test]

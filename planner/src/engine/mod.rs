@@ -137,7 +137,7 @@ fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
 
 /// A change of part of a pushed source: `upserts` replace or add the entries at their
 /// (name, type), `deletes` withdraw them; the rest of the source stays.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Patch {
     pub upserts: Vec<DesiredEntry>,
     pub deletes: Vec<(Name, RecordType)>,
@@ -304,11 +304,13 @@ impl Engine {
         })
     }
 
-    /// Changes part of a pushed source. The source's whole new state (its stored
-    /// entries with `patch` applied) must pass `check` and is persisted before anything
-    /// changes (O(source): the store keeps one file per source); the index then changes
-    /// only at the patched keys (O(patch)). An `Err` (from `check`, or the store) means
-    /// nothing changed. Without a store (embedded use), `check` sees only the upserts.
+    /// Changes part of a pushed source, in O(patch): `check` sees the upserts with
+    /// the source's other records at their names (all that the rules across records,
+    /// duplicates and CNAMEs, can involve: the rest of the source was checked when it
+    /// was accepted); the patch is then appended to the source's journal in the store
+    /// (a whole new snapshot only once the journal outgrows the last one, or when this
+    /// run has not seen the source's snapshot yet), and the index changes only at the
+    /// patched keys. An `Err` (from `check`, or the store) means nothing changed.
     pub fn patch_source<E: From<StoreError>>(
         &self,
         name: &str,
@@ -317,34 +319,38 @@ impl Engine {
     ) -> Result<Patched, E> {
         Engine::cpu(|| {
             let _one = lock(&self.push_lock);
-            let (deleted, records) = match self.store.get() {
-                Some(store) => {
-                    let current: Vec<DesiredEntry> = store.get(name)?.unwrap_or_default();
-                    let (merged, deleted) = merge(current, &patch);
-                    check(&merged)?;
-                    store.put(name, &merged)?;
-                    (deleted, merged.len())
-                }
-                None => {
-                    check(&patch.upserts)?;
-                    let desired = self.desired();
-                    let held = |(n, t): &&(Name, RecordType)| {
-                        crate::desired::zone_for(&self.config.zones, n).is_some_and(|z| {
-                            desired
-                                .zone(&z.name)
-                                .and_then(|d| d.get(&RecordKey::new(z.name.clone(), n.clone(), *t)))
-                                .is_some_and(|r| &*r.source == name)
-                        })
-                    };
-                    (patch.deletes.iter().filter(held).count(), 0)
-                }
+            let deleted = {
+                let desired = self.desired();
+                check(&desired.with_kept_records(name, &patch.upserts))?;
+                patch
+                    .deletes
+                    .iter()
+                    .filter(|(n, t)| desired.holds(name, n, *t))
+                    .count()
             };
+            if let Some(store) = self.store.get() {
+                match store.append(name, &patch)? {
+                    Some(false) => {}
+                    Some(true) => {
+                        // The patch is durable; a failed rewrite only leaves a longer
+                        // journal, tried again at the next patch.
+                        if let Err(e) = compact(store, name) {
+                            tracing::warn!(source = name, error = %e, "cannot rewrite a pushed source's snapshot; its journal keeps growing until it can");
+                        }
+                    }
+                    None => {
+                        let current = stored_push(store, name)?;
+                        store.put(name, &merge(current, &patch).0)?;
+                    }
+                }
+            }
             let touched = self
                 .desired
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .patch_source(name, &patch.upserts, &patch.deletes);
             self.wake(touched);
+            let records = self.desired().source_len(name);
             Ok(Patched { deleted, records })
         })
     }
@@ -357,7 +363,12 @@ impl Engine {
         };
         Engine::cpu(|| {
             let mut n = 0;
-            for (name, entries) in store.all::<Vec<DesiredEntry>>("push:")? {
+            for (name, entries, patches) in
+                store.all_journaled::<Vec<DesiredEntry>, Patch>("push:")?
+            {
+                let entries = patches
+                    .iter()
+                    .fold(entries, |entries, patch| merge(entries, patch).0);
                 n += entries.len();
                 self.set_source(&name, entries, Vec::new());
             }
@@ -395,13 +406,17 @@ impl Engine {
         let engine = self.clone();
         let stop = cancel.clone();
         self.tasks.spawn(async move {
-            let mut tick = tokio::time::interval(snapshot::COUNT_REFRESH);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // Spaced by four times what the last round took, so that counting a
+            // million records never takes more than a fifth of a core.
+            let mut pause = snapshot::COUNT_REFRESH;
             loop {
                 tokio::select! {
                     () = stop.cancelled() => return,
-                    _ = tick.tick() => engine.refresh_counts(),
+                    () = tokio::time::sleep(pause) => {}
                 }
+                let t0 = std::time::Instant::now();
+                engine.refresh_counts();
+                pause = snapshot::COUNT_REFRESH.max(t0.elapsed() * 4);
             }
         });
         let pool = self.pool.spawn(cancel);
@@ -477,6 +492,27 @@ impl Engine {
 
 /// `current` with `patch` applied, in order (an upsert of a new key goes last), and
 /// how many deletes matched. A patch names each key once (the service checks that).
+/// A pushed source's stored entries: its snapshot with its journal replayed.
+pub(crate) fn stored_push(
+    store: &DesiredStore,
+    name: &str,
+) -> Result<Vec<DesiredEntry>, StoreError> {
+    Ok(store
+        .get_journaled::<Vec<DesiredEntry>, Patch>(name)?
+        .map(|(entries, patches)| {
+            patches
+                .iter()
+                .fold(entries, |entries, patch| merge(entries, patch).0)
+        })
+        .unwrap_or_default())
+}
+
+/// Writes a pushed source's journal into a new snapshot.
+fn compact(store: &DesiredStore, name: &str) -> Result<(), StoreError> {
+    let entries = stored_push(store, name)?;
+    store.put(name, &entries)
+}
+
 fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
     use std::collections::HashMap;
     let mut upserts: HashMap<(Name, RecordType), &DesiredEntry> = patch

@@ -15,12 +15,13 @@ use std::time::{Duration, SystemTime};
 
 /// Above this much work (record states plus names waiting for a plan), a status read
 /// does not count a zone itself but shows the counts [`Engine::refresh_counts`] last
-/// made, at most [`COUNT_REFRESH`] old: counting a million states and waiting names
+/// made, at most [`COUNT_REFRESH`] old (more if counting takes longer than a quarter
+/// of that): counting a million states and waiting names
 /// on every `GetStatus` put its p99 at 358 ms during a million-record load.
 const INLINE_COUNT_WORK: usize = 20_000;
 
-/// How often the counts of a zone too large to count inline are refreshed (only
-/// while status reads are asking for them).
+/// How often, at most, the counts of a zone too large to count inline are refreshed
+/// (only while status reads are asking for them).
 pub(super) const COUNT_REFRESH: Duration = Duration::from_secs(1);
 
 impl ZoneRuntime {

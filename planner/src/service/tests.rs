@@ -200,7 +200,8 @@ fn service(dir: &std::path::Path) -> PlannerService {
 
 fn stored(dir: &std::path::Path) -> Vec<(String, Vec<String>)> {
     let store = crate::store::DesiredStore::open(dir).unwrap();
-    let entries: Vec<DesiredEntry> = store.get("push:test").unwrap().unwrap_or_default();
+    // The snapshot with the journal of patches replayed, as a restart reads it.
+    let entries = crate::engine::stored_push(&store, "push:test").unwrap();
     entries
         .into_iter()
         .map(|e| (format!("{} {}", e.name, e.rtype), e.values))

@@ -248,7 +248,10 @@ pub fn oneshot(ctx: &mut Ctx, kind: Kind) {
         records: n,
         time: spread(&served),
         floor: floor.map_or(String::new(), |f| {
-            format!("{} (1 PATCH of 1 RRSet into this zone, median of 5)", crate::stats::fmt(f))
+            format!(
+                "{} (1 PATCH of 1 RRSet into this zone, median of 5)",
+                crate::stats::fmt(f)
+            )
         }),
         ratio: floor.map_or(String::new(), |f| {
             format!("{:.2}×", ratio(quantile(&served, 0.5), f))
@@ -276,7 +279,10 @@ pub fn oneshot(ctx: &mut Ctx, kind: Kind) {
         records: n,
         time: spread(&patch_served),
         floor: floor.map_or(String::new(), |f| {
-            format!("{} (1 PATCH of 1 RRSet into this zone, median of 5)", crate::stats::fmt(f))
+            format!(
+                "{} (1 PATCH of 1 RRSet into this zone, median of 5)",
+                crate::stats::fmt(f)
+            )
         }),
         ratio: floor.map_or(String::new(), |f| {
             format!("{:.2}×", ratio(quantile(&patch_served, 0.5), f))
