@@ -269,7 +269,7 @@ pub fn oneshot(ctx: &mut Ctx, kind: Kind) {
         records: n,
         time: spread(&patch_rtt),
         note: format!(
-            "p50 / p99 / max of {samples}; the one record; the planner persists the source's {n} records"
+            "p50 / p99 / max of {samples}; the one record, appended to the source's journal"
         ),
         ..Row::default()
     });
