@@ -90,6 +90,11 @@ impl Name {
         Ok(Name(out.into()))
     }
 
+    /// Whether both are one allocation (interned or cloned), not merely equal.
+    pub fn shares_text_with(&self, other: &Name) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// The name as text, with its trailing dot.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -143,7 +143,7 @@ pub async fn run(
                 }
                 // Parsing a large source takes seconds: off the runtime, so that the
                 // admin port answers meanwhile.
-                let snapshot = Engine::cpu(|| src.load());
+                let snapshot = Engine::cpu(|| src.load())?;
                 events::DesiredStateChanged {
                     source: &name,
                     records: snapshot.entries.len(),

@@ -577,7 +577,9 @@ fn check_accounts(
 }
 
 fn assert_desired_loads(dir: &Path) {
-    let snapshot = dnsplane_planner::source::FileSource::new([dir.to_path_buf()]).load();
+    let snapshot = dnsplane_planner::source::FileSource::new([dir.to_path_buf()])
+        .load()
+        .unwrap();
     assert!(snapshot.errors.is_empty(), "{:?}", snapshot.errors);
     assert!(
         snapshot.entries.len() >= 5,

@@ -13,6 +13,7 @@
 /// load had freed (decoded pushes, listing pages, the first sync's creates): a
 /// planner holding a million records stood at 2.8 KB of resident memory per record of
 /// which 0.9 KB was live. mimalloc returns freed pages to the system on its own.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -40,7 +40,7 @@ impl Engine {
                 match r.outcome {
                     Outcome::Applied | Outcome::AlreadyApplied => {
                         for op in &change.ops {
-                            v.apply_op(op);
+                            v.apply_op(op, key);
                         }
                     }
                     Outcome::Conflict if r.observed.as_ref().is_none_or(|s| &s.key == key) => {
@@ -61,6 +61,11 @@ impl Engine {
                     .map(str::to_string)
             });
             states.fold_result(key, r, owner, now, clock);
+        }
+        if !results.is_empty()
+            && let Some(v) = observed.as_mut().map(std::sync::Arc::make_mut)
+        {
+            v.compact();
         }
         if results.iter().any(|r| r.outcome == Outcome::Applied) {
             lock(&zone.status).rejected = false;

@@ -47,7 +47,7 @@ mod text;
 pub const SOURCE_KIND: &str = "file";
 
 /// An accepted entry and the slot it came from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Accepted {
     pub(crate) entry: DesiredEntry,
     pub(crate) slot: Slot,

@@ -25,7 +25,7 @@ fn load_bounded(src: FileSource) -> (FileSource, Snapshot) {
     let (tx, rx) = std_mpsc::channel();
     std::thread::spawn(move || {
         let mut src = src;
-        let snap = src.load();
+        let snap = src.load().unwrap();
         let _ = tx.send((src, snap));
     });
     rx.recv_timeout(Duration::from_secs(20))
@@ -45,7 +45,7 @@ fn loaded(dir: &Path) -> (FileSource, PathBuf) {
     let a = dir.join("a.yaml");
     fs::write(&a, endpoints(&[("a.example.com", "A", "192.0.2.1")])).unwrap();
     let mut src = FileSource::new([dir]);
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(snap.errors, vec![]);
     assert_eq!(snap.entries.len(), 1);
     (src, a)
@@ -92,7 +92,7 @@ fn fifos_are_skipped_without_being_opened() {
     let (tx, rx) = std_mpsc::channel();
     std::thread::spawn(move || {
         let _ = explicit.fingerprint();
-        let _ = tx.send(explicit.load());
+        let _ = tx.send(explicit.load().unwrap());
     });
     let snap = rx.recv_timeout(Duration::from_secs(20)).expect("no hang");
     assert!(error_for(&snap, &new).message.starts_with("a FIFO"));
@@ -159,7 +159,7 @@ fn oversized_files_keep_their_records() {
     let mut big = endpoints(&[("a.example.com", "A", "192.0.2.2")]);
     big.push_str(&format!("# {}\n", "x".repeat(5 << 20)));
     fs::write(&a, &big).unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(
         snap.entries[0].values,
         ["192.0.2.1"],
@@ -193,7 +193,7 @@ fn truncated_or_replaced_files_keep_their_records() {
         let dir = tempfile::tempdir().unwrap();
         let (mut src, a) = loaded(dir.path());
         fs::write(&a, &content).unwrap();
-        let snap = src.load();
+        let snap = src.load().unwrap();
         assert_eq!(
             keys(&snap.entries),
             vec![entry("a.example.com.", "A", &["192.0.2.1"])],
@@ -206,7 +206,7 @@ fn truncated_or_replaced_files_keep_their_records() {
             "{what}: {e}"
         );
         // Still so on the next load: the last good version is remembered.
-        assert_eq!(src.load().entries.len(), 1, "{what}");
+        assert_eq!(src.load().unwrap().entries.len(), 1, "{what}");
     }
 }
 
@@ -218,7 +218,7 @@ fn invalid_utf8_names_its_line() {
     let mut bytes = endpoints(&[("a.example.com", "A", "192.0.2.2")]).into_bytes();
     bytes.extend_from_slice(b"# \xff\xfe\n");
     fs::write(&a, bytes).unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(snap.entries[0].values, ["192.0.2.1"]);
     let e = error_for(&snap, &a);
     assert_eq!(e.location, format!("{}:10", a.display()));
@@ -231,7 +231,7 @@ fn an_explicit_empty_list_deletes() {
     let dir = tempfile::tempdir().unwrap();
     let (mut src, a) = loaded(dir.path());
     fs::write(&a, endpoints(&[])).unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(snap.entries, vec![]);
     assert_eq!(
         snap.errors,
@@ -243,7 +243,7 @@ fn an_explicit_empty_list_deletes() {
         endpoints(&[]).replace("endpoints:\n", "endpoints: []\n"),
     )
     .unwrap();
-    assert_eq!(src.load().errors, vec![]);
+    assert_eq!(src.load().unwrap().errors, vec![]);
 }
 
 /// New files with nothing to keep: an empty one is reported, one of another kind is
@@ -257,7 +257,7 @@ fn new_files_without_records() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
     )
     .unwrap();
-    let snap = FileSource::new([dir.path()]).load();
+    let snap = FileSource::new([dir.path()]).load().unwrap();
     assert_eq!(snap.errors.len(), 1, "{:#?}", snap.errors);
     assert!(
         snap.errors[0]
@@ -276,7 +276,7 @@ fn errors_per_file_are_capped() {
     let bad: Vec<(&str, &str, &str)> = bad.iter().map(|(n, t, v)| (n.as_str(), *t, *v)).collect();
     let path = dir.path().join("bad.yaml");
     fs::write(&path, endpoints(&bad)).unwrap();
-    let snap = FileSource::new([dir.path()]).load();
+    let snap = FileSource::new([dir.path()]).load().unwrap();
     assert_eq!(snap.errors.len(), MAX_ERRORS_PER_FILE + 1);
     assert_eq!(
         snap.errors.last().unwrap().message,

@@ -60,9 +60,10 @@ pub(super) fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec
     result
 }
 
-pub(super) fn with_kept_note(message: String, old: Option<&Vec<Accepted>>) -> String {
-    match old.map(Vec::len) {
-        Some(n) if n > 0 => format!("{message}; keeping this file's {n} last accepted record(s)"),
-        _ => message,
+/// `message`, saying how many last accepted records (`kept`) the file keeps.
+pub(super) fn with_kept_note(message: String, kept: usize) -> String {
+    match kept {
+        0 => message,
+        n => format!("{message}; keeping this file's {n} last accepted record(s)"),
     }
 }

@@ -70,7 +70,7 @@ pub struct FileSource {
     /// Where the accepted state is persisted (before it is handed on), and its key.
     store: Option<(DesiredStore, String)>,
     /// Per file: what the last load accepted (including entries kept from before).
-    last_good: BTreeMap<PathBuf, Vec<Accepted>>,
+    last_good: LastGood,
     /// Per file: the metadata and content hash seen by the last fingerprint.
     stamps: HashMap<PathBuf, Stamp>,
     /// Hash of the snapshot the last `load` returned: `watch` does not send it again.
@@ -86,7 +86,7 @@ impl FileSource {
         FileSource {
             paths: paths.into_iter().map(Into::into).collect(),
             store: None,
-            last_good: BTreeMap::new(),
+            last_good: LastGood::default(),
             stamps: HashMap::new(),
             last_loaded: None,
         }
@@ -110,7 +110,7 @@ impl FileSource {
         let key = self.store_key();
         let restored: BTreeMap<PathBuf, Vec<Accepted>> = store.get(&key)?.unwrap_or_default();
         let n = restored.values().map(Vec::len).sum();
-        self.last_good = restored;
+        self.last_good = LastGood::remember(&restored, false);
         self.store = Some((store, key));
         Ok(n)
     }
@@ -119,25 +119,29 @@ impl FileSource {
     ///
     /// Entries are ordered by file path, then by their place in the file. Problems never
     /// panic or abort the load: they become errors in the snapshot, and the last accepted
-    /// entries are kept as described in the module documentation.
-    pub fn load(&mut self) -> Snapshot {
+    /// entries are kept as described in the module documentation. The one `Err`: the
+    /// last accepted entries a broken file must keep could not be read back from the
+    /// store; nothing is accepted then (the previous state stays in force).
+    pub fn load(&mut self) -> Result<Snapshot, StoreError> {
         let scan = scan(&self.paths);
         let mut errors = scan.errors;
+        let old = Old::new(&self.last_good, self.store.as_ref());
         let mut good: BTreeMap<PathBuf, Vec<Accepted>> = BTreeMap::new();
         // Not read (special files, links out of the tree): they keep what they had.
         for (path, message) in &scan.rejected {
-            let old = self.last_good.get(path);
             let label = path.display().to_string();
             errors.push(file_error(
                 &label,
                 None,
-                with_kept_note(message.clone(), old),
+                with_kept_note(message.clone(), old.count(path)),
             ));
-            good.insert(path.clone(), old.cloned().unwrap_or_default());
+            good.insert(
+                path.clone(),
+                old.entries(path)?.cloned().unwrap_or_default(),
+            );
         }
         for path in &scan.files {
             let label = path.display().to_string();
-            let old = self.last_good.get(path);
             let text = read_manifest(path).map_err(|e| (None, e)).and_then(|b| {
                 String::from_utf8(b).map_err(|e| {
                     let at = e.utf8_error().valid_up_to();
@@ -147,10 +151,14 @@ impl FileSource {
             });
             let (kept, mut file_errors) = match text {
                 Err((line, message)) => (
-                    old.cloned().unwrap_or_default(),
-                    vec![file_error(&label, line, with_kept_note(message, old))],
+                    old.entries(path)?.cloned().unwrap_or_default(),
+                    vec![file_error(
+                        &label,
+                        line,
+                        with_kept_note(message, old.count(path)),
+                    )],
                 ),
-                Ok(text) => load_text(&label, &text, old),
+                Ok(text) => load_text(&label, &text, path, &old)?,
             };
             cap_errors(&label, &mut file_errors);
             errors.append(&mut file_errors);
@@ -158,16 +166,21 @@ impl FileSource {
         }
         // Files below a directory (or root path) that could not be listed this time:
         // their existence is unknown, so they keep what they had.
-        for (path, accepted) in &self.last_good {
+        for path in self.last_good.files.keys() {
             if !good.contains_key(path) && scan.unlisted.iter().any(|d| path.starts_with(d)) {
-                good.insert(path.clone(), accepted.clone());
+                good.insert(
+                    path.clone(),
+                    old.entries(path)?.cloned().unwrap_or_default(),
+                );
             }
         }
+        drop(old);
+        let stored = self.store.is_some();
         if let Some((store, key)) = &self.store
-            && good != self.last_good
+            && !self.last_good.same(&good)
             && let Err(e) = store.put(key, &good)
         {
-            // Not persisted, not accepted: the previous state stays in force.
+            // Not persisted, not accepted: the previous state (as stored) stays in force.
             errors.push(file_error(
                 &key["file:".len()..],
                 None,
@@ -175,9 +188,9 @@ impl FileSource {
                     "cannot persist the accepted desired state ({e}); keeping the previous state"
                 ),
             ));
-            good = std::mem::take(&mut self.last_good);
+            good = store.get(key)?.unwrap_or_default();
         }
-        self.last_good = good;
+        self.last_good = LastGood::remember(&good, !stored);
         let unready = scan
             .unready
             .iter()
@@ -185,16 +198,11 @@ impl FileSource {
             .collect();
         let snapshot = Snapshot {
             unready,
-            entries: self
-                .last_good
-                .values()
-                .flatten()
-                .map(|a| a.entry.clone())
-                .collect(),
+            entries: good.into_values().flatten().map(|a| a.entry).collect(),
             errors,
         };
         self.last_loaded = Some(hash_of(&snapshot));
-        snapshot
+        Ok(snapshot)
     }
 
     /// Why each configured path cannot be used at start (missing, unreadable, or no
@@ -240,8 +248,16 @@ impl FileSource {
             loop {
                 let polled = tokio::task::spawn_blocking(move || {
                     let fingerprint = self.fingerprint();
-                    let snapshot = (Some(fingerprint) != last_fingerprint).then(|| self.load());
-                    (self, fingerprint, snapshot)
+                    let snapshot = match (Some(fingerprint) != last_fingerprint).then(|| self.load()) {
+                        Some(Err(e)) => {
+                            // Tried again at the next poll; the previous state stays.
+                            tracing::error!(error = %e, "file source: cannot accept the files' state now; the previous one stays in force");
+                            return (self, None, None);
+                        }
+                        Some(Ok(s)) => Some(s),
+                        None => None,
+                    };
+                    (self, Some(fingerprint), snapshot)
                 })
                 .await;
                 let (source, fingerprint, snapshot) = match polled {
@@ -252,7 +268,9 @@ impl FileSource {
                     }
                 };
                 self = source;
-                last_fingerprint = Some(fingerprint);
+                if fingerprint.is_some() {
+                    last_fingerprint = fingerprint;
+                }
                 if let Some(snapshot) = snapshot.filter(|s| last_sent != Some(hash_of(s))) {
                     tracing::debug!(
                         entries = snapshot.entries.len(),
@@ -329,18 +347,21 @@ impl FileSource {
 /// broken endpoints must not make a status answer too large to be read.
 const MAX_ERRORS_PER_FILE: usize = 100;
 
-/// What the text of one file (`label`) contributes, given what it last contributed
-/// (`old`): its entries (new ones, plus old ones standing for what broke) and errors.
+/// What the text of one file (`label`, at `path`) contributes, given what it last
+/// contributed (`old`, read back only when something in the file broke): its entries
+/// (new ones, plus old ones standing for what broke) and errors.
 fn load_text(
     label: &str,
     text: &str,
-    old: Option<&Vec<Accepted>>,
-) -> (Vec<Accepted>, Vec<SourceError>) {
-    let kept = |message: String| {
-        (
-            old.cloned().unwrap_or_default(),
-            vec![file_error(label, None, with_kept_note(message, old))],
-        )
+    path: &std::path::Path,
+    old: &Old<'_>,
+) -> Result<(Vec<Accepted>, Vec<SourceError>), StoreError> {
+    let count = old.count(path);
+    let kept = |message: String| -> Result<_, StoreError> {
+        Ok((
+            old.entries(path)?.cloned().unwrap_or_default(),
+            vec![file_error(label, None, with_kept_note(message, count))],
+        ))
     };
     if text.is_empty() {
         return kept(
@@ -352,22 +373,119 @@ fn load_text(
     if !parsed.fatal.is_empty() {
         for &i in &parsed.fatal {
             let e = &mut parsed.errors[i];
-            e.message = with_kept_note(std::mem::take(&mut e.message), old);
+            e.message = with_kept_note(std::mem::take(&mut e.message), count);
         }
-        return (old.cloned().unwrap_or_default(), parsed.errors);
+        return Ok((
+            old.entries(path)?.cloned().unwrap_or_default(),
+            parsed.errors,
+        ));
     }
     // A file that had records and now declares no DNSEndpoint at all was most likely
     // overwritten by something else: that is not how records are deleted.
-    if parsed.endpoint_documents == 0 && old.is_some_and(|o| !o.is_empty()) {
+    if parsed.endpoint_documents == 0 && count > 0 {
         let (entries, mut errors) = kept(
             "no DNSEndpoint document in the file; to remove its records, delete the file or write `endpoints: []`"
                 .into(),
-        );
+        )?;
         errors.append(&mut parsed.errors);
-        return (entries, errors);
+        return Ok((entries, errors));
     }
-    let entries = merge(&mut parsed, old);
-    (entries, parsed.errors)
+    let before = if parsed.rejected.is_empty() {
+        None
+    } else {
+        old.entries(path)?
+    };
+    let entries = merge(&mut parsed, before);
+    Ok((entries, parsed.errors))
+}
+
+/// What the source remembers of each file's last accepted entries. With a store, only
+/// a digest and a count per file: the entries are in the store (persisted before any
+/// load returns them) and are read back only when a broken file must keep them. Held
+/// here as well, they were a second copy of every record besides the desired index
+/// (about 250 bytes per record).
+#[derive(Debug, Default)]
+struct LastGood {
+    files: BTreeMap<PathBuf, FileMemo>,
+    /// The entries themselves, when there is no store to read them back from.
+    entries: Option<BTreeMap<PathBuf, Vec<Accepted>>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileMemo {
+    count: usize,
+    digest: u64,
+}
+
+impl LastGood {
+    fn remember(good: &BTreeMap<PathBuf, Vec<Accepted>>, keep_entries: bool) -> LastGood {
+        LastGood {
+            files: good
+                .iter()
+                .map(|(p, a)| {
+                    (
+                        p.clone(),
+                        FileMemo {
+                            count: a.len(),
+                            digest: hash_of(a),
+                        },
+                    )
+                })
+                .collect(),
+            entries: keep_entries.then(|| good.clone()),
+        }
+    }
+
+    /// Whether `good` is what was accepted last.
+    fn same(&self, good: &BTreeMap<PathBuf, Vec<Accepted>>) -> bool {
+        self.files.len() == good.len()
+            && good.iter().all(|(p, a)| {
+                self.files.get(p)
+                    == Some(&FileMemo {
+                        count: a.len(),
+                        digest: hash_of(a),
+                    })
+            })
+    }
+}
+
+/// The last accepted entries during one load, read back from the store at the first
+/// file that needs them.
+struct Old<'a> {
+    last: &'a LastGood,
+    store: Option<&'a (DesiredStore, String)>,
+    read: std::cell::OnceCell<BTreeMap<PathBuf, Vec<Accepted>>>,
+}
+
+impl<'a> Old<'a> {
+    fn new(last: &'a LastGood, store: Option<&'a (DesiredStore, String)>) -> Old<'a> {
+        Old {
+            last,
+            store,
+            read: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn count(&self, path: &std::path::Path) -> usize {
+        self.last.files.get(path).map_or(0, |m| m.count)
+    }
+
+    fn entries(&self, path: &std::path::Path) -> Result<Option<&Vec<Accepted>>, StoreError> {
+        if let Some(entries) = &self.last.entries {
+            return Ok(entries.get(path));
+        }
+        if self.count(path) == 0 {
+            return Ok(None);
+        }
+        let Some((store, key)) = self.store else {
+            return Ok(None);
+        };
+        if self.read.get().is_none() {
+            let stored: BTreeMap<PathBuf, Vec<Accepted>> = store.get(key)?.unwrap_or_default();
+            let _ = self.read.set(stored);
+        }
+        Ok(self.read.get().and_then(|r| r.get(path)))
+    }
 }
 
 /// Keeps the first [`MAX_ERRORS_PER_FILE`] errors of a file and counts the rest.

@@ -30,12 +30,12 @@ fn a_file_that_stops_parsing_keeps_its_last_good_entries() {
     ]);
     let path = write(dir.path(), "web.yaml", &good);
     let mut src = FileSource::new([dir.path()]);
-    let first = src.load();
+    let first = src.load().unwrap();
     assert_eq!(first.errors, vec![]);
     assert_eq!(first.entries.len(), 2);
 
     fs::write(&path, format!("{good}    - dnsName: [unclosed\n")).unwrap();
-    let broken = src.load();
+    let broken = src.load().unwrap();
     assert_eq!(
         broken.entries, first.entries,
         "nothing accepted is lost by a typo"
@@ -56,14 +56,14 @@ fn a_file_that_stops_parsing_keeps_its_last_good_entries() {
     );
 
     // Still broken: still kept (the last good load is remembered, not the last load).
-    assert_eq!(src.load().entries, first.entries);
+    assert_eq!(src.load().unwrap().entries, first.entries);
 
     fs::write(
         &path,
         endpoint_file(&[("app.example.com", "A", "192.0.2.11")]),
     )
     .unwrap();
-    let fixed = src.load();
+    let fixed = src.load().unwrap();
     assert_eq!(fixed.errors, vec![]);
     assert_eq!(
         keys(&fixed.entries),
@@ -83,7 +83,7 @@ fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
         ]),
     );
     let mut src = FileSource::new([dir.path()]);
-    assert_eq!(src.load().errors, vec![]);
+    assert_eq!(src.load().unwrap().errors, vec![]);
 
     // A bad IP for app, a valid change for www.
     fs::write(
@@ -94,7 +94,7 @@ fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
         ]),
     )
     .unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(
         keys(&snap.entries),
         vec![
@@ -122,7 +122,7 @@ fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
         ]),
     )
     .unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(
         keys(&snap.entries),
         vec![
@@ -137,7 +137,7 @@ fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
         .unwrap()
         .replace("endpoints:", "endpoint:");
     fs::write(&path, text).unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(snap.entries.len(), 2);
     assert!(
         snap.errors[0].message.contains("spec.endpoints is missing"),
@@ -158,7 +158,7 @@ fn a_record_that_becomes_invalid_keeps_its_last_good_version() {
         endpoint_file(&[("www.example.com", "A", "192.0.2.21")]),
     )
     .unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(snap.errors, vec![]);
     assert_eq!(
         keys(&snap.entries),
@@ -174,7 +174,7 @@ fn an_invalid_record_never_accepted_before_is_only_reported() {
         "web.yaml",
         &endpoint_file(&[("app.example.com", "A", "300.1.1.1")]),
     );
-    let snap = FileSource::new([dir.path()]).load();
+    let snap = FileSource::new([dir.path()]).load().unwrap();
     assert_eq!(snap.entries, vec![]);
     assert_eq!(snap.errors.len(), 1);
     assert_eq!(
@@ -198,7 +198,7 @@ fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
     );
     let missing = dir.path().join("nope.yaml");
     let mut src = FileSource::new([dir.path().to_path_buf(), missing.clone()]);
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(snap.entries.len(), 2);
     assert_eq!(snap.errors.len(), 1);
     assert_eq!(snap.errors[0].location, missing.display().to_string());
@@ -212,7 +212,7 @@ fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
     assert_eq!(snap.unready.len(), 1, "{:?}", snap.unready);
 
     fs::remove_file(&a).unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(
         keys(&snap.entries),
         vec![entry("b.example.com.", "A", &["192.0.2.2"])]
@@ -260,7 +260,7 @@ fn directories_are_scanned_recursively_in_order_skipping_hidden_and_other_files(
         std::os::unix::fs::symlink("..data/x.yaml", d.join("cm/x.yaml")).unwrap();
     }
     let explicit = d.join("notes.txt");
-    let snap = FileSource::new([d.to_path_buf(), explicit]).load();
+    let snap = FileSource::new([d.to_path_buf(), explicit]).load().unwrap();
     assert_eq!(snap.errors, vec![]);
     let names: Vec<String> = snap.entries.iter().map(|e| e.name.to_string()).collect();
     let mut expected = vec!["a.example.com.", "b.example.com."];
@@ -292,7 +292,7 @@ fn fingerprint_changes_with_content_even_at_equal_size() {
 #[test]
 fn the_deployed_examples_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples/desired");
-    let snap = FileSource::new([dir]).load();
+    let snap = FileSource::new([dir]).load().unwrap();
     assert_eq!(snap.errors, vec![]);
     let mut got: Vec<String> = snap
         .entries
@@ -419,7 +419,7 @@ async fn watch_after_load_sends_only_what_changed() {
         &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
     );
     let mut src = FileSource::new([dir.path()]);
-    assert_eq!(src.load().entries.len(), 1);
+    assert_eq!(src.load().unwrap().entries.len(), 1);
     let (tx, mut rx) = mpsc::channel(16);
     let cancel = CancellationToken::new();
     let handle = src.watch(Duration::from_millis(20), tx, cancel.clone());
@@ -454,12 +454,12 @@ fn an_unreadable_source_path_keeps_its_records_and_is_not_ready() {
         &endpoint_file(&[("a.example.com", "A", "192.0.2.1")]),
     );
     let mut src = FileSource::new([desired.clone()]);
-    assert_eq!(src.load().entries.len(), 1);
+    assert_eq!(src.load().unwrap().entries.len(), 1);
 
     let mount = top.path().join("mount");
     fs::rename(&mount, top.path().join("away")).unwrap();
     fs::write(&mount, "not a directory").unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert_eq!(
         keys(&snap.entries),
         vec![entry("a.example.com.", "A", &["192.0.2.1"])],
@@ -474,7 +474,7 @@ fn an_unreadable_source_path_keeps_its_records_and_is_not_ready() {
 
     fs::remove_file(&mount).unwrap();
     fs::rename(top.path().join("away"), &mount).unwrap();
-    let snap = src.load();
+    let snap = src.load().unwrap();
     assert!(snap.unready.is_empty(), "{:?}", snap.unready);
     assert_eq!(snap.entries.len(), 1);
 }
@@ -493,15 +493,73 @@ fn a_restored_source_whose_path_is_not_there_yet_keeps_the_restored_records() {
     let store = crate::store::DesiredStore::open(&top.path().join("state")).unwrap();
     let mut first = FileSource::new([desired.clone()]);
     first.with_store(store.clone()).unwrap();
-    assert_eq!(first.load().entries.len(), 1);
+    assert_eq!(first.load().unwrap().entries.len(), 1);
 
     fs::remove_dir_all(&desired).unwrap();
     let mut restarted = FileSource::new([desired.clone()]);
     assert_eq!(restarted.with_store(store).unwrap(), 1);
-    let snap = restarted.load();
+    let snap = restarted.load().unwrap();
     assert_eq!(
         keys(&snap.entries),
         vec![entry("a.example.com.", "A", &["192.0.2.1"])]
     );
     assert!(!snap.unready.is_empty());
+}
+
+/// With a store, the source keeps only a digest per file in memory and reads the last
+/// accepted entries back from the store when a broken file must keep them: every load
+/// of a sequence of breakages and fixes answers what a source holding them in memory
+/// answers.
+#[test]
+fn a_stored_source_reads_back_what_a_broken_file_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    let a = endpoint_file(&[
+        ("app.example.com", "A", "192.0.2.10"),
+        ("www.example.com", "A", "192.0.2.20"),
+    ]);
+    let b = endpoint_file(&[("api.example.com", "A", "192.0.2.30")]);
+    let path_a = write(&files, "a.yaml", &a);
+    let path_b = write(&files, "b.yaml", &b);
+    let mut memory = FileSource::new([&files]);
+    let mut stored = FileSource::new([&files]);
+    let store = crate::store::DesiredStore::open(&dir.path().join("state")).unwrap();
+    stored.with_store(store).unwrap();
+    let mut step = |what: &str| {
+        let (m, s) = (memory.load().unwrap(), stored.load().unwrap());
+        assert_eq!(s, m, "{what}");
+        assert!(
+            stored.last_good.entries.is_none(),
+            "{what}: entries held in memory"
+        );
+        s
+    };
+    assert_eq!(step("both good").entries.len(), 3);
+    fs::write(&path_a, format!("{a}    - dnsName: [unclosed\n")).unwrap();
+    assert_eq!(step("a does not parse").entries.len(), 3);
+    fs::write(
+        &path_a,
+        endpoint_file(&[
+            ("app.example.com", "A", "300.1.1.1"),
+            ("www.example.com", "A", "192.0.2.21"),
+        ]),
+    )
+    .unwrap();
+    fs::write(
+        &path_b,
+        endpoint_file(&[("api.example.com", "A", "192.0.2.31")]),
+    )
+    .unwrap();
+    let s = step("a bad record in a, b changed");
+    assert!(keys(&s.entries).contains(&entry("app.example.com.", "A", &["192.0.2.10"])));
+    fs::write(&path_a, "").unwrap();
+    assert_eq!(step("a emptied").entries.len(), 3);
+    fs::write(
+        &path_b,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    assert_eq!(step("b overwritten by something else").entries.len(), 3);
+    fs::remove_file(&path_a).unwrap();
+    assert_eq!(step("a deleted").entries.len(), 1);
 }
