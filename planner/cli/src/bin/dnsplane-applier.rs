@@ -36,6 +36,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    dnsplane_cli::tune_allocator();
     let args = Args::parse();
     let config = match dnsplane_applier::load_config(&args.config) {
         Ok(c) => c,

@@ -34,6 +34,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
+    dnsplane_cli::tune_allocator();
     let args = Args::parse();
     let mut config = match dnsplane_planner::config::PlannerConfig::load(&args.config) {
         Ok(c) => c,

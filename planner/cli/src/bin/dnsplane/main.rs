@@ -68,6 +68,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    dnsplane_cli::tune_allocator();
     let cli = Cli::parse();
     let runtime = match dnsplane_cli::runtime() {
         Ok(r) => r,
