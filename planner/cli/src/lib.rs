@@ -35,7 +35,9 @@ pub fn tune_allocator() {
             .args(std::env::args_os().skip(1))
             .env(PURGE_DELAY, "0")
             .exec();
-        eprintln!("note: could not re-execute with {PURGE_DELAY}=0 ({err}); freed memory is returned to the system more slowly");
+        eprintln!(
+            "note: could not re-execute with {PURGE_DELAY}=0 ({err}); freed memory is returned to the system more slowly"
+        );
     }
 }
 

@@ -415,7 +415,8 @@ impl Engine {
                     () = tokio::time::sleep(pause) => {}
                 }
                 let t0 = std::time::Instant::now();
-                engine.refresh_counts();
+                let counting = engine.clone();
+                let _ = tokio::task::spawn_blocking(move || counting.refresh_counts()).await;
                 pause = snapshot::COUNT_REFRESH.max(t0.elapsed() * 4);
             }
         });

@@ -301,23 +301,20 @@ impl Engine {
         }
     }
 
-    /// Counts the zones whose last status read found them too large to count inline
-    /// (off the runtime), so that the next reads show counts at most
-    /// [`COUNT_REFRESH`] old.
+    /// Counts the zones whose last status read found them too large to count inline,
+    /// so that the next reads show counts at most [`COUNT_REFRESH`] old. CPU work: the
+    /// engine runs it on a blocking thread, never on a runtime worker.
     pub(super) fn refresh_counts(&self) {
         for z in self.zones.values() {
             if !z.counts_stale.swap(false, Ordering::Relaxed) {
                 continue;
             }
-            let counted = Engine::cpu(|| {
-                let desired = self
-                    .desired
-                    .read()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let status = lock(&z.status).clone();
-                z.count(&desired, &status, None)
-            });
-            if counted.is_none() {
+            let desired = self
+                .desired
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let status = lock(&z.status).clone();
+            if z.count(&desired, &status, None).is_none() {
                 // Busy (a fold, an index update): the next round tries again.
                 z.counts_stale.store(true, Ordering::Relaxed);
             }
