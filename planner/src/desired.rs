@@ -152,6 +152,18 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// A source's entries placed in their zones and checked on their own
+/// ([`DesiredIndex::checked`]).
+#[derive(Debug)]
+pub struct Checked {
+    records: BTreeMap<RecordKey, DesiredRecord>,
+    /// The problems of single entries (zone, reserved name, duplicate): the source's
+    /// errors once in the index.
+    entry_errors: Vec<SourceError>,
+    /// Every problem, the CNAME rule's included: a push with any is refused.
+    pub errors: Vec<SourceError>,
+}
+
 /// The merged desired state of all sources.
 #[derive(Debug)]
 pub struct DesiredIndex {
@@ -239,8 +251,63 @@ impl DesiredIndex {
         errors: Vec<SourceError>,
     ) -> Touched {
         let source = self.interner.str(source);
+        let (new, entry_errors) = self.claims(&source, entries);
+        self.replace_claims(source, new, entry_errors, entries, errors)
+    }
+
+    /// [`update_source`](Self::update_source) with the entries already placed and
+    /// checked on their own ([`DesiredIndex::checked`], which a push runs before it is
+    /// accepted): they are not placed a second time, only their shared names are
+    /// re-interned here.
+    pub fn update_source_checked(
+        &mut self,
+        source: &str,
+        checked: Checked,
+        entries: &[DesiredEntry],
+        errors: Vec<SourceError>,
+    ) -> Touched {
+        let source = self.interner.str(source);
+        let mut last_resource: Option<(Arc<str>, Arc<str>)> = None;
+        let new = checked
+            .records
+            .into_iter()
+            .map(|(key, record)| {
+                let key = self.interner.key(&key);
+                let resource = match &last_resource {
+                    Some((given, interned)) if Arc::ptr_eq(given, &record.resource) => {
+                        interned.clone()
+                    }
+                    _ => {
+                        let interned = self.interner.arc(&record.resource);
+                        last_resource = Some((record.resource.clone(), interned.clone()));
+                        interned
+                    }
+                };
+                let record = DesiredRecord {
+                    rrset: record.rrset.with_key(key.clone()),
+                    source: source.clone(),
+                    resource,
+                };
+                (key, record)
+            })
+            .collect();
+        let mut entry_errors = checked.entry_errors;
+        for e in &mut entry_errors {
+            e.source = source.to_string();
+        }
+        self.replace_claims(source, new, entry_errors, entries, errors)
+    }
+
+    /// Puts `new` (the claims of `entries`) in force as everything `source` declares.
+    fn replace_claims(
+        &mut self,
+        source: Arc<str>,
+        new: BTreeMap<RecordKey, DesiredRecord>,
+        mut entry_errors: Vec<SourceError>,
+        entries: &[DesiredEntry],
+        errors: Vec<SourceError>,
+    ) -> Touched {
         let lines = Lines::of(entries);
-        let (new, mut entry_errors) = self.claims(&source, entries);
         let mut errors = errors;
         errors.append(&mut entry_errors);
         let mut touched = Touched::new();
@@ -567,9 +634,16 @@ impl DesiredIndex {
         source: &str,
         entries: &[DesiredEntry],
     ) -> Vec<SourceError> {
+        DesiredIndex::checked(zones, source, entries).errors
+    }
+
+    /// [`check_alone`](Self::check_alone), keeping the placed entries for
+    /// [`update_source_checked`](Self::update_source_checked).
+    pub fn checked(zones: &[ZoneConfig], source: &str, entries: &[DesiredEntry]) -> Checked {
         let mut check = DesiredIndex::new(zones);
         let source = check.interner.str(source);
-        let (claims, mut errors) = check.claims(&source, entries);
+        let (claims, entry_errors) = check.claims(&source, entries);
+        let mut errors = entry_errors.clone();
         let lines = Lines::of(entries);
         // Keys sort by (zone, name, type): the records at one name are adjacent.
         let keys: Vec<&RecordKey> = claims.keys().collect();
@@ -584,7 +658,11 @@ impl DesiredIndex {
                 });
             }
         }
-        errors
+        Checked {
+            records: claims,
+            entry_errors,
+            errors,
+        }
     }
 
     pub fn zone(&self, zone: &Name) -> Option<&BTreeMap<RecordKey, DesiredRecord>> {
@@ -905,6 +983,47 @@ mod tests {
                 .map(|z| z.name.as_str()),
             Some("sub.example.com.")
         );
+    }
+
+    proptest::proptest! {
+        /// Taking a push's checked placement gives the index, the errors and the
+        /// touched names that placing the entries again gives, over a previous state.
+        #[test]
+        fn a_checked_update_is_the_update(
+            before in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..20),
+            after in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..20),
+        ) {
+            let names = ["a.example.com", "b.sub.example.com", "_dnsplane-a.example.com", "x.example.org"];
+            let types = [RecordType::A, RecordType::Cname, RecordType::Txt];
+            let entries = |picks: &[(usize, usize, usize)]| -> Vec<DesiredEntry> {
+                picks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(n, t, v))| {
+                        let value = match types[t] {
+                            RecordType::A => format!("192.0.2.{v}"),
+                            RecordType::Cname => format!("t{v}.example.net"),
+                            _ => format!("text {v}"),
+                        };
+                        entry(names[n], types[t], &[value.as_str()], i as u32)
+                    })
+                    .collect()
+            };
+            let (before, after) = (entries(&before), entries(&after));
+            let mut placed = DesiredIndex::new(&zones());
+            let mut taken = DesiredIndex::new(&zones());
+            placed.update_source("other", &before, Vec::new());
+            taken.update_source("other", &before, Vec::new());
+            placed.update_source("push:p", &before, Vec::new());
+            taken.update_source("push:p", &before, Vec::new());
+            let touched = placed.update_source("push:p", &after, Vec::new());
+            let checked = DesiredIndex::checked(&zones(), "p", &after);
+            let touched_checked = taken.update_source_checked("push:p", checked, &after, Vec::new());
+            proptest::prop_assert_eq!(touched_checked, touched);
+            proptest::prop_assert_eq!(taken.errors(), placed.errors());
+            proptest::prop_assert_eq!(&taken.zones, &placed.zones);
+            proptest::prop_assert_eq!(taken.shadows, placed.shadows);
+        }
     }
 
     proptest::proptest! {

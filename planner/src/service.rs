@@ -16,7 +16,7 @@ mod push;
 use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
 pub use encode::{kind_from_pb, kind_name, kind_to_pb, status, status_to_pb};
 pub use push::validate_push;
-use push::{PatchFailure, cross_check, validate_patch};
+use push::{PatchFailure, cross_check, validate_patch, validate_push_checked};
 
 /// Page size limits for record-state listings.
 const DEFAULT_PAGE: usize = 500;
@@ -38,13 +38,14 @@ impl PlannerService {
     /// A whole push (`PutDesired`, or a completed `PutDesiredStream`): validated, then
     /// persisted and indexed, all off the async runtime ([`Engine::cpu`]).
     fn push(&self, req: pb::PutDesiredRequest) -> Result<Response<pb::PutDesiredResponse>, Status> {
-        let entries = Engine::cpu(|| validate_push(&self.engine.config().zones, &req))
-            .map_err(|errors| invalid_argument(&errors))?;
+        let (entries, checked) =
+            Engine::cpu(|| validate_push_checked(&self.engine.config().zones, &req))
+                .map_err(|errors| invalid_argument(&errors))?;
         let accepted = entries.len() as u32;
         // Persisted before it is acknowledged: a push that cannot be stored changes
         // nothing, and one that was answered survives a restart.
         self.engine
-            .put_source(&format!("push:{}", req.source), entries)
+            .put_source(&format!("push:{}", req.source), entries, Some(checked))
             .map_err(|e| {
                 Status::unavailable(format!(
                     "cannot persist the push ({e}); nothing changed, retry later"

@@ -14,6 +14,7 @@
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
 use crate::config::{PlannerConfig, ZoneConfig};
+use crate::desired::Checked;
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::events;
 use crate::guard::HeldPlan;
@@ -293,13 +294,30 @@ impl Engine {
     /// Replaces a pushed source's desired state, persisted first: an `Err` means
     /// nothing changed (the push must not be acknowledged). Off the runtime
     /// ([`Engine::cpu`]): persisting and indexing a large push take seconds.
-    pub fn put_source(&self, name: &str, entries: Vec<DesiredEntry>) -> Result<(), StoreError> {
+    /// `checked`: the entries as the push's validation placed them, so that the index
+    /// does not place them again.
+    pub fn put_source(
+        &self,
+        name: &str,
+        entries: Vec<DesiredEntry>,
+        checked: Option<Checked>,
+    ) -> Result<(), StoreError> {
         Engine::cpu(|| {
             let _one = lock(&self.push_lock);
             if let Some(store) = self.store.get() {
                 store.put(name, &entries)?;
             }
-            self.set_source(name, entries, Vec::new());
+            match checked {
+                None => self.set_source(name, entries, Vec::new()),
+                Some(checked) => {
+                    let touched = self
+                        .desired
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .update_source_checked(name, checked, &entries, Vec::new());
+                    self.wake(touched);
+                }
+            }
             Ok(())
         })
     }

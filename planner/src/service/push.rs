@@ -2,7 +2,7 @@
 //! streamed form into desired entries, `PatchDesired` into a [`Patch`], every problem
 //! named by its field.
 use crate::config::ZoneConfig;
-use crate::desired::DesiredIndex;
+use crate::desired::{Checked, DesiredIndex};
 use crate::engine::Patch;
 use crate::source::{DesiredEntry, Origin};
 use crate::store::StoreError;
@@ -30,6 +30,15 @@ pub fn validate_push(
     zones: &[ZoneConfig],
     req: &pb::PutDesiredRequest,
 ) -> Result<Vec<DesiredEntry>, Vec<FieldError>> {
+    validate_push_checked(zones, req).map(|(entries, _)| entries)
+}
+
+/// [`validate_push`], with the entries as placed by the check, so that the index
+/// takes them without placing them again ([`DesiredIndex::update_source_checked`]).
+pub(super) fn validate_push_checked(
+    zones: &[ZoneConfig],
+    req: &pb::PutDesiredRequest,
+) -> Result<(Vec<DesiredEntry>, Checked), Vec<FieldError>> {
     check_source(&req.source)?;
     let mut errors = Vec::new();
     let mut entries = Vec::with_capacity(req.records.len());
@@ -40,9 +49,10 @@ pub fn validate_push(
             Err(mut e) => errors.append(&mut e),
         }
     }
-    errors.extend(cross_check(zones, &req.source, &entries));
+    let checked = DesiredIndex::checked(zones, &req.source, &entries);
+    errors.extend(field_errors(&checked.errors));
     if errors.is_empty() {
-        Ok(entries)
+        Ok((entries, checked))
     } else {
         Err(errors)
     }
@@ -65,8 +75,12 @@ pub(super) fn cross_check(
     source: &str,
     entries: &[DesiredEntry],
 ) -> Vec<FieldError> {
-    DesiredIndex::check_alone(zones, source, entries)
-        .into_iter()
+    field_errors(&DesiredIndex::check_alone(zones, source, entries))
+}
+
+fn field_errors(errors: &[crate::source::SourceError]) -> Vec<FieldError> {
+    errors
+        .iter()
         .map(|e| FieldError::new(e.location.clone(), format!("{}: {}", e.record, e.message)))
         .collect()
 }
