@@ -321,3 +321,73 @@ async fn a_patch_changes_what_it_names_or_nothing() {
     assert_eq!(done.records, 2);
     assert_eq!(svc.engine.snapshot().zones[0].desired_records, 2);
 }
+
+/// Patches go to the source's journal; once it outgrows the snapshot a new snapshot
+/// takes it in. Through any number of patches, what the store replays (what a restart
+/// restores) is the source's state, and a planner restarted on the store holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patches_survive_the_journal_and_its_compaction() {
+    use pb::planner_server::Planner;
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let put = pb::PutDesiredRequest {
+        source: "test".into(),
+        records: vec![record("a.example.com", "A", &["192.0.2.1"])],
+    };
+    svc.put_desired(Request::new(put)).await.unwrap();
+    let journal = || {
+        std::fs::read_dir(dir.path().join("desired"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".journal"))
+            .map(|e| e.metadata().unwrap().len())
+            .sum::<u64>()
+    };
+    let (mut longest, mut last, mut compactions) = (0, 0, 0);
+    for i in 0..1_500u32 {
+        let value = format!("192.0.2.{}", i % 250 + 1);
+        let name = format!("r{}.example.com", i % 40);
+        // Now and then the next name is withdrawn (never the one upserted).
+        let next = format!("r{}.example.com", (i + 1) % 40);
+        let deletes: Vec<(&str, &str)> = if i % 7 == 0 {
+            vec![(next.as_str(), "A")]
+        } else {
+            vec![]
+        };
+        svc.patch_desired(Request::new(patch(
+            vec![record(&name, "A", &[&value])],
+            &deletes,
+        )))
+        .await
+        .unwrap();
+        let now = journal();
+        if now < last {
+            compactions += 1;
+        }
+        (longest, last) = (longest.max(now), now);
+    }
+    assert!(longest > 60_000, "the journal grew to {longest} bytes");
+    assert!(
+        compactions >= 2,
+        "and was taken into a new snapshot ({compactions} times)"
+    );
+    // The expected state: each name as its last upsert or withdrawal left it.
+    let mut want: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    want.insert("a.example.com. A".into(), "192.0.2.1".into());
+    for i in 0..1_500u32 {
+        let name = format!("r{}.example.com. A", i % 40);
+        if i % 7 == 0 {
+            want.remove(&format!("r{}.example.com. A", (i + 1) % 40));
+        }
+        want.insert(name, format!("192.0.2.{}", i % 250 + 1));
+    }
+    let got: std::collections::BTreeMap<String, String> = stored(dir.path())
+        .into_iter()
+        .map(|(k, v)| (k, v.concat()))
+        .collect();
+    assert_eq!(got, want);
+    // A planner restarted on the same store restores exactly that.
+    let again = service(dir.path());
+    assert_eq!(again.engine.restore_pushes().unwrap(), want.len());
+    assert_eq!(again.engine.snapshot().zones[0].desired_records, want.len());
+}
