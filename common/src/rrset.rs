@@ -135,6 +135,24 @@ impl RRSet {
         }
     }
 
+    /// An RRSet from the parts of one already checked (an index keeps its values and
+    /// TTL without the key, which it holds as the map's key).
+    pub fn from_checked_parts(key: RecordKey, ttl: u32, values: Arc<[String]>) -> RRSet {
+        RRSet { key, ttl, values }
+    }
+
+    /// The values' shared storage.
+    pub fn shared_values(&self) -> &Arc<[String]> {
+        &self.values
+    }
+
+    /// Shares `values`' storage when they are equal to these.
+    pub fn share_values(&mut self, values: &Arc<[String]>) {
+        if self.values == *values {
+            self.values = values.clone();
+        }
+    }
+
     /// Shares `other`'s value storage when the data is equal (saves memory in indexes
     /// that hold both a desired and an observed copy).
     pub fn share_values_with(&mut self, other: &RRSet) {

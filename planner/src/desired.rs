@@ -14,15 +14,53 @@ use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-/// One desired RRSet and who asked for it.
+/// One desired RRSet, without its key (the index's map key), and who asked for it.
+/// The key is not repeated here: 40 bytes a record in a million-record index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesiredRecord {
-    pub rrset: RRSet,
+    pub ttl: u32,
+    /// Canonical, sorted, checked (taken from an [`RRSet`]); shared with the observed
+    /// copy when equal.
+    values: Arc<[String]>,
     /// The source that contributed it (`file:0`, `push:my-app`).
     pub source: Arc<str>,
     /// The object that asked for it (`DNSEndpoint default/web`); goes into the
     /// ownership record.
     pub resource: Arc<str>,
+}
+
+impl DesiredRecord {
+    pub fn new(rrset: &RRSet, source: Arc<str>, resource: Arc<str>) -> DesiredRecord {
+        DesiredRecord {
+            ttl: rrset.ttl,
+            values: rrset.shared_values().clone(),
+            source,
+            resource,
+        }
+    }
+
+    /// The RRSet at `key` (its key in the index).
+    pub fn rrset(&self, key: &RecordKey) -> RRSet {
+        RRSet::from_checked_parts(key.clone(), self.ttl, self.values.clone())
+    }
+
+    pub fn values(&self) -> &[String] {
+        &self.values
+    }
+
+    pub fn shared_values(&self) -> &Arc<[String]> {
+        &self.values
+    }
+
+    /// Same TTL and values.
+    pub fn same_data(&self, other: &DesiredRecord) -> bool {
+        self.ttl == other.ttl && self.values == other.values
+    }
+
+    /// Same TTL and values as `rrset`.
+    pub fn same_data_as(&self, rrset: &RRSet) -> bool {
+        self.ttl == rrset.ttl && *self.values == *rrset.values()
+    }
 }
 
 /// Shares equal strings and names, so that a million records do not carry a million
@@ -284,9 +322,9 @@ impl DesiredIndex {
                     }
                 };
                 let record = DesiredRecord {
-                    rrset: record.rrset.with_key(key.clone()),
                     source: source.clone(),
                     resource,
+                    ..record
                 };
                 (key, record)
             })
@@ -468,7 +506,7 @@ impl DesiredIndex {
                 }
             };
             if let Some(first) = new.get(&key) {
-                if !first.rrset.same_data(&rrset) {
+                if !first.same_data_as(&rrset) {
                     errors.push(error(format!(
                         "also declared by {} with other values; keeping that one",
                         first.resource
@@ -487,11 +525,7 @@ impl DesiredIndex {
                     interned
                 }
             };
-            let record = DesiredRecord {
-                rrset: rrset.with_key(key.clone()),
-                source: source.clone(),
-                resource,
-            };
+            let record = DesiredRecord::new(&rrset, source.clone(), resource);
             new.insert(key, record);
         }
         (new, errors)
@@ -506,7 +540,7 @@ impl DesiredIndex {
     ) -> bool {
         new.get(key).is_some_and(|n| {
             self.claim_of(key, source)
-                .is_some_and(|o| o.rrset.same_data(&n.rrset))
+                .is_some_and(|o| o.same_data(n))
         })
     }
 
@@ -528,7 +562,7 @@ impl DesiredIndex {
         let records = self.zones.entry(key.zone.clone()).or_default();
         match records.get(&key) {
             Some(first) if &first.source != source => {
-                if !first.rrset.same_data(&record.rrset) {
+                if !first.same_data(&record) {
                     let at = lines.first(&key.name, key.rtype);
                     contribution.conflicts.insert(
                         key.clone(),
@@ -752,8 +786,8 @@ impl DesiredIndex {
                 out.push(DesiredEntry {
                     name: key.name.clone(),
                     rtype: key.rtype,
-                    ttl: Some(record.rrset.ttl),
-                    values: record.rrset.values().to_vec(),
+                    ttl: Some(record.ttl),
+                    values: record.values().to_vec(),
                     origin: crate::source::Origin {
                         source: record.source.clone(),
                         location: u.origin.location.clone(),
@@ -889,7 +923,7 @@ mod tests {
             ["a.example.com."]
         );
         let k = RecordKey::new(root(), Name::parse("a.example.com").unwrap(), RecordType::A);
-        assert_eq!(idx.zone(&root()).unwrap()[&k].rrset.values(), ["192.0.2.9"]);
+        assert_eq!(idx.zone(&root()).unwrap()[&k].values(), ["192.0.2.9"]);
         // s2 goes away: gone.
         idx.update_source("s2", &[], vec![]);
         assert!(!idx.zone(&root()).unwrap().contains_key(&k));

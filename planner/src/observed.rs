@@ -90,7 +90,7 @@ impl ZoneView {
             None => {
                 if let Some((k, d)) = desired.and_then(|d| d.get_key_value(&r.key)) {
                     r = r.with_key(k.clone());
-                    r.share_values_with(&d.rrset);
+                    r.share_values(d.shared_values());
                 }
                 data.push((r.key.clone(), r));
             }

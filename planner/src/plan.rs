@@ -91,7 +91,7 @@ pub fn plan_zone(
     let mut data = current.data.iter().peekable();
     let mut owners = current.owners.iter().peekable();
     for (key, want) in desired {
-        let want_rr = &want.rrset;
+        let want_rr = &want.rrset(key);
         while data.next_if(|(k, _)| *k < key).is_some() {}
         let cur = data.next_if(|(k, _)| *k == key).map(|(_, r)| r);
         while owners.next_if(|(k, _)| *k < key).is_some() {}
@@ -289,11 +289,7 @@ mod tests {
             .map(|r| {
                 (
                     r.key.clone(),
-                    DesiredRecord {
-                        rrset: r.clone(),
-                        source: "test".into(),
-                        resource: "r".into(),
-                    },
+                    DesiredRecord::new(r, "test".into(), "r".into()),
                 )
             })
             .collect()
@@ -513,7 +509,7 @@ mod tests {
                     // Untouched.
                     prop_assert_eq!(after.data.get(key), before.data.get(key));
                 } else {
-                    prop_assert_eq!(after.data.get(key), Some(&d.rrset));
+                    prop_assert_eq!(after.data.get(key), Some(&d.rrset(key)));
                     prop_assert_eq!(after.owner_of(key), Some(ME));
                 }
             }
@@ -530,7 +526,7 @@ mod tests {
                 }
             }
             for (key, r) in &before.data {
-                let adopted = adopt && want.get(key).is_some_and(|d| d.rrset.same_data(r));
+                let adopted = adopt && want.get(key).is_some_and(|d| d.same_data_as(r));
                 if !before.owners.contains_key(key) && !adopted {
                     prop_assert_eq!(after.data.get(key), Some(r));
                     prop_assert!(after.owner_of(key).is_none());

@@ -356,7 +356,7 @@ impl StateTable {
             .filter_map(|c| {
                 let key = c.change.key();
                 let (k, s) = self.records.get_key_value(key)?;
-                (!due(Some(s), desired.rrset(key), now)).then_some((k, s))
+                (!due(Some(s), desired.rrset(key).as_ref(), now)).then_some((k, s))
             })
             .collect()
     }
@@ -431,7 +431,7 @@ impl StateTable {
         plan.changes.retain(|c| {
             let key = c.change.key();
             let want = desired.rrset(key);
-            if !due(self.records.get(key), want, now) {
+            if !due(self.records.get(key), want.as_ref(), now) {
                 return false;
             }
             let s = self.entry(key, now);
@@ -439,7 +439,7 @@ impl StateTable {
                 s.attempts = 0;
             }
             s.kind = RecordStateKind::Pending;
-            s.desired = want.cloned();
+            s.desired = want;
             s.observed = observed(key);
             s.last_change_id = c.change.id.clone();
             s.reason = c.reason.clone();
@@ -563,15 +563,17 @@ impl StateTable {
 
 /// The desired records of the names being folded, as the fold reads them.
 pub trait DesiredLookup {
-    fn rrset(&self, key: &RecordKey) -> Option<&RRSet>;
-    fn contains(&self, key: &RecordKey) -> bool {
-        self.rrset(key).is_some()
-    }
+    fn rrset(&self, key: &RecordKey) -> Option<RRSet>;
+    fn contains(&self, key: &RecordKey) -> bool;
 }
 
 impl DesiredLookup for BTreeMap<RecordKey, crate::desired::DesiredRecord> {
-    fn rrset(&self, key: &RecordKey) -> Option<&RRSet> {
-        self.get(key).map(|d| &d.rrset)
+    fn rrset(&self, key: &RecordKey) -> Option<RRSet> {
+        self.get(key).map(|d| d.rrset(key))
+    }
+
+    fn contains(&self, key: &RecordKey) -> bool {
+        self.contains_key(key)
     }
 }
 

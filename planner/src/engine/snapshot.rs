@@ -379,7 +379,7 @@ impl Engine {
                     None => {
                         let s = states.without_entry(
                             key,
-                            &zone_desired[key].rrset,
+                            &zone_desired[key].rrset(key),
                             zone_read,
                             unplanned.contains(&key.name),
                             refused.as_deref(),

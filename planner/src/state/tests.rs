@@ -28,11 +28,7 @@ fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
         .map(|r| {
             (
                 r.key.clone(),
-                DesiredRecord {
-                    rrset: r.clone(),
-                    resource: Arc::from("test"),
-                    source: Arc::from("test"),
-                },
+                DesiredRecord::new(r, Arc::from("test"), Arc::from("test")),
             )
         })
         .collect()
