@@ -538,10 +538,8 @@ impl DesiredIndex {
         key: &RecordKey,
         new: &BTreeMap<RecordKey, DesiredRecord>,
     ) -> bool {
-        new.get(key).is_some_and(|n| {
-            self.claim_of(key, source)
-                .is_some_and(|o| o.same_data(n))
-        })
+        new.get(key)
+            .is_some_and(|n| self.claim_of(key, source).is_some_and(|o| o.same_data(n)))
     }
 
     /// Puts `source`'s claim on `key` in force, or among the shadows when another

@@ -18,11 +18,33 @@ pub struct Owned {
     template: RRSet,
 }
 
+/// An observed data RRSet without its key (the view's map key, shared with the
+/// desired index's): 40 bytes a record less in a million-record view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub ttl: u32,
+    values: Arc<[String]>,
+}
+
+impl Held {
+    fn of(rrset: &RRSet) -> Held {
+        Held {
+            ttl: rrset.ttl,
+            values: rrset.shared_values().clone(),
+        }
+    }
+
+    /// The RRSet at `key` (its key in the view).
+    pub fn rrset(&self, key: &RecordKey) -> RRSet {
+        RRSet::from_checked_parts(key.clone(), self.ttl, self.values.clone())
+    }
+}
+
 /// A zone's records split into data and ownership.
 #[derive(Debug, Default, Clone)]
 pub struct ZoneView {
     /// Data records by key (ownership records excluded).
-    pub data: BTreeMap<RecordKey, RRSet>,
+    data: BTreeMap<RecordKey, Held>,
     /// Ownership by the key owned.
     pub owners: BTreeMap<RecordKey, Arc<Owned>>,
     /// The ownership records written since the view was built, by their data, so that
@@ -72,7 +94,7 @@ impl ZoneView {
         mut r: RRSet,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
         owner_values: &mut HashMap<(u32, Vec<String>), Arc<Owned>>,
-        data: &mut Vec<(RecordKey, RRSet)>,
+        data: &mut Vec<(RecordKey, Held)>,
         owners: &mut Vec<(RecordKey, Arc<Owned>)>,
     ) {
         match parse_owner_record(&r) {
@@ -92,9 +114,34 @@ impl ZoneView {
                     r = r.with_key(k.clone());
                     r.share_values(d.shared_values());
                 }
-                data.push((r.key.clone(), r));
+                data.push((r.key.clone(), Held::of(&r)));
             }
         }
+    }
+
+    /// The data RRSet at `key` (ownership records excluded).
+    pub fn get(&self, key: &RecordKey) -> Option<RRSet> {
+        self.data.get(key).map(|h| h.rrset(key))
+    }
+
+    /// Whether the view holds data at `key`.
+    pub fn contains(&self, key: &RecordKey) -> bool {
+        self.data.contains_key(key)
+    }
+
+    /// The data records in key order.
+    pub fn data(&self) -> impl Iterator<Item = (&RecordKey, &Held)> {
+        self.data.iter()
+    }
+
+    /// The data records at `name` (every type), in key order.
+    pub fn data_at(&self, zone: &Name, name: &Name) -> impl Iterator<Item = (&RecordKey, &Held)> {
+        at_name(&self.data, zone, name)
+    }
+
+    /// The data records as RRSets, in key order.
+    pub fn rrsets(&self) -> impl Iterator<Item = RRSet> + '_ {
+        self.data.iter().map(|(k, h)| h.rrset(k))
     }
 
     /// How many data records `owner_id` owns here (the mass-change guard's measure).
@@ -189,7 +236,7 @@ impl ZoneView {
             }
             (None, Some(after)) => {
                 self.grown +=
-                    usize::from(self.data.insert(op.key.clone(), after.clone()).is_none());
+                    usize::from(self.data.insert(op.key.clone(), Held::of(after)).is_none());
             }
             (None, None) => {
                 self.data.remove(&op.key);
@@ -201,7 +248,7 @@ impl ZoneView {
     pub fn observe(&mut self, key: &RecordKey, rrset: Option<RRSet>) {
         match rrset {
             Some(r) => {
-                self.data.insert(key.clone(), r);
+                self.data.insert(key.clone(), Held::of(&r));
             }
             None => {
                 self.data.remove(key);
@@ -250,7 +297,7 @@ mod tests {
         .unwrap();
         assert!(parse_owner_record(&other).is_none());
         let view = ZoneView::new([other]);
-        assert!(view.data.contains_key(&k));
+        assert!(view.contains(&k));
         assert!(view.owners.is_empty());
     }
 

@@ -72,8 +72,8 @@ pub fn plan_zone(
             continue;
         };
         let mut ops = Vec::new();
-        if let Some(cur) = current.data.get(key) {
-            ops.push(RRSetOp::delete(cur.clone()));
+        if let Some(cur) = current.get(key) {
+            ops.push(RRSetOp::delete(cur));
             deleting.insert(key);
         }
         ops.push(RRSetOp::delete(owner_rrset));
@@ -88,12 +88,13 @@ pub fn plan_zone(
         });
     }
 
-    let mut data = current.data.iter().peekable();
+    let mut data = current.data().peekable();
     let mut owners = current.owners.iter().peekable();
     for (key, want) in desired {
         let want_rr = &want.rrset(key);
         while data.next_if(|(k, _)| *k < key).is_some() {}
-        let cur = data.next_if(|(k, _)| *k == key).map(|(_, r)| r);
+        let cur = data.next_if(|(k, _)| *k == key).map(|(k, h)| h.rrset(k));
+        let cur = cur.as_ref();
         while owners.next_if(|(k, _)| *k < key).is_some() {}
         let owner = owners.next_if(|(k, _)| *k == key).map(|(_, o)| o);
         let blocked = |reason: ConflictReason, observed: Option<&RRSet>, message: String| Blocked {
@@ -134,7 +135,7 @@ pub fn plan_zone(
                 if let Some(clash) = type_clash(key, current, &deleting) {
                     plan.blocked.push(blocked(
                         ConflictReason::TypeClash,
-                        Some(clash),
+                        Some(&clash),
                         format!("{} {} exists at this name; a CNAME cannot share a name with other data", clash.key.name, clash.key.rtype),
                     ));
                     continue;
@@ -227,18 +228,19 @@ fn desired_beside_cname(key: &RecordKey, desired: &BTreeMap<RecordKey, DesiredRe
 
 /// Existing data at `key.name` that a new `key` would clash with (CNAME beside other
 /// data), unless that data is being deleted by this plan.
-fn type_clash<'a>(
+fn type_clash(
     key: &RecordKey,
-    current: &'a ZoneView,
+    current: &ZoneView,
     deleting: &BTreeSet<&RecordKey>,
-) -> Option<&'a RRSet> {
-    at_name(&current.data, &key.zone, &key.name)
-        .map(|(_, r)| r)
-        .find(|r| {
-            r.key.rtype != key.rtype
-                && (r.key.rtype == RecordType::Cname || key.rtype == RecordType::Cname)
-                && !deleting.contains(&r.key)
+) -> Option<RRSet> {
+    current
+        .data_at(&key.zone, &key.name)
+        .find(|(k, _)| {
+            k.rtype != key.rtype
+                && (k.rtype == RecordType::Cname || key.rtype == RecordType::Cname)
+                && !deleting.contains(k)
         })
+        .map(|(k, h)| h.rrset(k))
 }
 
 fn describe_difference(cur: &RRSet, want: &RRSet) -> String {
@@ -404,7 +406,7 @@ mod tests {
         let after = apply(&current, &plan.changes);
         let view = ZoneView::new(after.into_values());
         assert_eq!(view.owner_of(&same.key), Some(ME));
-        assert_eq!(view.data.get(&same.key), Some(&same));
+        assert_eq!(view.get(&same.key), Some(same));
     }
 
     #[test]
@@ -507,9 +509,9 @@ mod tests {
                 let blocked = plan.blocked.iter().any(|b| &b.key == key);
                 if blocked {
                     // Untouched.
-                    prop_assert_eq!(after.data.get(key), before.data.get(key));
+                    prop_assert_eq!(after.get(key), before.get(key));
                 } else {
-                    prop_assert_eq!(after.data.get(key), Some(&d.rrset(key)));
+                    prop_assert_eq!(after.get(key), Some(d.rrset(key)));
                     prop_assert_eq!(after.owner_of(key), Some(ME));
                 }
             }
@@ -517,18 +519,19 @@ mod tests {
             for (key, owned) in &before.owners {
                 let mark = &owned.mark;
                 if &*mark.owner == ME && !want.contains_key(key) {
-                    prop_assert!(!after.data.contains_key(key));
+                    prop_assert!(!after.contains(key));
                     prop_assert!(after.owner_of(key).is_none());
                 }
                 if &*mark.owner != ME {
-                    prop_assert_eq!(after.data.get(key), before.data.get(key));
+                    prop_assert_eq!(after.get(key), before.get(key));
                     prop_assert_eq!(after.owner_of(key), Some(&*mark.owner));
                 }
             }
-            for (key, r) in &before.data {
-                let adopted = adopt && want.get(key).is_some_and(|d| d.same_data_as(r));
+            for r in before.rrsets() {
+                let key = &r.key;
+                let adopted = adopt && want.get(key).is_some_and(|d| d.same_data_as(&r));
                 if !before.owners.contains_key(key) && !adopted {
-                    prop_assert_eq!(after.data.get(key), Some(r));
+                    prop_assert_eq!(after.get(key), Some(r.clone()));
                     prop_assert!(after.owner_of(key).is_none());
                 }
             }

@@ -300,7 +300,8 @@ async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let view = ZoneView::new(listing.clone());
     for n in 0..NAMES {
         let k = key(n);
-        let data = view.data.get(&k);
+        let data = view.get(&k);
+        let data = data.as_ref();
         let owner = view.owner_of(&k);
         if let Some(v) = unowned.get(&n) {
             // Another writer's record: untouched, whatever dnsplane wanted.

@@ -343,7 +343,7 @@ impl Engine {
                 let withheld = lock(&zone.states).fold_plan(
                     |n| scope.contains(n),
                     desired,
-                    |k| view.data.get(k).cloned(),
+                    |k| view.get(k),
                     plan,
                     now,
                     self.retry_clock(),
