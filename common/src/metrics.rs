@@ -173,6 +173,28 @@ impl AdminServer {
             )
     }
 
+    /// [`serve`](Self::serve) on a runtime of its own, on a thread of its own: `/healthz`
+    /// then answers whatever the service's runtime is busy with (a liveness probe that
+    /// waits for a free worker of a service loading a million records restarts it).
+    /// The status and metrics handlers must then not need the service's runtime (plain
+    /// reads of shared state). The handle resolves once the server has stopped.
+    pub fn serve_apart(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<tokio::task::JoinHandle<std::io::Result<()>>> {
+        let listener = listener.into_std()?;
+        Ok(tokio::task::spawn_blocking(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener)?;
+                self.serve(listener, shutdown).await
+            })
+        }))
+    }
+
     /// Serves until `shutdown` is cancelled. The caller binds the listener (port 0 in
     /// tests), so a port clash is reported before anything starts.
     pub async fn serve(

@@ -109,7 +109,13 @@ pub async fn run(
             let readiness = server.readiness();
             (
                 Some(readiness),
-                Some(tokio::spawn(server.serve(l, admin_stop.clone()))),
+                // Apart from the engine's runtime: its status and metrics are reads of
+                // the engine's read model, which never waits behind a busy lock.
+                Some(
+                    server
+                        .serve_apart(l, admin_stop.clone())
+                        .map_err(PlannerError::Listener)?,
+                ),
             )
         }
         None => (None, None),
