@@ -6,7 +6,7 @@
 //!   observed state (the applier runs as its own process, so it is not counted);
 //! - the latency from a one-record change in a source to `APPLIED`.
 //!
-//! Run: `cargo build --release --bins && cargo bench -p dnsplane-planner --bench scale`
+//! Run: `cargo build --release --bins && cargo bench -p dnsplane-e2e --bench scale`
 //! (`-- 10000 100000` for a subset of sizes).
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use dnsplane_planner::config::{
