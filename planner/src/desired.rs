@@ -988,6 +988,31 @@ mod tests {
         assert_eq!(patched.len(), 3, "b, c and s0's record");
     }
 
+    /// Entries a property test picked: (name, type, value) indices into a few names
+    /// (one in a sub-zone, one reserved, one outside every zone), A / CNAME / TXT,
+    /// and three values.
+    fn picked(picks: &[(usize, usize, usize)]) -> Vec<DesiredEntry> {
+        let names = [
+            "a.example.com",
+            "b.sub.example.com",
+            "_dnsplane-a.example.com",
+            "x.example.org",
+        ];
+        let types = [RecordType::A, RecordType::Cname, RecordType::Txt];
+        picks
+            .iter()
+            .enumerate()
+            .map(|(i, &(n, t, v))| {
+                let value = match types[t] {
+                    RecordType::A => format!("192.0.2.{v}"),
+                    RecordType::Cname => format!("t{v}.example.net"),
+                    _ => format!("text {v}"),
+                };
+                entry(names[n], types[t], &[value.as_str()], i as u32)
+            })
+            .collect()
+    }
+
     /// The suffix lookup finds the zone the scan of the configured zones finds: the
     /// longest one holding the name, none for a name outside them all.
     #[test]
@@ -1025,23 +1050,7 @@ mod tests {
             before in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..20),
             after in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..20),
         ) {
-            let names = ["a.example.com", "b.sub.example.com", "_dnsplane-a.example.com", "x.example.org"];
-            let types = [RecordType::A, RecordType::Cname, RecordType::Txt];
-            let entries = |picks: &[(usize, usize, usize)]| -> Vec<DesiredEntry> {
-                picks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(n, t, v))| {
-                        let value = match types[t] {
-                            RecordType::A => format!("192.0.2.{v}"),
-                            RecordType::Cname => format!("t{v}.example.net"),
-                            _ => format!("text {v}"),
-                        };
-                        entry(names[n], types[t], &[value.as_str()], i as u32)
-                    })
-                    .collect()
-            };
-            let (before, after) = (entries(&before), entries(&after));
+            let (before, after) = (picked(&before), picked(&after));
             let mut placed = DesiredIndex::new(&zones());
             let mut taken = DesiredIndex::new(&zones());
             placed.update_source("other", &before, Vec::new());
@@ -1066,20 +1075,7 @@ mod tests {
         fn checking_alone_reports_what_an_index_of_its_own_would(
             picks in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..30)
         ) {
-            let names = ["a.example.com", "b.sub.example.com", "_dnsplane-a.example.com", "x.example.org"];
-            let types = [RecordType::A, RecordType::Cname, RecordType::Txt];
-            let entries: Vec<DesiredEntry> = picks
-                .iter()
-                .enumerate()
-                .map(|(i, &(n, t, v))| {
-                    let value = match types[t] {
-                        RecordType::A => format!("192.0.2.{v}"),
-                        RecordType::Cname => format!("t{v}.example.net"),
-                        _ => format!("text {v}"),
-                    };
-                    entry(names[n], types[t], &[value.as_str()], i as u32)
-                })
-                .collect();
+            let entries = picked(&picks);
             let mut index = DesiredIndex::new(&zones());
             index.update_source("push:p", &entries, Vec::new());
             proptest::prop_assert_eq!(

@@ -228,14 +228,24 @@ impl DesiredStore {
         key: &str,
     ) -> Result<Option<(T, Vec<P>)>, StoreError> {
         let path = self.path(key);
-        let bytes = match fs::read(&path) {
+        let Some((env, size)) = self.envelope::<T>(&path)? else {
+            return Ok(None);
+        };
+        let changes = self.read_journal(key, &path, env.generation, size)?;
+        Ok(Some((env.state, changes)))
+    }
+
+    /// The envelope stored at `path` and its size in bytes, if there is one.
+    fn envelope<T: DeserializeOwned>(
+        &self,
+        path: &Path,
+    ) -> Result<Option<(Envelope<T>, u64)>, StoreError> {
+        let bytes = match fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&path)(e)),
+            Err(e) => return Err(io(path)(e)),
         };
-        let env: Envelope<T> = decode(&path, &bytes)?;
-        let changes = self.read_journal(key, &path, env.generation, bytes.len() as u64)?;
-        Ok(Some((env.state, changes)))
+        Ok(Some((decode(path, &bytes)?, bytes.len() as u64)))
     }
 
     /// The journal lines of `key` that follow snapshot `generation`; remembers the
@@ -287,14 +297,9 @@ impl DesiredStore {
 
     /// `key`'s last stored state, if any.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StoreError> {
-        let path = self.path(key);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        let env: Envelope<T> = decode(&path, &bytes)?;
-        Ok(Some(env.state))
+        Ok(self
+            .envelope::<T>(&self.path(key))?
+            .map(|(env, _)| env.state))
     }
 
     /// Every stored state whose key starts with `prefix`, by key, with the changes
@@ -306,12 +311,10 @@ impl DesiredStore {
         let mut out = Vec::new();
         for (key, state) in self.all::<T>(prefix)? {
             let path = self.path(&key);
-            let (generation, bytes) = {
-                let bytes = fs::read(&path).map_err(io(&path))?;
-                let env: Envelope<serde::de::IgnoredAny> = decode(&path, &bytes)?;
-                (env.generation, bytes.len() as u64)
+            let Some((env, size)) = self.envelope::<serde::de::IgnoredAny>(&path)? else {
+                continue; // removed since it was listed
             };
-            let changes = self.read_journal(&key, &path, generation, bytes)?;
+            let changes = self.read_journal(&key, &path, env.generation, size)?;
             out.push((key, state, changes));
         }
         Ok(out)

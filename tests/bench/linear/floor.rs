@@ -166,16 +166,7 @@ impl Curl {
         for (i, body) in bodies(&changes).iter().enumerate() {
             let file = self.dir.join(format!("patch-{i}.json"));
             std::fs::write(&file, body).expect("write the PATCH body");
-            let (code, time) = self.curl(&[
-                "-X",
-                "PATCH",
-                "-H",
-                "Content-Type: application/json",
-                "--data-binary",
-                &format!("@{}", file.display()),
-                &format!("{}/{to}", self.api),
-            ]);
-            assert_eq!(code, "204", "PATCH {to} ({} bytes)", body.len());
+            let time = self.patch_body(to, &format!("@{}", file.display()));
             floor.time += time;
             floor.requests += 1;
         }
@@ -184,6 +175,22 @@ impl Curl {
 }
 
 impl Curl {
+    /// One timed PATCH of `zone` with `data` (curl's `--data-binary`: the body, or
+    /// `@file`); it must be answered 204.
+    fn patch_body(&self, zone: &str, data: &str) -> Duration {
+        let (code, time) = self.curl(&[
+            "-X",
+            "PATCH",
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            data,
+            &format!("{}/{zone}", self.api),
+        ]);
+        assert_eq!(code, "204", "PATCH {zone} ({} bytes of data)", data.len());
+        time
+    }
+
     /// The least a one-record change costs this server: `samples` PATCHes, each
     /// REPLACEing one A RRSet (`name`, which nobody desires) with a new value in `zone`
     /// as it stands, timed one by one; their median. PowerDNS rectifies the whole zone
@@ -196,17 +203,7 @@ impl Curl {
                     "records": [{"content": format!("198.51.100.{}", i % 250 + 1), "disabled": false}],
                 }]})
                 .to_string();
-                let (code, time) = self.curl(&[
-                    "-X",
-                    "PATCH",
-                    "-H",
-                    "Content-Type: application/json",
-                    "--data-binary",
-                    &body,
-                    &format!("{}/{zone}", self.api),
-                ]);
-                assert_eq!(code, "204", "PATCH {name} into {zone}");
-                time
+                self.patch_body(zone, &body)
             })
             .collect();
         times.sort();
