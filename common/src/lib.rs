@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod name;
 pub mod outcome;
 pub mod rdata;
+pub mod redis;
 pub mod rrset;
 pub mod runtime;
 pub mod telemetry;

@@ -5,10 +5,9 @@
 //! The bucket is a hash with `tat` (ms), and after a throttle `factor` and `halved_at`;
 //! it expires an hour after it was last needed.
 use super::gcra::Params;
+use dnsplane_common::redis::{LazyRedis, RedisCallError};
 use redis::Script;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
-use tokio::sync::Mutex;
 
 /// Takes tokens (a bucket Redis does not have starts empty, see [`super::gcra`]).
 /// KEYS[1]: the bucket. ARGV: interval at full rate (ms), burst, cost,
@@ -75,13 +74,11 @@ pub struct Reply {
 }
 
 /// One bucket in one Redis. Connects lazily (on the first call, which needs a
-/// runtime) through a [`ConnectionManager`], which reconnects by itself after a
-/// failure; every call is bounded by `timeout`.
+/// runtime) through [`LazyRedis`], whose connection manager reconnects by itself
+/// after a failure; every call is bounded by `timeout`.
 pub struct SharedBucket {
-    client: redis::Client,
-    conn: Mutex<Option<ConnectionManager>>,
+    redis: LazyRedis,
     key: String,
-    timeout: Duration,
     acquire: Script,
     throttle: Script,
 }
@@ -89,35 +86,24 @@ pub struct SharedBucket {
 impl std::fmt::Debug for SharedBucket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedBucket")
-            .field("redis", &redacted_addr(&self.client))
+            .field("redis", &self.redis.addr())
             .field("key", &self.key)
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.redis.timeout())
             .finish_non_exhaustive()
     }
 }
 
 /// Why Redis could not answer.
-#[derive(Debug, thiserror::Error)]
-pub enum SharedError {
-    #[error("Redis did not answer within {0:?}")]
-    Timeout(Duration),
-    #[error("Redis: {0}")]
-    Redis(#[from] redis::RedisError),
-}
-
-/// `host:port` of a client, never its credentials.
-pub fn redacted_addr(client: &redis::Client) -> String {
-    client.get_connection_info().addr().to_string()
-}
+/// Why the shared bucket could not answer (the quota then falls back to its local
+/// share and probes on its own clock).
+pub type SharedError = RedisCallError;
 
 impl SharedBucket {
     /// Parses `url` (`redis://[user:password@]host:port[/db]`); makes no connection.
     pub fn new(url: &str, key: String, timeout: Duration) -> Result<Self, redis::RedisError> {
         Ok(SharedBucket {
-            client: redis::Client::open(url)?,
-            conn: Mutex::new(None),
+            redis: LazyRedis::new(url, timeout)?,
             key,
-            timeout,
             acquire: Script::new(ACQUIRE_LUA),
             throttle: Script::new(THROTTLE_LUA),
         })
@@ -125,37 +111,11 @@ impl SharedBucket {
 
     /// Where the bucket lives, for status and logs (no credentials).
     pub fn addr(&self) -> String {
-        redacted_addr(&self.client)
+        self.redis.addr()
     }
 
     pub fn key(&self) -> &str {
         &self.key
-    }
-
-    async fn conn(&self) -> Result<ConnectionManager, SharedError> {
-        let mut guard = self.conn.lock().await;
-        if let Some(c) = guard.as_ref() {
-            return Ok(c.clone());
-        }
-        // One attempt per call, bounded: the quota falls back to its local share and
-        // probes on its own clock instead of queueing behind reconnection retries.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(0)
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
-        let c = ConnectionManager::new_lazy_with_config(self.client.clone(), config)?;
-        *guard = Some(c.clone());
-        Ok(c)
-    }
-
-    async fn bounded<T>(
-        &self,
-        f: impl Future<Output = Result<T, redis::RedisError>>,
-    ) -> Result<T, SharedError> {
-        match tokio::time::timeout(self.timeout, f).await {
-            Ok(r) => Ok(r?),
-            Err(_) => Err(SharedError::Timeout(self.timeout)),
-        }
     }
 
     /// Takes `cost` tokens if Redis can grant them within `max_wait`; `hold`: the
@@ -167,7 +127,7 @@ impl SharedBucket {
         max_wait: Duration,
         hold: Duration,
     ) -> Result<Reply, SharedError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.redis.conn().await?;
         let mut inv = self.acquire.key(&self.key);
         inv.arg(p.interval_ms)
             .arg(p.burst)
@@ -176,7 +136,7 @@ impl SharedBucket {
             .arg(finite(p.recover_per_ms))
             .arg(hold.as_secs_f64() * 1000.0);
         let (allowed, wait_ms, ppm): (i64, i64, i64) =
-            self.bounded(inv.invoke_async(&mut conn)).await?;
+            self.redis.bounded(inv.invoke_async(&mut conn)).await?;
         let factor = ppm as f64 / 1e6;
         Ok(Reply {
             allowed: allowed == 1,
@@ -188,7 +148,7 @@ impl SharedBucket {
 
     /// Feeds a throttle answer into the bucket; returns the factor now in force.
     pub async fn throttle(&self, p: &Params, retry_after: Duration) -> Result<f64, SharedError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.redis.conn().await?;
         let mut inv = self.throttle.key(&self.key);
         inv.arg(p.interval_ms)
             .arg(p.burst)
@@ -196,15 +156,16 @@ impl SharedBucket {
             .arg(finite(p.recover_per_ms))
             .arg(p.min_factor)
             .arg(p.hold_ms);
-        let ppm: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
+        let ppm: i64 = self.redis.bounded(inv.invoke_async(&mut conn)).await?;
         Ok(ppm as f64 / 1e6)
     }
 
     /// `PING`: is Redis back?
     pub async fn ping(&self) -> Result<(), SharedError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.redis.conn().await?;
         let cmd = redis::cmd("PING");
-        self.bounded(cmd.query_async::<String>(&mut conn))
+        self.redis
+            .bounded(cmd.query_async::<String>(&mut conn))
             .await
             .map(drop)
     }

@@ -14,9 +14,8 @@
 //! must keep growing when a Redis without persistence restarts empty.
 use super::{Acquire, LeaseBackend, LeaseError};
 use ::redis::Script;
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use dnsplane_common::redis::{LazyRedis, RedisCallError};
 use std::time::Duration;
-use tokio::sync::Mutex;
 
 /// KEYS[1]: the lease. ARGV: holder, ttl (ms). Takes the lease when nobody holds it,
 /// it has expired, or `holder` holds it; every acquisition gets a new epoch: Redis's
@@ -60,13 +59,11 @@ redis.call('HSET', KEYS[1], 'expires', 0)
 return 1
 ";
 
-/// The lease of one owner id in one Redis. Connects lazily through a
-/// [`ConnectionManager`], which reconnects by itself; every call is bounded.
+/// The lease of one owner id in one Redis. Connects lazily ([`LazyRedis`]: a
+/// connection manager, which reconnects by itself); every call is bounded.
 pub struct RedisBackend {
-    client: ::redis::Client,
-    conn: Mutex<Option<ConnectionManager>>,
+    redis: LazyRedis,
     key: String,
-    timeout: Duration,
     acquire: Script,
     renew: Script,
     release: Script,
@@ -82,15 +79,22 @@ impl std::fmt::Debug for RedisBackend {
     }
 }
 
+impl From<RedisCallError> for LeaseError {
+    fn from(e: RedisCallError) -> Self {
+        match e {
+            RedisCallError::Timeout(d) => LeaseError::Timeout(d),
+            RedisCallError::Redis(e) => LeaseError::Redis(e),
+        }
+    }
+}
+
 impl RedisBackend {
     /// The lease of `owner_id` in the Redis at `url`; makes no connection. `timeout`
     /// bounds connecting and each answer.
     pub fn new(url: &str, owner_id: &str, timeout: Duration) -> Result<Self, LeaseError> {
         Ok(RedisBackend {
-            client: ::redis::Client::open(url)?,
-            conn: Mutex::new(None),
+            redis: LazyRedis::new(url, timeout)?,
             key: format!("dnsplane:lease:{owner_id}"),
-            timeout,
             acquire: Script::new(ACQUIRE_LUA),
             renew: Script::new(RENEW_LUA),
             release: Script::new(RELEASE_LUA),
@@ -100,31 +104,6 @@ impl RedisBackend {
     /// The key the lease lives under.
     pub fn key(&self) -> &str {
         &self.key
-    }
-
-    async fn conn(&self) -> Result<ConnectionManager, LeaseError> {
-        let mut guard = self.conn.lock().await;
-        if let Some(c) = guard.as_ref() {
-            return Ok(c.clone());
-        }
-        // One attempt per call: the driver retries on its own clock.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(0)
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
-        let c = ConnectionManager::new_lazy_with_config(self.client.clone(), config)?;
-        *guard = Some(c.clone());
-        Ok(c)
-    }
-
-    async fn bounded<T>(
-        &self,
-        f: impl Future<Output = Result<T, ::redis::RedisError>>,
-    ) -> Result<T, LeaseError> {
-        match tokio::time::timeout(self.timeout, f).await {
-            Ok(r) => Ok(r?),
-            Err(_) => Err(LeaseError::Timeout(self.timeout)),
-        }
     }
 }
 
@@ -139,7 +118,7 @@ impl LeaseBackend for RedisBackend {
     }
 
     fn location(&self) -> String {
-        self.client.get_connection_info().addr().to_string()
+        self.redis.addr()
     }
 
     fn expires(&self) -> bool {
@@ -147,10 +126,10 @@ impl LeaseBackend for RedisBackend {
     }
 
     async fn try_acquire(&self, holder: &str, ttl: Duration) -> Result<Acquire, LeaseError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.redis.conn().await?;
         let mut inv = self.acquire.key(&self.key);
         inv.arg(holder).arg(millis(ttl));
-        let reply: Vec<::redis::Value> = self.bounded(inv.invoke_async(&mut conn)).await?;
+        let reply: Vec<::redis::Value> = self.redis.bounded(inv.invoke_async(&mut conn)).await?;
         let int = |v: Option<&::redis::Value>| match v {
             Some(::redis::Value::Int(n)) => u64::try_from(*n).ok(),
             _ => None,
@@ -167,18 +146,18 @@ impl LeaseBackend for RedisBackend {
     }
 
     async fn renew(&self, holder: &str, ttl: Duration) -> Result<bool, LeaseError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.redis.conn().await?;
         let mut inv = self.renew.key(&self.key);
         inv.arg(holder).arg(millis(ttl));
-        let renewed: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
+        let renewed: i64 = self.redis.bounded(inv.invoke_async(&mut conn)).await?;
         Ok(renewed == 1)
     }
 
     async fn release(&self, holder: &str) -> Result<(), LeaseError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.redis.conn().await?;
         let mut inv = self.release.key(&self.key);
         inv.arg(holder);
-        let _: i64 = self.bounded(inv.invoke_async(&mut conn)).await?;
+        let _: i64 = self.redis.bounded(inv.invoke_async(&mut conn)).await?;
         Ok(())
     }
 }
