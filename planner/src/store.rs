@@ -18,6 +18,10 @@
 //! apply, and they are skipped. A line torn by a crash mid-append was never
 //! acknowledged and is cut off. Once the journal outgrows its snapshot, the caller
 //! writes a new snapshot (amortised O(1) per patch).
+//! Planners sharing the state directory (a standby beside its leader) read the
+//! journal without ever rewriting it; an append keeps every whole line another one
+//! appended, and is refused (the caller writes a whole state) once the snapshot it
+//! follows was replaced.
 //!
 //! A write that fails is an error the caller must act on: the new state is then not
 //! acknowledged (a push answers `UNAVAILABLE`; a file source keeps its previous state).
@@ -65,6 +69,23 @@ struct Book {
     generation: u64,
     snapshot_bytes: u64,
     journal_bytes: u64,
+    /// The snapshot file as this store last wrote or read it: if another planner
+    /// sharing the state directory has replaced it since, appending to the journal
+    /// under the old generation would lose the line, so the caller writes a whole
+    /// state instead.
+    snapshot: Option<FileId>,
+}
+
+/// A file's identity and version: inode (on Unix), modification time, length.
+type FileId = (u64, Option<std::time::SystemTime>, u64);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    let meta = fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some((inode, meta.modified().ok(), meta.len()))
 }
 
 /// A journal shorter than this is never worth a new snapshot.
@@ -160,6 +181,7 @@ impl DesiredStore {
                 generation,
                 snapshot_bytes: bytes.len() as u64,
                 journal_bytes: 0,
+                snapshot: file_id(&path),
             },
         );
         Ok(())
@@ -173,7 +195,12 @@ impl DesiredStore {
         let Some(book) = self.books().get(key).copied() else {
             return Ok(None);
         };
-        let path = self.path(key).with_extension("journal");
+        let snapshot = self.path(key);
+        if file_id(&snapshot) != book.snapshot {
+            self.books().remove(key);
+            return Ok(None);
+        }
+        let path = snapshot.with_extension("journal");
         let mut line = serde_json::to_vec(&JournalLine {
             generation: book.generation,
             change,
@@ -183,19 +210,27 @@ impl DesiredStore {
             message: e.to_string(),
         })?;
         line.push(b'\n');
+        let mut start = book.journal_bytes;
         let written = (|| {
             let mut f = fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&path)?;
-            // A tail torn by a crash mid-append was never acknowledged: cut it off so
-            // that this line starts on a line of its own.
-            if f.metadata()?.len() != book.journal_bytes {
-                f.set_len(book.journal_bytes)?;
+            let len = f.metadata()?.len();
+            if len != book.journal_bytes {
+                // A line torn by a crash mid-append (never acknowledged), or lines
+                // another planner sharing the state directory appended: keep every
+                // whole line, cut a torn tail, so this line starts on its own.
+                let bytes = fs::read(&path)?;
+                let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                if whole < bytes.len() {
+                    f.set_len(whole as u64)?;
+                }
+                start = whole as u64;
             }
             f.write_all(&line)?;
             f.sync_data()?;
-            if book.journal_bytes == 0 {
+            if start == 0 {
                 File::open(&self.dir)?.sync_all()?;
             }
             Ok(())
@@ -204,12 +239,12 @@ impl DesiredStore {
             // Not acknowledged: cut off whatever part of the line was written, and
             // have the next change rewrite the whole state.
             if let Ok(f) = fs::OpenOptions::new().write(true).open(&path) {
-                let _ = f.set_len(book.journal_bytes);
+                let _ = f.set_len(start);
             }
             self.books().remove(key);
             return Err(io(&path)(e));
         }
-        let journal_bytes = book.journal_bytes + line.len() as u64;
+        let journal_bytes = start + line.len() as u64;
         self.books().insert(
             key.to_string(),
             Book {
@@ -290,6 +325,7 @@ impl DesiredStore {
                 generation,
                 snapshot_bytes,
                 journal_bytes: good as u64,
+                snapshot: file_id(snapshot),
             },
         );
         Ok(changes)
@@ -493,6 +529,44 @@ mod tests {
                 .get_journaled::<Vec<u32>, u32>("push:a")
                 .unwrap(),
             Some((vec![9], vec![4]))
+        );
+    }
+
+    /// Two planners sharing a state directory: one's append keeps the lines the other
+    /// appended, and an append under a snapshot the other has replaced is refused
+    /// (the caller writes a whole state), never written under a stale generation.
+    #[test]
+    fn a_shared_store_never_loses_the_other_writers_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            DesiredStore::open(dir.path()).unwrap(),
+            DesiredStore::open(dir.path()).unwrap(),
+        );
+        a.put("push:s", &vec![0u32]).unwrap();
+        assert_eq!(
+            b.get_journaled::<Vec<u32>, u32>("push:s").unwrap(),
+            Some((vec![0], vec![]))
+        );
+        assert_eq!(a.append("push:s", &1u32).unwrap(), Some(false));
+        assert_eq!(b.append("push:s", &2u32).unwrap(), Some(false));
+        assert_eq!(a.append("push:s", &3u32).unwrap(), Some(false));
+        let fresh = DesiredStore::open(dir.path()).unwrap();
+        assert_eq!(
+            fresh.get_journaled::<Vec<u32>, u32>("push:s").unwrap(),
+            Some((vec![0], vec![1, 2, 3]))
+        );
+        a.put("push:s", &vec![9u32]).unwrap();
+        assert_eq!(
+            b.append("push:s", &4u32).unwrap(),
+            None,
+            "b's snapshot is gone"
+        );
+        assert_eq!(
+            DesiredStore::open(dir.path())
+                .unwrap()
+                .get_journaled::<Vec<u32>, u32>("push:s")
+                .unwrap(),
+            Some((vec![9], vec![]))
         );
     }
 
