@@ -29,7 +29,7 @@ pub use error::ModelError;
 pub use name::Name;
 pub use outcome::{ConflictReason, Outcome, RecordResult};
 pub use rdata::{RData, RecordType};
-pub use rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
+pub use rrset::{Change, ChangeKind, RRData, RRSet, RRSetOp, RecordKey};
 
 /// The generated `dnsplane.v1` messages and services.
 pub mod pb {

@@ -135,21 +135,10 @@ impl RRSet {
         }
     }
 
-    /// An RRSet from the parts of one already checked (an index keeps its values and
-    /// TTL without the key, which it holds as the map's key).
-    pub fn from_checked_parts(key: RecordKey, ttl: u32, values: Arc<[String]>) -> RRSet {
-        RRSet { key, ttl, values }
-    }
-
-    /// The values' shared storage.
-    pub fn shared_values(&self) -> &Arc<[String]> {
-        &self.values
-    }
-
-    /// Shares `values`' storage when they are equal to these.
-    pub fn share_values(&mut self, values: &Arc<[String]>) {
-        if self.values == *values {
-            self.values = values.clone();
+    /// Shares `data`'s value storage when the values are equal.
+    pub fn share_values_with_data(&mut self, data: &RRData) {
+        if self.values == data.values {
+            self.values = data.values.clone();
         }
     }
 
@@ -182,6 +171,43 @@ impl fmt::Display for RRSet {
             self.key.rtype,
             self.values.join(" | ")
         )
+    }
+}
+
+/// An RRSet's TTL and values without its key, for an index that holds the key as its
+/// map key (a million-record index would otherwise hold every key twice). Made only
+/// from a checked [`RRSet`], so [`RRData::rrset`] needs no checks again.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RRData {
+    pub ttl: u32,
+    /// Shared with the RRSet it came from.
+    values: Arc<[String]>,
+}
+
+impl RRData {
+    pub fn of(rrset: &RRSet) -> RRData {
+        RRData {
+            ttl: rrset.ttl,
+            values: rrset.values.clone(),
+        }
+    }
+
+    /// The RRSet at `key`.
+    pub fn rrset(&self, key: &RecordKey) -> RRSet {
+        RRSet {
+            key: key.clone(),
+            ttl: self.ttl,
+            values: self.values.clone(),
+        }
+    }
+
+    pub fn values(&self) -> &[String] {
+        &self.values
+    }
+
+    /// Same TTL and values as `rrset`.
+    pub fn same_as(&self, rrset: &RRSet) -> bool {
+        self.ttl == rrset.ttl && self.values == rrset.values
     }
 }
 

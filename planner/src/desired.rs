@@ -10,18 +10,15 @@ use crate::config::ZoneConfig;
 use crate::ownership;
 use crate::source::{DesiredEntry, SourceError};
 use dnsplane_common::rrset::at_name;
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use dnsplane_common::{Name, RRData, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// One desired RRSet, without its key (the index's map key), and who asked for it.
-/// The key is not repeated here: 40 bytes a record in a million-record index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesiredRecord {
-    pub ttl: u32,
-    /// Canonical, sorted, checked (taken from an [`RRSet`]); shared with the observed
-    /// copy when equal.
-    values: Arc<[String]>,
+    /// TTL and values; the value storage is shared with the observed copy when equal.
+    pub data: RRData,
     /// The source that contributed it (`file:0`, `push:my-app`).
     pub source: Arc<str>,
     /// The object that asked for it (`DNSEndpoint default/web`); goes into the
@@ -32,8 +29,7 @@ pub struct DesiredRecord {
 impl DesiredRecord {
     pub fn new(rrset: &RRSet, source: Arc<str>, resource: Arc<str>) -> DesiredRecord {
         DesiredRecord {
-            ttl: rrset.ttl,
-            values: rrset.shared_values().clone(),
+            data: RRData::of(rrset),
             source,
             resource,
         }
@@ -41,25 +37,7 @@ impl DesiredRecord {
 
     /// The RRSet at `key` (its key in the index).
     pub fn rrset(&self, key: &RecordKey) -> RRSet {
-        RRSet::from_checked_parts(key.clone(), self.ttl, self.values.clone())
-    }
-
-    pub fn values(&self) -> &[String] {
-        &self.values
-    }
-
-    pub fn shared_values(&self) -> &Arc<[String]> {
-        &self.values
-    }
-
-    /// Same TTL and values.
-    pub fn same_data(&self, other: &DesiredRecord) -> bool {
-        self.ttl == other.ttl && self.values == other.values
-    }
-
-    /// Same TTL and values as `rrset`.
-    pub fn same_data_as(&self, rrset: &RRSet) -> bool {
-        self.ttl == rrset.ttl && *self.values == *rrset.values()
+        self.data.rrset(key)
     }
 }
 
@@ -68,6 +46,8 @@ impl DesiredRecord {
 #[derive(Debug, Default)]
 pub struct Interner {
     names: HashSet<Name>,
+    /// The last string [`arc`](Self::arc) was given, and its interned copy.
+    last: Option<(Arc<str>, Arc<str>)>,
     strings: HashSet<Arc<str>>,
 }
 
@@ -90,13 +70,24 @@ impl Interner {
     }
 
     /// [`str`](Self::str) for a string already shared: kept as the interned copy
-    /// when it is the first of its text (no new allocation).
+    /// when it is the first of its text (no new allocation). The last one asked for is
+    /// remembered by pointer: consecutive entries mostly share theirs (one push, one
+    /// manifest's resource), so most skip the table.
     pub fn arc(&mut self, s: &Arc<str>) -> Arc<str> {
-        if let Some(existing) = self.strings.get(s) {
-            return existing.clone();
+        if let Some((given, interned)) = &self.last
+            && Arc::ptr_eq(given, s)
+        {
+            return interned.clone();
         }
-        self.strings.insert(s.clone());
-        s.clone()
+        let interned = match self.strings.get(s) {
+            Some(existing) => existing.clone(),
+            None => {
+                self.strings.insert(s.clone());
+                s.clone()
+            }
+        };
+        self.last = Some((s.clone(), interned.clone()));
+        interned
     }
 
     /// Shares the zone name; a record's own name is unique enough not to pay for an
@@ -305,22 +296,12 @@ impl DesiredIndex {
         errors: Vec<SourceError>,
     ) -> Touched {
         let source = self.interner.str(source);
-        let mut last_resource: Option<(Arc<str>, Arc<str>)> = None;
         let new = checked
             .records
             .into_iter()
             .map(|(key, record)| {
                 let key = self.interner.key(&key);
-                let resource = match &last_resource {
-                    Some((given, interned)) if Arc::ptr_eq(given, &record.resource) => {
-                        interned.clone()
-                    }
-                    _ => {
-                        let interned = self.interner.arc(&record.resource);
-                        last_resource = Some((record.resource.clone(), interned.clone()));
-                        interned
-                    }
-                };
+                let resource = self.interner.arc(&record.resource);
                 let record = DesiredRecord {
                     source: source.clone(),
                     resource,
@@ -469,9 +450,6 @@ impl DesiredIndex {
     ) -> (BTreeMap<RecordKey, DesiredRecord>, Vec<SourceError>) {
         let mut errors = Vec::new();
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
-        // The resource of the entry before, interned: consecutive entries mostly share
-        // theirs (one push, one manifest), so most skip the intern table.
-        let mut last_resource: Option<(Arc<str>, Arc<str>)> = None;
         for e in entries {
             let error = |message: String| SourceError {
                 source: source.to_string(),
@@ -506,7 +484,7 @@ impl DesiredIndex {
                 }
             };
             if let Some(first) = new.get(&key) {
-                if !first.same_data_as(&rrset) {
+                if !first.data.same_as(&rrset) {
                     errors.push(error(format!(
                         "also declared by {} with other values; keeping that one",
                         first.resource
@@ -515,16 +493,7 @@ impl DesiredIndex {
                 continue;
             }
             let key = self.interner.key(&key);
-            let resource = match &last_resource {
-                Some((given, interned)) if Arc::ptr_eq(given, &e.origin.resource) => {
-                    interned.clone()
-                }
-                _ => {
-                    let interned = self.interner.arc(&e.origin.resource);
-                    last_resource = Some((e.origin.resource.clone(), interned.clone()));
-                    interned
-                }
-            };
+            let resource = self.interner.arc(&e.origin.resource);
             let record = DesiredRecord::new(&rrset, source.clone(), resource);
             new.insert(key, record);
         }
@@ -539,7 +508,7 @@ impl DesiredIndex {
         new: &BTreeMap<RecordKey, DesiredRecord>,
     ) -> bool {
         new.get(key)
-            .is_some_and(|n| self.claim_of(key, source).is_some_and(|o| o.same_data(n)))
+            .is_some_and(|n| self.claim_of(key, source).is_some_and(|o| o.data == n.data))
     }
 
     /// Puts `source`'s claim on `key` in force, or among the shadows when another
@@ -560,7 +529,7 @@ impl DesiredIndex {
         let records = self.zones.entry(key.zone.clone()).or_default();
         match records.get(&key) {
             Some(first) if &first.source != source => {
-                if !first.same_data(&record) {
+                if first.data != record.data {
                     let at = lines.first(&key.name, key.rtype);
                     contribution.conflicts.insert(
                         key.clone(),
@@ -784,8 +753,8 @@ impl DesiredIndex {
                 out.push(DesiredEntry {
                     name: key.name.clone(),
                     rtype: key.rtype,
-                    ttl: Some(record.ttl),
-                    values: record.values().to_vec(),
+                    ttl: Some(record.data.ttl),
+                    values: record.data.values().to_vec(),
                     origin: crate::source::Origin {
                         source: record.source.clone(),
                         location: u.origin.location.clone(),
@@ -921,7 +890,7 @@ mod tests {
             ["a.example.com."]
         );
         let k = RecordKey::new(root(), Name::parse("a.example.com").unwrap(), RecordType::A);
-        assert_eq!(idx.zone(&root()).unwrap()[&k].values(), ["192.0.2.9"]);
+        assert_eq!(idx.zone(&root()).unwrap()[&k].data.values(), ["192.0.2.9"]);
         // s2 goes away: gone.
         idx.update_source("s2", &[], vec![]);
         assert!(!idx.zone(&root()).unwrap().contains_key(&k));

@@ -529,7 +529,7 @@ mod tests {
             }
             for r in before.rrsets() {
                 let key = &r.key;
-                let adopted = adopt && want.get(key).is_some_and(|d| d.same_data_as(&r));
+                let adopted = adopt && want.get(key).is_some_and(|d| d.data.same_as(&r));
                 if !before.owners.contains_key(key) && !adopted {
                     prop_assert_eq!(after.get(key), Some(r.clone()));
                     prop_assert!(after.owner_of(key).is_none());
