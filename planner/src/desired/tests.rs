@@ -1,0 +1,274 @@
+use super::*;
+use crate::config::{ConflictPolicy, Policy};
+use crate::source::Origin;
+
+fn zones() -> Vec<ZoneConfig> {
+    ["example.com", "sub.example.com"]
+        .iter()
+        .map(|z| ZoneConfig {
+            name: Name::parse(z).unwrap(),
+            account: "a".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: 300,
+        })
+        .collect()
+}
+
+fn entry(name: &str, t: RecordType, values: &[&str], line: u32) -> DesiredEntry {
+    DesiredEntry {
+        name: Name::parse(name).unwrap(),
+        rtype: t,
+        ttl: None,
+        values: values
+            .iter()
+            .map(|v| dnsplane_common::rdata::canonicalize(t, v).unwrap())
+            .collect(),
+        origin: Origin {
+            source: "file".into(),
+            location: format!("x.yaml:{line}"),
+            resource: "DNSEndpoint default/x".into(),
+        },
+    }
+}
+
+fn root() -> Name {
+    Name::parse("example.com").unwrap()
+}
+
+#[test]
+fn places_records_in_the_longest_zone_and_reports_problems() {
+    let entries = [
+        entry("www.example.com", RecordType::A, &["192.0.2.1"], 1),
+        entry("a.sub.example.com", RecordType::A, &["192.0.2.2"], 2),
+        entry("www.other.org", RecordType::A, &["192.0.2.3"], 3),
+        entry("www.example.com", RecordType::A, &["192.0.2.9"], 4),
+        entry("www.example.com", RecordType::A, &["192.0.2.1"], 5),
+        entry("c.example.com", RecordType::Cname, &["x.example.net"], 6),
+        entry("c.example.com", RecordType::Txt, &["hello"], 7),
+        entry("_dnsplane-a.www.example.com", RecordType::Txt, &["x"], 8),
+    ];
+    let mut idx = DesiredIndex::new(&zones());
+    let touched = idx.update_source("file:0", &entries, vec![]);
+    assert_eq!(touched[&root()].len(), 2);
+    assert_eq!(
+        idx.zone(&root()).unwrap().len(),
+        3,
+        "www A, c CNAME (held back by the plan), c TXT"
+    );
+    assert_eq!(
+        idx.zone(&Name::parse("sub.example.com").unwrap())
+            .unwrap()
+            .len(),
+        1
+    );
+    let errors = idx.errors();
+    let locs: Vec<&str> = errors.iter().map(|e| e.location.as_str()).collect();
+    assert_eq!(locs, ["x.yaml:3", "x.yaml:4", "x.yaml:8", "x.yaml:6"]);
+    assert!(errors[0].message.contains("no configured zone"));
+    assert!(errors[3].message.contains("CNAME") && errors[3].message.contains("TXT"));
+    assert!(errors[3].record.contains("c.example.com"));
+}
+
+#[test]
+fn updates_touch_only_what_changed_and_shadows_fall_back() {
+    let mut idx = DesiredIndex::new(&zones());
+    let a = [
+        entry("a.example.com", RecordType::A, &["192.0.2.1"], 1),
+        entry("b.example.com", RecordType::A, &["192.0.2.2"], 2),
+    ];
+    idx.update_source("s1", &a, vec![]);
+    // Same snapshot again: nothing touched.
+    assert!(idx.update_source("s1", &a, vec![]).is_empty());
+    // One value changes: one name touched.
+    let a2 = [
+        a[0].clone(),
+        entry("b.example.com", RecordType::A, &["192.0.2.3"], 2),
+    ];
+    let t = idx.update_source("s1", &a2, vec![]);
+    assert_eq!(
+        t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(),
+        ["b.example.com."]
+    );
+    // A second source claims a.example.com differently: s1 keeps it, s2 is told.
+    let t = idx.update_source(
+        "s2",
+        &[entry("a.example.com", RecordType::A, &["192.0.2.9"], 9)],
+        vec![],
+    );
+    assert!(t.is_empty());
+    assert!(
+        idx.errors()
+            .iter()
+            .any(|e| e.source == "s2" && e.message.contains("also declared"))
+    );
+    // s1 drops it: s2's claim takes over, and the name is touched.
+    let t = idx.update_source("s1", &a2[1..], vec![]);
+    assert_eq!(
+        t[&root()].iter().map(Name::as_str).collect::<Vec<_>>(),
+        ["a.example.com."]
+    );
+    let k = RecordKey::new(root(), Name::parse("a.example.com").unwrap(), RecordType::A);
+    assert_eq!(idx.zone(&root()).unwrap()[&k].data.values(), ["192.0.2.9"]);
+    // s2 goes away: gone.
+    idx.update_source("s2", &[], vec![]);
+    assert!(!idx.zone(&root()).unwrap().contains_key(&k));
+    assert_eq!(idx.len(), 1);
+}
+
+#[test]
+fn cname_clash_error_comes_and_goes() {
+    let mut idx = DesiredIndex::new(&zones());
+    let c = entry("c.example.com", RecordType::Cname, &["x.example.net"], 1);
+    let t = entry("c.example.com", RecordType::Txt, &["hello"], 2);
+    idx.update_source("s", &[c.clone(), t], vec![]);
+    assert_eq!(idx.error_count(), 1);
+    idx.update_source("s", &[c], vec![]);
+    assert_eq!(idx.error_count(), 0);
+}
+
+#[test]
+fn a_patch_ends_where_the_whole_update_would() {
+    let a = entry("a.example.com", RecordType::A, &["192.0.2.1"], 1);
+    let b = entry("b.example.com", RecordType::A, &["192.0.2.2"], 2);
+    let c = entry("c.example.com", RecordType::Cname, &["x.example.net"], 3);
+    let shadowed = entry("s.example.com", RecordType::A, &["192.0.2.5"], 4);
+    let other = entry("s.example.com", RecordType::A, &["192.0.2.6"], 5);
+    let mut patched = DesiredIndex::new(&zones());
+    patched.update_source("s0", std::slice::from_ref(&other), vec![]);
+    patched.update_source("s", &[a.clone(), b.clone(), shadowed.clone()], vec![]);
+    assert_eq!(patched.error_count(), 1, "s.example.com is held by s0");
+
+    // Change b, add a TXT beside the CNAME-to-be, drop a and the shadowed claim.
+    let b2 = entry("b.example.com", RecordType::A, &["192.0.2.3"], 6);
+    let t = entry("c.example.com", RecordType::Txt, &["hello"], 7);
+    let touched = patched.patch_source(
+        "s",
+        &[b2.clone(), c.clone(), t.clone()],
+        &[
+            (a.name.clone(), RecordType::A),
+            (shadowed.name.clone(), RecordType::A),
+            (Name::parse("nothing.example.com").unwrap(), RecordType::A),
+        ],
+    );
+    let mut whole = DesiredIndex::new(&zones());
+    whole.update_source("s0", std::slice::from_ref(&other), vec![]);
+    whole.update_source("s", &[a.clone(), b.clone(), shadowed], vec![]);
+    let expected = whole.update_source("s", &[b2, c.clone(), t], vec![]);
+    assert_eq!(touched, expected);
+    assert_eq!(patched.zone(&root()), whole.zone(&root()));
+    assert_eq!(patched.errors(), whole.errors());
+    assert_eq!(
+        patched.error_count(),
+        1,
+        "the CNAME clash; the conflict went with its key"
+    );
+
+    // An unchanged upsert touches nothing; deleting the TXT clears the clash.
+    assert!(patched.patch_source("s", &[c], &[]).is_empty());
+    let t = patched.patch_source(
+        "s",
+        &[],
+        &[(Name::parse("c.example.com").unwrap(), RecordType::Txt)],
+    );
+    assert_eq!(t[&root()].len(), 1);
+    assert_eq!(patched.error_count(), 0);
+    assert_eq!(patched.len(), 3, "b, c and s0's record");
+}
+
+/// Entries a property test picked: (name, type, value) indices into a few names
+/// (one in a sub-zone, one reserved, one outside every zone), A / CNAME / TXT,
+/// and three values.
+fn picked(picks: &[(usize, usize, usize)]) -> Vec<DesiredEntry> {
+    let names = [
+        "a.example.com",
+        "b.sub.example.com",
+        "_dnsplane-a.example.com",
+        "x.example.org",
+    ];
+    let types = [RecordType::A, RecordType::Cname, RecordType::Txt];
+    picks
+        .iter()
+        .enumerate()
+        .map(|(i, &(n, t, v))| {
+            let value = match types[t] {
+                RecordType::A => format!("192.0.2.{v}"),
+                RecordType::Cname => format!("t{v}.example.net"),
+                _ => format!("text {v}"),
+            };
+            entry(names[n], types[t], &[value.as_str()], i as u32)
+        })
+        .collect()
+}
+
+/// The suffix lookup finds the zone the scan of the configured zones finds: the
+/// longest one holding the name, none for a name outside them all.
+#[test]
+fn a_name_finds_its_zone_by_its_suffixes() {
+    let index = DesiredIndex::new(&zones());
+    for name in [
+        "example.com",
+        "a.example.com",
+        "sub.example.com",
+        "a.b.sub.example.com",
+        "subexample.com",
+        "a.sub.example.com.org",
+        "com",
+    ] {
+        let name = Name::parse(name).unwrap();
+        assert_eq!(
+            index.zone_of(&name).map(|z| &z.name),
+            zone_for(&zones(), &name).map(|z| &z.name),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        index
+            .zone_of(&Name::parse("a.b.sub.example.com").unwrap())
+            .map(|z| z.name.as_str()),
+        Some("sub.example.com.")
+    );
+}
+
+proptest::proptest! {
+    /// Taking a push's checked placement gives the index, the errors and the
+    /// touched names that placing the entries again gives, over a previous state.
+    #[test]
+    fn a_checked_update_is_the_update(
+        before in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..20),
+        after in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..20),
+    ) {
+        let (before, after) = (picked(&before), picked(&after));
+        let mut placed = DesiredIndex::new(&zones());
+        let mut taken = DesiredIndex::new(&zones());
+        placed.update_source("other", &before, Vec::new());
+        taken.update_source("other", &before, Vec::new());
+        placed.update_source("push:p", &before, Vec::new());
+        taken.update_source("push:p", &before, Vec::new());
+        let touched = placed.update_source("push:p", &after, Vec::new());
+        let checked = DesiredIndex::checked(&zones(), "p", &after);
+        let touched_checked = taken.update_source_checked("push:p", checked, &after, Vec::new());
+        proptest::prop_assert_eq!(touched_checked, touched);
+        proptest::prop_assert_eq!(taken.errors(), placed.errors());
+        proptest::prop_assert_eq!(&taken.zones, &placed.zones);
+        proptest::prop_assert_eq!(taken.shadows, placed.shadows);
+    }
+}
+
+proptest::proptest! {
+    /// Checking a push alone finds exactly what loading it into an empty index
+    /// reports: unknown zones, reserved names, duplicates with other values, CNAMEs
+    /// beside other data, each at its line.
+    #[test]
+    fn checking_alone_reports_what_an_index_of_its_own_would(
+        picks in proptest::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..30)
+    ) {
+        let entries = picked(&picks);
+        let mut index = DesiredIndex::new(&zones());
+        index.update_source("push:p", &entries, Vec::new());
+        proptest::prop_assert_eq!(
+            DesiredIndex::check_alone(&zones(), "push:p", &entries),
+            index.errors()
+        );
+    }
+}
