@@ -345,19 +345,30 @@ impl DesiredStore {
         prefix: &str,
     ) -> Result<Vec<(String, T, Vec<P>)>, StoreError> {
         let mut out = Vec::new();
-        for (key, state) in self.all::<T>(prefix)? {
-            let path = self.path(&key);
-            let Some((env, size)) = self.envelope::<serde::de::IgnoredAny>(&path)? else {
-                continue; // removed since it was listed
-            };
-            let changes = self.read_journal(&key, &path, env.generation, size)?;
-            out.push((key, state, changes));
+        for (path, env, size) in self.envelopes::<T>(prefix)? {
+            let changes = self.read_journal(&env.key, &path, env.generation, size)?;
+            out.push((env.key, env.state, changes));
         }
         Ok(out)
     }
 
-    /// Every stored state whose key starts with `prefix`, by key.
+    /// Every stored state whose key starts with `prefix`, by key (the journals left
+    /// out: for tests of the snapshots alone).
+    #[cfg(test)]
     pub fn all<T: DeserializeOwned>(&self, prefix: &str) -> Result<Vec<(String, T)>, StoreError> {
+        Ok(self
+            .envelopes::<T>(prefix)?
+            .into_iter()
+            .map(|(_, env, _)| (env.key, env.state))
+            .collect())
+    }
+
+    /// The envelopes whose key starts with `prefix`, by key, each file read once, with
+    /// its path and size.
+    fn envelopes<T: DeserializeOwned>(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(PathBuf, Envelope<T>, u64)>, StoreError> {
         let mut out = Vec::new();
         let mut paths: Vec<PathBuf> = fs::read_dir(&self.dir)
             .map_err(io(&self.dir))?
@@ -375,10 +386,16 @@ impl DesiredStore {
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
-                out.push((env.key, state));
+                let env = Envelope {
+                    version: env.version,
+                    key: env.key,
+                    generation: env.generation,
+                    state,
+                };
+                out.push((path, env, bytes.len() as u64));
             }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.sort_by(|a, b| a.1.key.cmp(&b.1.key));
         Ok(out)
     }
 }
