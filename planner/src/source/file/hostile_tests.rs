@@ -51,7 +51,7 @@ fn loaded(dir: &Path) -> (FileSource, PathBuf) {
     (src, a)
 }
 
-fn mkfifo(path: &Path) {
+pub(super) fn mkfifo(path: &Path) {
     let ok = std::process::Command::new("mkfifo")
         .arg(path)
         .status()

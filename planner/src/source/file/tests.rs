@@ -508,8 +508,10 @@ fn a_restored_source_whose_path_is_not_there_yet_keeps_the_restored_records() {
 
 /// With a store, the source keeps only a digest per file in memory and reads the last
 /// accepted entries back from the store when a broken file must keep them: every load
-/// of a sequence of breakages and fixes answers what a source holding them in memory
-/// answers.
+/// of a sequence of breakages and fixes (a parse error, a bad record, an emptied or
+/// overwritten file, a FIFO in a file's place, the whole directory missing) answers
+/// what a source holding them in memory answers, and deletes nothing but the file
+/// that was really deleted.
 #[test]
 fn a_stored_source_reads_back_what_a_broken_file_keeps() {
     let dir = tempfile::tempdir().unwrap();
@@ -560,6 +562,23 @@ fn a_stored_source_reads_back_what_a_broken_file_keeps() {
     )
     .unwrap();
     assert_eq!(step("b overwritten by something else").entries.len(), 3);
+    fs::remove_file(&path_b).unwrap();
+    super::hostile_tests::mkfifo(&path_b);
+    assert_eq!(step("b replaced by a FIFO").entries.len(), 3);
+    fs::remove_file(&path_b).unwrap();
+    write(&files, "b.yaml", &b);
+    assert_eq!(step("b back").entries.len(), 3);
+    // The whole directory gone (an unmounted volume): not ready, nothing dropped.
+    let away = dir.path().join("away");
+    fs::rename(&files, &away).unwrap();
+    let gone = step("the directory missing");
+    assert_eq!(
+        (gone.entries.len(), gone.unready.len()),
+        (3, 1),
+        "{:?}",
+        gone.unready
+    );
+    fs::rename(&away, &files).unwrap();
     fs::remove_file(&path_a).unwrap();
     assert_eq!(step("a deleted").entries.len(), 1);
 }
