@@ -45,7 +45,7 @@ impl PlannerService {
         // Persisted before it is acknowledged: a push that cannot be stored changes
         // nothing, and one that was answered survives a restart.
         self.engine
-            .put_source(&format!("push:{}", req.source), entries, Some(checked))
+            .put_source(&format!("push:{}", req.source), entries, checked)
             .map_err(|e| {
                 Status::unavailable(format!(
                     "cannot persist the push ({e}); nothing changed, retry later"

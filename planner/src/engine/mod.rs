@@ -300,24 +300,19 @@ impl Engine {
         &self,
         name: &str,
         entries: Vec<DesiredEntry>,
-        checked: Option<Checked>,
+        checked: Checked,
     ) -> Result<(), StoreError> {
         Engine::cpu(|| {
             let _one = lock(&self.push_lock);
             if let Some(store) = self.store.get() {
                 store.put(name, &entries)?;
             }
-            match checked {
-                None => self.set_source(name, entries, Vec::new()),
-                Some(checked) => {
-                    let touched = self
-                        .desired
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .update_source_checked(name, checked, &entries, Vec::new());
-                    self.wake(touched);
-                }
-            }
+            let touched = self
+                .desired
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .update_source_checked(name, checked, &entries, Vec::new());
+            self.wake(touched);
             Ok(())
         })
     }
@@ -384,9 +379,7 @@ impl Engine {
             for (name, entries, patches) in
                 store.all_journaled::<Vec<DesiredEntry>, Patch>("push:")?
             {
-                let entries = patches
-                    .iter()
-                    .fold(entries, |entries, patch| merge(entries, patch).0);
+                let entries = replay(entries, &patches);
                 n += entries.len();
                 self.set_source(&name, entries, Vec::new());
             }
@@ -518,12 +511,15 @@ pub(crate) fn stored_push(
 ) -> Result<Vec<DesiredEntry>, StoreError> {
     Ok(store
         .get_journaled::<Vec<DesiredEntry>, Patch>(name)?
-        .map(|(entries, patches)| {
-            patches
-                .iter()
-                .fold(entries, |entries, patch| merge(entries, patch).0)
-        })
+        .map(|(entries, patches)| replay(entries, &patches))
         .unwrap_or_default())
+}
+
+/// A pushed source's snapshot with its journaled patches applied, in order.
+fn replay(entries: Vec<DesiredEntry>, patches: &[Patch]) -> Vec<DesiredEntry> {
+    patches
+        .iter()
+        .fold(entries, |entries, patch| merge(entries, patch).0)
 }
 
 /// Writes a pushed source's journal into a new snapshot.

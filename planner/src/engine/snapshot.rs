@@ -25,9 +25,9 @@ const INLINE_COUNT_WORK: usize = 20_000;
 pub(super) const COUNT_REFRESH: Duration = Duration::from_secs(1);
 
 impl ZoneRuntime {
-    /// The zone's counts now, unless its state table or view is busy, or counting
-    /// it would take more than `max_work` (states plus names waiting for a plan).
-    /// Stored as the zone's last counts when made.
+    /// The zone's counts now, unless its state table, view or waiting names are busy,
+    /// or counting it would take more than `max_work` (states plus names waiting for a
+    /// plan). Stored as the zone's last counts when made.
     fn count(
         &self,
         desired: &DesiredIndex,
@@ -41,8 +41,9 @@ impl ZoneRuntime {
             (view.is_some(), view.as_ref().map_or(0, |v| v.len()))
         };
         let states = try_lock(&self.states)?;
+        // Not waited for either: a large source change marks a million names here.
         let unplanned = {
-            let dirty = lock(&self.dirty);
+            let dirty = try_lock(&self.dirty)?;
             if max_work.is_some_and(|max| states.len() + dirty.len() > max) {
                 return None;
             }
