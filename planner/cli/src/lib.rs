@@ -35,16 +35,18 @@ pub fn tune_allocator() {
         use std::os::unix::process::CommandExt;
         let err = std::process::Command::new(exe)
             .args(std::env::args_os().skip(1))
-            .env(PURGE_DELAY, "50")
+            .env(PURGE_DELAY, PURGE_DELAY_MS)
             .exec();
         eprintln!(
-            "note: could not re-execute with {PURGE_DELAY}=0 ({err}); freed memory is returned to the system more slowly"
+            "note: could not re-execute with {PURGE_DELAY}={PURGE_DELAY_MS} ({err}); freed memory is returned to the system more slowly"
         );
     }
 }
 
 #[cfg(all(feature = "mimalloc", unix))]
 const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
+#[cfg(all(feature = "mimalloc", unix))]
+const PURGE_DELAY_MS: &str = "50";
 
 /// sysexits.h `EX_USAGE`-style code: the config or the flags cannot be used.
 pub const EXIT_BAD_CONFIG: u8 = 64;

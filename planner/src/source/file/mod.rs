@@ -135,10 +135,7 @@ impl FileSource {
                 None,
                 with_kept_note(message.clone(), old.count(path)),
             ));
-            good.insert(
-                path.clone(),
-                old.entries(path)?.cloned().unwrap_or_default(),
-            );
+            good.insert(path.clone(), old.kept(path)?);
         }
         for path in &scan.files {
             let label = path.display().to_string();
@@ -151,7 +148,7 @@ impl FileSource {
             });
             let (kept, mut file_errors) = match text {
                 Err((line, message)) => (
-                    old.entries(path)?.cloned().unwrap_or_default(),
+                    old.kept(path)?,
                     vec![file_error(
                         &label,
                         line,
@@ -168,10 +165,7 @@ impl FileSource {
         // their existence is unknown, so they keep what they had.
         for path in self.last_good.files.keys() {
             if !good.contains_key(path) && scan.unlisted.iter().any(|d| path.starts_with(d)) {
-                good.insert(
-                    path.clone(),
-                    old.entries(path)?.cloned().unwrap_or_default(),
-                );
+                good.insert(path.clone(), old.kept(path)?);
             }
         }
         drop(old);
@@ -359,7 +353,7 @@ fn load_text(
     let count = old.count(path);
     let kept = |message: String| -> Result<_, StoreError> {
         Ok((
-            old.entries(path)?.cloned().unwrap_or_default(),
+            old.kept(path)?,
             vec![file_error(label, None, with_kept_note(message, count))],
         ))
     };
@@ -375,10 +369,7 @@ fn load_text(
             let e = &mut parsed.errors[i];
             e.message = with_kept_note(std::mem::take(&mut e.message), count);
         }
-        return Ok((
-            old.entries(path)?.cloned().unwrap_or_default(),
-            parsed.errors,
-        ));
+        return Ok((old.kept(path)?, parsed.errors));
     }
     // A file that had records and now declares no DNSEndpoint at all was most likely
     // overwritten by something else: that is not how records are deleted.
@@ -468,6 +459,11 @@ impl<'a> Old<'a> {
 
     fn count(&self, path: &std::path::Path) -> usize {
         self.last.files.get(path).map_or(0, |m| m.count)
+    }
+
+    /// A copy of what `path` last had accepted (none: nothing), for a file that keeps it.
+    fn kept(&self, path: &std::path::Path) -> Result<Vec<Accepted>, StoreError> {
+        Ok(self.entries(path)?.cloned().unwrap_or_default())
     }
 
     fn entries(&self, path: &std::path::Path) -> Result<Option<&Vec<Accepted>>, StoreError> {
