@@ -256,7 +256,15 @@ impl Engine {
                 if fresh.is_none() {
                     z.counts_stale.store(true, Ordering::Relaxed);
                 }
-                let counts = fresh.unwrap_or_else(|| lock(&z.last_counts).clone());
+                let mut counts = fresh.unwrap_or_else(|| lock(&z.last_counts).clone());
+                // The sizes cost nothing to read, whatever the zone: always current, even
+                // while the state counts are the refresher's.
+                if let Some(desired) = &desired {
+                    counts.desired = desired.zone(&z.cfg.name).map_or(0, BTreeMap::len);
+                }
+                if let Some(view) = try_lock(&z.view) {
+                    counts.observed = view.as_ref().map_or(0, |v| v.len());
+                }
                 ZoneSnapshot {
                     name: z.cfg.name.clone(),
                     account: z.cfg.account.clone(),
@@ -463,8 +471,8 @@ mod tests {
         let s = large.snapshot();
         assert_eq!(
             (s.zones[0].desired_records, pending(&s)),
-            (0, None),
-            "the status read showed the last counts (none yet)"
+            (n, None),
+            "the status read showed the size, and the last state counts (none yet)"
         );
         let zone = large.zones.values().next().unwrap();
         assert!(
