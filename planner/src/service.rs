@@ -16,7 +16,9 @@ mod push;
 use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
 pub use encode::{kind_from_pb, kind_name, kind_to_pb, status, status_to_pb};
 pub use push::validate_push;
-use push::{PatchFailure, cross_check, validate_patch, validate_push_checked};
+use push::{
+    PatchFailure, cross_check, patch_failure, push_as_patch, validate_patch, validate_push_checked,
+};
 
 /// Page size limits for record-state listings.
 const DEFAULT_PAGE: usize = 500;
@@ -38,6 +40,22 @@ impl PlannerService {
     /// A whole push (`PutDesired`, or a completed `PutDesiredStream`): validated, then
     /// persisted and indexed, all off the async runtime ([`Engine::cpu`]).
     fn push(&self, req: pb::PutDesiredRequest) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        let source = format!("push:{}", req.source);
+        let zones = &self.engine.config().zones;
+        let patched = self.engine.put_source_by_patch(
+            &source,
+            |index| push_as_patch(index, &req),
+            |kept| match cross_check(zones, &req.source, kept) {
+                errors if errors.is_empty() => Ok(()),
+                errors => Err(PatchFailure::Invalid(errors)),
+            },
+        );
+        if let Some(done) = patched {
+            done.map_err(patch_failure("push"))?;
+            return Ok(Response::new(pb::PutDesiredResponse {
+                accepted: req.records.len() as u32,
+            }));
+        }
         let (entries, checked) =
             Engine::cpu(|| validate_push_checked(&self.engine.config().zones, &req))
                 .map_err(|errors| invalid_argument(&errors))?;
@@ -341,20 +359,15 @@ impl pb::planner_server::Planner for PlannerService {
         let source = &req.source;
         let done = self
             .engine
-            .patch_source(&format!("push:{source}"), patch, |merged| {
-                let errors = cross_check(zones, source, merged);
-                if errors.is_empty() {
-                    Ok(())
-                } else {
-                    Err(PatchFailure::Invalid(errors))
-                }
-            })
-            .map_err(|e| match e {
-                PatchFailure::Invalid(errors) => invalid_argument(&errors),
-                PatchFailure::Store(e) => Status::unavailable(format!(
-                    "cannot persist the patch ({e}); nothing changed, retry later"
-                )),
-            })?;
+            .patch_source(
+                &format!("push:{source}"),
+                patch,
+                |merged| match cross_check(zones, source, merged) {
+                    errors if errors.is_empty() => Ok(()),
+                    errors => Err(PatchFailure::Invalid(errors)),
+                },
+            )
+            .map_err(patch_failure("patch"))?;
         Ok(Response::new(pb::PatchDesiredResponse {
             upserted,
             deleted: done.deleted as u32,

@@ -487,6 +487,28 @@ impl DesiredIndex {
             .is_some_and(|c| c.keys.contains(&key))
     }
 
+    /// The record `source` has in force at `name` `rtype` (not one shadowed by
+    /// another source's claim), with the zone that holds the name.
+    pub fn in_force(
+        &self,
+        source: &str,
+        name: &Name,
+        rtype: RecordType,
+    ) -> Option<(&ZoneConfig, &DesiredRecord)> {
+        let zone = self.zone_of(name)?;
+        let key = RecordKey::new(zone.name.clone(), name.clone(), rtype);
+        let record = self.zones.get(&zone.name)?.get(&key)?;
+        (*record.source == *source).then_some((zone, record))
+    }
+
+    /// The keys `source` declares (including claims another source shadows).
+    pub fn source_keys(&self, source: &str) -> impl Iterator<Item = &RecordKey> {
+        self.sources
+            .get(source)
+            .into_iter()
+            .flat_map(|c| c.keys.iter())
+    }
+
     /// Total desired records.
     pub fn len(&self) -> usize {
         self.zones.values().map(BTreeMap::len).sum()

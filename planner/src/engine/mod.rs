@@ -332,40 +332,70 @@ impl Engine {
     ) -> Result<Patched, E> {
         Engine::cpu(|| {
             let _one = lock(&self.push_lock);
-            let deleted = {
-                let desired = self.desired();
-                check(&desired.with_kept_records(name, &patch.upserts))?;
-                patch
-                    .deletes
-                    .iter()
-                    .filter(|(n, t)| desired.holds(name, n, *t))
-                    .count()
-            };
-            if let Some(store) = self.store.get() {
-                match store.append(name, &patch)? {
-                    Some(false) => {}
-                    Some(true) => {
-                        // The patch is durable; a failed rewrite only leaves a longer
-                        // journal, tried again at the next patch.
-                        if let Err(e) = compact(store, name) {
-                            tracing::warn!(source = name, error = %e, "cannot rewrite a pushed source's snapshot; its journal keeps growing until it can");
-                        }
-                    }
-                    None => {
-                        let current = stored_push(store, name)?;
-                        store.put(name, &merge(current, &patch).0)?;
+            self.patch_locked(name, patch, check)
+        })
+    }
+
+    /// Replaces a pushed source's desired state by the patch `diff` finds between the
+    /// push and what the source holds, when it finds one (`None`: the caller puts the
+    /// push in force whole). A push that repeats the source but for one record then
+    /// costs what a `PatchDesired` of that record does (a journal line, the index at
+    /// one key), plus comparing the push with the index, instead of checking,
+    /// persisting and indexing every record again. Under the push lock, so that no
+    /// other push of the source comes between the comparison and the patch.
+    pub fn put_source_by_patch<E: From<StoreError>>(
+        &self,
+        name: &str,
+        diff: impl FnOnce(&DesiredIndex) -> Option<Patch>,
+        check: impl FnOnce(&[DesiredEntry]) -> Result<(), E>,
+    ) -> Option<Result<Patched, E>> {
+        Engine::cpu(|| {
+            let _one = lock(&self.push_lock);
+            let patch = diff(&self.desired())?;
+            Some(self.patch_locked(name, patch, check))
+        })
+    }
+
+    /// [`patch_source`](Self::patch_source), with the push lock held.
+    fn patch_locked<E: From<StoreError>>(
+        &self,
+        name: &str,
+        patch: Patch,
+        check: impl FnOnce(&[DesiredEntry]) -> Result<(), E>,
+    ) -> Result<Patched, E> {
+        let deleted = {
+            let desired = self.desired();
+            check(&desired.with_kept_records(name, &patch.upserts))?;
+            patch
+                .deletes
+                .iter()
+                .filter(|(n, t)| desired.holds(name, n, *t))
+                .count()
+        };
+        if let Some(store) = self.store.get() {
+            match store.append(name, &patch)? {
+                Some(false) => {}
+                Some(true) => {
+                    // The patch is durable; a failed rewrite only leaves a longer
+                    // journal, tried again at the next patch.
+                    if let Err(e) = compact(store, name) {
+                        tracing::warn!(source = name, error = %e, "cannot rewrite a pushed source's snapshot; its journal keeps growing until it can");
                     }
                 }
+                None => {
+                    let current = stored_push(store, name)?;
+                    store.put(name, &merge(current, &patch).0)?;
+                }
             }
-            let touched = self
-                .desired
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .patch_source(name, &patch.upserts, &patch.deletes);
-            self.wake(touched);
-            let records = self.desired().source_len(name);
-            Ok(Patched { deleted, records })
-        })
+        }
+        let touched = self
+            .desired
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .patch_source(name, &patch.upserts, &patch.deletes);
+        self.wake(touched);
+        let records = self.desired().source_len(name);
+        Ok(Patched { deleted, records })
     }
 
     /// Puts every persisted push (`push:*`) back in force; before the first plan, so

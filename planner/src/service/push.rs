@@ -8,11 +8,23 @@ use crate::source::{DesiredEntry, Origin};
 use crate::store::StoreError;
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::{Name, RecordType, pb, rdata, wire};
+use std::collections::HashSet;
 
 /// Why a patch was refused.
 pub(super) enum PatchFailure {
     Invalid(Vec<FieldError>),
     Store(StoreError),
+}
+
+/// The answer to a refused patch (of a `PatchDesired`, or of a push applied as one):
+/// each problem at its field, or UNAVAILABLE when it could not be persisted.
+pub(super) fn patch_failure(what: &'static str) -> impl Fn(PatchFailure) -> tonic::Status {
+    move |e| match e {
+        PatchFailure::Invalid(errors) => dnsplane_common::grpc::invalid_argument(&errors),
+        PatchFailure::Store(e) => tonic::Status::unavailable(format!(
+            "cannot persist the {what} ({e}); nothing changed, retry later"
+        )),
+    }
 }
 
 impl From<StoreError> for PatchFailure {
@@ -56,6 +68,70 @@ pub(super) fn validate_push_checked(
     } else {
         Err(errors)
     }
+}
+
+/// A whole push as the patch that turns what its source holds into it, when that
+/// patch is small: `None` when the source holds nothing yet, when more than a quarter
+/// of it changes, or when anything in the push needs the whole check (a name or type
+/// that does not parse, a key named twice, a changed record that is invalid), which
+/// then reports it exactly as for a first push. A record counts as unchanged when the
+/// source has it in force with the same TTL and the same values in canonical order;
+/// any other record is checked as `PutDesired` checks a record, at its own field.
+pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -> Option<Patch> {
+    check_source(&req.source).ok()?;
+    let source = format!("push:{}", req.source);
+    let held = index.source_len(&source);
+    if held == 0 {
+        return None;
+    }
+    let most = held / 4 + 1;
+    let origin = PushOrigin::of(&req.source);
+    let mut keys: HashSet<(Name, RecordType)> = HashSet::with_capacity(req.records.len());
+    let mut patch = Patch::default();
+    for (i, r) in req.records.iter().enumerate() {
+        let name = Name::parse(&r.name).ok()?;
+        let rtype = RecordType::parse(&r.r#type).ok()?;
+        let unchanged = index
+            .in_force(&source, &name, rtype)
+            .is_some_and(|(zone, d)| {
+                let ttl = if r.ttl == 0 { zone.default_ttl } else { r.ttl };
+                d.data.ttl == ttl
+                    && (d.data.values() == r.values.as_slice()
+                        || canonical(rtype, &r.values).is_some_and(|v| d.data.values() == v))
+            });
+        if !keys.insert((name, rtype)) {
+            return None;
+        }
+        if !unchanged {
+            patch
+                .upserts
+                .push(push_entry(&origin, "records", i, r).ok()?);
+            if patch.upserts.len() > most {
+                return None;
+            }
+        }
+    }
+    for key in index.source_keys(&source) {
+        if !keys.contains(&(key.name.clone(), key.rtype)) {
+            patch.deletes.push((key.name.clone(), key.rtype));
+            if patch.upserts.len() + patch.deletes.len() > most {
+                return None;
+            }
+        }
+    }
+    Some(patch)
+}
+
+/// `values` as the index holds them: each canonical, sorted, no repeats (`None` when
+/// one is not valid).
+fn canonical(rtype: RecordType, values: &[String]) -> Option<Vec<String>> {
+    let mut out = values
+        .iter()
+        .map(|v| rdata::canonicalize(rtype, v).ok())
+        .collect::<Option<Vec<String>>>()?;
+    out.sort();
+    out.dedup();
+    Some(out)
 }
 
 pub(super) fn check_source(source: &str) -> Result<(), Vec<FieldError>> {

@@ -391,3 +391,219 @@ async fn patches_survive_the_journal_and_its_compaction() {
     assert_eq!(again.engine.restore_pushes().unwrap(), want.len());
     assert_eq!(again.engine.snapshot().zones[0].desired_records, want.len());
 }
+
+fn put(records: Vec<pb::DesiredRecord>) -> pb::PutDesiredRequest {
+    pb::PutDesiredRequest {
+        source: "test".into(),
+        records,
+    }
+}
+
+fn journal_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir.join("desired"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".journal"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// Every desired record the service's engine holds, per zone, and the source's errors.
+fn held(svc: &PlannerService) -> Vec<String> {
+    let mut out = Vec::new();
+    for zone in zones() {
+        svc.engine.with_zone(&zone.name, |_, desired, _| {
+            out.extend(
+                desired
+                    .iter()
+                    .map(|(k, r)| format!("{k} {:?} {}", r.data, r.source)),
+            );
+        });
+    }
+    out.extend(
+        svc.engine
+            .snapshot()
+            .source_errors
+            .iter()
+            .map(|e| format!("{e:?}")),
+    );
+    out
+}
+
+/// A whole push that repeats the source but for a few records is applied as the
+/// patch of those records (one journal line, not a new snapshot), and leaves exactly
+/// what the push says: changed, added and left-out records, a record whose values
+/// come in another order (no change). A bad push of that kind is refused as any bad
+/// push is, each problem at its field, and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_like_the_last_goes_in_as_a_patch() {
+    use pb::planner_server::Planner;
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let values = |i: usize| {
+        vec![
+            format!("192.0.2.{}", i + 1),
+            format!("198.51.100.{}", i + 1),
+        ]
+    };
+    let base: Vec<pb::DesiredRecord> = (0..40)
+        .map(|i| {
+            let v = values(i);
+            record(&format!("r{i}.example.com"), "A", &[&v[0], &v[1]])
+        })
+        .collect();
+    svc.put_desired(Request::new(put(base.clone())))
+        .await
+        .unwrap();
+    assert_eq!(journal_bytes(dir.path()), 0);
+
+    let mut next = base.clone();
+    next[3].values = vec!["203.0.113.3".into()];
+    next.remove(7);
+    next.push(record("new.example.com", "TXT", &["hello"]));
+    next[10].values.reverse();
+    let accepted = svc
+        .put_desired(Request::new(put(next.clone())))
+        .await
+        .unwrap()
+        .into_inner()
+        .accepted;
+    assert_eq!(accepted, 40);
+    let journal = journal_bytes(dir.path());
+    assert!(
+        journal > 0 && journal < 2_000,
+        "one journal line ({journal} bytes)"
+    );
+    // The same as a planner that was pushed `next` alone.
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = service(fresh_dir.path());
+    fresh
+        .put_desired(Request::new(put(next.clone())))
+        .await
+        .unwrap();
+    assert_eq!(held(&svc), held(&fresh));
+    let mut want = stored(fresh_dir.path());
+    let mut got = stored(dir.path());
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "what a restart restores");
+    assert!(got.iter().all(|(k, _)| k != "r7.example.com. A"));
+
+    let refused = |req: pb::PutDesiredRequest| {
+        let svc = &svc;
+        async move {
+            let e = svc.put_desired(Request::new(req)).await.unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+            e.message().to_string()
+        }
+    };
+    let mut bad = next.clone();
+    bad[5].values = vec!["192.0.2.999".into()];
+    let m = refused(put(bad)).await;
+    assert!(m.starts_with("records[5].values[0]: "), "{m}");
+    let mut twice = next.clone();
+    twice.push(record("r0.example.com", "A", &["192.0.2.200"]));
+    let m = refused(put(twice)).await;
+    assert!(m.contains("records[40]"), "{m}");
+    // A CNAME beside the TXT the push keeps.
+    let mut clash = next.clone();
+    clash.push(record("new.example.com", "CNAME", &["x.example.net"]));
+    let m = refused(put(clash)).await;
+    assert!(m.contains("CNAME") && m.contains("records[40]"), "{m}");
+    assert_eq!(held(&svc), held(&fresh), "a refused push changes nothing");
+    assert_eq!(journal_bytes(dir.path()), journal);
+
+    // Most of the source changed: put in force whole.
+    let whole: Vec<pb::DesiredRecord> = (0..40)
+        .map(|i| record(&format!("w{i}.example.com"), "A", &["192.0.2.1"]))
+        .collect();
+    svc.put_desired(Request::new(put(whole.clone())))
+        .await
+        .unwrap();
+    fresh.put_desired(Request::new(put(whole))).await.unwrap();
+    assert_eq!(held(&svc), held(&fresh));
+}
+
+fn small_record() -> impl Strategy<Value = pb::DesiredRecord> {
+    // A name's type follows from it (mostly no CNAME clash), so that most pushes are
+    // accepted and the second push of a pair has something to be compared with.
+    (
+        0..12usize,
+        proptest::sample::select(vec![0u32, 60, 300]),
+        proptest::collection::vec(1..4u8, 1..3),
+    )
+        .prop_map(|(n, ttl, vs)| {
+            let t = ["A", "A", "TXT", "CNAME"][n % 4];
+            let values = vs
+                .iter()
+                .map(|v| match t {
+                    "A" => format!("192.0.2.{v}"),
+                    "TXT" => format!("\"t{v}\""),
+                    _ => format!("c{v}.example.net."),
+                })
+                .collect();
+            pb::DesiredRecord {
+                name: format!("n{n}.example.com"),
+                r#type: t.into(),
+                ttl,
+                values,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// Any push after any other (each accepted or refused) leaves the same desired
+    /// state, errors and stored source as that push into a planner that had nothing,
+    /// whether it went in whole or as a patch.
+    #[test]
+    fn prop_a_push_after_another_is_the_push_alone(
+        first in proptest::collection::vec(small_record(), 1..12),
+        edits in proptest::collection::vec((0..12usize, 0..5u8, small_record()), 0..4),
+    ) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            use pb::planner_server::Planner;
+            // One record per name (a name named twice with other values is refused).
+            let first: Vec<pb::DesiredRecord> = first
+                .into_iter()
+                .map(|r| (r.name.clone(), r))
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into_values()
+                .collect();
+            let mut second = first.clone();
+            for (at, kind, r) in edits {
+                let at = at % second.len().max(1);
+                match (kind, second.get_mut(at)) {
+                    (0, Some(old)) => *old = r,
+                    (1, Some(_)) => { second.remove(at); }
+                    (3, Some(old)) => old.ttl = r.ttl,
+                    (4, Some(old)) if old.r#type == r.r#type => old.values = r.values,
+                    (4, Some(old)) => old.values.reverse(),
+                    _ => second.push(r),
+                }
+            }
+            let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let (twice, once) = (service(a.path()), service(b.path()));
+            let _ = twice.put_desired(Request::new(put(first))).await;
+            let got = twice.put_desired(Request::new(put(second.clone()))).await;
+            let want = once.put_desired(Request::new(put(second))).await;
+            match (&got, &want) {
+                (Ok(g), Ok(w)) => prop_assert_eq!(g.get_ref(), w.get_ref()),
+                (Err(g), Err(w)) => prop_assert_eq!(g.code(), w.code()),
+                _ => prop_assert!(false, "{:?} against {:?}", got, want),
+            }
+            if want.is_ok() {
+                prop_assert_eq!(held(&twice), held(&once));
+                let (mut g, mut w) = (stored(a.path()), stored(b.path()));
+                g.sort();
+                w.sort();
+                prop_assert_eq!(g, w);
+            }
+            Ok(())
+        })?;
+    }
+}
