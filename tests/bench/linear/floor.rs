@@ -102,6 +102,15 @@ impl Curl {
         (code, time)
     }
 
+    /// Sets the zone's `API-RECTIFY` (whether PowerDNS rectifies the whole zone after
+    /// each API change; `default-api-rectify=yes` when unset).
+    pub fn set_api_rectify(&self, zone: &str, on: bool) {
+        let url = format!("{}/{zone}", self.api);
+        let body = format!(r#"{{"api_rectify":{on}}}"#);
+        let (code, _) = self.curl(&["-X", "PUT", "--data-binary", &body, &url]);
+        assert_eq!(code, "204", "PUT {url} {body}");
+    }
+
     /// `GET` the whole zone (timed: a fresh read's floor) and its RRSets.
     pub fn read(&self, zone: &str) -> (Zone, Floor) {
         let file = self.dir.join("zone.json");

@@ -231,6 +231,18 @@ pub fn oneshot(ctx: &mut Ctx, kind: Kind) {
         (1..=samples).map(|k| sample(samples + k, true)).unzip();
     // What the server alone takes for a one-record write into this zone.
     let floor = curl(&s).map(|c| c.one_record(zone.as_str(), &format!("floor-probe.{zone}"), 5));
+    // PowerDNS again with the zone's API-RECTIFY off (right for a zone without
+    // DNSSEC; the operator's choice, which dnsplane does not make): what is left is
+    // dnsplane's own part and PowerDNS's write without the whole-zone rectify.
+    let unrectified = curl(&s).map(|c| {
+        c.set_api_rectify(zone.as_str(), false);
+        let served: Vec<Duration> = (1..=samples)
+            .map(|k| sample(2 * samples + k, true).1)
+            .collect();
+        let floor = c.one_record(zone.as_str(), &format!("floor-probe.{zone}"), 5);
+        c.set_api_rectify(zone.as_str(), true);
+        (served, floor)
+    });
     let server = kind.server();
     ctx.push(Row {
         server,
@@ -292,4 +304,23 @@ pub fn oneshot(ctx: &mut Ctx, kind: Kind) {
         note: format!("p50 / p99 / max of {samples}; as above"),
         ..Row::default()
     });
+    if let Some((served, floor)) = unrectified {
+        ctx.push(Row {
+            server,
+            phase: "one-record change by `PatchDesired`: push → served, zone `API-RECTIFY` 0"
+                .into(),
+            records: n,
+            time: spread(&served),
+            floor: format!(
+                "{} (1 PATCH of 1 RRSet into this zone, median of 5)",
+                crate::stats::fmt(floor)
+            ),
+            ratio: format!("{:.2}×", ratio(quantile(&served, 0.5), floor)),
+            note: format!(
+                "p50 / p99 / max of {samples}; the same zone with its API-RECTIFY metadata \
+                 set to 0 (PowerDNS then skips rectifying the whole zone after each PATCH)"
+            ),
+            ..Row::default()
+        });
+    }
 }
