@@ -62,6 +62,9 @@ pub struct DesiredIndex {
     sources: BTreeMap<Arc<str>, Contribution>,
     /// A CNAME beside other desired data at its name, per key of the CNAME.
     clashes: BTreeMap<RecordKey, SourceError>,
+    /// Records inserted into each zone's map one by one since it was last built in one
+    /// go; see [`DesiredIndex::settle`].
+    grown: HashMap<Name, usize>,
     pub interner: Interner,
 }
 
@@ -90,6 +93,7 @@ impl DesiredIndex {
             shadows: HashMap::new(),
             sources: BTreeMap::new(),
             clashes: BTreeMap::new(),
+            grown: HashMap::new(),
             interner,
         }
     }
@@ -213,6 +217,7 @@ impl DesiredIndex {
         }
         self.fill_zone(bulk, &mut touched);
         self.sources.insert(source, contribution);
+        self.settle(&touched);
         self.check_clashes(&touched, &lines);
         touched
     }
@@ -226,6 +231,7 @@ impl DesiredIndex {
         for (key, _) in &records {
             touch(touched, key);
         }
+        self.grown.remove(&zone);
         let map = self.zones.entry(zone).or_default();
         debug_assert!(map.is_empty());
         *map = records.into_iter().collect();
@@ -276,6 +282,7 @@ impl DesiredIndex {
             );
         }
         self.sources.insert(source, contribution);
+        self.settle(&touched);
         self.check_clashes(&touched, &lines);
         touched
     }
@@ -387,7 +394,29 @@ impl DesiredIndex {
             }
             _ => {
                 touch(touched, &key);
-                records.insert(key, record);
+                let zone = key.zone.clone();
+                if records.insert(key, record).is_none() {
+                    *self.grown.entry(zone).or_default() += 1;
+                }
+            }
+        }
+    }
+
+    /// Rebuilds in one go the map of each touched zone that has taken more than a
+    /// quarter of its records one by one since it was last built: a B-tree filled key
+    /// by key keeps its nodes about half full (a zone loaded in several steps held
+    /// 180 bytes a record in its map instead of about 100). Amortised O(1) a record.
+    fn settle(&mut self, touched: &Touched) {
+        for zone in touched.keys() {
+            let Some(grown) = self.grown.get_mut(zone) else {
+                continue;
+            };
+            let Some(records) = self.zones.get_mut(zone) else {
+                continue;
+            };
+            if *grown > records.len() / 4 {
+                *records = std::mem::take(records).into_iter().collect();
+                *grown = 0;
             }
         }
     }

@@ -164,6 +164,14 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
     let total = t0.elapsed();
     let probes = prober.stop();
     let ops = Ops::of(port).since(ops0);
+    // Resident memory at rest: once no sync runs any more (the applier may have
+    // answered the last batch while the planner still holds that sync's plan), and
+    // after the allocator's purge delay (`MIMALLOC_PURGE_DELAY`, 50 ms) has passed.
+    let idle = Instant::now();
+    while s.planner_status().zones.iter().any(|z| z.syncing) && idle.elapsed() < STALL {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
     let (vm_rss, vm_hwm) = rss(s.planner_pid());
 
     // Batch times: between consecutive progress messages that moved `changes_done`;
