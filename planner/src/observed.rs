@@ -18,20 +18,41 @@ pub struct Owned {
     template: RRSet,
 }
 
+/// What the view holds at one key: the data record, the ownership record that marks
+/// it (stored under the owned key), or both. One entry for both, so that an owned
+/// record costs one key in the map, not two.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Seen {
+    data: Option<RRData>,
+    owner: Option<Arc<Owned>>,
+}
+
+impl Seen {
+    fn is_empty(&self) -> bool {
+        self.records() == 0
+    }
+
+    /// Records held: the data record and the ownership record, each if present.
+    fn records(&self) -> usize {
+        usize::from(self.data.is_some()) + usize::from(self.owner.is_some())
+    }
+}
+
 /// A zone's records split into data and ownership.
 #[derive(Debug, Default, Clone)]
 pub struct ZoneView {
-    /// Data records by key (ownership records excluded).
-    data: BTreeMap<RecordKey, RRData>,
-    /// Ownership by the key owned.
-    pub owners: BTreeMap<RecordKey, Arc<Owned>>,
+    /// Data records (ownership records excluded) and ownership (by the key owned), by
+    /// key.
+    entries: BTreeMap<RecordKey, Seen>,
     /// The ownership records written since the view was built, by their data, so that
     /// records written with the same mark share one [`Owned`] (a first sync of a
     /// million records would otherwise hold a million copies of a few marks).
     written: HashMap<(u32, Arc<[String]>), Arc<Owned>>,
-    /// Entries inserted one by one since the maps were last built in one go; see
+    /// Entries inserted one by one since the map was last built in one go; see
     /// [`ZoneView::compact`].
     grown: usize,
+    /// Data and ownership records held (kept as they change: status reads it).
+    records: usize,
 }
 
 /// How many distinct marks `written` remembers; past that it starts afresh (a view
@@ -52,29 +73,42 @@ impl ZoneView {
     ) -> ZoneView {
         // Collected first, then built in one go: a B-tree built from a sorted run has
         // full nodes, one filled key by key about half full nodes.
-        let mut data = Vec::new();
-        let mut owners = Vec::new();
+        let mut seen: Vec<(RecordKey, Seen)> = Vec::new();
         let mut owner_values: HashMap<(u32, Vec<String>), Arc<Owned>> = HashMap::new();
         for r in rrsets {
-            ZoneView::place(r, desired, &mut owner_values, &mut data, &mut owners);
+            seen.push(ZoneView::place(r, desired, &mut owner_values));
         }
-        // `collect` keeps the last of equal keys, as inserting one by one did.
+        // A stable sort: of equal keys, the later data (or ownership) record wins, as
+        // inserting one by one did.
+        seen.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let mut entries: Vec<(RecordKey, Seen)> = Vec::with_capacity(seen.len());
+        for (key, s) in seen {
+            match entries.last_mut() {
+                Some((last, merged)) if *last == key => {
+                    merged.data = s.data.or(merged.data.take());
+                    merged.owner = s.owner.or(merged.owner.take());
+                }
+                _ => entries.push((key, s)),
+            }
+        }
+        ZoneView::of(entries.into_iter().collect())
+    }
+
+    fn of(entries: BTreeMap<RecordKey, Seen>) -> ZoneView {
         ZoneView {
-            data: data.into_iter().collect(),
-            owners: owners.into_iter().collect(),
+            records: entries.values().map(Seen::records).sum(),
+            entries,
             written: HashMap::new(),
             grown: 0,
         }
     }
 
-    /// Puts `r` among the data or the ownership records.
+    /// `r` as an entry: data, or the ownership of the key it owns.
     fn place(
         mut r: RRSet,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
         owner_values: &mut HashMap<(u32, Vec<String>), Arc<Owned>>,
-        data: &mut Vec<(RecordKey, RRData)>,
-        owners: &mut Vec<(RecordKey, Arc<Owned>)>,
-    ) {
+    ) -> (RecordKey, Seen) {
         match parse_owner_record(&r) {
             Some((owned, mark)) => {
                 let owned = match desired.and_then(|d| d.get_key_value(&owned)) {
@@ -85,94 +119,138 @@ impl ZoneView {
                     .entry((r.ttl, r.values().to_vec()))
                     .or_insert_with(|| Arc::new(Owned { mark, template: r }))
                     .clone();
-                owners.push((owned, shared));
+                let seen = Seen {
+                    data: None,
+                    owner: Some(shared),
+                };
+                (owned, seen)
             }
             None => {
                 if let Some((k, d)) = desired.and_then(|d| d.get_key_value(&r.key)) {
                     r = r.with_key(k.clone());
                     r.share_values_with_data(&d.data);
                 }
-                data.push((r.key.clone(), RRData::of(&r)));
+                let seen = Seen {
+                    data: Some(RRData::of(&r)),
+                    owner: None,
+                };
+                (r.key, seen)
             }
         }
     }
 
     /// The data RRSet at `key` (ownership records excluded).
     pub fn get(&self, key: &RecordKey) -> Option<RRSet> {
-        self.data.get(key).map(|h| h.rrset(key))
+        self.data_of(key).map(|h| h.rrset(key))
+    }
+
+    fn data_of(&self, key: &RecordKey) -> Option<&RRData> {
+        self.entries.get(key)?.data.as_ref()
     }
 
     /// Whether the view holds data at `key`.
     pub fn contains(&self, key: &RecordKey) -> bool {
-        self.data.contains_key(key)
+        self.data_of(key).is_some()
     }
 
     /// The data records in key order.
     pub fn data(&self) -> impl Iterator<Item = (&RecordKey, &RRData)> {
-        self.data.iter()
+        self.entries
+            .iter()
+            .filter_map(|(k, s)| Some((k, s.data.as_ref()?)))
+    }
+
+    /// The ownership records, by the key they own, in key order.
+    pub fn owners(&self) -> impl Iterator<Item = (&RecordKey, &Arc<Owned>)> {
+        self.entries
+            .iter()
+            .filter_map(|(k, s)| Some((k, s.owner.as_ref()?)))
+    }
+
+    /// The ownership record of `key`, if any.
+    pub fn owner(&self, key: &RecordKey) -> Option<&Arc<Owned>> {
+        self.entries.get(key)?.owner.as_ref()
     }
 
     /// The data records at `name` (every type), in key order.
     pub fn data_at(&self, zone: &Name, name: &Name) -> impl Iterator<Item = (&RecordKey, &RRData)> {
-        at_name(&self.data, zone, name)
+        at_name(&self.entries, zone, name).filter_map(|(k, s)| Some((k, s.data.as_ref()?)))
     }
 
     /// The data records as RRSets, in key order (for tests that compare views).
     #[cfg(test)]
     pub fn rrsets(&self) -> impl Iterator<Item = RRSet> + '_ {
-        self.data.iter().map(|(k, h)| h.rrset(k))
+        self.data().map(|(k, h)| h.rrset(k))
     }
 
     /// How many data records `owner_id` owns here (the mass-change guard's measure).
     pub fn owned_by(&self, owner_id: &str) -> usize {
-        self.owners
-            .iter()
-            .filter(|(k, o)| &*o.mark.owner == owner_id && self.data.contains_key(*k))
+        self.entries
+            .values()
+            .filter(|s| {
+                s.data.is_some() && s.owner.as_ref().is_some_and(|o| &*o.mark.owner == owner_id)
+            })
             .count()
     }
 
     /// The ownership record of `key` as observed (rebuilt from the shared data).
     pub fn owner_rrset(&self, key: &RecordKey) -> Option<RRSet> {
-        let owned = self.owners.get(key)?;
+        let owned = self.owner(key)?;
         Some(owned.template.with_key(owner_record_key(key)?))
     }
 
     pub fn owner_of(&self, key: &RecordKey) -> Option<&str> {
-        self.owners.get(key).map(|o| &*o.mark.owner)
+        self.owner(key).map(|o| &*o.mark.owner)
     }
 
     /// The part of the view at `names` (data at the names, ownership of records at
     /// the names), for a targeted re-plan.
     pub fn subset(&self, zone: &Name, names: &BTreeSet<Name>) -> ZoneView {
-        let mut out = ZoneView::default();
+        let mut out = BTreeMap::new();
         for n in names {
-            out.data
-                .extend(at_name(&self.data, zone, n).map(|(k, v)| (k.clone(), v.clone())));
-            out.owners
-                .extend(at_name(&self.owners, zone, n).map(|(k, v)| (k.clone(), v.clone())));
+            out.extend(at_name(&self.entries, zone, n).map(|(k, v)| (k.clone(), v.clone())));
         }
-        out
+        ZoneView::of(out)
     }
 
     /// Replaces everything at `names` with `fresh` (a targeted read of those names and
     /// their ownership records).
     pub fn replace_names(&mut self, zone: &Name, names: &BTreeSet<Name>, fresh: ZoneView) {
         for n in names {
-            let gone: Vec<RecordKey> = at_name(&self.data, zone, n)
+            let gone: Vec<RecordKey> = at_name(&self.entries, zone, n)
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in gone {
-                self.data.remove(&k);
-            }
-            let gone: Vec<RecordKey> = at_name(&self.owners, zone, n)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in gone {
-                self.owners.remove(&k);
+                if let Some(seen) = self.entries.remove(&k) {
+                    self.records -= seen.records();
+                }
             }
         }
-        self.data.extend(fresh.data);
-        self.owners.extend(fresh.owners);
+        self.records += fresh.records;
+        self.entries.extend(fresh.entries);
+    }
+
+    /// Changes the entry at `key` with `f`, dropping it when it is left empty.
+    fn update(&mut self, key: &RecordKey, f: impl FnOnce(&mut Seen)) {
+        match self.entries.get_mut(key) {
+            Some(seen) => {
+                self.records -= seen.records();
+                f(seen);
+                self.records += seen.records();
+                if seen.is_empty() {
+                    self.entries.remove(key);
+                }
+            }
+            None => {
+                let mut seen = Seen::default();
+                f(&mut seen);
+                if !seen.is_empty() {
+                    self.records += seen.records();
+                    self.entries.insert(key.clone(), seen);
+                    self.grown += 1;
+                }
+            }
+        }
     }
 
     /// Records what a committed op of the change to `changed` left behind, so that the
@@ -207,57 +285,39 @@ impl ZoneView {
                             })
                         })
                         .clone();
-                    self.grown += usize::from(self.owners.insert(owned, shared).is_none());
+                    self.update(&owned, |s| s.owner = Some(shared));
                 }
             }
-            (Some(owned), None) => {
-                self.owners.remove(&owned);
-            }
-            (None, Some(after)) => {
-                self.grown += usize::from(
-                    self.data
-                        .insert(op.key.clone(), RRData::of(after))
-                        .is_none(),
-                );
-            }
-            (None, None) => {
-                self.data.remove(&op.key);
-            }
+            (Some(owned), None) => self.update(&owned, |s| s.owner = None),
+            (None, Some(after)) => self.update(&op.key, |s| s.data = Some(RRData::of(after))),
+            (None, None) => self.update(&op.key, |s| s.data = None),
         }
     }
 
     /// Sets (or clears) what the provider was seen to hold at `key`.
     pub fn observe(&mut self, key: &RecordKey, rrset: Option<RRSet>) {
-        match rrset {
-            Some(r) => {
-                self.data.insert(key.clone(), RRData::of(&r));
-            }
-            None => {
-                self.data.remove(key);
-            }
-        }
+        self.update(key, |s| s.data = rrset.as_ref().map(RRData::of));
     }
 
-    /// Rebuilds the maps in one go once a quarter of their entries were inserted one
-    /// by one: a B-tree filled key by key in order (a first sync's creates) leaves its
+    /// Rebuilds the map in one go once a quarter of its entries were inserted one by
+    /// one: a B-tree filled key by key in order (a first sync's creates) leaves its
     /// nodes about half full, one built from a sorted run fills them. Amortised O(1)
     /// per insert.
     pub fn compact(&mut self) {
-        if self.grown * 4 <= self.len() || self.grown < 1_024 {
+        if self.grown * 4 <= self.entries.len() || self.grown < 1_024 {
             return;
         }
-        self.data = std::mem::take(&mut self.data).into_iter().collect();
-        self.owners = std::mem::take(&mut self.owners).into_iter().collect();
+        self.entries = std::mem::take(&mut self.entries).into_iter().collect();
         self.grown = 0;
     }
 
     /// Records in the view (data and ownership).
     pub fn len(&self) -> usize {
-        self.data.len() + self.owners.len()
+        self.records
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.entries.is_empty()
     }
 }
 
@@ -280,7 +340,7 @@ mod tests {
         assert!(parse_owner_record(&other).is_none());
         let view = ZoneView::new([other]);
         assert!(view.contains(&k));
-        assert!(view.owners.is_empty());
+        assert_eq!(view.owners().count(), 0);
     }
 
     /// Ownership records written with the same mark share one `Owned`; each still
@@ -296,7 +356,7 @@ mod tests {
             let owner = crate::ownership::owner_record(k, "me", "push/x").unwrap();
             view.apply_op(&RRSetOp::create(owner), k);
         }
-        let (a, b) = (&view.owners[&keys[0]], &view.owners[&keys[1]]);
+        let (a, b) = (view.owner(&keys[0]).unwrap(), view.owner(&keys[1]).unwrap());
         assert!(Arc::ptr_eq(a, b));
         assert_eq!(view.owner_of(&keys[1]), Some("me"));
         assert_eq!(
@@ -305,7 +365,10 @@ mod tests {
         );
         let other = crate::ownership::owner_record(&keys[1], "me", "push/y").unwrap();
         view.apply_op(&RRSetOp::create(other), &keys[1]);
-        assert!(!Arc::ptr_eq(&view.owners[&keys[0]], &view.owners[&keys[1]]));
+        assert!(!Arc::ptr_eq(
+            view.owner(&keys[0]).unwrap(),
+            view.owner(&keys[1]).unwrap()
+        ));
     }
 
     /// Compacting keeps every entry and its shared storage; it happens only once a
@@ -322,18 +385,62 @@ mod tests {
             view.apply_op(&RRSetOp::create(owner), &k);
             keys.push(k);
         }
-        assert_eq!(view.grown, 10_000);
+        assert_eq!(view.grown, 5_000, "one entry for a record and its owner");
         let before = view.clone();
         view.compact();
         assert_eq!(view.grown, 0);
-        assert_eq!(view.data, before.data);
-        assert_eq!(view.owners, before.owners);
+        assert_eq!(view.entries, before.entries);
+        assert_eq!(view.len(), 10_000);
         assert!(Arc::ptr_eq(
-            &view.owners[&keys[0]],
-            &view.owners[&keys[4_999]]
+            view.owner(&keys[0]).unwrap(),
+            view.owner(&keys[4_999]).unwrap()
         ));
         // The owned key is the changed record's own (one name allocation).
-        let (owned, _) = view.owners.get_key_value(&keys[7]).unwrap();
+        let (owned, _) = view.entries.get_key_value(&keys[7]).unwrap();
         assert!(owned.name.shares_text_with(&keys[7].name));
+    }
+    /// The count status reads follows every change: records and ownership written,
+    /// deleted, observed, and names replaced by a targeted read.
+    #[test]
+    fn the_count_follows_every_change() {
+        let zone = Name::parse("example.com").unwrap();
+        let keys: Vec<RecordKey> = (0..6)
+            .map(|i| {
+                key(
+                    &format!("r{}.example.com", i % 3),
+                    [RecordType::A, RecordType::Txt][i % 2],
+                )
+            })
+            .collect();
+        let recount = |v: &ZoneView| v.entries.values().map(Seen::records).sum::<usize>();
+        let mut view = ZoneView::default();
+        for step in 0..200usize {
+            let k = &keys[step * 7 % keys.len()];
+            let value = if k.rtype == RecordType::A {
+                "192.0.2.1"
+            } else {
+                "\"v\""
+            };
+            let rr = RRSet::new(k.clone(), 60, &[value]).unwrap();
+            let owner = crate::ownership::owner_record(k, "me", "push/x").unwrap();
+            match step % 6 {
+                0 => view.apply_op(&RRSetOp::create(rr), k),
+                1 => view.apply_op(&RRSetOp::create(owner), k),
+                2 => view.apply_op(&RRSetOp::delete(rr), k),
+                3 => view.apply_op(&RRSetOp::delete(owner), k),
+                4 => view.observe(k, (step % 4 == 0).then_some(rr)),
+                _ => {
+                    let names: BTreeSet<Name> = [k.name.clone()].into();
+                    let fresh = ZoneView::new([rr, owner]);
+                    view.replace_names(&zone, &names, fresh);
+                }
+            }
+            assert_eq!(view.len(), recount(&view), "after step {step}");
+            assert_eq!(
+                view.subset(&zone, &[k.name.clone()].into()).len(),
+                view.data_at(&zone, &k.name).count()
+                    + view.owners().filter(|(o, _)| o.name == k.name).count()
+            );
+        }
     }
 }

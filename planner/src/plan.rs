@@ -60,7 +60,7 @@ pub fn plan_zone(
     // Owned records no longer desired.
     let mut deleting: BTreeSet<&RecordKey> = BTreeSet::new();
     let mut desired_keys = desired.keys().peekable();
-    for (key, owned) in &current.owners {
+    for (key, owned) in current.owners() {
         if &*owned.mark.owner != owner_id || zone.policy != Policy::Sync {
             continue;
         }
@@ -89,7 +89,7 @@ pub fn plan_zone(
     }
 
     let mut data = current.data().peekable();
-    let mut owners = current.owners.iter().peekable();
+    let mut owners = current.owners().peekable();
     for (key, want) in desired {
         let want_rr = &want.rrset(key);
         while data.next_if(|(k, _)| *k < key).is_some() {}
@@ -516,7 +516,7 @@ mod tests {
                 }
             }
             // Owned but undesired records are gone; foreign and unowned ones are intact.
-            for (key, owned) in &before.owners {
+            for (key, owned) in before.owners() {
                 let mark = &owned.mark;
                 if &*mark.owner == ME && !want.contains_key(key) {
                     prop_assert!(!after.contains(key));
@@ -530,7 +530,7 @@ mod tests {
             for r in before.rrsets() {
                 let key = &r.key;
                 let adopted = adopt && want.get(key).is_some_and(|d| d.data.same_as(&r));
-                if !before.owners.contains_key(key) && !adopted {
+                if before.owner(key).is_none() && !adopted {
                     prop_assert_eq!(after.get(key), Some(r.clone()));
                     prop_assert!(after.owner_of(key).is_none());
                 }
