@@ -351,6 +351,14 @@ pub fn change_id(ops: &[RRSetOp]) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The planner holds a few keys per record: a name is one thin pointer and a key
+    /// three words, so that a million records do not pay for fat pointers.
+    #[test]
+    fn names_and_keys_stay_small() {
+        assert_eq!(std::mem::size_of::<crate::Name>(), 8);
+        assert_eq!(std::mem::size_of::<RecordKey>(), 24);
+    }
+
     use super::*;
 
     fn key(name: &str, t: RecordType) -> RecordKey {
