@@ -22,6 +22,7 @@ pub mod rdata;
 pub mod redis;
 pub mod rrset;
 pub mod runtime;
+pub mod shared;
 pub mod telemetry;
 pub mod wire;
 
@@ -30,6 +31,7 @@ pub use name::Name;
 pub use outcome::{ConflictReason, Outcome, RecordResult};
 pub use rdata::{RData, RecordType};
 pub use rrset::{Change, ChangeKind, RRData, RRSet, RRSetOp, RecordKey};
+pub use shared::SharedStr;
 
 /// The generated `dnsplane.v1` messages and services.
 pub mod pb {

@@ -1,73 +1,18 @@
 //! Domain names in the one form dnsplane compares: absolute, lower-case, IDNA (punycode).
 use crate::error::ModelError;
+use crate::shared::SharedStr;
 use std::fmt;
-use triomphe::ThinArc;
 
 /// A normalised absolute domain name, e.g. `www.example.com.` (the root is `.`).
 ///
 /// Normalising once at the edge means every comparison inside dnsplane is a plain
-/// string comparison. The text is shared behind one thin pointer ([`Text`]), so the
+/// string comparison. The text is shared behind one thin pointer ([`SharedStr`]), so the
 /// many copies of a name in the planner's indexes cost 8 bytes each.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
+// Equality, order and hash are the text's (`SharedStr`'s, with a fast path for one
+// shared allocation: the planner compares millions of keys whose zone names are one).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Name(Text);
-
-/// A name's text, shared: a thin pointer to one allocation holding the count, the
-/// length and the bytes. `Arc<str>` is a pointer and a length (16 bytes); a planner
-/// holds a few keys per record, each of two names, so the half saved is some 50 bytes
-/// a record. A normalised name is ASCII, so reading it back as text is cheap.
-#[derive(Clone)]
-struct Text(ThinArc<(), u8>);
-
-impl Text {
-    fn new(text: &str) -> Text {
-        Text(ThinArc::from_header_and_slice((), text.as_bytes()))
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.0.slice
-    }
-
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(self.bytes()).expect("a name's text is built from a str")
-    }
-
-    fn same_allocation(&self, other: &Text) -> bool {
-        self.0.ptr() == other.0.ptr()
-    }
-}
-
-impl std::hash::Hash for Name {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-// Equality and order compare the text, with a fast path for the shared (interned)
-// case: the planner compares millions of keys whose zone names are one allocation.
-impl PartialEq for Name {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.same_allocation(&other.0) || self.0.bytes() == other.0.bytes()
-    }
-}
-
-impl Eq for Name {}
-
-impl PartialOrd for Name {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Name {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if self.0.same_allocation(&other.0) {
-            std::cmp::Ordering::Equal
-        } else {
-            self.0.bytes().cmp(other.0.bytes())
-        }
-    }
-}
+pub struct Name(SharedStr);
 
 impl Name {
     /// Normalises `input`. A missing trailing dot is added: dnsplane never interprets a
@@ -78,7 +23,7 @@ impl Name {
             return Err(ModelError::name(input, "empty name"));
         }
         if trimmed == "." {
-            return Ok(Name(Text::new(".")));
+            return Ok(Name(SharedStr::new(".")));
         }
         let body = trimmed.strip_suffix('.').unwrap_or(trimmed);
         if body.is_empty() || body.starts_with('.') || body.contains("..") {
@@ -112,7 +57,7 @@ impl Name {
         if idn {
             check_bidi(input, &out)?;
         }
-        Ok(Name(Text::new(&out)))
+        Ok(Name(SharedStr::new(&out)))
     }
 
     /// Whether both are one allocation (interned or cloned), not merely equal.
@@ -127,7 +72,7 @@ impl Name {
 
     /// True when `self` is `zone` or below it.
     pub fn is_within(&self, zone: &Name) -> bool {
-        let (name, zone) = (self.0.bytes(), zone.0.bytes());
+        let (name, zone) = (self.0.as_bytes(), zone.0.as_bytes());
         if zone == b"." {
             return true;
         }
@@ -149,9 +94,9 @@ impl Name {
         }
         let (_, rest) = self.as_str().split_once('.')?;
         if rest.is_empty() {
-            Some(Name(Text::new(".")))
+            Some(Name(SharedStr::new(".")))
         } else {
-            Some(Name(Text::new(rest)))
+            Some(Name(SharedStr::new(rest)))
         }
     }
 

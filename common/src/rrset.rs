@@ -186,7 +186,14 @@ impl RRSet {
 
     /// Rough wire size, used to keep batches under provider byte limits.
     pub fn approx_bytes(&self) -> usize {
-        self.key.name.as_str().len() + 16 + self.values.as_slice().iter().map(|v| v.len() + 12).sum::<usize>()
+        self.key.name.as_str().len()
+            + 16
+            + self
+                .values
+                .as_slice()
+                .iter()
+                .map(|v| v.len() + 12)
+                .sum::<usize>()
     }
 }
 

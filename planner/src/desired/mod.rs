@@ -14,10 +14,9 @@ use crate::config::ZoneConfig;
 use crate::ownership;
 use crate::source::{DesiredEntry, SourceError};
 use dnsplane_common::rrset::at_name;
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SharedStr};
 use rules::Lines;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 mod record;
 mod rules;
@@ -59,7 +58,7 @@ pub struct DesiredIndex {
     /// Claims of a key by a second source (rare): kept so that the key falls back to
     /// them when the first claim goes away.
     shadows: HashMap<RecordKey, Vec<DesiredRecord>>,
-    sources: BTreeMap<Arc<str>, Contribution>,
+    sources: BTreeMap<SharedStr, Contribution>,
     /// A CNAME beside other desired data at its name, per key of the CNAME.
     clashes: BTreeMap<RecordKey, SourceError>,
     /// Records inserted into each zone's map one by one since it was last built in one
@@ -144,7 +143,7 @@ impl DesiredIndex {
             .into_iter()
             .map(|(key, record)| {
                 let key = self.interner.key(&key);
-                let resource = self.interner.arc(&record.resource);
+                let resource = self.interner.shared(&record.resource);
                 let record = DesiredRecord {
                     source: source.clone(),
                     resource,
@@ -163,7 +162,7 @@ impl DesiredIndex {
     /// Puts `new` (the claims of `entries`) in force as everything `source` declares.
     fn replace_claims(
         &mut self,
-        source: Arc<str>,
+        source: SharedStr,
         new: BTreeMap<RecordKey, DesiredRecord>,
         mut entry_errors: Vec<SourceError>,
         entries: &[DesiredEntry],
@@ -291,7 +290,7 @@ impl DesiredIndex {
     /// the problems with the others.
     fn claims(
         &mut self,
-        source: &Arc<str>,
+        source: &SharedStr,
         entries: &[DesiredEntry],
     ) -> (BTreeMap<RecordKey, DesiredRecord>, Vec<SourceError>) {
         let mut errors = Vec::new();
@@ -349,7 +348,7 @@ impl DesiredIndex {
     /// Whether `source`'s claim on `key` stays as it is under `new`.
     fn unchanged(
         &self,
-        source: &Arc<str>,
+        source: &SharedStr,
         key: &RecordKey,
         new: &BTreeMap<RecordKey, DesiredRecord>,
     ) -> bool {
@@ -361,7 +360,7 @@ impl DesiredIndex {
     /// source holds the key (with an error for it when their values differ).
     fn claim(
         &mut self,
-        source: &Arc<str>,
+        source: &SharedStr,
         key: RecordKey,
         record: DesiredRecord,
         lines: &Lines<'_>,
@@ -422,7 +421,7 @@ impl DesiredIndex {
     }
 
     /// The claim `source` holds on `key`, in the index or among the shadows.
-    fn claim_of(&self, key: &RecordKey, source: &Arc<str>) -> Option<&DesiredRecord> {
+    fn claim_of(&self, key: &RecordKey, source: &SharedStr) -> Option<&DesiredRecord> {
         let main = self
             .zones
             .get(&key.zone)
@@ -432,7 +431,7 @@ impl DesiredIndex {
     }
 
     /// Removes `source`'s claim on `key`; returns true when the effective record changed.
-    fn withdraw(&mut self, key: &RecordKey, source: &Arc<str>) -> bool {
+    fn withdraw(&mut self, key: &RecordKey, source: &SharedStr) -> bool {
         if let Some(sh) = self.shadows.get_mut(key) {
             let before = sh.len();
             sh.retain(|r| &r.source != source);

@@ -1,6 +1,6 @@
 //! What the desired index holds per record, and the interner that lets a million
 //! records share their zone, source and resource names.
-use dnsplane_common::{Name, RRData, RRSet, RecordKey};
+use dnsplane_common::{Name, RRData, RRSet, RecordKey, SharedStr};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -10,14 +10,14 @@ pub struct DesiredRecord {
     /// TTL and values; the value storage is shared with the observed copy when equal.
     pub data: RRData,
     /// The source that contributed it (`file:0`, `push:my-app`).
-    pub source: Arc<str>,
+    pub source: SharedStr,
     /// The object that asked for it (`DNSEndpoint default/web`); goes into the
     /// ownership record.
-    pub resource: Arc<str>,
+    pub resource: SharedStr,
 }
 
 impl DesiredRecord {
-    pub fn new(rrset: &RRSet, source: Arc<str>, resource: Arc<str>) -> DesiredRecord {
+    pub fn new(rrset: &RRSet, source: SharedStr, resource: SharedStr) -> DesiredRecord {
         DesiredRecord {
             data: RRData::of(rrset),
             source,
@@ -37,8 +37,8 @@ impl DesiredRecord {
 pub struct Interner {
     names: HashSet<Name>,
     /// The last string [`arc`](Self::arc) was given, and its interned copy.
-    last: Option<(Arc<str>, Arc<str>)>,
-    strings: HashSet<Arc<str>>,
+    last: Option<(Arc<str>, SharedStr)>,
+    strings: HashSet<SharedStr>,
 }
 
 impl Interner {
@@ -50,32 +50,35 @@ impl Interner {
         n.clone()
     }
 
-    pub fn str(&mut self, s: &str) -> Arc<str> {
+    pub fn str(&mut self, s: &str) -> SharedStr {
         if let Some(existing) = self.strings.get(s) {
             return existing.clone();
         }
-        let a: Arc<str> = s.into();
+        let a = SharedStr::new(s);
         self.strings.insert(a.clone());
         a
     }
 
-    /// [`str`](Self::str) for a string already shared: kept as the interned copy
-    /// when it is the first of its text (no new allocation). The last one asked for is
-    /// remembered by pointer: consecutive entries mostly share theirs (one push, one
-    /// manifest's resource), so most skip the table.
-    pub fn arc(&mut self, s: &Arc<str>) -> Arc<str> {
+    /// [`str`](Self::str) for a string already shared: kept as the interned copy when
+    /// it is the first of its text (no new allocation).
+    pub fn shared(&mut self, s: &SharedStr) -> SharedStr {
+        if let Some(existing) = self.strings.get(s) {
+            return existing.clone();
+        }
+        self.strings.insert(s.clone());
+        s.clone()
+    }
+
+    /// [`str`](Self::str) for a string a source already shares among its entries.
+    /// The last one asked for is remembered by pointer: consecutive entries mostly
+    /// share theirs (one push, one manifest's resource), so most skip the table.
+    pub fn arc(&mut self, s: &Arc<str>) -> SharedStr {
         if let Some((given, interned)) = &self.last
             && Arc::ptr_eq(given, s)
         {
             return interned.clone();
         }
-        let interned = match self.strings.get(s) {
-            Some(existing) => existing.clone(),
-            None => {
-                self.strings.insert(s.clone());
-                s.clone()
-            }
-        };
+        let interned = self.str(s);
         self.last = Some((s.clone(), interned.clone()));
         interned
     }

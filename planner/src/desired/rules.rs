@@ -206,9 +206,9 @@ impl DesiredIndex {
                     ttl: Some(record.data.ttl),
                     values: record.data.values().to_vec(),
                     origin: crate::source::Origin {
-                        source: record.source.clone(),
+                        source: record.source.as_str().into(),
                         location: u.origin.location.clone(),
-                        resource: record.resource.clone(),
+                        resource: record.resource.as_str().into(),
                     },
                 });
             }

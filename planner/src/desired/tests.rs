@@ -272,3 +272,10 @@ proptest::proptest! {
         );
     }
 }
+
+/// What the index holds per record stays small: the values, the source and the
+/// resource are one thin pointer each, beside the TTL.
+#[test]
+fn a_desired_record_is_four_words() {
+    assert_eq!(std::mem::size_of::<DesiredRecord>(), 32);
+}

@@ -2,7 +2,6 @@ use super::*;
 use crate::desired::DesiredRecord;
 use crate::plan::{Blocked, PlannedChange};
 use dnsplane_common::{Change, ChangeKind, RRSetOp, RecordType};
-use std::sync::Arc;
 
 const CLOCK: RetryClock = RetryClock {
     min: Duration::from_millis(500),
@@ -28,7 +27,7 @@ fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
         .map(|r| {
             (
                 r.key.clone(),
-                DesiredRecord::new(r, Arc::from("test"), Arc::from("test")),
+                DesiredRecord::new(r, "test".into(), "test".into()),
             )
         })
         .collect()
