@@ -18,8 +18,11 @@ use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SharedStr};
 use rules::Lines;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod keys;
 mod record;
 mod rules;
+
+use keys::{SourceKeys, ZoneKeys};
 
 pub use record::{DesiredRecord, Interner};
 pub use rules::Checked;
@@ -28,8 +31,8 @@ pub use rules::Checked;
 #[derive(Debug, Default)]
 struct Contribution {
     /// Keys this source holds in the index, including ones shadowed by another
-    /// source's claim. A set, so that a patch finds and drops a key in O(log n).
-    keys: BTreeSet<RecordKey>,
+    /// source's claim: per zone, none kept where the source is alone ([`keys`]).
+    keys: SourceKeys,
     /// The source's own errors and those of its entries.
     errors: Vec<SourceError>,
     /// Its claims that another source holds with other values, per key, so that a
@@ -174,27 +177,43 @@ impl DesiredIndex {
         let mut touched = Touched::new();
         let old = self.sources.remove(&source).unwrap_or_default();
         let mut contribution = Contribution {
-            keys: BTreeSet::new(),
+            keys: SourceKeys::default(),
             errors,
             conflicts: BTreeMap::new(),
         };
         // Withdraw this source's old claims that are gone or changed.
-        let mut old_conflicts = old.conflicts;
-        for key in old.keys {
-            if self.unchanged(&source, &key, &new) {
-                if let Some(c) = old_conflicts.remove(&key) {
-                    contribution.conflicts.insert(key, c);
-                }
-                continue;
-            }
+        contribution.conflicts = old
+            .conflicts
+            .into_iter()
+            .filter(|(key, _)| self.unchanged(&source, key, &new))
+            .collect();
+        let gone: Vec<RecordKey> = old
+            .keys
+            .iter(&self.zones)
+            .filter(|key| !self.unchanged(&source, key, &new))
+            .cloned()
+            .collect();
+        for key in gone {
             if self.withdraw(&key, &source) {
                 touch(&mut touched, &key);
             }
         }
+        // The new claims' keys, per zone: none kept where the source is alone.
+        let mut zones: Vec<Name> = new.keys().map(|k| k.zone.clone()).collect();
+        zones.dedup();
+        for zone in &zones {
+            let keys = if self.others_declare(zone, &source) {
+                self.share_zone(zone);
+                ZoneKeys::Shared(new.keys().filter(|k| &k.zone == zone).cloned().collect())
+            } else {
+                ZoneKeys::Sole
+            };
+            contribution.keys.set_zone(zone.clone(), keys);
+        }
+        zones.extend(old.keys.zones().cloned());
         // Add the new claims. Built in one go where possible: a B-tree filled key by
         // key in order leaves its nodes about half full, one built from a sorted run
         // fills them (a loaded zone takes ~40 % less memory).
-        contribution.keys = new.keys().cloned().collect();
         let mut bulk: Vec<(RecordKey, DesiredRecord)> = Vec::new();
         for (key, record) in new {
             if bulk.last().is_some_and(|(k, _)| k.zone != key.zone) {
@@ -216,6 +235,8 @@ impl DesiredIndex {
         }
         self.fill_zone(bulk, &mut touched);
         self.sources.insert(source, contribution);
+        zones.extend(touched.keys().cloned());
+        self.settle_declarers(zones);
         self.settle(&touched);
         self.check_clashes(&touched, &lines);
         touched
@@ -258,7 +279,7 @@ impl DesiredIndex {
         });
         let gone: BTreeSet<RecordKey> = deleted.chain(new.keys().cloned()).collect();
         for key in gone {
-            let Some(key) = contribution.keys.get(&key).cloned() else {
+            let Some(key) = contribution.keys.get(&self.zones, &key).cloned() else {
                 continue;
             };
             if self.unchanged(&source, &key, &new) {
@@ -270,7 +291,9 @@ impl DesiredIndex {
                 touch(&mut touched, &key);
             }
         }
+        let mut zones: Vec<Name> = contribution.keys.zones().cloned().collect();
         for (key, record) in new {
+            self.declare(&mut contribution, &source, &key);
             self.claim(
                 &source,
                 key,
@@ -280,10 +303,75 @@ impl DesiredIndex {
                 &mut touched,
             );
         }
+        zones.extend(contribution.keys.zones().cloned());
         self.sources.insert(source, contribution);
+        zones.extend(touched.keys().cloned());
+        self.settle_declarers(zones);
         self.settle(&touched);
         self.check_clashes(&touched, &lines);
         touched
+    }
+
+    /// Whether a source other than `source` declares records in `zone`.
+    fn others_declare(&self, zone: &Name, source: &SharedStr) -> bool {
+        self.sources
+            .iter()
+            .any(|(s, c)| s != source && c.keys.zone(zone).is_some())
+    }
+
+    /// Writes out the keys of a source that was alone in `zone` and is about to have
+    /// company there (its keys are then the zone's, as long as no other claim is in).
+    fn share_zone(&mut self, zone: &Name) {
+        for c in self.sources.values_mut() {
+            if c.keys.zone(zone) == Some(&ZoneKeys::Sole) {
+                let keys = self
+                    .zones
+                    .get(zone)
+                    .map(|z| z.keys().cloned().collect())
+                    .unwrap_or_default();
+                c.keys.set_zone(zone.clone(), ZoneKeys::Shared(keys));
+            }
+        }
+    }
+
+    /// Registers `key` among what `source` declares, before its claim goes in.
+    fn declare(&mut self, contribution: &mut Contribution, source: &SharedStr, key: &RecordKey) {
+        if contribution.keys.add(key) {
+            return;
+        }
+        let keys = if self.others_declare(&key.zone, source) {
+            self.share_zone(&key.zone);
+            ZoneKeys::Shared([key.clone()].into())
+        } else {
+            ZoneKeys::Sole
+        };
+        contribution.keys.set_zone(key.zone.clone(), keys);
+    }
+
+    /// After an update: a source that declares nothing more in one of `zones` lets
+    /// go of it, and a source left alone in a zone drops its written-out keys there.
+    fn settle_declarers(&mut self, mut zones: Vec<Name>) {
+        zones.sort();
+        zones.dedup();
+        for zone in zones {
+            let in_zone = self.zones.get(&zone).map_or(0, BTreeMap::len);
+            let mut declaring = 0;
+            for c in self.sources.values_mut() {
+                match c.keys.zone(&zone) {
+                    Some(ZoneKeys::Sole) if in_zone == 0 => c.keys.drop_zone(&zone),
+                    Some(ZoneKeys::Shared(set)) if set.is_empty() => c.keys.drop_zone(&zone),
+                    Some(_) => declaring += 1,
+                    None => {}
+                }
+            }
+            if declaring == 1 {
+                for c in self.sources.values_mut() {
+                    if matches!(c.keys.zone(&zone), Some(ZoneKeys::Shared(_))) {
+                        c.keys.set_zone(zone.clone(), ZoneKeys::Sole);
+                    }
+                }
+            }
+        }
     }
 
     /// The records `entries` declare, placed in their zones, first one per key; and
@@ -367,7 +455,6 @@ impl DesiredIndex {
         contribution: &mut Contribution,
         touched: &mut Touched,
     ) {
-        contribution.keys.insert(key.clone());
         if self.claim_of(&key, source).is_some() {
             return; // unchanged claim, kept
         }
@@ -501,7 +588,9 @@ impl DesiredIndex {
 
     /// The records `source` declares (shadowed ones included).
     pub fn source_len(&self, source: &str) -> usize {
-        self.sources.get(source).map_or(0, |c| c.keys.len())
+        self.sources
+            .get(source)
+            .map_or(0, |c| c.keys.len(&self.zones))
     }
 
     /// Whether `source` declares `name` `rtype`.
@@ -512,7 +601,7 @@ impl DesiredIndex {
         let key = RecordKey::new(zone.name.clone(), name.clone(), rtype);
         self.sources
             .get(source)
-            .is_some_and(|c| c.keys.contains(&key))
+            .is_some_and(|c| c.keys.contains(&self.zones, &key))
     }
 
     /// The record `source` has in force at `name` `rtype` (not one shadowed by
@@ -534,7 +623,7 @@ impl DesiredIndex {
         self.sources
             .get(source)
             .into_iter()
-            .flat_map(|c| c.keys.iter())
+            .flat_map(|c| c.keys.iter(&self.zones))
     }
 
     /// Total desired records.

@@ -190,11 +190,9 @@ impl DesiredIndex {
             if !seen.insert(u.name.clone()) {
                 continue;
             }
-            let from = RecordKey::new(zone.name.clone(), u.name.clone(), RecordType::ALL[0]);
             let kept = contribution
                 .keys
-                .range(from..)
-                .take_while(|k| k.name == u.name)
+                .at_name(&self.zones, &zone.name, &u.name)
                 .filter(|k| !replaced.contains(&(&k.name, k.rtype)));
             for key in kept {
                 let Some(record) = self.claim_of(key, source_name) else {

@@ -279,3 +279,113 @@ proptest::proptest! {
 fn a_desired_record_is_four_words() {
     assert_eq!(std::mem::size_of::<DesiredRecord>(), 32);
 }
+
+/// One step of the multi-source model test: a source's whole update, or a patch.
+#[derive(Debug, Clone)]
+enum Step {
+    Update(usize, Vec<(usize, u8)>),
+    Patch(usize, Vec<(usize, u8)>, Vec<usize>),
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let picks = proptest::collection::vec((0usize..5, 1u8..4), 0..6);
+    prop_oneof![
+        (0usize..3, picks.clone()).prop_map(|(s, p)| Step::Update(s, p)),
+        (0usize..3, picks, proptest::collection::vec(0usize..5, 0..3))
+            .prop_map(|(s, p, d)| Step::Patch(s, p, d)),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Any sequence of whole updates and patches by three sources over two zones
+    /// leaves each source declaring exactly what it last said (its count, its keys,
+    /// `holds`), the index holding exactly the keys some source declares, each with the
+    /// values of a source that declares it; and a source keeps no key set of its own
+    /// only in a zone where it is the one source.
+    #[test]
+    fn sources_declare_what_they_last_said(steps in proptest::collection::vec(step(), 1..12)) {
+        let sources = ["file:a", "push:b", "push:c"];
+        let names = ["a.example.com", "b.example.com", "c.sub.example.com", "d.sub.example.com", "e.example.com"];
+        let mut index = DesiredIndex::new(&zones());
+        let mut model: Vec<BTreeMap<usize, u8>> = vec![BTreeMap::new(); 3];
+        let entries = |picks: &[(usize, u8)]| -> Vec<DesiredEntry> {
+            picks
+                .iter()
+                .enumerate()
+                .map(|(i, &(n, v))| entry(names[n], RecordType::A, &[&format!("192.0.2.{v}")], i as u32))
+                .collect()
+        };
+        for step in steps {
+            match step {
+                Step::Update(s, picks) => {
+                    index.update_source(sources[s], &entries(&picks), Vec::new());
+                    model[s].clear();
+                    for (n, v) in picks {
+                        model[s].entry(n).or_insert(v);
+                    }
+                }
+                Step::Patch(s, picks, deletes) => {
+                    // A patch names each key once.
+                    let mut upserts: BTreeMap<usize, u8> = BTreeMap::new();
+                    for (n, v) in picks {
+                        upserts.entry(n).or_insert(v);
+                    }
+                    let deletes: BTreeSet<usize> =
+                        deletes.into_iter().filter(|n| !upserts.contains_key(n)).collect();
+                    let picks: Vec<(usize, u8)> = upserts.iter().map(|(n, v)| (*n, *v)).collect();
+                    let gone: Vec<(Name, RecordType)> = deletes
+                        .iter()
+                        .map(|&n| (Name::parse(names[n]).unwrap(), RecordType::A))
+                        .collect();
+                    index.patch_source(sources[s], &entries(&picks), &gone);
+                    for n in deletes {
+                        model[s].remove(&n);
+                    }
+                    model[s].extend(upserts);
+                }
+            }
+            let key = |n: usize| {
+                let name = Name::parse(names[n]).unwrap();
+                let zone = index.zone_of(&name).unwrap().name.clone();
+                RecordKey::new(zone, name, RecordType::A)
+            };
+            for (s, declared) in model.iter().enumerate() {
+                proptest::prop_assert_eq!(index.source_len(sources[s]), declared.len());
+                let keys: BTreeSet<RecordKey> = index.source_keys(sources[s]).cloned().collect();
+                let want: BTreeSet<RecordKey> = declared.keys().map(|&n| key(n)).collect();
+                proptest::prop_assert_eq!(&keys, &want, "{}", sources[s]);
+                for n in 0..names.len() {
+                    let name = Name::parse(names[n]).unwrap();
+                    proptest::prop_assert_eq!(
+                        index.holds(sources[s], &name, RecordType::A),
+                        declared.contains_key(&n)
+                    );
+                }
+            }
+            let in_force: BTreeMap<RecordKey, &DesiredRecord> =
+                index.zones.values().flat_map(|z| z.iter().map(|(k, r)| (k.clone(), r))).collect();
+            let declared: BTreeSet<RecordKey> =
+                model.iter().flat_map(|m| m.keys().map(|&n| key(n))).collect();
+            proptest::prop_assert_eq!(in_force.keys().cloned().collect::<BTreeSet<_>>(), declared);
+            for (n, k) in (0..names.len()).map(|n| (n, key(n))) {
+                let Some(record) = in_force.get(&k) else { continue };
+                let s = sources.iter().position(|s| *s == &*record.source).unwrap();
+                proptest::prop_assert_eq!(
+                    model[s].get(&n).map(|v| format!("192.0.2.{v}")),
+                    Some(record.data.values()[0].clone()),
+                    "{} in force for {}", sources[s], k
+                );
+            }
+            for (source, c) in &index.sources {
+                for zone in c.keys.zones() {
+                    if c.keys.zone(zone) == Some(&keys::ZoneKeys::Sole) {
+                        let others = index.sources.iter().filter(|(s, o)| *s != source && o.keys.zone(zone).is_some()).count();
+                        proptest::prop_assert_eq!(others, 0, "{} alone in {}", source, zone);
+                    }
+                }
+            }
+        }
+    }
+}
