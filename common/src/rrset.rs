@@ -52,18 +52,25 @@ pub fn at_name<'a, V>(
         .take_while(move |(k, _)| k.name == name)
 }
 
-/// An RRSet's values, shared behind one thin pointer (the count in the allocation):
-/// 8 bytes where `Arc<[String]>` takes 16, in every desired and observed record.
+/// An RRSet's values, shared behind one thin pointer (the count in the allocation),
+/// with the TTL they were made for in the same allocation: [`RRData`] is then this
+/// one word (Arc<[String]> and a TTL took 24 bytes) in every desired and observed
+/// record. Equality compares the values only; the TTL is the holder's business.
 #[derive(Clone)]
-struct Values(ThinArc<(), String>);
+struct Values(ThinArc<u32, String>);
 
 impl Values {
-    fn new(values: Vec<String>) -> Values {
-        Values(ThinArc::from_header_and_iter((), values.into_iter()))
+    fn new(ttl: u32, values: Vec<String>) -> Values {
+        Values(ThinArc::from_header_and_iter(ttl, values.into_iter()))
     }
 
     fn as_slice(&self) -> &[String] {
         &self.0.slice
+    }
+
+    /// The TTL these values were made with.
+    fn ttl(&self) -> u32 {
+        self.0.header.header
     }
 }
 
@@ -147,7 +154,7 @@ impl RRSet {
         Ok(RRSet {
             key,
             ttl,
-            values: Values::new(values),
+            values: Values::new(ttl, values),
         })
     }
 
@@ -164,9 +171,9 @@ impl RRSet {
         }
     }
 
-    /// Shares `data`'s value storage when the values are equal.
+    /// Shares `data`'s value storage when the TTL and values are equal.
     pub fn share_values_with_data(&mut self, data: &RRData) {
-        if self.values == data.values {
+        if data.same_as(self) {
             self.values = data.values.clone();
         }
     }
@@ -174,7 +181,7 @@ impl RRSet {
     /// Shares `other`'s value storage when the data is equal (saves memory in indexes
     /// that hold both a desired and an observed copy).
     pub fn share_values_with(&mut self, other: &RRSet) {
-        if self.values == other.values {
+        if self.same_data(other) {
             self.values = other.values.clone();
         }
     }
@@ -212,27 +219,34 @@ impl fmt::Display for RRSet {
 
 /// An RRSet's TTL and values without its key, for an index that holds the key as its
 /// map key (a million-record index would otherwise hold every key twice). Made only
-/// from a checked [`RRSet`], so [`RRData::rrset`] needs no checks again.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// from a checked [`RRSet`], so [`RRData::rrset`] needs no checks again. One word: the
+/// TTL lives in the values' allocation.
+#[derive(Clone)]
 pub struct RRData {
-    pub ttl: u32,
-    /// Shared with the RRSet it came from.
+    /// Shared with the RRSet it came from when that RRSet's TTL is the one its values
+    /// were made with (always, but for an RRSet whose `ttl` was changed after).
     values: Values,
 }
 
 impl RRData {
     pub fn of(rrset: &RRSet) -> RRData {
-        RRData {
-            ttl: rrset.ttl,
-            values: rrset.values.clone(),
-        }
+        let values = if rrset.values.ttl() == rrset.ttl {
+            rrset.values.clone()
+        } else {
+            Values::new(rrset.ttl, rrset.values().to_vec())
+        };
+        RRData { values }
+    }
+
+    pub fn ttl(&self) -> u32 {
+        self.values.ttl()
     }
 
     /// The RRSet at `key`.
     pub fn rrset(&self, key: &RecordKey) -> RRSet {
         RRSet {
             key: key.clone(),
-            ttl: self.ttl,
+            ttl: self.ttl(),
             values: self.values.clone(),
         }
     }
@@ -243,7 +257,24 @@ impl RRData {
 
     /// Same TTL and values as `rrset`.
     pub fn same_as(&self, rrset: &RRSet) -> bool {
-        self.ttl == rrset.ttl && self.values == rrset.values
+        self.ttl() == rrset.ttl && self.values == rrset.values
+    }
+}
+
+impl PartialEq for RRData {
+    fn eq(&self, other: &RRData) -> bool {
+        self.ttl() == other.ttl() && self.values == other.values
+    }
+}
+
+impl Eq for RRData {}
+
+impl fmt::Debug for RRData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RRData")
+            .field("ttl", &self.ttl())
+            .field("values", &self.values)
+            .finish()
     }
 }
 
@@ -393,8 +424,28 @@ mod tests {
     fn names_and_keys_stay_small() {
         assert_eq!(std::mem::size_of::<crate::Name>(), 8);
         assert_eq!(std::mem::size_of::<RecordKey>(), 24);
-        assert_eq!(std::mem::size_of::<RRData>(), 16);
-        assert_eq!(std::mem::size_of::<Option<RRData>>(), 16);
+        assert_eq!(std::mem::size_of::<RRData>(), 8);
+        assert_eq!(std::mem::size_of::<Option<RRData>>(), 8);
+    }
+
+    /// The TTL kept beside the values is the RRSet's, also for an RRSet whose TTL
+    /// was changed after it was made; equal values with another TTL are other data.
+    #[test]
+    fn rrdata_keeps_the_rrsets_ttl() {
+        let key = RecordKey::new(
+            Name::parse("example.com").unwrap(),
+            Name::parse("a.example.com").unwrap(),
+            RecordType::A,
+        );
+        let mut r = RRSet::new(key.clone(), 60, &["192.0.2.1"]).unwrap();
+        let at_60 = RRData::of(&r);
+        r.ttl = 300;
+        let at_300 = RRData::of(&r);
+        assert_eq!((at_60.ttl(), at_300.ttl()), (60, 300));
+        assert_ne!(at_60, at_300);
+        assert!(at_300.same_as(&r) && !at_60.same_as(&r));
+        assert_eq!(at_300.rrset(&key), r);
+        assert_eq!(at_60.values(), r.values());
     }
 
     use super::*;

@@ -201,7 +201,7 @@ impl DesiredIndex {
                 out.push(DesiredEntry {
                     name: key.name.clone(),
                     rtype: key.rtype,
-                    ttl: Some(record.data.ttl),
+                    ttl: Some(record.data.ttl()),
                     values: record.data.values().to_vec(),
                     origin: crate::source::Origin {
                         source: record.source.as_str().into(),

@@ -95,7 +95,7 @@ pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -
             .in_force(&source, &name, rtype)
             .is_some_and(|(zone, d)| {
                 let ttl = if r.ttl == 0 { zone.default_ttl } else { r.ttl };
-                d.data.ttl == ttl
+                d.data.ttl() == ttl
                     && (d.data.values() == r.values.as_slice()
                         || canonical(rtype, &r.values).is_some_and(|v| d.data.values() == v))
             });
