@@ -60,6 +60,14 @@ impl Name {
         Ok(Name(SharedStr::new(&out)))
     }
 
+    /// The same name in an allocation of its own. For an index that keeps names long:
+    /// a name parsed from a file sits among the parse's short-lived allocations, and
+    /// keeping it keeps their memory pages from going back to the system; copies made
+    /// together lie together.
+    pub fn detached(&self) -> Name {
+        Name(SharedStr::new(self.as_str()))
+    }
+
     /// Whether both are one allocation (interned or cloned), not merely equal.
     pub fn shares_text_with(&self, other: &Name) -> bool {
         self.0.same_allocation(&other.0)

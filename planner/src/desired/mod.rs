@@ -404,7 +404,8 @@ impl DesiredIndex {
                 )));
                 continue;
             };
-            let key = RecordKey::new(zone.name.clone(), e.name.clone(), e.rtype);
+            // The name copied: see `Name::detached`.
+            let key = RecordKey::new(zone.name.clone(), e.name.detached(), e.rtype);
             let rrset = match RRSet::from_canonical(
                 key.clone(),
                 e.ttl.unwrap_or(zone.default_ttl),
@@ -489,8 +490,8 @@ impl DesiredIndex {
     }
 
     /// Rebuilds in one go the map of each touched zone that has taken more than a
-    /// quarter of its records one by one since it was last built: a B-tree filled key
-    /// by key keeps its nodes about half full (a zone loaded in several steps held
+    /// sixteenth of its records one by one since it was last built: a B-tree filled
+    /// key by key keeps its nodes about half full (a zone loaded in several steps held
     /// 180 bytes a record in its map instead of about 100). Amortised O(1) a record.
     fn settle(&mut self, touched: &Touched) {
         for zone in touched.keys() {
@@ -500,7 +501,7 @@ impl DesiredIndex {
             let Some(records) = self.zones.get_mut(zone) else {
                 continue;
             };
-            if *grown > records.len() / 4 {
+            if *grown > records.len() / 16 {
                 *records = std::mem::take(records).into_iter().collect();
                 *grown = 0;
             }

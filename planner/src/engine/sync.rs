@@ -408,6 +408,9 @@ impl Engine {
                 }
             }
         }
+        if let Some(v) = lock(&zone.view).as_mut().map(Arc::make_mut) {
+            v.compact_at_rest();
+        }
         send(progress, SyncProgress::new(&name, Phase::Done, &summary)).await;
         Ok(summary)
     }
