@@ -180,6 +180,28 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         s.path("planner.log"),
     ));
     wait_serving(&tools, s.planner_port, "dnsplane.v1.Planner", || s.logs());
+    // Both services run with the allocator settings the binaries give themselves
+    // (`dnsplane_cli::tune_allocator`: freed pages back within 50 ms, no transparent
+    // huge pages), or with what the environment says instead.
+    for proc in [s.applier.as_ref(), s.planner.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        let environ = std::fs::read(format!("/proc/{}/environ", proc.child.id()))
+            .expect("the service's environment");
+        let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
+        for (name, default) in [("MIMALLOC_PURGE_DELAY", "50"), ("MIMALLOC_ALLOW_THP", "0")] {
+            let want = format!(
+                "{name}={}",
+                std::env::var(name).unwrap_or_else(|_| default.to_string())
+            );
+            assert!(
+                vars.contains(&want.as_bytes()),
+                "{}: {want} not in its environment",
+                proc.name
+            );
+        }
+    }
 
     // Converged: all four records, b adopted after its conflict.
     let zone = ZONE;
