@@ -64,7 +64,7 @@ impl From<&RRSet> for pb::RrSet {
         pb::RrSet {
             key: Some((&r.key).into()),
             ttl: r.ttl,
-            values: r.values().to_vec(),
+            values: r.values_vec(),
         }
     }
 }

@@ -116,7 +116,7 @@ impl ZoneView {
                     None => owned,
                 };
                 let shared = owner_values
-                    .entry((r.ttl, r.values().to_vec()))
+                    .entry((r.ttl, r.values_vec()))
                     .or_insert_with(|| Arc::new(Owned { mark, template: r }))
                     .clone();
                 let seen = Seen {
@@ -277,7 +277,7 @@ impl ZoneView {
                     }
                     let shared = self
                         .written
-                        .entry((after.ttl, after.values().into()))
+                        .entry((after.ttl, after.values_vec().into()))
                         .or_insert_with(|| {
                             Arc::new(Owned {
                                 mark,

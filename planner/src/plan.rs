@@ -248,8 +248,8 @@ fn describe_difference(cur: &RRSet, want: &RRSet) -> String {
     if cur.values() != want.values() {
         parts.push(format!(
             "values {} → {}",
-            cur.values().join(" "),
-            want.values().join(" ")
+            cur.values().collect::<Vec<_>>().join(" "),
+            want.values().collect::<Vec<_>>().join(" ")
         ));
     }
     if cur.ttl != want.ttl {

@@ -310,7 +310,7 @@ async fn conflicts_are_atomic(
         assert!(dig(&d, dns_port, taken.key.name.as_str(), "CNAME").is_empty());
         assert_eq!(
             dig(&d, dns_port, taken.key.name.as_str(), "A"),
-            taken.values()
+            taken.values_vec()
         );
     }
 

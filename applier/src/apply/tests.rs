@@ -788,7 +788,7 @@ mod properties {
 
     fn at(label: &str, r: RRSet) -> RRSet {
         let key = RecordKey::new(zone(), zone().prepend(label).unwrap(), r.key.rtype);
-        RRSet::from_canonical(key, r.ttl, r.values().to_vec()).unwrap()
+        RRSet::from_canonical(key, r.ttl, r.values_vec()).unwrap()
     }
 
     /// Per key: the seeded value, and the change as (before, after) values.
@@ -847,7 +847,7 @@ mod properties {
                 prop_assert_eq!(&r.change_id, &c.id);
                 let op = &c.ops[0];
                 let now = p.get(&op.key);
-                let invalid = op.after.as_ref().is_some_and(|a| a.values().iter().any(|v| v == INVALID));
+                let invalid = op.after.as_ref().is_some_and(|a| a.values().any(|v| v == INVALID));
                 match r.outcome {
                     Outcome::Applied | Outcome::AlreadyApplied => {
                         prop_assert!(op.at_target(now.as_ref()), "{:?} not at target: {:?}", c, now);

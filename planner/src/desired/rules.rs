@@ -202,7 +202,7 @@ impl DesiredIndex {
                     name: key.name.clone(),
                     rtype: key.rtype,
                     ttl: Some(record.data.ttl()),
-                    values: record.data.values().to_vec(),
+                    values: record.data.values_vec(),
                     origin: crate::source::Origin {
                         source: record.source.as_str().into(),
                         location: u.origin.location.clone(),

@@ -374,7 +374,7 @@ proptest::proptest! {
                 let s = sources.iter().position(|s| *s == &*record.source).unwrap();
                 proptest::prop_assert_eq!(
                     model[s].get(&n).map(|v| format!("192.0.2.{v}")),
-                    Some(record.data.values()[0].clone()),
+                    record.data.values().next().map(str::to_string),
                     "{} in force for {}", sources[s], k
                 );
             }

@@ -123,7 +123,7 @@ impl FaultInjector {
                             .iter()
                             .flat_map(|r| r.values())
                             .find(|v| values.contains(*v))
-                            .map(|v| (o.key.clone(), v.clone()))
+                            .map(|v| (o.key.clone(), v))
                     });
                     match hit {
                         Some(hit) => Some(hit),

@@ -242,7 +242,7 @@ fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution 
             return res;
         };
         res.answers.push(owned(cname));
-        match cname.values().first().map(|v| Name::parse(v)) {
+        match cname.values().next().map(|v| Name::parse(v)) {
             Some(Ok(target)) if target.is_within(zone) => name = target,
             // Outside the zone: the resolver follows it.
             _ => return res,
@@ -286,7 +286,7 @@ fn soa(z: &ZoneData, zone: &Name) -> Option<Record> {
     let mname = z
         .node(zone)
         .and_then(|n| n.rrsets.get(&RecordType::Ns))
-        .and_then(|ns| ns.values().first())
+        .and_then(|ns| ns.values().next())
         .and_then(|v| rr::Name::from_ascii(v).ok())
         .or_else(|| rr::Name::from_ascii("localhost.").ok())?;
     let rname = hz.prepend_label("hostmaster").ok()?;
@@ -304,7 +304,6 @@ fn records(owner: &Name, rrset: &RRSet) -> Vec<Record> {
     };
     rrset
         .values()
-        .iter()
         .filter_map(|v| match to_rdata(rrset.key.rtype, v) {
             Some(d) => Some(Record::from_rdata(name.clone(), rrset.ttl, d)),
             None => {

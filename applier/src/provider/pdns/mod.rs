@@ -552,9 +552,8 @@ impl Provider for PdnsProvider {
                     // Canonical values are PowerDNS content: absolute names, quoted TXT.
                     records: after
                         .values()
-                        .iter()
                         .map(|v| PdnsRecord {
-                            content: v.clone(),
+                            content: v.to_string(),
                             disabled: false,
                         })
                         .collect(),

@@ -30,7 +30,6 @@ pub(super) fn build_update(zone: &Name, ops: &[RRSetOp]) -> Result<Message, Prov
     let records = |name: &HName, rrset: &RRSet, ttl: u32| -> Result<Vec<Record>, ProviderError> {
         rrset
             .values()
-            .iter()
             .map(|v| {
                 Ok(Record::from_rdata(
                     name.clone(),

@@ -340,7 +340,7 @@ impl MemoryStore {
                     rtype: key.rtype,
                     data: r.as_ref().map(|r| StoredData {
                         ttl: r.ttl,
-                        values: r.values().to_vec(),
+                        values: r.values_vec(),
                     }),
                 })
                 .collect(),
@@ -412,7 +412,7 @@ impl MemoryStore {
                             name: r.key.name.clone(),
                             rtype: r.key.rtype,
                             ttl: r.ttl,
-                            values: r.values().to_vec(),
+                            values: r.values_vec(),
                         })
                         .collect(),
                 })
