@@ -17,6 +17,9 @@ pub struct Args {
     pub samples: usize,
     /// Records of the conflict-release phase.
     pub conflicts: usize,
+    /// Skip the PowerDNS floor of the `large` phase (writing the same records into a
+    /// fresh zone again: as long as the load itself at a million records).
+    pub no_large_floor: bool,
 }
 
 impl Args {
@@ -35,6 +38,7 @@ pub fn parse() -> Args {
         batch: 0,
         samples: 20,
         conflicts: 200,
+        no_large_floor: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -64,6 +68,7 @@ pub fn parse() -> Args {
             "--batch" => a.batch = num(value(), "--batch"),
             "--samples" => a.samples = num(value(), "--samples").max(1),
             "--conflicts" => a.conflicts = num(value(), "--conflicts").max(1),
+            "--no-large-floor" => a.no_large_floor = true,
             "--servers" => a.kinds = Kind::parse_list(&value()).unwrap_or_else(|e| usage(&e)),
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other:?}")),
@@ -79,6 +84,7 @@ pub fn usage(problem: &str) -> ! {
     eprintln!(
         "usage: dnsplane-bench-linear [--phases {}] [--records N] [--large N,N]\n\
          \x20      [--servers pdns,bind] [--batch N] [--samples N] [--conflicts N]\n\
+         \x20      [--no-large-floor]\n\
          (build first: cargo build --release --bins; run target/release/dnsplane-bench-linear)",
         PHASES.join(",")
     );

@@ -186,7 +186,7 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
     let first = mean(&batches[..tenth.min(batches.len())]);
     let last = mean(&batches[batches.len().saturating_sub(tenth)..]);
 
-    let floor = curl(&s).map(|mut c| {
+    let floor = curl(&s).filter(|_| !ctx.args.no_large_floor).map(|mut c| {
         let (after, _) = c.read(&zone.to_string());
         let fz = c.fresh_zone();
         c.patch(&zone.to_string(), &fz, &floor::empty(), &after)
