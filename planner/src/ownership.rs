@@ -74,7 +74,7 @@ pub fn parse_owner_record(rrset: &RRSet) -> Option<(RecordKey, OwnerMark)> {
         None => (label, rest),
     };
     let rtype = RecordType::parse(rtype).ok()?;
-    let mark = rrset.values().find_map(|v| parse_mark(v))?;
+    let mark = rrset.values().find_map(parse_mark)?;
     Some((RecordKey::new(rrset.key.zone.clone(), owned, rtype), mark))
 }
 

@@ -356,8 +356,8 @@ proptest::proptest! {
                 let keys: BTreeSet<RecordKey> = index.source_keys(sources[s]).cloned().collect();
                 let want: BTreeSet<RecordKey> = declared.keys().map(|&n| key(n)).collect();
                 proptest::prop_assert_eq!(&keys, &want, "{}", sources[s]);
-                for n in 0..names.len() {
-                    let name = Name::parse(names[n]).unwrap();
+                for (n, name) in names.iter().enumerate() {
+                    let name = Name::parse(name).unwrap();
                     proptest::prop_assert_eq!(
                         index.holds(sources[s], &name, RecordType::A),
                         declared.contains_key(&n)

@@ -166,7 +166,7 @@ impl FaultInjector {
                     let (key, value) = rejected.expect("matched above");
                     let message = template
                         .replace("{status}", &status.to_string())
-                        .replace("{value}", &value)
+                        .replace("{value}", value)
                         .replace("{name}", key.name.as_str())
                         .replace("{type}", key.rtype.as_str());
                     let error = ProviderError::new(ErrorClass::Invalid, message).with_key(key);

@@ -242,7 +242,7 @@ fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution 
             return res;
         };
         res.answers.push(owned(cname));
-        match cname.values().next().map(|v| Name::parse(v)) {
+        match cname.values().next().map(Name::parse) {
             Some(Ok(target)) if target.is_within(zone) => name = target,
             // Outside the zone: the resolver follows it.
             _ => return res,
