@@ -4,8 +4,8 @@
 //! so it keeps no set of its own there (24 bytes and a B-tree slot a record saved).
 //! Once a second source declares records in the zone, the first one's keys there are
 //! written out (O(zone), once), and when one source is left they are dropped again.
-use super::DesiredRecord;
-use dnsplane_common::{Name, RecordKey, RecordType};
+use super::{Contribution, DesiredIndex, DesiredRecord};
+use dnsplane_common::{Name, RecordKey, RecordType, SharedStr};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The desired records by zone, as the index holds them.
@@ -117,6 +117,74 @@ impl SourceKeys {
                 true
             }
             None => false,
+        }
+    }
+}
+
+/// Who declares what, per zone: the bookkeeping that lets a source alone in a zone
+/// keep no key set there.
+impl DesiredIndex {
+    /// How `source` keeps its keys in `zone`, where it starts declaring records: apart
+    /// when another source declares records there (whose keys are then written out
+    /// if it was alone), else not at all.
+    pub(super) fn enter_zone(&mut self, zone: &Name, source: &SharedStr) -> ZoneKeys {
+        let others = self
+            .sources
+            .iter()
+            .any(|(s, c)| s != source && c.keys.zone(zone).is_some());
+        if !others {
+            return ZoneKeys::Sole;
+        }
+        for c in self.sources.values_mut() {
+            if c.keys.zone(zone) == Some(&ZoneKeys::Sole) {
+                let keys = self
+                    .zones
+                    .get(zone)
+                    .map(|z| z.keys().cloned().collect())
+                    .unwrap_or_default();
+                c.keys.set_zone(zone.clone(), ZoneKeys::Shared(keys));
+            }
+        }
+        ZoneKeys::Shared(BTreeSet::new())
+    }
+
+    /// Registers `key` among what `source` declares, before its claim goes in.
+    pub(super) fn declare(
+        &mut self,
+        contribution: &mut Contribution,
+        source: &SharedStr,
+        key: &RecordKey,
+    ) {
+        if !contribution.keys.add(key) {
+            let keys = self.enter_zone(&key.zone, source);
+            contribution.keys.set_zone(key.zone.clone(), keys);
+            contribution.keys.add(key);
+        }
+    }
+
+    /// After an update: a source that declares nothing more in one of `zones` lets
+    /// go of it, and a source left alone in a zone drops its written-out keys there.
+    pub(super) fn settle_declarers(&mut self, mut zones: Vec<Name>) {
+        zones.sort();
+        zones.dedup();
+        for zone in zones {
+            let in_zone = self.zones.get(&zone).map_or(0, BTreeMap::len);
+            let mut declaring = 0;
+            for c in self.sources.values_mut() {
+                match c.keys.zone(&zone) {
+                    Some(ZoneKeys::Sole) if in_zone == 0 => c.keys.drop_zone(&zone),
+                    Some(ZoneKeys::Shared(set)) if set.is_empty() => c.keys.drop_zone(&zone),
+                    Some(_) => declaring += 1,
+                    None => {}
+                }
+            }
+            if declaring == 1 {
+                for c in self.sources.values_mut() {
+                    if matches!(c.keys.zone(&zone), Some(ZoneKeys::Shared(_))) {
+                        c.keys.set_zone(zone.clone(), ZoneKeys::Sole);
+                    }
+                }
+            }
         }
     }
 }

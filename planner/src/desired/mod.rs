@@ -9,7 +9,8 @@
 //!
 //! - [`record`]: what the index holds per record, and the interner that shares names;
 //! - [`rules`]: the rules across records (duplicates, CNAME beside other data) and the
-//!   lines their errors point at.
+//!   lines their errors point at;
+//! - [`keys`]: the keys each source declares, and who declares what in each zone.
 use crate::config::ZoneConfig;
 use crate::ownership;
 use crate::source::{DesiredEntry, SourceError};
@@ -22,7 +23,7 @@ mod keys;
 mod record;
 mod rules;
 
-use keys::{SourceKeys, ZoneKeys};
+use keys::SourceKeys;
 
 pub use record::{DesiredRecord, Interner};
 pub use rules::Checked;
@@ -201,16 +202,13 @@ impl DesiredIndex {
         // The new claims' keys, per zone: none kept where the source is alone.
         let mut zones: Vec<Name> = new.keys().map(|k| k.zone.clone()).collect();
         zones.dedup();
-        for zone in &zones {
-            let keys = if self.others_declare(zone, &source) {
-                self.share_zone(zone);
-                ZoneKeys::Shared(new.keys().filter(|k| &k.zone == zone).cloned().collect())
-            } else {
-                ZoneKeys::Sole
-            };
-            contribution.keys.set_zone(zone.clone(), keys);
+        for zone in zones {
+            let keys = self.enter_zone(&zone, &source);
+            contribution.keys.set_zone(zone, keys);
         }
-        zones.extend(old.keys.zones().cloned());
+        for key in new.keys() {
+            contribution.keys.add(key);
+        }
         // Add the new claims. Built in one go where possible: a B-tree filled key by
         // key in order leaves its nodes about half full, one built from a sorted run
         // fills them (a loaded zone takes ~40 % less memory).
@@ -234,11 +232,8 @@ impl DesiredIndex {
             }
         }
         self.fill_zone(bulk, &mut touched);
-        self.sources.insert(source, contribution);
-        zones.extend(touched.keys().cloned());
-        self.settle_declarers(zones);
-        self.settle(&touched);
-        self.check_clashes(&touched, &lines);
+        let left = old.keys.zones().cloned().collect();
+        self.finish_update(source, contribution, left, &touched, &lines);
         touched
     }
 
@@ -291,7 +286,7 @@ impl DesiredIndex {
                 touch(&mut touched, &key);
             }
         }
-        let mut zones: Vec<Name> = contribution.keys.zones().cloned().collect();
+        let before = contribution.keys.zones().cloned().collect();
         for (key, record) in new {
             self.declare(&mut contribution, &source, &key);
             self.claim(
@@ -303,75 +298,27 @@ impl DesiredIndex {
                 &mut touched,
             );
         }
+        self.finish_update(source, contribution, before, &touched, &lines);
+        touched
+    }
+
+    /// Ends an update of `source`: puts its contribution back, settles who declares
+    /// what in the zones it was in (`zones`) or is in now, rebuilds the maps that took
+    /// many records one by one, and checks CNAME clashes at the touched names.
+    fn finish_update(
+        &mut self,
+        source: SharedStr,
+        contribution: Contribution,
+        mut zones: Vec<Name>,
+        touched: &Touched,
+        lines: &Lines<'_>,
+    ) {
         zones.extend(contribution.keys.zones().cloned());
         self.sources.insert(source, contribution);
         zones.extend(touched.keys().cloned());
         self.settle_declarers(zones);
-        self.settle(&touched);
-        self.check_clashes(&touched, &lines);
-        touched
-    }
-
-    /// Whether a source other than `source` declares records in `zone`.
-    fn others_declare(&self, zone: &Name, source: &SharedStr) -> bool {
-        self.sources
-            .iter()
-            .any(|(s, c)| s != source && c.keys.zone(zone).is_some())
-    }
-
-    /// Writes out the keys of a source that was alone in `zone` and is about to have
-    /// company there (its keys are then the zone's, as long as no other claim is in).
-    fn share_zone(&mut self, zone: &Name) {
-        for c in self.sources.values_mut() {
-            if c.keys.zone(zone) == Some(&ZoneKeys::Sole) {
-                let keys = self
-                    .zones
-                    .get(zone)
-                    .map(|z| z.keys().cloned().collect())
-                    .unwrap_or_default();
-                c.keys.set_zone(zone.clone(), ZoneKeys::Shared(keys));
-            }
-        }
-    }
-
-    /// Registers `key` among what `source` declares, before its claim goes in.
-    fn declare(&mut self, contribution: &mut Contribution, source: &SharedStr, key: &RecordKey) {
-        if contribution.keys.add(key) {
-            return;
-        }
-        let keys = if self.others_declare(&key.zone, source) {
-            self.share_zone(&key.zone);
-            ZoneKeys::Shared([key.clone()].into())
-        } else {
-            ZoneKeys::Sole
-        };
-        contribution.keys.set_zone(key.zone.clone(), keys);
-    }
-
-    /// After an update: a source that declares nothing more in one of `zones` lets
-    /// go of it, and a source left alone in a zone drops its written-out keys there.
-    fn settle_declarers(&mut self, mut zones: Vec<Name>) {
-        zones.sort();
-        zones.dedup();
-        for zone in zones {
-            let in_zone = self.zones.get(&zone).map_or(0, BTreeMap::len);
-            let mut declaring = 0;
-            for c in self.sources.values_mut() {
-                match c.keys.zone(&zone) {
-                    Some(ZoneKeys::Sole) if in_zone == 0 => c.keys.drop_zone(&zone),
-                    Some(ZoneKeys::Shared(set)) if set.is_empty() => c.keys.drop_zone(&zone),
-                    Some(_) => declaring += 1,
-                    None => {}
-                }
-            }
-            if declaring == 1 {
-                for c in self.sources.values_mut() {
-                    if matches!(c.keys.zone(&zone), Some(ZoneKeys::Shared(_))) {
-                        c.keys.set_zone(zone.clone(), ZoneKeys::Sole);
-                    }
-                }
-            }
-        }
+        self.settle(touched);
+        self.check_clashes(touched, lines);
     }
 
     /// The records `entries` declare, placed in their zones, first one per key; and

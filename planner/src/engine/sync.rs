@@ -408,7 +408,9 @@ impl Engine {
                 }
             }
         }
-        if let Some(v) = lock(&zone.view).as_mut().map(Arc::make_mut) {
+        // Only a view no reader holds: copying a shared one to compact it would cost
+        // more than the compaction saves.
+        if let Some(v) = lock(&zone.view).as_mut().and_then(Arc::get_mut) {
             v.compact_at_rest();
         }
         send(progress, SyncProgress::new(&name, Phase::Done, &summary)).await;

@@ -208,6 +208,13 @@ fn stored(dir: &std::path::Path) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// The message of a refusal, which must be INVALID_ARGUMENT.
+fn invalid<T: std::fmt::Debug>(answer: Result<tonic::Response<T>, tonic::Status>) -> String {
+    let e = answer.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+    e.message().to_string()
+}
+
 fn patch(upserts: Vec<pb::DesiredRecord>, deletes: &[(&str, &str)]) -> pb::PatchDesiredRequest {
     pb::PatchDesiredRequest {
         source: "test".into(),
@@ -273,11 +280,7 @@ async fn a_patch_changes_what_it_names_or_nothing() {
 
     let refused = |req: pb::PatchDesiredRequest| {
         let svc = &svc;
-        async move {
-            let e = svc.patch_desired(Request::new(req)).await.unwrap_err();
-            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
-            e.message().to_string()
-        }
+        async move { invalid(svc.patch_desired(Request::new(req)).await) }
     };
     let m = refused(patch(
         vec![record("d.example.com", "A", &["192.0.2.999"])],
@@ -491,11 +494,7 @@ async fn a_push_like_the_last_goes_in_as_a_patch() {
 
     let refused = |req: pb::PutDesiredRequest| {
         let svc = &svc;
-        async move {
-            let e = svc.put_desired(Request::new(req)).await.unwrap_err();
-            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
-            e.message().to_string()
-        }
+        async move { invalid(svc.put_desired(Request::new(req)).await) }
     };
     let mut bad = next.clone();
     bad[5].values = vec!["192.0.2.999".into()];
