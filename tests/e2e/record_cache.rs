@@ -5,7 +5,10 @@
 //! ends CONFLICT with the value the server holds; a PATCH whose answer is lost (a 502
 //! from the proxy after PowerDNS committed it) drops the cache instead of guessing,
 //! and the batch ends ALREADY_APPLIED from a fresh read; a listing answers from the
-//! cache with exactly what the server holds.
+//! cache with exactly what the server holds. A PowerDNS whose PATCHes grow slower
+//! than the account's `timeout` (its whole-zone rectify in a large zone, simulated by
+//! holding each PATCH before it reaches PowerDNS) still gets every write answered:
+//! the zone's deadline follows what PowerDNS takes.
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -50,6 +53,9 @@ struct Recorder {
     log: Mutex<Vec<Seen>>,
     /// Answer the next PATCH 502 after PowerDNS committed it.
     lose_next_patch_answer: std::sync::atomic::AtomicBool,
+    /// Hold each next PATCH this long before forwarding it (as PowerDNS takes longer
+    /// to commit); the forwarding goes on if the client gives up, as PowerDNS's does.
+    patch_delays: Mutex<std::collections::VecDeque<std::time::Duration>>,
 }
 
 impl Recorder {
@@ -59,6 +65,14 @@ impl Recorder {
 }
 
 async fn forward(State(rec): State<Arc<Recorder>>, req: Request) -> Response {
+    // Spawned: a client that hangs up does not stop the request, as it does not stop
+    // PowerDNS's.
+    tokio::spawn(forward_whole(rec, req))
+        .await
+        .expect("forwarding task")
+}
+
+async fn forward_whole(rec: Arc<Recorder>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let uri = parts
         .uri
@@ -73,6 +87,12 @@ async fn forward(State(rec): State<Arc<Recorder>>, req: Request) -> Response {
     for (k, v) in &parts.headers {
         if k != "host" && k != "content-length" {
             out = out.header(k, v);
+        }
+    }
+    if parts.method == axum::http::Method::PATCH {
+        let delay = rec.patch_delays.lock().expect("delays").pop_front();
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
         }
     }
     let resp = out.body(body).send().await.expect("upstream answer");
@@ -103,6 +123,7 @@ async fn start_recorder(upstream: String) -> (Arc<Recorder>, String) {
         http: reqwest::Client::new(),
         log: Mutex::default(),
         lose_next_patch_answer: std::sync::atomic::AtomicBool::new(false),
+        patch_delays: Mutex::default(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -261,4 +282,48 @@ async fn pdns_warm_batches_read_only_the_serial_and_still_see_other_writers() {
     );
     assert_eq!(a, b, "the cache holds what the server holds");
     assert_eq!(listed.serial, truth.serial);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdns_writes_wait_as_long_as_powerdns_takes_for_the_zone() {
+    use std::time::Duration;
+    let Some(srv) = PowerDns::start() else { return };
+    let zone = srv.zone.clone();
+    let (rec, url) = start_recorder(srv.api_url()).await;
+    let timeout = Duration::from_millis(500);
+    let cfg = dnsplane_applier::provider::pdns::PdnsConfig {
+        api_url: url,
+        timeout,
+        ..srv.config()
+    };
+    let provider = Arc::new(PdnsProvider::new(&cfg).expect("provider"));
+    let account = Account::new("pdns", provider.clone(), std::slice::from_ref(&zone));
+
+    // Each PATCH takes PowerDNS longer than the last, from under the account's
+    // timeout to more than twice it, as a growing zone's rectify does.
+    let delays: Vec<Duration> = [200, 400, 600, 800, 1000, 1200]
+        .map(Duration::from_millis)
+        .to_vec();
+    rec.patch_delays
+        .lock()
+        .expect("delays")
+        .extend(delays.iter().copied());
+    for (b, delay) in delays.iter().enumerate() {
+        let out = run(&account, &zone, &creates(&zone, &format!("slow{b}-"), 40)).await;
+        assert!(
+            out.iter().all(|o| *o == Outcome::Applied),
+            "batch {b}, PATCH held {delay:?} (timeout {timeout:?}): {out:?}"
+        );
+        let seen = rec.take();
+        assert_eq!(
+            seen.iter().filter(|s| s.method == "PATCH").count(),
+            1,
+            "batch {b}: one PATCH, none resent after a timeout: {seen:?}"
+        );
+    }
+    assert_eq!(
+        provider.record_cache().stats().invalidations,
+        0,
+        "no write was ambiguous"
+    );
 }

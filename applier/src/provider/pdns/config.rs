@@ -36,7 +36,11 @@ pub struct PdnsConfig {
     /// Exactly one of `api_key_file` and `api_key_env`.
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Deadline of one HTTP request, connect included. Default 10s.
+    /// Deadline of one HTTP request, connect included (connect alone: at most 5s).
+    /// Default 10s. The least a request gets: a request to a zone whose PATCHes or
+    /// whole-zone reads took PowerDNS longer waits up to three times the longest of the
+    /// last eight of them, at most 10 minutes (PowerDNS rectifies the whole zone in
+    /// each PATCH, which grows with the zone).
     #[serde(default = "default_timeout", with = "humantime_serde")]
     pub timeout: Duration,
 }

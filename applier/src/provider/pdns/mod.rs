@@ -42,9 +42,22 @@ use std::time::Duration;
 
 mod api;
 mod config;
+mod timing;
 
 use api::{Answer, Patch, PdnsRRSet, PdnsRecord, ZoneInfo, add_rrset, transport_error};
 pub use config::{PdnsConfig, PdnsSetupError, SecretSource};
+use timing::Deadlines;
+
+/// What a request is, for its class on failure and for its deadline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A read whose cost does not grow with the zone (a serial, one name, the zone list).
+    Read,
+    /// A read of the whole zone.
+    WholeRead,
+    /// A PATCH: PowerDNS rectifies the whole zone in it.
+    Write,
+}
 
 /// RRSet ops one PATCH may carry. PowerDNS has no count limit, only the 2 MB
 /// `webserver-max-bodysize`, and every PATCH also rectifies the whole zone (stock
@@ -69,6 +82,8 @@ pub struct PdnsProvider {
     /// `…/api/v1/servers/{server_id}` (no trailing slash).
     server_url: Url,
     timeout: Duration,
+    /// Each zone's request deadline, stretched by what PowerDNS took for it.
+    deadlines: Arc<Deadlines>,
     /// Zone name → the opaque id PowerDNS gave it.
     zone_ids: Arc<Mutex<HashMap<Name, String>>>,
     /// One write (read-check-PATCH) per zone at a time.
@@ -133,6 +148,7 @@ impl PdnsProvider {
             http,
             server_url,
             timeout: cfg.timeout,
+            deadlines: Arc::new(Deadlines::new(cfg.timeout)),
             zone_ids: Arc::default(),
             zone_locks: Arc::default(),
             cache: Arc::default(),
@@ -182,17 +198,20 @@ impl PdnsProvider {
         url
     }
 
-    /// One HTTP exchange, classified. `write` says whether the request changes state:
-    /// a failure after sending a write is ambiguous, after sending a read transient.
-    /// The request first takes its quota token from `pacer`.
+    /// One HTTP exchange, classified. A failure after sending a write is ambiguous,
+    /// after sending a read transient. The request first takes its quota token from
+    /// `pacer`, and gets `zone`'s deadline ([`timing`]); a whole-zone read or a write
+    /// tells the deadline how long it took.
     async fn call(
         &self,
         method: Method,
         url: Url,
         body: Option<Vec<u8>>,
-        write: bool,
+        kind: Kind,
+        zone: Option<&Name>,
         pacer: &Pacer,
     ) -> Result<Answer, ProviderError> {
+        let write = kind == Kind::Write;
         pacer
             .request(if write {
                 Operation::Apply
@@ -200,13 +219,38 @@ impl PdnsProvider {
                 Operation::List
             })
             .await?;
+        let deadline = self.deadlines.for_zone(zone);
+        let started = std::time::Instant::now();
+        let answer = self.exchange(method, url, body, write, deadline).await;
+        if let (Some(zone), true) = (zone, kind != Kind::Read) {
+            match &answer {
+                Ok(_) => self.deadlines.heavy(zone, started.elapsed()),
+                Err(e) if e.timed_out => self.deadlines.heavy(zone, deadline),
+                Err(_) => {}
+            }
+        }
+        answer.map_err(|e| e.error)
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Vec<u8>>,
+        write: bool,
+        deadline: Duration,
+    ) -> Result<Answer, Failed> {
         let what = format!("{method} {}", url.path());
         let key = self
             .key
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let mut req = self.http.request(method, url).header("x-api-key", key);
+        let mut req = self
+            .http
+            .request(method, url)
+            .timeout(deadline)
+            .header("x-api-key", key);
         // W3C traceparent of the current `provider.call` span (nothing while tracing is off).
         let mut trace = HeaderMap::new();
         dnsplane_common::telemetry::inject_http_headers(&mut trace);
@@ -216,10 +260,11 @@ impl PdnsProvider {
         if let Some(body) = body {
             req = req.header(CONTENT_TYPE, "application/json").body(body);
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| transport_error(&what, &e, write))?;
+        let failed = |e: reqwest::Error| Failed {
+            timed_out: e.is_timeout(),
+            error: transport_error(&what, &e, write),
+        };
+        let resp = req.send().await.map_err(failed)?;
         let status = resp.status();
         if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
             self.reload_key();
@@ -230,10 +275,7 @@ impl PdnsProvider {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| transport_error(&what, &e, write))?;
+        let body = resp.bytes().await.map_err(failed)?;
         Ok(Answer {
             what,
             status,
@@ -246,10 +288,11 @@ impl PdnsProvider {
     async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         url: Url,
+        kind: Kind,
         zone: Option<&Name>,
         pacer: &Pacer,
     ) -> Result<T, ProviderError> {
-        let answer = self.call(Method::GET, url, None, false, pacer).await?;
+        let answer = self.call(Method::GET, url, None, kind, zone, pacer).await?;
         if !answer.status.is_success() {
             return Err(answer.classify(zone, false));
         }
@@ -265,7 +308,9 @@ impl PdnsProvider {
     async fn fetch_zones(&self) -> Result<Vec<ZoneInfo>, ProviderError> {
         let mut url = self.url(&["zones"]);
         url.query_pairs_mut().append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self.get_json(url, None, &Pacer::default()).await?;
+        let zones: Vec<ZoneInfo> = self
+            .get_json(url, Kind::Read, None, &Pacer::default())
+            .await?;
         let mut ids = self.lock_ids();
         for z in &zones {
             if let Ok(name) = Name::parse(&z.name) {
@@ -290,7 +335,9 @@ impl PdnsProvider {
         url.query_pairs_mut()
             .append_pair("zone", zone.as_str())
             .append_pair("dnssec", "false");
-        let zones: Vec<ZoneInfo> = self.get_json(url, Some(zone), &Pacer::default()).await?;
+        let zones: Vec<ZoneInfo> = self
+            .get_json(url, Kind::Read, Some(zone), &Pacer::default())
+            .await?;
         let found = zones
             .into_iter()
             .find(|z| Name::parse(&z.name).is_ok_and(|n| &n == zone))
@@ -323,7 +370,14 @@ impl PdnsProvider {
                 q.append_pair("rrset_name", name.as_str());
             }
         }
-        let result = self.get_json::<ZoneInfo>(url, Some(zone), pacer).await;
+        let kind = if rrsets && name.is_none() {
+            Kind::WholeRead
+        } else {
+            Kind::Read
+        };
+        let result = self
+            .get_json::<ZoneInfo>(url, kind, Some(zone), pacer)
+            .await;
         if result
             .as_ref()
             .is_err_and(|e| e.class == ErrorClass::Permanent)
@@ -431,6 +485,12 @@ impl PdnsProvider {
             .or_default()
             .clone()
     }
+}
+
+/// A request that failed below HTTP; `timed_out` when it hit its deadline.
+struct Failed {
+    error: ProviderError,
+    timed_out: bool,
 }
 
 /// The `X-API-Key` header from `source`, marked sensitive (hyper and reqwest print it
@@ -581,7 +641,8 @@ impl Provider for PdnsProvider {
                 Method::PATCH,
                 self.url(&["zones", &id]),
                 Some(body),
-                true,
+                Kind::Write,
+                Some(zone),
                 pacer,
             )
             .await;
