@@ -26,6 +26,7 @@ use crate::provider::memory::dns::{Authority, DnsServer};
 use crate::provider::memory::store::StoreError;
 use crate::provider::pdns::PdnsProvider;
 use crate::provider::rfc2136::Rfc2136Provider;
+use crate::provider::route53::Route53Provider;
 use crate::service::ApplierService;
 use dnsplane_common::pb::applier_server::ApplierServer;
 use prometheus_client::registry::Registry;
@@ -162,6 +163,9 @@ impl Applier {
                 DriverConfig::Rfc2136(r) => Arc::new(
                     Rfc2136Provider::new(r, &account.zones).map_err(|e| driver_err(e.into()))?,
                 ),
+                DriverConfig::Route53(r) => {
+                    Arc::new(Route53Provider::new(r).map_err(|e| driver_err(e.into()))?)
+                }
             };
             let options = AccountOptions::build(account)
                 .map_err(ApplierError::Config)?

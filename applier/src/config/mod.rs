@@ -18,7 +18,7 @@
 //! `[accounts.circuit]`, `[[accounts.faults]]`, `[accounts.quota]`) and a
 //! [`DriverConfig`], selected by `driver`, whose fields are the driver's own table
 //! (each driver's folder owns its config: [`MemoryConfig`], [`PdnsConfig`],
-//! [`Rfc2136Config`]). Unknown keys are refused with their name, whichever part they
+//! [`Rfc2136Config`], [`Route53Config`]). Unknown keys are refused with their name, whichever part they
 //! would belong to. A new driver is one enum arm and one folder.
 //!
 //! Per account, optionally, the circuit breaker and fault injection (for tests and
@@ -40,6 +40,7 @@ use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryConfig;
 use crate::provider::pdns::PdnsConfig;
 use crate::provider::rfc2136::Rfc2136Config;
+use crate::provider::route53::Route53Config;
 use crate::quota::{QuotaConfig, QuotaSettings};
 use crate::retry::RetryPolicy;
 use dnsplane_common::Name;
@@ -131,6 +132,8 @@ pub enum DriverConfig {
     Pdns(PdnsConfig),
     /// A primary accepting DNS UPDATE with TSIG (BIND, Knot, PowerDNS).
     Rfc2136(Rfc2136Config),
+    /// AWS Route 53 (or its API elsewhere: `endpoint`).
+    Route53(Route53Config),
 }
 
 impl DriverConfig {
@@ -140,15 +143,18 @@ impl DriverConfig {
             DriverConfig::Memory(_) => "memory",
             DriverConfig::Pdns(_) => "pdns",
             DriverConfig::Rfc2136(_) => "rfc2136",
+            DriverConfig::Route53(_) => "route53",
         }
     }
 
-    /// Adds every problem with the driver's keys to `problems`; `at` names the table.
-    fn check(&self, at: &str, problems: &mut Vec<String>) {
+    /// Adds every problem with the driver's keys to `problems`; `at` names the table,
+    /// `zones` are the account's.
+    fn check(&self, at: &str, zones: &[Name], problems: &mut Vec<String>) {
         match self {
             DriverConfig::Memory(m) => m.check(at, problems),
             DriverConfig::Pdns(p) => p.check(at, problems),
             DriverConfig::Rfc2136(r) => r.check(at, problems),
+            DriverConfig::Route53(r) => r.check(at, zones, problems),
         }
     }
 }
@@ -294,7 +300,7 @@ impl ApplierConfig {
             if let Err(ps) = QuotaSettings::resolve(account.driver.name(), account.quota.as_ref()) {
                 problems.extend(ps.into_iter().map(|p| format!("{at}.{p}")));
             }
-            account.driver.check(&at, &mut problems);
+            account.driver.check(&at, &account.zones, &mut problems);
             if let DriverConfig::Memory(m) = &account.driver {
                 if !m.state_dir.as_os_str().is_empty() && !dirs.insert(&m.state_dir) {
                     problems.push(format!(

@@ -11,6 +11,7 @@ pub mod pdns;
 pub mod precondition;
 pub mod record_cache;
 pub mod rfc2136;
+pub mod route53;
 
 /// What a driver can do; the batch algorithm adapts to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

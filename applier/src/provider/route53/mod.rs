@@ -1,0 +1,732 @@
+//! The `route53` driver: AWS Route 53's REST-XML API (`2013-04-01`), or anything that
+//! speaks it (`endpoint`: `dnsplane emulate route53`, a private endpoint).
+//!
+//! Route 53 enforces preconditions itself, atomically per change batch: a CREATE fails
+//! when the set exists, a DELETE unless TTL and values match exactly. So each op is
+//! sent as its own compare-and-swap, and [`Provider::apply`] needs no read first:
+//!
+//! | op | changes sent |
+//! |---|---|
+//! | create | `CREATE after` |
+//! | delete | `DELETE before` |
+//! | update | `DELETE before`, `CREATE after` |
+//! | assert present | `DELETE before`, `CREATE before` (a no-op that fails unless it holds) |
+//! | assert absent | checked by a read of the name first (Route 53 cannot say "absent") |
+//!
+//! A refused batch is `InvalidChangeBatch` naming every failing change
+//! ([`wire::failures`]): a conflict when the zone holds something else, invalid when
+//! the request is wrong. Throttling comes as HTTP 400 `Throttling` (transient, fed back
+//! to the quota) or `PriorRequestNotComplete` (transient).
+//!
+//! Route 53 has no change counter: [`Provider::serial`] is `None`. A listing of names
+//! reads from the first of them in Route 53's order (labels reversed) up to 300 sets at
+//! a time, so names that lie together cost one request ([`cover`]).
+//!
+//! Route 53 compares a DELETE's values literally; a set written by someone else in a
+//! spelling other than dnsplane's canonical one (an upper-case target, a long IPv6
+//! form) is deleted with the spelling the last read found ([`Spellings`]).
+//!
+//! Alias records and routing-policy sets (`SetIdentifier`) are not modelled yet: a read
+//! marks their names opaque, so dnsplane never writes over them.
+use crate::provider::call::Pacer;
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use async_trait::async_trait;
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+use aws_sigv4::sign::v4;
+use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+use reqwest::{Method, Url};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+mod config;
+mod cover;
+pub mod credentials;
+mod wire;
+
+pub use config::{DEFAULT_ENDPOINT, DEFAULT_STS_ENDPOINT, Route53Config, ZoneVisibility};
+use credentials::{CredentialChain, EnvReader};
+use wire::{Action, OutChange};
+
+/// RRSet ops one change batch may carry. Route 53 allows 1,000 `ResourceRecord`
+/// elements and 32,000 characters of values per request; an update is two changes.
+pub const MAX_CHANGES_PER_BATCH: usize = 500;
+/// Change bytes one batch may carry, as `Change::approx_bytes` counts them (at least
+/// 31 per value, and more than the value's characters): under both request limits.
+pub const MAX_BYTES_PER_BATCH: usize = 30_000;
+/// Route 53's largest page of `ListResourceRecordSets`.
+const PAGE: usize = 300;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Visibility {
+    Public,
+    Private,
+}
+
+/// Set values as Route 53 holds them, where they differ from dnsplane's canonical
+/// spelling, as of the last read: a DELETE must repeat them literally.
+#[derive(Default)]
+struct Spellings(Mutex<HashMap<RecordKey, (RRSet, Vec<String>)>>);
+
+impl Spellings {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RecordKey, (RRSet, Vec<String>)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The values to send to delete `set`: as last read, if that is `set` spelled
+    /// otherwise.
+    fn for_delete(&self, set: &RRSet) -> Option<Vec<String>> {
+        self.lock()
+            .get(&set.key)
+            .filter(|(canonical, _)| canonical.same_data(set))
+            .map(|(_, raw)| raw.clone())
+    }
+}
+
+#[derive(Clone)]
+pub struct Route53Provider {
+    http: reqwest::Client,
+    /// `…/2013-04-01` (no trailing slash).
+    api: Url,
+    region: String,
+    visibility: ZoneVisibility,
+    /// Ids from the config, then those found by name.
+    zone_ids: Arc<Mutex<HashMap<Name, String>>>,
+    credentials: Arc<CredentialChain>,
+    spellings: Arc<Spellings>,
+    wait_insync: Option<Duration>,
+}
+
+impl std::fmt::Debug for Route53Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Route53Provider")
+            .field("api", &self.api.as_str())
+            .field("credentials", &self.credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a `route53` account could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Route53SetupError {
+    #[error("route53 endpoint {url:?}: {problem}")]
+    Url { url: String, problem: String },
+    #[error("route53 HTTP client: {0}")]
+    Client(String),
+}
+
+impl Route53Provider {
+    /// Builds the client; reads no credentials and makes no request yet.
+    pub fn new(cfg: &Route53Config) -> Result<Self, Route53SetupError> {
+        Self::with_env(cfg, credentials::process_env())
+    }
+
+    /// As [`new`](Self::new), reading the environment through `env` (tests).
+    pub fn with_env(cfg: &Route53Config, env: EnvReader) -> Result<Self, Route53SetupError> {
+        let url_err = |problem: String| Route53SetupError::Url {
+            url: cfg.endpoint.clone(),
+            problem,
+        };
+        let mut base = cfg.endpoint.trim().trim_end_matches('/').to_string();
+        if let Some(stripped) = base.strip_suffix("/2013-04-01") {
+            base = stripped.to_string();
+        }
+        let mut api = Url::parse(&base).map_err(|e| url_err(e.to_string()))?;
+        if !matches!(api.scheme(), "http" | "https") {
+            return Err(url_err("the scheme must be http or https".into()));
+        }
+        api.path_segments_mut()
+            .map_err(|()| url_err("cannot be a base URL".into()))?
+            .pop_if_empty()
+            .push("2013-04-01");
+        let http = reqwest::Client::builder()
+            .timeout(cfg.timeout)
+            .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| Route53SetupError::Client(e.to_string()))?;
+        let zone_ids = cfg
+            .zone_ids
+            .iter()
+            .filter_map(|(z, id)| wire::bare_zone_id(id).map(|id| (z.clone(), id.to_string())))
+            .collect();
+        Ok(Route53Provider {
+            credentials: Arc::new(CredentialChain::new(
+                env,
+                cfg.profile.clone(),
+                cfg.sts_endpoint.clone(),
+                http.clone(),
+            )),
+            http,
+            api,
+            region: cfg.region.trim().to_string(),
+            visibility: cfg.zone_visibility,
+            zone_ids: Arc::new(Mutex::new(zone_ids)),
+            spellings: Arc::default(),
+            wait_insync: cfg.wait_insync.then_some(cfg.insync_timeout),
+        })
+    }
+
+    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
+        let mut url = self.api.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.extend(segments);
+        }
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        url
+    }
+
+    /// One signed HTTP exchange under the call's quota; a non-2xx answer classified.
+    async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<String>,
+        zone: Option<&Name>,
+        pacer: &Pacer,
+    ) -> Result<String, ProviderError> {
+        let write = method == Method::POST;
+        pacer
+            .request(if write {
+                Operation::Apply
+            } else {
+                Operation::List
+            })
+            .await?;
+        let creds = self.credentials.get().await?;
+        let what = format!("{method} {}", url.path());
+        let body = body.unwrap_or_default();
+        let signed = self.sign(&method, &url, &body, &creds).map_err(|e| {
+            ProviderError::new(ErrorClass::Invalid, format!("{what}: cannot sign: {e}"))
+        })?;
+        let mut req = self.http.request(method, url);
+        for (k, v) in signed {
+            req = req.header(k, v);
+        }
+        let mut trace = reqwest::header::HeaderMap::new();
+        dnsplane_common::telemetry::inject_http_headers(&mut trace);
+        if !trace.is_empty() {
+            req = req.headers(trace);
+        }
+        if !body.is_empty() {
+            req = req.header("content-type", "application/xml").body(body);
+        }
+        let transport = |e: reqwest::Error| {
+            let class = if e.is_connect() || !write {
+                ErrorClass::Transient
+            } else {
+                ErrorClass::Ambiguous
+            };
+            ProviderError::new(class, format!("{what} failed: {e}"))
+        };
+        let resp = req.send().await.map_err(transport)?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(transport)?;
+        if (200..300).contains(&status) {
+            return Ok(text);
+        }
+        let err = wire::classify(status, &text, &what, zone, write);
+        if matches!(status, 401 | 403) {
+            // A rotated key file or renewed token is read on the next request.
+            self.credentials.forget().await;
+        }
+        if err.class == ErrorClass::Permanent && status == 404 {
+            if let Some(z) = zone {
+                self.lock_ids().remove(z);
+            }
+        }
+        Err(err)
+    }
+
+    /// The SigV4 headers of a request (`host` is reqwest's; the rest is added).
+    fn sign(
+        &self,
+        method: &Method,
+        url: &Url,
+        body: &str,
+        creds: &credentials::AwsCredentials,
+    ) -> Result<Vec<(String, String)>, String> {
+        let identity = aws_credential_types::Credentials::new(
+            &creds.access_key_id,
+            &creds.secret_access_key,
+            creds.session_token.clone(),
+            creds.expires,
+            "dnsplane",
+        )
+        .into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("route53")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| e.to_string())?
+            .into();
+        let host = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_string(),
+        };
+        let mut headers = vec![("host", host.as_str())];
+        if !body.is_empty() {
+            headers.push(("content-type", "application/xml"));
+        }
+        let signable = SignableRequest::new(
+            method.as_str(),
+            url.as_str(),
+            headers.into_iter(),
+            SignableBody::Bytes(body.as_bytes()),
+        )
+        .map_err(|e| e.to_string())?;
+        let (instructions, _) = sign(signable, &params)
+            .map_err(|e| e.to_string())?
+            .into_parts();
+        Ok(instructions
+            .headers()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    fn lock_ids(&self) -> std::sync::MutexGuard<'_, HashMap<Name, String>> {
+        self.zone_ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn visible(&self, z: &wire::HostedZone) -> bool {
+        let v = if z.private() {
+            Visibility::Private
+        } else {
+            Visibility::Public
+        };
+        match self.visibility {
+            ZoneVisibility::Any => true,
+            ZoneVisibility::Public => v == Visibility::Public,
+            ZoneVisibility::Private => v == Visibility::Private,
+        }
+    }
+
+    /// Hosted zones from `dnsname` on (all of them with `None`), page by page.
+    async fn hosted_zones(
+        &self,
+        dnsname: Option<&Name>,
+        stop_after: Option<&Name>,
+    ) -> Result<Vec<wire::HostedZone>, ProviderError> {
+        let mut out = Vec::new();
+        let mut next: Option<(String, Option<String>)> =
+            dnsname.map(|n| (n.as_str().to_string(), None));
+        loop {
+            let mut q: Vec<(&str, &str)> = vec![("maxitems", "100")];
+            if let Some((name, id)) = &next {
+                q.push(("dnsname", name.as_str()));
+                if let Some(id) = id {
+                    q.push(("hostedzoneid", id.as_str()));
+                }
+            }
+            let url = self.url(&["hostedzonesbyname"], &q);
+            let body = self
+                .call(Method::GET, url, None, None, &Pacer::default())
+                .await?;
+            let page: wire::ZonesPage = decode(&body, "ListHostedZonesByName")?;
+            let mut past = false;
+            for z in page.hosted_zones.hosted_zone {
+                let name = Name::parse(&wire::decode_name(&z.name)).ok();
+                if let (Some(stop), Some(name)) = (stop_after, &name)
+                    && name != stop
+                {
+                    past = true;
+                    break;
+                }
+                out.push(z);
+            }
+            if past || !page.is_truncated {
+                return Ok(out);
+            }
+            match page.next_dns_name {
+                Some(n) => next = Some((n, page.next_hosted_zone_id)),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// The hosted zone id of `zone`: from the config, or the one visible zone of that
+    /// name. `Permanent` when there is none or more than one.
+    async fn zone_id(&self, zone: &Name) -> Result<String, ProviderError> {
+        if let Some(id) = self.lock_ids().get(zone) {
+            return Ok(id.clone());
+        }
+        let found: Vec<wire::HostedZone> = self
+            .hosted_zones(Some(zone), Some(zone))
+            .await?
+            .into_iter()
+            .filter(|z| self.visible(z))
+            .collect();
+        let ids: Vec<(String, bool)> = found
+            .iter()
+            .filter_map(|z| wire::bare_zone_id(&z.id).map(|id| (id.to_string(), z.private())))
+            .collect();
+        match ids.as_slice() {
+            [] => Err(ProviderError::new(
+                ErrorClass::Permanent,
+                format!(
+                    "zone {zone} does not exist in the Route 53 account{}",
+                    match self.visibility {
+                        ZoneVisibility::Any => String::new(),
+                        ZoneVisibility::Public => " (as a public hosted zone)".into(),
+                        ZoneVisibility::Private => " (as a private hosted zone)".into(),
+                    }
+                ),
+            )),
+            [(id, _)] => {
+                self.lock_ids().insert(zone.clone(), id.clone());
+                Ok(id.clone())
+            }
+            many => Err(ProviderError::new(
+                ErrorClass::Permanent,
+                format!(
+                    "zone {zone} is ambiguous: the Route 53 account has {} hosted zones of that name ({}); set zone_ids or zone_visibility in the account",
+                    many.len(),
+                    many.iter()
+                        .map(|(id, private)| format!(
+                            "{id} {}",
+                            if *private { "private" } else { "public" }
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// One page of `ListResourceRecordSets` from `start` (name, type, identifier).
+    async fn page(
+        &self,
+        zone: &Name,
+        id: &str,
+        start: Option<(&str, Option<&str>, Option<&str>)>,
+        pacer: &Pacer,
+    ) -> Result<wire::RRSetsPage, ProviderError> {
+        let max = PAGE.to_string();
+        let mut q: Vec<(&str, &str)> = vec![("maxitems", max.as_str())];
+        if let Some((name, rtype, ident)) = start {
+            q.push(("name", name));
+            if let Some(t) = rtype {
+                q.push(("type", t));
+            }
+            if let Some(i) = ident {
+                q.push(("identifier", i));
+            }
+        }
+        let url = self.url(&["hostedzone", id, "rrset"], &q);
+        let body = self.call(Method::GET, url, None, Some(zone), pacer).await?;
+        decode(&body, "ListResourceRecordSets")
+    }
+
+    /// The zone's sets, all of them or those at `names`.
+    async fn read(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<Read, ProviderError> {
+        let id = self.zone_id(zone).await?;
+        let mut read = Read::default();
+        match names {
+            None => {
+                let mut next: Option<(String, Option<String>, Option<String>)> = None;
+                loop {
+                    let start = next
+                        .as_ref()
+                        .map(|(n, t, i)| (n.as_str(), t.as_deref(), i.as_deref()));
+                    let page = self.page(zone, &id, start, pacer).await?;
+                    for set in page.resource_record_sets.resource_record_set {
+                        read.add(zone, set, None);
+                    }
+                    match (page.is_truncated, page.next_record_name) {
+                        (true, Some(n)) => {
+                            next = Some((n, page.next_record_type, page.next_record_identifier));
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            Some(names) => {
+                let mut cover = cover::Cover::new(names);
+                while let Some(start) = cover.next_start() {
+                    let mut seen = Vec::new();
+                    let mut at = (start.as_str().to_string(), None, None);
+                    // Follow the pages while they stop inside or before a wanted name.
+                    // (where it stopped; whether that place is known)
+                    let (boundary, gaps) = loop {
+                        let page = self
+                            .page(
+                                zone,
+                                &id,
+                                Some((at.0.as_str(), at.1.as_deref(), at.2.as_deref())),
+                                pacer,
+                            )
+                            .await?;
+                        for set in page.resource_record_sets.resource_record_set {
+                            if let Ok(n) = Name::parse(&wire::decode_name(&set.name)) {
+                                seen.push(n);
+                            }
+                            read.add(zone, set, Some(names));
+                        }
+                        let next = match (page.is_truncated, page.next_record_name) {
+                            (true, Some(n)) => n,
+                            _ => break (None, true),
+                        };
+                        let next_name = Name::parse(&wire::decode_name(&next)).ok();
+                        match next_name {
+                            Some(nn) if cover.wants(&nn) => {
+                                at = (next, page.next_record_type, page.next_record_identifier);
+                            }
+                            Some(nn) => break (Some(nn), true),
+                            // A name dnsplane cannot read: no gap can be inferred.
+                            None => break (None, false),
+                        }
+                    };
+                    seen.dedup();
+                    cover.swept(&start, &seen, boundary.as_ref(), gaps);
+                }
+            }
+        }
+        let mut spellings = self.spellings.lock();
+        for (key, raw) in &read.raw {
+            if let Some(set) = read.rrsets.get(key) {
+                spellings.insert(key.clone(), (set.clone(), raw.clone()));
+            }
+        }
+        for key in read.rrsets.keys() {
+            if !read.raw.contains_key(key) {
+                spellings.remove(key);
+            }
+        }
+        Ok(read)
+    }
+
+    /// Polls `GetChange` until the change is `INSYNC`, at most `limit`.
+    async fn wait_insync(
+        &self,
+        change: &str,
+        limit: Duration,
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
+        let id = change.trim_start_matches("/change/");
+        let until = Instant::now() + limit;
+        let mut delay = Duration::from_millis(500);
+        loop {
+            let url = self.url(&["change", id], &[]);
+            let body = self.call(Method::GET, url, None, None, pacer).await?;
+            let answer: wire::ChangeAnswer = decode(&body, "GetChange")?;
+            if answer.change_info.status == "INSYNC" {
+                return Ok(());
+            }
+            if Instant::now() + delay > until {
+                tracing::warn!(change = %id, waited_ms = limit.as_millis() as u64, "Route 53 accepted the change but it was not INSYNC within insync_timeout; reporting it applied (it committed).");
+                return Ok(());
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+/// Decodes an XML answer, naming the call on failure.
+fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T, ProviderError> {
+    quick_xml::de::from_str(body).map_err(|e| {
+        ProviderError::new(
+            ErrorClass::Transient,
+            format!("{what}: cannot decode Route 53's answer: {e}"),
+        )
+    })
+}
+
+/// What a read found.
+#[derive(Default)]
+struct Read {
+    rrsets: BTreeMap<RecordKey, RRSet>,
+    /// Names holding sets dnsplane cannot model (alias, routing policies, unknown
+    /// values): never written over.
+    opaque: BTreeSet<RecordKey>,
+    /// Values as Route 53 spelled them, where that is not the canonical spelling.
+    raw: HashMap<RecordKey, Vec<String>>,
+}
+
+impl Read {
+    fn add(&mut self, zone: &Name, set: wire::WireRRSet, names: Option<&BTreeSet<Name>>) {
+        let Ok(name) = Name::parse(&wire::decode_name(&set.name)) else {
+            tracing::warn!(zone = %zone, record.name = %set.name, "Skipped a Route 53 set whose name dnsplane cannot represent.");
+            return;
+        };
+        if names.is_some_and(|ns| !ns.contains(&name)) {
+            return;
+        }
+        // SOA and types dnsplane does not model are neither listed nor written.
+        let Ok(rtype) = RecordType::parse(&set.rtype) else {
+            return;
+        };
+        let key = RecordKey::new(zone.clone(), name, rtype);
+        if set.set_identifier.is_some() || set.alias_target.is_some() {
+            self.opaque.insert(key);
+            return;
+        }
+        let values: Vec<String> = set
+            .resource_records
+            .resource_record
+            .into_iter()
+            .map(|r| r.value)
+            .collect();
+        match RRSet::new(key.clone(), set.ttl.unwrap_or(0), &values) {
+            Ok(r) => {
+                let mut raw = values.clone();
+                raw.sort();
+                if raw != r.values_vec() {
+                    self.raw.insert(key.clone(), values);
+                }
+                self.rrsets.insert(key, r);
+            }
+            Err(e) => {
+                tracing::warn!(zone = %zone, record = %key, error = %e, "A Route 53 set dnsplane cannot represent; it is left alone.");
+                self.opaque.insert(key);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for Route53Provider {
+    fn driver(&self) -> &'static str {
+        "route53"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            atomic_batches: true,
+            conditional_writes: true,
+            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
+            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
+            has_serial: false,
+        }
+    }
+
+    async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
+        let mut names: Vec<Name> = self
+            .hosted_zones(None, None)
+            .await?
+            .iter()
+            .filter(|z| self.visible(z))
+            .filter_map(|z| Name::parse(&wire::decode_name(&z.name)).ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    async fn serial(&self, _zone: &Name) -> Result<Option<u64>, ProviderError> {
+        Ok(None)
+    }
+
+    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+        self.list_paced(zone, names, &Pacer::default()).await
+    }
+
+    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+        self.apply_paced(zone, ops, &Pacer::default()).await
+    }
+
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
+        let read = self.read(zone, names.as_ref(), pacer).await?;
+        Ok(Listing {
+            rrsets: read.rrsets.into_values().collect(),
+            serial: None,
+        })
+    }
+
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
+        if let Some(op) = ops
+            .iter()
+            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
+        {
+            return Err(ProviderError::new(
+                ErrorClass::Invalid,
+                format!("{} is not in zone {zone}", op.key),
+            )
+            .with_key(op.key.clone()));
+        }
+        // "Absent" is the one precondition Route 53 cannot check in a batch.
+        let absent: BTreeSet<Name> = ops
+            .iter()
+            .filter(|op| op.before.is_none() && op.after.is_none())
+            .map(|op| op.key.name.clone())
+            .collect();
+        if !absent.is_empty() {
+            let read = self.read(zone, Some(&absent), pacer).await?;
+            if let Some(op) = ops.iter().find(|op| {
+                op.before.is_none()
+                    && op.after.is_none()
+                    && (read.rrsets.contains_key(&op.key) || read.opaque.contains(&op.key))
+            }) {
+                return Err(ProviderError::new(
+                    ErrorClass::Conflict,
+                    format!(
+                        "precondition failed for {}: expected absent, found it present",
+                        op.key
+                    ),
+                )
+                .with_key(op.key.clone()));
+            }
+        }
+        // Deleted sets in the spelling Route 53 holds them in.
+        let respelled: Vec<Option<Vec<String>>> = ops
+            .iter()
+            .map(|op| self.spellings.for_delete(op.before.as_ref()?))
+            .collect();
+        let mut changes: Vec<OutChange<'_>> = Vec::new();
+        for (op, raw) in ops.iter().zip(&respelled) {
+            if let Some(before) = &op.before {
+                let mut delete = OutChange::of(Action::Delete, before);
+                if let Some(raw) = raw {
+                    delete.values = raw.iter().map(String::as_str).collect();
+                }
+                changes.push(delete);
+            }
+            if let Some(after) = &op.after {
+                changes.push(OutChange::of(Action::Create, after));
+            }
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let id = self.zone_id(zone).await?;
+        let body = wire::change_batch("dnsplane", &changes);
+        let url = self.url(&["hostedzone", &id, "rrset"], &[]);
+        let answer = self
+            .call(Method::POST, url, Some(body), Some(zone), pacer)
+            .await?;
+        if let Some(limit) = self.wait_insync {
+            match decode::<wire::ChangeAnswer>(&answer, "ChangeResourceRecordSets") {
+                Ok(a) => self.wait_insync(&a.change_info.id, limit, pacer).await?,
+                Err(e) => {
+                    tracing::warn!(zone = %zone, error = %e, "Route 53 accepted the change but its answer names no change to wait for.");
+                }
+            }
+        }
+        Ok(())
+    }
+}
