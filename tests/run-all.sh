@@ -55,6 +55,15 @@ if [[ ! -x $GRPCURL ]]; then
 fi
 "$GRPCURL" -version
 
+# --- moto: Route 53's API served by a project other than dnsplane -------------------
+# (tests/e2e/conformance: the route53 driver's happy path is judged by it too)
+MOTO="$TOOLS/venv/bin/moto_server"
+if [[ ! -x $MOTO ]]; then
+    say "installing moto's standalone server into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'moto[server]==5.2.5'
+fi
+export DNSPLANE_MOTO_SERVER="$MOTO"
+
 # --- validators for deploy/ (tests/e2e/deploy_files.rs) ------------------------------
 # Kubernetes manifests: kubernetes-validate bundles the API schemas, so it works offline.
 KUBE_VALIDATE="$TOOLS/venv/bin/kubernetes-validate"

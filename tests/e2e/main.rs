@@ -2,6 +2,7 @@
 //! processes over real TCP; DNS is checked with the real `dig`, gRPC with the real
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod cli;
+mod conformance;
 mod cookbook;
 mod credentials;
 mod deploy_files;
@@ -21,6 +22,7 @@ mod real_servers;
 mod record_cache;
 mod reliability;
 mod requeue;
+mod route53;
 mod safety;
 mod slice;
 mod stack;

@@ -147,14 +147,14 @@ fn render(template: &str, vars: &[(&str, &str)]) -> String {
 
 /// A child process killed (SIGKILL) and reaped on drop; only ever this one pid.
 #[derive(Debug)]
-struct Daemon {
+pub(crate) struct Daemon {
     name: &'static str,
     child: Child,
     log: PathBuf,
 }
 
 impl Daemon {
-    fn spawn(name: &'static str, cmd: &mut Command, log: PathBuf) -> Daemon {
+    pub(crate) fn spawn(name: &'static str, cmd: &mut Command, log: PathBuf) -> Daemon {
         let file = std::fs::File::create(&log).expect("create log");
         let child = cmd
             .stdin(Stdio::null())
@@ -165,14 +165,14 @@ impl Daemon {
         Daemon { name, child, log }
     }
 
-    fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
     /// Polls `ready` until it holds, the process exits, or the deadline passes.
-    fn wait_until(&mut self, mut ready: impl FnMut(&Daemon) -> bool) {
+    pub(crate) fn wait_until(&mut self, mut ready: impl FnMut(&Daemon) -> bool) {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -203,7 +203,8 @@ impl Drop for Daemon {
     }
 }
 
-/// A minimal HTTP/1.1 exchange on loopback (the harness stays synchronous).
+/// A minimal HTTP/1.1 exchange on loopback (the harness stays synchronous), with the
+/// PowerDNS API's headers.
 fn http(
     port: u16,
     method: &str,
@@ -211,11 +212,36 @@ fn http(
     key: &str,
     body: &str,
 ) -> std::io::Result<(u16, String)> {
+    http_exchange(
+        port,
+        method,
+        path,
+        &[
+            ("X-API-Key", key),
+            ("Accept", "application/json"),
+            ("Content-Type", "application/json"),
+        ],
+        body,
+    )
+}
+
+/// A minimal HTTP/1.1 exchange on loopback with `headers`: the status and the body.
+pub(crate) fn http_exchange(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: {key}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{head}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     let mut resp = String::new();

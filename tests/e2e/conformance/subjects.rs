@@ -1,0 +1,71 @@
+//! Each driver on its server, as a conformance [`Subject`].
+use super::Subject;
+use dnsplane_applier::provider::memory::MemoryProvider;
+use dnsplane_applier::provider::memory::store::MemoryStore;
+use dnsplane_applier::provider::pdns::PdnsProvider;
+use dnsplane_applier::provider::rfc2136::Rfc2136Provider;
+use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
+use dnsplane_common::Name;
+use dnsplane_e2e::moto::Moto;
+use dnsplane_e2e::servers::{Bind, PowerDns};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub fn memory() -> Subject {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let zone = Name::parse("memory.test").expect("zone");
+    let store = Arc::new(MemoryStore::open(dir.path()).expect("store"));
+    let provider = MemoryProvider::new(store, vec![zone.clone()]).expect("provider");
+    Subject {
+        label: "memory",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new(dir),
+    }
+}
+
+pub fn pdns() -> Option<Subject> {
+    let srv = PowerDns::start()?;
+    let provider = PdnsProvider::new(&srv.config()).expect("provider");
+    Some(Subject {
+        label: "pdns",
+        provider: Arc::new(provider),
+        zone: srv.zone.clone(),
+        faithful: true,
+        _keep: Box::new(srv),
+    })
+}
+
+pub fn rfc2136() -> Option<Subject> {
+    let srv = Bind::start()?;
+    let provider = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
+    Some(Subject {
+        label: "rfc2136",
+        provider: Arc::new(provider),
+        zone: srv.zone.clone(),
+        faithful: true,
+        _keep: Box::new(srv),
+    })
+}
+
+/// Route 53 on moto, with a public and a private hosted zone of the same name: the
+/// driver must pick the one `zone_ids` names.
+pub fn route53_moto() -> Option<Subject> {
+    let moto = Moto::start()?;
+    let zone = Name::parse("route53.test").expect("zone");
+    let _public = moto.create_zone(&zone, false);
+    let private = moto.create_zone(&zone, true);
+    let cfg = Route53Config {
+        zone_ids: BTreeMap::from([(zone.clone(), private)]),
+        ..moto.config()
+    };
+    let provider = Route53Provider::with_env(&cfg, Moto::env()).expect("provider");
+    Some(Subject {
+        label: "route53 on moto",
+        provider: Arc::new(provider),
+        zone,
+        faithful: false,
+        _keep: Box::new(moto),
+    })
+}
