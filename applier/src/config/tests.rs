@@ -189,6 +189,13 @@ api_url = "http://127.0.0.1:8081/api/v1"
 api_key_file = "/etc/dnsplane/pdns-api-key"
 "#;
 
+const ROUTE53: &str = r#"
+[[accounts]]
+name = "aws"
+driver = "route53"
+zones = ["example.com."]
+"#;
+
 const BIND: &str = r#"
 [[accounts]]
 name = "bind"
@@ -281,7 +288,7 @@ fn the_documented_configs_load() {
                 .join("\n")
         })
         .collect();
-    assert_eq!(blocks.len(), 2, "one block per driver");
+    assert_eq!(blocks.len(), 3, "one block per driver");
     let drivers: Vec<&str> = blocks
         .iter()
         .map(|b| {
@@ -289,7 +296,7 @@ fn the_documented_configs_load() {
             c.accounts[0].driver.name()
         })
         .collect();
-    assert_eq!(drivers, ["pdns", "rfc2136"]);
+    assert_eq!(drivers, ["pdns", "rfc2136", "route53"]);
 }
 
 #[test]
@@ -343,6 +350,26 @@ fn driver_problems_are_named() {
         (
             format!("{PDNS}{}", PDNS.replace("Example.COM", "other.test")),
             "accounts[1].name \"powerdns\" is used by another account",
+        ),
+        (
+            format!("{ROUTE53}zone_ids = {{ \"other.test.\" = \"Z1\" }}\n"),
+            "accounts[0].zone_ids names other.test., which is not among the account's zones",
+        ),
+        (
+            format!("{ROUTE53}zone_ids = {{ \"example.com.\" = \"/hostedzone/../x\" }}\n"),
+            "is not a hosted zone id",
+        ),
+        (
+            format!("{ROUTE53}zone_visibility = \"secret\"\n"),
+            "unknown variant `secret`",
+        ),
+        (
+            format!("{ROUTE53}endpoint = \"route53.amazonaws.com\"\n"),
+            "accounts[0].endpoint \"route53.amazonaws.com\"",
+        ),
+        (
+            format!("{ROUTE53}aws_secret_access_key = \"s3cret\"\n"),
+            "unknown field `aws_secret_access_key`",
         ),
     ] {
         let e = parse_text(&text).unwrap_err();
