@@ -1,4 +1,32 @@
 //! Local emulators of the cloud DNS APIs dnsplane drives, built to their documented
 //! semantics (atomicity, limits, error bodies and status codes, pagination, change
 //! status, quotas), with opt-in faults. No faithful local server exists for these
-//! APIs; see `docs/emulators.md`.
+//! APIs (moto, for one, is not atomic and lets a CREATE duplicate a set); see
+//! `docs/emulators.md` for what each emulator reproduces and what it does not.
+//!
+//! Layout:
+//! - [`route53`]: AWS Route 53 (REST-XML, SigV4), one folder split by concept;
+//! - shared, provider-neutral pieces the other emulators (Cloud DNS, Cloudflare)
+//!   build on: [`fault`] (opt-in fault rules), [`quota`] (a token-bucket request
+//!   quota), [`server`] (serving a router on an injected listener, connections that a
+//!   fault can drop without an answer, graceful stop) and [`timefmt`] (UTC timestamps
+//!   without a date crate);
+//! - [`EmulateError`]: what starting an emulator from the command line can fail with.
+//!
+//! Every emulator serves on a `tokio::net::TcpListener` the caller binds (tests bind
+//! `127.0.0.1:0`), keeps its state in memory, and offers an unsigned control API under
+//! `/_emulator/` on the same port for tests that run it as a separate process.
+pub mod fault;
+pub mod quota;
+pub mod route53;
+pub mod server;
+pub mod timefmt;
+
+mod error;
+
+pub use error::EmulateError;
+pub use fault::{FaultAction, FaultRule};
+pub use route53::{
+    Credential, DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, RRSetView, Route53Emulator,
+    Route53Options, Stats, run_route53,
+};

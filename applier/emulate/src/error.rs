@@ -1,0 +1,29 @@
+//! What starting an emulator from the command line can fail with.
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// An emulator could not start or stopped serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmulateError {
+    /// The config file is missing, unreadable or wrong; `message` names the field.
+    #[error("config file {}: {message}", path.display())]
+    Config { path: PathBuf, message: String },
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serving failed.
+    #[error("emulator stopped: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl EmulateError {
+    /// Whether the error is the operator's configuration (exit code 64 in a CLI).
+    pub fn is_config(&self) -> bool {
+        matches!(self, EmulateError::Config { .. })
+    }
+}

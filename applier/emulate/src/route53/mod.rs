@@ -1,0 +1,796 @@
+//! An AWS Route 53 emulator: REST-XML on `/2013-04-01/…`, SigV4-signed, with AWS's
+//! atomic change batches, exact DELETEs, error texts and statuses, listing order and
+//! paging, PENDING→INSYNC, a per-account request quota, and opt-in faults.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use dnsplane_emulate::route53::{Route53Emulator, Route53Options};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let emu = Route53Emulator::start(listener, Route53Options::default()).await?;
+//! let zone = emu.create_zone("example.com", false);
+//! // Point a client at emu.endpoint() with DEFAULT_ACCESS_KEY_ID / DEFAULT_SECRET_ACCESS_KEY,
+//! // region us-east-1, then assert on emu.rrsets(&zone).
+//! emu.stop().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The request pipeline ([`handle`]): body size limit → route → SigV4 → quota → fault
+//! rules → the call → answer. Modules: [`names`] (DNS names, listing order),
+//! [`values`] (record value checks), [`model`] (zones, record sets, changes), [`batch`]
+//! (the change-batch engine), [`wire`] (XML in and out), [`sigv4`] (signatures),
+//! [`errors`] (error answers), [`ops`] (the calls), [`control`] (`/_emulator/`).
+mod batch;
+mod control;
+mod errors;
+mod model;
+mod names;
+mod ops;
+mod sigv4;
+mod values;
+mod wire;
+
+use crate::error::EmulateError;
+use crate::fault::{Call, FaultAction, FaultRule, FaultSet};
+use crate::quota::Quota;
+use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State as AxState};
+use axum::response::{IntoResponse, Response};
+use errors::ApiError;
+use ops::{Ctx, FAULT_OPS, Op};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// The access key id the default options accept.
+pub const DEFAULT_ACCESS_KEY_ID: &str = "AKIAEMULATOR00000000";
+/// The secret of [`DEFAULT_ACCESS_KEY_ID`].
+pub const DEFAULT_SECRET_ACCESS_KEY: &str = "emulator-secret-key";
+
+/// Largest request body accepted (ChangeResourceRecordSets' own limits, 1000 records
+/// and 32,000 value characters, fit many times over).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// One access key the emulator accepts. Each key is its own account for the quota.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credential {
+    /// The access key id, e.g. "AKIAEMULATOR00000000".
+    pub access_key_id: String,
+    /// Its secret access key.
+    pub secret_access_key: String,
+}
+
+impl Credential {
+    pub fn new(access_key_id: &str, secret_access_key: &str) -> Credential {
+        Credential {
+            access_key_id: access_key_id.to_string(),
+            secret_access_key: secret_access_key.to_string(),
+        }
+    }
+}
+
+impl<A: Into<String>, B: Into<String>> From<(A, B)> for Credential {
+    fn from((id, secret): (A, B)) -> Credential {
+        Credential {
+            access_key_id: id.into(),
+            secret_access_key: secret.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A zone created at start (from the config file's `[[zones]]`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneSeed {
+    /// The zone's name, e.g. "example.com".
+    pub name: String,
+    /// A private zone (attached to a made-up VPC in us-east-1). Default false.
+    #[serde(default)]
+    pub private: bool,
+    /// The zone id to use instead of a random one, e.g. "Z0EXAMPLE0000000000001".
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+fn default_credentials() -> Vec<Credential> {
+    vec![Credential::new(
+        DEFAULT_ACCESS_KEY_ID,
+        DEFAULT_SECRET_ACCESS_KEY,
+    )]
+}
+
+/// How the Route 53 emulator behaves. `Default` is AWS's behaviour with the default
+/// credentials; the TOML config file has the same fields (see `docs/emulators.md`).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Route53Options {
+    /// Accepted access keys. Default: the one pair [`DEFAULT_ACCESS_KEY_ID`] /
+    /// [`DEFAULT_SECRET_ACCESS_KEY`].
+    pub credentials: Vec<Credential>,
+    /// Check SigV4 signatures. When false any request passes and the quota counts by
+    /// the access key the `Authorization` header names. Default true.
+    pub verify_signatures: bool,
+    /// Requests per second per account (access key) across all calls; 0 turns the
+    /// quota off. Default 5, Route 53's documented limit.
+    pub rate: f64,
+    /// Bucket size of the quota: requests an idle account may send at once. Default 5.
+    pub burst: u32,
+    /// How long a change stays PENDING before GetChange says INSYNC, e.g. "1s". Default 1s.
+    #[serde(with = "humantime_serde")]
+    pub insync_after: Duration,
+    /// Record sets per ListResourceRecordSets page when `maxitems` is not given (AWS:
+    /// 100; at most 300 either way). Default 100.
+    pub page_default: usize,
+    /// Zones created at start.
+    pub zones: Vec<ZoneSeed>,
+    /// Fault rules (see [`FaultRule`]); ops: change, list_rrsets, get_change, zones.
+    pub faults: Vec<FaultRule>,
+}
+
+impl Default for Route53Options {
+    fn default() -> Route53Options {
+        Route53Options {
+            credentials: default_credentials(),
+            verify_signatures: true,
+            rate: 5.0,
+            burst: 5,
+            insync_after: Duration::from_secs(1),
+            page_default: 100,
+            zones: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+impl Route53Options {
+    /// Reads a TOML config file; problems name the file and the field.
+    pub fn from_file(path: &Path) -> Result<Route53Options, EmulateError> {
+        let err = |message: String| EmulateError::Config {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let opts: Route53Options = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        opts.validate().map_err(err)?;
+        Ok(opts)
+    }
+
+    /// Checks values that parse but cannot work; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.credentials.is_empty() && self.verify_signatures {
+            return Err("credentials: at least one access key is needed to verify signatures".into());
+        }
+        for (i, c) in self.credentials.iter().enumerate() {
+            if c.access_key_id.is_empty() || c.secret_access_key.is_empty() {
+                return Err(format!(
+                    "credentials[{i}]: access_key_id and secret_access_key must not be empty"
+                ));
+            }
+        }
+        if !self.rate.is_finite() || self.rate < 0.0 {
+            return Err(format!("rate: {} must be 0 (no quota) or more", self.rate));
+        }
+        if self.page_default == 0 {
+            return Err("page_default: must be at least 1".into());
+        }
+        for (i, z) in self.zones.iter().enumerate() {
+            let name = names::parse_name(z.name.trim())
+                .map_err(|p| format!("zones[{i}].name: {}", p.message(&z.name)))?;
+            if name == "." {
+                return Err(format!("zones[{i}].name: the root is not a zone"));
+            }
+            if let Some(id) = &z.id
+                && (id.is_empty() || id.len() > 32 || !id.bytes().all(|b| b.is_ascii_alphanumeric()))
+            {
+                return Err(format!(
+                    "zones[{i}].id: {id:?} must be 1 to 32 letters and digits"
+                ));
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            f.validate(FAULT_OPS)
+                .map_err(|e| format!("faults[{i}].{e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// What the emulator has seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Requests per AWS operation name (e.g. "ChangeResourceRecordSets"), whatever
+    /// their outcome.
+    pub requests: BTreeMap<String, u64>,
+    /// `Throttling` answers (the quota's and the `throttle` fault's).
+    pub throttled: u64,
+    /// Calls that changed state: change batches applied, zones created or deleted.
+    pub changes_committed: u64,
+    /// Requests refused by signature checks.
+    pub auth_failures: u64,
+    /// Fault rules fired, per action.
+    pub faults: BTreeMap<String, u64>,
+}
+
+/// A record set as a zone holds it, for assertions (and the control API's JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RRSetView {
+    /// Stored form, as ListResourceRecordSets returns it: lower case, trailing dot,
+    /// `*` as `\052`.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub rtype: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_identifier: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u64>,
+    /// The values as given (TXT keeps its quotes).
+    #[serde(default)]
+    pub values: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<AliasView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geo_location: Option<GeoLocationView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_value_answer: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_id: Option<String>,
+}
+
+/// An alias target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AliasView {
+    pub hosted_zone_id: String,
+    pub dns_name: String,
+    pub evaluate_target_health: bool,
+}
+
+/// A geolocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GeoLocationView {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continent_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdivision_code: Option<String>,
+}
+
+impl From<&model::RRSet> for RRSetView {
+    fn from(r: &model::RRSet) -> RRSetView {
+        RRSetView {
+            name: r.name.clone(),
+            rtype: r.rtype.clone(),
+            set_identifier: r.set_identifier.clone(),
+            ttl: r.ttl,
+            values: r.records.clone(),
+            alias: r.alias.as_ref().map(|a| AliasView {
+                hosted_zone_id: a.hosted_zone_id.clone(),
+                dns_name: a.dns_name.clone(),
+                evaluate_target_health: a.evaluate_target_health,
+            }),
+            weight: r.weight,
+            region: r.region.clone(),
+            failover: r.failover.clone(),
+            geo_location: r.geo.as_ref().map(|g| GeoLocationView {
+                continent_code: g.continent.clone(),
+                country_code: g.country.clone(),
+                subdivision_code: g.subdivision.clone(),
+            }),
+            multi_value_answer: r.multi_value_answer,
+            health_check_id: r.health_check_id.clone(),
+        }
+    }
+}
+
+/// A zone, for the control API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneView {
+    /// Bare id, `Z…`.
+    pub id: String,
+    /// Trailing dot.
+    pub name: String,
+    pub private: bool,
+    pub record_set_count: usize,
+}
+
+/// The emulator's shared state.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    opts: Route53Options,
+    state: Mutex<model::State>,
+    faults: FaultSet,
+    quota: Quota,
+    stats: Mutex<Stats>,
+    stopping: Stopping,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, model::State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stats(&self) -> MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn count_commit(&self) {
+        self.stats().changes_committed += 1;
+    }
+
+    /// Creates a zone directly (tests' shortcut, config seeds, control API).
+    fn create_zone(&self, name: &str, private: bool, id: Option<&str>) -> Result<String, String> {
+        let stored = names::parse_name(name.trim()).map_err(|p| p.message(name))?;
+        if stored == "." {
+            return Err("the root is not a zone".into());
+        }
+        let mut st = self.lock();
+        let id = match id {
+            Some(id) if st.zones.contains_key(id) => {
+                return Err(format!("zone id {id} is already taken"));
+            }
+            Some(id) => id.to_string(),
+            None => st.new_zone_id(),
+        };
+        let caller_reference = format!("dnsplane-emulate-{id}");
+        let vpc = private.then(|| model::Vpc {
+            region: "us-east-1".into(),
+            id: "vpc-00000000000000000".into(),
+        });
+        let zone = model::Zone::new(id.clone(), stored, caller_reference.clone(), None, vpc);
+        st.caller_refs.insert(caller_reference);
+        st.zones.insert(id.clone(), zone);
+        Ok(id)
+    }
+
+    fn rrsets(&self, zone_id: &str) -> Option<Vec<RRSetView>> {
+        let st = self.lock();
+        st.zones
+            .get(model::bare_zone_id(zone_id))
+            .map(|z| z.rrsets.values().map(RRSetView::from).collect())
+    }
+
+    fn zones(&self) -> Vec<ZoneView> {
+        self.lock()
+            .zones_by_name()
+            .into_iter()
+            .map(|z| ZoneView {
+                id: z.id.clone(),
+                name: z.name.clone(),
+                private: z.private,
+                record_set_count: z.rrsets.len(),
+            })
+            .collect()
+    }
+}
+
+/// A running Route 53 emulator. Dropping it without [`stop`](Self::stop) leaves the
+/// server running until the runtime ends.
+pub struct Route53Emulator {
+    inner: Arc<Inner>,
+    server: ServerHandle,
+}
+
+impl std::fmt::Debug for Route53Emulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Route53Emulator")
+            .field("endpoint", &self.endpoint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Route53Emulator {
+    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
+    /// (see [`Route53Options::validate`]) are an `InvalidInput` error.
+    pub async fn start(
+        listener: tokio::net::TcpListener,
+        opts: Route53Options,
+    ) -> std::io::Result<Route53Emulator> {
+        opts.validate()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let (stop_tx, stopping) = server::stopping();
+        let inner = Arc::new(Inner {
+            faults: FaultSet::new(opts.faults.clone()),
+            quota: Quota::new(opts.rate, opts.burst),
+            state: Mutex::new(model::State::default()),
+            stats: Mutex::new(Stats::default()),
+            stopping,
+            opts,
+        });
+        for z in &inner.opts.zones {
+            inner
+                .create_zone(&z.name, z.private, z.id.as_deref())
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        }
+        let router = Router::new()
+            .nest("/_emulator", control::router())
+            .fallback(handle)
+            .with_state(inner.clone());
+        let server = server::serve(listener, router, stop_tx)?;
+        Ok(Route53Emulator { inner, server })
+    }
+
+    /// `http://127.0.0.1:PORT`, the parent of `/2013-04-01`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.server.local_addr())
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug); the
+    /// control API answers 400 instead.
+    pub fn add_fault(&self, rule: FaultRule) {
+        if let Err(e) = rule.validate(FAULT_OPS) {
+            panic!("invalid fault rule: {e}");
+        }
+        self.inner.faults.add(rule);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.inner.faults.clear();
+    }
+
+    /// What the emulator has seen so far.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats().clone()
+    }
+
+    /// Creates a zone without an API call; returns its id (`Z…`, no prefix). A private
+    /// zone gets a made-up VPC. Panics on a name that is not a valid DNS name.
+    pub fn create_zone(&self, name: &str, private: bool) -> String {
+        self.inner
+            .create_zone(name, private, None)
+            .unwrap_or_else(|e| panic!("create_zone({name:?}): {e}"))
+    }
+
+    /// The record sets of a zone (id with or without `/hostedzone/`), in
+    /// ListResourceRecordSets order; empty for an unknown zone.
+    pub fn rrsets(&self, zone_id: &str) -> Vec<RRSetView> {
+        self.inner.rrsets(zone_id).unwrap_or_default()
+    }
+
+    /// Stops: ends held requests, lets answers in flight finish, closes the port.
+    pub async fn stop(self) {
+        self.server.stop().await;
+    }
+}
+
+/// Runs the emulator for `dnsplane emulate route53 --listen ADDR [--config FILE]`:
+/// reads and checks the config, binds, logs the endpoint and credentials in one line,
+/// serves until Ctrl-C (or SIGTERM).
+pub async fn run_route53(listen: SocketAddr, config: Option<PathBuf>) -> Result<(), EmulateError> {
+    let opts = match &config {
+        Some(path) => Route53Options::from_file(path)?,
+        None => Route53Options::default(),
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| EmulateError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let keys: Vec<&str> = opts
+        .credentials
+        .iter()
+        .map(|c| c.access_key_id.as_str())
+        .collect();
+    let default_secret = opts.credentials.iter().any(|c| {
+        c.access_key_id == DEFAULT_ACCESS_KEY_ID && c.secret_access_key == DEFAULT_SECRET_ACCESS_KEY
+    });
+    let emu = Route53Emulator::start(listener, opts.clone())
+        .await
+        .map_err(|e| match config.clone() {
+            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
+                path,
+                message: e.to_string(),
+            },
+            _ => EmulateError::Io(e),
+        })?;
+    tracing::info!(
+        endpoint = %emu.endpoint(),
+        region = sigv4::REGION,
+        access_key_ids = %keys.join(","),
+        secret = if default_secret { DEFAULT_SECRET_ACCESS_KEY } else { "<from the config file>" },
+        zones = opts.zones.len(),
+        faults = opts.faults.len(),
+        "Route 53 emulator listening: endpoint {}, region us-east-1, access key {}{}.",
+        emu.endpoint(),
+        keys.join(","),
+        if default_secret {
+            format!(", secret {DEFAULT_SECRET_ACCESS_KEY}")
+        } else {
+            String::new()
+        },
+    );
+    shutdown_signal().await;
+    tracing::info!("Route 53 emulator stopping.");
+    emu.stop().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn request_id() -> String {
+    let mut rng = rand::rng();
+    let b: [u8; 16] = rng.random();
+    let h = hex::encode(b);
+    format!(
+        "{}-{}-4{}-a{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+fn xml_response(status: u16, body: String, request_id: &str) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    let h = resp.headers_mut();
+    h.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/xml"));
+    if let Ok(v) = http::HeaderValue::from_str(request_id) {
+        h.insert("x-amzn-requestid", v);
+    }
+    resp
+}
+
+fn error_response(e: &ApiError, request_id: &str) -> Response {
+    let mut resp = xml_response(e.status, e.body(request_id), request_id);
+    if let Some(after) = e.retry_after {
+        let secs = after.as_secs_f64().ceil() as u64;
+        resp.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_str(&secs.to_string()).expect("digits"),
+        );
+    }
+    resp
+}
+
+/// The answer a terminal fault rule gives, in Route 53's words.
+fn fault_error(rule: &FaultRule) -> ApiError {
+    let mut e = match rule.action {
+        FaultAction::Throttle => ApiError::throttling(),
+        FaultAction::PriorRequestNotComplete => ApiError::prior_request_not_complete(),
+        FaultAction::AmbiguousAfterCommit => ApiError::server(rule.status.unwrap_or(502)),
+        _ => ApiError::server(rule.status.unwrap_or(500)),
+    };
+    if let Some(s) = rule.status {
+        e.status = s;
+        e.sender = s < 500;
+    }
+    if let Some(c) = &rule.code {
+        e.code = c.clone();
+    }
+    if let Some(m) = &rule.message {
+        e.message = m.clone();
+    }
+    e.retry_after = rule.retry_after;
+    e
+}
+
+/// Every request outside `/_emulator/`.
+async fn handle(
+    AxState(inner): AxState<Arc<Inner>>,
+    ConnectInfo(kill): ConnectInfo<ConnKill>,
+    req: Request,
+) -> Response {
+    let rid = request_id();
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            let e = ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request body is larger than the {MAX_BODY_BYTES} bytes the emulator accepts."),
+            );
+            return error_response(&e, &rid);
+        }
+    };
+    let raw_path = parts.uri.path();
+    let Some(op) = Op::route(&parts.method, raw_path) else {
+        let e = ApiError::new(
+            404,
+            "UnknownOperationException",
+            format!(
+                "The Route 53 emulator has no operation for {} {raw_path}",
+                parts.method
+            ),
+        );
+        return error_response(&e, &rid);
+    };
+    *inner.stats().requests.entry(op.name().to_string()).or_default() += 1;
+
+    // Authentication.
+    let signed = sigv4::Signed {
+        method: parts.method.as_str(),
+        raw_path,
+        raw_query: parts.uri.query(),
+        headers: &parts.headers,
+        body: &body,
+    };
+    let account = if inner.opts.verify_signatures {
+        match sigv4::verify(&signed, &inner.opts.credentials, SystemTime::now()) {
+            Ok(key) => key,
+            Err(e) => {
+                inner.stats().auth_failures += 1;
+                tracing::debug!(code = %e.code, op = op.name(), "Request refused: {}.", e.message);
+                return error_response(&e, &rid);
+            }
+        }
+    } else {
+        sigv4::claimed_key(&parts.headers).unwrap_or_else(|| "anonymous".into())
+    };
+
+    // Quota.
+    if inner.quota.check(&account).is_err() {
+        inner.stats().throttled += 1;
+        return error_response(&ApiError::throttling(), &rid);
+    }
+
+    // Faults.
+    let zone_id = op.zone_id(&inner);
+    let zone_name = zone_id
+        .as_ref()
+        .and_then(|id| inner.lock().zones.get(id).map(|z| z.name.clone()));
+    let prefixed = zone_id.as_ref().map(|id| format!("/hostedzone/{id}"));
+    let keys: Vec<&str> = [zone_id.as_deref(), prefixed.as_deref(), zone_name.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let decision = inner.faults.decide(Call {
+        op: op.fault_op(),
+        zone: &keys,
+    });
+    if !decision.fired.is_empty() {
+        let mut st = inner.stats();
+        for a in &decision.fired {
+            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
+        }
+        tracing::info!(
+            op = op.name(),
+            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
+            "Fault rules fired."
+        );
+    }
+    if !inner.stopping.sleep(decision.delay_before).await {
+        return error_response(&ApiError::server(503), &rid);
+    }
+
+    let host = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let base_url = format!("http://{host}");
+    let query = sigv4::parse_query(parts.uri.query().unwrap_or(""));
+    let ctx = Ctx {
+        query: &query,
+        body: &body,
+        pending_forever: decision.pending_forever,
+        base_url: &base_url,
+    };
+
+    if let Some(rule) = &decision.terminal {
+        match rule.action {
+            FaultAction::Timeout => {
+                if rule.commit.unwrap_or(false) {
+                    let _ = inner.run(&op, &ctx);
+                }
+                inner
+                    .stopping
+                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
+                    .await;
+                kill.kill();
+                return error_response(&ApiError::server(504), &rid);
+            }
+            FaultAction::AmbiguousAfterCommit => {
+                let _ = inner.run(&op, &ctx);
+                inner.stopping.sleep(decision.delay_after).await;
+                return error_response(&fault_error(rule), &rid);
+            }
+            FaultAction::Throttle => {
+                inner.stats().throttled += 1;
+                return error_response(&fault_error(rule), &rid);
+            }
+            _ => return error_response(&fault_error(rule), &rid),
+        }
+    }
+
+    let result = inner.run(&op, &ctx);
+    inner.stopping.sleep(decision.delay_after).await;
+    match result {
+        Ok(reply) => {
+            let mut resp = xml_response(reply.status, reply.body, &rid);
+            if let Some(loc) = reply.location
+                && let Ok(v) = http::HeaderValue::from_str(&loc)
+            {
+                resp.headers_mut().insert(http::header::LOCATION, v);
+            }
+            resp
+        }
+        Err(e) => {
+            tracing::debug!(code = %e.code, op = op.name(), "Request answered with an error.");
+            error_response(&e, &rid)
+        }
+    }
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_toml() {
+        let o: Route53Options = toml::from_str(
+            "rate = 0\ninsync_after = \"250ms\"\n[[credentials]]\naccess_key_id = \"AK\"\nsecret_access_key = \"S\"\n\
+             [[zones]]\nname = \"example.com\"\n[[faults]]\naction = \"throttle\"\nop = \"change\"\ntimes = 1\n",
+        )
+        .unwrap();
+        assert_eq!(o.rate, 0.0);
+        assert_eq!(o.burst, 5);
+        assert_eq!(o.insync_after, Duration::from_millis(250));
+        assert_eq!(o.credentials, vec![Credential::new("AK", "S")]);
+        assert!(o.validate().is_ok());
+        let d: Route53Options = toml::from_str("").unwrap();
+        assert_eq!(d, Route53Options::default());
+        assert!(toml::from_str::<Route53Options>("rat = 1").is_err());
+        let bad: Route53Options = toml::from_str("[[faults]]\naction = \"throttle\"\nop = \"nope\"\n").unwrap();
+        assert!(bad.validate().unwrap_err().starts_with("faults[0].op:"));
+        let c: Credential = ("a", "b").into();
+        assert!(!format!("{c:?}").contains('b') || format!("{c:?}").contains("redacted"));
+    }
+
+    #[test]
+    fn request_ids_look_like_uuids() {
+        let id = request_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(id.matches('-').count(), 4);
+    }
+}
