@@ -398,6 +398,11 @@ async fn rfc2136_conforms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route53_on_its_emulator_conforms() {
+    conform(subjects::route53_emulated().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn route53_on_moto_conforms_on_the_happy_path() {
     let Some(s) = subjects::route53_moto() else {
         return;
