@@ -458,8 +458,8 @@ mod tests {
         assert_eq!(j.probability, 1.0);
         assert!(serde_json::from_str::<FaultRule>(r#"{"action":"error","statsu":1}"#).is_err());
         // A rule survives a JSON round trip (the control API lists rules as JSON).
-        let back: FaultRule = serde_json::from_str(&serde_json::to_string(&f.faults[0]).unwrap())
-            .unwrap();
+        let back: FaultRule =
+            serde_json::from_str(&serde_json::to_string(&f.faults[0]).unwrap()).unwrap();
         assert_eq!(back, f.faults[0]);
     }
 
@@ -471,7 +471,12 @@ mod tests {
         p.probability = 1.5;
         assert!(p.validate(OPS).unwrap_err().starts_with("probability:"));
         let stray = FaultRule::new(FaultAction::PendingForever).delay(Duration::from_secs(1));
-        assert!(stray.validate(OPS).unwrap_err().contains("does not use delay"));
+        assert!(
+            stray
+                .validate(OPS)
+                .unwrap_err()
+                .contains("does not use delay")
+        );
         assert!(
             FaultRule::new(FaultAction::Latency)
                 .validate(OPS)
@@ -503,7 +508,10 @@ mod tests {
         assert!(set.decide(call("change", z)).terminal.is_none(), "skipped");
         assert!(set.decide(call("change", z)).terminal.is_some());
         assert!(set.decide(call("change", z)).terminal.is_some());
-        assert!(set.decide(call("change", z)).terminal.is_none(), "times spent");
+        assert!(
+            set.decide(call("change", z)).terminal.is_none(),
+            "times spent"
+        );
         let st = set.status();
         assert_eq!((st[0].matched, st[0].fired), (4, 2));
     }
@@ -524,7 +532,11 @@ mod tests {
         assert_eq!(d.delay_after, Duration::from_millis(50));
         assert!(d.pending_forever);
         assert_eq!(d.terminal.unwrap().action, FaultAction::Error);
-        assert_eq!(d.fired.len(), 4, "the throttle after the error is not tried");
+        assert_eq!(
+            d.fired.len(),
+            4,
+            "the throttle after the error is not tried"
+        );
     }
 
     #[test]

@@ -117,11 +117,22 @@ mod tests {
 
     #[test]
     fn parses_what_it_formats() {
-        for secs in [0u64, 951_782_400, 1_489_109_801, 1_709_164_800, 4_102_444_799] {
+        for secs in [
+            0u64,
+            951_782_400,
+            1_489_109_801,
+            1_709_164_800,
+            4_102_444_799,
+        ] {
             let t = UNIX_EPOCH + Duration::from_secs(secs);
             assert_eq!(parse_amz_date(&amz_date(t)), Some(t), "{secs}");
         }
-        for bad in ["", "20170310T013641", "2017031OT013641Z", "20171310T013641Z"] {
+        for bad in [
+            "",
+            "20170310T013641",
+            "2017031OT013641Z",
+            "20171310T013641Z",
+        ] {
             assert_eq!(parse_amz_date(bad), None, "{bad}");
         }
     }

@@ -67,7 +67,9 @@ pub(crate) fn check_limits(changes: &[Change]) -> Option<String> {
             * weight;
     }
     if records > MAX_RECORDS {
-        return Some(format!("Number of records limit of {MAX_RECORDS} exceeded."));
+        return Some(format!(
+            "Number of records limit of {MAX_RECORDS} exceeded."
+        ));
     }
     if chars > MAX_VALUE_CHARS {
         // AWS's exact text for this limit was not found; this one follows the
@@ -124,8 +126,7 @@ pub(crate) fn apply(zone: &mut Zone, changes: &[Change]) -> Result<(), Vec<Strin
         }
         if at_apex("NS") == 0 {
             errors.push(
-                "A HostedZone must contain at least one NS record for the zone itself."
-                    .to_string(),
+                "A HostedZone must contain at least one NS record for the zone itself.".to_string(),
             );
         }
     }

@@ -70,7 +70,10 @@ impl ApiError {
     /// A 5xx in AWS's usual words.
     pub fn server(status: u16) -> ApiError {
         let (code, message) = match status {
-            503 => ("ServiceUnavailable", "Service is unavailable. Please try again later."),
+            503 => (
+                "ServiceUnavailable",
+                "Service is unavailable. Please try again later.",
+            ),
             _ => (
                 "InternalFailure",
                 "The request processing has failed because of an unknown error, exception or failure.",

@@ -173,7 +173,9 @@ impl Route53Options {
     /// Checks values that parse but cannot work; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
         if self.credentials.is_empty() && self.verify_signatures {
-            return Err("credentials: at least one access key is needed to verify signatures".into());
+            return Err(
+                "credentials: at least one access key is needed to verify signatures".into(),
+            );
         }
         for (i, c) in self.credentials.iter().enumerate() {
             if c.access_key_id.is_empty() || c.secret_access_key.is_empty() {
@@ -195,7 +197,9 @@ impl Route53Options {
                 return Err(format!("zones[{i}].name: the root is not a zone"));
             }
             if let Some(id) = &z.id
-                && (id.is_empty() || id.len() > 32 || !id.bytes().all(|b| b.is_ascii_alphanumeric()))
+                && (id.is_empty()
+                    || id.len() > 32
+                    || !id.bytes().all(|b| b.is_ascii_alphanumeric()))
             {
                 return Err(format!(
                     "zones[{i}].id: {id:?} must be 1 to 32 letters and digits"
@@ -572,7 +576,10 @@ fn xml_response(status: u16, body: String, request_id: &str) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
     let h = resp.headers_mut();
-    h.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/xml"));
+    h.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/xml"),
+    );
     if let Ok(v) = http::HeaderValue::from_str(request_id) {
         h.insert("x-amzn-requestid", v);
     }
@@ -627,7 +634,9 @@ async fn handle(
             let e = ApiError::new(
                 413,
                 "RequestEntityTooLarge",
-                format!("Request body is larger than the {MAX_BODY_BYTES} bytes the emulator accepts."),
+                format!(
+                    "Request body is larger than the {MAX_BODY_BYTES} bytes the emulator accepts."
+                ),
             );
             return error_response(&e, &rid);
         }
@@ -644,7 +653,11 @@ async fn handle(
         );
         return error_response(&e, &rid);
     };
-    *inner.stats().requests.entry(op.name().to_string()).or_default() += 1;
+    *inner
+        .stats()
+        .requests
+        .entry(op.name().to_string())
+        .or_default() += 1;
 
     // Authentication.
     let signed = sigv4::Signed {
@@ -679,10 +692,14 @@ async fn handle(
         .as_ref()
         .and_then(|id| inner.lock().zones.get(id).map(|z| z.name.clone()));
     let prefixed = zone_id.as_ref().map(|id| format!("/hostedzone/{id}"));
-    let keys: Vec<&str> = [zone_id.as_deref(), prefixed.as_deref(), zone_name.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
+    let keys: Vec<&str> = [
+        zone_id.as_deref(),
+        prefixed.as_deref(),
+        zone_name.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let decision = inner.faults.decide(Call {
         op: op.fault_op(),
         zone: &keys,
@@ -781,7 +798,8 @@ mod tests {
         let d: Route53Options = toml::from_str("").unwrap();
         assert_eq!(d, Route53Options::default());
         assert!(toml::from_str::<Route53Options>("rat = 1").is_err());
-        let bad: Route53Options = toml::from_str("[[faults]]\naction = \"throttle\"\nop = \"nope\"\n").unwrap();
+        let bad: Route53Options =
+            toml::from_str("[[faults]]\naction = \"throttle\"\nop = \"nope\"\n").unwrap();
         assert!(bad.validate().unwrap_err().starts_with("faults[0].op:"));
         let c: Credential = ("a", "b").into();
         assert!(!format!("{c:?}").contains('b') || format!("{c:?}").contains("redacted"));

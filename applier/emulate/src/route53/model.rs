@@ -286,9 +286,7 @@ impl State {
     /// Zones in ListHostedZonesByName order: name with labels reversed, then id.
     pub fn zones_by_name(&self) -> Vec<&Zone> {
         let mut zones: Vec<&Zone> = self.zones.values().collect();
-        zones.sort_by(|a, b| {
-            (sort_key(&a.name), &a.id).cmp(&(sort_key(&b.name), &b.id))
-        });
+        zones.sort_by(|a, b| (sort_key(&a.name), &a.id).cmp(&(sort_key(&b.name), &b.id)));
         zones
     }
 }
@@ -313,7 +311,13 @@ mod tests {
 
     #[test]
     fn new_zone_has_apex_soa_and_ns() {
-        let z = Zone::new("Z0TEST".into(), "example.com.".into(), "r".into(), None, None);
+        let z = Zone::new(
+            "Z0TEST".into(),
+            "example.com.".into(),
+            "r".into(),
+            None,
+            None,
+        );
         let types: Vec<&str> = z.rrsets.values().map(|r| r.rtype.as_str()).collect();
         assert_eq!(types, vec!["NS", "SOA"], "listing order: NS before SOA");
         let ns = z.rrsets.values().next().unwrap();

@@ -36,7 +36,8 @@ pub(crate) fn parse_name(input: &str) -> Result<String, NameProblem> {
         if b == b'\\' {
             let digits = bytes.get(i + 1..i + 4);
             if let Some(d) = digits.filter(|d| d.iter().all(u8::is_ascii_digit)) {
-                let v = u32::from(d[0] - b'0') * 64 + u32::from(d[1] - b'0') * 8
+                let v = u32::from(d[0] - b'0') * 64
+                    + u32::from(d[1] - b'0') * 8
                     + u32::from(d[2] - b'0');
                 if d.iter().any(|c| *c > b'7') || v > 255 {
                     return Err(NameProblem {
@@ -124,10 +125,12 @@ pub(crate) fn from_sort_key(key: &str) -> String {
 
 /// Whether stored name `name` is `zone` or below it.
 pub(crate) fn is_within(name: &str, zone: &str) -> bool {
-    name == zone || zone == "." || (name.len() > zone.len() && name.ends_with(zone) && {
-        let cut = name.len() - zone.len();
-        name.as_bytes()[cut - 1] == b'.'
-    })
+    name == zone
+        || zone == "."
+        || (name.len() > zone.len() && name.ends_with(zone) && {
+            let cut = name.len() - zone.len();
+            name.as_bytes()[cut - 1] == b'.'
+        })
 }
 
 #[cfg(test)]
@@ -139,8 +142,14 @@ mod tests {
         assert_eq!(parse_name("WWW.Example.COM").unwrap(), "www.example.com.");
         assert_eq!(parse_name("www.example.com.").unwrap(), "www.example.com.");
         assert_eq!(parse_name("*.example.com").unwrap(), "\\052.example.com.");
-        assert_eq!(parse_name("\\052.example.com").unwrap(), "\\052.example.com.");
-        assert_eq!(parse_name("_dmarc.a-b.example.com").unwrap(), "_dmarc.a-b.example.com.");
+        assert_eq!(
+            parse_name("\\052.example.com").unwrap(),
+            "\\052.example.com."
+        );
+        assert_eq!(
+            parse_name("_dmarc.a-b.example.com").unwrap(),
+            "_dmarc.a-b.example.com."
+        );
         assert_eq!(parse_name("@.example.com").unwrap(), "\\100.example.com.");
         assert_eq!(parse_name("").unwrap(), ".");
         assert_eq!(parse_name(".").unwrap(), ".");

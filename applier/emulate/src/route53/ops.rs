@@ -174,9 +174,8 @@ impl Inner {
 
     fn create_hosted_zone(&self, ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         let req = wire::parse_create_zone(ctx.body)?;
-        let name = parse_name(req.raw_name.trim()).map_err(|p| {
-            ApiError::new(400, "InvalidDomainName", p.message(&req.raw_name))
-        })?;
+        let name = parse_name(req.raw_name.trim())
+            .map_err(|p| ApiError::new(400, "InvalidDomainName", p.message(&req.raw_name)))?;
         if name == "." {
             return Err(ApiError::new(
                 400,
@@ -289,7 +288,9 @@ impl Inner {
     fn list_hosted_zones_by_name(&self, ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         let (max, max_echo) = max_items(ctx.param("maxitems"), 100, 100)?;
         let dns_name = ctx.param("dnsname");
-        let zone_id = ctx.param("hostedzoneid").map(|z| bare_zone_id(z).to_string());
+        let zone_id = ctx
+            .param("hostedzoneid")
+            .map(|z| bare_zone_id(z).to_string());
         if zone_id.is_some() && dns_name.is_none() {
             return Err(ApiError::invalid_input(
                 "Invalid request: hostedzoneid requires dnsname (pass NextDNSName and NextHostedZoneId together).",
@@ -297,9 +298,11 @@ impl Inner {
         }
         let start = match dns_name {
             None => None,
-            Some(n) => Some(sort_key(&parse_name(n.trim()).map_err(|p| {
-                ApiError::new(400, "InvalidDomainName", p.message(n))
-            })?)),
+            Some(n) => {
+                Some(sort_key(&parse_name(n.trim()).map_err(|p| {
+                    ApiError::new(400, "InvalidDomainName", p.message(n))
+                })?))
+            }
         };
         let st = self.lock();
         let zones: Vec<&Zone> = st
@@ -385,9 +388,9 @@ impl Inner {
                 set_id: None,
             },
             Some(n) => RrKey {
-                rev_name: sort_key(&parse_name(n.trim()).map_err(|p| {
-                    ApiError::invalid_input(p.message(n))
-                })?),
+                rev_name: sort_key(
+                    &parse_name(n.trim()).map_err(|p| ApiError::invalid_input(p.message(n)))?,
+                ),
                 rtype: rtype.unwrap_or("").to_string(),
                 set_id: rtype.and(identifier).map(str::to_string),
             },
@@ -434,7 +437,10 @@ mod tests {
     #[test]
     fn routes() {
         let r = |m: Method, p: &str| Op::route(&m, p);
-        assert_eq!(r(Method::POST, "/2013-04-01/hostedzone"), Some(Op::CreateHostedZone));
+        assert_eq!(
+            r(Method::POST, "/2013-04-01/hostedzone"),
+            Some(Op::CreateHostedZone)
+        );
         assert_eq!(
             r(Method::POST, "/2013-04-01/hostedzone/Z1/rrset/"),
             Some(Op::ChangeResourceRecordSets("Z1".into()))
@@ -453,6 +459,9 @@ mod tests {
         );
         assert_eq!(r(Method::PUT, "/2013-04-01/hostedzone"), None);
         assert_eq!(r(Method::GET, "/2013-04-01/healthcheck"), None);
-        assert_eq!(r(Method::GET, "/2013-04-01/hostedzone//hostedzone/Z1/rrset"), None);
+        assert_eq!(
+            r(Method::GET, "/2013-04-01/hostedzone//hostedzone/Z1/rrset"),
+            None
+        );
     }
 }

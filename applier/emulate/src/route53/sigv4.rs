@@ -70,7 +70,12 @@ pub(crate) fn verify(
     };
     let auth = auth
         .to_str()
-        .map_err(|_| forbidden("IncompleteSignature", "The Authorization header is not ASCII."))?
+        .map_err(|_| {
+            forbidden(
+                "IncompleteSignature",
+                "The Authorization header is not ASCII.",
+            )
+        })?
         .trim();
     let (algorithm, rest) = auth.split_once(' ').unwrap_or((auth, ""));
     if algorithm != ALGORITHM {
@@ -269,7 +274,10 @@ pub(crate) fn canonical_request(req: &Signed<'_>, signed: &[&str]) -> String {
 
 /// Collapses runs of spaces and trims them, as SigV4 does for header values.
 fn trim_all(v: &str) -> String {
-    v.split(' ').filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ")
+    v.split(' ')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Removes `.` and `..` segments and empty segments (RFC 3986 5.2.4, as AWS's
@@ -305,7 +313,10 @@ fn normalize_path(path: &str) -> String {
 fn encode(s: &str, keep_slash: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') || (keep_slash && b == b'/') {
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'.' | b'_' | b'~')
+            || (keep_slash && b == b'/')
+        {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -378,7 +389,10 @@ mod tests {
     #[test]
     fn paths_and_queries() {
         assert_eq!(normalize_path("/a/./b/../c//d/"), "/a/c/d/");
-        assert_eq!(normalize_path("/2013-04-01/hostedzone/Z1/rrset/"), "/2013-04-01/hostedzone/Z1/rrset/");
+        assert_eq!(
+            normalize_path("/2013-04-01/hostedzone/Z1/rrset/"),
+            "/2013-04-01/hostedzone/Z1/rrset/"
+        );
         assert_eq!(encode("/a b/%2F", true), "/a%20b/%252F");
         assert_eq!(
             canonical_query("type=A&name=%2A.example.com&maxitems=1"),

@@ -17,7 +17,9 @@ pub(crate) const RR_TYPES: &[&str] = &[
 ];
 
 fn fatal(code: &str, description: &str, value: &str) -> String {
-    format!("Invalid Resource Record: 'FATAL problem: {code} ({description}) encountered with '{value}''")
+    format!(
+        "Invalid Resource Record: 'FATAL problem: {code} ({description}) encountered with '{value}''"
+    )
 }
 
 /// Checks one value of a record of type `rtype`; `None` when it is fine.
@@ -53,22 +55,18 @@ pub(crate) fn check_value(rtype: &str, value: &str) -> Option<String> {
 
 fn check_domain(name: &str, value: &str) -> Option<String> {
     if name.is_empty() {
-        return Some(fatal(
-            "DomainLabelEmpty",
-            "Domain label is empty",
-            value,
-        ));
+        return Some(fatal("DomainLabelEmpty", "Domain label is empty", value));
     }
-    parse_name(name).err().map(|p| {
-        format!(
-            "Invalid Resource Record: '{}'",
-            p.message(value)
-        )
-    })
+    parse_name(name)
+        .err()
+        .map(|p| format!("Invalid Resource Record: '{}'", p.message(value)))
 }
 
 fn is_u16(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit()) && s.parse::<u32>().is_ok_and(|v| v <= 65_535)
+    !s.is_empty()
+        && s.len() <= 5
+        && s.bytes().all(|b| b.is_ascii_digit())
+        && s.parse::<u32>().is_ok_and(|v| v <= 65_535)
 }
 
 fn check_mx(value: &str) -> Option<String> {
@@ -127,7 +125,8 @@ fn check_caa(value: &str) -> Option<String> {
             value,
         ));
     }
-    if !flags.bytes().all(|b| b.is_ascii_digit()) || flags.parse::<u16>().map_or(true, |f| f > 255) {
+    if !flags.bytes().all(|b| b.is_ascii_digit()) || flags.parse::<u16>().map_or(true, |f| f > 255)
+    {
         return Some(fatal(
             "CAARRDATAIllegalFlags",
             "CAA flags must be a number between 0 and 255",
@@ -148,11 +147,9 @@ fn check_caa(value: &str) -> Option<String> {
             "Value should be enclosed in quotation marks",
             value,
         )),
-        Err(StringsProblem::TooLong) => Some(fatal(
-            "CharacterStringTooLong",
-            "Value is too long",
-            value,
-        )),
+        Err(StringsProblem::TooLong) => {
+            Some(fatal("CharacterStringTooLong", "Value is too long", value))
+        }
     }
 }
 
@@ -186,11 +183,9 @@ fn check_character_strings(value: &str) -> Option<String> {
             "Value should be enclosed in quotation marks",
             value,
         )),
-        Err(StringsProblem::TooLong) => Some(fatal(
-            "CharacterStringTooLong",
-            "Value is too long",
-            value,
-        )),
+        Err(StringsProblem::TooLong) => {
+            Some(fatal("CharacterStringTooLong", "Value is too long", value))
+        }
     }
 }
 
