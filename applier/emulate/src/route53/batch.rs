@@ -81,12 +81,72 @@ pub(crate) fn check_limits(changes: &[Change]) -> Option<String> {
     None
 }
 
+/// The zone as the batch has changed it so far: the changes made, over the zone's
+/// record sets (cloning a zone of a million sets for every batch would cost more than
+/// the batch).
+struct WorkingCopy<'a> {
+    base: &'a BTreeMap<RrKey, RRSet>,
+    /// `None`: deleted by the batch.
+    overlay: BTreeMap<RrKey, Option<RRSet>>,
+}
+
+impl<'a> WorkingCopy<'a> {
+    fn new(base: &'a BTreeMap<RrKey, RRSet>) -> WorkingCopy<'a> {
+        WorkingCopy {
+            base,
+            overlay: BTreeMap::new(),
+        }
+    }
+
+    fn get(&self, key: &RrKey) -> Option<&RRSet> {
+        match self.overlay.get(key) {
+            Some(v) => v.as_ref(),
+            None => self.base.get(key),
+        }
+    }
+
+    fn put(&mut self, key: RrKey, value: Option<RRSet>) {
+        self.overlay.insert(key, value);
+    }
+
+    /// Every set at one name (given labels reversed), in order.
+    fn at_name(&self, rev_name: &str) -> Vec<(&RrKey, &RRSet)> {
+        let start = RrKey {
+            rev_name: rev_name.to_string(),
+            rtype: String::new(),
+            set_id: None,
+        };
+        let mut merged: BTreeMap<&RrKey, Option<&RRSet>> = self
+            .base
+            .range(start.clone()..)
+            .take_while(|(k, _)| k.rev_name == rev_name)
+            .map(|(k, v)| (k, Some(v)))
+            .collect();
+        for (k, v) in self
+            .overlay
+            .range(start..)
+            .take_while(|(k, _)| k.rev_name == rev_name)
+        {
+            merged.insert(k, v.as_ref());
+        }
+        merged
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect()
+    }
+
+    /// Writes the batch into `rrsets`.
+    fn into_changes(self) -> BTreeMap<RrKey, Option<RRSet>> {
+        self.overlay
+    }
+}
+
 /// Applies `changes` to `zone` all or nothing. On failure, every message.
 pub(crate) fn apply(zone: &mut Zone, changes: &[Change]) -> Result<(), Vec<String>> {
     if let Some(m) = check_limits(changes) {
         return Err(vec![m]);
     }
-    let mut work = zone.rrsets.clone();
+    let mut work = WorkingCopy::new(&zone.rrsets);
     let mut errors = Vec::new();
     let mut history: HashMap<RrKey, Vec<Action>> = HashMap::new();
     let mut apex_touched = false;
@@ -104,44 +164,45 @@ pub(crate) fn apply(zone: &mut Zone, changes: &[Change]) -> Result<(), Vec<Strin
                 apex_touched = true;
             }
             match change.action {
-                Action::Delete => {
-                    work.remove(&key);
-                }
-                Action::Create | Action::Upsert => {
-                    work.insert(key, rr.clone());
-                }
+                Action::Delete => work.put(key, None),
+                Action::Create | Action::Upsert => work.put(key, Some(rr.clone())),
             }
         } else {
             errors.extend(msgs);
         }
     }
     if apex_touched {
-        let at_apex = |t: &str| {
-            work.keys()
-                .filter(|k| k.rev_name == apex_rev && k.rtype == t)
-                .count()
-        };
-        if at_apex("SOA") != 1 {
+        let apex = work.at_name(&apex_rev);
+        let count = |t: &str| apex.iter().filter(|(k, _)| k.rtype == t).count();
+        if count("SOA") != 1 {
             errors.push("A HostedZone must contain exactly one SOA record.".to_string());
         }
-        if at_apex("NS") == 0 {
+        if count("NS") == 0 {
             errors.push(
                 "A HostedZone must contain at least one NS record for the zone itself.".to_string(),
             );
         }
     }
-    if errors.is_empty() {
-        zone.rrsets = work;
-        Ok(())
-    } else {
-        Err(errors)
+    if !errors.is_empty() {
+        return Err(errors);
     }
+    for (k, v) in work.into_changes() {
+        match v {
+            Some(v) => {
+                zone.rrsets.insert(k, v);
+            }
+            None => {
+                zone.rrsets.remove(&k);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The messages one change earns against the working copy.
 fn check_change(
     zone: &Zone,
-    work: &BTreeMap<RrKey, RRSet>,
+    work: &WorkingCopy<'_>,
     change: &Change,
     key: &RrKey,
     allowed_sequence: bool,
@@ -185,7 +246,7 @@ fn check_change(
     }
     match change.action {
         Action::Create => {
-            if work.contains_key(key) {
+            if work.get(key).is_some() {
                 return vec![format!(
                     "Tried to create resource record set {} but it already exists",
                     rr.describe()
@@ -210,15 +271,9 @@ fn check_change(
     // CREATE or UPSERT from here.
     let mut msgs = Vec::new();
     let others: Vec<&RrKey> = work
-        .range(
-            RrKey {
-                rev_name: key.rev_name.clone(),
-                rtype: String::new(),
-                set_id: None,
-            }..,
-        )
+        .at_name(&key.rev_name)
+        .into_iter()
         .map(|(k, _)| k)
-        .take_while(|k| k.rev_name == key.rev_name)
         .collect();
     if rr.rtype == "CNAME" {
         if others.iter().any(|k| k.rtype != "CNAME") {
@@ -244,8 +299,9 @@ fn check_change(
     {
         let target_rev = sort_key(&alias.dns_name);
         let found = work
-            .keys()
-            .any(|k| k.rev_name == target_rev && k.rtype == rr.rtype);
+            .at_name(&target_rev)
+            .iter()
+            .any(|(k, _)| k.rtype == rr.rtype);
         if !found {
             msgs.push(format!(
                 "Tried to create an alias that targets {}, type {} in zone {}, but that target was not found",
@@ -258,7 +314,7 @@ fn check_change(
 
 /// Whether writing `rr` makes a CNAME chain (or an alias to this zone) come back to
 /// its own name.
-fn creates_loop(zone: &Zone, work: &BTreeMap<RrKey, RRSet>, rr: &RRSet) -> bool {
+fn creates_loop(zone: &Zone, work: &WorkingCopy<'_>, rr: &RRSet) -> bool {
     let first = if rr.rtype == "CNAME" {
         rr.records
             .first()
@@ -283,8 +339,9 @@ fn creates_loop(zone: &Zone, work: &BTreeMap<RrKey, RRSet>, rr: &RRSet) -> bool 
         }
         let rev = sort_key(&current);
         let next = work
-            .iter()
-            .filter(|(k, _)| k.rev_name == rev && k.rtype == "CNAME")
+            .at_name(&rev)
+            .into_iter()
+            .filter(|(k, _)| k.rtype == "CNAME")
             .find_map(|(_, v)| v.records.first())
             .and_then(|v| super::names::parse_name(v.trim()).ok());
         match next {
