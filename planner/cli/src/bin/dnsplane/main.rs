@@ -1,6 +1,6 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
 //! embedded provider ([`up`]); `plan`, `status`, `records`, `sync` and `approve` talk to a running
-//! planner ([`remote`]).
+//! planner ([`remote`]); `emulate` serves a local emulator of a cloud DNS API.
 use clap::{Parser, Subcommand};
 
 mod remote;
@@ -58,6 +58,18 @@ enum Command {
         #[arg(long)]
         digest: Option<String>,
     },
+    /// Serve a local emulator of a cloud DNS API, built to its documented semantics
+    /// (docs/emulators.md), until Ctrl-C.
+    Emulate {
+        /// Which API.
+        api: EmulatedApi,
+        /// Where to serve it.
+        #[arg(long, default_value = "127.0.0.1:4566")]
+        listen: std::net::SocketAddr,
+        /// The emulator's TOML config (credentials, quota, zones to create, faults).
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
+    },
     /// Trigger a sync now and follow its progress.
     Sync {
         #[command(flatten)]
@@ -65,6 +77,13 @@ enum Command {
         #[arg(long)]
         zone: Vec<String>,
     },
+}
+
+/// The APIs `dnsplane emulate` serves.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum EmulatedApi {
+    /// AWS Route 53 (REST-XML under /2013-04-01, SigV4).
+    Route53,
 }
 
 fn main() -> std::process::ExitCode {
@@ -107,5 +126,22 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Records { conn, zone, all } => remote::records(conn, zone, all).await,
         Command::Sync { conn, zone } => remote::sync(conn, zone).await,
         Command::Approve { conn, zone, digest } => remote::approve(conn, zone, digest).await,
+        Command::Emulate {
+            api,
+            listen,
+            config,
+        } => {
+            let served = match api {
+                EmulatedApi::Route53 => dnsplane_emulate::run_route53(listen, config).await,
+            };
+            match served {
+                Ok(()) => Ok(std::process::ExitCode::SUCCESS),
+                Err(e) if e.is_config() => {
+                    eprintln!("dnsplane emulate: {e}");
+                    Ok(std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
     }
 }
