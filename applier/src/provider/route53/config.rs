@@ -56,6 +56,10 @@ pub struct Route53Config {
     /// the environment holds no keys. Default: `AWS_PROFILE`, else `default`.
     #[serde(default)]
     pub profile: Option<String>,
+    /// The shared credentials file to read a profile's keys from. Default:
+    /// `AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`.
+    #[serde(default)]
+    pub credentials_file: Option<std::path::PathBuf>,
     /// Where web identity (IRSA) tokens are exchanged for credentials. Default
     /// `https://sts.amazonaws.com`.
     #[serde(default = "default_sts_endpoint")]
@@ -100,6 +104,7 @@ impl Default for Route53Config {
             zone_ids: BTreeMap::new(),
             zone_visibility: ZoneVisibility::default(),
             profile: None,
+            credentials_file: None,
             sts_endpoint: default_sts_endpoint(),
             timeout: default_timeout(),
             wait_insync: false,
@@ -145,6 +150,13 @@ impl Route53Config {
                     "{at}.zone_ids.\"{zone}\" {id:?} is not a hosted zone id (Z… of letters and digits, optionally after /hostedzone/)"
                 ));
             }
+        }
+        if self
+            .credentials_file
+            .as_ref()
+            .is_some_and(|f| f.as_os_str().is_empty())
+        {
+            problems.push(format!("{at}.credentials_file is empty"));
         }
         if self.profile.as_deref().is_some_and(|p| p.trim().is_empty()) {
             problems.push(format!("{at}.profile is empty"));

@@ -58,6 +58,7 @@ pub fn process_env() -> EnvReader {
 pub struct CredentialChain {
     env: EnvReader,
     profile: Option<String>,
+    credentials_file: Option<PathBuf>,
     sts_endpoint: String,
     http: reqwest::Client,
     current: tokio::sync::Mutex<Option<AwsCredentials>>,
@@ -81,12 +82,14 @@ impl CredentialChain {
     pub fn new(
         env: EnvReader,
         profile: Option<String>,
+        credentials_file: Option<PathBuf>,
         sts_endpoint: String,
         http: reqwest::Client,
     ) -> Self {
         CredentialChain {
             env,
             profile,
+            credentials_file,
             sts_endpoint,
             http,
             current: tokio::sync::Mutex::new(None),
@@ -159,8 +162,10 @@ impl CredentialChain {
             .unwrap_or_else(|| "default".into());
         let home = env("HOME").map(PathBuf::from);
         let in_home = |rel: &str| home.as_ref().map(|h| h.join(rel));
-        let credentials_file = env("AWS_SHARED_CREDENTIALS_FILE")
-            .map(PathBuf::from)
+        let credentials_file = self
+            .credentials_file
+            .clone()
+            .or_else(|| env("AWS_SHARED_CREDENTIALS_FILE").map(PathBuf::from))
             .or_else(|| in_home(".aws/credentials"));
         let config_file = env("AWS_CONFIG_FILE")
             .map(PathBuf::from)
@@ -361,6 +366,7 @@ mod tests {
         CredentialChain::new(
             e,
             profile.map(str::to_string),
+            None,
             "http://127.0.0.1:1".into(),
             reqwest::Client::new(),
         )
@@ -428,6 +434,14 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got.access_key_id, "AKIDDEFAULT");
+        // The account's `credentials_file` wins over AWS_SHARED_CREDENTIALS_FILE.
+        let own = dir.path().join("own");
+        std::fs::write(&own, "[default]\naws_access_key_id = AKIDOWN\naws_secret_access_key = o\n").unwrap();
+        let got = CredentialChain::new(files(&[]), None, Some(own), "http://127.0.0.1:1".into(), reqwest::Client::new())
+            .get()
+            .await
+            .unwrap();
+        assert_eq!(got.access_key_id, "AKIDOWN");
         let e = chain(files(&[]), Some("sso")).get().await.unwrap_err();
         assert!(e.message.contains("sso_session"), "{e}");
         let e = chain(files(&[]), Some("missing")).get().await.unwrap_err();

@@ -156,6 +156,7 @@ impl Route53Provider {
             credentials: Arc::new(CredentialChain::new(
                 env,
                 cfg.profile.clone(),
+                cfg.credentials_file.clone(),
                 cfg.sts_endpoint.clone(),
                 http.clone(),
             )),

@@ -1,5 +1,7 @@
 //! `dnsplane up`: planner and applier in one process, on loopback, with the embedded
-//! provider; everything a first try needs and nothing else.
+//! provider; everything a first try needs and nothing else. With `--route53-emulator`
+//! the zones live in a Route 53 emulator in the same process instead, written through
+//! the `route53` driver as a real AWS account would be.
 use anyhow::Context;
 use dnsplane_common::Name;
 use dnsplane_planner::config::{
@@ -40,6 +42,95 @@ pub struct UpArgs {
     /// Planner admin HTTP address (/metrics, /healthz, /readyz, /status); off unless given.
     #[arg(long, env = "DNSPLANE_PLANNER_ADMIN_LISTEN")]
     admin_listen: Option<String>,
+    /// Keep the zones in a Route 53 emulator served from this process (the one
+    /// `dnsplane emulate route53` serves) instead of the embedded provider, written
+    /// through the `route53` driver. It answers no DNS: read the zones with Route 53's
+    /// API (e.g. the AWS CLI with `--endpoint-url`).
+    #[arg(long)]
+    route53_emulator: bool,
+    /// Where that emulator serves Route 53's API.
+    #[arg(long, default_value = "127.0.0.1:4566")]
+    emulator_listen: String,
+}
+
+/// The hosted zone id `up` gives its `i`-th zone in the Route 53 emulator, so that
+/// commands can name it.
+fn emulated_zone_id(i: usize) -> String {
+    format!("ZDNSPLANE{:012}", i + 1)
+}
+
+/// Starts the Route 53 emulator with the zones, and returns it with the applier account
+/// that writes to it (the emulator's default keys in a credentials file of its own).
+async fn route53_emulator(
+    args: &UpArgs,
+) -> anyhow::Result<(
+    dnsplane_emulate::Route53Emulator,
+    dnsplane_applier::config::AccountConfig,
+)> {
+    use dnsplane_applier::config::{AccountConfig, DriverConfig};
+    use dnsplane_applier::provider::route53::Route53Config;
+    let listener = tokio::net::TcpListener::bind(&args.emulator_listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (the Route 53 emulator; --emulator-listen)",
+                args.emulator_listen
+            )
+        })?;
+    let zones: Vec<dnsplane_emulate::route53::ZoneSeed> = args
+        .zone
+        .iter()
+        .enumerate()
+        .map(|(i, z)| dnsplane_emulate::route53::ZoneSeed {
+            name: z.to_string(),
+            private: false,
+            id: Some(emulated_zone_id(i)),
+        })
+        .collect();
+    let emulator = dnsplane_emulate::Route53Emulator::start(
+        listener,
+        dnsplane_emulate::Route53Options {
+            // Whatever keys the environment holds sign the requests (the chain reads
+            // the environment first); the emulator then takes any.
+            verify_signatures: false,
+            zones,
+            ..Default::default()
+        },
+    )
+    .await
+    .context("the Route 53 emulator")?;
+    std::fs::create_dir_all(&args.state_dir)
+        .with_context(|| format!("cannot create {}", args.state_dir.display()))?;
+    let credentials = args.state_dir.join("route53-emulator-credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            dnsplane_emulate::DEFAULT_ACCESS_KEY_ID,
+            dnsplane_emulate::DEFAULT_SECRET_ACCESS_KEY
+        ),
+    )
+    .with_context(|| format!("cannot write {}", credentials.display()))?;
+    let account = AccountConfig {
+        name: "route53-emulator".into(),
+        zones: args.zone.clone(),
+        circuit: Default::default(),
+        faults: Vec::new(),
+        quota: None,
+        driver: DriverConfig::Route53(Route53Config {
+            endpoint: emulator.endpoint(),
+            profile: Some("default".into()),
+            credentials_file: Some(credentials),
+            zone_ids: args
+                .zone
+                .iter()
+                .enumerate()
+                .map(|(i, z)| (z.clone(), emulated_zone_id(i)))
+                .collect(),
+            ..Route53Config::default()
+        }),
+    };
+    Ok((emulator, account))
 }
 
 pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -82,17 +173,25 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             args.dns_listen
         )
     })?;
-    let applier_config = dnsplane_applier::ApplierConfig::embedded(
+    let mut applier_config = dnsplane_applier::ApplierConfig::embedded(
         args.state_dir.join("embedded"),
         Some(dns_listen),
         args.zone.clone(),
     );
+    let emulator = if args.route53_emulator {
+        let (emulator, account) = route53_emulator(&args).await?;
+        applier_config.accounts = vec![account];
+        Some(emulator)
+    } else {
+        None
+    };
+    let account = applier_config.accounts[0].name.clone();
     let zones = args
         .zone
         .iter()
         .map(|z| ZoneConfig {
             name: z.clone(),
-            account: "embedded".into(),
+            account: account.clone(),
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
@@ -117,13 +216,30 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid settings: {e}"))?;
     let shutdown: CancellationToken = dnsplane_common::runtime::shutdown_on_signal();
-    eprintln!(
-        "dnsplane up: planner gRPC {}, applier gRPC {}, DNS {} (UDP+TCP), state in {}. Ctrl-C to stop.",
-        args.planner_listen,
-        args.applier_listen,
-        args.dns_listen,
-        args.state_dir.display()
-    );
+    match &emulator {
+        None => eprintln!(
+            "dnsplane up: planner gRPC {}, applier gRPC {}, DNS {} (UDP+TCP), state in {}. Ctrl-C to stop.",
+            args.planner_listen,
+            args.applier_listen,
+            args.dns_listen,
+            args.state_dir.display()
+        ),
+        Some(emulator) => eprintln!(
+            "dnsplane up: planner gRPC {}, applier gRPC {}, Route 53 emulator {} (keys {} / {}; hosted zones {}), state in {}. Ctrl-C to stop.",
+            args.planner_listen,
+            args.applier_listen,
+            emulator.endpoint(),
+            dnsplane_emulate::DEFAULT_ACCESS_KEY_ID,
+            dnsplane_emulate::DEFAULT_SECRET_ACCESS_KEY,
+            args.zone
+                .iter()
+                .enumerate()
+                .map(|(i, z)| format!("{z} {}", emulated_zone_id(i)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.state_dir.display()
+        ),
+    }
     let applier = tokio::spawn(dnsplane_applier::run(
         applier_config,
         dnsplane_applier::Listeners {
@@ -143,6 +259,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     .await;
     shutdown.cancel();
     let applier = applier.await.context("applier task")?;
+    if let Some(emulator) = emulator {
+        emulator.stop().await;
+    }
     planner.context("planner")?;
     applier.context("applier")?;
     Ok(std::process::ExitCode::SUCCESS)
