@@ -238,6 +238,14 @@ fn check_change(
             rr.name, zone.name
         )];
     }
+    if writes && rr.rtype == "CNAME" && rr.records.len() > 1 {
+        // AWS refuses this; its exact text was not found (docs/emulators.md).
+        return vec![format!(
+            "RRSet of type CNAME with DNS name {} has {} values, but a CNAME set holds exactly one",
+            rr.name,
+            rr.records.len()
+        )];
+    }
     if !allowed_sequence {
         return vec![format!(
             "The request contains an invalid set of changes for a resource record set '{} {}'",

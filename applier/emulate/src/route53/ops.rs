@@ -420,7 +420,7 @@ impl Inner {
             ApiError::new(
                 404,
                 "NoSuchChange",
-                format!("A change with the specified change ID does not exist: {id}"),
+                "A change with the specified change ID does not exist.",
             )
         })?;
         let insync = rec.insync_at.is_some_and(|t| Instant::now() >= t);

@@ -234,6 +234,20 @@ fn cname_rules() {
         ],
     )
     .unwrap();
+    let err = apply(
+        &mut z,
+        &[ch(
+            Action::Create,
+            rr(
+                "two.example.com.",
+                "CNAME",
+                60,
+                &["a.example.net.", "b.example.net."],
+            ),
+        )],
+    )
+    .unwrap_err();
+    assert!(err[0].contains("a CNAME set holds exactly one"), "{err:?}");
     // Loops.
     let err = apply(
         &mut z,

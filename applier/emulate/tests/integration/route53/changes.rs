@@ -87,7 +87,7 @@ async fn success_answers_pending_then_insync() {
         .assert_error(
             404,
             "NoSuchChange",
-            "A change with the specified change ID does not exist: C0NOSUCHCHANGE",
+            "A change with the specified change ID does not exist.",
         );
     assert_eq!(emu.stats().changes_committed, 1);
     emu.stop().await;
