@@ -63,6 +63,13 @@ if [[ ! -x $MOTO ]]; then
     "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'moto[server]==5.2.5'
 fi
 export DNSPLANE_MOTO_SERVER="$MOTO"
+# The AWS CLI: the README's Route 53 quickstart reads the emulator with it.
+AWS_CLI="$TOOLS/venv/bin/aws"
+if [[ ! -x $AWS_CLI ]]; then
+    say "installing the AWS CLI into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'awscli==1.46.3'
+fi
+export DNSPLANE_AWS_CLI="$AWS_CLI"
 
 # --- validators for deploy/ (tests/e2e/deploy_files.rs) ------------------------------
 # Kubernetes manifests: kubernetes-validate bundles the API schemas, so it works offline.

@@ -97,3 +97,82 @@ fn dnsplane_up_serves_the_example_zone() {
     let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{pp}"), "list"]);
     assert!(ok && out.contains("dnsplane.v1.Planner"), "{out}");
 }
+
+/// The README's Route 53 quickstart: `dnsplane up --route53-emulator`, then the
+/// README's own AWS CLI command (the real `aws`, signing with SigV4 and parsing the
+/// emulator's XML) lists every example record in the emulated hosted zone.
+#[test]
+fn dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli() {
+    let Some(aws) = dnsplane_e2e::tool("DNSPLANE_AWS_CLI", "aws") else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let command = readme
+        .lines()
+        .find(|l| l.starts_with("AWS_ACCESS_KEY_ID=AKIAEMULATOR") && l.contains(" aws "))
+        .expect("the README's aws command");
+    let state = tempfile::tempdir().expect("state");
+    let (pp, ap, ep) = (free_port(), free_port(), free_port());
+    let log = state.path().join("up.log");
+    let _up = Proc::spawn(
+        "dnsplane up --route53-emulator",
+        &binary("dnsplane"),
+        &[
+            "up",
+            "--route53-emulator",
+            "--desired",
+            root.join("deploy/examples/desired").to_str().expect("utf8"),
+            "--planner-listen",
+            &format!("127.0.0.1:{pp}"),
+            "--applier-listen",
+            &format!("127.0.0.1:{ap}"),
+            "--emulator-listen",
+            &format!("127.0.0.1:{ep}"),
+            "--state-dir",
+            state.path().join("s").to_str().expect("utf8"),
+        ],
+        log.clone(),
+    );
+    let command = command.replace("127.0.0.1:4566", &format!("127.0.0.1:{ep}"));
+    let path = format!(
+        "{}:{}",
+        aws.parent().expect("aws dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let records = example_records(&root);
+    let listed = wait_for(Duration::from_secs(60), || {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .env("PATH", &path)
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run aws");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        let all_there = records.iter().all(|(name, rtype, values)| {
+            let head = lines.iter().position(|l| {
+                l.starts_with("RESOURCERECORDSETS\t")
+                    && l.contains(&format!("\t{name}.\t"))
+                    && l.ends_with(&format!("\t{rtype}"))
+            });
+            head.is_some_and(|h| {
+                let set: Vec<&str> = lines[h + 1..]
+                    .iter()
+                    .take_while(|l| l.starts_with("RESOURCERECORDS\t"))
+                    .map(|l| l.trim_start_matches("RESOURCERECORDS\t"))
+                    .collect();
+                values.iter().all(|v| set.contains(&v.as_str()))
+            })
+        });
+        (out.status.success() && all_there).then_some(text)
+    });
+    assert!(
+        listed.is_some(),
+        "the AWS CLI never listed every example record {records:?}; log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}
