@@ -30,3 +30,8 @@ pub use route53::{
     Credential, DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, RRSetView, Route53Emulator,
     Route53Options, Stats, run_route53,
 };
+
+/// The Rust examples of `docs/emulators.md`, run as doc tests so that they keep working.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/emulators.md")]
+pub struct EmulatorsDoc;
