@@ -14,11 +14,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The request pipeline ([`handle`]): body size limit → route → SigV4 → quota → fault
-//! rules → the call → answer. Modules: [`names`] (DNS names, listing order),
-//! [`values`] (record value checks), [`model`] (zones, record sets, changes), [`batch`]
-//! (the change-batch engine), [`wire`] (XML in and out), [`sigv4`] (signatures),
-//! [`errors`] (error answers), [`ops`] (the calls), [`control`] (`/_emulator/`).
+//! The request pipeline (`handle`): body size limit → route → SigV4 → quota → fault
+//! rules → the call → answer. Modules: `names` (DNS names, listing order),
+//! `values` (record value checks), `model` (zones, record sets, changes), `batch`
+//! (the change-batch engine), `wire` (XML in and out), `sigv4` (signatures),
+//! `errors` (error answers), `ops` (the calls), `control` (`/_emulator/`).
 mod batch;
 mod control;
 mod errors;
