@@ -163,9 +163,11 @@ impl Applier {
                 DriverConfig::Rfc2136(r) => Arc::new(
                     Rfc2136Provider::new(r, &account.zones).map_err(|e| driver_err(e.into()))?,
                 ),
-                DriverConfig::Route53(r) => {
-                    Arc::new(Route53Provider::new(r).map_err(|e| driver_err(e.into()))?)
-                }
+                DriverConfig::Route53(r) => Arc::new(
+                    Route53Provider::new(r)
+                        .map_err(|e| driver_err(e.into()))?
+                        .with_drift_check(config.record_cache_drift_check),
+                ),
             };
             let options = AccountOptions::build(account)
                 .map_err(ApplierError::Config)?

@@ -139,3 +139,179 @@ async fn web_identity_credentials_are_exchanged_at_sts() {
         assert!(seen[0].contains(field), "{field} not in {}", seen[0]);
     }
 }
+
+/// Route 53 has no serial, and a listing of a 200,000-set zone is 667 requests at five
+/// a second. The driver trusts its own writes: once read, a zone in steady state costs
+/// no request per sync, a change one; another writer's set shows once a conflict reads
+/// its name, or at the drift check. Counted by the emulator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_zone_costs_no_listing_and_the_drift_check_finds_other_writers() {
+    use dnsplane_applier::account::Account;
+    use dnsplane_applier::apply::execute;
+    use dnsplane_applier::provider::call::CallCx;
+    use dnsplane_applier::retry::RetryPolicy;
+    use dnsplane_common::{Change, ChangeKind, Outcome};
+    use dnsplane_emulate::{Route53Emulator, Route53Options};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emulator = Route53Emulator::start(
+        listener,
+        Route53Options {
+            rate: 0.0,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("emulator");
+    let zone = Name::parse("steady.test").expect("zone");
+    emulator.create_zone(zone.as_str(), false);
+    let cfg = Route53Config {
+        endpoint: emulator.endpoint(),
+        ..Route53Config::default()
+    };
+    let env = crate::conformance::subjects::emulator_env;
+    let driver = Arc::new(
+        Route53Provider::with_env(&cfg, env())
+            .expect("driver")
+            .with_drift_check(Duration::from_secs(2)),
+    );
+    let other = Route53Provider::with_env(&cfg, env()).expect("another writer");
+    let lists = || {
+        emulator
+            .stats()
+            .requests
+            .get("ListResourceRecordSets")
+            .copied()
+            .unwrap_or(0)
+    };
+    let a = |label: &str, v: &str| {
+        let key = RecordKey::new(
+            zone.clone(),
+            zone.prepend(label).expect("name"),
+            RecordType::A,
+        );
+        RRSet::new(key, 300, &[v]).expect("set")
+    };
+    let sets: Vec<RRSet> = (0..700)
+        .map(|i| a(&format!("s{i:03}"), "192.0.2.1"))
+        .collect();
+    for chunk in sets.chunks(350) {
+        driver
+            .apply(
+                &zone,
+                &chunk
+                    .iter()
+                    .cloned()
+                    .map(RRSetOp::create)
+                    .collect::<Vec<_>>(),
+            )
+            .await
+            .expect("create");
+    }
+    // The first listing reads the zone whole: 702 sets, 300 a page.
+    assert!(
+        driver.serial(&zone).await.expect("serial").is_none(),
+        "nothing known yet"
+    );
+    let listed = driver.list(&zone, None).await.expect("list");
+    assert_eq!(listed.rrsets.len(), 701, "700 and the apex NS");
+    assert_eq!(lists(), 3);
+    let serial = driver
+        .serial(&zone)
+        .await
+        .expect("serial")
+        .expect("known now");
+    // Steady: serials and listings cost nothing.
+    for _ in 0..10 {
+        assert_eq!(driver.serial(&zone).await.expect("serial"), Some(serial));
+        assert_eq!(
+            driver.list(&zone, None).await.expect("list").rrsets.len(),
+            701
+        );
+    }
+    assert_eq!(lists(), 3, "no listing in steady state");
+    // A change of ours: one write, no read, and the count moves by one.
+    driver
+        .apply(
+            &zone,
+            &[RRSetOp::update(sets[0].clone(), a("s000", "192.0.2.2"))],
+        )
+        .await
+        .expect("update");
+    assert_eq!(
+        driver.serial(&zone).await.expect("serial"),
+        Some((serial + 1) & 0xffff_ffff)
+    );
+    let now = driver.list(&zone, None).await.expect("list");
+    assert!(now.rrsets.contains(&a("s000", "192.0.2.2")));
+    assert_eq!(lists(), 3);
+
+    // Another writer: not seen by the cache, so a create over it is refused by Route 53
+    // itself; the read of that one name settles it as CONFLICT and teaches the cache.
+    let theirs = a("theirs", "203.0.113.7");
+    other
+        .apply(&zone, &[RRSetOp::create(theirs.clone())])
+        .await
+        .expect("theirs");
+    assert!(
+        !driver
+            .list(&zone, None)
+            .await
+            .expect("list")
+            .rrsets
+            .contains(&theirs)
+    );
+    let account = Account::new("aws", driver.clone(), std::slice::from_ref(&zone));
+    let cx = CallCx::new("aws", Some(zone.clone()));
+    let mine = Change::new(
+        ChangeKind::Create,
+        vec![RRSetOp::create(a("theirs", "192.0.2.9"))],
+    );
+    let report = execute(&account.stack, &cx, &[mine], &RetryPolicy::default()).await;
+    assert_eq!(
+        report.results[0].outcome,
+        Outcome::Conflict,
+        "{:?}",
+        report.results
+    );
+    assert_eq!(lists(), 4, "one read of one name");
+    assert!(
+        driver
+            .list(&zone, None)
+            .await
+            .expect("list")
+            .rrsets
+            .contains(&theirs)
+    );
+
+    // A write the cache never hears of shows at the drift check (2 s ±50 % here).
+    let quiet = a("quiet", "203.0.113.8");
+    other
+        .apply(&zone, &[RRSetOp::create(quiet.clone())])
+        .await
+        .expect("quiet");
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    let moved = driver.serial(&zone).await.expect("serial");
+    assert_ne!(
+        moved,
+        Some((serial + 1) & 0xffff_ffff),
+        "a drift read gives a new count"
+    );
+    assert!(
+        driver
+            .list(&zone, None)
+            .await
+            .expect("list")
+            .rrsets
+            .contains(&quiet)
+    );
+    assert_eq!(
+        lists(),
+        7,
+        "the drift check read the zone whole once more (3 pages)"
+    );
+}

@@ -265,6 +265,30 @@ impl RecordCache {
         entry.writes += 1;
     }
 
+    /// A fresh read of `names` (and nothing else) replaces what the entry holds there,
+    /// for a provider that trusts its own writes and has no serial to show others'
+    /// (Route 53): a targeted read after a conflict teaches the cache what it missed.
+    /// Without an entry: nothing.
+    pub fn refresh(&self, zone: &Name, names: &std::collections::BTreeSet<Name>, fresh: &ZoneRead) {
+        let mut zones = lock(&self.zones);
+        let Some(entry) = zones.get_mut(zone) else {
+            return;
+        };
+        let read = &mut entry.read;
+        read.rrsets.retain(|k, _| !names.contains(&k.name));
+        read.opaque.retain(|k| !names.contains(&k.name));
+        read.types.retain(|n, _| !names.contains(n));
+        for (k, v) in fresh.rrsets.iter().filter(|(k, _)| names.contains(&k.name)) {
+            read.rrsets.insert(k.clone(), v.clone());
+        }
+        for k in fresh.opaque.iter().filter(|k| names.contains(&k.name)) {
+            read.opaque.insert(k.clone());
+        }
+        for (n, t) in fresh.types.iter().filter(|(n, _)| names.contains(*n)) {
+            read.types.insert(n.clone(), t.clone());
+        }
+    }
+
     /// Where this applier's knowledge of `zone` stands: the fill it counts from and the
     /// serial its own writes since then explain. Between two positions with the same
     /// fill, every serial move was this applier's (anything else would have dropped the

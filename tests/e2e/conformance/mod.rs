@@ -15,7 +15,7 @@ use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordK
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-mod subjects;
+pub mod subjects;
 
 /// A driver on a server, ready for the cases.
 pub struct Subject {

@@ -436,11 +436,21 @@ mod tests {
         assert_eq!(got.access_key_id, "AKIDDEFAULT");
         // The account's `credentials_file` wins over AWS_SHARED_CREDENTIALS_FILE.
         let own = dir.path().join("own");
-        std::fs::write(&own, "[default]\naws_access_key_id = AKIDOWN\naws_secret_access_key = o\n").unwrap();
-        let got = CredentialChain::new(files(&[]), None, Some(own), "http://127.0.0.1:1".into(), reqwest::Client::new())
-            .get()
-            .await
-            .unwrap();
+        std::fs::write(
+            &own,
+            "[default]\naws_access_key_id = AKIDOWN\naws_secret_access_key = o\n",
+        )
+        .unwrap();
+        let got = CredentialChain::new(
+            files(&[]),
+            None,
+            Some(own),
+            "http://127.0.0.1:1".into(),
+            reqwest::Client::new(),
+        )
+        .get()
+        .await
+        .unwrap();
         assert_eq!(got.access_key_id, "AKIDOWN");
         let e = chain(files(&[]), Some("sso")).get().await.unwrap_err();
         assert!(e.message.contains("sso_session"), "{e}");

@@ -18,9 +18,16 @@
 //! the request is wrong. Throttling comes as HTTP 400 `Throttling` (transient, fed back
 //! to the quota) or `PriorRequestNotComplete` (transient).
 //!
-//! Route 53 has no change counter: [`Provider::serial`] is `None`. A listing of names
-//! reads from the first of them in Route 53's order (labels reversed) up to 300 sets at
-//! a time, so names that lie together cost one request ([`cover`]).
+//! Route 53 has no change counter. The driver trusts its own writes: a zone read whole
+//! once is kept ([`RecordCache`]) and follows every batch this driver commits, and
+//! [`Provider::serial`] is the cache's own count, so a steady-state sync costs no
+//! listing at all. Others' writes are found by the drift check (the zone read whole
+//! again every `record_cache_drift_check`, spread over zones and paced per account)
+//! or as conflicts, whose read of the names they touch also corrects the cache. A
+//! stale entry is never dangerous here: Route 53 itself refuses a write whose
+//! precondition does not hold. A read of names always asks Route 53, from the first
+//! of them in its order (labels reversed) up to 300 sets at a time, so names that lie
+//! together cost one request ([`cover`]).
 //!
 //! Route 53 compares a DELETE's values literally; a set written by someone else in a
 //! spelling other than dnsplane's canonical one (an upper-case target, a long IPv6
@@ -29,13 +36,15 @@
 //! Alias records and routing-policy sets (`SetIdentifier`) are not modelled yet: a read
 //! marks their names opaque, so dnsplane never writes over them.
 use crate::provider::call::Pacer;
+use crate::provider::precondition::ZoneRead;
+use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use reqwest::{Method, Url};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -96,6 +105,9 @@ pub struct Route53Provider {
     zone_ids: Arc<Mutex<HashMap<Name, String>>>,
     credentials: Arc<CredentialChain>,
     spellings: Arc<Spellings>,
+    /// Each zone's sets as last read whole, kept by this driver's own writes and by
+    /// its reads of names; read whole again by the drift check.
+    cache: Arc<RecordCache>,
     wait_insync: Option<Duration>,
 }
 
@@ -166,7 +178,54 @@ impl Route53Provider {
             visibility: cfg.zone_visibility,
             zone_ids: Arc::new(Mutex::new(zone_ids)),
             spellings: Arc::default(),
+            cache: Arc::default(),
             wait_insync: cfg.wait_insync.then_some(cfg.insync_timeout),
+        })
+    }
+
+    /// Runs the record cache's drift check every `period` instead of the default
+    /// (`0s`: no cache, every listing reads the zone).
+    #[must_use]
+    pub fn with_drift_check(mut self, period: Duration) -> Self {
+        self.cache = Arc::new(RecordCache::new(period));
+        self
+    }
+
+    /// The record cache, for its counters.
+    pub fn record_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    /// Reads `zone` whole and keeps it, under a serial of its own: a random start,
+    /// then one more per write this driver commits. Route 53 has no serial; this one
+    /// counts what this applier knows, so that a planner that saw it can skip a listing
+    /// (others' writes show at the next drift check, or as conflicts, which read the
+    /// names they touch).
+    async fn fill(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
+        let mut read = self.read(zone, None, pacer).await?;
+        read.zone.serial = Some(u64::from(rand::random::<u32>()));
+        self.cache.fill(zone, &read.zone);
+        Ok(read.zone)
+    }
+
+    /// The zone's content as this applier knows it: from the cache while it is
+    /// valid, else read whole (a cold start, or the drift check's turn).
+    async fn content(&self, zone: &Name, pacer: &Pacer) -> Result<Listing, ProviderError> {
+        if let Some(position) = self.cache.position(zone)
+            && self.cache.validate(zone, position.serial) == Validity::Valid
+            && let Some(listing) = self.cache.with(zone, |r| {
+                r.map(|r| Listing {
+                    rrsets: r.rrsets.values().cloned().collect(),
+                    serial: Some(position.serial),
+                })
+            })
+        {
+            return Ok(listing);
+        }
+        let read = self.fill(zone, pacer).await?;
+        Ok(Listing {
+            rrsets: read.rrsets.into_values().collect(),
+            serial: self.cache.position(zone).map(|p| p.serial),
         })
     }
 
@@ -498,11 +557,11 @@ impl Route53Provider {
         }
         let mut spellings = self.spellings.lock();
         for (key, raw) in &read.raw {
-            if let Some(set) = read.rrsets.get(key) {
+            if let Some(set) = read.zone.rrsets.get(key) {
                 spellings.insert(key.clone(), (set.clone(), raw.clone()));
             }
         }
-        for key in read.rrsets.keys() {
+        for key in read.zone.rrsets.keys() {
             if !read.raw.contains_key(key) {
                 spellings.remove(key);
             }
@@ -547,14 +606,12 @@ fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T, P
     })
 }
 
-/// What a read found.
+/// What a read found: the sets dnsplane models, the keys it cannot (alias, routing
+/// policies, values it cannot read: never written over), the types at each name, and
+/// values as Route 53 spelled them where that is not the canonical spelling.
 #[derive(Default)]
 struct Read {
-    rrsets: BTreeMap<RecordKey, RRSet>,
-    /// Names holding sets dnsplane cannot model (alias, routing policies, unknown
-    /// values): never written over.
-    opaque: BTreeSet<RecordKey>,
-    /// Values as Route 53 spelled them, where that is not the canonical spelling.
+    zone: ZoneRead,
     raw: HashMap<RecordKey, Vec<String>>,
 }
 
@@ -571,9 +628,14 @@ impl Read {
         let Ok(rtype) = RecordType::parse(&set.rtype) else {
             return;
         };
+        self.zone
+            .types
+            .entry(name.clone())
+            .or_default()
+            .insert(rtype);
         let key = RecordKey::new(zone.clone(), name, rtype);
         if set.set_identifier.is_some() || set.alias_target.is_some() {
-            self.opaque.insert(key);
+            self.zone.opaque.insert(key);
             return;
         }
         let values: Vec<String> = set
@@ -589,11 +651,11 @@ impl Read {
                 if raw != r.values_vec() {
                     self.raw.insert(key.clone(), values);
                 }
-                self.rrsets.insert(key, r);
+                self.zone.rrsets.insert(key, r);
             }
             Err(e) => {
                 tracing::warn!(zone = %zone, record = %key, error = %e, "A Route 53 set dnsplane cannot represent; it is left alone.");
-                self.opaque.insert(key);
+                self.zone.opaque.insert(key);
             }
         }
     }
@@ -611,7 +673,8 @@ impl Provider for Route53Provider {
             conditional_writes: true,
             max_changes_per_batch: MAX_CHANGES_PER_BATCH,
             max_bytes_per_batch: MAX_BYTES_PER_BATCH,
-            has_serial: false,
+            // The record cache's own count (see `fill`), not Route 53's.
+            has_serial: true,
         }
     }
 
@@ -628,8 +691,23 @@ impl Provider for Route53Provider {
         Ok(names)
     }
 
-    async fn serial(&self, _zone: &Name) -> Result<Option<u64>, ProviderError> {
-        Ok(None)
+    /// The count of what this applier knows of the zone (see `fill`): no request,
+    /// but the drift check's full read when it is due; `None` before the first read.
+    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
+        let Some(position) = self.cache.position(zone) else {
+            return Ok(None);
+        };
+        match self.cache.validate(zone, position.serial) {
+            Validity::Valid => Ok(Some(position.serial)),
+            _ => {
+                self.fill(zone, &Pacer::default()).await?;
+                Ok(self.cache.position(zone).map(|p| p.serial))
+            }
+        }
+    }
+
+    fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
+        self.cache.position(zone)
     }
 
     async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
@@ -646,11 +724,17 @@ impl Provider for Route53Provider {
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
-        let read = self.read(zone, names.as_ref(), pacer).await?;
+        let Some(names) = names else {
+            return self.content(zone, pacer).await;
+        };
+        // Names are read from Route 53 always: a read of names settles a conflict or
+        // an ambiguous answer, and teaches the cache what it missed there.
+        let names: BTreeSet<Name> = names.iter().cloned().collect();
+        let read = self.read(zone, Some(&names), pacer).await?;
+        self.cache.refresh(zone, &names, &read.zone);
         Ok(Listing {
-            rrsets: read.rrsets.into_values().collect(),
-            serial: None,
+            rrsets: read.zone.rrsets.into_values().collect(),
+            serial: self.cache.position(zone).map(|p| p.serial),
         })
     }
 
@@ -678,10 +762,12 @@ impl Provider for Route53Provider {
             .collect();
         if !absent.is_empty() {
             let read = self.read(zone, Some(&absent), pacer).await?;
+            self.cache.refresh(zone, &absent, &read.zone);
             if let Some(op) = ops.iter().find(|op| {
                 op.before.is_none()
                     && op.after.is_none()
-                    && (read.rrsets.contains_key(&op.key) || read.opaque.contains(&op.key))
+                    && (read.zone.rrsets.contains_key(&op.key)
+                        || read.zone.opaque.contains(&op.key))
             }) {
                 return Err(ProviderError::new(
                     ErrorClass::Conflict,
@@ -720,6 +806,10 @@ impl Provider for Route53Provider {
         let answer = self
             .call(Method::POST, url, Some(body), Some(zone), pacer)
             .await?;
+        // Committed: the cache follows. (A failed batch leaves it: Route 53 checks
+        // every precondition itself, so a stale entry costs a conflict and the read
+        // that settles it, never a wrong write.)
+        self.cache.committed(zone, ops);
         if let Some(limit) = self.wait_insync {
             match decode::<wire::ChangeAnswer>(&answer, "ChangeResourceRecordSets") {
                 Ok(a) => self.wait_insync(&a.change_info.id, limit, pacer).await?,
