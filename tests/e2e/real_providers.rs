@@ -1,7 +1,10 @@
 //! Issue 5, "done when": the full stack (planner and applier processes) against a
 //! real PowerDNS (`pdns` driver, HTTP API) and a real BIND (`rfc2136` driver, DNS
 //! UPDATE + TSIG), each a private instance from `deploy/` on loopback
-//! (`dnsplane_e2e::servers`). Checked from outside dnsplane: `dig` queries and AXFR
+//! (`dnsplane_e2e::servers`); and the same stories against Route 53 (`route53`
+//! driver), where no real server can run: dnsplane's emulator, faithful to AWS's
+//! documented semantics, with its quota of five requests a second, stands in, and its
+//! listing shows what `dig` and AXFR show for the others. Checked from outside dnsplane: `dig` queries and AXFR
 //! against the server, the applier's counters (`GetStatus`, also through the real
 //! `grpcurl`), the planner's record states.
 //!
@@ -226,6 +229,11 @@ fn bind_converges_10k_records_then_a_10pc_change_then_a_noop_sync() {
     large_zone(Kind::Bind);
 }
 
+#[test]
+fn route53_converges_10k_records_then_a_10pc_change_then_a_noop_sync() {
+    large_zone(Kind::Route53);
+}
+
 /// Records created out of band (`pdnsutil` / `nsupdate`) after the planner last read
 /// the zone, then the desired state arrives asking for the same names: those end
 /// CONFLICT with the value the server holds, which stays; the rest converge.
@@ -326,6 +334,11 @@ fn bind_conflict_burst_ends_conflict_with_the_observed_values() {
     conflict_burst(Kind::Bind);
 }
 
+#[test]
+fn route53_conflict_burst_ends_conflict_with_the_observed_values() {
+    conflict_burst(Kind::Route53);
+}
+
 /// Values the server itself rejects, inside large batches: those records end INVALID
 /// with the server's message, and every other record converges.
 fn bad_records(kind: Kind, bad: &[Rec], message: &[&str]) {
@@ -412,20 +425,33 @@ fn bind_rejected_records_end_invalid_with_the_servers_message() {
 }
 
 /// The first write commits on the real server, then the answer is a 502 (the fault
-/// decorator in front of the real driver, `[[accounts.faults]]`). The applier does
+/// decorator in front of the real driver, `[[accounts.faults]]`; for Route 53 the
+/// emulator's own fault: Route 53 itself answers 502 after committing). The applier does
 /// not resend blind: it reads back, finds those records already there and answers
 /// ALREADY_APPLIED; the batches after it go through; nothing ends in a conflict, and
 /// nothing else in the zone is touched.
 fn ambiguous_after_commit(kind: Kind) {
+    let in_front = kind != Kind::Route53;
     let opts = Options {
         batch_max_changes: 250,
-        account_extra: "\n[[accounts.faults]]\nop = \"apply\"\naction = \"ambiguous_after_commit\"\ntimes = 1\n"
-            .into(),
+        account_extra: if in_front {
+            "\n[[accounts.faults]]\nop = \"apply\"\naction = \"ambiguous_after_commit\"\ntimes = 1\n"
+                .into()
+        } else {
+            String::new()
+        },
         ..Options::default()
     };
     let Some((s, before)) = start(kind, opts) else {
         return;
     };
+    if let RealServer::Route53(r) = &s.server {
+        r.add_fault(
+            dnsplane_emulate::FaultRule::new(dnsplane_emulate::FaultAction::AmbiguousAfterCommit)
+                .op("change")
+                .times(1),
+        );
+    }
     let zone = s.zone().clone();
     let recs = workload::initial(SMALL);
     let c0 = s.counters();
@@ -463,6 +489,11 @@ fn bind_502_after_commit_ends_already_applied() {
     ambiguous_after_commit(Kind::Bind);
 }
 
+#[test]
+fn route53_502_after_commit_ends_already_applied() {
+    ambiguous_after_commit(Kind::Route53);
+}
+
 /// A wrong API key: the applier's reads of the zone are refused (401), so the zone
 /// was never read. Its records must say so (`rejected`, with PowerDNS's answer) and
 /// the planner must be degraded, rather than leaving them `pending` forever.
@@ -496,6 +527,53 @@ fn pdns_wrong_api_key_shows_records_rejected_with_the_providers_answer() {
         assert!(
             r.reason.contains("401") && r.reason.contains("refuses"),
             "the provider's answer is in the reason: {r:?}"
+        );
+    }
+    let (z, level) = s.zone_status();
+    assert_eq!(level, "degraded");
+    assert_eq!(z.records_by_state.get("rejected"), Some(&3), "{z:?}");
+}
+
+/// Route 53 with a wrong secret key: every request is refused (403
+/// `SignatureDoesNotMatch`), so the zone was never read; the records say so with
+/// Route 53's answer and the planner is degraded.
+#[test]
+fn route53_wrong_secret_shows_records_rejected_with_the_providers_answer() {
+    let Some(tools) = Tools::find() else { return };
+    let Some(server) = RealServer::start(Kind::Route53) else {
+        return;
+    };
+    let RealServer::Route53(r) = &server else {
+        unreachable!("started the Route 53 emulator")
+    };
+    std::fs::write(
+        &r.credentials_file,
+        format!(
+            "[default]\naws_access_key_id = {}\naws_secret_access_key = not-the-secret\n",
+            dnsplane_emulate::DEFAULT_ACCESS_KEY_ID
+        ),
+    )
+    .expect("write the credentials");
+    let zone = server.zone().clone();
+    let s = RealStack::start(server, tools, Options::default());
+    let recs = workload::initial(3);
+    assert_eq!(s.push(desired(&zone, &recs)), 3);
+    let states = s.wait_until(
+        "the records to show rejected",
+        Duration::from_secs(30),
+        |s| {
+            let st = s.record_states(false);
+            (st.len() == 3
+                && st
+                    .iter()
+                    .all(|r| r.state == RecordStateKind::Rejected as i32))
+            .then_some(st)
+        },
+    );
+    for r in &states {
+        assert!(
+            r.reason.contains("403") && r.reason.contains("SignatureDoesNotMatch"),
+            "Route 53's answer is in the reason: {r:?}"
         );
     }
     let (z, level) = s.zone_status();

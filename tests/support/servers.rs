@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::require_servers;
 
+pub mod route53;
 pub mod stack;
 
 /// How long a server may take to come up before the test fails.
@@ -607,6 +608,8 @@ pub enum Kind {
     Pdns,
     /// BIND through the `rfc2136` driver (DNS UPDATE + TSIG).
     Bind,
+    /// Route 53 through the `route53` driver, served by dnsplane's emulator.
+    Route53,
 }
 
 impl Kind {
@@ -615,6 +618,7 @@ impl Kind {
         match self {
             Kind::Pdns => "pdns",
             Kind::Bind => "rfc2136",
+            Kind::Route53 => "route53",
         }
     }
 
@@ -623,6 +627,7 @@ impl Kind {
         match self {
             Kind::Pdns => "PowerDNS",
             Kind::Bind => "BIND",
+            Kind::Route53 => "Route 53 (emulated)",
         }
     }
 
@@ -632,6 +637,7 @@ impl Kind {
             .map(|s| match s.trim() {
                 "pdns" | "powerdns" => Ok(Kind::Pdns),
                 "bind" | "rfc2136" => Ok(Kind::Bind),
+                "route53" => Ok(Kind::Route53),
                 other => Err(format!("unknown server {other:?}")),
             })
             .collect()
@@ -652,6 +658,7 @@ pub fn own_dir() -> PathBuf {
 pub enum RealServer {
     Pdns(PowerDns),
     Bind(Bind),
+    Route53(route53::EmulatedRoute53),
 }
 
 impl RealServer {
@@ -660,6 +667,7 @@ impl RealServer {
         match kind {
             Kind::Pdns => PowerDns::start().map(RealServer::Pdns),
             Kind::Bind => Bind::start().map(RealServer::Bind),
+            Kind::Route53 => Some(RealServer::Route53(route53::EmulatedRoute53::start())),
         }
     }
 
@@ -667,6 +675,7 @@ impl RealServer {
         match self {
             RealServer::Pdns(_) => Kind::Pdns,
             RealServer::Bind(_) => Kind::Bind,
+            RealServer::Route53(_) => Kind::Route53,
         }
     }
 
@@ -674,14 +683,25 @@ impl RealServer {
         match self {
             RealServer::Pdns(s) => &s.zone,
             RealServer::Bind(s) => &s.zone,
+            RealServer::Route53(s) => &s.zone,
         }
     }
 
-    /// Where the server answers DNS (UDP and TCP).
-    pub fn dns_port(&self) -> u16 {
+    /// Where the server answers DNS (UDP and TCP); the Route 53 emulator answers none.
+    pub fn dns_port(&self) -> Option<u16> {
         match self {
-            RealServer::Pdns(s) => s.dns_port,
-            RealServer::Bind(s) => s.port,
+            RealServer::Pdns(s) => Some(s.dns_port),
+            RealServer::Bind(s) => Some(s.port),
+            RealServer::Route53(_) => None,
+        }
+    }
+
+    /// `dig +short` of `name` and `rtype`, sorted (Route 53: its listing).
+    pub fn dig(&self, dig: &Path, name: &str, rtype: &str) -> Vec<String> {
+        match (self, self.dns_port()) {
+            (RealServer::Route53(s), _) => s.dig(name, rtype),
+            (_, Some(port)) => dig_sorted(dig, port, name, rtype),
+            (_, None) => unreachable!("every other server answers DNS"),
         }
     }
 
@@ -704,6 +724,7 @@ impl RealServer {
                 s.port,
                 s.key_file.display()
             ),
+            RealServer::Route53(s) => s.account_toml(account),
         }
     }
 
@@ -712,6 +733,7 @@ impl RealServer {
         match self {
             RealServer::Pdns(s) => s.add_records(records),
             RealServer::Bind(s) => s.add_records(records),
+            RealServer::Route53(s) => s.add_records(records),
         }
     }
 
@@ -720,12 +742,19 @@ impl RealServer {
         match self {
             RealServer::Pdns(s) => s.axfr(dig),
             RealServer::Bind(s) => s.axfr(dig),
+            RealServer::Route53(s) => s.axfr(),
         }
     }
 
-    /// The zone's SOA serial, by a plain DNS query.
+    /// A count that moves with every write the server commits: the SOA serial, by a
+    /// plain DNS query (Route 53 has none: the emulator's count of committed batches).
     pub fn soa_serial(&self, dig: &Path) -> u64 {
-        let soa = dig_sorted(dig, self.dns_port(), self.zone().as_str(), "SOA");
+        let port = match (self, self.dns_port()) {
+            (RealServer::Route53(s), _) => return s.writes(),
+            (_, Some(port)) => port,
+            (_, None) => unreachable!("every other server answers DNS"),
+        };
+        let soa = dig_sorted(dig, port, self.zone().as_str(), "SOA");
         soa.first()
             .and_then(|l| l.split_whitespace().nth(2))
             .and_then(|s| s.parse().ok())

@@ -27,7 +27,8 @@ fn conflicting(n: usize) -> Vec<(String, String, String)> {
 }
 
 /// Writes (`Some(value)`) or deletes (`None`) A records as another program would:
-/// PowerDNS by one API PATCH (no ownership record), BIND by one `nsupdate`.
+/// PowerDNS by one API PATCH (no ownership record), BIND by one `nsupdate`, Route 53
+/// by one change batch.
 fn other_writer(s: &RealStack, recs: &[(String, Option<String>)]) {
     let zone = s.zone();
     match &s.server {
@@ -66,6 +67,10 @@ fn other_writer(s: &RealStack, recs: &[(String, Option<String>)]) {
                 "nsupdate: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
+        }
+        RealServer::Route53(r) => {
+            let recs: Vec<(String, Option<String>)> = recs.to_vec();
+            r.set_a_records(&recs, TTL);
         }
     }
 }
@@ -154,6 +159,13 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
                 b.key_name
             ),
         ),
+        RealServer::Route53(r) => std::fs::write(
+            &r.credentials_file,
+            format!(
+                "[default]\naws_access_key_id = {}\naws_secret_access_key = not-the-secret\n",
+                dnsplane_emulate::DEFAULT_ACCESS_KEY_ID
+            ),
+        ),
     }
     .expect("write the wrong key");
     let mut opts = ctx.options();
@@ -182,6 +194,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
     let with_message = match kind {
         Kind::Pdns => reason.contains("401"),
         Kind::Bind => !reason.is_empty(),
+        Kind::Route53 => reason.contains("403") && reason.contains("SignatureDoesNotMatch"),
     };
     ctx.push(Row {
         server: kind.server(),
@@ -191,6 +204,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
         goal: match kind {
             Kind::Pdns => "≤ 10 s, with the 401".into(),
             Kind::Bind => "≤ 10 s, with the server's answer".into(),
+            Kind::Route53 => "≤ 10 s, with the 403".into(),
         },
         pass: Some(time.is_some_and(|t| t <= Duration::from_secs(10)) && with_message),
         note: format!("reason: {}", reason.replace('|', "\\|")),

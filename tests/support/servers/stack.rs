@@ -158,6 +158,7 @@ impl RealStack {
         let account = match server.kind() {
             Kind::Pdns => "pdns",
             Kind::Bind => "bind",
+            Kind::Route53 => "route53",
         }
         .to_string();
         let zone = server.zone().clone();
@@ -466,9 +467,9 @@ impl RealStack {
         self.server.axfr(&self.tools.dig)
     }
 
-    /// `dig +short +tcp` against the server, sorted.
+    /// `dig +short +tcp` against the server, sorted (Route 53: its listing).
     pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        super::dig_sorted(&self.tools.dig, self.server.dns_port(), name, rtype)
+        self.server.dig(&self.tools.dig, name, rtype)
     }
 
     pub fn soa_serial(&self) -> u64 {
