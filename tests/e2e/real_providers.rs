@@ -580,3 +580,104 @@ fn route53_wrong_secret_shows_records_rejected_with_the_providers_answer() {
     assert_eq!(level, "degraded");
     assert_eq!(z.records_by_state.get("rejected"), Some(&3), "{z:?}");
 }
+
+/// Route 53 answers throttling with HTTP 400 `Throttling` ("Rate exceeded") and
+/// `PriorRequestNotComplete`. A burst of both, on top of AWS's 5 requests/s: the
+/// applier retries them (transient, the throttles fed back to the account's quota),
+/// and everything converges with nothing failed.
+#[test]
+fn route53_throttling_is_retried_and_everything_converges() {
+    use dnsplane_emulate::{FaultAction, FaultRule};
+    let Some((s, before)) = start(Kind::Route53, Options::default()) else {
+        return;
+    };
+    let RealServer::Route53(r) = &s.server else {
+        unreachable!("Route 53")
+    };
+    r.add_fault(FaultRule::new(FaultAction::Throttle).op("change").times(3));
+    r.add_fault(
+        FaultRule::new(FaultAction::PriorRequestNotComplete)
+            .op("change")
+            .skip(2)
+            .times(2),
+    );
+    let zone = s.zone().clone();
+    let recs = workload::initial(SMALL);
+    let c0 = s.counters();
+    s.push(desired(&zone, &recs));
+    s.sync(false);
+    s.wait_quiet();
+    assert_states(&s, &[("converged", SMALL)]);
+    let d = s.counters().since(&c0);
+    assert!(
+        d.calls_of("transient") >= 5,
+        "five refused writes, retried: {d:?}"
+    );
+    assert_eq!(d.outcome("APPLIED"), SMALL as u64, "{d:?}");
+    for bad in ["FAILED", "CONFLICT", "DEFERRED", "REJECTED_PERMANENT"] {
+        assert_eq!(d.outcome(bad), 0, "{bad}: {d:?}");
+    }
+    let stats = r.emulator.stats();
+    assert_eq!(
+        stats.throttled,
+        stats.faults.get("throttle").copied().unwrap_or(0),
+        "beyond the injected ones, the quota itself never refused: {stats:?}"
+    );
+    check_zone(&s, &before, &recs);
+}
+
+/// Story 6 on Route 53: a change batch commits, its answer is held (the emulator's
+/// latency fault, after commit) and the applier is killed with SIGKILL meanwhile. The
+/// restarted applier gets the planner's resend: Route 53 refuses the CREATEs that
+/// already committed, the read of those names shows them, and they end
+/// ALREADY_APPLIED. Nothing lost, nothing doubled, no conflict.
+#[test]
+fn route53_applier_killed_mid_batch_loses_and_doubles_nothing() {
+    use dnsplane_emulate::{FaultAction, FaultRule};
+    let opts = Options {
+        batch_max_changes: 250,
+        ..Options::default()
+    };
+    let Some((mut s, before)) = start(Kind::Route53, opts) else {
+        return;
+    };
+    {
+        let RealServer::Route53(r) = &s.server else {
+            unreachable!("Route 53")
+        };
+        r.add_fault(
+            FaultRule::new(FaultAction::Latency)
+                .op("change")
+                .commit(true)
+                .delay(Duration::from_secs(12))
+                .skip(1)
+                .times(1),
+        );
+    }
+    let zone = s.zone().clone();
+    let recs = workload::initial(SMALL);
+    s.push(desired(&zone, &recs));
+    // Wait until the held batch committed: two change batches in the emulator.
+    let committed = |s: &RealStack| match &s.server {
+        RealServer::Route53(r) => r.writes(),
+        _ => unreachable!("Route 53"),
+    };
+    s.wait_until(
+        "the second batch to commit and be held",
+        Duration::from_secs(60),
+        |s| (committed(s) >= 2).then_some(()),
+    );
+    s.restart_applier_with(|| {});
+    // The restarted applier's first change batch is answered only once the held one
+    // is released (12 s; seen on the emulator, the cause not pinned down): wait that.
+    s.wait_until("all converged", Duration::from_secs(60), |s| {
+        (s.states_count().get("converged").copied() == Some(SMALL as u32)).then_some(())
+    });
+    assert_states(&s, &[("converged", SMALL)]);
+    s.wait_quiet();
+    let c = s.counters();
+    for bad in ["CONFLICT", "FAILED", "INVALID", "REJECTED_PERMANENT"] {
+        assert_eq!(c.outcome(bad), 0, "{bad}: {c:?}");
+    }
+    check_zone(&s, &before, &recs);
+}

@@ -253,6 +253,33 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// Classifies a failure below HTTP, for the drivers of HTTP APIs. Connect failures
+/// never sent anything; anything else may have reached the server (ambiguous for a
+/// write). The message says what happened and carries the whole error chain.
+pub(crate) fn transport_error(what: &str, e: &reqwest::Error, write: bool) -> ProviderError {
+    let class = if e.is_connect() || e.is_builder() || !write {
+        ErrorClass::Transient
+    } else {
+        ErrorClass::Ambiguous
+    };
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot connect"
+    } else {
+        "failed"
+    };
+    // The error names the URL only; the key is a header, marked sensitive.
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    ProviderError::new(class, format!("{what} {kind}: {detail}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

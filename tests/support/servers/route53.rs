@@ -38,7 +38,7 @@ pub fn emulator_env() -> EnvReader {
 impl EmulatedRoute53 {
     pub fn start() -> EmulatedRoute53 {
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
+            .worker_threads(2)
             .enable_all()
             .build()
             .expect("tokio runtime");

@@ -252,6 +252,27 @@ impl RealStack {
         );
     }
 
+    /// Kills the applier (`kill -9`: nothing is flushed or drained), runs `meanwhile`
+    /// while it is down, and starts it again with the same config; returns once it
+    /// serves.
+    pub fn restart_applier_with(&mut self, meanwhile: impl FnOnce()) {
+        self.applier.kill();
+        meanwhile();
+        self.applier = spawn_proc(
+            self.dir.path(),
+            &self.opts,
+            "applier",
+            self.applier_port,
+            self.applier_admin_port,
+        );
+        wait_serving(
+            &self.rt,
+            self.applier_port,
+            "dnsplane.v1.Applier",
+            &self.applier,
+        );
+    }
+
     /// The planner's gRPC address, as the CLI's `--addr` takes it.
     pub fn planner_addr(&self) -> String {
         format!("http://127.0.0.1:{}", self.planner_port)

@@ -77,32 +77,6 @@ impl Answer {
     }
 }
 
-/// Classifies a failure below HTTP. Connect failures never sent anything; anything
-/// else may have reached the server.
-pub(super) fn transport_error(what: &str, e: &reqwest::Error, write: bool) -> ProviderError {
-    let class = if e.is_connect() || e.is_builder() || !write {
-        ErrorClass::Transient
-    } else {
-        ErrorClass::Ambiguous
-    };
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "cannot connect"
-    } else {
-        "failed"
-    };
-    // The error names the URL only; the key is a header, marked sensitive.
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    ProviderError::new(class, format!("{what} {kind}: {detail}"))
-}
-
 /// The RRSet a PowerDNS error text names: `RRset <name> IN <type>…` or
 /// `Record <name>/<type> …`.
 pub(super) fn blamed_key(zone: &Name, text: &str) -> Option<RecordKey> {

@@ -44,7 +44,8 @@ mod api;
 mod config;
 mod timing;
 
-use api::{Answer, Patch, PdnsRRSet, PdnsRecord, ZoneInfo, add_rrset, transport_error};
+use crate::provider::transport_error;
+use api::{Answer, Patch, PdnsRRSet, PdnsRecord, ZoneInfo, add_rrset};
 pub use config::{PdnsConfig, PdnsSetupError, SecretSource};
 use timing::Deadlines;
 

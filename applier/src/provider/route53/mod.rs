@@ -275,14 +275,7 @@ impl Route53Provider {
         if !body.is_empty() {
             req = req.header("content-type", "application/xml").body(body);
         }
-        let transport = |e: reqwest::Error| {
-            let class = if e.is_connect() || !write {
-                ErrorClass::Transient
-            } else {
-                ErrorClass::Ambiguous
-            };
-            ProviderError::new(class, format!("{what} failed: {e}"))
-        };
+        let transport = |e: reqwest::Error| crate::provider::transport_error(&what, &e, write);
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
         let text = resp.text().await.map_err(transport)?;
