@@ -1,5 +1,6 @@
 //! Each driver on its server, as a conformance [`Subject`].
 use super::Subject;
+use dnsplane_applier::provider::clouddns::{CloudDnsConfig, CloudDnsProvider};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::provider::memory::store::MemoryStore;
 use dnsplane_applier::provider::pdns::PdnsProvider;
@@ -8,6 +9,7 @@ use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
 use dnsplane_common::Name;
 use dnsplane_e2e::moto::Moto;
 use dnsplane_e2e::servers::{Bind, PowerDns};
+use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -68,4 +70,31 @@ pub fn route53_moto() -> Option<Subject> {
         faithful: false,
         _keep: Box::new(moto),
     })
+}
+
+/// Cloud DNS on its emulator (in-process, 127.0.0.1:0): atomic Changes, exact
+/// deletions and Google's error bodies, so it runs every case.
+pub async fn clouddns() -> Subject {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emu = CloudDnsEmulator::start(listener, CloudDnsOptions::default())
+        .await
+        .expect("emulator");
+    let zone = Name::parse("clouddns.test").expect("zone");
+    emu.create_zone("clouddns-test", "clouddns.test.");
+    let cfg = CloudDnsConfig {
+        endpoint: emu.endpoint(),
+        ..CloudDnsConfig::new(emu.project())
+    };
+    let env: dnsplane_applier::provider::clouddns::credentials::EnvReader =
+        Arc::new(|k| (k == "GOOGLE_OAUTH_ACCESS_TOKEN").then(|| DEFAULT_TOKEN.to_string()));
+    let provider = CloudDnsProvider::with_env(&cfg, env).expect("provider");
+    Subject {
+        label: "clouddns on its emulator",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new(emu),
+    }
 }

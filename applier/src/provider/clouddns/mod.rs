@@ -60,6 +60,11 @@ const READ_CONCURRENCY: usize = 8;
 /// A 404 on a read this soon after a successful call on the zone is Cloud DNS's
 /// read-after-write lag (DNSControl saw it), not a missing zone: transient.
 const READ_AFTER_WRITE_LAG: Duration = Duration::from_secs(60);
+/// How long such a read waits before it is asked once more.
+const LAG_RETRY: Duration = Duration::from_millis(500);
+/// Ends the message of a 404 taken for the read-after-write lag.
+const LAG_NOTE: &str =
+    " (a read right after a successful call on the zone: Cloud DNS's read-after-write lag)";
 
 /// Set rrdatas as Cloud DNS holds them, where they differ from dnsplane's canonical
 /// spelling, as of the last read: a deletion must repeat them literally.
@@ -114,6 +119,21 @@ pub enum CloudDnsSetupError {
     Url { url: String, problem: String },
     #[error("clouddns HTTP client: {0}")]
     Client(String),
+}
+
+/// A failed request: a 404 taken for the read-after-write lag (asked once more), or
+/// anything else.
+enum Failed {
+    Lag(ProviderError),
+    Other(ProviderError),
+}
+
+impl Failed {
+    fn into_error(self) -> ProviderError {
+        match self {
+            Failed::Lag(e) | Failed::Other(e) => e,
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -187,7 +207,9 @@ impl CloudDnsProvider {
     }
 
     /// One authorised HTTP exchange, the request under the call's quota (`op`); a
-    /// non-2xx answer classified (`sent`: what a Change carried, to name records).
+    /// non-2xx answer classified (`sent`: what a Change carried, to name records). A
+    /// read answered 404 right after a successful call on its zone (Cloud DNS's
+    /// read-after-write lag) is asked once more, [`LAG_RETRY`] later.
     #[allow(clippy::too_many_arguments)]
     async fn call(
         &self,
@@ -199,9 +221,44 @@ impl CloudDnsProvider {
         pacer: &Pacer,
         sent: Option<&Sent>,
     ) -> Result<String, ProviderError> {
+        let first = self
+            .call_once(
+                method.clone(),
+                url.clone(),
+                body.clone(),
+                zone,
+                op,
+                pacer,
+                sent,
+            )
+            .await;
+        match first {
+            Ok(text) => Ok(text),
+            Err(Failed::Lag(e)) => {
+                tracing::debug!(zone = ?zone, error = %e, "A read right after a write answered 404; asking once more.");
+                tokio::time::sleep(LAG_RETRY).await;
+                self.call_once(method, url, body, zone, op, pacer, sent)
+                    .await
+                    .map_err(Failed::into_error)
+            }
+            Err(Failed::Other(e)) => Err(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn call_once(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<String>,
+        zone: Option<&Name>,
+        op: Operation,
+        pacer: &Pacer,
+        sent: Option<&Sent>,
+    ) -> Result<String, Failed> {
         let write = method == Method::POST;
-        pacer.request(op).await?;
-        let token = self.credentials.get().await?;
+        pacer.request(op).await.map_err(Failed::Other)?;
+        let token = self.credentials.get().await.map_err(Failed::Other)?;
         let what = format!("{method} {}", url.path());
         let mut req = self.http.request(method, url).bearer_auth(&token.secret);
         let mut trace = reqwest::header::HeaderMap::new();
@@ -218,7 +275,7 @@ impl CloudDnsProvider {
             } else {
                 ErrorClass::Ambiguous
             };
-            ProviderError::new(class, format!("{what} failed: {e}"))
+            Failed::Other(ProviderError::new(class, format!("{what} failed: {e}")))
         };
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
@@ -250,15 +307,14 @@ impl CloudDnsProvider {
                     .is_some_and(|t| t.elapsed() < READ_AFTER_WRITE_LAG);
                 if !write && recent {
                     err.class = ErrorClass::Transient;
-                    err.message.push_str(
-                        " (a read right after a successful call on the zone: Cloud DNS's read-after-write lag)",
-                    );
+                    err.message.push_str(LAG_NOTE);
+                    return Err(Failed::Lag(err));
                 } else {
                     lock(&self.found).remove(z);
                 }
             }
         }
-        Err(err)
+        Err(Failed::Other(err))
     }
 
     /// Every managed zone of the project (of `dns_name` only, when given).
