@@ -228,7 +228,7 @@ fn check_root(body: &str, expected: &str) -> Result<(), ApiError> {
             }
             Ok(Event::Eof) => {
                 return Err(ApiError::invalid_xml(
-                    "Premature end of file.".to_string(),
+                    "Premature end of file.",
                 ));
             }
             Ok(_) => {}
