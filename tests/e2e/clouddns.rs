@@ -427,7 +427,10 @@ async fn a_404_read_right_after_a_write_is_retried() {
     let cold = driver(&emu, DEFAULT_TOKEN, |c| {
         c.zone_names.insert(zone.clone(), MANAGED.to_string());
     });
-    let e = cold.list(&zone, Some(&[zone.clone()])).await.unwrap_err();
+    let e = cold
+        .list(&zone, Some(std::slice::from_ref(&zone)))
+        .await
+        .unwrap_err();
     assert_eq!(e.class, ErrorClass::Permanent, "{e}");
     assert!(e.message.contains("does not exist"), "{e}");
 }

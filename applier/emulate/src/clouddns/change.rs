@@ -316,7 +316,7 @@ pub(crate) fn apply(
         .collect();
     let additions: Vec<RRSet> = additions.into_iter().flatten().collect();
     let deletions: Vec<RRSet> = deletions.into_iter().flatten().collect();
-    // The apex SOA may be replaced, never removed.
+    // The apex SOA may be replaced, never removed (the emulator's wording).
     for (i, d) in deletions.iter().enumerate() {
         if d.rtype == "SOA" && !additions.iter().any(|a| a.key() == d.key()) {
             problems.push(item(
@@ -368,8 +368,8 @@ pub(crate) fn apply(
     }
     let mut added: Vec<usize> = Vec::new();
     for (i, a) in additions.iter().enumerate() {
-        if working.contains_key(&a.key()) {
-            failed.push((
+        match working.entry(a.key()) {
+            std::collections::btree_map::Entry::Occupied(_) => failed.push((
                 409,
                 item(
                     "alreadyExists",
@@ -378,10 +378,11 @@ pub(crate) fn apply(
                         a.describe()
                     ),
                 ),
-            ));
-        } else {
-            working.insert(a.key(), a.clone());
-            added.push(i);
+            )),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(a.clone());
+                added.push(i);
+            }
         }
     }
     for &i in &added {

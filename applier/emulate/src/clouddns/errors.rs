@@ -123,7 +123,8 @@ impl ApiError {
         ApiError::new(400, "invalid", invalid_value(field, value))
     }
 
-    /// 400 `required`: a missing field.
+    /// 400 `required`: a missing field (the emulator's wording: no public source
+    /// records Google's).
     pub fn required(field: &str) -> ApiError {
         ApiError::new(
             400,

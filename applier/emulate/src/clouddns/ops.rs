@@ -348,6 +348,8 @@ impl Inner {
                         return Err(ApiError::invalid("parameters.type", t));
                     }
                     if name.is_none() {
+                        // Google documents `type` as usable only with `name`; the
+                        // wording is the emulator's.
                         return Err(ApiError::new(
                             400,
                             "invalid",

@@ -208,7 +208,7 @@ impl TokenSource {
                     .map(|p| (PathBuf::from(p), "GOOGLE_APPLICATION_CREDENTIALS"))
             });
         if let Some((path, from)) = explicit {
-            return self.from_file(&path, from).await;
+            return self.read_file(&path, from).await;
         }
         let adc = env("CLOUDSDK_CONFIG")
             .map(PathBuf::from)
@@ -216,13 +216,13 @@ impl TokenSource {
             .map(|d| d.join("application_default_credentials.json"));
         if let Some(path) = adc.filter(|p| p.is_file()) {
             return self
-                .from_file(&path, "gcloud application-default credentials")
+                .read_file(&path, "gcloud application-default credentials")
                 .await;
         }
         self.metadata().await
     }
 
-    async fn from_file(&self, path: &Path, from: &str) -> Result<AccessToken, ProviderError> {
+    async fn read_file(&self, path: &Path, from: &str) -> Result<AccessToken, ProviderError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             refused(format!(
                 "cannot read the Google credentials file {} ({from}): {e}",

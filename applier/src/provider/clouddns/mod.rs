@@ -300,19 +300,20 @@ impl CloudDnsProvider {
             // A renewed token or key file is read on the next request.
             self.credentials.forget().await;
         }
-        if status == 404 && err.class == ErrorClass::Permanent && err.key.is_none() {
-            if let Some(z) = zone {
-                let recent = lock(&self.last_ok)
-                    .get(z)
-                    .is_some_and(|t| t.elapsed() < READ_AFTER_WRITE_LAG);
-                if !write && recent {
-                    err.class = ErrorClass::Transient;
-                    err.message.push_str(LAG_NOTE);
-                    return Err(Failed::Lag(err));
-                } else {
-                    lock(&self.found).remove(z);
-                }
+        if status == 404
+            && err.class == ErrorClass::Permanent
+            && err.key.is_none()
+            && let Some(z) = zone
+        {
+            let recent = lock(&self.last_ok)
+                .get(z)
+                .is_some_and(|t| t.elapsed() < READ_AFTER_WRITE_LAG);
+            if !write && recent {
+                err.class = ErrorClass::Transient;
+                err.message.push_str(LAG_NOTE);
+                return Err(Failed::Lag(err));
             }
+            lock(&self.found).remove(z);
         }
         Err(Failed::Other(err))
     }
