@@ -21,6 +21,7 @@ use crate::accounts::{Accounts, Lifecycle, RunOptions};
 use crate::config::DriverConfig;
 use crate::metrics::ApplierMetrics;
 use crate::provider::Provider;
+use crate::provider::clouddns::CloudDnsProvider;
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::dns::{Authority, DnsServer};
 use crate::provider::memory::store::StoreError;
@@ -168,6 +169,9 @@ impl Applier {
                         .map_err(|e| driver_err(e.into()))?
                         .with_drift_check(config.record_cache_drift_check),
                 ),
+                DriverConfig::CloudDns(c) => {
+                    Arc::new(CloudDnsProvider::new(c).map_err(|e| driver_err(e.into()))?)
+                }
             };
             let options = AccountOptions::build(account)
                 .map_err(ApplierError::Config)?

@@ -196,6 +196,14 @@ driver = "route53"
 zones = ["example.com."]
 "#;
 
+const CLOUDDNS: &str = r#"
+[[accounts]]
+name = "gcp"
+driver = "clouddns"
+zones = ["example.com."]
+project = "my-project"
+"#;
+
 const BIND: &str = r#"
 [[accounts]]
 name = "bind"
@@ -288,7 +296,7 @@ fn the_documented_configs_load() {
                 .join("\n")
         })
         .collect();
-    assert_eq!(blocks.len(), 3, "one block per driver");
+    assert_eq!(blocks.len(), 4, "one block per driver");
     let drivers: Vec<&str> = blocks
         .iter()
         .map(|b| {
@@ -296,7 +304,7 @@ fn the_documented_configs_load() {
             c.accounts[0].driver.name()
         })
         .collect();
-    assert_eq!(drivers, ["pdns", "rfc2136", "route53"]);
+    assert_eq!(drivers, ["pdns", "rfc2136", "route53", "clouddns"]);
 }
 
 #[test]
@@ -371,12 +379,53 @@ fn driver_problems_are_named() {
             format!("{ROUTE53}aws_secret_access_key = \"s3cret\"\n"),
             "unknown field `aws_secret_access_key`",
         ),
+        (
+            CLOUDDNS.replace("project = \"my-project\"\n", ""),
+            "missing field `project`",
+        ),
+        (
+            CLOUDDNS.replace("my-project", "My Project"),
+            "accounts[0].project \"My Project\" is not a project id",
+        ),
+        (
+            format!("{CLOUDDNS}zone_names = {{ \"other.test.\" = \"other\" }}\n"),
+            "accounts[0].zone_names names other.test., which is not among the account's zones",
+        ),
+        (
+            format!("{CLOUDDNS}zone_names = {{ \"example.com.\" = \"Example_Com\" }}\n"),
+            "is not a managed zone name",
+        ),
+        (
+            format!("{CLOUDDNS}endpoint = \"dns.googleapis.com\"\n"),
+            "accounts[0].endpoint \"dns.googleapis.com\"",
+        ),
+        (
+            format!("{CLOUDDNS}wait_done = true\ndone_timeout = \"0s\"\n"),
+            "accounts[0].done_timeout must be more than 0s",
+        ),
+        (
+            format!("{CLOUDDNS}access_token = \"s3cret\"\n"),
+            "unknown field `access_token`",
+        ),
     ] {
         let e = parse_text(&text).unwrap_err();
         assert!(e.starts_with("config applier.toml: "), "{e}");
         assert!(e.contains(want), "{want:?} not in: {e}");
         assert!(!e.contains("s3cret"), "{e}");
     }
+}
+
+#[test]
+fn a_clouddns_account_has_googles_defaults() {
+    let c = parse_text(CLOUDDNS).unwrap();
+    let DriverConfig::CloudDns(d) = &c.accounts[0].driver else {
+        panic!("{:?}", c.accounts[0]);
+    };
+    assert_eq!(c.accounts[0].driver.name(), "clouddns");
+    assert_eq!(d.project, "my-project");
+    assert_eq!(d.endpoint, "https://dns.googleapis.com");
+    assert_eq!(d.timeout, Duration::from_secs(30));
+    assert!(!d.wait_done && d.zone_names.is_empty() && d.credentials_file.is_none());
 }
 
 #[test]

@@ -43,7 +43,9 @@ pub struct DriverDefault {
 
 /// Documented default quotas by driver name. `memory`, `pdns` (PowerDNS has no rate
 /// limiting) and `rfc2136` (BIND's `update-quota` bounds concurrent UPDATEs, not a
-/// rate) have none; the cloud drivers get theirs when they are added.
+/// rate) have none; the cloud drivers get theirs when they are added. `clouddns` has
+/// none: Google's Cloud DNS quotas page names its per-project, per-minute request
+/// quotas but publishes no values (they are shown per project in the Cloud console).
 pub const DRIVER_DEFAULTS: &[DriverDefault] = &[
     DriverDefault {
         driver: "route53",

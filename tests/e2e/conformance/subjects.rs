@@ -1,5 +1,6 @@
 //! Each driver on its server, as a conformance [`Subject`].
 use super::Subject;
+use dnsplane_applier::provider::clouddns::{CloudDnsConfig, CloudDnsProvider};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::provider::memory::store::MemoryStore;
 use dnsplane_applier::provider::pdns::PdnsProvider;
@@ -12,6 +13,7 @@ use dnsplane_e2e::servers::{Bind, PowerDns};
 use dnsplane_emulate::{
     DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, Route53Emulator, Route53Options,
 };
+use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -111,4 +113,31 @@ pub fn route53_moto() -> Option<Subject> {
         faithful: false,
         _keep: Box::new(moto),
     })
+}
+
+/// Cloud DNS on its emulator (in-process, 127.0.0.1:0): atomic Changes, exact
+/// deletions and Google's error bodies, so it runs every case.
+pub async fn clouddns() -> Subject {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emu = CloudDnsEmulator::start(listener, CloudDnsOptions::default())
+        .await
+        .expect("emulator");
+    let zone = Name::parse("clouddns.test").expect("zone");
+    emu.create_zone("clouddns-test", "clouddns.test.");
+    let cfg = CloudDnsConfig {
+        endpoint: emu.endpoint(),
+        ..CloudDnsConfig::new(emu.project())
+    };
+    let env: dnsplane_applier::provider::clouddns::credentials::EnvReader =
+        Arc::new(|k| (k == "GOOGLE_OAUTH_ACCESS_TOKEN").then(|| DEFAULT_TOKEN.to_string()));
+    let provider = CloudDnsProvider::with_env(&cfg, env).expect("provider");
+    Subject {
+        label: "clouddns on its emulator",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new(emu),
+    }
 }

@@ -84,6 +84,8 @@ enum Command {
 enum EmulatedApi {
     /// AWS Route 53 (REST-XML under /2013-04-01, SigV4).
     Route53,
+    /// Google Cloud DNS (JSON under /dns/v1, bearer tokens).
+    Clouddns,
 }
 
 fn main() -> std::process::ExitCode {
@@ -133,6 +135,7 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         } => {
             let served = match api {
                 EmulatedApi::Route53 => dnsplane_emulate::run_route53(listen, config).await,
+                EmulatedApi::Clouddns => dnsplane_emulate::run_clouddns(listen, config).await,
             };
             match served {
                 Ok(()) => Ok(std::process::ExitCode::SUCCESS),

@@ -1,0 +1,810 @@
+//! A Google Cloud DNS emulator: the JSON API `dns/v1` (`managedZones`, `rrsets`,
+//! `changes`) with OAuth bearer tokens, Cloud DNS's atomic Changes (exact deletions,
+//! `alreadyExists` unless the same change deletes, the CNAME rule, every failing
+//! entry reported with its index, Google's limits and texts), `pending` → `done`,
+//! paging chosen by the server, a per-project request quota, and opt-in faults.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let emu = CloudDnsEmulator::start(listener, CloudDnsOptions::default()).await?;
+//! let zone = emu.create_zone("example-com", "example.com.");
+//! // Point a client at emu.endpoint() (the parent of /dns/v1), project
+//! // "emulator-project", header `Authorization: Bearer emulator-token`; then assert
+//! // on emu.rrsets(&zone).
+//! emu.stop().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The request pipeline ([`handle`]): body size limit → route → bearer token →
+//! project access → quota → fault rules → the call → answer. Modules: [`values`]
+//! (names and rrdatas), [`model`] (projects, zones, record sets, changes), [`change`]
+//! (the Change engine), [`errors`] (googleapis error bodies), [`ops`] (the calls),
+//! [`control`] (`/_emulator/`).
+mod change;
+mod control;
+mod errors;
+mod model;
+mod ops;
+mod values;
+
+pub use change::Limits;
+
+use crate::error::EmulateError;
+use crate::fault::{Call, FaultAction, FaultRule, FaultSet};
+use crate::quota::Quota;
+use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State as AxState};
+use axum::response::Response;
+use errors::ApiError;
+use ops::{Ctx, FAULT_OPS, Op};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The bearer token the default options accept.
+pub const DEFAULT_TOKEN: &str = "emulator-token";
+/// The project the default options serve.
+pub const DEFAULT_PROJECT: &str = "emulator-project";
+/// Largest request body accepted (a Change at Google's limits fits several times).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// One bearer token the emulator accepts, and the projects it may use: the
+/// emulator's `project` when `projects` is absent. In TOML a bare string is a token
+/// for the emulator's project: `tokens = ["t1", { token = "t2", projects = ["p"] }]`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "TokenRepr")]
+pub struct Token {
+    pub token: String,
+    pub projects: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TokenRepr {
+    Bare(String),
+    Full {
+        token: String,
+        #[serde(default)]
+        projects: Option<Vec<String>>,
+    },
+}
+
+impl From<TokenRepr> for Token {
+    fn from(r: TokenRepr) -> Token {
+        match r {
+            TokenRepr::Bare(token) => Token {
+                token,
+                projects: None,
+            },
+            TokenRepr::Full { token, projects } => Token { token, projects },
+        }
+    }
+}
+
+impl Token {
+    /// A token for the emulator's project.
+    pub fn new(token: &str) -> Token {
+        Token {
+            token: token.to_string(),
+            projects: None,
+        }
+    }
+
+    /// A token for exactly `projects`.
+    pub fn scoped(token: &str, projects: &[&str]) -> Token {
+        Token {
+            token: token.to_string(),
+            projects: Some(projects.iter().map(|p| p.to_string()).collect()),
+        }
+    }
+
+    fn allows(&self, project: &str, default: &str) -> bool {
+        match &self.projects {
+            None => project == default,
+            Some(ps) => ps.iter().any(|p| p == project),
+        }
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Token")
+            .field("token", &"<redacted>")
+            .field("projects", &self.projects)
+            .finish()
+    }
+}
+
+/// A zone created at start (the config file's `[[zones]]`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneSeed {
+    /// The managed zone's name, e.g. "example-com".
+    pub name: String,
+    /// Its DNS name, e.g. "example.com." (trailing dot).
+    pub dns_name: String,
+}
+
+fn default_tokens() -> Vec<Token> {
+    vec![Token::new(DEFAULT_TOKEN)]
+}
+
+/// How the Cloud DNS emulator behaves. `Default` is Google's behaviour with the
+/// default token and project; the TOML config file has the same fields (see
+/// `docs/emulators.md`).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CloudDnsOptions {
+    /// Accepted bearer tokens. Default: [`DEFAULT_TOKEN`], for the emulator's project.
+    pub tokens: Vec<Token>,
+    /// Check `Authorization: Bearer`. When false any request passes. Default true.
+    pub verify_tokens: bool,
+    /// The project zones are created in (`create_zone`, `[[zones]]`). Default
+    /// [`DEFAULT_PROJECT`].
+    pub project: String,
+    /// Requests per second per project across all calls; 0 (the default) turns the
+    /// quota off: Google sets the per-minute quotas per project and shows them only in
+    /// the console.
+    pub rate: f64,
+    /// Bucket size of the quota: requests an idle project may send at once. Default 10.
+    pub burst: u32,
+    /// The status of a quota refusal: 429 (default) or 503, both with reason
+    /// `rateLimitExceeded`.
+    pub quota_status: u16,
+    /// `changes.get` calls that still answer `pending` before a change is `done`.
+    /// Default 1. Ignored when `done_after` is set.
+    pub pending_polls: u32,
+    /// How long a change stays `pending` (instead of `pending_polls`), e.g. "2s".
+    #[serde(with = "humantime_serde::option")]
+    pub done_after: Option<Duration>,
+    /// Items per page of `rrsets.list`, `managedZones.list` and `changes.list` (a
+    /// smaller `maxResults` wins). Google chooses its own; default 500.
+    pub page_size: usize,
+    /// Per-change and per-zone limits; Google's by default.
+    pub limits: Limits,
+    /// Zones created at start, in `project`.
+    pub zones: Vec<ZoneSeed>,
+    /// Fault rules (see [`FaultRule`]); ops: change, get_change, list_changes,
+    /// list_rrsets, zones.
+    pub faults: Vec<FaultRule>,
+}
+
+impl Default for CloudDnsOptions {
+    fn default() -> CloudDnsOptions {
+        CloudDnsOptions {
+            tokens: default_tokens(),
+            verify_tokens: true,
+            project: DEFAULT_PROJECT.to_string(),
+            rate: 0.0,
+            burst: 10,
+            quota_status: 429,
+            pending_polls: 1,
+            done_after: None,
+            page_size: 500,
+            limits: Limits::default(),
+            zones: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+/// Checks a fault rule against the Cloud DNS emulator's operations and answers.
+pub(crate) fn validate_fault(rule: &FaultRule) -> Result<(), String> {
+    rule.validate(FAULT_OPS)?;
+    if rule.action == FaultAction::PriorRequestNotComplete {
+        return Err(
+            "action: prior_request_not_complete is Route 53's; Cloud DNS has no such answer (use error or throttle)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+impl CloudDnsOptions {
+    /// Reads a TOML config file; problems name the file and the field.
+    pub fn from_file(path: &Path) -> Result<CloudDnsOptions, EmulateError> {
+        let err = |message: String| EmulateError::Config {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let opts: CloudDnsOptions = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        opts.validate().map_err(err)?;
+        Ok(opts)
+    }
+
+    /// Checks values that parse but cannot work; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tokens.is_empty() && self.verify_tokens {
+            return Err("tokens: at least one token is needed to verify tokens".into());
+        }
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.token.trim().is_empty() {
+                return Err(format!("tokens[{i}]: the token must not be empty"));
+            }
+        }
+        if self.project.trim().is_empty() {
+            return Err("project: must not be empty".into());
+        }
+        if !self.rate.is_finite() || self.rate < 0.0 {
+            return Err(format!("rate: {} must be 0 (no quota) or more", self.rate));
+        }
+        if !matches!(self.quota_status, 429 | 503) {
+            return Err(format!(
+                "quota_status: {} must be 429 or 503",
+                self.quota_status
+            ));
+        }
+        if self.page_size == 0 {
+            return Err("page_size: must be at least 1".into());
+        }
+        for (i, z) in self.zones.iter().enumerate() {
+            if values::parse_name(&z.dns_name).is_none_or(|n| n == ".") {
+                return Err(format!(
+                    "zones[{i}].dns_name: {:?} must be a domain name with its trailing dot",
+                    z.dns_name
+                ));
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            validate_fault(f).map_err(|e| format!("faults[{i}].{e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// What the emulator has seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Requests per Google method name (e.g. "dns.changes.create"), whatever their
+    /// outcome.
+    pub requests: BTreeMap<String, u64>,
+    /// `rateLimitExceeded` answers (the quota's and the `throttle` fault's).
+    pub throttled: u64,
+    /// Calls that changed state: changes applied, zones created.
+    pub changes_committed: u64,
+    /// Requests refused for their token (401) or project (403).
+    pub auth_failures: u64,
+    /// Fault rules fired, per action.
+    pub faults: BTreeMap<String, u64>,
+}
+
+impl Stats {
+    /// Requests of one method (e.g. "dns.changes.create").
+    pub fn calls(&self, method: &str) -> u64 {
+        self.requests.get(method).copied().unwrap_or(0)
+    }
+
+    /// Every request.
+    pub fn total(&self) -> u64 {
+        self.requests.values().sum()
+    }
+}
+
+/// A record set as a zone holds it, for assertions (and the control API's JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RRSetView {
+    /// Lower case, trailing dot.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub rtype: String,
+    pub ttl: u32,
+    /// As written (TXT keeps its quotes).
+    pub rrdatas: Vec<String>,
+}
+
+/// A zone, for the control API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneView {
+    pub name: String,
+    pub dns_name: String,
+    pub id: String,
+    pub rrset_count: usize,
+    /// The id of the latest change.
+    pub last_change: u64,
+}
+
+/// The emulator's shared state.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    opts: CloudDnsOptions,
+    state: Mutex<model::State>,
+    faults: FaultSet,
+    quota: Quota,
+    stats: Mutex<Stats>,
+    stopping: Stopping,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, model::State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stats(&self) -> MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn count_commit(&self) {
+        self.stats().changes_committed += 1;
+    }
+
+    fn rrsets(&self, zone: &str) -> Option<Vec<RRSetView>> {
+        let st = self.lock();
+        st.zone(&self.opts.project, zone).map(|z| {
+            z.rrsets
+                .values()
+                .map(|r| RRSetView {
+                    name: r.name.clone(),
+                    rtype: r.rtype.clone(),
+                    ttl: r.ttl,
+                    rrdatas: r.rrdatas.clone(),
+                })
+                .collect()
+        })
+    }
+
+    fn zones(&self) -> Vec<ZoneView> {
+        let st = self.lock();
+        st.projects
+            .get(&self.opts.project)
+            .into_iter()
+            .flat_map(|p| p.values())
+            .map(|z| ZoneView {
+                name: z.name.clone(),
+                dns_name: z.dns_name.clone(),
+                id: z.id.to_string(),
+                rrset_count: z.rrsets.len(),
+                last_change: z.changes.last().map_or(0, |c| c.id),
+            })
+            .collect()
+    }
+}
+
+/// A running Cloud DNS emulator. Dropping it without [`stop`](Self::stop) leaves the
+/// server running until the runtime ends.
+pub struct CloudDnsEmulator {
+    inner: Arc<Inner>,
+    server: ServerHandle,
+}
+
+impl std::fmt::Debug for CloudDnsEmulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CloudDnsEmulator")
+            .field("endpoint", &self.endpoint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CloudDnsEmulator {
+    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
+    /// (see [`CloudDnsOptions::validate`]) are an `InvalidInput` error.
+    pub async fn start(
+        listener: tokio::net::TcpListener,
+        opts: CloudDnsOptions,
+    ) -> std::io::Result<CloudDnsEmulator> {
+        opts.validate()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let (stop_tx, stopping) = server::stopping();
+        let inner = Arc::new(Inner {
+            faults: FaultSet::new(opts.faults.clone()),
+            quota: Quota::new(opts.rate, opts.burst),
+            state: Mutex::new(model::State::default()),
+            stats: Mutex::new(Stats::default()),
+            stopping,
+            opts,
+        });
+        for z in &inner.opts.zones {
+            let project = inner.opts.project.clone();
+            inner
+                .add_zone(&project, &z.name, &z.dns_name, "", "public")
+                .map_err(|e| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("zones: {}", e.message),
+                    )
+                })?;
+        }
+        let router = Router::new()
+            .nest("/_emulator", control::router())
+            .fallback(handle)
+            .with_state(inner.clone());
+        let server = server::serve(listener, router, stop_tx)?;
+        Ok(CloudDnsEmulator { inner, server })
+    }
+
+    /// `http://127.0.0.1:PORT`, the parent of `/dns/v1`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.server.local_addr())
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The project zones are created in.
+    pub fn project(&self) -> &str {
+        &self.inner.opts.project
+    }
+
+    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug); the
+    /// control API answers 400 instead.
+    pub fn add_fault(&self, rule: FaultRule) {
+        if let Err(e) = validate_fault(&rule) {
+            panic!("invalid fault rule: {e}");
+        }
+        self.inner.faults.add(rule);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.inner.faults.clear();
+    }
+
+    /// What the emulator has seen so far.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats().clone()
+    }
+
+    /// Creates a public managed zone `name` for `dns_name` (trailing dot optional) in
+    /// the emulator's project, without an API call; returns its name. Panics on a bad
+    /// or taken name.
+    pub fn create_zone(&self, name: &str, dns_name: &str) -> String {
+        let dns = if dns_name.ends_with('.') {
+            dns_name.to_string()
+        } else {
+            format!("{dns_name}.")
+        };
+        let project = self.inner.opts.project.clone();
+        self.inner
+            .add_zone(&project, name, &dns, "", "public")
+            .unwrap_or_else(|e| panic!("create_zone({name:?}, {dns_name:?}): {}", e.message));
+        name.to_string()
+    }
+
+    /// The record sets of a zone (by name or id) in listing order; empty for an
+    /// unknown zone.
+    pub fn rrsets(&self, zone: &str) -> Vec<RRSetView> {
+        self.inner.rrsets(zone).unwrap_or_default()
+    }
+
+    /// The id of the zone's latest change (0: only the creation); `None` for an
+    /// unknown zone.
+    pub fn last_change(&self, zone: &str) -> Option<u64> {
+        let st = self.inner.lock();
+        st.zone(&self.inner.opts.project, zone)
+            .and_then(|z| z.changes.last().map(|c| c.id))
+    }
+
+    /// Stops: ends held requests, lets answers in flight finish, closes the port.
+    pub async fn stop(self) {
+        self.server.stop().await;
+    }
+}
+
+/// Runs the emulator for `dnsplane emulate clouddns --listen ADDR [--config FILE]`:
+/// reads and checks the config, binds, logs the endpoint, project and token in one
+/// line, serves until Ctrl-C (or SIGTERM).
+pub async fn run_clouddns(listen: SocketAddr, config: Option<PathBuf>) -> Result<(), EmulateError> {
+    let opts = match &config {
+        Some(path) => CloudDnsOptions::from_file(path)?,
+        None => CloudDnsOptions::default(),
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| EmulateError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let default_token = opts.tokens.iter().any(|t| t.token == DEFAULT_TOKEN);
+    let emu = CloudDnsEmulator::start(listener, opts.clone())
+        .await
+        .map_err(|e| match config.clone() {
+            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
+                path,
+                message: e.to_string(),
+            },
+            _ => EmulateError::Io(e),
+        })?;
+    tracing::info!(
+        endpoint = %emu.endpoint(),
+        project = %opts.project,
+        token = if default_token { DEFAULT_TOKEN } else { "<from the config file>" },
+        zones = opts.zones.len(),
+        faults = opts.faults.len(),
+        "Cloud DNS emulator listening: endpoint {}, project {}{}.",
+        emu.endpoint(),
+        opts.project,
+        if default_token {
+            format!(", token {DEFAULT_TOKEN}")
+        } else {
+            String::new()
+        },
+    );
+    shutdown_signal().await;
+    tracing::info!("Cloud DNS emulator stopping.");
+    emu.stop().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn json_response(status: u16, body: String) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json; charset=UTF-8"),
+    );
+    resp
+}
+
+fn error_response(e: &ApiError) -> Response {
+    let mut resp = json_response(e.status, e.body());
+    if e.html.is_some() {
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/html; charset=UTF-8"),
+        );
+    }
+    if let Some(after) = e.retry_after {
+        let secs = after.as_secs_f64().ceil() as u64;
+        resp.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_str(&secs.to_string()).expect("digits"),
+        );
+    }
+    resp
+}
+
+/// The answer a terminal fault rule gives, in Google's words.
+fn fault_error(rule: &FaultRule, project: &str, op: &Op) -> ApiError {
+    let status = rule.status.unwrap_or(match rule.action {
+        FaultAction::Throttle => 429,
+        FaultAction::AmbiguousAfterCommit => 502,
+        _ => 500,
+    });
+    let mut e = match (rule.action, status) {
+        (FaultAction::Throttle, s) | (_, s @ 429) => {
+            ApiError::rate_limited(s, project, op.is_write())
+        }
+        (_, 404) => ApiError::no_such_zone(op.zone().unwrap_or("")),
+        (_, s @ 500..=599) => ApiError::server(s),
+        (_, 401) => ApiError::invalid_credentials(),
+        (_, 403) => ApiError::forbidden(),
+        (_, s) => ApiError::new(s, "invalid", "Invalid request."),
+    };
+    if let Some(c) = &rule.code {
+        e.html = None;
+        for i in &mut e.items {
+            i.reason = c.clone();
+        }
+    }
+    if let Some(m) = &rule.message {
+        e.html = None;
+        e.message = m.clone();
+        for i in &mut e.items {
+            i.message = m.clone();
+        }
+    }
+    e.retry_after = rule.retry_after;
+    e
+}
+
+fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    let v = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Every request outside `/_emulator/`.
+async fn handle(
+    AxState(inner): AxState<Arc<Inner>>,
+    ConnectInfo(kill): ConnectInfo<ConnKill>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error_response(&ApiError::new(
+                413,
+                "invalid",
+                format!(
+                    "Request body is larger than the {MAX_BODY_BYTES} bytes the emulator accepts."
+                ),
+            ));
+        }
+    };
+    let path = parts.uri.path();
+    let Some((project, op)) = Op::route(&parts.method, path) else {
+        return error_response(&ApiError::new(
+            404,
+            "notFound",
+            format!(
+                "The Cloud DNS emulator has no method for {} {path}",
+                parts.method
+            ),
+        ));
+    };
+    *inner
+        .stats()
+        .requests
+        .entry(op.name().to_string())
+        .or_default() += 1;
+
+    // Authentication and the project.
+    if inner.opts.verify_tokens {
+        let refusal = match bearer(&parts.headers) {
+            None => Some(ApiError::login_required()),
+            Some(t) => match inner.opts.tokens.iter().find(|k| k.token == t) {
+                None => Some(ApiError::invalid_credentials()),
+                Some(k) if !k.allows(&project, &inner.opts.project) => Some(ApiError::forbidden()),
+                Some(_) => None,
+            },
+        };
+        if let Some(e) = refusal {
+            inner.stats().auth_failures += 1;
+            tracing::debug!(
+                op = op.name(),
+                status = e.status,
+                "Request refused: {}.",
+                e.message
+            );
+            return error_response(&e);
+        }
+    }
+
+    // Quota, per project.
+    if inner.quota.check(&project).is_err() {
+        inner.stats().throttled += 1;
+        return error_response(&ApiError::rate_limited(
+            inner.opts.quota_status,
+            &project,
+            op.is_write(),
+        ));
+    }
+
+    // Faults: a rule's `zone` may name the managed zone, its id or its DNS name.
+    let zone_keys: Vec<String> = match op.zone() {
+        Some(z) => {
+            let st = inner.lock();
+            match st.zone(&project, z) {
+                Some(zone) => vec![
+                    zone.name.clone(),
+                    zone.id.to_string(),
+                    zone.dns_name.clone(),
+                ],
+                None => vec![z.to_string()],
+            }
+        }
+        None => Vec::new(),
+    };
+    let keys: Vec<&str> = zone_keys.iter().map(String::as_str).collect();
+    let decision = inner.faults.decide(Call {
+        op: op.fault_op(),
+        zone: &keys,
+    });
+    if !decision.fired.is_empty() {
+        let mut st = inner.stats();
+        for a in &decision.fired {
+            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
+        }
+        tracing::info!(
+            op = op.name(),
+            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
+            "Fault rules fired."
+        );
+    }
+    if !inner.stopping.sleep(decision.delay_before).await {
+        return error_response(&ApiError::server(503));
+    }
+
+    let query = ops::parse_query(parts.uri.query().unwrap_or(""));
+    let ctx = Ctx {
+        project: &project,
+        query: &query,
+        body: &body,
+        pending_forever: decision.pending_forever,
+    };
+
+    if let Some(rule) = &decision.terminal {
+        match rule.action {
+            FaultAction::Timeout => {
+                if rule.commit.unwrap_or(false) {
+                    let _ = inner.run(&op, &ctx);
+                }
+                inner
+                    .stopping
+                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
+                    .await;
+                kill.kill();
+                return error_response(&ApiError::server(504));
+            }
+            FaultAction::AmbiguousAfterCommit => {
+                let _ = inner.run(&op, &ctx);
+                inner.stopping.sleep(decision.delay_after).await;
+                return error_response(&fault_error(rule, &project, &op));
+            }
+            FaultAction::Throttle => {
+                inner.stats().throttled += 1;
+                return error_response(&fault_error(rule, &project, &op));
+            }
+            _ => return error_response(&fault_error(rule, &project, &op)),
+        }
+    }
+
+    let result = inner.run(&op, &ctx);
+    inner.stopping.sleep(decision.delay_after).await;
+    match result {
+        Ok(v) => json_response(200, v.to_string()),
+        Err(e) => {
+            tracing::debug!(
+                op = op.name(),
+                status = e.status,
+                "Request answered with an error."
+            );
+            error_response(&e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_toml() {
+        let o: CloudDnsOptions = toml::from_str(
+            "rate = 2\npending_polls = 0\ndone_after = \"250ms\"\ntokens = [\"a\", { token = \"b\", projects = [\"p\"] }]\n\
+             [limits]\nadditions_per_change = 10\n\
+             [[zones]]\nname = \"example-com\"\ndns_name = \"example.com.\"\n[[faults]]\naction = \"throttle\"\nop = \"change\"\ntimes = 1\n",
+        )
+        .unwrap();
+        assert_eq!(o.rate, 2.0);
+        assert_eq!(o.done_after, Some(Duration::from_millis(250)));
+        assert_eq!(o.tokens, vec![Token::new("a"), Token::scoped("b", &["p"])]);
+        assert_eq!(o.limits.additions_per_change, 10);
+        assert_eq!(o.limits.deletions_per_change, 1000);
+        assert!(o.validate().is_ok());
+        let d: CloudDnsOptions = toml::from_str("").unwrap();
+        assert_eq!(d, CloudDnsOptions::default());
+        assert!(toml::from_str::<CloudDnsOptions>("rat = 1").is_err());
+        let bad: CloudDnsOptions =
+            toml::from_str("[[faults]]\naction = \"prior_request_not_complete\"\n").unwrap();
+        assert!(bad.validate().unwrap_err().starts_with("faults[0].action:"));
+        let bad: CloudDnsOptions = toml::from_str("quota_status = 500").unwrap();
+        assert!(bad.validate().unwrap_err().starts_with("quota_status:"));
+        assert!(!format!("{:?}", Token::new("s3cret")).contains("s3cret"));
+    }
+}
