@@ -91,7 +91,11 @@ impl ListingCache {
         if names.is_some() {
             return stack.list(cx, names).await.map(Arc::new);
         }
-        let listing = Arc::new(stack.list(cx, None).await?);
+        let listing = if fresh {
+            Arc::new(stack.list(&cx.clone().with_fresh(true), None).await?)
+        } else {
+            Arc::new(stack.list(cx, None).await?)
+        };
         let mut slots = self.slots();
         let slot = slots.entry(key).or_default();
         if slot.generation == generation {

@@ -27,6 +27,9 @@ pub struct CallCx {
     pub attempt: u32,
     /// Paces the HTTP requests a driver makes for this call (set by the quota layer).
     pub pacer: Pacer,
+    /// A whole-zone read must ask the provider, not what a driver remembers of it
+    /// (`ListRecords` with `fresh`; see [`Provider::forget`]).
+    pub fresh: bool,
 }
 
 /// Takes the quota's token for one provider request of kind `op`, waiting at most
@@ -82,7 +85,14 @@ impl CallCx {
             deadline: None,
             attempt: 0,
             pacer: Pacer::default(),
+            fresh: false,
         }
+    }
+
+    #[must_use]
+    pub fn with_fresh(mut self, fresh: bool) -> CallCx {
+        self.fresh = fresh;
+        self
     }
 
     #[must_use]
@@ -174,6 +184,9 @@ impl Layer for Driver {
             Call::Zones => Reply::Zones(self.0.zones().await?),
             Call::Serial => Reply::Serial(self.0.serial(cx.zone()?).await?),
             Call::List { names } => {
+                if cx.fresh && names.is_none() {
+                    self.0.forget(cx.zone()?);
+                }
                 Reply::Listing(self.0.list_paced(cx.zone()?, names, &cx.pacer).await?)
             }
             Call::Apply { ops } => {

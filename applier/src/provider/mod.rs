@@ -222,6 +222,12 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// (`op.before`) enforced when `conditional_writes`.
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError>;
 
+    /// A fresh read of `zone` was asked for: drop what this driver remembers of its
+    /// content that the provider itself does not vouch for (Route 53's record cache,
+    /// kept by its own writes). No call. The default keeps everything: a cache that a
+    /// serial validates (PowerDNS) is the provider's word already.
+    fn forget(&self, _zone: &Name) {}
+
     /// Where this driver's own writes put `zone`'s serial, when it keeps count (see
     /// [`record_cache::RecordCache::position`]); no provider call. `None`: it cannot
     /// vouch for any serial.

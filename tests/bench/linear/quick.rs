@@ -118,9 +118,22 @@ pub fn bulk(ctx: &mut Ctx, kind: Kind) {
             floor: floor.map_or(String::new(), |f| f.describe("PATCH")),
             ratio: floor.map_or(String::new(), |f| format!("{:.2}×", ratio(time, f.time))),
             calls: calls(ops),
-            goal: "≤ 0.5 s".into(),
-            pass: Some(time <= Duration::from_millis(500)),
-            note: String::new(),
+            // Route 53 allows five requests a second: its floor is the quota's.
+            goal: if kind == Kind::Route53 {
+                String::new()
+            } else {
+                "≤ 0.5 s".into()
+            },
+            pass: (kind != Kind::Route53).then_some(time <= Duration::from_millis(500)),
+            note: if kind == Kind::Route53 {
+                format!(
+                    "at Route 53's 5 requests/s, {} requests take ≥ {:.1} s after a burst of 5",
+                    ops.reads + ops.writes,
+                    (ops.reads + ops.writes).saturating_sub(5) as f64 / 5.0
+                )
+            } else {
+                String::new()
+            },
         });
     }
 

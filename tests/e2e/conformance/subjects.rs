@@ -10,10 +10,10 @@ use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
 use dnsplane_common::Name;
 use dnsplane_e2e::moto::Moto;
 use dnsplane_e2e::servers::{Bind, PowerDns};
+use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
 use dnsplane_emulate::{
     DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, Route53Emulator, Route53Options,
 };
-use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 //! checked, AWS's quota of five requests a second) stands in, in a runtime of its own
 //! (the harness is synchronous). What `dig` and AXFR show for a real server, its
 //! listing shows here.
-use dnsplane_applier::provider::Provider;
 use dnsplane_applier::provider::route53::credentials::EnvReader;
 use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
+use dnsplane_applier::provider::{Provider, ProviderError};
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use dnsplane_emulate::{
     DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, FaultRule, Route53Emulator, Route53Options,
@@ -102,8 +102,8 @@ impl EmulatedRoute53 {
                 RRSetOp::create(RRSet::new(key, ttl, &values).expect("set"))
             })
             .collect();
-        self.rt
-            .block_on(self.writer().apply(&self.zone, &ops))
+        let writer = self.writer();
+        self.retrying(|| writer.apply(&self.zone, &ops))
             .expect("another writer's records");
     }
 
@@ -116,8 +116,7 @@ impl EmulatedRoute53 {
             .map(|(l, _)| self.zone.prepend(l).expect("name"))
             .collect();
         let now = self
-            .rt
-            .block_on(writer.list(&self.zone, Some(&names)))
+            .retrying(|| writer.list(&self.zone, Some(&names)))
             .expect("read before writing");
         let ops: Vec<RRSetOp> = recs
             .iter()
@@ -131,9 +130,26 @@ impl EmulatedRoute53 {
                 RRSetOp { key, before, after }
             })
             .collect();
-        self.rt
-            .block_on(writer.apply(&self.zone, &ops))
+        self.retrying(|| writer.apply(&self.zone, &ops))
             .expect("another writer's change");
+    }
+
+    /// Runs `f` until Route 53 stops throttling it (the writer shares the account's
+    /// five requests a second with the applier), at most 50 times.
+    fn retrying<T, F: std::future::Future<Output = Result<T, ProviderError>>>(
+        &self,
+        mut f: impl FnMut() -> F,
+    ) -> Result<T, ProviderError> {
+        let mut tries = 0;
+        loop {
+            match self.rt.block_on(f()) {
+                Err(e) if e.throttled && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                }
+                other => return other,
+            }
+        }
     }
 
     fn writer(&self) -> Route53Provider {

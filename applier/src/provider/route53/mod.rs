@@ -700,6 +700,10 @@ impl Provider for Route53Provider {
         }
     }
 
+    fn forget(&self, zone: &Name) {
+        self.cache.invalidate(zone);
+    }
+
     fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
         self.cache.position(zone)
     }
