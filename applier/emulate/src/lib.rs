@@ -6,6 +6,8 @@
 //!
 //! Layout:
 //! - [`route53`]: AWS Route 53 (REST-XML, SigV4), one folder split by concept;
+//! - [`cloudflare`]: Cloudflare's DNS API (JSON, API tokens, the batch endpoint,
+//!   the rate limit), one folder split by concept;
 //! - shared, provider-neutral pieces the other emulators (Cloud DNS, Cloudflare)
 //!   build on: [`fault`] (opt-in fault rules), [`quota`] (a token-bucket request
 //!   quota), [`server`] (serving a router on an injected listener, connections that a
@@ -16,6 +18,7 @@
 //! Every emulator serves on a `tokio::net::TcpListener` the caller binds (tests bind
 //! `127.0.0.1:0`), keeps its state in memory, and offers an unsigned control API under
 //! `/_emulator/` on the same port for tests that run it as a separate process.
+pub mod cloudflare;
 pub mod fault;
 pub mod quota;
 pub mod route53;
@@ -24,6 +27,7 @@ pub mod timefmt;
 
 mod error;
 
+pub use cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN, run_cloudflare};
 pub use error::EmulateError;
 pub use fault::{FaultAction, FaultRule};
 pub use route53::{
