@@ -21,6 +21,7 @@ use crate::accounts::{Accounts, Lifecycle, RunOptions};
 use crate::config::DriverConfig;
 use crate::metrics::ApplierMetrics;
 use crate::provider::Provider;
+use crate::provider::cloudflare::CloudflareProvider;
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::dns::{Authority, DnsServer};
 use crate::provider::memory::store::StoreError;
@@ -165,6 +166,9 @@ impl Applier {
                 ),
                 DriverConfig::Route53(r) => {
                     Arc::new(Route53Provider::new(r).map_err(|e| driver_err(e.into()))?)
+                }
+                DriverConfig::Cloudflare(c) => {
+                    Arc::new(CloudflareProvider::new(c).map_err(|e| driver_err(e.into()))?)
                 }
             };
             let options = AccountOptions::build(account)

@@ -18,7 +18,7 @@
 //! `[accounts.circuit]`, `[[accounts.faults]]`, `[accounts.quota]`) and a
 //! [`DriverConfig`], selected by `driver`, whose fields are the driver's own table
 //! (each driver's folder owns its config: [`MemoryConfig`], [`PdnsConfig`],
-//! [`Rfc2136Config`], [`Route53Config`]). Unknown keys are refused with their name, whichever part they
+//! [`Rfc2136Config`], [`Route53Config`], [`CloudflareConfig`]). Unknown keys are refused with their name, whichever part they
 //! would belong to. A new driver is one enum arm and one folder.
 //!
 //! Per account, optionally, the circuit breaker and fault injection (for tests and
@@ -36,6 +36,7 @@
 //! times = 1
 //! ```
 use crate::circuit::CircuitConfig;
+use crate::provider::cloudflare::CloudflareConfig;
 use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryConfig;
 use crate::provider::pdns::PdnsConfig;
@@ -134,6 +135,8 @@ pub enum DriverConfig {
     Rfc2136(Rfc2136Config),
     /// AWS Route 53 (or its API elsewhere: `endpoint`).
     Route53(Route53Config),
+    /// Cloudflare (or its API elsewhere: `endpoint`).
+    Cloudflare(CloudflareConfig),
 }
 
 impl DriverConfig {
@@ -144,6 +147,7 @@ impl DriverConfig {
             DriverConfig::Pdns(_) => "pdns",
             DriverConfig::Rfc2136(_) => "rfc2136",
             DriverConfig::Route53(_) => "route53",
+            DriverConfig::Cloudflare(_) => "cloudflare",
         }
     }
 
@@ -155,6 +159,7 @@ impl DriverConfig {
             DriverConfig::Pdns(p) => p.check(at, problems),
             DriverConfig::Rfc2136(r) => r.check(at, problems),
             DriverConfig::Route53(r) => r.check(at, zones, problems),
+            DriverConfig::Cloudflare(c) => c.check(at, zones, problems),
         }
     }
 }

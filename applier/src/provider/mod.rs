@@ -5,6 +5,7 @@ use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use std::time::Duration;
 
 pub mod call;
+pub mod cloudflare;
 pub mod fault;
 pub mod memory;
 pub mod pdns;

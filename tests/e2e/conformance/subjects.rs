@@ -1,5 +1,6 @@
 //! Each driver on its server, as a conformance [`Subject`].
 use super::Subject;
+use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::provider::memory::store::MemoryStore;
 use dnsplane_applier::provider::pdns::PdnsProvider;
@@ -8,6 +9,7 @@ use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
 use dnsplane_common::Name;
 use dnsplane_e2e::moto::Moto;
 use dnsplane_e2e::servers::{Bind, PowerDns};
+use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -68,4 +70,33 @@ pub fn route53_moto() -> Option<Subject> {
         faithful: false,
         _keep: Box::new(moto),
     })
+}
+
+/// Cloudflare on its emulator (in-process on 127.0.0.1:0, Cloudflare's defaults: a
+/// paid plan, the rate limits on), the token read from a file.
+pub async fn cloudflare() -> Subject {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emu = CloudflareEmulator::start(listener, CloudflareOptions::default())
+        .await
+        .expect("emulator");
+    let zone = Name::parse("cloudflare.test").expect("zone");
+    emu.create_zone("cloudflare.test");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, DEFAULT_TOKEN).expect("token file");
+    let provider = CloudflareProvider::new(&CloudflareConfig {
+        endpoint: emu.endpoint(),
+        api_token_file: Some(token),
+        ..CloudflareConfig::default()
+    })
+    .expect("provider");
+    Subject {
+        label: "cloudflare on its emulator",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new((emu, dir)),
+    }
 }
