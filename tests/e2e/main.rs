@@ -2,6 +2,7 @@
 //! processes over real TCP; DNS is checked with the real `dig`, gRPC with the real
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod cli;
+mod cloudflare;
 mod conformance;
 mod cookbook;
 mod credentials;
