@@ -159,10 +159,13 @@ fn u16_field(data: &Value, field: &str, what: &str) -> Result<u16, ApiError> {
 fn content(rtype: &str, input: &RecordInput, base: Option<&Record>) -> Result<Content, ApiError> {
     // A PATCH that names the same type and no data keeps the data.
     let same_type = base.is_some_and(|b| b.rtype == rtype);
-    if same_type && input.content.is_none() && input.data.is_none() && input.priority.is_none() {
-        if let Some(b) = base {
-            return Ok(b.content.clone());
-        }
+    if let Some(b) = base
+        && same_type
+        && input.content.is_none()
+        && input.data.is_none()
+        && input.priority.is_none()
+    {
+        return Ok(b.content.clone());
     }
     let base_content = base.filter(|_| same_type).map(|b| &b.content);
     let text = input
