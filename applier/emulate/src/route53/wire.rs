@@ -227,9 +227,7 @@ fn check_root(body: &str, expected: &str) -> Result<(), ApiError> {
                 return Ok(());
             }
             Ok(Event::Eof) => {
-                return Err(ApiError::invalid_xml(
-                    "Premature end of file.".to_string(),
-                ));
+                return Err(ApiError::invalid_xml("Premature end of file."));
             }
             Ok(_) => {}
             Err(e) => return Err(ApiError::invalid_xml(e.to_string())),
@@ -381,7 +379,9 @@ fn parse_change(c: ChangeX) -> Result<Change, ApiError> {
     let x = c
         .rrset
         .ok_or_else(|| incomplete("Change", "ResourceRecordSet"))?;
-    let raw_name = x.name.ok_or_else(|| incomplete("ResourceRecordSet", "Name"))?;
+    let raw_name = x
+        .name
+        .ok_or_else(|| incomplete("ResourceRecordSet", "Name"))?;
     let rtype = x
         .rtype
         .map(|t| t.trim().to_string())
@@ -430,11 +430,16 @@ fn parse_change(c: ChangeX) -> Result<Change, ApiError> {
     let multi_value_answer = x.multi_value_answer.as_deref().map(boolean).transpose()?;
     let records = match x.records {
         None => None,
-        Some(r) if r.record.is_empty() => return Err(incomplete("ResourceRecords", "ResourceRecord")),
+        Some(r) if r.record.is_empty() => {
+            return Err(incomplete("ResourceRecords", "ResourceRecord"));
+        }
         Some(r) => Some(
             r.record
                 .into_iter()
-                .map(|rec| rec.value.ok_or_else(|| incomplete("ResourceRecord", "Value")))
+                .map(|rec| {
+                    rec.value
+                        .ok_or_else(|| incomplete("ResourceRecord", "Value"))
+                })
                 .collect::<Result<Vec<String>, ApiError>>()?,
         ),
     };
@@ -487,7 +492,11 @@ fn parse_change(c: ChangeX) -> Result<Change, ApiError> {
         + usize::from(multi_value_answer.is_some());
     match (&x.set_identifier, policies) {
         (Some(_), 0) | (Some(_), 2..) => {
-            let found = if policies == 0 { "none" } else { "more than one" };
+            let found = if policies == 0 {
+                "none"
+            } else {
+                "more than one"
+            };
             return Err(ApiError::invalid_input(format!(
                 "Invalid request: Expected exactly one of [Weight, Region, Failover, GeoLocation, MultiValueAnswer, GeoProximityLocation, or CidrRoutingConfig], but found {found} in Change with {describe}"
             )));
@@ -673,7 +682,10 @@ mod tests {
         let e = parse_change_batch(b"<ChangeBatch/>").unwrap_err();
         assert_eq!(
             (e.code.as_str(), e.message.as_str()),
-            ("MalformedInput", "ChangeBatch is not valid, expected ChangeResourceRecordSetsRequest")
+            (
+                "MalformedInput",
+                "ChangeBatch is not valid, expected ChangeResourceRecordSetsRequest"
+            )
         );
         let e = parse_change_batch(b"<ChangeResourceRecordSetsRequest><ChangeBatch>").unwrap_err();
         assert_eq!(e.code, "InvalidInput");
@@ -693,7 +705,9 @@ mod tests {
         x.text("V", "\"a\" <b> & c");
         assert_eq!(
             x.finish("R"),
-            format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<R xmlns=\"{NS}\"><V>\"a\" &lt;b&gt; &amp; c</V></R>")
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<R xmlns=\"{NS}\"><V>\"a\" &lt;b&gt; &amp; c</V></R>"
+            )
         );
     }
 }

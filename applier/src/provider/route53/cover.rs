@@ -86,10 +86,8 @@ impl Cover {
         let ordered = gaps
             && keys.first().is_none_or(|k| *k >= start_key)
             && keys.windows(2).all(|w| w[0] <= w[1]);
-        if !ordered {
-            if gaps {
-                tracing::warn!(start = %start, "Route 53 listed names in an order dnsplane did not expect; reading the rest of the names one by one.");
-            }
+        if !ordered && gaps {
+            tracing::warn!(start = %start, "Route 53 listed names in an order dnsplane did not expect; reading the rest of the names one by one.");
         }
         let seen: BTreeSet<&Name> = seen.iter().collect();
         for (i, (key, name, plain)) in self.pending.iter().enumerate() {
@@ -119,7 +117,7 @@ mod tests {
 
     #[test]
     fn the_order_is_route53s() {
-        let mut v = vec![
+        let mut v = [
             n("www.example.com"),
             n("example.com"),
             n("a.b.example.com"),

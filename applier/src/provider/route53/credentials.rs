@@ -146,11 +146,11 @@ impl CredentialChain {
                 .web_identity(&PathBuf::from(token_file), &role, &session)
                 .await;
         }
-        self.from_profile().await
+        self.read_profile().await
     }
 
     /// The profile's keys, or its role assumed with a web identity token file.
-    async fn from_profile(&self) -> Result<AwsCredentials, ProviderError> {
+    async fn read_profile(&self) -> Result<AwsCredentials, ProviderError> {
         let env = |k: &str| (self.env)(k);
         let name = self
             .profile

@@ -234,10 +234,11 @@ impl Route53Provider {
             // A rotated key file or renewed token is read on the next request.
             self.credentials.forget().await;
         }
-        if err.class == ErrorClass::Permanent && status == 404 {
-            if let Some(z) = zone {
-                self.lock_ids().remove(z);
-            }
+        if err.class == ErrorClass::Permanent
+            && status == 404
+            && let Some(z) = zone
+        {
+            self.lock_ids().remove(z);
         }
         Err(err)
     }
