@@ -387,7 +387,9 @@ fn driver_problems_are_named() {
             "accounts[0]: set only one of api_token_env and api_token_file",
         ),
         (
-            format!("{CLOUDFLARE}zone_ids = {{ \"other.test.\" = \"023e105f4ecef8ad9ca31a8372d0c353\" }}\n"),
+            format!(
+                "{CLOUDFLARE}zone_ids = {{ \"other.test.\" = \"023e105f4ecef8ad9ca31a8372d0c353\" }}\n"
+            ),
             "accounts[0].zone_ids names other.test., which is not among the account's zones",
         ),
         (
