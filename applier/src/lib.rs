@@ -22,6 +22,7 @@ use crate::config::DriverConfig;
 use crate::metrics::ApplierMetrics;
 use crate::provider::Provider;
 use crate::provider::clouddns::CloudDnsProvider;
+use crate::provider::cloudflare::CloudflareProvider;
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::dns::{Authority, DnsServer};
 use crate::provider::memory::store::StoreError;
@@ -171,6 +172,9 @@ impl Applier {
                 ),
                 DriverConfig::CloudDns(c) => {
                     Arc::new(CloudDnsProvider::new(c).map_err(|e| driver_err(e.into()))?)
+                }
+                DriverConfig::Cloudflare(c) => {
+                    Arc::new(CloudflareProvider::new(c).map_err(|e| driver_err(e.into()))?)
                 }
             };
             let options = AccountOptions::build(account)

@@ -3,6 +3,7 @@
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod cli;
 mod clouddns;
+mod cloudflare;
 mod conformance;
 mod cookbook;
 mod credentials;

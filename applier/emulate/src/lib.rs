@@ -7,6 +7,8 @@
 //! Layout:
 //! - [`route53`]: AWS Route 53 (REST-XML, SigV4), one folder split by concept;
 //! - [`clouddns`]: Google Cloud DNS (JSON `dns/v1`, OAuth bearer tokens), likewise;
+//! - [`cloudflare`]: Cloudflare's DNS API (JSON, API tokens, the batch endpoint,
+//!   the rate limit), one folder split by concept;
 //! - shared, provider-neutral pieces the other emulators (Cloud DNS, Cloudflare)
 //!   build on: [`fault`] (opt-in fault rules), [`quota`] (a token-bucket request
 //!   quota), [`server`] (serving a router on an injected listener, connections that a
@@ -18,6 +20,7 @@
 //! `127.0.0.1:0`), keeps its state in memory, and offers an unsigned control API under
 //! `/_emulator/` on the same port for tests that run it as a separate process.
 pub mod clouddns;
+pub mod cloudflare;
 pub mod fault;
 pub mod quota;
 pub mod route53;
@@ -27,6 +30,7 @@ pub mod timefmt;
 mod error;
 
 pub use clouddns::{CloudDnsEmulator, CloudDnsOptions, run_clouddns};
+pub use cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN, run_cloudflare};
 pub use error::EmulateError;
 pub use fault::{FaultAction, FaultRule};
 pub use route53::{

@@ -18,7 +18,8 @@
 //! `[accounts.circuit]`, `[[accounts.faults]]`, `[accounts.quota]`) and a
 //! [`DriverConfig`], selected by `driver`, whose fields are the driver's own table
 //! (each driver's folder owns its config: [`MemoryConfig`], [`PdnsConfig`],
-//! [`Rfc2136Config`], [`Route53Config`], [`CloudDnsConfig`]). Unknown keys are refused with their name, whichever part they
+//! [`Rfc2136Config`], [`Route53Config`], [`CloudDnsConfig`],
+//! [`CloudflareConfig`]). Unknown keys are refused with their name, whichever part they
 //! would belong to. A new driver is one enum arm and one folder.
 //!
 //! Per account, optionally, the circuit breaker and fault injection (for tests and
@@ -37,6 +38,7 @@
 //! ```
 use crate::circuit::CircuitConfig;
 use crate::provider::clouddns::CloudDnsConfig;
+use crate::provider::cloudflare::CloudflareConfig;
 use crate::provider::fault::{FaultRuleConfig, compile_rules};
 use crate::provider::memory::MemoryConfig;
 use crate::provider::pdns::PdnsConfig;
@@ -138,6 +140,8 @@ pub enum DriverConfig {
     /// Google Cloud DNS (or its API elsewhere: `endpoint`).
     #[serde(rename = "clouddns")]
     CloudDns(CloudDnsConfig),
+    /// Cloudflare (or its API elsewhere: `endpoint`).
+    Cloudflare(CloudflareConfig),
 }
 
 impl DriverConfig {
@@ -149,6 +153,7 @@ impl DriverConfig {
             DriverConfig::Rfc2136(_) => "rfc2136",
             DriverConfig::Route53(_) => "route53",
             DriverConfig::CloudDns(_) => "clouddns",
+            DriverConfig::Cloudflare(_) => "cloudflare",
         }
     }
 
@@ -161,6 +166,7 @@ impl DriverConfig {
             DriverConfig::Rfc2136(r) => r.check(at, problems),
             DriverConfig::Route53(r) => r.check(at, zones, problems),
             DriverConfig::CloudDns(c) => c.check(at, zones, problems),
+            DriverConfig::Cloudflare(c) => c.check(at, zones, problems),
         }
     }
 }

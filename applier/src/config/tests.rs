@@ -204,6 +204,13 @@ zones = ["example.com."]
 project = "my-project"
 "#;
 
+const CLOUDFLARE: &str = r#"
+[[accounts]]
+name = "cf"
+driver = "cloudflare"
+zones = ["example.com."]
+"#;
+
 const BIND: &str = r#"
 [[accounts]]
 name = "bind"
@@ -296,7 +303,7 @@ fn the_documented_configs_load() {
                 .join("\n")
         })
         .collect();
-    assert_eq!(blocks.len(), 4, "one block per driver");
+    assert_eq!(blocks.len(), 5, "one block per driver");
     let drivers: Vec<&str> = blocks
         .iter()
         .map(|b| {
@@ -304,7 +311,10 @@ fn the_documented_configs_load() {
             c.accounts[0].driver.name()
         })
         .collect();
-    assert_eq!(drivers, ["pdns", "rfc2136", "route53", "clouddns"]);
+    assert_eq!(
+        drivers,
+        ["pdns", "rfc2136", "route53", "clouddns", "cloudflare"]
+    );
 }
 
 #[test]
@@ -406,6 +416,28 @@ fn driver_problems_are_named() {
         (
             format!("{CLOUDDNS}access_token = \"s3cret\"\n"),
             "unknown field `access_token`",
+        ),
+        (
+            format!("{CLOUDFLARE}api_token = \"s3cret\"\n"),
+            "unknown field `api_token`",
+        ),
+        (
+            format!("{CLOUDFLARE}api_token_env = \"T\"\napi_token_file = \"/t\"\n"),
+            "accounts[0]: set only one of api_token_env and api_token_file",
+        ),
+        (
+            format!(
+                "{CLOUDFLARE}zone_ids = {{ \"other.test.\" = \"023e105f4ecef8ad9ca31a8372d0c353\" }}\n"
+            ),
+            "accounts[0].zone_ids names other.test., which is not among the account's zones",
+        ),
+        (
+            format!("{CLOUDFLARE}endpoint = \"api.cloudflare.com\"\n"),
+            "accounts[0].endpoint \"api.cloudflare.com\"",
+        ),
+        (
+            format!("{CLOUDFLARE}plan = \"gold\"\n"),
+            "unknown variant `gold`",
         ),
     ] {
         let e = parse_text(&text).unwrap_err();

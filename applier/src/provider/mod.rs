@@ -6,6 +6,7 @@ use std::time::Duration;
 
 pub mod call;
 pub mod clouddns;
+pub mod cloudflare;
 pub mod fault;
 pub mod memory;
 pub mod pdns;

@@ -1,7 +1,8 @@
 //! One provider conformance suite that every driver passes unchanged: the same cases,
 //! against each driver on its real server (memory in-process, PowerDNS, BIND) or, where
-//! none can run here, a server that speaks the API (moto for Route 53's happy path,
-//! dnsplane's own Cloud DNS emulator for Cloud DNS).
+//! none can run here, a server that speaks the API (moto for Route 53's happy path;
+//! dnsplane's own emulators for Route 53, Cloud DNS and Cloudflare, faithful to each
+//! provider's documented semantics).
 //!
 //! The cases talk to the driver through the `Provider` trait and, where the outcome
 //! per record matters, through the applier's batch algorithm (`execute`). A subject
@@ -414,4 +415,9 @@ async fn route53_on_moto_conforms_on_the_happy_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clouddns_on_its_emulator_conforms() {
     conform(subjects::clouddns().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cloudflare_on_its_emulator_conforms() {
+    conform(subjects::cloudflare().await).await;
 }

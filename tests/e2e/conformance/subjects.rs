@@ -1,6 +1,7 @@
 //! Each driver on its server, as a conformance [`Subject`].
 use super::Subject;
 use dnsplane_applier::provider::clouddns::{CloudDnsConfig, CloudDnsProvider};
+use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
 use dnsplane_applier::provider::memory::MemoryProvider;
 use dnsplane_applier::provider::memory::store::MemoryStore;
 use dnsplane_applier::provider::pdns::PdnsProvider;
@@ -11,6 +12,9 @@ use dnsplane_common::Name;
 use dnsplane_e2e::moto::Moto;
 use dnsplane_e2e::servers::{Bind, PowerDns};
 use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
+use dnsplane_emulate::cloudflare::{
+    CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN as CLOUDFLARE_TOKEN,
+};
 use dnsplane_emulate::{
     DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, Route53Emulator, Route53Options,
 };
@@ -139,5 +143,34 @@ pub async fn clouddns() -> Subject {
         zone,
         faithful: true,
         _keep: Box::new(emu),
+    }
+}
+
+/// Cloudflare on its emulator (in-process on 127.0.0.1:0, Cloudflare's defaults: a
+/// paid plan, the rate limits on), the token read from a file.
+pub async fn cloudflare() -> Subject {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emu = CloudflareEmulator::start(listener, CloudflareOptions::default())
+        .await
+        .expect("emulator");
+    let zone = Name::parse("cloudflare.test").expect("zone");
+    emu.create_zone("cloudflare.test");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, CLOUDFLARE_TOKEN).expect("token file");
+    let provider = CloudflareProvider::new(&CloudflareConfig {
+        endpoint: emu.endpoint(),
+        api_token_file: Some(token),
+        ..CloudflareConfig::default()
+    })
+    .expect("provider");
+    Subject {
+        label: "cloudflare on its emulator",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new((emu, dir)),
     }
 }

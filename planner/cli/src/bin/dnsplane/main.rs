@@ -86,6 +86,8 @@ enum EmulatedApi {
     Route53,
     /// Google Cloud DNS (JSON under /dns/v1, bearer tokens).
     Clouddns,
+    /// Cloudflare's DNS API (JSON under /client/v4, API tokens, the batch endpoint).
+    Cloudflare,
 }
 
 fn main() -> std::process::ExitCode {
@@ -136,6 +138,7 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
             let served = match api {
                 EmulatedApi::Route53 => dnsplane_emulate::run_route53(listen, config).await,
                 EmulatedApi::Clouddns => dnsplane_emulate::run_clouddns(listen, config).await,
+                EmulatedApi::Cloudflare => dnsplane_emulate::run_cloudflare(listen, config).await,
             };
             match served {
                 Ok(()) => Ok(std::process::ExitCode::SUCCESS),

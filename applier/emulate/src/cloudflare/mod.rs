@@ -1,0 +1,811 @@
+//! A Cloudflare DNS API emulator: JSON on `/client/v4/…` with API-token
+//! (`Authorization: Bearer`) authentication, Cloudflare's per-record model (ids,
+//! `proxied`, TTL 1 = automatic, `comment`, `tags`), the all-or-nothing batch endpoint
+//! run deletes → patches → puts → posts with the first error only, the plan's batch
+//! limit, Cloudflare's error codes and texts, real paging (`result_info`), the
+//! 1,200-requests-per-5-minutes rate limit with its five-minute block and `Ratelimit`
+//! headers, and opt-in faults.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let emu = CloudflareEmulator::start(listener, CloudflareOptions::default()).await?;
+//! let zone_id = emu.create_zone("example.com");
+//! // Point a client at emu.endpoint() with `Authorization: Bearer {DEFAULT_TOKEN}`,
+//! // then assert on emu.records(&zone_id).
+//! emu.stop().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The request pipeline ([`handle`]): body size limit → route → token → rate limits →
+//! fault rules → the call → answer. Modules: [`model`] (zones and records),
+//! [`records`] (building and checking a record), [`batch`] (the batch endpoint),
+//! [`auth`] (tokens), [`ratelimit`] (the limits and their headers), [`errors`] (error
+//! answers), [`ops`] (the calls), [`control`] (`/_emulator/`).
+mod auth;
+mod batch;
+mod control;
+mod errors;
+mod model;
+mod ops;
+mod ratelimit;
+mod records;
+
+pub use auth::TokenSpec;
+pub use ratelimit::RateLimitOptions;
+
+use crate::error::EmulateError;
+use crate::fault::{Call, FaultAction, FaultRule, FaultSet};
+use crate::quota::Quota;
+use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State as AxState};
+use axum::response::Response;
+use errors::ApiError;
+use ops::{BASE, Ctx, FAULT_OPS, Op};
+use ratelimit::{RateLimiter, Verdict};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The token the default options accept.
+pub const DEFAULT_TOKEN: &str = "emulator-token";
+/// The account zones belong to unless created with another.
+pub const DEFAULT_ACCOUNT_ID: &str = "0000000000000000000000000000acc0";
+/// Largest request body accepted (a 3,500-record batch fits several times).
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// A zone plan: it sets the batch limit (Free 200, paid 3,500 records) and the lowest
+/// TTL (Enterprise 30 s, others 60 s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plan {
+    Free,
+    #[default]
+    Pro,
+    Business,
+    Enterprise,
+}
+
+impl Plan {
+    pub fn batch_limit(self) -> usize {
+        match self {
+            Plan::Free => 200,
+            _ => 3500,
+        }
+    }
+
+    pub fn min_ttl(self) -> u32 {
+        match self {
+            Plan::Enterprise => 30,
+            _ => 60,
+        }
+    }
+}
+
+/// A zone created at start (the config file's `[[zones]]`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneSeed {
+    /// The zone's name, e.g. "example.com".
+    pub name: String,
+    /// The zone id to use instead of a random one (32 letters and digits at most).
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// How the Cloudflare emulator behaves. `Default` is Cloudflare's behaviour (a paid
+/// plan) with the one token [`DEFAULT_TOKEN`]; the TOML config file has the same
+/// fields (see `docs/emulators.md`).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CloudflareOptions {
+    /// Accepted API tokens: strings, or `{ token = "…", zones = ["example.com"] }` for
+    /// a token limited to some zones. Default: [`DEFAULT_TOKEN`].
+    pub tokens: Vec<TokenSpec>,
+    /// Refuse tokens not in `tokens` (403 9109). When false any well-formed bearer
+    /// token passes. Default true.
+    pub verify_tokens: bool,
+    /// The zones' plan: "free", "pro" (default), "business" or "enterprise".
+    pub plan: Plan,
+    /// Operations one batch may carry, instead of the plan's (tests). Default: none.
+    pub batch_limit: Option<usize>,
+    /// The rate limits (`[rate_limit]`).
+    pub rate_limit: RateLimitOptions,
+    /// Records per `GET dns_records` page when `per_page` is not given. Default 100.
+    pub page_default: usize,
+    /// The account new zones belong to. Default [`DEFAULT_ACCOUNT_ID`].
+    pub account_id: String,
+    /// Zones created at start.
+    pub zones: Vec<ZoneSeed>,
+    /// Fault rules (see [`FaultRule`]); ops: zones, list_records, get_record,
+    /// create_record, update_record, delete_record, batch.
+    pub faults: Vec<FaultRule>,
+}
+
+impl Default for CloudflareOptions {
+    fn default() -> Self {
+        CloudflareOptions {
+            tokens: vec![TokenSpec::Any(DEFAULT_TOKEN.to_string())],
+            verify_tokens: true,
+            plan: Plan::default(),
+            batch_limit: None,
+            rate_limit: RateLimitOptions::default(),
+            page_default: 100,
+            account_id: DEFAULT_ACCOUNT_ID.to_string(),
+            zones: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+/// Checks a fault rule against what this emulator can answer.
+pub(crate) fn validate_fault(rule: &FaultRule) -> Result<(), String> {
+    rule.validate(FAULT_OPS)?;
+    if matches!(
+        rule.action,
+        FaultAction::PriorRequestNotComplete | FaultAction::PendingForever
+    ) {
+        return Err(format!(
+            "action: {} is Route 53's; Cloudflare has no such answer",
+            rule.action.as_str()
+        ));
+    }
+    if let Some(c) = &rule.code
+        && c.parse::<u32>().is_err()
+    {
+        return Err(format!(
+            "code: {c:?} must be a number (Cloudflare's codes are)"
+        ));
+    }
+    Ok(())
+}
+
+impl CloudflareOptions {
+    /// Reads a TOML config file; problems name the file and the field.
+    pub fn from_file(path: &Path) -> Result<CloudflareOptions, EmulateError> {
+        let err = |message: String| EmulateError::Config {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let opts: CloudflareOptions = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        opts.validate().map_err(err)?;
+        Ok(opts)
+    }
+
+    /// Checks values that parse but cannot work; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tokens.is_empty() && self.verify_tokens {
+            return Err("tokens: at least one token is needed to verify tokens".into());
+        }
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.token().trim().is_empty() {
+                return Err(format!("tokens[{i}]: the token is empty"));
+            }
+        }
+        if self.batch_limit == Some(0) {
+            return Err("batch_limit: must be at least 1".into());
+        }
+        let rl = &self.rate_limit;
+        if rl.requests > 0 && (rl.window.is_zero() || rl.block.is_zero()) {
+            return Err("rate_limit: window and block must be more than 0s".into());
+        }
+        if !rl.per_ip_per_second.is_finite() || rl.per_ip_per_second < 0.0 {
+            return Err("rate_limit.per_ip_per_second: must be 0 (off) or more".into());
+        }
+        if self.page_default == 0 {
+            return Err("page_default: must be at least 1".into());
+        }
+        if !model::is_identifier(&self.account_id) {
+            return Err("account_id: must be 1 to 32 letters and digits".into());
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            validate_fault(f).map_err(|e| format!("faults[{i}].{e}"))?;
+        }
+        Ok(())
+    }
+
+    pub fn batch_limit(&self) -> usize {
+        self.batch_limit.unwrap_or(self.plan.batch_limit())
+    }
+
+    pub(crate) fn limits(&self) -> records::Limits {
+        records::Limits {
+            min_ttl: self.plan.min_ttl(),
+        }
+    }
+}
+
+/// What the emulator has seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Requests per API operation (e.g. "BatchDnsRecords", "ListDnsRecords"), whatever
+    /// their outcome.
+    pub requests: BTreeMap<String, u64>,
+    /// 429 answers (the rate limits' and the `throttle` fault's).
+    pub throttled: u64,
+    /// Calls that changed state: records written, batches committed, zones created.
+    pub changes_committed: u64,
+    /// Requests refused for their credentials.
+    pub auth_failures: u64,
+    /// Fault rules fired, per action.
+    pub faults: BTreeMap<String, u64>,
+}
+
+impl Stats {
+    /// Every request counted.
+    pub fn total_requests(&self) -> u64 {
+        self.requests.values().sum()
+    }
+}
+
+/// A record as a zone holds it, for assertions (and the control API's JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordView {
+    pub id: String,
+    /// Fully qualified, lower case, no trailing dot.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub rtype: String,
+    /// As the API returns it.
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// 1 = automatic.
+    pub ttl: u32,
+    pub proxied: bool,
+    #[serde(default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl From<&model::Record> for RecordView {
+    fn from(r: &model::Record) -> RecordView {
+        RecordView {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            rtype: r.rtype.clone(),
+            content: r.content.content(),
+            priority: r.content.priority(),
+            data: r.content.data(),
+            ttl: r.ttl,
+            proxied: r.proxied,
+            comment: r.comment.clone(),
+            tags: r.tags.clone(),
+        }
+    }
+}
+
+/// A zone, for the control API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneView {
+    pub id: String,
+    pub name: String,
+    pub record_count: usize,
+}
+
+/// The emulator's shared state.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    opts: CloudflareOptions,
+    state: Mutex<model::State>,
+    faults: FaultSet,
+    limiter: RateLimiter,
+    per_ip: Quota,
+    stats: Mutex<Stats>,
+    stopping: Stopping,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, model::State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stats(&self) -> MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn records(&self, zone_id: &str) -> Option<Vec<RecordView>> {
+        let st = self.lock();
+        st.zones
+            .get(zone_id)
+            .map(|z| z.sorted().into_iter().map(RecordView::from).collect())
+    }
+
+    fn zones(&self) -> Vec<ZoneView> {
+        let st = self.lock();
+        let mut v: Vec<ZoneView> = st
+            .zones
+            .values()
+            .map(|z| ZoneView {
+                id: z.id.clone(),
+                name: z.name.clone(),
+                record_count: z.records.len(),
+            })
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+}
+
+/// A running Cloudflare emulator. Dropping it without [`stop`](Self::stop) leaves the
+/// server running until the runtime ends.
+pub struct CloudflareEmulator {
+    inner: Arc<Inner>,
+    server: ServerHandle,
+}
+
+impl std::fmt::Debug for CloudflareEmulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CloudflareEmulator")
+            .field("endpoint", &self.endpoint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CloudflareEmulator {
+    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
+    /// (see [`CloudflareOptions::validate`]) are an `InvalidInput` error.
+    pub async fn start(
+        listener: tokio::net::TcpListener,
+        opts: CloudflareOptions,
+    ) -> std::io::Result<CloudflareEmulator> {
+        opts.validate()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let (stop_tx, stopping) = server::stopping();
+        let ip_rate = opts.rate_limit.per_ip_per_second;
+        let inner = Arc::new(Inner {
+            faults: FaultSet::new(opts.faults.clone()),
+            limiter: RateLimiter::new(opts.rate_limit.clone()),
+            per_ip: Quota::new(ip_rate, ip_rate.ceil() as u32),
+            state: Mutex::new(model::State::default()),
+            stats: Mutex::new(Stats::default()),
+            stopping,
+            opts,
+        });
+        for z in &inner.opts.zones {
+            inner
+                .create_zone(&z.name, z.id.as_deref(), None)
+                .map_err(|e| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("zones: {}", e.message),
+                    )
+                })?;
+        }
+        let router = Router::new()
+            .nest("/_emulator", control::router())
+            .fallback(handle)
+            .with_state(inner.clone());
+        let server = server::serve(listener, router, stop_tx)?;
+        Ok(CloudflareEmulator { inner, server })
+    }
+
+    /// `http://127.0.0.1:PORT/client/v4`, the API base.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}{BASE}", self.server.local_addr())
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug); the
+    /// control API answers 400 instead.
+    pub fn add_fault(&self, rule: FaultRule) {
+        if let Err(e) = validate_fault(&rule) {
+            panic!("invalid fault rule: {e}");
+        }
+        self.inner.faults.add(rule);
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.inner.faults.clear();
+    }
+
+    /// What the emulator has seen so far.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats().clone()
+    }
+
+    /// Creates a zone without an API call; returns its id (32 hex digits). Panics on
+    /// an invalid or taken name.
+    pub fn create_zone(&self, name: &str) -> String {
+        self.inner
+            .create_zone(name, None, None)
+            .unwrap_or_else(|e| panic!("create_zone({name:?}): {}", e.message))
+    }
+
+    /// The records of a zone in listing order; empty for an unknown zone.
+    pub fn records(&self, zone_id: &str) -> Vec<RecordView> {
+        self.inner.records(zone_id).unwrap_or_default()
+    }
+
+    /// Stops: ends held requests, lets answers in flight finish, closes the port.
+    pub async fn stop(self) {
+        self.server.stop().await;
+    }
+}
+
+/// Runs the emulator for `dnsplane emulate cloudflare --listen ADDR [--config FILE]`:
+/// reads and checks the config, binds, logs the endpoint (and the default token, when
+/// it is the one accepted) in one line, serves until Ctrl-C (or SIGTERM).
+pub async fn run_cloudflare(
+    listen: SocketAddr,
+    config: Option<PathBuf>,
+) -> Result<(), EmulateError> {
+    let opts = match &config {
+        Some(path) => CloudflareOptions::from_file(path)?,
+        None => CloudflareOptions::default(),
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| EmulateError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let default_token = opts.tokens.iter().any(|t| t.token() == DEFAULT_TOKEN);
+    let emu = CloudflareEmulator::start(listener, opts.clone())
+        .await
+        .map_err(|e| match config.clone() {
+            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
+                path,
+                message: e.to_string(),
+            },
+            _ => EmulateError::Io(e),
+        })?;
+    tracing::info!(
+        endpoint = %emu.endpoint(),
+        tokens = opts.tokens.len(),
+        plan = ?opts.plan,
+        zones = opts.zones.len(),
+        faults = opts.faults.len(),
+        "Cloudflare emulator listening: endpoint {}{}.",
+        emu.endpoint(),
+        if default_token {
+            format!(", token {DEFAULT_TOKEN}")
+        } else {
+            ", tokens from the config file".to_string()
+        },
+    );
+    shutdown_signal().await;
+    tracing::info!("Cloudflare emulator stopping.");
+    emu.stop().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The rate-limit headers to put on an answer.
+type RlHeaders = Option<(String, String)>;
+
+fn json_response(
+    status: u16,
+    body: &Value,
+    rl: &RlHeaders,
+    retry_after: Option<Duration>,
+) -> Response {
+    let mut resp = Response::new(Body::from(body.to_string()));
+    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    let h = resp.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    let ray = model::new_id();
+    if let Ok(v) = http::HeaderValue::from_str(&format!("{}-EMU", &ray[..16])) {
+        h.insert("cf-ray", v);
+    }
+    if let Some((r, p)) = rl {
+        if let Ok(v) = http::HeaderValue::from_str(r) {
+            h.insert("ratelimit", v);
+        }
+        if let Ok(v) = http::HeaderValue::from_str(p) {
+            h.insert("ratelimit-policy", v);
+        }
+    }
+    if let Some(after) = retry_after {
+        let secs = after.as_secs_f64().ceil().max(1.0) as u64;
+        h.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_str(&secs.to_string()).expect("digits"),
+        );
+    }
+    resp
+}
+
+fn error_response(e: &ApiError, rl: &RlHeaders) -> Response {
+    json_response(e.status, &e.body(), rl, e.retry_after)
+}
+
+/// The answer a terminal fault rule gives, in Cloudflare's words.
+fn fault_error(rule: &FaultRule, limiter: &RateLimiter) -> ApiError {
+    let mut e = match rule.action {
+        FaultAction::Throttle => {
+            let o = limiter.opts();
+            ApiError::rate_limited(o.requests, o.window, Duration::from_secs(1))
+        }
+        FaultAction::AmbiguousAfterCommit => ApiError::server(rule.status.unwrap_or(502)),
+        _ => ApiError::server(rule.status.unwrap_or(500)),
+    };
+    if let Some(s) = rule.status {
+        e.status = s;
+    }
+    if let Some(c) = rule.code.as_ref().and_then(|c| c.parse().ok()) {
+        e.code = c;
+    }
+    if let Some(m) = &rule.message {
+        e.message = m.clone();
+    }
+    if rule.retry_after.is_some() {
+        e.retry_after = rule.retry_after;
+    }
+    e
+}
+
+fn parse_query(raw: &str) -> HashMap<String, String> {
+    url_pairs(raw).collect()
+}
+
+/// `application/x-www-form-urlencoded` pairs.
+fn url_pairs(raw: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    raw.split('&').filter(|p| !p.is_empty()).map(|p| {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        (decode(k), decode(v))
+    })
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every request outside `/_emulator/`.
+async fn handle(
+    AxState(inner): AxState<Arc<Inner>>,
+    ConnectInfo(kill): ConnectInfo<ConnKill>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            let e = ApiError::new(
+                413,
+                10013,
+                format!(
+                    "Request body is larger than the {MAX_BODY_BYTES} bytes the emulator accepts."
+                ),
+            );
+            return error_response(&e, &None);
+        }
+    };
+    let op = match Op::route(&parts.method, parts.uri.path()) {
+        Ok(op) => op,
+        Err(e) => return error_response(&e, &None),
+    };
+    *inner
+        .stats()
+        .requests
+        .entry(op.name().to_string())
+        .or_default() += 1;
+
+    // Authentication.
+    let token =
+        match auth::authenticate(&parts.headers, &inner.opts.tokens, inner.opts.verify_tokens) {
+            Ok(t) => t,
+            Err(e) => {
+                inner.stats().auth_failures += 1;
+                tracing::debug!(
+                    code = e.code,
+                    op = op.name(),
+                    "Request refused: {}.",
+                    e.message
+                );
+                return error_response(&e, &None);
+            }
+        };
+
+    // Rate limits: per client (the emulator sees every client as one IP), per token.
+    if inner.per_ip.check("client").is_err() {
+        inner.stats().throttled += 1;
+        let mut e = ApiError::new(
+            429,
+            971,
+            "Too many requests from this IP. Please wait and consider throttling your request speed",
+        );
+        e.retry_after = Some(Duration::from_secs(1));
+        return error_response(&e, &None);
+    }
+    let verdict = inner
+        .limiter
+        .check_at(token.token(), tokio::time::Instant::now());
+    let rl = inner.limiter.headers(verdict);
+    if let Verdict::Blocked { retry_after } = verdict {
+        inner.stats().throttled += 1;
+        let o = inner.limiter.opts();
+        return error_response(
+            &ApiError::rate_limited(o.requests, o.window, retry_after),
+            &rl,
+        );
+    }
+
+    // Faults.
+    let zone_name = op
+        .zone_id()
+        .and_then(|id| inner.lock().zones.get(id).map(|z| z.name.clone()));
+    let keys: Vec<&str> = [op.zone_id(), zone_name.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let decision = inner.faults.decide(Call {
+        op: op.fault_op(),
+        zone: &keys,
+    });
+    if !decision.fired.is_empty() {
+        let mut st = inner.stats();
+        for a in &decision.fired {
+            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
+        }
+        tracing::info!(
+            op = op.name(),
+            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
+            "Fault rules fired."
+        );
+    }
+    if !inner.stopping.sleep(decision.delay_before).await {
+        return error_response(&ApiError::server(503), &rl);
+    }
+
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let ctx = Ctx {
+        query: &query,
+        body: &body,
+        token: &token,
+    };
+    let run = |inner: &Inner| {
+        let r = inner.run(&op, &ctx);
+        if r.is_ok() && op.is_write() {
+            inner.stats().changes_committed += 1;
+        }
+        r
+    };
+
+    if let Some(rule) = &decision.terminal {
+        match rule.action {
+            FaultAction::Timeout => {
+                if rule.commit.unwrap_or(false) {
+                    let _ = run(&inner);
+                }
+                inner
+                    .stopping
+                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
+                    .await;
+                kill.kill();
+                return error_response(&ApiError::server(504), &rl);
+            }
+            FaultAction::AmbiguousAfterCommit => {
+                let _ = run(&inner);
+                inner.stopping.sleep(decision.delay_after).await;
+                return error_response(&fault_error(rule, &inner.limiter), &rl);
+            }
+            FaultAction::Throttle => {
+                inner.stats().throttled += 1;
+                return error_response(&fault_error(rule, &inner.limiter), &rl);
+            }
+            _ => return error_response(&fault_error(rule, &inner.limiter), &rl),
+        }
+    }
+
+    let result = run(&inner);
+    inner.stopping.sleep(decision.delay_after).await;
+    match result {
+        Ok(reply) => {
+            let mut body = json!({
+                "success": true,
+                "errors": [],
+                "messages": [],
+                "result": reply.result,
+            });
+            if let Some(info) = reply.result_info {
+                body["result_info"] = info;
+            }
+            json_response(200, &body, &rl, None)
+        }
+        Err(e) => {
+            tracing::debug!(
+                code = e.code,
+                op = op.name(),
+                "Request answered with an error."
+            );
+            error_response(&e, &rl)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_toml() {
+        let o: CloudflareOptions = toml::from_str(
+            "plan = \"free\"\ntokens = [\"a\", { token = \"b\", zones = [\"example.com\"] }]\n\
+             [rate_limit]\nrequests = 10\nwindow = \"2s\"\nblock = \"3s\"\n\
+             [[zones]]\nname = \"example.com\"\n[[faults]]\naction = \"throttle\"\nop = \"batch\"\ntimes = 1\n",
+        )
+        .unwrap();
+        assert_eq!(o.batch_limit(), 200);
+        assert_eq!(o.rate_limit.window, Duration::from_secs(2));
+        assert_eq!(o.rate_limit.per_ip_per_second, 200.0);
+        assert_eq!(o.tokens[1].token(), "b");
+        assert!(o.validate().is_ok());
+        let d: CloudflareOptions = toml::from_str("").unwrap();
+        assert_eq!(d, CloudflareOptions::default());
+        assert_eq!(d.batch_limit(), 3500);
+        assert!(toml::from_str::<CloudflareOptions>("plann = \"free\"").is_err());
+        let bad: CloudflareOptions =
+            toml::from_str("[[faults]]\naction = \"pending_forever\"\n").unwrap();
+        assert!(bad.validate().unwrap_err().starts_with("faults[0].action:"));
+        let bad: CloudflareOptions =
+            toml::from_str("[[faults]]\naction = \"error\"\ncode = \"Throttling\"\n").unwrap();
+        assert!(bad.validate().unwrap_err().starts_with("faults[0].code:"));
+    }
+
+    #[test]
+    fn queries_decode() {
+        let q = parse_query("name=www.example.com&per_page=5&x=a%20b+c&type=");
+        assert_eq!(q["name"], "www.example.com");
+        assert_eq!(q["x"], "a b c");
+        assert_eq!(q["type"], "");
+    }
+}

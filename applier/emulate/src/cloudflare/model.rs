@@ -1,0 +1,220 @@
+//! Zones and records as Cloudflare keeps them: one record per value (not record sets),
+//! each with its own id, TTL (1 = automatic), proxy status, comment and tags. Names are
+//! stored lower case, without the trailing dot, always fully qualified.
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// A record's data, by type: most types are one `content` string; MX carries its
+/// `priority` beside the content; SRV and CAA are structured `data` objects whose
+/// `content` Cloudflare derives.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Content {
+    Plain(String),
+    Mx {
+        priority: u16,
+        target: String,
+    },
+    Srv {
+        priority: u16,
+        weight: u16,
+        port: u16,
+        target: String,
+    },
+    Caa {
+        flags: u8,
+        tag: String,
+        value: String,
+    },
+}
+
+impl Content {
+    /// The `content` field as Cloudflare returns it.
+    pub fn content(&self) -> String {
+        match self {
+            Content::Plain(s) => s.clone(),
+            Content::Mx { target, .. } => target.clone(),
+            Content::Srv {
+                weight,
+                port,
+                target,
+                ..
+            } => format!("{weight} {port} {target}"),
+            Content::Caa { flags, tag, value } => format!("{flags} {tag} \"{value}\""),
+        }
+    }
+
+    /// The top-level `priority` field (MX, SRV).
+    pub fn priority(&self) -> Option<u16> {
+        match self {
+            Content::Mx { priority, .. } | Content::Srv { priority, .. } => Some(*priority),
+            _ => None,
+        }
+    }
+
+    /// The `data` object (SRV, CAA).
+    pub fn data(&self) -> Option<Value> {
+        match self {
+            Content::Srv {
+                priority,
+                weight,
+                port,
+                target,
+            } => Some(json!({
+                "priority": priority, "weight": weight, "port": port, "target": target,
+            })),
+            Content::Caa { flags, tag, value } => {
+                Some(json!({ "flags": flags, "tag": tag, "value": value }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub id: String,
+    /// Fully qualified, lower case, no trailing dot.
+    pub name: String,
+    /// Upper case.
+    pub rtype: String,
+    pub content: Content,
+    /// 1 = automatic.
+    pub ttl: u32,
+    pub proxied: bool,
+    pub comment: Option<String>,
+    pub tags: Vec<String>,
+    pub created_on: SystemTime,
+    pub modified_on: SystemTime,
+}
+
+/// The types Cloudflare lets through its proxy.
+pub(crate) fn proxiable(rtype: &str) -> bool {
+    matches!(rtype, "A" | "AAAA" | "CNAME")
+}
+
+impl Record {
+    /// Two records Cloudflare calls identical: same name, type and data.
+    pub fn same_as(&self, other: &Record) -> bool {
+        self.name == other.name && self.rtype == other.rtype && self.content == other.content
+    }
+
+    /// The record as the API returns it.
+    pub fn to_json(&self, zone: &Zone) -> Value {
+        let mut o = json!({
+            "id": self.id,
+            "zone_id": zone.id,
+            "zone_name": zone.name,
+            "name": self.name,
+            "type": self.rtype,
+            "content": self.content.content(),
+            "proxiable": proxiable(&self.rtype),
+            "proxied": self.proxied,
+            "ttl": self.ttl,
+            "settings": {},
+            "meta": {},
+            "comment": self.comment,
+            "tags": self.tags,
+            "created_on": crate::timefmt::iso8601_millis(self.created_on),
+            "modified_on": crate::timefmt::iso8601_millis(self.modified_on),
+        });
+        if let Some(p) = self.content.priority() {
+            o["priority"] = json!(p);
+        }
+        if let Some(d) = self.content.data() {
+            o["data"] = d;
+        }
+        o
+    }
+}
+
+/// One zone.
+#[derive(Clone, Debug)]
+pub(crate) struct Zone {
+    pub id: String,
+    /// Lower case, no trailing dot.
+    pub name: String,
+    pub account_id: String,
+    pub created_on: SystemTime,
+    /// By id.
+    pub records: BTreeMap<String, Record>,
+}
+
+impl Zone {
+    pub fn to_json(&self) -> Value {
+        let on = crate::timefmt::iso8601_millis(self.created_on);
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "status": "active",
+            "paused": false,
+            "type": "full",
+            "development_mode": 0,
+            "name_servers": ["ada.ns.cloudflare.com", "bob.ns.cloudflare.com"],
+            "original_name_servers": null,
+            "account": { "id": self.account_id, "name": "dnsplane emulator account" },
+            "created_on": on,
+            "modified_on": on,
+            "activated_on": on,
+        })
+    }
+
+    /// Records in listing order: by name, type, content, then id.
+    pub fn sorted(&self) -> Vec<&Record> {
+        let mut v: Vec<&Record> = self.records.values().collect();
+        v.sort_by(|a, b| {
+            (&a.name, &a.rtype, &a.content, &a.id).cmp(&(&b.name, &b.rtype, &b.content, &b.id))
+        });
+        v
+    }
+}
+
+/// Everything the emulator holds.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// By id.
+    pub zones: BTreeMap<String, Zone>,
+}
+
+/// A Cloudflare identifier: 32 lower-case hex digits.
+pub(crate) fn new_id() -> String {
+    use rand::Rng;
+    let b: [u8; 16] = rand::rng().random();
+    hex::encode(b)
+}
+
+/// Whether `s` is shaped like a Cloudflare identifier (at most 32 characters of
+/// letters and digits, as the API's `maxLength32` identifiers).
+pub(crate) fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_fields_follow_the_type() {
+        let srv = Content::Srv {
+            priority: 10,
+            weight: 60,
+            port: 5060,
+            target: "sip.example.net".into(),
+        };
+        assert_eq!(srv.content(), "60 5060 sip.example.net");
+        assert_eq!(srv.priority(), Some(10));
+        assert_eq!(srv.data().unwrap()["port"], 5060);
+        let caa = Content::Caa {
+            flags: 0,
+            tag: "issue".into(),
+            value: "letsencrypt.org".into(),
+        };
+        assert_eq!(caa.content(), "0 issue \"letsencrypt.org\"");
+        assert_eq!(caa.priority(), None);
+        assert!(Content::Plain("x".into()).data().is_none());
+        assert_eq!(new_id().len(), 32);
+        assert!(is_identifier(&new_id()));
+        assert!(!is_identifier("../x"));
+    }
+}

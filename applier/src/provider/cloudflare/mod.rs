@@ -1,0 +1,634 @@
+//! The `cloudflare` driver: Cloudflare's DNS API (v4), or anything that speaks it
+//! (`endpoint`: `dnsplane emulate cloudflare`).
+//!
+//! **Model.** Cloudflare keeps records, not record sets: one record per value, each
+//! with its own id, TTL (1 = automatic), `proxied`, `comment` and `tags`. A dnsplane
+//! RRSet is the records of one name and type; a read keeps each record's id (and the
+//! set's TTL is the lowest of its records').
+//!
+//! **Writes.** Cloudflare commits one batch (`POST /zones/{id}/dns_records/batch`) in
+//! one transaction, all or nothing, running deletes → patches → puts → posts; but its
+//! writes are not conditional (ids only: last write wins). So, as the `pdns` driver,
+//! [`CloudflareProvider::apply`] enforces every op's precondition itself, under an
+//! in-process per-zone lock: it reads the batch's names fresh (each name by its own
+//! GET up to [`PER_NAME_READ_LIMIT`] names, else the whole zone in pages of
+//! [`PAGE`]), checks every `before` and the CNAME rule against that read, and only then
+//! sends ONE batch:
+//!
+//! | op | batch operations |
+//! |---|---|
+//! | create | a post per value |
+//! | delete | a delete per record (by id) |
+//! | update | records whose value stays: untouched (a patch of `ttl` if it changed); a removed value and an added one: a patch of that record's content (so its `proxied`, `comment` and `tags` stay); removed values left: deletes; added values left: posts (with the set's `proxied`) |
+//!
+//! There is no cache: Cloudflare has no zone serial to tell whether one is still the
+//! truth, so every batch reads what it touches (two requests per batch at least). A
+//! foreign write landing between the read and the batch is overwritten, as with any
+//! Cloudflare client.
+//!
+//! **Answers** are classified in one place, [`wire::classify`]. A batch answer names
+//! only its first error and not which operation: a batch of one op names its record;
+//! the batch algorithm bisects the rest.
+//!
+//! Each HTTP request takes its own quota token through the call's
+//! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
+use crate::provider::call::Pacer;
+use crate::provider::precondition::{ZoneRead, check};
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use async_trait::async_trait;
+use dnsplane_common::rdata::canonicalize;
+use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, Url};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+mod config;
+mod wire;
+
+pub use config::{
+    CloudflareConfig, CloudflareSetupError, DEFAULT_ENDPOINT, DEFAULT_TOKEN_ENV, Plan, TokenSource,
+};
+use wire::{Batch, Envelope, WireRecord, WireZone, api_name};
+
+/// Records per page of a listing (the API takes up to 5,000,000; this keeps one page
+/// of a large zone to a few megabytes).
+pub const PAGE: usize = 5000;
+/// Up to this many names, a read fetches each name (`?name=`); above it, the whole
+/// zone in pages of [`PAGE`] is fewer requests.
+pub const PER_NAME_READ_LIMIT: usize = 8;
+/// Concurrent per-name GETs during one read.
+const READ_CONCURRENCY: usize = 4;
+/// Zones per page of `GET /zones` (the API's maximum).
+const ZONE_PAGE: usize = 50;
+
+/// A zone's records at the names read, grouped as dnsplane RRSets.
+#[derive(Default)]
+struct Read {
+    zone: ZoneRead,
+    records: BTreeMap<RecordKey, Vec<WireRecord>>,
+}
+
+impl Read {
+    fn add(&mut self, zone: &Name, r: WireRecord, names: Option<&BTreeSet<Name>>) {
+        let Ok(name) = Name::parse(&format!("{}.", api_name(&r.name))) else {
+            tracing::warn!(zone = %zone, record.name = %r.name, "Skipped a Cloudflare record whose name dnsplane cannot represent.");
+            return;
+        };
+        if names.is_some_and(|ns| !ns.contains(&name)) || !name.is_within(zone) {
+            return;
+        }
+        // Types dnsplane does not model (PTR, HTTPS, URI, …) are neither listed nor written.
+        let Ok(rtype) = RecordType::parse(&r.rtype) else {
+            return;
+        };
+        self.zone
+            .types
+            .entry(name.clone())
+            .or_default()
+            .insert(rtype);
+        self.records
+            .entry(RecordKey::new(zone.clone(), name, rtype))
+            .or_default()
+            .push(r);
+    }
+
+    /// Turns the grouped records into RRSets (or opaque keys).
+    fn finish(mut self) -> Read {
+        for (key, recs) in &self.records {
+            let values: Option<Vec<String>> = recs
+                .iter()
+                .map(|r| wire::record_value(key.rtype, r))
+                .collect();
+            let ttl = recs.iter().map(|r| r.ttl).min().unwrap_or(1);
+            match values.map(|v| RRSet::new(key.clone(), ttl, &v)) {
+                Some(Ok(set)) => {
+                    self.zone.rrsets.insert(key.clone(), set);
+                }
+                other => {
+                    let why = match other {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "a record's fields make no value".into(),
+                    };
+                    tracing::warn!(record = %key, error = %why, "A Cloudflare record set dnsplane cannot represent; it is left alone.");
+                    self.zone.opaque.insert(key.clone());
+                }
+            }
+        }
+        self
+    }
+}
+
+/// The canonical dnsplane value of a record, if it has one.
+fn canonical(rtype: RecordType, r: &WireRecord) -> Option<String> {
+    canonicalize(rtype, &wire::record_value(rtype, r)?).ok()
+}
+
+/// Merges the fields of `extra` into the object `base`.
+fn merged(mut base: Value, extra: Value) -> Value {
+    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+        b.extend(e);
+    }
+    base
+}
+
+/// The batch that carries `ops` out on the records `read` found (preconditions
+/// already checked against it).
+fn build_batch(ops: &[RRSetOp], read: &Read) -> Batch {
+    let mut batch = Batch::default();
+    for op in ops.iter().filter(|op| !op.is_assert()) {
+        let current: &[WireRecord] = read.records.get(&op.key).map_or(&[], Vec::as_slice);
+        let Some(after) = &op.after else {
+            batch
+                .deletes
+                .extend(current.iter().map(|r| json!({ "id": r.id })));
+            continue;
+        };
+        let want: BTreeSet<&str> = after.values().collect();
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut kept = Vec::new();
+        let mut removed = Vec::new();
+        for r in current {
+            match canonical(op.key.rtype, r) {
+                Some(v) if want.contains(v.as_str()) && seen.insert(v.clone()) => kept.push(r),
+                _ => removed.push(r),
+            }
+        }
+        let added: Vec<&str> = after.values().filter(|v| !seen.contains(*v)).collect();
+        for r in kept {
+            if r.ttl != after.ttl {
+                batch.patches.push(json!({ "id": r.id, "ttl": after.ttl }));
+            }
+        }
+        let pairs = removed.len().min(added.len());
+        for (r, v) in removed.iter().zip(&added) {
+            batch.patches.push(merged(
+                json!({ "id": r.id, "ttl": after.ttl }),
+                wire::value_fields(op.key.rtype, v),
+            ));
+        }
+        batch
+            .deletes
+            .extend(removed[pairs..].iter().map(|r| json!({ "id": r.id })));
+        // New values of a proxied set are proxied too.
+        let proxied = current.iter().any(|r| r.proxied == Some(true));
+        for v in &added[pairs..] {
+            let mut post = json!({
+                "name": api_name(op.key.name.as_str()),
+                "type": op.key.rtype.as_str(),
+                "ttl": after.ttl,
+            });
+            if proxied {
+                post["proxied"] = json!(true);
+            }
+            batch
+                .posts
+                .push(merged(post, wire::value_fields(op.key.rtype, v)));
+        }
+    }
+    batch
+}
+
+#[derive(Clone)]
+pub struct CloudflareProvider {
+    http: reqwest::Client,
+    /// `…/client/v4` (no trailing slash).
+    api: Url,
+    plan: Plan,
+    /// Ids from the config, then those found by name.
+    zone_ids: Arc<Mutex<HashMap<Name, String>>>,
+    /// Zones whose id the config gave (never forgotten).
+    configured: Arc<BTreeSet<Name>>,
+    /// One write (read-check-batch) per zone at a time.
+    zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Where the token comes from, read again when Cloudflare refuses it (401/403).
+    token_source: TokenSource,
+    /// The `Authorization: Bearer …` header in use (marked sensitive).
+    token: Arc<Mutex<HeaderValue>>,
+}
+
+impl std::fmt::Debug for CloudflareProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CloudflareProvider")
+            .field("api", &self.api.as_str())
+            .field("plan", &self.plan)
+            .field("token", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `Authorization` header of `source`'s token, marked sensitive.
+fn token_header(source: &TokenSource) -> Result<HeaderValue, CloudflareSetupError> {
+    let token = source.read()?;
+    let mut v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+        CloudflareSetupError::Token {
+            origin: source.origin(),
+            problem: "it holds characters an HTTP header cannot carry".into(),
+        }
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+impl CloudflareProvider {
+    /// Reads the token and builds the HTTP client. Makes no request.
+    pub fn new(cfg: &CloudflareConfig) -> Result<Self, CloudflareSetupError> {
+        let url_err = |problem: String| CloudflareSetupError::Url {
+            url: cfg.endpoint.clone(),
+            problem,
+        };
+        let base = cfg.endpoint.trim().trim_end_matches('/');
+        let api = Url::parse(base).map_err(|e| url_err(e.to_string()))?;
+        if !matches!(api.scheme(), "http" | "https") {
+            return Err(url_err("the scheme must be http or https".into()));
+        }
+        if api.cannot_be_a_base() {
+            return Err(url_err("cannot be a base URL".into()));
+        }
+        let token_source = cfg.token_source();
+        let token = token_header(&token_source)?;
+        let http = reqwest::Client::builder()
+            .timeout(cfg.timeout)
+            .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| CloudflareSetupError::Client(e.to_string()))?;
+        let zone_ids: HashMap<Name, String> = cfg
+            .zone_ids
+            .iter()
+            .map(|(z, id)| (z.clone(), id.trim().to_string()))
+            .collect();
+        Ok(CloudflareProvider {
+            http,
+            api,
+            plan: cfg.plan,
+            configured: Arc::new(zone_ids.keys().cloned().collect()),
+            zone_ids: Arc::new(Mutex::new(zone_ids)),
+            zone_locks: Arc::default(),
+            token_source,
+            token: Arc::new(Mutex::new(token)),
+        })
+    }
+
+    /// Cloudflare refused the token: read it again, and use it if it changed. Never
+    /// logs the token.
+    fn reload_token(&self) {
+        match token_header(&self.token_source) {
+            Ok(new) => {
+                let mut t = self
+                    .token
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if new.as_bytes() != t.as_bytes() {
+                    *t = new;
+                    tracing::info!(origin = %self.token_source.origin(), "Cloudflare refused the API token; it changed where it is read from, and the next request uses the new one.");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Cloudflare refused the API token and reading it again failed; keeping the current one.");
+            }
+        }
+    }
+
+    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
+        let mut url = self.api.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        url
+    }
+
+    /// One HTTP exchange under the call's quota; a non-2xx answer (or an envelope
+    /// saying `success: false`) classified. `key`: the record a one-op batch is about.
+    async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<Vec<u8>>,
+        pacer: &Pacer,
+        key: Option<&RecordKey>,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let write = method != Method::GET;
+        pacer
+            .request(if write {
+                Operation::Apply
+            } else {
+                Operation::List
+            })
+            .await?;
+        let what = format!("{method} {}", url.path());
+        let token = self
+            .token
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut req = self.http.request(method, url).header(AUTHORIZATION, token);
+        let mut trace = HeaderMap::new();
+        dnsplane_common::telemetry::inject_http_headers(&mut trace);
+        if !trace.is_empty() {
+            req = req.headers(trace);
+        }
+        if let Some(body) = body {
+            req = req.header(CONTENT_TYPE, "application/json").body(body);
+        }
+        let failed = |e: reqwest::Error| wire::transport_error(&what, &e, write);
+        let resp = req.send().await.map_err(failed)?;
+        let status = resp.status().as_u16();
+        if matches!(status, 401 | 403) {
+            self.reload_token();
+        }
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = resp.bytes().await.map_err(failed)?.to_vec();
+        if (200..300).contains(&status) {
+            return Ok(body);
+        }
+        Err(wire::classify(
+            status,
+            &body,
+            retry_after,
+            &what,
+            write,
+            key,
+        ))
+    }
+
+    /// GET and decode an envelope.
+    async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        url: Url,
+        pacer: &Pacer,
+    ) -> Result<Envelope<T>, ProviderError> {
+        let what = format!("GET {}", url.path());
+        let body = self.call(Method::GET, url, None, pacer, None).await?;
+        let env: Envelope<T> = serde_json::from_slice(&body).map_err(|e| {
+            ProviderError::new(
+                ErrorClass::Transient,
+                format!("{what}: cannot decode Cloudflare's answer: {e}"),
+            )
+        })?;
+        if !env.success {
+            return Err(wire::classify(200, &body, None, &what, false, None));
+        }
+        Ok(env)
+    }
+
+    fn lock_ids(&self) -> std::sync::MutexGuard<'_, HashMap<Name, String>> {
+        self.zone_ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Forgets a zone id found by name after a permanent answer about the zone (it may
+    /// have been deleted and added again under a new id).
+    fn forget(&self, zone: &Name, e: &ProviderError) {
+        if e.class == ErrorClass::Permanent && !self.configured.contains(zone) {
+            self.lock_ids().remove(zone);
+        }
+    }
+
+    /// Every zone the token can read.
+    async fn all_zones(&self) -> Result<Vec<WireZone>, ProviderError> {
+        let mut out = Vec::new();
+        let per_page = ZONE_PAGE.to_string();
+        for page in 1u64.. {
+            let p = page.to_string();
+            let url = self.url(&["zones"], &[("page", &p), ("per_page", &per_page)]);
+            let env: Envelope<Vec<WireZone>> = self.get(url, &Pacer::default()).await?;
+            let got = env.result.unwrap_or_default();
+            let done = got.is_empty()
+                || env
+                    .result_info
+                    .is_none_or(|i| i.total_pages == 0 || page >= i.total_pages);
+            out.extend(got);
+            if done {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The id of `zone`: from the config, or the zone of that name the token can read.
+    async fn zone_id(&self, zone: &Name) -> Result<String, ProviderError> {
+        if let Some(id) = self.lock_ids().get(zone) {
+            return Ok(id.clone());
+        }
+        let name = api_name(zone.as_str());
+        let url = self.url(&["zones"], &[("name", name), ("per_page", "50")]);
+        let env: Envelope<Vec<WireZone>> = self.get(url, &Pacer::default()).await?;
+        let found = env
+            .result
+            .unwrap_or_default()
+            .into_iter()
+            .find(|z| api_name(&z.name).eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ErrorClass::Permanent,
+                    format!(
+                        "zone {zone} is not in the Cloudflare account, or the API token cannot read it (it needs Zone:Zone:Read on the zone, or set zone_ids)"
+                    ),
+                )
+            })?;
+        self.lock_ids().insert(zone.clone(), found.id.clone());
+        Ok(found.id)
+    }
+
+    /// The records of zone `id`, all of them or those at `name`, page by page.
+    async fn records(
+        &self,
+        id: &str,
+        name: Option<&Name>,
+        pacer: &Pacer,
+    ) -> Result<Vec<WireRecord>, ProviderError> {
+        let mut out = Vec::new();
+        let per_page = PAGE.to_string();
+        for page in 1u64.. {
+            let p = page.to_string();
+            let mut q: Vec<(&str, &str)> = vec![("page", &p), ("per_page", &per_page)];
+            if let Some(n) = name {
+                q.push(("name", api_name(n.as_str())));
+            }
+            let url = self.url(&["zones", id, "dns_records"], &q);
+            let env: Envelope<Vec<WireRecord>> = self.get(url, pacer).await?;
+            let got = env.result.unwrap_or_default();
+            let done = got.is_empty()
+                || env
+                    .result_info
+                    .is_none_or(|i| i.total_pages == 0 || page >= i.total_pages);
+            out.extend(got);
+            if done {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The records at `names` (each name by its own GET when there are few), or the
+    /// whole zone.
+    async fn read(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<Read, ProviderError> {
+        let id = self.zone_id(zone).await?;
+        let result: Result<Vec<WireRecord>, ProviderError> = match names {
+            Some(ns) if ns.len() <= PER_NAME_READ_LIMIT => {
+                let gets: Vec<_> = ns
+                    .iter()
+                    .map(|n| Box::pin(self.records(&id, Some(n), pacer)))
+                    .collect();
+                stream::iter(gets)
+                    .buffer_unordered(READ_CONCURRENCY)
+                    .try_collect::<Vec<Vec<WireRecord>>>()
+                    .await
+                    .map(|v| v.into_iter().flatten().collect())
+            }
+            _ => self.records(&id, None, pacer).await,
+        };
+        let records = result.inspect_err(|e| self.forget(zone, e))?;
+        let mut read = Read::default();
+        for r in records {
+            read.add(zone, r, names);
+        }
+        Ok(read.finish())
+    }
+
+    fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
+        self.zone_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(zone.clone())
+            .or_default()
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Provider for CloudflareProvider {
+    fn driver(&self) -> &'static str {
+        "cloudflare"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let limit = self.plan.batch_limit();
+        Capabilities {
+            atomic_batches: true,
+            // Enforced by a read under the zone lock, not by Cloudflare.
+            conditional_writes: false,
+            // Every value is at most one batch operation (an update's old and new
+            // values are both counted) and at least 13 bytes as `approx_bytes` counts
+            // it, so a batch within these never exceeds the plan's operations.
+            max_changes_per_batch: limit,
+            max_bytes_per_batch: limit * 13,
+            has_serial: false,
+        }
+    }
+
+    async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
+        let mut names: Vec<Name> = self
+            .all_zones()
+            .await?
+            .iter()
+            .filter_map(|z| Name::parse(&format!("{}.", api_name(&z.name))).ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    async fn serial(&self, _zone: &Name) -> Result<Option<u64>, ProviderError> {
+        Ok(None)
+    }
+
+    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+        self.list_paced(zone, names, &Pacer::default()).await
+    }
+
+    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+        self.apply_paced(zone, ops, &Pacer::default()).await
+    }
+
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
+        let read = self.read(zone, names.as_ref(), pacer).await?;
+        Ok(Listing {
+            rrsets: read.zone.rrsets.into_values().collect(),
+            serial: None,
+        })
+    }
+
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
+        if let Some(op) = ops
+            .iter()
+            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
+        {
+            return Err(ProviderError::new(
+                ErrorClass::Invalid,
+                format!("{} is not in zone {zone}", op.key),
+            )
+            .with_key(op.key.clone()));
+        }
+        let lock = self.zone_lock(zone);
+        let _guard = lock.lock().await;
+
+        let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
+        let read = self.read(zone, Some(&names), pacer).await?;
+        check(ops, &read.zone)?;
+        let batch = build_batch(ops, &read);
+        if batch.len() == 0 {
+            // Only assertions (or updates to what is there), and they hold.
+            return Ok(());
+        }
+        let writes: Vec<&RRSetOp> = ops.iter().filter(|op| !op.is_assert()).collect();
+        let single = match writes.as_slice() {
+            [one] => Some(&one.key),
+            _ => None,
+        };
+        let limit = self.plan.batch_limit();
+        if batch.len() > limit {
+            let e = ProviderError::new(
+                ErrorClass::Invalid,
+                format!(
+                    "the batch needs {} record operations; the zone's plan allows {limit} per batch",
+                    batch.len()
+                ),
+            );
+            return Err(match single {
+                Some(k) => e.with_key(k.clone()),
+                None => e,
+            });
+        }
+        let body = serde_json::to_vec(&batch).map_err(|e| {
+            ProviderError::new(ErrorClass::Invalid, format!("cannot encode the batch: {e}"))
+        })?;
+        let id = self.zone_id(zone).await?;
+        let url = self.url(&["zones", &id, "dns_records", "batch"], &[]);
+        self.call(Method::POST, url, Some(body), pacer, single)
+            .await
+            .inspect_err(|e| self.forget(zone, e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,380 @@
+//! The `cloudflare` driver's stories against its emulator (in-process, 127.0.0.1:0):
+//! what the provider conformance suite does not cover. Every count below is read from
+//! the emulator's own request counters, so a blind resend or an extra read would show.
+use dnsplane_applier::account::Account;
+use dnsplane_applier::apply::BatchReport;
+use dnsplane_applier::apply::execute;
+use dnsplane_applier::provider::call::CallCx;
+use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
+use dnsplane_applier::provider::{ErrorClass, Provider};
+use dnsplane_applier::retry::RetryPolicy;
+use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
+use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN};
+use dnsplane_emulate::{FaultAction, FaultRule};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Setup {
+    emu: CloudflareEmulator,
+    zone: Name,
+    zone_id: String,
+    provider: Arc<CloudflareProvider>,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup(zone: &str, token: &str) -> Setup {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emu = CloudflareEmulator::start(listener, CloudflareOptions::default())
+        .await
+        .expect("emulator");
+    let zone_id = emu.create_zone(zone);
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("token");
+    std::fs::write(&path, token).expect("token");
+    let provider = CloudflareProvider::new(&CloudflareConfig {
+        endpoint: emu.endpoint(),
+        api_token_file: Some(path),
+        ..CloudflareConfig::default()
+    })
+    .expect("provider");
+    Setup {
+        emu,
+        zone: Name::parse(zone).expect("zone"),
+        zone_id,
+        provider: Arc::new(provider),
+        _dir: dir,
+    }
+}
+
+fn a(zone: &Name, label: &str, ttl: u32, values: &[&str]) -> RRSet {
+    let key = RecordKey::new(
+        zone.clone(),
+        zone.prepend(label).expect("name"),
+        RecordType::A,
+    );
+    RRSet::new(key, ttl, values).expect("set")
+}
+
+fn creates(sets: &[RRSet]) -> Vec<Change> {
+    sets.iter()
+        .map(|s| Change::new(ChangeKind::Create, vec![RRSetOp::create(s.clone())]))
+        .collect()
+}
+
+async fn run(s: &Setup, changes: &[Change]) -> BatchReport {
+    let account = Account::new("cf", s.provider.clone(), std::slice::from_ref(&s.zone));
+    let cx = CallCx::new("cf", Some(s.zone.clone()));
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        execute(&account.stack, &cx, changes, &RetryPolicy::default()),
+    )
+    .await
+    .expect("the batch settles in time")
+}
+
+fn outcomes(r: &BatchReport) -> Vec<Outcome> {
+    r.results.iter().map(|x| x.outcome).collect()
+}
+
+fn count(emu: &CloudflareEmulator, op: &str) -> u64 {
+    emu.stats().requests.get(op).copied().unwrap_or(0)
+}
+
+/// A 502 after Cloudflare committed the batch: the driver reports it ambiguous, the
+/// batch algorithm reads the names back, finds them there and ends ALREADY_APPLIED —
+/// never resending the batch blind. The ambiguous answer costs one request (the
+/// read-back) over the same thousand changes without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_502_after_commit_ends_already_applied_without_a_blind_resend() {
+    let s = setup("amb.test", DEFAULT_TOKEN).await;
+    let sets = |prefix: &str| -> Vec<RRSet> {
+        (0..1000)
+            .map(|i| {
+                a(
+                    &s.zone,
+                    &format!("{prefix}{i:04}"),
+                    300,
+                    &[&format!("10.0.{}.{}", i / 250, i % 250 + 1)],
+                )
+            })
+            .collect()
+    };
+    // Baseline: the same thousand changes, no fault (the zone id is looked up first).
+    let zone_lookup = 1;
+    let clean = run(&s, &creates(&sets("c"))).await;
+    assert!(outcomes(&clean).iter().all(|o| *o == Outcome::Applied));
+    let clean_requests = s.emu.stats().total_requests() - zone_lookup;
+    let batches = count(&s.emu, "BatchDnsRecords");
+
+    s.emu.add_fault(
+        FaultRule::new(FaultAction::AmbiguousAfterCommit)
+            .op("batch")
+            .times(1),
+    );
+    let report = run(&s, &creates(&sets("x"))).await;
+    let out = outcomes(&report);
+    let already = out
+        .iter()
+        .filter(|o| **o == Outcome::AlreadyApplied)
+        .count();
+    assert!(
+        already > 0,
+        "the committed chunk is settled by the read-back: {out:?}"
+    );
+    assert!(
+        out.iter()
+            .all(|o| matches!(o, Outcome::AlreadyApplied | Outcome::Applied)),
+        "{out:?}"
+    );
+    let st = s.emu.stats();
+    assert_eq!(st.faults.get("ambiguous_after_commit"), Some(&1));
+    assert_eq!(
+        count(&s.emu, "BatchDnsRecords") - batches,
+        batches,
+        "each chunk's batch sent once, none resent"
+    );
+    let faulty_requests = st.total_requests() - zone_lookup - clean_requests;
+    let extra = faulty_requests.saturating_sub(clean_requests);
+    assert!(
+        faulty_requests > clean_requests && extra <= 3,
+        "settling the ambiguous answer took {extra} more requests ({faulty_requests} against {clean_requests})"
+    );
+    assert_eq!(
+        s.emu.records(&s.zone_id).len(),
+        2000,
+        "every record exactly once"
+    );
+}
+
+/// Another writer holds some of the names: those changes end CONFLICT, each with the
+/// values Cloudflare holds there; the rest is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_burst_ends_conflict_with_the_observed_values() {
+    let s = setup("conflict.test", DEFAULT_TOKEN).await;
+    let foreign: Vec<RRSet> = [2usize, 5, 6, 13]
+        .iter()
+        .map(|i| {
+            a(
+                &s.zone,
+                &format!("h{i}"),
+                120,
+                &["203.0.113.7", "203.0.113.8"],
+            )
+        })
+        .collect();
+    s.provider
+        .apply(
+            &s.zone,
+            &foreign
+                .iter()
+                .cloned()
+                .map(RRSetOp::create)
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("foreign writes");
+    let ours: Vec<RRSet> = (0..16)
+        .map(|i| a(&s.zone, &format!("h{i}"), 300, &["192.0.2.1"]))
+        .collect();
+    let report = run(&s, &creates(&ours)).await;
+    for (i, r) in report.results.iter().enumerate() {
+        if let Some(f) = foreign.iter().find(|f| f.key == ours[i].key) {
+            assert_eq!(r.outcome, Outcome::Conflict, "h{i}: {r:?}");
+            let seen = r.observed.as_ref().expect("observed values");
+            assert!(seen.same_data(f), "h{i}: observed {seen}, held {f}");
+        } else {
+            assert_eq!(r.outcome, Outcome::Applied, "h{i}: {r:?}");
+        }
+    }
+}
+
+/// Values dnsplane accepts but Cloudflare refuses (a TTL under the plan's 60 s): the
+/// batch algorithm bisects Cloudflare's first-error-only answers down to those
+/// changes, which end INVALID with Cloudflare's text; the rest is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_few_bad_records_end_invalid_and_the_rest_applied() {
+    let s = setup("invalid.test", DEFAULT_TOKEN).await;
+    let bad = [4usize, 17, 18];
+    let sets: Vec<RRSet> = (0..24)
+        .map(|i| {
+            let ttl = if bad.contains(&i) { 10 } else { 300 };
+            a(&s.zone, &format!("v{i}"), ttl, &["192.0.2.10"])
+        })
+        .collect();
+    let report = run(&s, &creates(&sets)).await;
+    for (i, r) in report.results.iter().enumerate() {
+        if bad.contains(&i) {
+            assert_eq!(r.outcome, Outcome::Invalid, "v{i}: {r:?}");
+            assert!(
+                r.message.contains("9021") && r.message.contains("Invalid TTL"),
+                "{}",
+                r.message
+            );
+            assert!(
+                r.message.contains(&format!("v{i}.invalid.test.")),
+                "names the record: {}",
+                r.message
+            );
+        } else {
+            assert_eq!(r.outcome, Outcome::Applied, "v{i}: {r:?}");
+        }
+    }
+    assert_eq!(s.emu.records(&s.zone_id).len(), 21);
+}
+
+/// A 429 with `retry-after`: the driver marks it a throttle (fed to the account's
+/// quota) carrying the delay; the batch algorithm waits it out and retries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_a_throttle_and_is_retried() {
+    let s = setup("throttle.test", DEFAULT_TOKEN).await;
+    let mut rule = FaultRule::new(FaultAction::Throttle).op("batch").times(2);
+    rule.retry_after = Some(Duration::from_secs(1));
+    s.emu.add_fault(rule);
+    let set = a(&s.zone, "t", 300, &["192.0.2.5"]);
+    let e = s
+        .provider
+        .apply(&s.zone, &[RRSetOp::create(set.clone())])
+        .await
+        .expect_err("throttled");
+    assert_eq!(e.class, ErrorClass::Transient, "{e}");
+    assert!(e.throttled, "{e:?}");
+    assert_eq!(e.retry_after, Some(Duration::from_secs(1)));
+    assert!(e.message.contains("971"), "{e}");
+
+    let report = run(&s, &creates(&[set])).await;
+    assert_eq!(outcomes(&report), vec![Outcome::Applied]);
+    let st = s.emu.stats();
+    assert_eq!(st.throttled, 2, "both 429s counted");
+    assert_eq!(
+        count(&s.emu, "BatchDnsRecords"),
+        3,
+        "two refused, one retry that landed"
+    );
+    assert_eq!(s.emu.records(&s.zone_id).len(), 1);
+}
+
+/// A token Cloudflare does not know: every change ends REJECTED_PERMANENT with
+/// Cloudflare's own words, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_ends_rejected_permanent_with_cloudflares_message() {
+    let s = setup("token.test", "not-the-emulator-token").await;
+    let sets: Vec<RRSet> = (0..3)
+        .map(|i| a(&s.zone, &format!("k{i}"), 300, &["192.0.2.3"]))
+        .collect();
+    let report = run(&s, &creates(&sets)).await;
+    for r in &report.results {
+        assert_eq!(r.outcome, Outcome::RejectedPermanent, "{r:?}");
+        assert!(
+            r.message.contains("9109") && r.message.contains("Invalid access token"),
+            "{}",
+            r.message
+        );
+    }
+    assert!(s.emu.records(&s.zone_id).is_empty());
+    assert!(s.emu.stats().auth_failures >= 1);
+}
+
+/// Records set up in the dashboard with `proxied`, automatic TTL, a comment and tags:
+/// an update of the set's values keeps all of it on the records it patches, and
+/// leaves the records whose value stays untouched (same id, same everything).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxied_ttl_auto_comment_and_tags_survive_an_update() {
+    let s = setup("keep.test", DEFAULT_TOKEN).await;
+    let http = reqwest::Client::new();
+    for (content, proxied) in [("192.0.2.1", true), ("192.0.2.2", true)] {
+        let resp = http
+            .post(format!(
+                "{}/zones/{}/dns_records",
+                s.emu.endpoint(),
+                s.zone_id
+            ))
+            .bearer_auth(DEFAULT_TOKEN)
+            .json(&serde_json::json!({
+                "name": "www", "type": "A", "content": content, "ttl": 1,
+                "proxied": proxied, "comment": "set by hand", "tags": ["team:web"],
+            }))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(resp.status(), 200);
+    }
+    let resp = http
+        .post(format!(
+            "{}/zones/{}/dns_records",
+            s.emu.endpoint(),
+            s.zone_id
+        ))
+        .bearer_auth(DEFAULT_TOKEN)
+        .json(&serde_json::json!({
+            "name": "txt", "type": "TXT", "content": "\"v=1\"", "ttl": 1, "comment": "keep me",
+        }))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(resp.status(), 200);
+    let before = s.emu.records(&s.zone_id);
+
+    let names = vec![
+        s.zone.prepend("www").expect("n"),
+        s.zone.prepend("txt").expect("n"),
+    ];
+    let listed = s
+        .provider
+        .list(&s.zone, Some(&names))
+        .await
+        .expect("list")
+        .rrsets;
+    let www = listed
+        .iter()
+        .find(|r| r.key.rtype == RecordType::A)
+        .expect("www")
+        .clone();
+    let txt = listed
+        .iter()
+        .find(|r| r.key.rtype == RecordType::Txt)
+        .expect("txt")
+        .clone();
+    assert_eq!((www.ttl, txt.ttl), (1, 1), "automatic TTL reads as 1");
+    let www_after = RRSet::new(www.key.clone(), 1, &["192.0.2.1", "192.0.2.9"]).expect("set");
+    let txt_after = RRSet::new(txt.key.clone(), 1, &["\"v=2\""]).expect("set");
+    s.provider
+        .apply(
+            &s.zone,
+            &[
+                RRSetOp::update(www, www_after),
+                RRSetOp::update(txt, txt_after),
+            ],
+        )
+        .await
+        .expect("update");
+
+    let after = s.emu.records(&s.zone_id);
+    assert_eq!(after.len(), 3, "{after:#?}");
+    let kept = after
+        .iter()
+        .find(|r| r.content == "192.0.2.1")
+        .expect("kept");
+    let old_kept = before
+        .iter()
+        .find(|r| r.content == "192.0.2.1")
+        .expect("kept before");
+    assert_eq!(kept, old_kept, "a record whose value stays is not touched");
+    let changed = after
+        .iter()
+        .find(|r| r.content == "192.0.2.9")
+        .expect("changed");
+    assert!(
+        before.iter().any(|r| r.id == changed.id),
+        "patched in place, same id"
+    );
+    assert!(changed.proxied && changed.ttl == 1);
+    assert_eq!(changed.comment.as_deref(), Some("set by hand"));
+    assert_eq!(changed.tags, vec!["team:web".to_string()]);
+    let t = after.iter().find(|r| r.rtype == "TXT").expect("txt");
+    assert_eq!(
+        (t.content.as_str(), t.ttl, t.comment.as_deref()),
+        ("\"v=2\"", 1, Some("keep me"))
+    );
+}
