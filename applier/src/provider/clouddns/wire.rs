@@ -190,6 +190,15 @@ fn strip_html(body: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Whether an error message carries the location of an entry of the Change
+/// (`entity.change.additions[…]` / `deletions[…]`): Google puts an error's location
+/// only in its text, so the wire layer reads it there, as [`entry_key`] does.
+fn points_at_an_entry(text: &str) -> bool {
+    ["entity.change.additions[", "entity.change.deletions["]
+        .iter()
+        .any(|marker| text.contains(marker))
+}
+
 /// The entry an error message points at: `'entity.change.additions[3]'` (also
 /// inside `…additions[3].rrdata[0]`) by index into what was sent, or the newer
 /// `'entity.change.additions[x.example.com.][CNAME]'` by name and type.
@@ -227,7 +236,7 @@ fn conflict_reason(item: &ErrorItem) -> bool {
     match item.reason.as_str() {
         "alreadyExists" | "conditionNotMet" | "cnameResourceRecordSetConflict" => true,
         // A deletion of a set that is not there; a missing managed zone is not this.
-        "notFound" => item.message.contains("entity.change."),
+        "notFound" => points_at_an_entry(&item.message),
         _ => false,
     }
 }
@@ -553,11 +562,8 @@ mod tests {
             None,
             None,
         );
-        assert!(
-            e.message.contains("Please try again in 30 seconds."),
-            "{}",
-            e.message
-        );
+        let text = &e.message;
+        assert!(text.contains("Please try again in 30 seconds."), "{text}");
     }
 
     #[test]
