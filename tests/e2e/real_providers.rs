@@ -345,6 +345,11 @@ fn bad_records(kind: Kind, bad: &[Rec], message: &[&str]) {
     let Some((s, before)) = start(kind, Options::default()) else {
         return;
     };
+    if let RealServer::Route53(r) = &s.server {
+        // Route 53 refuses few values that are valid DNS: the emulator is told to.
+        r.emulator
+            .set_reject_values(bad.iter().map(|b| b.value.clone()).collect());
+    }
     let zone = s.zone().clone();
     let good = workload::initial(SMALL);
     let mut all = good.clone();
@@ -407,6 +412,20 @@ fn pdns_rejected_records_end_invalid_with_the_servers_message() {
             bad("badmx3", "MX", "30 _mail3.example.net."),
         ],
         &["422", "non-hostname"],
+    );
+}
+
+#[test]
+fn route53_rejected_records_end_invalid_with_the_providers_message() {
+    // The emulator's `reject_values`: Route 53's own answer to a value it refuses.
+    bad_records(
+        Kind::Route53,
+        &[
+            bad("refused1", "A", "192.0.2.201"),
+            bad("refused2", "AAAA", "2001:db8::202"),
+            bad("refused3", "TXT", "\"refused three\""),
+        ],
+        &["InvalidChangeBatch", "FATAL problem"],
     );
 }
 

@@ -140,6 +140,11 @@ pub struct Route53Options {
     pub zones: Vec<ZoneSeed>,
     /// Fault rules (see [`FaultRule`]); ops: change, list_rrsets, get_change, zones.
     pub faults: Vec<FaultRule>,
+    /// Values a CREATE or UPSERT may not carry: such a change fails like a value
+    /// Route 53's own validation refuses (`Invalid Resource Record: 'FATAL problem:
+    /// …'`), the batch with it. For testing how a client isolates records the
+    /// provider rejects although they are valid DNS (Route 53 refuses few of those).
+    pub reject_values: Vec<String>,
 }
 
 impl Default for Route53Options {
@@ -153,6 +158,7 @@ impl Default for Route53Options {
             page_default: 100,
             zones: Vec::new(),
             faults: Vec::new(),
+            reject_values: Vec::new(),
         }
     }
 }
@@ -322,6 +328,8 @@ pub struct ZoneView {
 #[derive(Debug)]
 pub(crate) struct Inner {
     opts: Route53Options,
+    /// `reject_values`, changeable while serving.
+    reject_values: Mutex<Vec<String>>,
     state: Mutex<model::State>,
     faults: FaultSet,
     quota: Quota,
@@ -330,6 +338,14 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The values a CREATE or UPSERT may not carry now.
+    pub(crate) fn rejected_values(&self) -> Vec<String> {
+        self.reject_values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn lock(&self) -> MutexGuard<'_, model::State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -419,6 +435,7 @@ impl Route53Emulator {
             state: Mutex::new(model::State::default()),
             stats: Mutex::new(Stats::default()),
             stopping,
+            reject_values: Mutex::new(opts.reject_values.clone()),
             opts,
         });
         for z in &inner.opts.zones {
@@ -456,6 +473,16 @@ impl Route53Emulator {
     /// Removes every fault rule.
     pub fn clear_faults(&self) {
         self.inner.faults.clear();
+    }
+
+    /// Replaces the values a CREATE or UPSERT may not carry (see
+    /// [`Route53Options::reject_values`]).
+    pub fn set_reject_values(&self, values: Vec<String>) {
+        *self
+            .inner
+            .reject_values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = values;
     }
 
     /// What the emulator has seen so far.

@@ -345,7 +345,20 @@ impl Inner {
         if !self.lock().zones.contains_key(id) {
             return Err(ApiError::no_such_zone(id));
         }
-        let req = wire::parse_change_batch(ctx.body)?;
+        let mut req = wire::parse_change_batch(ctx.body)?;
+        let rejected = self.rejected_values();
+        if !rejected.is_empty() {
+            for change in &mut req.changes {
+                if change.action == batch::Action::Delete {
+                    continue;
+                }
+                for v in change.rrset.records.iter().filter(|v| rejected.contains(v)) {
+                    change.problems.push(format!(
+                        "Invalid Resource Record: 'FATAL problem: RejectedValue (the emulator's reject_values refuses this value) encountered with '{v}''"
+                    ));
+                }
+            }
+        }
         let mut st = self.lock();
         let zone = st
             .zones
