@@ -791,7 +791,10 @@ impl RealServer {
             RealServer::CloudDns(s) => s.add_fault(rule),
             RealServer::Cloudflare(s) => s.add_fault(rule),
             RealServer::Pdns(_) | RealServer::Bind(_) => {
-                panic!("{} is no emulator: it has no fault rules", self.kind().server())
+                panic!(
+                    "{} is no emulator: it has no fault rules",
+                    self.kind().server()
+                )
             }
         }
     }

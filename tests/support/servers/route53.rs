@@ -3,8 +3,8 @@
 //! checked, AWS's quota of five requests a second) stands in, in a runtime of its own
 //! (the harness is synchronous). What `dig` and AXFR show for a real server, its
 //! listing shows here.
-use dnsplane_applier::provider::route53::credentials::EnvReader;
 use super::emulated::{self, Writer};
+use dnsplane_applier::provider::route53::credentials::EnvReader;
 use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
 use dnsplane_common::Name;
 use dnsplane_emulate::{
