@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 pub use crate::require_servers;
 
+pub mod clouddns;
+pub mod cloudflare;
+pub mod emulated;
 pub mod route53;
 pub mod stack;
 
@@ -610,6 +613,10 @@ pub enum Kind {
     Bind,
     /// Route 53 through the `route53` driver, served by dnsplane's emulator.
     Route53,
+    /// Google Cloud DNS through the `clouddns` driver, served by dnsplane's emulator.
+    CloudDns,
+    /// Cloudflare through the `cloudflare` driver, served by dnsplane's emulator.
+    Cloudflare,
 }
 
 impl Kind {
@@ -619,6 +626,8 @@ impl Kind {
             Kind::Pdns => "pdns",
             Kind::Bind => "rfc2136",
             Kind::Route53 => "route53",
+            Kind::CloudDns => "clouddns",
+            Kind::Cloudflare => "cloudflare",
         }
     }
 
@@ -628,16 +637,27 @@ impl Kind {
             Kind::Pdns => "PowerDNS",
             Kind::Bind => "BIND",
             Kind::Route53 => "Route 53 (emulated)",
+            Kind::CloudDns => "Cloud DNS (emulated)",
+            Kind::Cloudflare => "Cloudflare (emulated)",
         }
     }
 
-    /// A benchmark's `--servers` value: `pdns,bind` (also `powerdns`, `rfc2136`).
+    /// A cloud API served by dnsplane's emulator in-process: no DNS is served, the
+    /// emulator's listing stands for `dig` and AXFR, its own faults for the decorator's.
+    pub fn emulated(self) -> bool {
+        matches!(self, Kind::Route53 | Kind::CloudDns | Kind::Cloudflare)
+    }
+
+    /// A benchmark's `--servers` value: `pdns,bind,route53,clouddns,cloudflare` (also
+    /// `powerdns`, `rfc2136`).
     pub fn parse_list(list: &str) -> Result<Vec<Kind>, String> {
         list.split(',')
             .map(|s| match s.trim() {
                 "pdns" | "powerdns" => Ok(Kind::Pdns),
                 "bind" | "rfc2136" => Ok(Kind::Bind),
                 "route53" => Ok(Kind::Route53),
+                "clouddns" => Ok(Kind::CloudDns),
+                "cloudflare" => Ok(Kind::Cloudflare),
                 other => Err(format!("unknown server {other:?}")),
             })
             .collect()
@@ -659,6 +679,8 @@ pub enum RealServer {
     Pdns(PowerDns),
     Bind(Bind),
     Route53(route53::EmulatedRoute53),
+    CloudDns(clouddns::EmulatedCloudDns),
+    Cloudflare(cloudflare::EmulatedCloudflare),
 }
 
 impl RealServer {
@@ -668,6 +690,10 @@ impl RealServer {
             Kind::Pdns => PowerDns::start().map(RealServer::Pdns),
             Kind::Bind => Bind::start().map(RealServer::Bind),
             Kind::Route53 => Some(RealServer::Route53(route53::EmulatedRoute53::start())),
+            Kind::CloudDns => Some(RealServer::CloudDns(clouddns::EmulatedCloudDns::start())),
+            Kind::Cloudflare => Some(RealServer::Cloudflare(
+                cloudflare::EmulatedCloudflare::start(),
+            )),
         }
     }
 
@@ -676,6 +702,8 @@ impl RealServer {
             RealServer::Pdns(_) => Kind::Pdns,
             RealServer::Bind(_) => Kind::Bind,
             RealServer::Route53(_) => Kind::Route53,
+            RealServer::CloudDns(_) => Kind::CloudDns,
+            RealServer::Cloudflare(_) => Kind::Cloudflare,
         }
     }
 
@@ -684,22 +712,26 @@ impl RealServer {
             RealServer::Pdns(s) => &s.zone,
             RealServer::Bind(s) => &s.zone,
             RealServer::Route53(s) => &s.zone,
+            RealServer::CloudDns(s) => &s.zone,
+            RealServer::Cloudflare(s) => &s.zone,
         }
     }
 
-    /// Where the server answers DNS (UDP and TCP); the Route 53 emulator answers none.
+    /// Where the server answers DNS (UDP and TCP); the cloud emulators answer none.
     pub fn dns_port(&self) -> Option<u16> {
         match self {
             RealServer::Pdns(s) => Some(s.dns_port),
             RealServer::Bind(s) => Some(s.port),
-            RealServer::Route53(_) => None,
+            RealServer::Route53(_) | RealServer::CloudDns(_) | RealServer::Cloudflare(_) => None,
         }
     }
 
-    /// `dig +short` of `name` and `rtype`, sorted (Route 53: its listing).
+    /// `dig +short` of `name` and `rtype`, sorted (the cloud emulators: their listing).
     pub fn dig(&self, dig: &Path, name: &str, rtype: &str) -> Vec<String> {
         match (self, self.dns_port()) {
             (RealServer::Route53(s), _) => s.dig(name, rtype),
+            (RealServer::CloudDns(s), _) => s.dig(name, rtype),
+            (RealServer::Cloudflare(s), _) => s.dig(name, rtype),
             (_, Some(port)) => dig_sorted(dig, port, name, rtype),
             (_, None) => unreachable!("every other server answers DNS"),
         }
@@ -725,6 +757,8 @@ impl RealServer {
                 s.key_file.display()
             ),
             RealServer::Route53(s) => s.account_toml(account),
+            RealServer::CloudDns(s) => s.account_toml(account),
+            RealServer::Cloudflare(s) => s.account_toml(account),
         }
     }
 
@@ -734,6 +768,8 @@ impl RealServer {
             RealServer::Pdns(s) => s.add_records(records),
             RealServer::Bind(s) => s.add_records(records),
             RealServer::Route53(s) => s.add_records(records),
+            RealServer::CloudDns(s) => s.add_records(records),
+            RealServer::Cloudflare(s) => s.add_records(records),
         }
     }
 
@@ -743,14 +779,44 @@ impl RealServer {
             RealServer::Pdns(s) => s.axfr(dig),
             RealServer::Bind(s) => s.axfr(dig),
             RealServer::Route53(s) => s.axfr(),
+            RealServer::CloudDns(s) => s.axfr(),
+            RealServer::Cloudflare(s) => s.axfr(),
+        }
+    }
+
+    /// Arms a fault rule in the emulator; only the emulated kinds have one.
+    pub fn add_fault(&self, rule: dnsplane_emulate::FaultRule) {
+        match self {
+            RealServer::Route53(s) => s.add_fault(rule),
+            RealServer::CloudDns(s) => s.add_fault(rule),
+            RealServer::Cloudflare(s) => s.add_fault(rule),
+            RealServer::Pdns(_) | RealServer::Bind(_) => {
+                panic!(
+                    "{} is no emulator: it has no fault rules",
+                    self.kind().server()
+                )
+            }
+        }
+    }
+
+    /// The emulator's fault `op` for the driver's writes: Route 53's
+    /// ChangeResourceRecordSets and Cloud DNS's `changes.create` are `change`,
+    /// Cloudflare's batch endpoint `batch`.
+    pub fn write_op(&self) -> &'static str {
+        match self {
+            RealServer::Cloudflare(_) => "batch",
+            _ => "change",
         }
     }
 
     /// A count that moves with every write the server commits: the SOA serial, by a
-    /// plain DNS query (Route 53 has none: the emulator's count of committed batches).
+    /// plain DNS query (the cloud APIs have none: the emulator's count of committed
+    /// writes).
     pub fn soa_serial(&self, dig: &Path) -> u64 {
         let port = match (self, self.dns_port()) {
             (RealServer::Route53(s), _) => return s.writes(),
+            (RealServer::CloudDns(s), _) => return s.writes(),
+            (RealServer::Cloudflare(s), _) => return s.writes(),
             (_, Some(port)) => port,
             (_, None) => unreachable!("every other server answers DNS"),
         };

@@ -83,8 +83,8 @@ pub fn usage(problem: &str) -> ! {
     }
     eprintln!(
         "usage: dnsplane-bench-linear [--phases {}] [--records N] [--large N,N]\n\
-         \x20      [--servers pdns,bind] [--batch N] [--samples N] [--conflicts N]\n\
-         \x20      [--no-large-floor]\n\
+         \x20      [--servers pdns,bind,route53,clouddns,cloudflare] [--batch N] [--samples N]\n\
+         \x20      [--conflicts N] [--no-large-floor]\n\
          (build first: cargo build --release --bins; run target/release/dnsplane-bench-linear)",
         PHASES.join(",")
     );

@@ -28,7 +28,7 @@ fn conflicting(n: usize) -> Vec<(String, String, String)> {
 
 /// Writes (`Some(value)`) or deletes (`None`) A records as another program would:
 /// PowerDNS by one API PATCH (no ownership record), BIND by one `nsupdate`, Route 53
-/// by one change batch.
+/// by one change batch, Cloud DNS by one Change, Cloudflare by one batch.
 fn other_writer(s: &RealStack, recs: &[(String, Option<String>)]) {
     let zone = s.zone();
     match &s.server {
@@ -68,10 +68,9 @@ fn other_writer(s: &RealStack, recs: &[(String, Option<String>)]) {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        RealServer::Route53(r) => {
-            let recs: Vec<(String, Option<String>)> = recs.to_vec();
-            r.set_a_records(&recs, TTL);
-        }
+        RealServer::Route53(r) => r.set_a_records(recs, TTL),
+        RealServer::CloudDns(r) => r.set_a_records(recs, TTL),
+        RealServer::Cloudflare(r) => r.set_a_records(recs, TTL),
     }
 }
 
@@ -145,7 +144,9 @@ pub fn conflict(ctx: &mut Ctx, kind: Kind) {
 }
 
 /// The account's credential is wrong (PowerDNS: another API key; BIND: the key's name
-/// with another secret): time from the push until every record shows `rejected`.
+/// with another secret; Route 53: another secret key; Cloud DNS: a refresh token the
+/// token endpoint does not know; Cloudflare: another API token): time from the push
+/// until every record shows `rejected`.
 pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
     const N: usize = 100;
     eprintln!("== {}: wrong credential", kind.server());
@@ -166,6 +167,18 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
                 dnsplane_emulate::DEFAULT_ACCESS_KEY_ID
             ),
         ),
+        RealServer::CloudDns(r) => std::fs::write(
+            &r.credentials_file,
+            serde_json::json!({
+                "type": "authorized_user",
+                "client_id": "dnsplane-e2e.apps.googleusercontent.com",
+                "client_secret": "emulator-client-secret",
+                "refresh_token": "not-the-refresh-token",
+                "token_uri": r.token_uri,
+            })
+            .to_string(),
+        ),
+        RealServer::Cloudflare(r) => std::fs::write(&r.token_file, "not-the-token\n"),
     }
     .expect("write the wrong key");
     let mut opts = ctx.options();
@@ -195,6 +208,8 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
         Kind::Pdns => reason.contains("401"),
         Kind::Bind => !reason.is_empty(),
         Kind::Route53 => reason.contains("403") && reason.contains("SignatureDoesNotMatch"),
+        Kind::CloudDns => reason.contains("invalid_grant"),
+        Kind::Cloudflare => reason.contains("403") && reason.contains("9109"),
     };
     ctx.push(Row {
         server: kind.server(),
@@ -204,7 +219,8 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
         goal: match kind {
             Kind::Pdns => "≤ 10 s, with the 401".into(),
             Kind::Bind => "≤ 10 s, with the server's answer".into(),
-            Kind::Route53 => "≤ 10 s, with the 403".into(),
+            Kind::Route53 | Kind::Cloudflare => "≤ 10 s, with the 403".into(),
+            Kind::CloudDns => "≤ 10 s, with the token endpoint's invalid_grant".into(),
         },
         pass: Some(time.is_some_and(|t| t <= Duration::from_secs(10)) && with_message),
         note: format!("reason: {}", reason.replace('|', "\\|")),

@@ -159,6 +159,8 @@ impl RealStack {
             Kind::Pdns => "pdns",
             Kind::Bind => "bind",
             Kind::Route53 => "route53",
+            Kind::CloudDns => "clouddns",
+            Kind::Cloudflare => "cloudflare",
         }
         .to_string();
         let zone = server.zone().clone();
@@ -529,9 +531,12 @@ fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16, admin: Option<u
     let listen = format!("127.0.0.1:{port}");
     // No fixed admin HTTP port unless asked for one: stacks run side by side.
     let admin_listen = admin.map(|p| format!("127.0.0.1:{p}"));
+    // The Cloud DNS driver takes a `GOOGLE_OAUTH_ACCESS_TOKEN` before the account's
+    // credentials file; the stack's account says everything (empty is unset to it).
     let mut env = vec![
         ("DNSPLANE_LOG", opts.log_filter.as_str()),
         ("DNSPLANE_PLANNER_ADMIN_LISTEN", "off"),
+        ("GOOGLE_OAUTH_ACCESS_TOKEN", ""),
     ];
     if let Some(addr) = &admin_listen {
         match name {

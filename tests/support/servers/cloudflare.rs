@@ -1,0 +1,134 @@
+//! Cloudflare for the full-stack stories: dnsplane's emulator
+//! (`dnsplane_emulate::cloudflare`, Cloudflare's v4 DNS API, API tokens checked) in a
+//! runtime of its own, as for Route 53 ([`super::route53`]). The applier reads its
+//! token from the account's `api_token_file`.
+//!
+//! The emulator's defaults stay: a Pro plan (3,500 records a batch) and Cloudflare's
+//! rate limit, 1,200 requests per token per five minutes (a token over it is refused
+//! for five minutes) and 200 a second per client. The other writer holds the same
+//! token as the applier, so both count against it.
+use super::emulated::{self, Writer};
+use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
+use dnsplane_common::Name;
+use dnsplane_emulate::FaultRule;
+use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN};
+use std::path::PathBuf;
+
+/// A Cloudflare emulator with one zone, `cloudflare.test`.
+#[derive(Debug)]
+pub struct EmulatedCloudflare {
+    pub emulator: CloudflareEmulator,
+    pub zone: Name,
+    pub zone_id: String,
+    /// The API token file of the applier's account.
+    pub token_file: PathBuf,
+    _dir: tempfile::TempDir,
+    writer: Writer,
+}
+
+impl EmulatedCloudflare {
+    pub fn start() -> EmulatedCloudflare {
+        let rt = emulated::runtime();
+        let emulator = rt
+            .block_on(CloudflareEmulator::start(
+                emulated::listener(&rt),
+                CloudflareOptions::default(),
+            ))
+            .expect("emulator");
+        let zone = Name::parse("cloudflare.test").expect("zone");
+        let zone_id = emulator.create_zone(zone.as_str().trim_end_matches('.'));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let token_file = dir.path().join("cloudflare-token");
+        std::fs::write(&token_file, format!("{DEFAULT_TOKEN}\n")).expect("write the token");
+        let provider = CloudflareProvider::new(&CloudflareConfig {
+            endpoint: emulator.endpoint(),
+            api_token_file: Some(token_file.clone()),
+            ..CloudflareConfig::default()
+        })
+        .expect("writer");
+        EmulatedCloudflare {
+            emulator,
+            zone: zone.clone(),
+            zone_id,
+            token_file,
+            _dir: dir,
+            writer: Writer::new(rt, zone, Box::new(provider)),
+        }
+    }
+
+    /// The applier's account for it, as docs/providers.md tells users.
+    pub fn account_toml(&self, account: &str) -> String {
+        format!(
+            "[[accounts]]\nname = \"{account}\"\ndriver = \"cloudflare\"\nzones = [\"{}\"]\n\
+             endpoint = \"{}\"\napi_token_file = \"{}\"\n",
+            self.zone,
+            self.emulator.endpoint(),
+            self.token_file.display()
+        )
+    }
+
+    /// Another writer: `(label, type, ttl, value)` written through Cloudflare's API.
+    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
+        self.writer.add_records(records);
+    }
+
+    /// Another writer sets (`Some`) or removes (`None`) the A record at each label, in
+    /// one batch.
+    pub fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
+        self.writer.set_a_records(recs, ttl);
+    }
+
+    /// Arms a fault rule.
+    pub fn add_fault(&self, rule: FaultRule) {
+        self.emulator.add_fault(rule);
+    }
+
+    /// The zone's records (one per value) in DNS presentation form: names and targets
+    /// absolute, MX with its priority, SRV from its `data`.
+    fn listing(&self) -> Vec<emulated::Line> {
+        self.emulator
+            .records(&self.zone_id)
+            .into_iter()
+            .map(|r| {
+                let value = match r.rtype.as_str() {
+                    "CNAME" | "NS" => emulated::absolute(&r.content),
+                    "MX" => format!(
+                        "{} {}",
+                        r.priority.unwrap_or_default(),
+                        emulated::absolute(&r.content)
+                    ),
+                    "SRV" => {
+                        let d = r.data.clone().unwrap_or_default();
+                        let n = |f: &str| d[f].as_u64().unwrap_or_default();
+                        let target = d["target"].as_str().unwrap_or_default();
+                        format!(
+                            "{} {} {} {}",
+                            n("priority"),
+                            n("weight"),
+                            n("port"),
+                            emulated::absolute(target)
+                        )
+                    }
+                    _ => r.content.clone(),
+                };
+                (emulated::absolute(&r.name), r.ttl, r.rtype, value)
+            })
+            .collect()
+    }
+
+    /// The zone as `name ttl type value` lines (see [`emulated::axfr`]).
+    pub fn axfr(&self) -> Vec<String> {
+        emulated::axfr(self.listing())
+    }
+
+    /// What a DNS query of `name` and `rtype` would answer, from the listing.
+    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
+        emulated::dig(self.listing(), name, rtype)
+    }
+
+    /// Calls that changed state (batches committed, records written; Cloudflare has no
+    /// serial).
+    pub fn writes(&self) -> u64 {
+        self.emulator.stats().changes_committed
+    }
+}
