@@ -173,9 +173,11 @@ impl Applier {
                 DriverConfig::CloudDns(c) => {
                     Arc::new(CloudDnsProvider::new(c).map_err(|e| driver_err(e.into()))?)
                 }
-                DriverConfig::Cloudflare(c) => {
-                    Arc::new(CloudflareProvider::new(c).map_err(|e| driver_err(e.into()))?)
-                }
+                DriverConfig::Cloudflare(c) => Arc::new(
+                    CloudflareProvider::new(c)
+                        .map_err(|e| driver_err(e.into()))?
+                        .with_drift_check(config.record_cache_drift_check),
+                ),
             };
             let options = AccountOptions::build(account)
                 .map_err(ApplierError::Config)?

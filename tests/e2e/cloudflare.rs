@@ -378,3 +378,94 @@ async fn proxied_ttl_auto_comment_and_tags_survive_an_update() {
         ("\"v=2\"", 1, Some("keep me"))
     );
 }
+
+/// Cloudflare has no zone serial: the driver keeps each zone as it last read it whole
+/// and follows it with its own batches, so a steady-state listing costs no request and
+/// the serial it reports is the cache's own count; a `fresh` read asks Cloudflare.
+/// Counted by the emulator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_zone_is_listed_without_a_request() {
+    let s = setup("steady.test", DEFAULT_TOKEN).await;
+    let lists = || {
+        s.emu
+            .stats()
+            .requests
+            .get("ListDnsRecords")
+            .copied()
+            .unwrap_or(0)
+    };
+    let sets: Vec<RRSet> = (0..20)
+        .map(|i| a(&s.zone, &format!("s{i}"), 300, &["192.0.2.1"]))
+        .collect();
+    s.provider
+        .apply(
+            &s.zone,
+            &sets
+                .iter()
+                .cloned()
+                .map(RRSetOp::create)
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("create");
+    assert!(s.provider.serial(&s.zone).await.expect("serial").is_none());
+    let before = lists();
+    let listed = s.provider.list(&s.zone, None).await.expect("list");
+    assert_eq!(listed.rrsets.len(), 20);
+    let filled = lists();
+    assert!(filled > before, "the first listing reads the zone");
+    let serial = s
+        .provider
+        .serial(&s.zone)
+        .await
+        .expect("serial")
+        .expect("a count");
+    for _ in 0..5 {
+        assert_eq!(
+            s.provider
+                .list(&s.zone, None)
+                .await
+                .expect("list")
+                .rrsets
+                .len(),
+            20
+        );
+        assert_eq!(
+            s.provider.serial(&s.zone).await.expect("serial"),
+            Some(serial)
+        );
+    }
+    assert_eq!(lists(), filled, "no request in steady state");
+    // A batch of ours reads its names (fresh, for the preconditions) and moves the count.
+    let changed = a(&s.zone, "s0", 300, &["192.0.2.2"]);
+    s.provider
+        .apply(
+            &s.zone,
+            &[RRSetOp::update(sets[0].clone(), changed.clone())],
+        )
+        .await
+        .expect("update");
+    assert_eq!(
+        s.provider.serial(&s.zone).await.expect("serial"),
+        Some((serial + 1) & 0xffff_ffff)
+    );
+    let after_write = lists();
+    assert!(
+        s.provider
+            .list(&s.zone, None)
+            .await
+            .expect("list")
+            .rrsets
+            .contains(&changed)
+    );
+    assert_eq!(
+        lists(),
+        after_write,
+        "the listing follows the batch without a read"
+    );
+    // A fresh read asks Cloudflare.
+    let stack = dnsplane_applier::provider::call::Stack::driver_only(s.provider.clone());
+    let cx = CallCx::new("cf", Some(s.zone.clone())).with_fresh(true);
+    stack.list(&cx, None).await.expect("fresh list");
+    assert!(lists() > after_write, "a fresh read is a read");
+}

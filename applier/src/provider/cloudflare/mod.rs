@@ -21,10 +21,15 @@
 //! | delete | a delete per record (by id) |
 //! | update | records whose value stays: untouched (a patch of `ttl` if it changed); a removed value and an added one: a patch of that record's content (so its `proxied`, `comment` and `tags` stay); removed values left: deletes; added values left: posts (with the set's `proxied`) |
 //!
-//! There is no cache: Cloudflare has no zone serial to tell whether one is still the
-//! truth, so every batch reads what it touches (two requests per batch at least). A
-//! foreign write landing between the read and the batch is overwritten, as with any
-//! Cloudflare client.
+//! Every batch reads what it touches, fresh (two requests per batch at least): the
+//! precondition check never trusts a memory. A foreign write landing between the read
+//! and the batch is overwritten, as with any Cloudflare client.
+//!
+//! **Listings.** Cloudflare has no zone serial, so, as the `route53` driver, this one
+//! keeps each zone as it last read it whole ([`RecordCache`]), follows it with the
+//! batches it commits and the names each batch reads, and reports the cache's own
+//! count as the zone's serial: a steady-state sync lists nothing. Others' writes show
+//! at the drift check, when a batch reads their names, or at a `fresh` read.
 //!
 //! **Answers** are classified in one place, [`wire::classify`]. A batch answer names
 //! only its first error and not which operation: a batch of one op names its record;
@@ -34,6 +39,7 @@
 //! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
 use crate::provider::call::Pacer;
 use crate::provider::precondition::{ZoneRead, check};
+use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::rdata::canonicalize;
@@ -208,6 +214,9 @@ pub struct CloudflareProvider {
     token_source: TokenSource,
     /// The `Authorization: Bearer …` header in use (marked sensitive).
     token: Arc<Mutex<HeaderValue>>,
+    /// Each zone as last read whole, kept by this driver's batches and reads (for
+    /// listings only; a batch's preconditions are always checked against a fresh read).
+    cache: Arc<RecordCache>,
 }
 
 impl std::fmt::Debug for CloudflareProvider {
@@ -269,6 +278,7 @@ impl CloudflareProvider {
             zone_locks: Arc::default(),
             token_source,
             token: Arc::new(Mutex::new(token)),
+            cache: Arc::default(),
         })
     }
 
@@ -390,7 +400,7 @@ impl CloudflareProvider {
 
     /// Forgets a zone id found by name after a permanent answer about the zone (it may
     /// have been deleted and added again under a new id).
-    fn forget(&self, zone: &Name, e: &ProviderError) {
+    fn forget_zone_id(&self, zone: &Name, e: &ProviderError) {
         if e.class == ErrorClass::Permanent && !self.configured.contains(zone) {
             self.lock_ids().remove(zone);
         }
@@ -495,12 +505,34 @@ impl CloudflareProvider {
             }
             _ => self.records(&id, None, pacer).await,
         };
-        let records = result.inspect_err(|e| self.forget(zone, e))?;
+        let records = result.inspect_err(|e| self.forget_zone_id(zone, e))?;
         let mut read = Read::default();
         for r in records {
             read.add(zone, r, names);
         }
         Ok(read.finish())
+    }
+
+    /// Runs the listing cache's drift check every `period` instead of the default
+    /// (`0s`: no cache, every listing reads the zone).
+    #[must_use]
+    pub fn with_drift_check(mut self, period: Duration) -> Self {
+        self.cache = Arc::new(RecordCache::new(period));
+        self
+    }
+
+    /// The listing cache, for its counters.
+    pub fn record_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    /// Reads `zone` whole and keeps it under a count of its own (a random start, then
+    /// one more per batch this driver commits).
+    async fn fill(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
+        let mut read = self.read(zone, None, pacer).await?.zone;
+        read.serial = Some(u64::from(rand::random::<u32>()));
+        self.cache.fill(zone, &read);
+        Ok(read)
     }
 
     fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
@@ -530,7 +562,8 @@ impl Provider for CloudflareProvider {
             // it, so a batch within these never exceeds the plan's operations.
             max_changes_per_batch: limit,
             max_bytes_per_batch: limit * 13,
-            has_serial: false,
+            // The listing cache's own count (see `fill`), not Cloudflare's.
+            has_serial: true,
         }
     }
 
@@ -546,8 +579,24 @@ impl Provider for CloudflareProvider {
         Ok(names)
     }
 
-    async fn serial(&self, _zone: &Name) -> Result<Option<u64>, ProviderError> {
-        Ok(None)
+    /// The listing cache's count for the zone: no request, but the drift check's
+    /// whole read when it is due; `None` before the first whole read.
+    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
+        let Some(position) = self.cache.position(zone) else {
+            return Ok(None);
+        };
+        if self.cache.validate(zone, position.serial) != Validity::Valid {
+            self.fill(zone, &Pacer::default()).await?;
+        }
+        Ok(self.cache.position(zone).map(|p| p.serial))
+    }
+
+    fn forget(&self, zone: &Name) {
+        self.cache.invalidate(zone);
+    }
+
+    fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
+        self.cache.position(zone)
     }
 
     async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
@@ -564,11 +613,30 @@ impl Provider for CloudflareProvider {
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
-        let read = self.read(zone, names.as_ref(), pacer).await?;
+        let Some(names) = names else {
+            if let Some(position) = self.cache.position(zone)
+                && self.cache.validate(zone, position.serial) == Validity::Valid
+                && let Some(rrsets) = self
+                    .cache
+                    .with(zone, |r| r.map(|r| r.rrsets.values().cloned().collect()))
+            {
+                return Ok(Listing {
+                    rrsets,
+                    serial: Some(position.serial),
+                });
+            }
+            let read = self.fill(zone, pacer).await?;
+            return Ok(Listing {
+                rrsets: read.rrsets.into_values().collect(),
+                serial: self.cache.position(zone).map(|p| p.serial),
+            });
+        };
+        let names: BTreeSet<Name> = names.iter().cloned().collect();
+        let read = self.read(zone, Some(&names), pacer).await?;
+        self.cache.refresh(zone, &names, &read.zone);
         Ok(Listing {
             rrsets: read.zone.rrsets.into_values().collect(),
-            serial: None,
+            serial: self.cache.position(zone).map(|p| p.serial),
         })
     }
 
@@ -593,6 +661,7 @@ impl Provider for CloudflareProvider {
 
         let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
         let read = self.read(zone, Some(&names), pacer).await?;
+        self.cache.refresh(zone, &names, &read.zone);
         check(ops, &read.zone)?;
         let batch = build_batch(ops, &read);
         if batch.len() == 0 {
@@ -625,7 +694,9 @@ impl Provider for CloudflareProvider {
         let url = self.url(&["zones", &id, "dns_records", "batch"], &[]);
         self.call(Method::POST, url, Some(body), pacer, single)
             .await
-            .inspect_err(|e| self.forget(zone, e))?;
+            .inspect_err(|e| self.forget_zone_id(zone, e))?;
+        // Committed: the listing cache follows.
+        self.cache.committed(zone, ops);
         Ok(())
     }
 }
