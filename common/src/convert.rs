@@ -6,6 +6,7 @@ use crate::name::Name;
 use crate::outcome::{ConflictReason, Outcome, RecordResult};
 use crate::pb;
 use crate::rdata::RecordType;
+use crate::routing::SetId;
 use crate::rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
 use std::time::{Duration, SystemTime};
 
@@ -40,6 +41,7 @@ impl From<&RecordKey> for pb::RecordKey {
             zone: k.zone.to_string(),
             name: k.name.to_string(),
             r#type: k.rtype.as_str().to_string(),
+            set_identifier: k.set.as_str().to_string(),
         }
     }
 }
@@ -56,7 +58,30 @@ pub fn key_from_pb(field: &str, k: Option<&pb::RecordKey>) -> Result<RecordKey, 
             format!("{name} is outside zone {zone}"),
         ));
     }
-    Ok(RecordKey::new(zone, name, rtype))
+    let set = SetId::new(&k.set_identifier)
+        .map_err(|e| FieldError::model(format!("{field}.set_identifier"), e))?;
+    Ok(RecordKey::new(zone, name, rtype).in_set(set))
+}
+
+/// Properties as `(name, value)` pairs, from their messages.
+pub fn properties_from_pb(properties: &[pb::Property]) -> Vec<(&str, &str)> {
+    properties
+        .iter()
+        .map(|p| (p.name.as_str(), p.value.as_str()))
+        .collect()
+}
+
+/// Properties as messages.
+pub fn properties_to_pb<'a>(
+    properties: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<pb::Property> {
+    properties
+        .into_iter()
+        .map(|(name, value)| pb::Property {
+            name: name.to_string(),
+            value: value.to_string(),
+        })
+        .collect()
 }
 
 impl From<&RRSet> for pb::RrSet {
@@ -65,6 +90,7 @@ impl From<&RRSet> for pb::RrSet {
             key: Some((&r.key).into()),
             ttl: r.ttl,
             values: r.values_vec(),
+            properties: properties_to_pb(r.properties()),
         }
     }
 }
@@ -73,11 +99,17 @@ impl From<&RRSet> for pb::RrSet {
 /// non-canonical spelling that would defeat equality.
 pub fn rrset_from_pb(field: &str, r: &pb::RrSet) -> Result<RRSet, FieldError> {
     let key = key_from_pb(&format!("{field}.key"), r.key.as_ref())?;
-    for (i, v) in r.values.iter().enumerate() {
-        crate::rdata::canonicalize(key.rtype, v)
-            .map_err(|e| FieldError::model(format!("{field}.values[{i}]"), e))?;
+    let properties = properties_from_pb(&r.properties);
+    let canonical = crate::routing::canonical_properties(&properties)
+        .map_err(|e| FieldError::model(format!("{field}.properties"), e))?;
+    if !crate::routing::is_alias(canonical.iter().map(|(n, v)| (n.as_str(), v.as_str()))) {
+        for (i, v) in r.values.iter().enumerate() {
+            crate::rdata::canonicalize(key.rtype, v)
+                .map_err(|e| FieldError::model(format!("{field}.values[{i}]"), e))?;
+        }
     }
-    RRSet::new(key, r.ttl, &r.values).map_err(|e| FieldError::model(field, e))
+    RRSet::with_properties(key, r.ttl, &r.values, &properties)
+        .map_err(|e| FieldError::model(field, e))
 }
 
 impl From<&RRSetOp> for pb::RrSetOp {

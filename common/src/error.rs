@@ -18,6 +18,10 @@ pub enum ModelError {
     },
     #[error("{key}: {problem}")]
     RRSet { key: String, problem: String },
+    #[error("set identifier {id:?}: {problem}")]
+    SetId { id: String, problem: String },
+    #[error("provider-specific property {name:?}: {problem}")]
+    Property { name: String, problem: String },
 }
 
 impl ModelError {

@@ -1,7 +1,8 @@
 //! dnsplane-common: the record model, the gRPC contract and the plumbing both services
 //! share.
 //!
-//! - [`name`], [`rdata`], [`rrset`]: the record model; [`outcome`]: what became of a
+//! - [`name`], [`rdata`], [`rrset`], [`routing`] (set identifiers and provider-specific
+//!   properties): the record model; [`outcome`]: what became of a
 //!   change. Names are absolute, lower-case,
 //!   IDNA; values are canonical per type, so equality is exact. [`wire`]: what one DNS
 //!   answer can carry, checked wherever records come in.
@@ -20,6 +21,7 @@ pub mod name;
 pub mod outcome;
 pub mod rdata;
 pub mod redis;
+pub mod routing;
 pub mod rrset;
 pub mod runtime;
 pub mod shared;
@@ -30,6 +32,7 @@ pub use error::ModelError;
 pub use name::Name;
 pub use outcome::{ConflictReason, Outcome, RecordResult};
 pub use rdata::{RData, RecordType};
+pub use routing::SetId;
 pub use rrset::{Change, ChangeKind, RRData, RRSet, RRSetOp, RecordKey};
 pub use shared::SharedStr;
 

@@ -2,6 +2,7 @@
 use crate::error::ModelError;
 use crate::name::Name;
 use crate::rdata::{RecordType, canonicalize};
+use crate::routing::{self, SetId};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,29 +15,47 @@ pub const MAX_VALUES: usize = 1_000;
 pub use crate::rdata::MAX_RDATA;
 pub use crate::wire::MAX_MESSAGE;
 
-/// `(zone, name, type)`: the identity of an RRSet.
+/// `(zone, name, type, set)`: the identity of an RRSet. `set` is [`SetId::NONE`] but
+/// for the sets of a routing policy (several RRSets of one name and type that a
+/// provider such as Route 53 answers by weight, region, …).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RecordKey {
     pub zone: Name,
     pub name: Name,
     pub rtype: RecordType,
+    pub set: SetId,
 }
 
 impl RecordKey {
     pub fn new(zone: Name, name: Name, rtype: RecordType) -> Self {
-        RecordKey { zone, name, rtype }
+        RecordKey {
+            zone,
+            name,
+            rtype,
+            set: SetId::NONE,
+        }
+    }
+
+    /// The same key in routing-policy set `set`.
+    pub fn in_set(mut self, set: SetId) -> Self {
+        self.set = set;
+        self
     }
 }
 
 impl fmt::Display for RecordKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.name, self.rtype)
+        write!(f, "{} {}", self.name, self.rtype)?;
+        if !self.set.is_none() {
+            write!(f, " [set {:?}]", self.set.as_str())?;
+        }
+        Ok(())
     }
 }
 
 impl fmt::Debug for RecordKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} (zone {})", self.name, self.rtype, self.zone)
+        write!(f, "{self} (zone {})", self.zone)
     }
 }
 
@@ -60,23 +79,41 @@ pub fn at_name<'a, V>(
 #[derive(Clone)]
 struct Values(ThinArc<Head, u8>);
 
+/// `count` values, then `props` provider-specific properties as name and value, each
+/// text after its length. (`MAX_VALUES` and `MAX_PROPERTIES` fit a `u16`.)
 #[derive(Clone, Copy)]
 struct Head {
     ttl: u32,
-    count: u32,
+    count: u16,
+    props: u16,
 }
 
 impl Values {
+    #[cfg(test)]
     fn new<S: AsRef<str>>(ttl: u32, values: &[S]) -> Values {
-        let mut bytes = Vec::with_capacity(values.iter().map(|v| v.as_ref().len() + 4).sum());
-        for v in values {
-            let v = v.as_ref().as_bytes();
+        Values::with_properties(ttl, values, &[])
+    }
+
+    fn with_properties<S: AsRef<str>>(
+        ttl: u32,
+        values: &[S],
+        properties: &[(String, String)],
+    ) -> Values {
+        let texts = values.iter().map(AsRef::as_ref).chain(
+            properties
+                .iter()
+                .flat_map(|(n, v)| [n.as_str(), v.as_str()]),
+        );
+        let mut bytes = Vec::with_capacity(texts.clone().map(|v| v.len() + 4).sum());
+        for v in texts {
+            let v = v.as_bytes();
             bytes.extend_from_slice(&(v.len() as u32).to_le_bytes());
             bytes.extend_from_slice(v);
         }
         let head = Head {
             ttl,
-            count: values.len() as u32,
+            count: values.len() as u16,
+            props: properties.len() as u16,
         };
         Values(ThinArc::from_header_and_slice(head, &bytes))
     }
@@ -88,6 +125,25 @@ impl Values {
         }
     }
 
+    /// The provider-specific properties, after the values.
+    fn properties(&self) -> PropertyIter<'_> {
+        let mut skip = self.iter();
+        for _ in skip.by_ref() {}
+        PropertyIter(ValueIter {
+            rest: skip.rest,
+            left: 2 * self.0.header.header.props as usize,
+        })
+    }
+
+    /// A copy with another TTL.
+    fn with_ttl(&self, ttl: u32) -> Values {
+        let properties: Vec<(String, String)> = self
+            .properties()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        Values::with_properties(ttl, &self.iter().collect::<Vec<_>>(), &properties)
+    }
+
     /// The TTL these values were made with.
     fn ttl(&self) -> u32 {
         self.0.header.header.ttl
@@ -96,9 +152,27 @@ impl Values {
 
 impl PartialEq for Values {
     fn eq(&self, other: &Values) -> bool {
+        let (a, b) = (&self.0.header.header, &other.0.header.header);
         self.0.ptr() == other.0.ptr()
-            || (self.0.header.header.count == other.0.header.header.count
-                && self.0.slice == other.0.slice)
+            || (a.count == b.count && a.props == b.props && self.0.slice == other.0.slice)
+    }
+}
+
+/// An RRSet's provider-specific properties, as `(name, value)`, sorted by name.
+#[derive(Clone)]
+pub struct PropertyIter<'a>(ValueIter<'a>);
+
+impl<'a> Iterator for PropertyIter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<(&'a str, &'a str)> {
+        Some((self.0.next()?, self.0.next()?))
+    }
+}
+
+impl fmt::Debug for PropertyIter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.clone()).finish()
     }
 }
 
@@ -106,7 +180,11 @@ impl Eq for Values {}
 
 impl fmt::Debug for Values {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+        f.debug_list().entries(self.iter()).finish()?;
+        if self.0.header.header.props > 0 {
+            write!(f, " {:?}", self.properties())?;
+        }
+        Ok(())
     }
 }
 
@@ -189,11 +267,25 @@ impl RRSet {
     /// Builds an RRSet from values in any accepted spelling; canonicalises, sorts,
     /// de-duplicates and checks the per-type rules.
     pub fn new<S: AsRef<str>>(key: RecordKey, ttl: u32, values: &[S]) -> Result<RRSet, ModelError> {
+        RRSet::with_properties::<S, &str, &str>(key, ttl, values, &[])
+    }
+
+    /// [`RRSet::new`] with provider-specific properties ([`routing`]), in any accepted
+    /// spelling. An alias (`alias=true`) holds its target's DNS name as its one value
+    /// and has no TTL of its own (it is kept as 0, whatever is asked).
+    pub fn with_properties<S: AsRef<str>, N: AsRef<str>, V: AsRef<str>>(
+        key: RecordKey,
+        ttl: u32,
+        values: &[S],
+        properties: &[(N, V)],
+    ) -> Result<RRSet, ModelError> {
+        let properties = routing::canonical_properties(properties)?;
+        let alias = routing::is_alias(properties.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let mut canon = Vec::with_capacity(values.len());
         for v in values {
-            canon.push(canonicalize(key.rtype, v.as_ref())?);
+            canon.push(canonical_value(key.rtype, alias, v.as_ref())?);
         }
-        RRSet::from_canonical(key, ttl, canon)
+        RRSet::from_canonical_with(key, ttl, canon, properties)
     }
 
     /// Builds an RRSet from values already in canonical form (read back from a store
@@ -201,8 +293,21 @@ impl RRSet {
     pub fn from_canonical(
         key: RecordKey,
         ttl: u32,
-        mut values: Vec<String>,
+        values: Vec<String>,
     ) -> Result<RRSet, ModelError> {
+        RRSet::from_canonical_with(key, ttl, values, Vec::new())
+    }
+
+    /// [`RRSet::from_canonical`] with canonical properties
+    /// ([`routing::canonical_properties`]).
+    pub fn from_canonical_with(
+        key: RecordKey,
+        ttl: u32,
+        mut values: Vec<String>,
+        properties: Vec<(String, String)>,
+    ) -> Result<RRSet, ModelError> {
+        let alias = routing::is_alias(properties.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let ttl = if alias { 0 } else { ttl };
         values.sort();
         values.dedup();
         let problem = |p: String| ModelError::RRSet {
@@ -221,6 +326,12 @@ impl RRSet {
         if ttl > MAX_TTL {
             return Err(problem(format!("TTL {ttl} is above {MAX_TTL}")));
         }
+        if alias && values.len() > 1 {
+            return Err(problem(format!(
+                "an alias holds exactly one target, not {}",
+                values.len()
+            )));
+        }
         if key.rtype == RecordType::Cname && values.len() > 1 {
             return Err(problem(format!(
                 "a CNAME holds exactly one target, not {}",
@@ -237,16 +348,41 @@ impl RRSet {
         }
         // What a DNS answer can carry (`wire`): each value in one record, the whole set
         // in one 64 KiB TCP answer.
-        crate::wire::check_answer(&key.name, key.rtype, &values).map_err(problem)?;
+        // (An alias is answered with its target's records, not with a name.)
+        if !alias {
+            crate::wire::check_answer(&key.name, key.rtype, &values).map_err(problem)?;
+        }
         Ok(RRSet {
             key,
             ttl,
-            values: Values::new(ttl, &values),
+            values: Values::with_properties(ttl, &values, &properties),
         })
     }
 
     pub fn values(&self) -> ValueIter<'_> {
         self.values.iter()
+    }
+
+    /// The provider-specific properties ([`routing`]), sorted by name.
+    pub fn properties(&self) -> PropertyIter<'_> {
+        self.values.properties()
+    }
+
+    /// The value of property `name`.
+    pub fn property(&self, name: &str) -> Option<&str> {
+        routing::property(self.properties(), name)
+    }
+
+    /// The properties as owned pairs.
+    pub fn properties_vec(&self) -> Vec<(String, String)> {
+        self.properties()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// True when this is an alias (values are the target's DNS name).
+    pub fn is_alias(&self) -> bool {
+        routing::is_alias(self.properties())
     }
 
     /// The values as owned strings.
@@ -285,7 +421,14 @@ impl RRSet {
 
     /// Rough wire size, used to keep batches under provider byte limits.
     pub fn approx_bytes(&self) -> usize {
-        self.key.name.as_str().len() + 16 + self.values.iter().map(|v| v.len() + 12).sum::<usize>()
+        self.key.name.as_str().len()
+            + self.key.set.as_str().len()
+            + 16
+            + self.values.iter().map(|v| v.len() + 12).sum::<usize>()
+            + self
+                .properties()
+                .map(|(n, v)| n.len() + v.len() + 8)
+                .sum::<usize>()
     }
 }
 
@@ -298,7 +441,11 @@ impl fmt::Display for RRSet {
             self.ttl,
             self.key.rtype,
             self.values.iter().collect::<Vec<_>>().join(" | ")
-        )
+        )?;
+        for (n, v) in self.properties() {
+            write!(f, " {n}={v}")?;
+        }
+        Ok(())
     }
 }
 
@@ -318,7 +465,7 @@ impl RRData {
         let values = if rrset.values.ttl() == rrset.ttl {
             rrset.values.clone()
         } else {
-            Values::new(rrset.ttl, &rrset.values().collect::<Vec<_>>())
+            rrset.values.with_ttl(rrset.ttl)
         };
         RRData { values }
     }
@@ -343,6 +490,11 @@ impl RRData {
     /// The values as owned strings.
     pub fn values_vec(&self) -> Vec<String> {
         self.values().map(str::to_string).collect()
+    }
+
+    /// The provider-specific properties, sorted by name.
+    pub fn properties(&self) -> PropertyIter<'_> {
+        self.values.properties()
     }
 
     /// Same TTL and values as `rrset`.
@@ -477,6 +629,15 @@ impl Change {
     }
 }
 
+/// A value's canonical form; an alias's value is its target's DNS name, whatever the
+/// record's type.
+fn canonical_value(rtype: RecordType, alias: bool, value: &str) -> Result<String, ModelError> {
+    if alias {
+        return Ok(Name::parse(value)?.to_string());
+    }
+    canonicalize(rtype, value)
+}
+
 /// A hash of (zone, key, before, after) of every op: the same change planned twice, by
 /// any planner, gets the same id.
 pub fn change_id(ops: &[RRSetOp]) -> String {
@@ -487,6 +648,10 @@ pub fn change_id(ops: &[RRSetOp]) -> String {
         h.update(op.key.name.as_str());
         h.update([0]);
         h.update(op.key.rtype.as_str());
+        if !op.key.set.is_none() {
+            h.update([4]);
+            h.update(op.key.set.as_str());
+        }
         for side in [&op.before, &op.after] {
             match side {
                 None => h.update([1]),
@@ -496,6 +661,12 @@ pub fn change_id(ops: &[RRSetOp]) -> String {
                     for v in r.values() {
                         h.update(v.as_bytes());
                         h.update([0]);
+                    }
+                    for (n, v) in r.properties() {
+                        h.update([5]);
+                        h.update(n.as_bytes());
+                        h.update([0]);
+                        h.update(v.as_bytes());
                     }
                 }
             }
@@ -535,6 +706,65 @@ mod tests {
             "the TTL is the holder's"
         );
         assert_eq!(Values::new(1, &[] as &[&str]).iter().count(), 0);
+    }
+
+    /// Properties are data: packed after the values, read back sorted, and two sets
+    /// that differ only in them differ; an alias holds a name and no TTL.
+    #[test]
+    fn properties_are_data() {
+        let k = || {
+            RecordKey::new(
+                Name::parse("example.com").unwrap(),
+                Name::parse("www.example.com").unwrap(),
+                RecordType::A,
+            )
+        };
+        let weighted = RRSet::with_properties(
+            k().in_set(SetId::new("eu").unwrap()),
+            60,
+            &["192.0.2.1"],
+            &[("aws/weight", "10")],
+        )
+        .unwrap();
+        assert_eq!(weighted.values(), ["192.0.2.1"]);
+        assert_eq!(weighted.property("aws/weight"), Some("10"));
+        let heavier = RRSet::with_properties(
+            weighted.key.clone(),
+            60,
+            &["192.0.2.1"],
+            &[("aws/weight", "20")],
+        )
+        .unwrap();
+        assert!(!weighted.same_data(&heavier));
+        assert_ne!(
+            change_id(&[RRSetOp::create(weighted.clone())]),
+            change_id(&[RRSetOp::create(heavier.clone())])
+        );
+        let data = RRData::of(&weighted);
+        assert_eq!(data.rrset(&weighted.key), weighted);
+        assert_eq!(
+            weighted.to_string(),
+            "www.example.com. 60 A 192.0.2.1 aws/weight=10"
+        );
+        let alias =
+            RRSet::with_properties(k(), 300, &["LB-1.Elb.Amazonaws.com"], &[("alias", "true")])
+                .unwrap();
+        assert_eq!(alias.values(), ["lb-1.elb.amazonaws.com."]);
+        assert_eq!(alias.ttl, 0);
+        assert!(alias.is_alias());
+        assert!(
+            RRSet::with_properties(
+                k(),
+                300,
+                &["a.example.", "b.example."],
+                &[("alias", "true")]
+            )
+            .is_err()
+        );
+        assert!(
+            RRSet::new(k(), 300, &["lb.example."]).is_err(),
+            "a plain A holds an address"
+        );
     }
 
     /// The TTL kept beside the values is the RRSet's, also for an RRSet whose TTL

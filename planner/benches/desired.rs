@@ -95,6 +95,7 @@ fn main() {
                     r#type: e.rtype.as_str().into(),
                     ttl: 0,
                     values: e.values.clone(),
+                    ..Default::default()
                 })
                 .collect(),
         };

@@ -28,6 +28,7 @@ fn named(prefix: &str, i: usize, version: &str) -> pb::DesiredRecord {
         r#type: "TXT".into(),
         ttl: 0,
         values: vec![format!("{version}{}", "x".repeat(LEN - version.len()))],
+        ..Default::default()
     }
 }
 
@@ -196,6 +197,7 @@ fn a_large_push_streams_in_chunks_and_a_patch_changes_one_record() {
             deletes: vec![pb::DesiredRecordRef {
                 name: format!("r1.{ZONE}"),
                 r#type: "TXT".into(),
+                ..Default::default()
             }],
         }))
         .expect("PatchDesired")

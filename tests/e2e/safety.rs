@@ -109,6 +109,7 @@ fn push_a(s: &RealStack, names: &[String], value: &str) -> u32 {
                 r#type: "A".into(),
                 ttl: 300,
                 values: vec![value.into()],
+                ..Default::default()
             })
             .collect(),
     )

@@ -392,6 +392,7 @@ impl Cluster {
                     r#type: "A".into(),
                     ttl: 300,
                     values: vec![format!("10.{}.{}.{}", z % 250, i / 250, i % 250)],
+                    ..Default::default()
                 })
             })
             .collect()

@@ -29,6 +29,7 @@ fn record(name: &str, rtype: &str, values: &[&str]) -> pb::DesiredRecord {
         r#type: rtype.into(),
         ttl: 0,
         values: values.iter().map(|v| v.to_string()).collect(),
+        ..Default::default()
     }
 }
 
@@ -144,6 +145,7 @@ fn request() -> impl Strategy<Value = pb::PutDesiredRequest> {
             r#type,
             ttl,
             values,
+            ..Default::default()
         });
     (
         prop_oneof!["[a-z-]{1,20}", any::<String>()],
@@ -224,6 +226,7 @@ fn patch(upserts: Vec<pb::DesiredRecord>, deletes: &[(&str, &str)]) -> pb::Patch
             .map(|(n, t)| pb::DesiredRecordRef {
                 name: n.to_string(),
                 r#type: t.to_string(),
+                ..Default::default()
             })
             .collect(),
     }
@@ -546,6 +549,7 @@ fn small_record() -> impl Strategy<Value = pb::DesiredRecord> {
                 r#type: t.into(),
                 ttl,
                 values,
+                ..Default::default()
             }
         })
 }

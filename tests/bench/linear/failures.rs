@@ -99,6 +99,7 @@ pub fn conflict(ctx: &mut Ctx, kind: Kind) {
             r#type: "A".into(),
             ttl: TTL,
             values: vec![ours.clone()],
+            ..Default::default()
         })
         .collect();
     s.push(desired);

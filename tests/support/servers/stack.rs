@@ -617,6 +617,7 @@ pub mod workload {
                 r#type: self.rtype.into(),
                 ttl: TTL,
                 values: vec![self.value.clone()],
+                ..Default::default()
             }
         }
 
