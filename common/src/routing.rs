@@ -122,6 +122,11 @@ impl SetId {
         self == SetId::NONE
     }
 
+    /// [`SetId::is_none`] by reference, for serde's `skip_serializing_if`.
+    pub fn is_none_ref(&self) -> bool {
+        self.is_none()
+    }
+
     /// The identifier's text; `""` for [`SetId::NONE`].
     pub fn as_str(self) -> &'static str {
         if self.is_none() {
@@ -160,6 +165,20 @@ impl fmt::Debug for SetId {
 impl fmt::Display for SetId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+// As its text (`""` for none), so that a stored key means the same in every process.
+impl serde::Serialize for SetId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SetId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SetId, D::Error> {
+        let text = String::deserialize(d)?;
+        SetId::new(&text).map_err(serde::de::Error::custom)
     }
 }
 

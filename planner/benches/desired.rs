@@ -35,6 +35,8 @@ fn entry(i: usize, last_octet: usize) -> DesiredEntry {
             (i >> 8) & 255,
             last_octet
         )],
+        set: dnsplane_common::SetId::NONE,
+        properties: Vec::new(),
         origin: Origin {
             source: "file".into(),
             location: format!("bench.yaml:{i}"),

@@ -8,6 +8,9 @@ use dnsplane_common::{Name, RRData, RRSet, RRSetOp, RecordKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+/// What ownership records that can share one template have in common: TTL, values and
+/// properties (a set's mark carries the set's policy).
+type OwnerData = (u32, Vec<String>, Vec<(String, String)>);
 /// An ownership record as observed. Records with the same mark share one of these,
 /// so a million owned records do not hold a million TXT records in memory; the TXT
 /// itself is rebuilt (from the owned key) only when a change needs it.
@@ -47,7 +50,7 @@ pub struct ZoneView {
     /// The ownership records written since the view was built, by their data, so that
     /// records written with the same mark share one [`Owned`] (a first sync of a
     /// million records would otherwise hold a million copies of a few marks).
-    written: HashMap<(u32, Arc<[String]>), Arc<Owned>>,
+    written: HashMap<OwnerData, Arc<Owned>>,
     /// Entries inserted one by one since the map was last built in one go; see
     /// [`ZoneView::compact`].
     grown: usize,
@@ -74,7 +77,7 @@ impl ZoneView {
         // Collected first, then built in one go: a B-tree built from a sorted run has
         // full nodes, one filled key by key about half full nodes.
         let mut seen: Vec<(RecordKey, Seen)> = Vec::new();
-        let mut owner_values: HashMap<(u32, Vec<String>), Arc<Owned>> = HashMap::new();
+        let mut owner_values: HashMap<OwnerData, Arc<Owned>> = HashMap::new();
         for r in rrsets {
             seen.push(ZoneView::place(r, desired, &mut owner_values));
         }
@@ -107,7 +110,7 @@ impl ZoneView {
     fn place(
         mut r: RRSet,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
-        owner_values: &mut HashMap<(u32, Vec<String>), Arc<Owned>>,
+        owner_values: &mut HashMap<OwnerData, Arc<Owned>>,
     ) -> (RecordKey, Seen) {
         match parse_owner_record(&r) {
             Some((owned, mark)) => {
@@ -116,7 +119,7 @@ impl ZoneView {
                     None => owned,
                 };
                 let shared = owner_values
-                    .entry((r.ttl, r.values_vec()))
+                    .entry((r.ttl, r.values_vec(), r.properties_vec()))
                     .or_insert_with(|| Arc::new(Owned { mark, template: r }))
                     .clone();
                 let seen = Seen {
@@ -277,7 +280,7 @@ impl ZoneView {
                     }
                     let shared = self
                         .written
-                        .entry((after.ttl, after.values_vec().into()))
+                        .entry((after.ttl, after.values_vec(), after.properties_vec()))
                         .or_insert_with(|| {
                             Arc::new(Owned {
                                 mark,

@@ -17,7 +17,7 @@
 //!
 //! This module only knows the format; [`crate::observed`] keeps what a zone holds,
 //! split into data and ownership.
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType, routing};
 use std::sync::Arc;
 
 const LABEL_PREFIX: &str = "_dnsplane-";
@@ -44,7 +44,8 @@ pub fn owner_record_key(key: &RecordKey) -> Option<RecordKey> {
         _ => (key.name.clone(), format!("{LABEL_PREFIX}{rtype}")),
     };
     let name = base.prepend(&label).ok()?;
-    Some(RecordKey::new(key.zone.clone(), name, RecordType::Txt))
+    // A set's mark is a set of the same name: Route 53 keeps them apart by it.
+    Some(RecordKey::new(key.zone.clone(), name, RecordType::Txt).in_set(key.set))
 }
 
 /// True when `name` is the name of an ownership record (users may not desire such names).
@@ -54,10 +55,25 @@ pub fn is_owner_record_name(name: &Name) -> bool {
 
 /// The ownership record for `key` owned by `owner`.
 pub fn owner_record(key: &RecordKey, owner: &str, resource: &str) -> Option<RRSet> {
+    owner_record_with(key, owner, resource, std::iter::empty())
+}
+
+/// [`owner_record`] for a record with `properties`: the mark of a routing-policy set
+/// carries the set's policy (Route 53 refuses a set without one), nothing else (an
+/// alias's target or health check mean nothing to a TXT record).
+pub fn owner_record_with<'a>(
+    key: &RecordKey,
+    owner: &str,
+    resource: &str,
+    properties: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Option<RRSet> {
     let okey = owner_record_key(key)?;
     let resource = resource.replace([',', '"', '\\'], "_");
     let value = format!("heritage=dnsplane,dnsplane/owner={owner},dnsplane/resource={resource}");
-    RRSet::new(okey, OWNER_TTL, &[value]).ok()
+    let routing: Vec<(&str, &str)> = properties
+        .filter(|(n, _)| !key.set.is_none() && routing::aws::ROUTING.contains(n))
+        .collect();
+    RRSet::with_properties(okey, OWNER_TTL, &[value], &routing).ok()
 }
 
 /// Parses an ownership record: the key it owns and the mark. `None` when the RRSet is
@@ -75,7 +91,8 @@ pub fn parse_owner_record(rrset: &RRSet) -> Option<(RecordKey, OwnerMark)> {
     };
     let rtype = RecordType::parse(rtype).ok()?;
     let mark = rrset.values().find_map(parse_mark)?;
-    Some((RecordKey::new(rrset.key.zone.clone(), owned, rtype), mark))
+    let key = RecordKey::new(rrset.key.zone.clone(), owned, rtype).in_set(rrset.key.set);
+    Some((key, mark))
 }
 
 fn parse_mark(canonical: &str) -> Option<OwnerMark> {

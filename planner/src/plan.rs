@@ -128,7 +128,8 @@ pub fn plan_zone(
         }
         let owned = owner.is_some();
         // Built only when a change needs it: the common case (converged) allocates nothing.
-        let new_owner = || ownership::owner_record(key, owner_id, &want.resource);
+        let new_owner =
+            || ownership::owner_record_with(key, owner_id, &want.resource, want.data.properties());
         let too_long = || "the name is too long to carry an ownership record".to_string();
         match cur {
             None => {
@@ -255,6 +256,17 @@ fn describe_difference(cur: &RRSet, want: &RRSet) -> String {
     if cur.ttl != want.ttl {
         parts.push(format!("ttl {} → {}", cur.ttl, want.ttl));
     }
+    if !cur.properties().eq(want.properties()) {
+        let shown = |r: &RRSet| {
+            let p: Vec<String> = r.properties().map(|(n, v)| format!("{n}={v}")).collect();
+            if p.is_empty() {
+                "(none)".to_string()
+            } else {
+                p.join(" ")
+            }
+        };
+        parts.push(format!("properties {} → {}", shown(cur), shown(want)));
+    }
     parts.join(", ")
 }
 
@@ -323,6 +335,54 @@ mod tests {
             }
         }
         state
+    }
+
+    /// Each set of a routing policy is planned and owned on its own: its mark is a set
+    /// of the same identifier carrying the set's policy; a plan applied once converges.
+    #[test]
+    fn routing_sets_are_planned_and_owned_each_on_its_own() {
+        let z = zone_cfg(Policy::Sync, ConflictPolicy::Report);
+        let set = |id: &str, v: &str, w: &str| {
+            let key = rr("www.example.com", RecordType::A, v)
+                .key
+                .in_set(dnsplane_common::SetId::new(id).unwrap());
+            RRSet::with_properties(key, 60, &[v], &[("aws/weight", w)]).unwrap()
+        };
+        let (eu, us) = (set("eu", "192.0.2.1", "10"), set("us", "192.0.2.2", "20"));
+        let plan = plan_zone(
+            &z,
+            ME,
+            &desired(&[eu.clone(), us.clone()]),
+            &ZoneView::new(vec![]),
+        );
+        assert_eq!(plan.changes.len(), 2);
+        let after = apply(&[], &plan.changes);
+        let mark = after
+            .get(&ownership::owner_record_key(&us.key).unwrap())
+            .expect("the us set's mark");
+        assert_eq!(mark.key.set.as_str(), "us");
+        assert_eq!(mark.property("aws/weight"), Some("20"));
+        let current: Vec<RRSet> = after.values().cloned().collect();
+        let view = ZoneView::new(current.clone());
+        assert_eq!(view.owner_of(&eu.key), Some(ME));
+        let again = plan_zone(&z, ME, &desired(&[eu.clone(), us.clone()]), &view);
+        assert!(again.changes.is_empty(), "{:?}", again.changes);
+        assert_eq!(again.converged, 2);
+        // A new weight is an update of that set alone; dropping a set deletes it alone.
+        let heavier = set("eu", "192.0.2.1", "30");
+        let plan = plan_zone(&z, ME, &desired(&[heavier.clone()]), &view);
+        let kinds: Vec<ChangeKind> = plan.changes.iter().map(|c| c.change.kind).collect();
+        assert_eq!(kinds, [ChangeKind::Delete, ChangeKind::Update]);
+        assert!(
+            plan.changes[1]
+                .reason
+                .contains("aws/weight=10 → aws/weight=30"),
+            "{}",
+            plan.changes[1].reason
+        );
+        let after = apply(&current, &plan.changes);
+        assert_eq!(after.get(&heavier.key), Some(&heavier));
+        assert!(!after.contains_key(&us.key));
     }
 
     #[test]

@@ -44,6 +44,8 @@ fn entries(z: usize, per_zone: usize) -> Vec<DesiredEntry> {
             rtype: RecordType::A,
             ttl: Some(300),
             values: vec![format!("10.{}.{}.{}", z % 250, (i / 250) % 250, i % 250)],
+            set: dnsplane_common::SetId::NONE,
+            properties: Vec::new(),
             origin: Origin {
                 source: "push:bench".into(),
                 location: format!("records[{i}]"),
@@ -251,6 +253,8 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
             rtype: RecordType::A,
             ttl: Some(60),
             values: vec![format!("192.0.2.{}", i % 250)],
+            set: dnsplane_common::SetId::NONE,
+            properties: Vec::new(),
             origin: Origin {
                 source: "push:probe".into(),
                 location: "records[0]".into(),

@@ -216,6 +216,8 @@ fn entries(records: &[(u8, u8)]) -> Vec<DesiredEntry> {
             rtype: RecordType::A,
             ttl: Some(60),
             values: vec![format!("192.0.2.{v}")],
+            set: dnsplane_common::SetId::NONE,
+            properties: Vec::new(),
             origin: Origin {
                 source: "test".into(),
                 location: String::new(),
@@ -365,6 +367,8 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
             rtype: RecordType::A,
             ttl: Some(60),
             values: vec![format!("10.0.{}.{}", i / 250, i % 250)],
+            set: dnsplane_common::SetId::NONE,
+            properties: Vec::new(),
             origin: Origin {
                 source: "test".into(),
                 location: String::new(),

@@ -13,9 +13,9 @@
 //! - [`keys`]: the keys each source declares, and who declares what in each zone.
 use crate::config::ZoneConfig;
 use crate::ownership;
-use crate::source::{DesiredEntry, SourceError};
+use crate::source::{DesiredEntry, EntryKey, SourceError};
 use dnsplane_common::rrset::at_name;
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SharedStr};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SetId, SharedStr};
 use rules::Lines;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -260,7 +260,7 @@ impl DesiredIndex {
         &mut self,
         source: &str,
         upserts: &[DesiredEntry],
-        deletes: &[(Name, RecordType)],
+        deletes: &[EntryKey],
     ) -> Touched {
         let source = self.interner.str(source);
         let lines = Lines::of(upserts);
@@ -268,9 +268,9 @@ impl DesiredIndex {
         let mut touched = Touched::new();
         let mut contribution = self.sources.remove(&source).unwrap_or_default();
         contribution.errors.append(&mut errors);
-        let deleted = deletes.iter().filter_map(|(name, rtype)| {
-            self.zone_of(name)
-                .map(|z| RecordKey::new(z.name.clone(), name.clone(), *rtype))
+        let deleted = deletes.iter().filter_map(|d| {
+            self.zone_of(&d.name)
+                .map(|z| RecordKey::new(z.name.clone(), d.name.clone(), d.rtype).in_set(d.set))
         });
         let gone: BTreeSet<RecordKey> = deleted.chain(new.keys().cloned()).collect();
         for key in gone {
@@ -352,11 +352,16 @@ impl DesiredIndex {
                 continue;
             };
             // The name copied: see `Name::detached`.
-            let key = RecordKey::new(zone.name.clone(), e.name.detached(), e.rtype);
-            let rrset = match RRSet::from_canonical(
+            let key = e.key(zone.name.clone());
+            let key = RecordKey {
+                name: e.name.detached(),
+                ..key
+            };
+            let rrset = match RRSet::from_canonical_with(
                 key.clone(),
                 e.ttl.unwrap_or(zone.default_ttl),
                 e.values.clone(),
+                e.properties.clone(),
             ) {
                 Ok(r) => r,
                 Err(err) => {
@@ -541,12 +546,12 @@ impl DesiredIndex {
             .map_or(0, |c| c.keys.len(&self.zones))
     }
 
-    /// Whether `source` declares `name` `rtype`.
-    pub fn holds(&self, source: &str, name: &Name, rtype: RecordType) -> bool {
+    /// Whether `source` declares `name` `rtype` (in `set`).
+    pub fn holds(&self, source: &str, name: &Name, rtype: RecordType, set: SetId) -> bool {
         let Some(zone) = self.zone_of(name) else {
             return false;
         };
-        let key = RecordKey::new(zone.name.clone(), name.clone(), rtype);
+        let key = RecordKey::new(zone.name.clone(), name.clone(), rtype).in_set(set);
         self.sources
             .get(source)
             .is_some_and(|c| c.keys.contains(&self.zones, &key))
@@ -559,9 +564,10 @@ impl DesiredIndex {
         source: &str,
         name: &Name,
         rtype: RecordType,
+        set: SetId,
     ) -> Option<(&ZoneConfig, &DesiredRecord)> {
         let zone = self.zone_of(name)?;
-        let key = RecordKey::new(zone.name.clone(), name.clone(), rtype);
+        let key = RecordKey::new(zone.name.clone(), name.clone(), rtype).in_set(set);
         let record = self.zones.get(&zone.name)?.get(&key)?;
         (*record.source == *source).then_some((zone, record))
     }

@@ -86,6 +86,6 @@ impl Interner {
     /// Shares the zone name; a record's own name is unique enough not to pay for an
     /// intern table entry (the observed index borrows it from the desired one instead).
     pub fn key(&mut self, k: &RecordKey) -> RecordKey {
-        RecordKey::new(self.name(&k.zone), k.name.clone(), k.rtype)
+        RecordKey::new(self.name(&k.zone), k.name.clone(), k.rtype).in_set(k.set)
     }
 }

@@ -5,7 +5,7 @@ use super::{DesiredIndex, DesiredRecord, Touched};
 use crate::config::ZoneConfig;
 use crate::source::{DesiredEntry, SourceError};
 use dnsplane_common::rrset::at_name;
-use dnsplane_common::{Name, RecordKey, RecordType};
+use dnsplane_common::{Name, RecordKey, RecordType, SetId};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Where each name (and name and type) of an update was declared, indexed at most
@@ -180,8 +180,8 @@ impl DesiredIndex {
         let Some((source_name, contribution)) = self.sources.get_key_value(source) else {
             return upserts.to_vec();
         };
-        let replaced: HashSet<(&Name, RecordType)> =
-            upserts.iter().map(|u| (&u.name, u.rtype)).collect();
+        let replaced: HashSet<(&Name, RecordType, SetId)> =
+            upserts.iter().map(|u| (&u.name, u.rtype, u.set)).collect();
         let mut seen = BTreeSet::new();
         for u in upserts {
             let Some(zone) = self.zone_of(&u.name) else {
@@ -193,7 +193,7 @@ impl DesiredIndex {
             let kept = contribution
                 .keys
                 .at_name(&self.zones, &zone.name, &u.name)
-                .filter(|k| !replaced.contains(&(&k.name, k.rtype)));
+                .filter(|k| !replaced.contains(&(&k.name, k.rtype, k.set)));
             for key in kept {
                 let Some(record) = self.claim_of(key, source_name) else {
                     continue;
@@ -203,6 +203,12 @@ impl DesiredIndex {
                     rtype: key.rtype,
                     ttl: Some(record.data.ttl()),
                     values: record.data.values_vec(),
+                    set: key.set,
+                    properties: record
+                        .data
+                        .properties()
+                        .map(|(n, v)| (n.to_string(), v.to_string()))
+                        .collect(),
                     origin: crate::source::Origin {
                         source: record.source.as_str().into(),
                         location: u.origin.location.clone(),

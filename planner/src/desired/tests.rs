@@ -24,6 +24,8 @@ fn entry(name: &str, t: RecordType, values: &[&str], line: u32) -> DesiredEntry 
             .iter()
             .map(|v| dnsplane_common::rdata::canonicalize(t, v).unwrap())
             .collect(),
+        set: dnsplane_common::SetId::NONE,
+        properties: Vec::new(),
         origin: Origin {
             source: "file".into(),
             location: format!("x.yaml:{line}"),
@@ -146,9 +148,9 @@ fn a_patch_ends_where_the_whole_update_would() {
         "s",
         &[b2.clone(), c.clone(), t.clone()],
         &[
-            (a.name.clone(), RecordType::A),
-            (shadowed.name.clone(), RecordType::A),
-            (Name::parse("nothing.example.com").unwrap(), RecordType::A),
+            (a.name.clone(), RecordType::A).into(),
+            (shadowed.name.clone(), RecordType::A).into(),
+            (Name::parse("nothing.example.com").unwrap(), RecordType::A).into(),
         ],
     );
     let mut whole = DesiredIndex::new(&zones());
@@ -169,7 +171,7 @@ fn a_patch_ends_where_the_whole_update_would() {
     let t = patched.patch_source(
         "s",
         &[],
-        &[(Name::parse("c.example.com").unwrap(), RecordType::Txt)],
+        &[(Name::parse("c.example.com").unwrap(), RecordType::Txt).into()],
     );
     assert_eq!(t[&root()].len(), 1);
     assert_eq!(patched.error_count(), 0);
@@ -335,9 +337,9 @@ proptest::proptest! {
                     let deletes: BTreeSet<usize> =
                         deletes.into_iter().filter(|n| !upserts.contains_key(n)).collect();
                     let picks: Vec<(usize, u8)> = upserts.iter().map(|(n, v)| (*n, *v)).collect();
-                    let gone: Vec<(Name, RecordType)> = deletes
+                    let gone: Vec<crate::source::EntryKey> = deletes
                         .iter()
-                        .map(|&n| (Name::parse(names[n]).unwrap(), RecordType::A))
+                        .map(|&n| (Name::parse(names[n]).unwrap(), RecordType::A).into())
                         .collect();
                     index.patch_source(sources[s], &entries(&picks), &gone);
                     for n in deletes {
@@ -359,7 +361,7 @@ proptest::proptest! {
                 for (n, name) in names.iter().enumerate() {
                     let name = Name::parse(name).unwrap();
                     proptest::prop_assert_eq!(
-                        index.holds(sources[s], &name, RecordType::A),
+                        index.holds(sources[s], &name, RecordType::A, dnsplane_common::SetId::NONE),
                         declared.contains_key(&n)
                     );
                 }

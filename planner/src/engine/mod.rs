@@ -22,10 +22,10 @@ use crate::lease::LeaseHandle;
 use crate::metrics::PlannerMetrics;
 use crate::observed::ZoneView;
 use crate::pool::ApplierPool;
-use crate::source::{DesiredEntry, SourceError};
+use crate::source::{DesiredEntry, EntryKey, SourceError};
 use crate::state::{RetryClock, StateTable};
 use crate::store::{DesiredStore, StoreError};
-use dnsplane_common::{Name, RecordKey, RecordType};
+use dnsplane_common::{Name, RecordKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -141,7 +141,7 @@ fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Patch {
     pub upserts: Vec<DesiredEntry>,
-    pub deletes: Vec<(Name, RecordType)>,
+    pub deletes: Vec<EntryKey>,
 }
 
 /// What a patch did.
@@ -369,7 +369,7 @@ impl Engine {
             patch
                 .deletes
                 .iter()
-                .filter(|(n, t)| desired.holds(name, n, *t))
+                .filter(|k| desired.holds(name, &k.name, k.rtype, k.set))
                 .count()
         };
         if let Some(store) = self.store.get() {
@@ -560,16 +560,13 @@ fn compact(store: &DesiredStore, name: &str) -> Result<(), StoreError> {
 
 fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
     use std::collections::HashMap;
-    let mut upserts: HashMap<(Name, RecordType), &DesiredEntry> = patch
-        .upserts
-        .iter()
-        .map(|e| ((e.name.clone(), e.rtype), e))
-        .collect();
-    let deletes: std::collections::HashSet<&(Name, RecordType)> = patch.deletes.iter().collect();
+    let mut upserts: HashMap<EntryKey, &DesiredEntry> =
+        patch.upserts.iter().map(|e| (e.entry_key(), e)).collect();
+    let deletes: std::collections::HashSet<&EntryKey> = patch.deletes.iter().collect();
     let mut deleted = 0;
     let mut out = Vec::with_capacity(current.len() + upserts.len());
     for e in current {
-        let key = (e.name.clone(), e.rtype);
+        let key = e.entry_key();
         if deletes.contains(&key) {
             deleted += 1;
             continue;
@@ -584,7 +581,7 @@ fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize
         patch
             .upserts
             .iter()
-            .filter(|e| upserts.contains_key(&(e.name.clone(), e.rtype)))
+            .filter(|e| upserts.contains_key(&e.entry_key()))
             .cloned(),
     );
     (out, deleted)

@@ -442,6 +442,8 @@ mod tests {
                 rtype: RecordType::A,
                 ttl: None,
                 values: vec!["192.0.2.1".into()],
+                set: dnsplane_common::SetId::NONE,
+                properties: Vec::new(),
                 origin: Origin {
                     source: "push".into(),
                     location: format!("records[{i}]"),

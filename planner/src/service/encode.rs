@@ -210,13 +210,15 @@ pub(super) type SyncStream =
 
 /// An opaque-enough page token: the last key returned.
 pub(super) fn token(k: &RecordKey) -> String {
-    format!("{}|{}|{}", k.zone, k.name, k.rtype)
+    format!("{}|{}|{}|{}", k.zone, k.name, k.rtype, k.set)
 }
 
 pub(super) fn parse_token(t: &str) -> Option<RecordKey> {
-    let mut it = t.split('|');
+    // The set identifier last: it may hold a `|` itself.
+    let mut it = t.splitn(4, '|');
     let zone = Name::parse(it.next()?).ok()?;
     let name = Name::parse(it.next()?).ok()?;
     let rtype = RecordType::parse(it.next()?).ok()?;
-    Some(RecordKey::new(zone, name, rtype))
+    let set = dnsplane_common::SetId::new(it.next().unwrap_or("")).ok()?;
+    Some(RecordKey::new(zone, name, rtype).in_set(set))
 }

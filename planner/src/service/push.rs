@@ -4,10 +4,10 @@
 use crate::config::ZoneConfig;
 use crate::desired::{Checked, DesiredIndex};
 use crate::engine::Patch;
-use crate::source::{DesiredEntry, Origin};
+use crate::source::{DesiredEntry, EntryKey, Origin};
 use crate::store::StoreError;
 use dnsplane_common::convert::FieldError;
-use dnsplane_common::{Name, RecordType, pb, rdata, wire};
+use dnsplane_common::{Name, RecordType, SetId, convert, pb, rdata, routing, wire};
 use std::collections::HashSet;
 
 /// Why a patch was refused.
@@ -86,20 +86,24 @@ pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -
     }
     let most = held / 4 + 1;
     let origin = PushOrigin::of(&req.source);
-    let mut keys: HashSet<(Name, RecordType)> = HashSet::with_capacity(req.records.len());
+    let mut keys: HashSet<EntryKey> = HashSet::with_capacity(req.records.len());
     let mut patch = Patch::default();
     for (i, r) in req.records.iter().enumerate() {
         let name = Name::parse(&r.name).ok()?;
         let rtype = RecordType::parse(&r.r#type).ok()?;
-        let unchanged = index
-            .in_force(&source, &name, rtype)
-            .is_some_and(|(zone, d)| {
-                let ttl = if r.ttl == 0 { zone.default_ttl } else { r.ttl };
-                d.data.ttl() == ttl
-                    && (d.data.values() == r.values.as_slice()
-                        || canonical(rtype, &r.values).is_some_and(|v| d.data.values() == v))
-            });
-        if !keys.insert((name, rtype)) {
+        let set = SetId::new(&r.set_identifier).ok()?;
+        // A record with properties is compared by the whole check (an upsert).
+        let unchanged = r.provider_specific.is_empty()
+            && index
+                .in_force(&source, &name, rtype, set)
+                .is_some_and(|(zone, d)| {
+                    let ttl = if r.ttl == 0 { zone.default_ttl } else { r.ttl };
+                    d.data.ttl() == ttl
+                        && d.data.properties().next().is_none()
+                        && (d.data.values() == r.values.as_slice()
+                            || canonical(rtype, &r.values).is_some_and(|v| d.data.values() == v))
+                });
+        if !keys.insert(EntryKey { name, rtype, set }) {
             return None;
         }
         if !unchanged {
@@ -112,8 +116,9 @@ pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -
         }
     }
     for key in index.source_keys(&source) {
-        if !keys.contains(&(key.name.clone(), key.rtype)) {
-            patch.deletes.push((key.name.clone(), key.rtype));
+        let key = EntryKey::of(key);
+        if !keys.contains(&key) {
+            patch.deletes.push(key);
             if patch.upserts.len() + patch.deletes.len() > most {
                 return None;
             }
@@ -168,23 +173,29 @@ pub(super) fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec
     check_source(&req.source)?;
     let mut errors = Vec::new();
     let mut patch = Patch::default();
-    let mut seen: std::collections::HashMap<(Name, RecordType), String> =
-        std::collections::HashMap::new();
-    let mut once = |name: &Name, rtype: RecordType, field: String, errors: &mut Vec<FieldError>| {
-        if let Some(first) = seen.get(&(name.clone(), rtype)) {
+    let mut seen: std::collections::HashMap<EntryKey, String> = std::collections::HashMap::new();
+    let mut once = |key: EntryKey, field: String, errors: &mut Vec<FieldError>| {
+        if let Some(first) = seen.get(&key) {
+            let set = match key.set.is_none() {
+                true => String::new(),
+                false => format!(" (set {:?})", key.set.as_str()),
+            };
             errors.push(FieldError::new(
                 field,
-                format!("{name} {rtype} is already patched by {first}; name each record once"),
+                format!(
+                    "{} {}{set} is already patched by {first}; name each record once",
+                    key.name, key.rtype
+                ),
             ));
         } else {
-            seen.insert((name.clone(), rtype), field);
+            seen.insert(key, field);
         }
     };
     let origin = PushOrigin::of(&req.source);
     for (i, r) in req.upserts.iter().enumerate() {
         match push_entry(&origin, "upserts", i, r) {
             Ok(e) => {
-                once(&e.name, e.rtype, format!("upserts[{i}]"), &mut errors);
+                once(e.entry_key(), format!("upserts[{i}]"), &mut errors);
                 patch.upserts.push(e);
             }
             Err(mut e) => errors.append(&mut e),
@@ -195,9 +206,16 @@ pub(super) fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec
             .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].name"), e.to_string())));
         let rtype = RecordType::parse(&d.r#type)
             .map_err(|e| errors.push(FieldError::new(format!("deletes[{i}].type"), e.to_string())));
-        if let (Ok(name), Ok(rtype)) = (name, rtype) {
-            once(&name, rtype, format!("deletes[{i}]"), &mut errors);
-            patch.deletes.push((name, rtype));
+        let set = SetId::new(&d.set_identifier).map_err(|e| {
+            errors.push(FieldError::new(
+                format!("deletes[{i}].set_identifier"),
+                e.to_string(),
+            ))
+        });
+        if let (Ok(name), Ok(rtype), Ok(set)) = (name, rtype, set) {
+            let key = EntryKey { name, rtype, set };
+            once(key.clone(), format!("deletes[{i}]"), &mut errors);
+            patch.deletes.push(key);
         }
     }
     if errors.is_empty() {
@@ -235,6 +253,24 @@ pub(super) fn push_entry(
         .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].name"), e.to_string())));
     let rtype = RecordType::parse(&r.r#type)
         .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].type"), e.to_string())));
+    let set = SetId::new(&r.set_identifier).map_err(|e| {
+        errors.push(FieldError::new(
+            format!("{field}[{i}].set_identifier"),
+            e.to_string(),
+        ))
+    });
+    let properties = routing::canonical_properties(&convert::properties_from_pb(
+        &r.provider_specific,
+    ))
+    .map_err(|e| {
+        errors.push(FieldError::new(
+            format!("{field}[{i}].provider_specific"),
+            e.to_string(),
+        ))
+    });
+    let alias = properties
+        .as_ref()
+        .is_ok_and(|p| routing::is_alias(p.iter().map(|(n, v)| (n.as_str(), v.as_str()))));
     let mut values = Vec::new();
     if let Ok(t) = rtype {
         if r.values.is_empty() {
@@ -244,7 +280,11 @@ pub(super) fn push_entry(
             ));
         }
         for (j, v) in r.values.iter().enumerate() {
-            match rdata::canonicalize(t, v) {
+            let canonical = match alias {
+                true => Name::parse(v).map(|n| n.to_string()),
+                false => rdata::canonicalize(t, v),
+            };
+            match canonical {
                 Ok(c) => values.push(c),
                 Err(e) => errors.push(FieldError::new(
                     format!("{field}[{i}].values[{j}]"),
@@ -253,11 +293,19 @@ pub(super) fn push_entry(
             }
         }
     }
-    match (name, rtype) {
-        (Ok(name), Ok(rtype)) if errors.is_empty() => {
+    match (name, rtype, set, properties) {
+        (Ok(name), Ok(rtype), Ok(set), Ok(properties)) if errors.is_empty() => {
             values.sort();
             values.dedup();
-            if let Err(problem) = wire::check_answer(&name, rtype, &values) {
+            let checked = match alias {
+                true if values.len() > 1 => Err(format!(
+                    "an alias holds exactly one target, not {}",
+                    values.len()
+                )),
+                true => Ok(()),
+                false => wire::check_answer(&name, rtype, &values),
+            };
+            if let Err(problem) = checked {
                 return Err(vec![FieldError::new(
                     format!("{field}[{i}].values"),
                     problem,
@@ -268,6 +316,8 @@ pub(super) fn push_entry(
                 rtype,
                 ttl: (r.ttl != 0).then_some(r.ttl),
                 values,
+                set,
+                properties,
                 origin: Origin {
                     source: origin.source.clone(),
                     location: format!("{field}[{i}]"),

@@ -21,8 +21,10 @@
 //!       targets: [192.0.2.10]
 //! ```
 //!
-//! `labels` and `providerSpecific` are ignored; `setIdentifier` (routing policies) is
-//! not supported and makes that endpoint an error.
+//! `setIdentifier` (one set of a routing policy) and `providerSpecific` (`{name, value}`
+//! pairs such as `aws/weight`, canonicalised by `dnsplane_common::routing`) are part of
+//! the record; a driver that cannot write them refuses the record (`INVALID`). With
+//! `alias: "true"` the target is a DNS name whatever the type. `labels` are ignored.
 //!
 //! The text is untrusted: whatever it holds, parsing ends with entries and errors, in
 //! bounded time, memory and stack. A text over [`MAX_MANIFEST_BYTES`], holding a NUL
@@ -32,7 +34,7 @@
 use super::{DesiredEntry, Origin, SourceError};
 use dnsplane_common::error::excerpt;
 use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
-use dnsplane_common::{ModelError, Name, RecordType, rdata::canonicalize, wire};
+use dnsplane_common::{ModelError, Name, RecordType, SetId, rdata::canonicalize, routing, wire};
 use marked_yaml::LoaderOptions;
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
 use text::{check_depth, check_text, describe_load_error, is_blank, split_documents};
@@ -72,7 +74,7 @@ pub(crate) struct Rejected {
 pub(crate) enum RejectedWhat {
     /// One endpoint; `key` when its name and type could be read.
     Endpoint {
-        key: Option<(Name, RecordType)>,
+        key: Option<(Name, RecordType, SetId)>,
         slot: Slot,
     },
     /// A whole resource.
@@ -422,12 +424,20 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
     .trim()
     .to_string();
 
-    if let Some(id) = scalar(ep, "setIdentifier") {
-        problems.push((
-            cx.line(id.span()).or(ep_line),
-            "setIdentifier (routing policies) is not supported; the endpoint is not used".into(),
-        ));
-    }
+    // A bad identifier leaves the key unknown (`None`), so a keep-last-good merge
+    // finds the endpoint by its slot instead.
+    let set = match scalar(ep, "setIdentifier") {
+        None => Some(SetId::NONE),
+        Some(id) => match SetId::new(id.as_str().trim()) {
+            Ok(set) => Some(set),
+            Err(e) => {
+                problems.push((cx.line(id.span()).or(ep_line), e.to_string()));
+                None
+            }
+        },
+    };
+    let properties = provider_specific(cx, ep, ep_line, &mut problems);
+    let alias = routing::is_alias(properties.iter().map(|(n, v)| (n.as_str(), v.as_str())));
 
     let ttl = match scalar(ep, "recordTTL") {
         None => None,
@@ -486,7 +496,12 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     continue;
                 };
                 let Some(rtype) = rtype else { continue };
-                match canonicalize(rtype, raw.as_str()) {
+                let canonical = if alias {
+                    Name::parse(raw.as_str()).map(|n| n.to_string())
+                } else {
+                    canonicalize(rtype, raw.as_str())
+                };
+                match canonical {
                     Ok(v) => values.push(v),
                     Err(ModelError::Value { value, problem, .. }) => {
                         problems.push((line, format!("target {value:?}: {problem}")));
@@ -504,7 +519,15 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     format!("a CNAME holds exactly one target, not {}", values.len()),
                 ));
             }
-            if values.len() > MAX_VALUES {
+            if alias && values.len() > 1 {
+                problems.push((
+                    line_of("targets"),
+                    format!("an alias holds exactly one target, not {}", values.len()),
+                ));
+            }
+            if alias {
+                // Answered with its target's records, not with a name.
+            } else if values.len() > MAX_VALUES {
                 problems.push((
                     line_of("targets"),
                     format!("{} targets, above the limit of {MAX_VALUES}", values.len()),
@@ -521,22 +544,26 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
         )),
     }
 
-    match (name, rtype) {
-        (Some(name), Some(rtype)) if problems.is_empty() => out.accepted.push(Accepted {
-            entry: DesiredEntry {
-                name,
-                rtype,
-                ttl,
-                values,
-                origin: Origin {
-                    source: cx.kind.clone(),
-                    location: location(cx.label, ep_line),
-                    resource: slot.resource.clone(),
+    match (name, rtype, set) {
+        (Some(name), Some(rtype), Some(set)) if problems.is_empty() => {
+            out.accepted.push(Accepted {
+                entry: DesiredEntry {
+                    name,
+                    rtype,
+                    ttl,
+                    values,
+                    set,
+                    properties,
+                    origin: Origin {
+                        source: cx.kind.clone(),
+                        location: location(cx.label, ep_line),
+                        resource: slot.resource.clone(),
+                    },
                 },
-            },
-            slot,
-        }),
-        (name, rtype) => {
+                slot,
+            })
+        }
+        (name, rtype, set) => {
             for (line, message) in problems {
                 out.errors.push(SourceError {
                     source: SOURCE_KIND.into(),
@@ -545,11 +572,63 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     message,
                 });
             }
-            let key = name.zip(rtype);
+            let key = match (name, rtype, set) {
+                (Some(n), Some(t), Some(s)) => Some((n, t, s)),
+                _ => None,
+            };
             out.rejected.push(Rejected {
                 what: RejectedWhat::Endpoint { key, slot },
                 errors: start..out.errors.len(),
             });
+        }
+    }
+}
+
+/// `providerSpecific`: a list of `{name, value}`, canonicalised
+/// ([`routing::canonical_properties`]); problems go to `problems`.
+fn provider_specific(
+    cx: &Doc<'_>,
+    ep: &MarkedMappingNode,
+    ep_line: Option<usize>,
+    problems: &mut Vec<(Option<usize>, String)>,
+) -> Vec<(String, String)> {
+    let items = match ep.get_node("providerSpecific") {
+        None => return Vec::new(),
+        Some(Node::Scalar(s)) if is_null(s) => return Vec::new(),
+        Some(Node::Sequence(items)) => items,
+        Some(other) => {
+            problems.push((
+                cx.line(other.span()).or(ep_line),
+                "providerSpecific must be a list of {name, value}".into(),
+            ));
+            return Vec::new();
+        }
+    };
+    let line = cx.line(items.span()).or(ep_line);
+    let mut pairs = Vec::new();
+    for item in items.iter() {
+        let item_line = cx.line(item.span()).or(line);
+        let Some(map) = item.as_mapping() else {
+            problems.push((
+                item_line,
+                "a providerSpecific item must be a mapping {name, value}".into(),
+            ));
+            continue;
+        };
+        let Some(name) = scalar(map, "name") else {
+            problems.push((item_line, "a providerSpecific item needs a name".into()));
+            continue;
+        };
+        let value = scalar(map, "value")
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        pairs.push((name.as_str().to_string(), value));
+    }
+    match routing::canonical_properties(&pairs) {
+        Ok(p) => p,
+        Err(e) => {
+            problems.push((line, e.to_string()));
+            Vec::new()
         }
     }
 }

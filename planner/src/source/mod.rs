@@ -9,7 +9,7 @@
 //!   such objects;
 //! - [`file`]: manifests in files and directories, polled, keeping the last good
 //!   version of what breaks.
-use dnsplane_common::{Name, RecordType};
+use dnsplane_common::{Name, RecordType, SetId};
 use std::fmt;
 use std::sync::Arc;
 
@@ -27,9 +27,95 @@ pub struct DesiredEntry {
     pub rtype: RecordType,
     /// `None`: the zone's default TTL. (external-dns's `recordTTL: 0` also means "unset".)
     pub ttl: Option<u32>,
-    /// Canonical values (`canonicalize`), sorted, without duplicates, never empty.
+    /// Canonical values (`canonicalize`; an alias's target name), sorted, without
+    /// duplicates, never empty.
     pub values: Vec<String>,
+    /// The routing-policy set (external-dns's `setIdentifier`), or none.
+    #[serde(default, skip_serializing_if = "SetId::is_none_ref")]
+    pub set: SetId,
+    /// Canonical provider-specific properties (`routing::canonical_properties`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<(String, String)>,
     pub origin: Origin,
+}
+
+impl DesiredEntry {
+    /// The entry's key in `zone`.
+    pub fn key(&self, zone: Name) -> dnsplane_common::RecordKey {
+        dnsplane_common::RecordKey::new(zone, self.name.clone(), self.rtype).in_set(self.set)
+    }
+
+    /// What identifies the entry within its source: name, type and set.
+    pub fn entry_key(&self) -> EntryKey {
+        EntryKey {
+            name: self.name.clone(),
+            rtype: self.rtype,
+            set: self.set,
+        }
+    }
+}
+
+/// A record of a source, zone aside: (name, type, set).
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(from = "EntryKeyRepr", into = "EntryKeyRepr")]
+pub struct EntryKey {
+    pub name: Name,
+    pub rtype: RecordType,
+    pub set: SetId,
+}
+
+impl From<(Name, RecordType)> for EntryKey {
+    fn from((name, rtype): (Name, RecordType)) -> EntryKey {
+        EntryKey {
+            name,
+            rtype,
+            set: SetId::NONE,
+        }
+    }
+}
+
+impl EntryKey {
+    pub fn of(key: &dnsplane_common::RecordKey) -> EntryKey {
+        EntryKey {
+            name: key.name.clone(),
+            rtype: key.rtype,
+            set: key.set,
+        }
+    }
+}
+
+/// A plain record is stored as `[name, type]`, as before sets existed, so a journal
+/// written by either version reads in both.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum EntryKeyRepr {
+    Plain(Name, RecordType),
+    InSet(Name, RecordType, SetId),
+}
+
+impl From<EntryKeyRepr> for EntryKey {
+    fn from(r: EntryKeyRepr) -> EntryKey {
+        match r {
+            EntryKeyRepr::Plain(name, rtype) => EntryKey {
+                name,
+                rtype,
+                set: SetId::NONE,
+            },
+            EntryKeyRepr::InSet(name, rtype, set) => EntryKey { name, rtype, set },
+        }
+    }
+}
+
+impl From<EntryKey> for EntryKeyRepr {
+    fn from(k: EntryKey) -> EntryKeyRepr {
+        if k.set.is_none() {
+            EntryKeyRepr::Plain(k.name, k.rtype)
+        } else {
+            EntryKeyRepr::InSet(k.name, k.rtype, k.set)
+        }
+    }
 }
 
 /// Where a desired entry was declared.

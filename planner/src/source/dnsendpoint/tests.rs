@@ -189,7 +189,7 @@ spec:
       targets: []
     - dnsName: e.example.com
       recordType: A
-      setIdentifier: eu
+      providerSpecific: [{name: aws/weight, value: \"300\"}]
       targets: [192.0.2.1]
     - dnsName: f.example.com
       recordType: CNAME
@@ -244,7 +244,10 @@ spec:
         messages[4],
         "targets is empty: an endpoint needs at least one target"
     );
-    assert!(messages[5].starts_with("setIdentifier"), "{}", messages[5]);
+    assert_eq!(
+        messages[5],
+        "provider-specific property \"aws/weight\": 300 is above 255, Route 53's largest weight"
+    );
     assert_eq!(messages[6], "a CNAME holds exactly one target, not 2");
     assert!(messages[7].contains("empty label"), "{}", messages[7]);
     assert_eq!(messages[8], "recordTTL -5 is negative");
@@ -279,5 +282,81 @@ fn misspelt_kind_is_an_error_other_kinds_are_skipped() {
         errors[0].message.contains("kind is \"DNSEndpoints\""),
         "{}",
         errors[0]
+    );
+}
+
+/// Routing-policy sets and provider-specific properties are part of the record: two
+/// sets at one name and type are two entries, properties come out canonical, and an
+/// alias's target is a name whatever the type.
+#[test]
+fn sets_and_properties_are_read() {
+    let text = "\
+kind: DNSEndpoint
+metadata: {name: web, namespace: default}
+spec:
+  endpoints:
+    - dnsName: www.example.com
+      recordType: A
+      setIdentifier: eu
+      providerSpecific: [{name: aws/weight, value: \"010\"}]
+      targets: [192.0.2.1]
+    - dnsName: www.example.com
+      recordType: A
+      setIdentifier: us
+      providerSpecific: [{name: aws/weight, value: \"20\"}]
+      targets: [192.0.2.2]
+    - dnsName: apex.example.com
+      recordType: A
+      providerSpecific:
+        - {name: alias, value: \"true\"}
+        - {name: aws/evaluate-target-health, value: \"false\"}
+      targets: [LB-1.Example.com]
+    - dnsName: bad.example.com
+      recordType: A
+      setIdentifier: \"\"
+      providerSpecific: [{name: alias, value: \"true\"}]
+      targets: [a.example.com, b.example.com]
+";
+    let (entries, errors) = parse_manifests("s.yaml", text);
+    let got: Vec<_> = entries
+        .iter()
+        .map(|e| {
+            (
+                e.name.to_string(),
+                e.set.as_str(),
+                e.values.clone(),
+                e.properties.clone(),
+            )
+        })
+        .collect();
+    let p = |n: &str, v: &str| (n.to_string(), v.to_string());
+    assert_eq!(
+        got,
+        vec![
+            (
+                "www.example.com.".into(),
+                "eu",
+                vec!["192.0.2.1".to_string()],
+                vec![p("aws/weight", "10")]
+            ),
+            (
+                "www.example.com.".into(),
+                "us",
+                vec!["192.0.2.2".to_string()],
+                vec![p("aws/weight", "20")]
+            ),
+            (
+                "apex.example.com.".into(),
+                "",
+                vec!["lb-1.example.com.".to_string()],
+                vec![p("alias", "true"), p("aws/evaluate-target-health", "false")]
+            ),
+        ]
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].location, "s.yaml:25");
+    assert_eq!(
+        errors[0].message,
+        "an alias holds exactly one target, not 2"
     );
 }

@@ -2,7 +2,7 @@
 //! that the inputs this load rejected stand for (see the module docs of
 //! [`super`]).
 use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, Slot};
-use dnsplane_common::{Name, RecordType};
+use dnsplane_common::{Name, RecordType, SetId};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The entries of the new load, plus the last accepted entries that rejected inputs of
@@ -12,16 +12,16 @@ pub(super) fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec
     let Some(old) = old.filter(|o| !o.is_empty()) else {
         return result;
     };
-    let present: HashSet<(&Name, RecordType)> = result
+    let present: HashSet<(&Name, RecordType, SetId)> = result
         .iter()
-        .map(|a| (&a.entry.name, a.entry.rtype))
+        .map(|a| (&a.entry.name, a.entry.rtype, a.entry.set))
         .collect();
     // Indices of the old entries that no new entry replaces, by key, slot and resource.
-    let mut by_key: HashMap<(&Name, RecordType), Vec<usize>> = HashMap::new();
+    let mut by_key: HashMap<(&Name, RecordType, SetId), Vec<usize>> = HashMap::new();
     let mut by_slot: HashMap<&Slot, Vec<usize>> = HashMap::new();
     let mut by_resource: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, o) in old.iter().enumerate() {
-        let key = (&o.entry.name, o.entry.rtype);
+        let key = (&o.entry.name, o.entry.rtype, o.entry.set);
         if !present.contains(&key) {
             by_key.entry(key).or_default().push(i);
             by_slot.entry(&o.slot).or_default().push(i);
@@ -32,9 +32,9 @@ pub(super) fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec
     for rejected in &parsed.rejected {
         let matching = match &rejected.what {
             RejectedWhat::Endpoint {
-                key: Some((name, rtype)),
+                key: Some((name, rtype, set)),
                 ..
-            } => by_key.get(&(name, *rtype)),
+            } => by_key.get(&(name, *rtype, *set)),
             RejectedWhat::Endpoint { key: None, slot } => by_slot.get(slot),
             RejectedWhat::Resource(resource) => by_resource.get(resource.as_str()),
         };
