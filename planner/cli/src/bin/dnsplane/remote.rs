@@ -32,7 +32,21 @@ fn status_err(s: tonic::Status) -> anyhow::Error {
 fn show(r: Option<&pb::RrSet>) -> String {
     match r {
         None => "nothing".into(),
-        Some(r) => format!("{} {}", r.ttl, r.values.join(" | ")),
+        Some(r) => {
+            let mut text = format!("{} {}", r.ttl, r.values.join(" | "));
+            for p in &r.properties {
+                text.push_str(&format!(" {}={}", p.name, p.value));
+            }
+            text
+        }
+    }
+}
+
+/// `name type`, and the routing-policy set when there is one.
+fn key_text(key: &pb::RecordKey) -> String {
+    match key.set_identifier.as_str() {
+        "" => format!("{} {}", key.name, key.r#type),
+        set => format!("{} {} [set {set:?}]", key.name, key.r#type),
     }
 }
 
@@ -90,10 +104,7 @@ pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
                     pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
                     pb::ChangeKind::Unspecified => ("?", String::new()),
                 };
-                println!(
-                    "  {sign} {} {} {body}    # {}",
-                    key.name, key.r#type, c.reason
-                );
+                println!("  {sign} {} {body}    # {}", key_text(&key), c.reason);
             }
             for b in &z.blocked {
                 held += 1;
@@ -109,9 +120,8 @@ pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
                     })
                     .unwrap_or_default();
                 println!(
-                    "  ! {} {} held back: {} (observed: {}{}{retry})",
-                    key.name,
-                    key.r#type,
+                    "  ! {} held back: {} (observed: {}{}{retry})",
+                    key_text(&key),
                     b.reason,
                     show(b.observed.as_ref()),
                     if b.observed_owner.is_empty() {
@@ -254,9 +264,8 @@ pub async fn records(
             n += 1;
             let key = r.key.clone().unwrap_or_default();
             println!(
-                "{} {} {}: {} (observed: {}{}, attempts {})",
-                key.name,
-                key.r#type,
+                "{} {}: {} (observed: {}{}, attempts {})",
+                key_text(&key),
                 dnsplane_planner::service::kind_name(r.state),
                 if r.reason.is_empty() { "-" } else { &r.reason },
                 show(r.observed.as_ref()),
