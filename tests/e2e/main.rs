@@ -25,6 +25,7 @@ mod record_cache;
 mod reliability;
 mod requeue;
 mod route53;
+mod routing_sets;
 mod safety;
 mod slice;
 mod stack;
