@@ -23,7 +23,7 @@
 //! by zone so that zones filled together do not come due together) after its fill,
 //! and at most one drift read per account starts every `drift_check / 100`.
 use crate::provider::precondition::ZoneRead;
-use dnsplane_common::{Name, RRSetOp};
+use dnsplane_common::{Name, RRSetOp, RecordKey};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
@@ -253,6 +253,18 @@ impl RecordCache {
                 }
                 None => {
                     read.rrsets.remove(key);
+                    // Other routing-policy sets of the type may remain at the name.
+                    let first = RecordKey::new(key.zone.clone(), key.name.clone(), key.rtype);
+                    let same_type = |k: &RecordKey| k.name == key.name && k.rtype == key.rtype;
+                    let remains = read
+                        .rrsets
+                        .range(&first..)
+                        .next()
+                        .is_some_and(|(k, _)| same_type(k))
+                        || read.opaque.range(&first..).next().is_some_and(same_type);
+                    if remains {
+                        continue;
+                    }
                     if let Some(types) = read.types.get_mut(&key.name) {
                         types.remove(&key.rtype);
                         if types.is_empty() {
