@@ -365,6 +365,30 @@ mod tests {
         r
     }
 
+    /// Deleting one routing-policy set leaves its type at the name while another set
+    /// of it remains (the CNAME rule reads these types).
+    #[test]
+    fn a_type_stays_while_a_set_of_it_remains() {
+        let c = RecordCache::default();
+        let set = |id: &str, w: &str| {
+            let key = a("w", "192.0.2.1")
+                .key
+                .in_set(dnsplane_common::SetId::new(id).unwrap());
+            RRSet::with_properties(key, 60, &["192.0.2.1"], &[("aws/weight", w)]).unwrap()
+        };
+        let (eu, us) = (set("eu", "1"), set("us", "2"));
+        c.fill(&zone(), &read(1, &[eu.clone(), us.clone()]));
+        let name = eu.key.name.clone();
+        let types = |c: &RecordCache| {
+            c.with(&zone(), |r| r.unwrap().types.get(&name).cloned())
+                .unwrap_or_default()
+        };
+        c.committed(&zone(), &[RRSetOp::delete(eu)]);
+        assert!(types(&c).contains(&RecordType::A));
+        c.committed(&zone(), &[RRSetOp::delete(us)]);
+        assert!(!types(&c).contains(&RecordType::A));
+    }
+
     #[tokio::test]
     async fn own_writes_keep_it_valid_and_a_foreign_one_drops_it() {
         let c = RecordCache::default();
