@@ -5,7 +5,11 @@
 //! back and partition (already at target / still applicable / conflict), then resubmit
 //! the applicable rest as one call; on an invalid answer (or a conflict the read cannot
 //! explain) bisect down to single changes; retry transient answers a bounded number of
-//! times; give up on permanent ones. A change's ops are never split.//!
+//! times; give up on permanent ones. A change's ops are never split. A change the
+//! driver cannot write at all (a routing-policy set or a provider-specific property
+//! its [`Capabilities`](crate::provider::Capabilities) do not list) is INVALID before
+//! any call.
+//!
 //! - [`policy`]: what each kind of failure leads to, and what bisection costs;
 //! - [`partition`]: deciding changes against a read-back;
 //! - this module: the work (calls, retries, deadlines) and one verdict per change.
@@ -116,7 +120,17 @@ pub async fn execute(
         report: BatchReport::default(),
         rejected: None,
     };
-    for chunk in chunks(stack, changes) {
+    // What the driver cannot write at all (a routing-policy set, a property it does
+    // not know) is invalid on its own; its batch-mates go on without it.
+    let caps = stack.capabilities();
+    let mut writable = Vec::with_capacity(changes.len());
+    for (i, change) in changes.iter().enumerate() {
+        match caps.refusal(stack.driver(), change) {
+            Some(why) => run.verdicts[i] = Some(Verdict::Invalid(why)),
+            None => writable.push(i),
+        }
+    }
+    for chunk in chunks(stack, changes, &writable) {
         run.submit(chunk, Mode::First).await;
     }
     let Run {
@@ -138,8 +152,9 @@ pub async fn execute(
     report
 }
 
-/// Cuts the batch to the provider's per-call limits, never splitting a change.
-fn chunks(stack: &Stack, changes: &[Change]) -> Vec<Vec<usize>> {
+/// Cuts the changes at `idx` to the provider's per-call limits, never splitting a
+/// change.
+fn chunks(stack: &Stack, changes: &[Change], idx: &[usize]) -> Vec<Vec<usize>> {
     let caps = stack.capabilities();
     let (max_ops, max_bytes) = (
         caps.max_changes_per_batch.max(1),
@@ -147,7 +162,8 @@ fn chunks(stack: &Stack, changes: &[Change]) -> Vec<Vec<usize>> {
     );
     let mut out: Vec<Vec<usize>> = Vec::new();
     let (mut cur, mut ops, mut bytes) = (Vec::new(), 0, 0);
-    for (i, c) in changes.iter().enumerate() {
+    for &i in idx {
+        let c = &changes[i];
         let (o, b) = (c.ops.len(), c.approx_bytes());
         if !cur.is_empty() && (ops + o > max_ops || bytes + b > max_bytes) {
             out.push(std::mem::take(&mut cur));

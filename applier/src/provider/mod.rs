@@ -1,7 +1,7 @@
 //! The driver interface: one trait every DNS provider implements, the capabilities the
 //! batch algorithm adapts to, and the error taxonomy it classifies answers by.
 use async_trait::async_trait;
-use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
+use dnsplane_common::{Change, Name, RRSet, RRSetOp, RecordKey};
 use std::time::Duration;
 
 pub mod call;
@@ -29,6 +29,41 @@ pub struct Capabilities {
     /// `serial()` is a cheap change counter, so a cached listing can be revalidated
     /// without listing the zone again.
     pub has_serial: bool,
+    /// The driver writes routing-policy sets (`RecordKey::set`, external-dns's
+    /// `setIdentifier`).
+    pub routing_sets: bool,
+    /// The provider-specific properties ([`dnsplane_common::routing`]) the driver
+    /// writes; a record with any other is refused.
+    pub properties: &'static [&'static str],
+}
+
+impl Capabilities {
+    /// Why a driver with these capabilities cannot write `change` (`driver` names it
+    /// in the message): a set or a property it does not support. Such a record is
+    /// refused (INVALID) before any call, never written without them: that would be
+    /// another record, planned again on every sync.
+    pub fn refusal(&self, driver: &str, change: &Change) -> Option<String> {
+        change.ops.iter().find_map(|op| self.op_refusal(driver, op))
+    }
+
+    /// [`refusal`](Self::refusal) for one op.
+    pub fn op_refusal(&self, driver: &str, op: &RRSetOp) -> Option<String> {
+        if !op.key.set.is_none() && !self.routing_sets {
+            return Some(format!(
+                "{driver} has no routing-policy sets (setIdentifier): cannot write {}",
+                op.key
+            ));
+        }
+        op.before.iter().chain(&op.after).find_map(|set| {
+            let (name, _) = set
+                .properties()
+                .find(|(name, _)| !self.properties.contains(name))?;
+            Some(format!(
+                "{driver} cannot write provider-specific property {name:?} (on {})",
+                op.key
+            ))
+        })
+    }
 }
 
 /// How a provider answer is to be understood; decides what the batch algorithm does next
@@ -323,5 +358,70 @@ mod tests {
         assert!(ProviderError::new(Transient, "x").is_retryable());
         assert!(ProviderError::new(Conflict, "x").is_conflict());
         assert!(!ProviderError::new(Ambiguous, "x").is_retryable());
+    }
+
+    /// A set or a property the driver does not write is refused, whichever side of
+    /// which op carries it; what it writes passes.
+    #[test]
+    fn refusals_name_the_set_or_the_property() {
+        use dnsplane_common::{ChangeKind, RecordType, SetId};
+        let zone = Name::parse("example.com").unwrap();
+        let key = RecordKey::new(zone.clone(), zone.prepend("w").unwrap(), RecordType::A);
+        let rr = |key: RecordKey, props: &[(&str, &str)]| {
+            RRSet::with_properties(key, 60, &["192.0.2.1"], props).unwrap()
+        };
+        let plain = rr(key.clone(), &[]);
+        let weighted = rr(
+            key.clone().in_set(SetId::new("eu").unwrap()),
+            &[("aws/weight", "1")],
+        );
+        let tagged = rr(key.clone(), &[("aws/region", "eu-west-1")]);
+        let none = Capabilities {
+            atomic_batches: true,
+            conditional_writes: true,
+            max_changes_per_batch: 1,
+            max_bytes_per_batch: 1,
+            has_serial: false,
+            routing_sets: false,
+            properties: &[],
+        };
+        let change = |ops| Change::new(ChangeKind::Update, ops);
+        assert_eq!(
+            none.refusal("x", &change(vec![RRSetOp::create(plain.clone())])),
+            None
+        );
+        let why = none
+            .refusal("pdns", &change(vec![RRSetOp::create(weighted.clone())]))
+            .unwrap();
+        assert!(
+            why.starts_with("pdns has no routing-policy sets (setIdentifier)"),
+            "{why}"
+        );
+        let why = none
+            .refusal(
+                "pdns",
+                &change(vec![
+                    RRSetOp::create(plain.clone()),
+                    RRSetOp::delete(tagged.clone()),
+                ]),
+            )
+            .unwrap();
+        assert!(
+            why.starts_with("pdns cannot write provider-specific property \"aws/region\""),
+            "{why}"
+        );
+        let some = Capabilities {
+            routing_sets: true,
+            properties: &["aws/weight"],
+            ..none
+        };
+        assert_eq!(
+            some.refusal("x", &change(vec![RRSetOp::create(weighted)])),
+            None
+        );
+        assert!(
+            some.refusal("x", &change(vec![RRSetOp::create(tagged)]))
+                .is_some()
+        );
     }
 }

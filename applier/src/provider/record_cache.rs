@@ -23,7 +23,7 @@
 //! by zone so that zones filled together do not come due together) after its fill,
 //! and at most one drift read per account starts every `drift_check / 100`.
 use crate::provider::precondition::ZoneRead;
-use dnsplane_common::{Name, RRSetOp};
+use dnsplane_common::{Name, RRSetOp, RecordKey};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
@@ -253,6 +253,18 @@ impl RecordCache {
                 }
                 None => {
                     read.rrsets.remove(key);
+                    // Other routing-policy sets of the type may remain at the name.
+                    let first = RecordKey::new(key.zone.clone(), key.name.clone(), key.rtype);
+                    let same_type = |k: &RecordKey| k.name == key.name && k.rtype == key.rtype;
+                    let remains = read
+                        .rrsets
+                        .range(&first..)
+                        .next()
+                        .is_some_and(|(k, _)| same_type(k))
+                        || read.opaque.range(&first..).next().is_some_and(same_type);
+                    if remains {
+                        continue;
+                    }
                     if let Some(types) = read.types.get_mut(&key.name) {
                         types.remove(&key.rtype);
                         if types.is_empty() {
@@ -351,6 +363,30 @@ mod tests {
             r.rrsets.insert(s.key.clone(), s.clone());
         }
         r
+    }
+
+    /// Deleting one routing-policy set leaves its type at the name while another set
+    /// of it remains (the CNAME rule reads these types).
+    #[test]
+    fn a_type_stays_while_a_set_of_it_remains() {
+        let c = RecordCache::default();
+        let set = |id: &str, w: &str| {
+            let key = a("w", "192.0.2.1")
+                .key
+                .in_set(dnsplane_common::SetId::new(id).unwrap());
+            RRSet::with_properties(key, 60, &["192.0.2.1"], &[("aws/weight", w)]).unwrap()
+        };
+        let (eu, us) = (set("eu", "1"), set("us", "2"));
+        c.fill(&zone(), &read(1, &[eu.clone(), us.clone()]));
+        let name = eu.key.name.clone();
+        let types = |c: &RecordCache| {
+            c.with(&zone(), |r| r.unwrap().types.get(&name).cloned())
+                .unwrap_or_default()
+        };
+        c.committed(&zone(), &[RRSetOp::delete(eu)]);
+        assert!(types(&c).contains(&RecordType::A));
+        c.committed(&zone(), &[RRSetOp::delete(us)]);
+        assert!(!types(&c).contains(&RecordType::A));
     }
 
     #[tokio::test]

@@ -4,4 +4,5 @@ mod apply;
 mod dns;
 mod lifecycle;
 mod list;
+mod routing;
 mod support;

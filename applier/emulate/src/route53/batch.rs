@@ -278,11 +278,11 @@ fn check_change(
     }
     // CREATE or UPSERT from here.
     let mut msgs = Vec::new();
-    let others: Vec<&RrKey> = work
-        .at_name(&key.rev_name)
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
+    let at_name = work.at_name(&key.rev_name);
+    if let Some(m) = policy_clash(rr, key, &at_name) {
+        msgs.push(m);
+    }
+    let others: Vec<&RrKey> = at_name.into_iter().map(|(k, _)| k).collect();
     if rr.rtype == "CNAME" {
         if others.iter().any(|k| k.rtype != "CNAME") {
             msgs.push(format!(
@@ -318,6 +318,53 @@ fn check_change(
         }
     }
     msgs
+}
+
+/// The routing policy of a set, as AWS's messages name it ("a non-weighted set").
+fn policy(rr: &RRSet) -> Option<&'static str> {
+    if rr.weight.is_some() {
+        Some("weighted")
+    } else if rr.region.is_some() {
+        Some("latency")
+    } else if rr.failover.is_some() {
+        Some("failover")
+    } else if rr.geo.is_some() {
+        Some("geolocation")
+    } else if rr.multi_value_answer.is_some() {
+        Some("multivalue answer")
+    } else {
+        None
+    }
+}
+
+/// One name and type holds either one plain set or sets of one routing policy. The
+/// texts are AWS's for a plain set beside sets and for a weighted set beside another
+/// kind; the other policies' follow the weighted one (docs/emulators.md).
+fn policy_clash(rr: &RRSet, key: &RrKey, at_name: &[(&RrKey, &RRSet)]) -> Option<String> {
+    let mut same_type = at_name
+        .iter()
+        .filter(|(k, _)| k.rtype == key.rtype && *k != key);
+    match &rr.set_identifier {
+        None => same_type.next().map(|_| {
+            format!(
+                "RRSet with DNS name {}, type {} cannot be created as other RRSets exist with the same name and type.",
+                rr.name, rr.rtype
+            )
+        }),
+        Some(id) => {
+            let mine = policy(rr);
+            same_type
+                .any(|(k, other)| k.set_id.is_none() || policy(other) != mine)
+                .then(|| {
+                    format!(
+                        "RRSet with DNS name {}, type {}, SetIdentifier {id} cannot be created as a non-{} set exists with the same name and type.",
+                        rr.name,
+                        rr.rtype,
+                        mine.unwrap_or("routing-policy")
+                    )
+                })
+        }
+    }
 }
 
 /// Whether writing `rr` makes a CNAME chain (or an alias to this zone) come back to

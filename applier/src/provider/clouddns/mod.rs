@@ -596,6 +596,8 @@ impl Provider for CloudDnsProvider {
             max_changes_per_batch: MAX_CHANGES_PER_BATCH,
             max_bytes_per_batch: MAX_BYTES_PER_BATCH,
             has_serial: true,
+            routing_sets: false,
+            properties: &[],
         }
     }
 

@@ -564,6 +564,8 @@ impl Provider for CloudflareProvider {
             max_bytes_per_batch: limit * 13,
             // The listing cache's own count (see `fill`), not Cloudflare's.
             has_serial: true,
+            routing_sets: false,
+            properties: &[],
         }
     }
 

@@ -492,6 +492,8 @@ impl Provider for Rfc2136Provider {
             max_changes_per_batch: MAX_CHANGES_PER_BATCH,
             max_bytes_per_batch: MAX_BYTES_PER_BATCH,
             has_serial: true,
+            routing_sets: false,
+            properties: &[],
         }
     }
 

@@ -33,8 +33,11 @@
 //! spelling other than dnsplane's canonical one (an upper-case target, a long IPv6
 //! form) is deleted with the spelling the last read found ([`Spellings`]).
 //!
-//! Alias records and routing-policy sets (`SetIdentifier`) are not modelled yet: a read
-//! marks their names opaque, so dnsplane never writes over them.
+//! Routing-policy sets (`SetIdentifier` with a weighted, latency, failover,
+//! geolocation or multivalue policy) and aliases (`AliasTarget`) are RRSets in a set,
+//! with the properties of `common::routing::aws` ([`sets`]); a DELETE repeats the set
+//! exactly as read. Routing dnsplane does not model (CIDR, geoproximity, traffic
+//! policies) marks its key opaque, so dnsplane never writes over it.
 use crate::provider::call::Pacer;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
@@ -42,7 +45,7 @@ use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, Pr
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
-use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+use dnsplane_common::{Name, RRSetOp};
 use reqwest::{Method, Url};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -51,10 +54,14 @@ use std::time::{Duration, Instant, SystemTime};
 mod config;
 mod cover;
 pub mod credentials;
+mod listing;
+mod sets;
 mod wire;
+mod zones;
 
 pub use config::{DEFAULT_ENDPOINT, DEFAULT_STS_ENDPOINT, Route53Config, ZoneVisibility};
 use credentials::{CredentialChain, EnvReader};
+use sets::Spellings;
 use wire::{Action, OutChange};
 
 /// RRSet ops one change batch may carry. Route 53 allows 1,000 `ResourceRecord`
@@ -70,28 +77,6 @@ const PAGE: usize = 300;
 enum Visibility {
     Public,
     Private,
-}
-
-/// Set values as Route 53 holds them, where they differ from dnsplane's canonical
-/// spelling, as of the last read: a DELETE must repeat them literally.
-#[derive(Default)]
-struct Spellings(Mutex<HashMap<RecordKey, (RRSet, Vec<String>)>>);
-
-impl Spellings {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RecordKey, (RRSet, Vec<String>)>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The values to send to delete `set`: as last read, if that is `set` spelled
-    /// otherwise.
-    fn for_delete(&self, set: &RRSet) -> Option<Vec<String>> {
-        self.lock()
-            .get(&set.key)
-            .filter(|(canonical, _)| canonical.same_data(set))
-            .map(|(_, raw)| raw.clone())
-    }
 }
 
 #[derive(Clone)]
@@ -351,218 +336,6 @@ impl Route53Provider {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn visible(&self, z: &wire::HostedZone) -> bool {
-        let v = if z.private() {
-            Visibility::Private
-        } else {
-            Visibility::Public
-        };
-        match self.visibility {
-            ZoneVisibility::Any => true,
-            ZoneVisibility::Public => v == Visibility::Public,
-            ZoneVisibility::Private => v == Visibility::Private,
-        }
-    }
-
-    /// Hosted zones from `dnsname` on (all of them with `None`), page by page.
-    async fn hosted_zones(
-        &self,
-        dnsname: Option<&Name>,
-        stop_after: Option<&Name>,
-    ) -> Result<Vec<wire::HostedZone>, ProviderError> {
-        let mut out = Vec::new();
-        let mut next: Option<(String, Option<String>)> =
-            dnsname.map(|n| (n.as_str().to_string(), None));
-        loop {
-            let mut q: Vec<(&str, &str)> = vec![("maxitems", "100")];
-            if let Some((name, id)) = &next {
-                q.push(("dnsname", name.as_str()));
-                if let Some(id) = id {
-                    q.push(("hostedzoneid", id.as_str()));
-                }
-            }
-            let url = self.url(&["hostedzonesbyname"], &q);
-            let body = self
-                .call(Method::GET, url, None, None, &Pacer::default())
-                .await?;
-            let page: wire::ZonesPage = decode(&body, "ListHostedZonesByName")?;
-            let mut past = false;
-            for z in page.hosted_zones.hosted_zone {
-                let name = Name::parse(&wire::decode_name(&z.name)).ok();
-                if let (Some(stop), Some(name)) = (stop_after, &name)
-                    && name != stop
-                {
-                    past = true;
-                    break;
-                }
-                out.push(z);
-            }
-            if past || !page.is_truncated {
-                return Ok(out);
-            }
-            match page.next_dns_name {
-                Some(n) => next = Some((n, page.next_hosted_zone_id)),
-                None => return Ok(out),
-            }
-        }
-    }
-
-    /// The hosted zone id of `zone`: from the config, or the one visible zone of that
-    /// name. `Permanent` when there is none or more than one.
-    async fn zone_id(&self, zone: &Name) -> Result<String, ProviderError> {
-        if let Some(id) = self.lock_ids().get(zone) {
-            return Ok(id.clone());
-        }
-        let found: Vec<wire::HostedZone> = self
-            .hosted_zones(Some(zone), Some(zone))
-            .await?
-            .into_iter()
-            .filter(|z| self.visible(z))
-            .collect();
-        let ids: Vec<(String, bool)> = found
-            .iter()
-            .filter_map(|z| wire::bare_zone_id(&z.id).map(|id| (id.to_string(), z.private())))
-            .collect();
-        match ids.as_slice() {
-            [] => Err(ProviderError::new(
-                ErrorClass::Permanent,
-                format!(
-                    "zone {zone} does not exist in the Route 53 account{}",
-                    match self.visibility {
-                        ZoneVisibility::Any => String::new(),
-                        ZoneVisibility::Public => " (as a public hosted zone)".into(),
-                        ZoneVisibility::Private => " (as a private hosted zone)".into(),
-                    }
-                ),
-            )),
-            [(id, _)] => {
-                self.lock_ids().insert(zone.clone(), id.clone());
-                Ok(id.clone())
-            }
-            many => Err(ProviderError::new(
-                ErrorClass::Permanent,
-                format!(
-                    "zone {zone} is ambiguous: the Route 53 account has {} hosted zones of that name ({}); set zone_ids or zone_visibility in the account",
-                    many.len(),
-                    many.iter()
-                        .map(|(id, private)| format!(
-                            "{id} {}",
-                            if *private { "private" } else { "public" }
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )),
-        }
-    }
-
-    /// One page of `ListResourceRecordSets` from `start` (name, type, identifier).
-    async fn page(
-        &self,
-        zone: &Name,
-        id: &str,
-        start: Option<(&str, Option<&str>, Option<&str>)>,
-        pacer: &Pacer,
-    ) -> Result<wire::RRSetsPage, ProviderError> {
-        let max = PAGE.to_string();
-        let mut q: Vec<(&str, &str)> = vec![("maxitems", max.as_str())];
-        if let Some((name, rtype, ident)) = start {
-            q.push(("name", name));
-            if let Some(t) = rtype {
-                q.push(("type", t));
-            }
-            if let Some(i) = ident {
-                q.push(("identifier", i));
-            }
-        }
-        let url = self.url(&["hostedzone", id, "rrset"], &q);
-        let body = self.call(Method::GET, url, None, Some(zone), pacer).await?;
-        decode(&body, "ListResourceRecordSets")
-    }
-
-    /// The zone's sets, all of them or those at `names`.
-    async fn read(
-        &self,
-        zone: &Name,
-        names: Option<&BTreeSet<Name>>,
-        pacer: &Pacer,
-    ) -> Result<Read, ProviderError> {
-        let id = self.zone_id(zone).await?;
-        let mut read = Read::default();
-        match names {
-            None => {
-                let mut next: Option<(String, Option<String>, Option<String>)> = None;
-                loop {
-                    let start = next
-                        .as_ref()
-                        .map(|(n, t, i)| (n.as_str(), t.as_deref(), i.as_deref()));
-                    let page = self.page(zone, &id, start, pacer).await?;
-                    for set in page.resource_record_sets.resource_record_set {
-                        read.add(zone, set, None);
-                    }
-                    match (page.is_truncated, page.next_record_name) {
-                        (true, Some(n)) => {
-                            next = Some((n, page.next_record_type, page.next_record_identifier));
-                        }
-                        _ => break,
-                    }
-                }
-            }
-            Some(names) => {
-                let mut cover = cover::Cover::new(names);
-                while let Some(start) = cover.next_start() {
-                    let mut seen = Vec::new();
-                    let mut at = (start.as_str().to_string(), None, None);
-                    // Follow the pages while they stop inside or before a wanted name.
-                    // (where it stopped; whether that place is known)
-                    let (boundary, gaps) = loop {
-                        let page = self
-                            .page(
-                                zone,
-                                &id,
-                                Some((at.0.as_str(), at.1.as_deref(), at.2.as_deref())),
-                                pacer,
-                            )
-                            .await?;
-                        for set in page.resource_record_sets.resource_record_set {
-                            if let Ok(n) = Name::parse(&wire::decode_name(&set.name)) {
-                                seen.push(n);
-                            }
-                            read.add(zone, set, Some(names));
-                        }
-                        let next = match (page.is_truncated, page.next_record_name) {
-                            (true, Some(n)) => n,
-                            _ => break (None, true),
-                        };
-                        let next_name = Name::parse(&wire::decode_name(&next)).ok();
-                        match next_name {
-                            Some(nn) if cover.wants(&nn) => {
-                                at = (next, page.next_record_type, page.next_record_identifier);
-                            }
-                            Some(nn) => break (Some(nn), true),
-                            // A name dnsplane cannot read: no gap can be inferred.
-                            None => break (None, false),
-                        }
-                    };
-                    seen.dedup();
-                    cover.swept(&start, &seen, boundary.as_ref(), gaps);
-                }
-            }
-        }
-        let mut spellings = self.spellings.lock();
-        for (key, raw) in &read.raw {
-            if let Some(set) = read.zone.rrsets.get(key) {
-                spellings.insert(key.clone(), (set.clone(), raw.clone()));
-            }
-        }
-        for key in read.zone.rrsets.keys() {
-            if !read.raw.contains_key(key) {
-                spellings.remove(key);
-            }
-        }
-        Ok(read)
-    }
-
     /// Polls `GetChange` until the change is `INSYNC`, at most `limit`.
     async fn wait_insync(
         &self,
@@ -600,61 +373,6 @@ fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T, P
     })
 }
 
-/// What a read found: the sets dnsplane models, the keys it cannot (alias, routing
-/// policies, values it cannot read: never written over), the types at each name, and
-/// values as Route 53 spelled them where that is not the canonical spelling.
-#[derive(Default)]
-struct Read {
-    zone: ZoneRead,
-    raw: HashMap<RecordKey, Vec<String>>,
-}
-
-impl Read {
-    fn add(&mut self, zone: &Name, set: wire::WireRRSet, names: Option<&BTreeSet<Name>>) {
-        let Ok(name) = Name::parse(&wire::decode_name(&set.name)) else {
-            tracing::warn!(zone = %zone, record.name = %set.name, "Skipped a Route 53 set whose name dnsplane cannot represent.");
-            return;
-        };
-        if names.is_some_and(|ns| !ns.contains(&name)) {
-            return;
-        }
-        // SOA and types dnsplane does not model are neither listed nor written.
-        let Ok(rtype) = RecordType::parse(&set.rtype) else {
-            return;
-        };
-        self.zone
-            .types
-            .entry(name.clone())
-            .or_default()
-            .insert(rtype);
-        let key = RecordKey::new(zone.clone(), name, rtype);
-        if set.set_identifier.is_some() || set.alias_target.is_some() {
-            self.zone.opaque.insert(key);
-            return;
-        }
-        let values: Vec<String> = set
-            .resource_records
-            .resource_record
-            .into_iter()
-            .map(|r| r.value)
-            .collect();
-        match RRSet::new(key.clone(), set.ttl.unwrap_or(0), &values) {
-            Ok(r) => {
-                let mut raw = values.clone();
-                raw.sort();
-                if raw != r.values_vec() {
-                    self.raw.insert(key.clone(), values);
-                }
-                self.zone.rrsets.insert(key, r);
-            }
-            Err(e) => {
-                tracing::warn!(zone = %zone, record = %key, error = %e, "A Route 53 set dnsplane cannot represent; it is left alone.");
-                self.zone.opaque.insert(key);
-            }
-        }
-    }
-}
-
 #[async_trait]
 impl Provider for Route53Provider {
     fn driver(&self) -> &'static str {
@@ -669,6 +387,8 @@ impl Provider for Route53Provider {
             max_bytes_per_batch: MAX_BYTES_PER_BATCH,
             // The record cache's own count (see `fill`), not Route 53's.
             has_serial: true,
+            routing_sets: true,
+            properties: sets::PROPERTIES,
         }
     }
 
@@ -752,6 +472,15 @@ impl Provider for Route53Provider {
             )
             .with_key(op.key.clone()));
         }
+        // A set or property this driver cannot write is refused before any call (the
+        // batch algorithm refuses it first; this guards a direct call).
+        let caps = self.capabilities();
+        if let Some((op, why)) = ops
+            .iter()
+            .find_map(|op| Some((op, caps.op_refusal(self.driver(), op)?)))
+        {
+            return Err(ProviderError::new(ErrorClass::Invalid, why).with_key(op.key.clone()));
+        }
         // "Absent" is the one precondition Route 53 cannot check in a batch.
         let absent: BTreeSet<Name> = ops
             .iter()
@@ -777,28 +506,35 @@ impl Provider for Route53Provider {
                 .with_key(op.key.clone()));
             }
         }
-        // Deleted sets in the spelling Route 53 holds them in.
-        let respelled: Vec<Option<Vec<String>>> = ops
+        if ops
             .iter()
-            .map(|op| self.spellings.for_delete(op.before.as_ref()?))
-            .collect();
-        let mut changes: Vec<OutChange<'_>> = Vec::new();
-        for (op, raw) in ops.iter().zip(&respelled) {
-            if let Some(before) = &op.before {
-                let mut delete = OutChange::of(Action::Delete, before);
-                if let Some(raw) = raw {
-                    delete.values = raw.iter().map(String::as_str).collect();
-                }
-                changes.push(delete);
-            }
-            if let Some(after) = &op.after {
-                changes.push(OutChange::of(Action::Create, after));
-            }
-        }
-        if changes.is_empty() {
+            .all(|op| op.before.is_none() && op.after.is_none())
+        {
             return Ok(());
         }
         let id = self.zone_id(zone).await?;
+        let mut changes: Vec<OutChange<'_>> = Vec::new();
+        for op in ops {
+            if let Some(before) = &op.before {
+                // In the spelling Route 53 holds it in.
+                let body = self
+                    .spellings
+                    .for_delete(before)
+                    .unwrap_or_else(|| sets::body_of(before, &id));
+                changes.push(OutChange {
+                    action: Action::Delete,
+                    key: &op.key,
+                    body,
+                });
+            }
+            if let Some(after) = &op.after {
+                changes.push(OutChange {
+                    action: Action::Create,
+                    key: &op.key,
+                    body: sets::body_of(after, &id),
+                });
+            }
+        }
         let body = wire::change_batch("dnsplane", &changes);
         let url = self.url(&["hostedzone", &id, "rrset"], &[]);
         let answer = self

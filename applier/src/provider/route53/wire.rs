@@ -2,7 +2,7 @@
 //! bodies (the standard `ErrorResponse` and the legacy `InvalidChangeBatch`), and how
 //! an `InvalidChangeBatch` message is split into one verdict per failing change.
 use crate::provider::{ErrorClass, ProviderError};
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use dnsplane_common::{Name, RecordKey, RecordType, SetId};
 use quick_xml::escape::escape;
 use serde::Deserialize;
 
@@ -61,49 +61,107 @@ impl Action {
     }
 }
 
-/// One `Change` as sent: a set's key, TTL and values (values as Route 53 must see
-/// them, which for a DELETE is how it holds them).
+/// A record set as Route 53 holds it, but for its name and type: a set's routing
+/// policy and either a TTL with values or an alias target. What a DELETE must repeat
+/// exactly, and what a CREATE writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SetBody {
+    pub set_identifier: Option<String>,
+    pub weight: Option<String>,
+    pub region: Option<String>,
+    pub geo: Option<Geo>,
+    pub failover: Option<String>,
+    pub multi_value_answer: Option<bool>,
+    /// `None` for an alias.
+    pub ttl: Option<u32>,
+    /// Empty for an alias.
+    pub values: Vec<String>,
+    pub alias: Option<AliasTarget>,
+    pub health_check_id: Option<String>,
+}
+
+/// `GeoLocation`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Geo {
+    pub continent: Option<String>,
+    pub country: Option<String>,
+    pub subdivision: Option<String>,
+}
+
+/// `AliasTarget`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AliasTarget {
+    pub hosted_zone_id: String,
+    pub dns_name: String,
+    pub evaluate_target_health: bool,
+}
+
+/// One `Change` as sent.
 #[derive(Debug)]
 pub struct OutChange<'a> {
     pub action: Action,
     pub key: &'a RecordKey,
-    pub ttl: u32,
-    pub values: Vec<&'a str>,
+    pub body: SetBody,
 }
 
-impl<'a> OutChange<'a> {
-    pub fn of(action: Action, set: &'a RRSet) -> Self {
-        OutChange {
-            action,
-            key: &set.key,
-            ttl: set.ttl,
-            values: set.values().collect(),
-        }
-    }
-}
-
-/// The body of `ChangeResourceRecordSets`.
+/// The body of `ChangeResourceRecordSets`; elements in the schema's order (AWS
+/// validates the sequence).
 pub fn change_batch(comment: &str, changes: &[OutChange<'_>]) -> String {
     let mut x = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><ChangeResourceRecordSetsRequest xmlns="{XMLNS}"><ChangeBatch><Comment>{}</Comment><Changes>"#,
         escape(comment)
     );
+    let text = |x: &mut String, tag: &str, value: Option<&str>| {
+        if let Some(v) = value {
+            x.push_str(&format!("<{tag}>{}</{tag}>", escape(v)));
+        }
+    };
     for c in changes {
+        let b = &c.body;
         x.push_str("<Change><Action>");
         x.push_str(c.action.as_str());
-        x.push_str("</Action><ResourceRecordSet><Name>");
-        x.push_str(&escape(c.key.name.as_str()));
-        x.push_str("</Name><Type>");
-        x.push_str(c.key.rtype.as_str());
-        x.push_str("</Type><TTL>");
-        x.push_str(&c.ttl.to_string());
-        x.push_str("</TTL><ResourceRecords>");
-        for v in &c.values {
-            x.push_str("<ResourceRecord><Value>");
-            x.push_str(&escape(*v));
-            x.push_str("</Value></ResourceRecord>");
+        x.push_str("</Action><ResourceRecordSet>");
+        text(&mut x, "Name", Some(c.key.name.as_str()));
+        text(&mut x, "Type", Some(c.key.rtype.as_str()));
+        text(&mut x, "SetIdentifier", b.set_identifier.as_deref());
+        text(&mut x, "Weight", b.weight.as_deref());
+        text(&mut x, "Region", b.region.as_deref());
+        if let Some(g) = &b.geo {
+            x.push_str("<GeoLocation>");
+            text(&mut x, "ContinentCode", g.continent.as_deref());
+            text(&mut x, "CountryCode", g.country.as_deref());
+            text(&mut x, "SubdivisionCode", g.subdivision.as_deref());
+            x.push_str("</GeoLocation>");
         }
-        x.push_str("</ResourceRecords></ResourceRecordSet></Change>");
+        text(&mut x, "Failover", b.failover.as_deref());
+        let multi = b
+            .multi_value_answer
+            .map(|m| if m { "true" } else { "false" });
+        text(&mut x, "MultiValueAnswer", multi);
+        text(&mut x, "TTL", b.ttl.map(|t| t.to_string()).as_deref());
+        if !b.values.is_empty() {
+            x.push_str("<ResourceRecords>");
+            for v in &b.values {
+                x.push_str("<ResourceRecord><Value>");
+                x.push_str(&escape(v.as_str()));
+                x.push_str("</Value></ResourceRecord>");
+            }
+            x.push_str("</ResourceRecords>");
+        }
+        if let Some(a) = &b.alias {
+            x.push_str("<AliasTarget>");
+            text(&mut x, "HostedZoneId", Some(&a.hosted_zone_id));
+            text(&mut x, "DNSName", Some(&a.dns_name));
+            let evaluate = if a.evaluate_target_health {
+                "true"
+            } else {
+                "false"
+            };
+            text(&mut x, "EvaluateTargetHealth", Some(evaluate));
+            x.push_str("</AliasTarget>");
+        }
+        text(&mut x, "HealthCheckId", b.health_check_id.as_deref());
+        x.push_str("</ResourceRecordSet></Change>");
     }
     x.push_str("</Changes></ChangeBatch></ChangeResourceRecordSetsRequest>");
     x
@@ -172,14 +230,99 @@ pub struct WireRRSet {
     pub name: String,
     #[serde(rename = "Type")]
     pub rtype: String,
+    #[serde(default)]
+    pub set_identifier: Option<String>,
+    #[serde(default)]
+    pub weight: Option<String>,
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub geo_location: Option<WireGeo>,
+    #[serde(default)]
+    pub failover: Option<String>,
+    #[serde(default)]
+    pub multi_value_answer: Option<String>,
     #[serde(rename = "TTL", default)]
     pub ttl: Option<u32>,
     #[serde(default)]
     pub resource_records: ResourceRecords,
     #[serde(default)]
-    pub set_identifier: Option<String>,
+    pub alias_target: Option<WireAlias>,
     #[serde(default)]
-    pub alias_target: Option<serde::de::IgnoredAny>,
+    pub health_check_id: Option<String>,
+    /// Routing dnsplane does not model: such a set is left alone.
+    #[serde(default)]
+    pub traffic_policy_instance_id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub cidr_routing_config: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub geo_proximity_location: Option<serde::de::IgnoredAny>,
+}
+
+impl WireRRSet {
+    /// Routing that dnsplane does not model (CIDR, geoproximity, traffic policies).
+    pub fn unmodelled_routing(&self) -> Option<&'static str> {
+        if self.cidr_routing_config.is_some() {
+            Some("CidrRoutingConfig")
+        } else if self.geo_proximity_location.is_some() {
+            Some("GeoProximityLocation")
+        } else if self.traffic_policy_instance_id.is_some() {
+            Some("TrafficPolicyInstanceId")
+        } else {
+            None
+        }
+    }
+
+    /// The set's content, as Route 53 spelled it.
+    pub fn body(self) -> SetBody {
+        let flag = |v: &str| v.trim().eq_ignore_ascii_case("true");
+        SetBody {
+            set_identifier: self.set_identifier,
+            weight: self.weight,
+            region: self.region,
+            geo: self.geo_location.map(|g| Geo {
+                continent: g.continent_code,
+                country: g.country_code,
+                subdivision: g.subdivision_code,
+            }),
+            failover: self.failover,
+            multi_value_answer: self.multi_value_answer.as_deref().map(flag),
+            ttl: self.ttl,
+            values: self
+                .resource_records
+                .resource_record
+                .into_iter()
+                .map(|r| r.value)
+                .collect(),
+            alias: self.alias_target.map(|a| AliasTarget {
+                hosted_zone_id: a.hosted_zone_id,
+                dns_name: a.dns_name,
+                evaluate_target_health: flag(&a.evaluate_target_health),
+            }),
+            health_check_id: self.health_check_id,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct WireGeo {
+    #[serde(default)]
+    pub continent_code: Option<String>,
+    #[serde(default)]
+    pub country_code: Option<String>,
+    #[serde(default)]
+    pub subdivision_code: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct WireAlias {
+    pub hosted_zone_id: String,
+    #[serde(rename = "DNSName")]
+    pub dns_name: String,
+    #[serde(default)]
+    pub evaluate_target_health: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -355,7 +498,11 @@ fn failure_class(text: &str) -> ErrorClass {
         || text.contains("but it was not found")
         || text.contains("do not match the current values")
         || text.contains("is not permitted because a conflicting RRSet")
-        || text.contains("is not permitted as it conflicts with other records");
+        || text.contains("is not permitted as it conflicts with other records")
+        // A plain set beside routing-policy sets of one name and type, or sets of
+        // two policies.
+        || text.contains("cannot be created as other RRSets exist")
+        || (text.contains("cannot be created as a non-") && text.contains("set exists"));
     if conflict {
         ErrorClass::Conflict
     } else {
@@ -365,12 +512,30 @@ fn failure_class(text: &str) -> ErrorClass {
 
 /// The set a message names, if it is in `zone`.
 fn named_key(zone: &Name, text: &str) -> Option<RecordKey> {
+    let mut set = None;
     let (name, rtype) = if let Some(i) = text.find("[name='") {
         let rest = &text[i + 7..];
         let name = &rest[..rest.find('\'')?];
         let t = rest.find("type='")?;
         let trest = &rest[t + 6..];
+        let inside = &rest[..rest.find(']').unwrap_or(rest.len())];
+        if let Some(s) = inside.find("set-identifier='") {
+            let srest = &inside[s + 16..];
+            set = Some(srest[..srest.find('\'')?].to_string());
+        }
         (name.to_string(), trest[..trest.find('\'')?].to_string())
+    } else if let Some(i) = text.find("RRSet with DNS name ")
+        && text[i..].contains(", type ")
+    {
+        // "RRSet with DNS name x., type A[, SetIdentifier s] cannot be created as …"
+        let rest = &text[i + 20..];
+        let (name, rest) = rest.split_once(", type ")?;
+        let end = rest.find([',', ' ']).unwrap_or(rest.len());
+        let (rtype, rest) = rest.split_at(end);
+        if let Some(s) = rest.strip_prefix(", SetIdentifier ") {
+            set = Some(s[..s.find(" cannot").unwrap_or(s.len())].to_string());
+        }
+        (name.to_string(), rtype.to_string())
     } else if let Some(i) = text.find("RRSet of type ") {
         let mut it = text[i + 14..].split_whitespace();
         let rtype = it.next()?.to_string();
@@ -388,8 +553,12 @@ fn named_key(zone: &Name, text: &str) -> Option<RecordKey> {
     };
     let name = Name::parse(&decode_name(&name)).ok()?;
     let rtype = RecordType::parse(&rtype).ok()?;
+    let set = match set {
+        Some(s) => SetId::new(&s).ok()?,
+        None => SetId::NONE,
+    };
     name.is_within(zone)
-        .then(|| RecordKey::new(zone.clone(), name, rtype))
+        .then(|| RecordKey::new(zone.clone(), name, rtype).in_set(set))
 }
 
 /// The provider error for an answer with `status` and `body` to a request about
@@ -557,13 +726,92 @@ mod tests {
             Name::parse("t.example.com").unwrap(),
             RecordType::Txt,
         );
-        let r = RRSet::new(key, 60, &["\"a<b&c\""]).unwrap();
-        let x = change_batch("dnsplane", &[OutChange::of(Action::Create, &r)]);
+        let body = SetBody {
+            ttl: Some(60),
+            values: vec!["\"a<b&c\"".into()],
+            ..SetBody::default()
+        };
+        let x = change_batch(
+            "dnsplane",
+            &[OutChange {
+                action: Action::Create,
+                key: &key,
+                body,
+            }],
+        );
         assert!(x.contains("<Action>CREATE</Action>"), "{x}");
         assert!(
             x.contains("&quot;a&lt;b&amp;c&quot;") || x.contains("\"a&lt;b&amp;c\""),
             "{x}"
         );
         assert!(x.contains("<TTL>60</TTL>"), "{x}");
+    }
+
+    /// Route 53 validates the schema's sequence: routing elements before the TTL, an
+    /// alias target after where the values would be, the health check last.
+    #[test]
+    fn routing_elements_go_in_the_schemas_order() {
+        let key = RecordKey::new(zone(), Name::parse("w.example.com").unwrap(), RecordType::A);
+        let body = SetBody {
+            set_identifier: Some("eu".into()),
+            geo: Some(Geo {
+                continent: Some("EU".into()),
+                ..Geo::default()
+            }),
+            alias: Some(AliasTarget {
+                hosted_zone_id: "Z1".into(),
+                dns_name: "lb.example.net.".into(),
+                evaluate_target_health: false,
+            }),
+            health_check_id: Some("hc".into()),
+            ..SetBody::default()
+        };
+        let x = change_batch(
+            "c",
+            &[OutChange {
+                action: Action::Delete,
+                key: &key,
+                body,
+            }],
+        );
+        let at = |tag: &str| x.find(tag).unwrap_or_else(|| panic!("{tag} in {x}"));
+        assert!(at("<Type>") < at("<SetIdentifier>eu"));
+        assert!(
+            at("<SetIdentifier>")
+                < at("<GeoLocation><ContinentCode>EU</ContinentCode></GeoLocation>")
+        );
+        assert!(
+            at("</GeoLocation>")
+                < at(
+                    "<AliasTarget><HostedZoneId>Z1</HostedZoneId><DNSName>lb.example.net.</DNSName><EvaluateTargetHealth>false</EvaluateTargetHealth></AliasTarget>"
+                )
+        );
+        assert!(at("</AliasTarget>") < at("<HealthCheckId>hc</HealthCheckId>"));
+        assert!(
+            !x.contains("<TTL>") && !x.contains("<ResourceRecords>"),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn routing_policy_clashes_are_conflicts_that_name_the_set() {
+        let err = WireError {
+            code: "InvalidChangeBatch".into(),
+            message: String::new(),
+            messages: vec![
+                "RRSet with DNS name w.example.com., type A, SetIdentifier eu cannot be created as a non-weighted set exists with the same name and type.".into(),
+                "RRSet with DNS name p.example.com., type TXT cannot be created as other RRSets exist with the same name and type.".into(),
+            ],
+        };
+        let f = failures(&zone(), &err);
+        assert_eq!(f[0].class, ErrorClass::Conflict);
+        let k = f[0].key.as_ref().unwrap();
+        assert_eq!((k.name.as_str(), k.set.as_str()), ("w.example.com.", "eu"));
+        assert_eq!(f[1].class, ErrorClass::Conflict);
+        let k = f[1].key.as_ref().unwrap();
+        assert_eq!(
+            (k.name.as_str(), k.rtype, k.set),
+            ("p.example.com.", RecordType::Txt, SetId::NONE)
+        );
     }
 }

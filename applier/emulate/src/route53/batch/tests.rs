@@ -387,3 +387,55 @@ fn limits_count_upsert_twice() {
     assert!(check_limits(&[ch(Action::Upsert, txt(16_001))]).is_some());
     assert!(check_limits(&[ch(Action::Create, txt(16_001))]).is_none());
 }
+
+/// One name and type holds one plain set or sets of one routing policy, in AWS's
+/// words; a set may replace the plain set in one batch.
+#[test]
+fn plain_and_routing_sets_do_not_mix() {
+    let mut z = zone();
+    let plain = rr("m.example.com.", "A", 60, &["192.0.2.1"]);
+    apply(&mut z, &[ch(Action::Create, plain.clone())]).unwrap();
+    let mut w = rr("m.example.com.", "A", 60, &["192.0.2.2"]);
+    w.set_identifier = Some("eu".into());
+    w.weight = Some(1);
+    assert_eq!(
+        apply(&mut z, &[ch(Action::Create, w.clone())]).unwrap_err(),
+        vec![
+            "RRSet with DNS name m.example.com., type A, SetIdentifier eu cannot be created as a non-weighted set exists with the same name and type."
+        ]
+    );
+    apply(
+        &mut z,
+        &[
+            ch(Action::Delete, plain.clone()),
+            ch(Action::Create, w.clone()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        apply(&mut z, &[ch(Action::Create, plain)]).unwrap_err(),
+        vec![
+            "RRSet with DNS name m.example.com., type A cannot be created as other RRSets exist with the same name and type."
+        ]
+    );
+    let mut latency = rr("m.example.com.", "A", 60, &["192.0.2.3"]);
+    latency.set_identifier = Some("us".into());
+    latency.region = Some("us-east-1".into());
+    let e = apply(&mut z, &[ch(Action::Create, latency)]).unwrap_err();
+    assert!(e[0].contains("as a non-latency set exists"), "{e:?}");
+    // Another type at the name is no clash; a second weighted set is none either.
+    let mut w2 = w.clone();
+    w2.set_identifier = Some("us".into());
+    apply(
+        &mut z,
+        &[
+            ch(Action::Create, w2),
+            ch(Action::Create, rr("m.example.com.", "TXT", 60, &["\"x\""])),
+        ],
+    )
+    .unwrap();
+    // An UPSERT of a set over itself is no clash.
+    let mut heavier = w;
+    heavier.weight = Some(5);
+    apply(&mut z, &[ch(Action::Upsert, heavier)]).unwrap();
+}
