@@ -57,6 +57,31 @@ pub struct PlannerConfig {
     /// One writer per owner id: the lease a planner must hold to send batches.
     #[serde(default)]
     pub lease: LeaseConfig,
+    /// `[webhook]`: serve external-dns's webhook provider protocol (absent: off).
+    #[serde(default)]
+    pub webhook: Option<WebhookConfig>,
+}
+
+/// `[webhook]`: dnsplane as external-dns's webhook provider (`--provider=webhook`).
+/// What external-dns sends becomes the desired state of one pushed source.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Where the protocol is served; external-dns's default is `127.0.0.1:8888`
+    /// (a sidecar). Health and metrics stay on the admin port.
+    #[serde(default = "default_webhook_listen")]
+    pub listen: std::net::SocketAddr,
+    /// The pushed source external-dns's records go to (`push:<source>` in status).
+    #[serde(default = "default_webhook_source")]
+    pub source: String,
+}
+
+fn default_webhook_listen() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 8888))
+}
+
+fn default_webhook_source() -> String {
+    "external-dns".into()
 }
 
 /// `[safety]`: the mass-change guard ([`crate::guard`]).
@@ -397,6 +422,7 @@ impl PlannerConfig {
             state_dir: default_state_dir(),
             safety: SafetyConfig::default(),
             lease: LeaseConfig::default(),
+            webhook: None,
         }
     }
 
@@ -452,6 +478,11 @@ impl PlannerConfig {
 
     /// The checks serde cannot express.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(w) = &self.webhook
+            && (w.source.is_empty() || w.source.len() > 128)
+        {
+            return Err("webhook.source must be 1-128 characters".into());
+        }
         for a in self.appliers.iter().chain(std::iter::once(&self.applier)) {
             if !(a.starts_with("http://") || a.starts_with("https://")) {
                 return Err(format!(

@@ -21,6 +21,13 @@ pub enum PlannerError {
     /// A configured source path that is missing, unreadable or holds no manifest.
     #[error("source not ready: {0}")]
     SourceNotReady(String),
+    /// `[webhook] listen` cannot be bound (in use, not this host's).
+    #[error("webhook listen {addr}: {source}")]
+    WebhookListen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     /// The state directory cannot hold the durable desired state.
     #[error("state_dir: {0}")]
     Store(#[from] crate::store::StoreError),

@@ -13,6 +13,7 @@
 //!   [`guard`] holds a plan that would change too much of a zone until it is approved;
 //!   [`batcher`] cuts it into batches;
 //! - [`state`]: the per-record state machine (one fold: plan → results → lost stream);
+//! - [`webhook`]: external-dns's webhook provider protocol, onto a pushed source;
 //! - [`pool`], [`client`]: the appliers and the only code that speaks their protocol;
 //! - [`lease`]: one writer per owner id; the engine sends batches only while it
 //!   holds the lease (Redis, or a lock file in the state directory);
@@ -37,6 +38,7 @@ pub mod service;
 pub mod source;
 pub mod state;
 pub mod store;
+pub mod webhook;
 
 pub use error::PlannerError;
 
@@ -93,6 +95,7 @@ pub async fn run(
         env!("CARGO_PKG_VERSION"),
     );
     let metrics = metrics::PlannerMetrics::register(&mut registry);
+    let metrics_for_webhook = metrics.clone();
     let (lease, lease_handle) = lease::Lease::new(
         lease::backend(&config).map_err(PlannerError::Lease)?,
         lease::Identity::new(),
@@ -122,6 +125,17 @@ pub async fn run(
     };
     let listener = listeners.grpc;
     let addr = listener.local_addr().map_err(PlannerError::Listener)?;
+    // Bound now, so that a taken address fails the start; served once the pushed
+    // state is restored (a change stored before would be overwritten by it).
+    let webhook_listener = match &config.webhook {
+        Some(w) => Some(TcpListener::bind(w.listen).await.map_err(|source| {
+            PlannerError::WebhookListen {
+                addr: w.listen,
+                source,
+            }
+        })?),
+        None => None,
+    };
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter
@@ -179,6 +193,13 @@ pub async fn run(
             }
         }
     }
+    let webhook_task = match (&config.webhook, webhook_listener) {
+        (Some(w), Some(l)) => {
+            let server = webhook::Webhook::new(engine.clone(), metrics_for_webhook.clone(), w);
+            Some(tokio::spawn(server.serve(l, shutdown.clone())))
+        }
+        _ => None,
+    };
     // Until it is the leader, the engine answers reads and sends nothing.
     let lease_stop = CancellationToken::new();
     let lease_task = tokio::spawn(lease.run(lease_stop.clone()));
@@ -241,6 +262,13 @@ pub async fn run(
             Err(_) => {
                 tracing::warn!(grace = ?SHUTDOWN_GRACE, "Admin HTTP server did not stop in time.")
             }
+        }
+    }
+    if let Some(t) = webhook_task {
+        match tokio::time::timeout(SHUTDOWN_GRACE, t).await {
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "Webhook server failed."),
+            Ok(_) => {}
+            Err(_) => tracing::warn!(grace = ?SHUTDOWN_GRACE, "Webhook server did not stop in time."),
         }
     }
     info!("Planner stopped.");

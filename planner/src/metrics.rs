@@ -94,6 +94,14 @@ pub struct PlannerMetrics {
     held_changes: Family<ChangeLabels, Gauge>,
     plans_held: Family<ZoneLabels, Counter>,
     plans_released: Family<ReleaseLabels, Counter>,
+    webhook_requests: Family<WebhookLabels, Counter>,
+    webhook_refused: Counter,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    call: String,
+    code: u16,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -142,6 +150,8 @@ impl PlannerMetrics {
             plans_released: Family::default(),
             lease_leader: Gauge::default(),
             lease_transitions: Family::default(),
+            webhook_requests: Family::default(),
+            webhook_refused: Counter::default(),
         };
         registry.register(
             "dnsplane_planner_plan_changes",
@@ -228,7 +238,32 @@ impl PlannerMetrics {
             "Role changes of this planner, by the role it changed to and why",
             m.lease_transitions.clone(),
         );
+        registry.register(
+            "dnsplane_planner_webhook_requests",
+            "external-dns webhook requests answered, by call (negotiate, records, adjust, apply) and HTTP status",
+            m.webhook_requests.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_webhook_endpoints_refused",
+            "Endpoints of external-dns's changes that were not accepted (see the source errors in /status)",
+            m.webhook_refused.clone(),
+        );
         m
+    }
+
+    /// The webhook answered `call` with `code`.
+    pub(crate) fn webhook_request(&self, call: &str, code: u16) {
+        self.webhook_requests
+            .get_or_create(&WebhookLabels {
+                call: call.into(),
+                code,
+            })
+            .inc();
+    }
+
+    /// The webhook refused `n` endpoints of one change set.
+    pub(crate) fn webhook_refused(&self, n: usize) {
+        self.webhook_refused.inc_by(n as u64);
     }
 
     /// The guard held a new plan of `zone`.

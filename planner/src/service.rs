@@ -11,7 +11,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 mod encode;
-mod push;
+pub(crate) mod push;
 
 use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
 pub use encode::{kind_from_pb, kind_name, kind_to_pb, status, status_to_pb};

@@ -36,6 +36,9 @@ struct Contribution {
     keys: SourceKeys,
     /// The source's own errors and those of its entries.
     errors: Vec<SourceError>,
+    /// Input the source took no entry from (a webhook's refused endpoints), as the
+    /// source last reported it: shown with its errors, replaced whole each time.
+    refusals: Vec<SourceError>,
     /// Its claims that another source holds with other values, per key, so that a
     /// patch of the key also drops the error.
     conflicts: BTreeMap<RecordKey, SourceError>,
@@ -180,6 +183,8 @@ impl DesiredIndex {
         let mut contribution = Contribution {
             keys: SourceKeys::default(),
             errors,
+            // A new whole state of the source is no answer to what it refused.
+            refusals: old.refusals.clone(),
             conflicts: BTreeMap::new(),
         };
         // Withdraw this source's old claims that are gone or changed.
@@ -501,6 +506,24 @@ impl DesiredIndex {
         true
     }
 
+    /// Replaces what `source` reports about input it took no entry from.
+    pub fn set_refusals(&mut self, source: &str, refusals: Vec<SourceError>) {
+        let source = self.interner.str(source);
+        self.sources.entry(source).or_default().refusals = refusals;
+    }
+
+    /// Every record `source` declares, as it declares it (a claim another source
+    /// shadows included), in key order within each zone.
+    pub fn source_records(&self, source: &str) -> Vec<RRSet> {
+        let Some((name, c)) = self.sources.get_key_value(source) else {
+            return Vec::new();
+        };
+        c.keys
+            .iter(&self.zones)
+            .filter_map(|k| self.claim_of(k, name).map(|r| r.rrset(k)))
+            .collect()
+    }
+
     pub fn zone(&self, zone: &Name) -> Option<&BTreeMap<RecordKey, DesiredRecord>> {
         self.zones.get(zone)
     }
@@ -510,7 +533,13 @@ impl DesiredIndex {
         let mut out: Vec<SourceError> = self
             .sources
             .values()
-            .flat_map(|c| c.errors.iter().chain(c.conflicts.values()).cloned())
+            .flat_map(|c| {
+                c.errors
+                    .iter()
+                    .chain(&c.refusals)
+                    .chain(c.conflicts.values())
+                    .cloned()
+            })
             .collect();
         out.extend(self.clashes.values().cloned());
         out
@@ -519,7 +548,7 @@ impl DesiredIndex {
     pub fn error_count(&self) -> usize {
         self.sources
             .values()
-            .map(|c| c.errors.len() + c.conflicts.len())
+            .map(|c| c.errors.len() + c.refusals.len() + c.conflicts.len())
             .sum::<usize>()
             + self.clashes.len()
     }

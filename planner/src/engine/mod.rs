@@ -317,6 +317,20 @@ impl Engine {
         })
     }
 
+    /// Replaces what source `name` reports about input it took no entry from (shown
+    /// with the source errors in status).
+    pub fn set_source_refusals(&self, name: &str, refusals: Vec<SourceError>) {
+        self.desired
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_refusals(name, refusals);
+    }
+
+    /// Every record source `name` declares, as it declares it.
+    pub fn source_records(&self, name: &str) -> Vec<dnsplane_common::RRSet> {
+        Engine::cpu(|| self.desired().source_records(name))
+    }
+
     /// Changes part of a pushed source, in O(patch): `check` sees the upserts with
     /// the source's other records at their names (all that the rules across records,
     /// duplicates and CNAMEs, can involve: the rest of the source was checked when it

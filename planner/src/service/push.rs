@@ -151,7 +151,7 @@ pub(super) fn check_source(source: &str) -> Result<(), Vec<FieldError>> {
 
 /// The checks across the records of one source's whole push (zones, duplicates,
 /// CNAME clashes), each error at its record's field.
-pub(super) fn cross_check(
+pub(crate) fn cross_check(
     zones: &[ZoneConfig],
     source: &str,
     entries: &[DesiredEntry],
@@ -228,13 +228,13 @@ pub(super) fn validate_patch(req: &pb::PatchDesiredRequest) -> Result<Patch, Vec
 /// The names every entry of one push shares: its source and its resource (one
 /// allocation each, whatever the number of records).
 #[derive(Debug)]
-pub(super) struct PushOrigin {
+pub(crate) struct PushOrigin {
     source: std::sync::Arc<str>,
     resource: std::sync::Arc<str>,
 }
 
 impl PushOrigin {
-    pub(super) fn of(source: &str) -> PushOrigin {
+    pub(crate) fn of(source: &str) -> PushOrigin {
         PushOrigin {
             source: format!("push:{source}").into(),
             resource: format!("push/{source}").into(),
@@ -242,7 +242,7 @@ impl PushOrigin {
     }
 }
 
-pub(super) fn push_entry(
+pub(crate) fn push_entry(
     origin: &PushOrigin,
     field: &str,
     i: usize,
