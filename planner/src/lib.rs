@@ -268,7 +268,9 @@ pub async fn run(
         match tokio::time::timeout(SHUTDOWN_GRACE, t).await {
             Ok(Ok(Err(e))) => tracing::warn!(error = %e, "Webhook server failed."),
             Ok(_) => {}
-            Err(_) => tracing::warn!(grace = ?SHUTDOWN_GRACE, "Webhook server did not stop in time."),
+            Err(_) => {
+                tracing::warn!(grace = ?SHUTDOWN_GRACE, "Webhook server did not stop in time.")
+            }
         }
     }
     info!("Planner stopped.");

@@ -32,7 +32,12 @@ pub(crate) fn to_record(ep: &Endpoint) -> Result<pb::DesiredRecord, String> {
 }
 
 /// The desired entry an endpoint stands for, or why it cannot be one.
-pub(crate) fn to_entry(origin: &PushOrigin, field: &str, i: usize, ep: &Endpoint) -> Result<DesiredEntry, String> {
+pub(crate) fn to_entry(
+    origin: &PushOrigin,
+    field: &str,
+    i: usize,
+    ep: &Endpoint,
+) -> Result<DesiredEntry, String> {
     let record = to_record(ep)?;
     push_entry(origin, field, i, &record).map_err(|errors| describe(&errors))
 }
@@ -172,7 +177,11 @@ mod tests {
             },
         ] {
             let once = adjust(&zones, &origin, &given);
-            assert_eq!(adjust(&zones, &origin, &once), once, "idempotent: {given:?}");
+            assert_eq!(
+                adjust(&zones, &origin, &once),
+                once,
+                "idempotent: {given:?}"
+            );
             assert_eq!(once.labels, given.labels, "labels kept");
             let entry = to_entry(&origin, "create", 0, &once).unwrap();
             let reported = report(&to_rrset(&zones, &entry).unwrap());
@@ -185,13 +194,25 @@ mod tests {
                 "{given:?}"
             );
         }
-        let a = adjust(&zones, &origin, &ep("WWW.Example.com.", "A", &["192.0.2.2", "192.0.2.1"]));
+        let a = adjust(
+            &zones,
+            &origin,
+            &ep("WWW.Example.com.", "A", &["192.0.2.2", "192.0.2.1"]),
+        );
         assert_eq!(a.dns_name, "www.example.com");
         assert_eq!(a.targets, ["192.0.2.1", "192.0.2.2"]);
         assert_eq!(a.record_ttl, 300, "the zone's default TTL, filled in");
-        let c = adjust(&zones, &origin, &ep("alias.example.com", "CNAME", &["Target.Example.net."]));
+        let c = adjust(
+            &zones,
+            &origin,
+            &ep("alias.example.com", "CNAME", &["Target.Example.net."]),
+        );
         assert_eq!(c.targets, ["target.example.net"]);
-        let t = adjust(&zones, &origin, &ep("txt.example.com", "TXT", &["hello world"]));
+        let t = adjust(
+            &zones,
+            &origin,
+            &ep("txt.example.com", "TXT", &["hello world"]),
+        );
         assert_eq!(t.targets, ["\"hello world\""]);
     }
 
@@ -206,8 +227,13 @@ mod tests {
         ] {
             assert_eq!(adjust(&zones(), &origin, &bad), bad);
         }
-        let e = to_entry(&origin, "create", 3, &ep("x.example.com", "A", &["not-an-address"]))
-            .unwrap_err();
+        let e = to_entry(
+            &origin,
+            "create",
+            3,
+            &ep("x.example.com", "A", &["not-an-address"]),
+        )
+        .unwrap_err();
         assert!(e.starts_with("create[3].values[0]"), "{e}");
     }
 }

@@ -86,7 +86,11 @@ impl Webhook {
     }
 
     /// Serves until `shutdown` is cancelled.
-    pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<()> {
         if let Ok(addr) = listener.local_addr() {
             tracing::info!(%addr, source = %self.source, "Serving external-dns's webhook provider protocol.");
         }
@@ -124,7 +128,10 @@ impl Webhook {
         for (i, (field, ep)) in named {
             match convert::to_entry(&self.origin, field, i, ep) {
                 Ok(entry) => upserts.push(entry),
-                Err(why) => refused.push((key_of(ep).map_or_else(|| key_text(ep), |k| entry_text(&k)), why)),
+                Err(why) => refused.push((
+                    key_of(ep).map_or_else(|| key_text(ep), |k| entry_text(&k)),
+                    why,
+                )),
             }
         }
         let upserted: HashSet<EntryKey> = upserts.iter().map(|e| e.entry_key()).collect();
@@ -147,12 +154,13 @@ impl Webhook {
             };
             let zones = &self.zones;
             let source = &self.source;
-            let result = self.engine.patch_source(&self.source, patch, |merged| {
-                match cross_check(zones, source.trim_start_matches("push:"), merged) {
-                    errors if errors.is_empty() => Ok(()),
-                    errors => Err(Failure::Invalid(errors)),
-                }
-            });
+            let result =
+                self.engine.patch_source(&self.source, patch, |merged| {
+                    match cross_check(zones, source.trim_start_matches("push:"), merged) {
+                        errors if errors.is_empty() => Ok(()),
+                        errors => Err(Failure::Invalid(errors)),
+                    }
+                });
             match result {
                 Ok(done) => {
                     return Ok(Applied {
@@ -175,9 +183,7 @@ impl Webhook {
                         .collect();
                     if drop.is_empty() {
                         // Not attributable to one upsert: refuse them all, keep the deletes.
-                        drop = (0..upserts.len())
-                            .map(|i| (i, describe(&errors)))
-                            .collect();
+                        drop = (0..upserts.len()).map(|i| (i, describe(&errors))).collect();
                     }
                     drop.sort_by(|a, b| b.0.cmp(&a.0));
                     drop.dedup_by_key(|d| d.0);
@@ -193,7 +199,10 @@ impl Webhook {
     /// Keeps the refusals of `applied` and forgets those its accepted and deleted keys
     /// answer; tells the engine, which shows them with the source errors.
     fn remember(&self, applied: &Applied) {
-        let mut refused = self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for k in applied.upserted.iter().chain(&applied.deleted) {
             refused.remove(&entry_text(k));
         }
@@ -262,7 +271,10 @@ fn key_text(ep: &Endpoint) -> String {
         dnsplane_common::error::excerpt(&ep.record_type)
     );
     if !ep.set_identifier.is_empty() {
-        text.push_str(&format!(" [set {:?}]", dnsplane_common::error::excerpt(&ep.set_identifier)));
+        text.push_str(&format!(
+            " [set {:?}]",
+            dnsplane_common::error::excerpt(&ep.set_identifier)
+        ));
     }
     text
 }
@@ -313,7 +325,12 @@ async fn records(State(w): State<Arc<Webhook>>) -> Response {
             w.metrics.webhook_request("records", 200);
             typed(StatusCode::OK, body)
         }
-        Err(e) => refuse(&w, "records", StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => refuse(
+            &w,
+            "records",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            e.to_string(),
+        ),
     }
 }
 
@@ -322,7 +339,12 @@ async fn adjust(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
     let endpoints = match parsed {
         Ok(e) => e,
         Err(e) => {
-            return refuse(&w, "adjust", StatusCode::BAD_REQUEST, format!("not a JSON list of endpoints: {e}"));
+            return refuse(
+                &w,
+                "adjust",
+                StatusCode::BAD_REQUEST,
+                format!("not a JSON list of endpoints: {e}"),
+            );
         }
     };
     let adjusted: Vec<Endpoint> = Engine::cpu(|| {
@@ -336,7 +358,12 @@ async fn adjust(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
             w.metrics.webhook_request("adjust", 200);
             typed(StatusCode::OK, body)
         }
-        Err(e) => refuse(&w, "adjust", StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => refuse(
+            &w,
+            "adjust",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            e.to_string(),
+        ),
     }
 }
 
@@ -345,7 +372,12 @@ async fn apply(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
     let changes = match parsed {
         Ok(c) => c,
         Err(e) => {
-            return refuse(&w, "apply", StatusCode::BAD_REQUEST, format!("not external-dns's Changes: {e}"));
+            return refuse(
+                &w,
+                "apply",
+                StatusCode::BAD_REQUEST,
+                format!("not external-dns's Changes: {e}"),
+            );
         }
     };
     if changes.update_old.len() != changes.update_new.len() {
@@ -384,7 +416,9 @@ async fn apply(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
             &w,
             "apply",
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("cannot store the changes ({e}); nothing changed, external-dns retries at its next loop"),
+            format!(
+                "cannot store the changes ({e}); nothing changed, external-dns retries at its next loop"
+            ),
         ),
     }
 }

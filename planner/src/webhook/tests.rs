@@ -1,0 +1,222 @@
+//! The webhook over real HTTP on loopback, against a real engine and a durable store:
+//! what external-dns sends, how it is stored, what it reads back.
+use super::*;
+use crate::config::{ConflictPolicy, PlannerConfig, Policy};
+use dnsplane_common::Name;
+use serde_json::{Value, json};
+
+fn zones() -> Vec<ZoneConfig> {
+    vec![ZoneConfig {
+        name: Name::parse("example.com").unwrap(),
+        account: "a".into(),
+        policy: Policy::Sync,
+        conflict: ConflictPolicy::Report,
+        default_ttl: 300,
+    }]
+}
+
+struct Served {
+    base: String,
+    engine: Arc<Engine>,
+    stop: CancellationToken,
+}
+
+async fn serve(dir: &std::path::Path) -> Served {
+    let config = PlannerConfig::with_zones(zones());
+    let engine = Engine::new(
+        config,
+        PlannerMetrics::unregistered(),
+        crate::lease::LeaseHandle::sole_writer(),
+    )
+    .unwrap();
+    engine.set_store(crate::store::DesiredStore::open(dir).unwrap());
+    engine.restore_pushes().unwrap();
+    let hook = Webhook::new(
+        engine.clone(),
+        PlannerMetrics::unregistered(),
+        &WebhookConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            source: "external-dns".into(),
+        },
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn(hook.serve(listener, stop.clone()));
+    Served { base, engine, stop }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+async fn post(s: &Served, path: &str, body: String) -> (u16, String) {
+    let r = client()
+        .post(format!("{}{path}", s.base))
+        .header("content-type", MEDIA_TYPE)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn records(s: &Served) -> Vec<Value> {
+    let r = client()
+        .get(format!("{}/records", s.base))
+        .header("accept", MEDIA_TYPE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let mut v: Vec<Value> = r.json().await.unwrap();
+    v.sort_by_key(|e| e.to_string());
+    v
+}
+
+fn a(name: &str, target: &str) -> Value {
+    json!({"dnsName": name, "targets": [target], "recordType": "A"})
+}
+
+/// Negotiation answers the exact media type and the zones as the domain filter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negotiation_names_the_zones_in_the_exact_media_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path()).await;
+    let r = client()
+        .get(format!("{}/", s.base))
+        .header("accept", MEDIA_TYPE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], MEDIA_TYPE);
+    let filter: Value = r.json().await.unwrap();
+    assert_eq!(filter, json!({"include": ["example.com"]}));
+    s.stop.cancel();
+}
+
+/// A change set is stored before 204, idempotent when sent again, its one bad
+/// endpoint refused alone (and shown with the source errors until it is fixed); a body
+/// external-dns would never send is 400 and changes nothing; what was stored is read
+/// back as `GET /records` reports it, and survives a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_are_stored_idempotent_refused_alone_and_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path()).await;
+    assert_eq!(records(&s).await, Vec::<Value>::new());
+    let registry = json!({"dnsName": "a-www.example.com", "recordType": "TXT",
+        "targets": ["\"heritage=external-dns,external-dns/owner=c1,external-dns/resource=ingress/default/web\""],
+        "labels": {"ownedRecord": "www.example.com"}});
+    let changes = json!({
+        "create": [a("www.example.com", "192.0.2.1"), registry, a("bad.example.com", "300.1.1.1"),
+                   a("elsewhere.example.org", "192.0.2.9")],
+    });
+    let (code, body) = post(&s, "/records", changes.to_string()).await;
+    assert_eq!(code, 204, "{body}");
+    let got = records(&s).await;
+    assert_eq!(got.len(), 2, "{got:#?}");
+    assert_eq!(
+        got[1],
+        json!({"dnsName": "www.example.com", "targets": ["192.0.2.1"], "recordType": "A", "recordTTL": 300})
+    );
+    let errors = s.engine.snapshot().source_errors.clone();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.record == "bad.example.com. A"
+                && e.message.contains("not a valid IPv4 address")),
+        "{errors:#?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.record == "elsewhere.example.org. A"
+                && e.message.contains("no configured zone")),
+        "{errors:#?}"
+    );
+
+    // The same change set again: nothing changes (a create of what is there).
+    let (code, _) = post(&s, "/records", changes.to_string()).await;
+    assert_eq!(code, 204);
+    assert_eq!(records(&s).await, got);
+
+    // An update pairs old and new; a delete of what is not there is no error; the
+    // fixed endpoint clears its refusal.
+    let changes = json!({
+        "updateOld": [a("www.example.com", "192.0.2.1")],
+        "updateNew": [a("www.example.com", "192.0.2.2")],
+        "create": [a("bad.example.com", "192.0.2.3")],
+        "delete": [a("never.example.com", "192.0.2.4"), a("elsewhere.example.org", "192.0.2.9")],
+    });
+    let (code, body) = post(&s, "/records", changes.to_string()).await;
+    assert_eq!(code, 204, "{body}");
+    let got = records(&s).await;
+    assert_eq!(got.len(), 3, "{got:#?}");
+    assert!(got.contains(&json!({"dnsName": "www.example.com", "targets": ["192.0.2.2"], "recordType": "A", "recordTTL": 300})), "{got:#?}");
+    assert!(
+        s.engine.snapshot().source_errors.is_empty(),
+        "{:#?}",
+        s.engine.snapshot().source_errors
+    );
+
+    // Malformed: 400, nothing changed.
+    for bad in [
+        "{not json",
+        r#"{"create": [{"dnsName": 5}]}"#,
+        r#"{"updateOld": [], "updateNew": [{"dnsName": "x.example.com", "recordType": "A", "targets": ["192.0.2.1"]}]}"#,
+    ] {
+        let (code, _) = post(&s, "/records", bad.to_string()).await;
+        assert_eq!(code, 400, "{bad}");
+    }
+    assert_eq!(records(&s).await, got);
+    s.stop.cancel();
+
+    // A restart reads back what was stored.
+    let again = serve(dir.path()).await;
+    assert_eq!(records(&again).await, got);
+    again.stop.cancel();
+}
+
+/// Adjusting answers what `GET /records` will report, so that a converged world plans
+/// nothing: adjusted desired endpoints, applied, read back equal, and adjusting twice
+/// changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adjusted_endpoints_read_back_equal_once_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path()).await;
+    let desired = json!([
+        {"dnsName": "WWW.example.com", "recordType": "A", "targets": ["192.0.2.2", "192.0.2.1"], "labels": {"resource": "ingress/default/web"}},
+        {"dnsName": "cname.example.com", "recordType": "CNAME", "targets": ["www.Example.com."]},
+        {"dnsName": "api.example.com", "recordType": "A", "targets": ["192.0.2.5"], "setIdentifier": "eu",
+         "recordTTL": 60, "providerSpecific": [{"name": "aws/weight", "value": "10"}]},
+    ]);
+    let (code, body) = post(&s, "/adjustendpoints", desired.to_string()).await;
+    assert_eq!(code, 200, "{body}");
+    let adjusted: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let (_, twice) = post(&s, "/adjustendpoints", body.clone()).await;
+    assert_eq!(
+        serde_json::from_str::<Vec<Value>>(&twice).unwrap(),
+        adjusted
+    );
+    assert_eq!(
+        adjusted[0]["labels"],
+        json!({"resource": "ingress/default/web"})
+    );
+    let (code, _) = post(&s, "/records", json!({"create": adjusted}).to_string()).await;
+    assert_eq!(code, 204);
+    let mut without_labels: Vec<Value> = adjusted
+        .into_iter()
+        .map(|mut e| {
+            e.as_object_mut().unwrap().remove("labels");
+            e
+        })
+        .collect();
+    without_labels.sort_by_key(|e| e.to_string());
+    assert_eq!(records(&s).await, without_labels);
+    s.stop.cancel();
+}

@@ -29,8 +29,10 @@ pub struct Endpoint {
     /// Seconds; 0 (or absent) means "not set".
     #[serde(
         default,
+        rename = "recordTTL",
         skip_serializing_if = "is_zero",
         alias = "RecordTTL",
+        alias = "recordTtl",
         alias = "recordttl"
     )]
     pub record_ttl: i64,
@@ -99,6 +101,17 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&new.create[0]).unwrap(),
             r#"{"dnsName":"a.example.com","targets":["192.0.2.1"],"recordType":"A"}"#
+        );
+        // Go's field tag is `recordTTL`, not the camel case of its name.
+        let with_ttl = Endpoint {
+            record_ttl: 60,
+            set_identifier: "eu".into(),
+            ..new.create[0].clone()
+        };
+        let text = serde_json::to_string(&with_ttl).unwrap();
+        assert!(
+            text.contains(r#""recordTTL":60"#) && text.contains(r#""setIdentifier":"eu""#),
+            "{text}"
         );
     }
 }
