@@ -1,0 +1,330 @@
+//! dnsplane as external-dns's webhook provider, checked by a client that acts as
+//! external-dns does (INTEROP.md §1.6), against the planner and applier processes and
+//! a real PowerDNS: negotiation, records round-trip with the TXT registry's records,
+//! adjust idempotent (a converged world plans nothing, loop after loop), 204 semantics,
+//! an idempotent re-post, one bad endpoint refused alone, 400 for a body external-dns
+//! never sends, 5xx only while it is worth retrying, and a 5,000-endpoint change set.
+//!
+//! The client is written from the protocol text, not from dnsplane's webhook types:
+//! its own JSON, its own plan (external-dns's rules: targets compared as sets without
+//! regard to case, a TTL only when the desired one is set, provider-specific
+//! properties), its own TXT registry records.
+use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
+use dnsplane_e2e::servers::{Kind, RealServer};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+const MEDIA: &str = "application/external.dns.webhook+json;version=1";
+const OWNER: &str = "e2e-cluster";
+
+struct ExternalDns {
+    base: String,
+    http: reqwest::Client,
+    rt: tokio::runtime::Runtime,
+}
+
+/// external-dns's plan key: name (case-folded, no final dot), type, set identifier.
+fn key(e: &Value) -> (String, String, String) {
+    let s = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+    (
+        s("dnsName")
+            .to_lowercase()
+            .trim_end_matches('.')
+            .to_string(),
+        s("recordType"),
+        s("setIdentifier"),
+    )
+}
+
+fn targets(e: &Value) -> BTreeSet<String> {
+    e["targets"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|v| v.as_str().unwrap_or("").to_lowercase())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl ExternalDns {
+    fn new(port: u16) -> ExternalDns {
+        ExternalDns {
+            base: format!("http://127.0.0.1:{port}"),
+            // external-dns's one timeout for a round trip: read 5 s + write 10 s.
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(15))
+                .build()
+                .expect("client"),
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime"),
+        }
+    }
+
+    fn negotiate(&self) -> (u16, String, Value) {
+        self.rt.block_on(async {
+            let r = self
+                .http
+                .get(format!("{}/", self.base))
+                .header("accept", MEDIA)
+                .send()
+                .await
+                .expect("negotiate");
+            let ct = r
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap_or("").to_string())
+                .unwrap_or_default();
+            (
+                r.status().as_u16(),
+                ct,
+                r.json().await.unwrap_or(Value::Null),
+            )
+        })
+    }
+
+    fn records(&self) -> Vec<Value> {
+        self.rt.block_on(async {
+            let r = self
+                .http
+                .get(format!("{}/records", self.base))
+                .header("accept", MEDIA)
+                .send()
+                .await
+                .expect("records");
+            assert_eq!(r.status().as_u16(), 200, "Records must answer 200 exactly");
+            r.json().await.expect("a JSON list")
+        })
+    }
+
+    fn adjust(&self, desired: &[Value]) -> Vec<Value> {
+        self.rt.block_on(async {
+            let r = self
+                .http
+                .post(format!("{}/adjustendpoints", self.base))
+                .header("content-type", MEDIA)
+                .header("accept", MEDIA)
+                .body(Value::from(desired.to_vec()).to_string())
+                .send()
+                .await
+                .expect("adjust");
+            assert_eq!(
+                r.status().as_u16(),
+                200,
+                "AdjustEndpoints must answer 200 exactly"
+            );
+            r.json().await.expect("a JSON list")
+        })
+    }
+
+    fn apply(&self, body: String) -> u16 {
+        self.rt.block_on(async {
+            self.http
+                .post(format!("{}/records", self.base))
+                .header("content-type", MEDIA)
+                .body(body)
+                .send()
+                .await
+                .expect("apply")
+                .status()
+                .as_u16()
+        })
+    }
+
+    /// One reconcile loop as external-dns runs it: records, adjust, plan, apply when
+    /// the plan has changes. Returns (the plan's changes, the apply's status).
+    fn reconcile(&self, desired: &[Value]) -> (Value, Option<u16>) {
+        let current: BTreeMap<_, Value> =
+            self.records().into_iter().map(|e| (key(&e), e)).collect();
+        let desired: BTreeMap<_, Value> = self
+            .adjust(desired)
+            .into_iter()
+            .map(|e| (key(&e), e))
+            .collect();
+        let (mut create, mut old, mut new, mut delete) = (vec![], vec![], vec![], vec![]);
+        for (k, d) in &desired {
+            match current.get(k) {
+                None => create.push(d.clone()),
+                Some(c) => {
+                    let ttl_differs = d["recordTTL"].as_i64().unwrap_or(0) != 0
+                        && d["recordTTL"] != c["recordTTL"];
+                    let props = |e: &Value| e.get("providerSpecific").cloned().unwrap_or(json!([]));
+                    if targets(d) != targets(c) || ttl_differs || props(d) != props(c) {
+                        old.push(c.clone());
+                        new.push(d.clone());
+                    }
+                }
+            }
+        }
+        for (k, c) in &current {
+            if !desired.contains_key(k) {
+                delete.push(c.clone());
+            }
+        }
+        let plan = json!({"create": create, "updateOld": old, "updateNew": new, "delete": delete});
+        let empty = create.is_empty() && new.is_empty() && delete.is_empty();
+        let status = (!empty).then(|| self.apply(plan.to_string()));
+        (plan, status)
+    }
+}
+
+fn changes(plan: &Value) -> usize {
+    ["create", "updateNew", "delete"]
+        .iter()
+        .map(|k| plan[k].as_array().map_or(0, Vec::len))
+        .sum()
+}
+
+/// An A endpoint and the TXT registry's record for it (new format, `a-` prefix), as
+/// external-dns's registry adds them to the desired state.
+fn with_registry(zone: &str, label: &str, ip: &str) -> [Value; 2] {
+    [
+        json!({"dnsName": format!("{label}.{zone}"), "recordType": "A", "targets": [ip],
+               "labels": {"owner": OWNER, "resource": "ingress/default/web"}}),
+        json!({"dnsName": format!("a-{label}.{zone}"), "recordType": "TXT",
+               "targets": [format!("\"heritage=external-dns,external-dns/owner={OWNER},external-dns/resource=ingress/default/web\"")],
+               "labels": {"ownedRecord": format!("{label}.{zone}")}}),
+    ]
+}
+
+fn desired(zone: &str, n: usize, first_ip: &str) -> Vec<Value> {
+    (0..n)
+        .flat_map(|i| {
+            let ip = if i == 0 {
+                first_ip.to_string()
+            } else {
+                format!("192.0.2.{}", i % 250 + 1)
+            };
+            with_registry(zone, &format!("app{i}"), &ip)
+        })
+        .collect()
+}
+
+fn wait_converged(s: &RealStack, n: u32) {
+    let mut last = BTreeMap::new();
+    let ok = dnsplane_e2e::wait_for(Duration::from_secs(60), || {
+        last = s.states_count();
+        (last.get("converged") == Some(&n) && last.len() == 1).then_some(())
+    });
+    assert!(
+        ok.is_some(),
+        "wanted {n} converged, last saw {last:?}; logs:\n{}",
+        s.logs()
+    );
+}
+
+#[test]
+fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
+    let Some(tools) = Tools::find() else { return };
+    let Some(server) = RealServer::start(Kind::Pdns) else {
+        return;
+    };
+    let port = dnsplane_testing::tools::free_port();
+    let s = RealStack::start(
+        server,
+        tools,
+        Options {
+            planner_extra: format!("\n[webhook]\nlisten = \"127.0.0.1:{port}\"\n"),
+            ..Options::default()
+        },
+    );
+    let zone = s.zone().to_string();
+    let zone = zone.trim_end_matches('.').to_string();
+    let edns = ExternalDns::new(port);
+    let up = dnsplane_e2e::wait_for(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    assert!(up.is_some(), "the webhook listens; logs:\n{}", s.logs());
+
+    // Negotiation: the exact media type, the zone as the domain filter.
+    let (status, ct, filter) = edns.negotiate();
+    assert_eq!((status, ct.as_str()), (200, MEDIA));
+    assert_eq!(filter, json!({"include": [zone]}));
+
+    // The first loop creates everything, registry records included; 204.
+    assert_eq!(edns.records(), Vec::<Value>::new());
+    let want = desired(&zone, 50, "192.0.2.200");
+    let (plan, status) = edns.reconcile(&want);
+    assert_eq!((changes(&plan), status), (100, Some(204)), "{plan}");
+    wait_converged(&s, 100);
+    assert_eq!(s.dig(&format!("app0.{zone}"), "A"), ["192.0.2.200"]);
+    assert_eq!(
+        s.dig(&format!("a-app0.{zone}"), "TXT"),
+        [format!(
+            "\"heritage=external-dns,external-dns/owner={OWNER},external-dns/resource=ingress/default/web\""
+        )]
+    );
+
+    // A converged world plans nothing, loop after loop; the registry's records round-trip.
+    for i in 0..10 {
+        let (plan, status) = edns.reconcile(&want);
+        assert_eq!((changes(&plan), status), (0, None), "loop {i}: {plan}");
+    }
+    let records = edns.records();
+    assert_eq!(records.len(), 100);
+    assert!(
+        records
+            .iter()
+            .any(|e| e["dnsName"] == format!("a-app7.{zone}") && e["recordType"] == "TXT")
+    );
+
+    // One change is one update; it reaches PowerDNS.
+    let changed = desired(&zone, 50, "192.0.2.201");
+    let (plan, status) = edns.reconcile(&changed);
+    assert_eq!((changes(&plan), status), (1, Some(204)), "{plan}");
+    wait_converged(&s, 100);
+    assert_eq!(s.dig(&format!("app0.{zone}"), "A"), ["192.0.2.201"]);
+
+    // Idempotent: the same creates posted again are no error and change nothing.
+    let creates = json!({"create": edns.adjust(&changed)}).to_string();
+    assert_eq!(edns.apply(creates), 204);
+    assert_eq!(edns.reconcile(&changed).0["create"], json!([]));
+
+    // One endpoint dnsplane cannot take: 204, the rest applied, the refusal in status.
+    let mut with_bad = changed.clone();
+    with_bad.push(
+        json!({"dnsName": format!("bad.{zone}"), "recordType": "A", "targets": ["300.1.1.1"]}),
+    );
+    with_bad.extend(with_registry(&zone, "extra", "192.0.2.77"));
+    let (_, status) = edns.reconcile(&with_bad);
+    assert_eq!(status, Some(204));
+    wait_converged(&s, 102);
+    assert_eq!(s.dig(&format!("extra.{zone}"), "A"), ["192.0.2.77"]);
+    let errors = s.planner_status().source_errors;
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.record.starts_with(&format!("bad.{zone}")) && e.message.contains("IPv4")),
+        "{errors:?}"
+    );
+
+    // A body external-dns never sends: 400, nothing changes.
+    assert_eq!(edns.apply("{\"create\": [".into()), 400);
+    assert_eq!(edns.records().len(), 102);
+
+    // The store cannot be written: 503 (external-dns logs a soft error and comes back
+    // next loop); once it can, the same change goes in.
+    let desired_dir = s.dir().join(".dnsplane-state/desired");
+    let aside = s.dir().join("desired-aside");
+    std::fs::rename(&desired_dir, &aside).expect("move the store aside");
+    std::fs::write(&desired_dir, "not a directory").expect("block the store");
+    let later = desired(&zone, 51, "192.0.2.201");
+    let (_, status) = edns.reconcile(&later);
+    assert_eq!(status, Some(503));
+    assert_eq!(edns.records().len(), 102, "nothing changed");
+    std::fs::remove_file(&desired_dir).expect("unblock");
+    std::fs::rename(&aside, &desired_dir).expect("put the store back");
+    let (_, status) = edns.reconcile(&later);
+    assert_eq!(status, Some(204));
+    wait_converged(&s, 102);
+
+    // 5,000 endpoints in one change set: acknowledged (its time is in the benchmark).
+    let big = desired(&zone, 2500, "192.0.2.201");
+    let (plan, status) = edns.reconcile(&big);
+    assert_eq!(status, Some(204), "{}", changes(&plan));
+    assert_eq!(edns.records().len(), 5000);
+    wait_converged(&s, 5000);
+}
