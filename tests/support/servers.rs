@@ -799,6 +799,31 @@ impl RealServer {
         }
     }
 
+    /// The emulator's throttling answers so far (Route 53's `Throttling`, Cloud DNS's
+    /// 429 `rateLimitExceeded`, Cloudflare's 429), and how many of them the `throttle`
+    /// fault gave (the rest are the provider's quota refusing); only the emulated kinds
+    /// count them.
+    pub fn throttles(&self) -> (u64, u64) {
+        let (throttled, faults) = match self {
+            RealServer::Route53(s) => {
+                let st = s.emulator.stats();
+                (st.throttled, st.faults)
+            }
+            RealServer::CloudDns(s) => {
+                let st = s.emulator.stats();
+                (st.throttled, st.faults)
+            }
+            RealServer::Cloudflare(s) => {
+                let st = s.emulator.stats();
+                (st.throttled, st.faults)
+            }
+            RealServer::Pdns(_) | RealServer::Bind(_) => {
+                panic!("{} is no emulator: it counts nothing", self.kind().server())
+            }
+        };
+        (throttled, faults.get("throttle").copied().unwrap_or(0))
+    }
+
     /// The emulator's fault `op` for the driver's writes: Route 53's
     /// ChangeResourceRecordSets and Cloud DNS's `changes.create` are `change`,
     /// Cloudflare's batch endpoint `batch`.
