@@ -30,3 +30,4 @@ mod safety;
 mod slice;
 mod stack;
 mod up;
+mod webhook;
