@@ -303,7 +303,7 @@ fn the_documented_configs_load() {
                 .join("\n")
         })
         .collect();
-    assert_eq!(blocks.len(), 5, "one block per driver");
+    assert_eq!(blocks.len(), 6, "one block per driver");
     let drivers: Vec<&str> = blocks
         .iter()
         .map(|b| {
@@ -313,7 +313,14 @@ fn the_documented_configs_load() {
         .collect();
     assert_eq!(
         drivers,
-        ["pdns", "rfc2136", "route53", "clouddns", "cloudflare"]
+        [
+            "pdns",
+            "rfc2136",
+            "route53",
+            "clouddns",
+            "cloudflare",
+            "webhook"
+        ]
     );
 }
 
