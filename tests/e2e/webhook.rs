@@ -459,7 +459,7 @@ async fn sets_and_properties_round_trip_as_external_dns_writes_them() {
     );
     let listed = s
         .provider
-        .list(&s.zone, Some(&[eu.key.name.clone()]))
+        .list(&s.zone, Some(std::slice::from_ref(&eu.key.name)))
         .await
         .expect("list")
         .rrsets;
