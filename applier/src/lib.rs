@@ -29,6 +29,7 @@ use crate::provider::memory::store::StoreError;
 use crate::provider::pdns::PdnsProvider;
 use crate::provider::rfc2136::Rfc2136Provider;
 use crate::provider::route53::Route53Provider;
+use crate::provider::webhook::WebhookProvider;
 use crate::service::ApplierService;
 use dnsplane_common::pb::applier_server::ApplierServer;
 use prometheus_client::registry::Registry;
@@ -177,6 +178,9 @@ impl Applier {
                     CloudflareProvider::new(c)
                         .map_err(|e| driver_err(e.into()))?
                         .with_drift_check(config.record_cache_drift_check),
+                ),
+                DriverConfig::Webhook(w) => Arc::new(
+                    WebhookProvider::new(w, &account.zones).map_err(|e| driver_err(e.into()))?,
                 ),
             };
             let options = AccountOptions::build(account)

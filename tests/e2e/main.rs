@@ -30,4 +30,5 @@ mod safety;
 mod slice;
 mod stack;
 mod up;
+mod webhook;
 mod webhook_server;

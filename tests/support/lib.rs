@@ -14,3 +14,4 @@ pub mod quota_proxy;
 pub mod redis;
 pub mod scaling;
 pub mod servers;
+pub mod webhook_reference;

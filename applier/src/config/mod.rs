@@ -19,7 +19,7 @@
 //! [`DriverConfig`], selected by `driver`, whose fields are the driver's own table
 //! (each driver's folder owns its config: [`MemoryConfig`], [`PdnsConfig`],
 //! [`Rfc2136Config`], [`Route53Config`], [`CloudDnsConfig`],
-//! [`CloudflareConfig`]). Unknown keys are refused with their name, whichever part they
+//! [`CloudflareConfig`], [`WebhookConfig`]). Unknown keys are refused with their name, whichever part they
 //! would belong to. A new driver is one enum arm and one folder.
 //!
 //! Per account, optionally, the circuit breaker and fault injection (for tests and
@@ -44,6 +44,7 @@ use crate::provider::memory::MemoryConfig;
 use crate::provider::pdns::PdnsConfig;
 use crate::provider::rfc2136::Rfc2136Config;
 use crate::provider::route53::Route53Config;
+use crate::provider::webhook::WebhookConfig;
 use crate::quota::{QuotaConfig, QuotaSettings};
 use crate::retry::RetryPolicy;
 use dnsplane_common::Name;
@@ -142,6 +143,8 @@ pub enum DriverConfig {
     CloudDns(CloudDnsConfig),
     /// Cloudflare (or its API elsewhere: `endpoint`).
     Cloudflare(CloudflareConfig),
+    /// An external-dns webhook provider (a sidecar speaking the webhook protocol).
+    Webhook(WebhookConfig),
 }
 
 impl DriverConfig {
@@ -154,6 +157,7 @@ impl DriverConfig {
             DriverConfig::Route53(_) => "route53",
             DriverConfig::CloudDns(_) => "clouddns",
             DriverConfig::Cloudflare(_) => "cloudflare",
+            DriverConfig::Webhook(_) => "webhook",
         }
     }
 
@@ -167,6 +171,7 @@ impl DriverConfig {
             DriverConfig::Route53(r) => r.check(at, zones, problems),
             DriverConfig::CloudDns(c) => c.check(at, zones, problems),
             DriverConfig::Cloudflare(c) => c.check(at, zones, problems),
+            DriverConfig::Webhook(w) => w.check(at, problems),
         }
     }
 }

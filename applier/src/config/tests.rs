@@ -303,7 +303,7 @@ fn the_documented_configs_load() {
                 .join("\n")
         })
         .collect();
-    assert_eq!(blocks.len(), 5, "one block per driver");
+    assert_eq!(blocks.len(), 6, "one block per driver");
     let drivers: Vec<&str> = blocks
         .iter()
         .map(|b| {
@@ -313,7 +313,14 @@ fn the_documented_configs_load() {
         .collect();
     assert_eq!(
         drivers,
-        ["pdns", "rfc2136", "route53", "clouddns", "cloudflare"]
+        [
+            "pdns",
+            "rfc2136",
+            "route53",
+            "clouddns",
+            "cloudflare",
+            "webhook"
+        ]
     );
 }
 
@@ -468,4 +475,41 @@ fn the_record_cache_drift_check_defaults_to_15m_and_0s_turns_the_cache_off() {
     assert!(c.record_cache_drift_check.is_zero());
     let e = parse(&format!("record_cache_drift_check = \"10ms\"\n{EXAMPLE}")).unwrap_err();
     assert!(e.to_string().contains("record_cache_drift_check"), "{e}");
+}
+
+#[test]
+fn a_webhook_account_has_external_dns_defaults() {
+    let c = parse_text(
+        "[[accounts]]\nname = \"hetzner\"\ndriver = \"webhook\"\nzones = [\"example.com.\"]\n",
+    )
+    .unwrap();
+    let DriverConfig::Webhook(w) = &c.accounts[0].driver else {
+        panic!("{:?}", c.accounts[0]);
+    };
+    assert_eq!(c.accounts[0].driver.name(), "webhook");
+    assert_eq!(w.url, "http://localhost:8888");
+    assert_eq!(w.timeout, Duration::from_secs(15));
+    assert_eq!(w.default_ttl, 300);
+    let base = "[[accounts]]\nname = \"w\"\ndriver = \"webhook\"\nzones = [\"example.com.\"]\n";
+    for (text, want) in [
+        (
+            format!("{base}url = \"localhost:8888\"\n"),
+            "accounts[0].url \"localhost:8888\"",
+        ),
+        (
+            format!("{base}timeout = \"0s\"\n"),
+            "accounts[0].timeout must be more than 0s",
+        ),
+        (
+            format!("{base}default_ttl = 0\n"),
+            "accounts[0].default_ttl must be between 1",
+        ),
+        (
+            format!("{base}endpoint = \"x\"\n"),
+            "unknown field `endpoint`",
+        ),
+    ] {
+        let e = parse_text(&text).unwrap_err();
+        assert!(e.contains(want), "{want:?} not in: {e}");
+    }
 }

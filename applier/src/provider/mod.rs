@@ -14,6 +14,7 @@ pub mod precondition;
 pub mod record_cache;
 pub mod rfc2136;
 pub mod route53;
+pub mod webhook;
 
 /// What a driver can do; the batch algorithm adapts to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

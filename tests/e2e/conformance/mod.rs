@@ -2,7 +2,8 @@
 //! against each driver on its real server (memory in-process, PowerDNS, BIND) or, where
 //! none can run here, a server that speaks the API (moto for Route 53's happy path;
 //! dnsplane's own emulators for Route 53, Cloud DNS and Cloudflare, faithful to each
-//! provider's documented semantics).
+//! provider's documented semantics; the test tree's reference external-dns webhook
+//! server for the `webhook` driver).
 //!
 //! The cases talk to the driver through the `Provider` trait and, where the outcome
 //! per record matters, through the applier's batch algorithm (`execute`). A subject
@@ -420,4 +421,9 @@ async fn clouddns_on_its_emulator_conforms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cloudflare_on_its_emulator_conforms() {
     conform(subjects::cloudflare().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_on_the_reference_server_conforms() {
+    conform(subjects::webhook().await).await;
 }

@@ -8,9 +8,11 @@ use dnsplane_applier::provider::pdns::PdnsProvider;
 use dnsplane_applier::provider::rfc2136::Rfc2136Provider;
 use dnsplane_applier::provider::route53::credentials::EnvReader;
 use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
+use dnsplane_applier::provider::webhook::{WebhookConfig, WebhookProvider};
 use dnsplane_common::Name;
 use dnsplane_e2e::moto::Moto;
 use dnsplane_e2e::servers::{Bind, PowerDns};
+use dnsplane_e2e::webhook_reference::WebhookReference;
 use dnsplane_emulate::clouddns::{CloudDnsEmulator, CloudDnsOptions, DEFAULT_TOKEN};
 use dnsplane_emulate::cloudflare::{
     CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN as CLOUDFLARE_TOKEN,
@@ -172,5 +174,29 @@ pub async fn cloudflare() -> Subject {
         zone,
         faithful: true,
         _keep: Box::new((emu, dir)),
+    }
+}
+
+/// An external-dns webhook server: the test tree's reference server (in-process,
+/// 127.0.0.1:0, written from the protocol text), managing the zone by its domain
+/// filter. Not atomic, as no webhook server is: the suite checks the conflict cases'
+/// outcomes but not that a failed batch committed nothing.
+pub async fn webhook() -> Subject {
+    let zone = Name::parse("webhook.test").expect("zone");
+    let server = WebhookReference::start(serde_json::json!({"include": ["webhook.test"]})).await;
+    let provider = WebhookProvider::new(
+        &WebhookConfig {
+            url: server.url(),
+            ..WebhookConfig::default()
+        },
+        std::slice::from_ref(&zone),
+    )
+    .expect("provider");
+    Subject {
+        label: "webhook on the reference server",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new(server),
     }
 }
