@@ -34,7 +34,8 @@ pub struct Capabilities {
     /// `setIdentifier`).
     pub routing_sets: bool,
     /// The provider-specific properties ([`dnsplane_common::routing`]) the driver
-    /// writes; a record with any other is refused.
+    /// writes; a record with any other is refused. [`ANY_PROPERTY`] lets every one
+    /// through (a driver that hands them on, as external-dns does to its webhooks).
     pub properties: &'static [&'static str],
 }
 
@@ -58,7 +59,7 @@ impl Capabilities {
         op.before.iter().chain(&op.after).find_map(|set| {
             let (name, _) = set
                 .properties()
-                .find(|(name, _)| !self.properties.contains(name))?;
+                .find(|(name, _)| !self.properties.iter().any(|p| p == name || *p == ANY_PROPERTY))?;
             Some(format!(
                 "{driver} cannot write provider-specific property {name:?} (on {})",
                 op.key
@@ -66,6 +67,9 @@ impl Capabilities {
         })
     }
 }
+
+/// In [`Capabilities::properties`]: every property is written.
+pub const ANY_PROPERTY: &str = "*";
 
 /// How a provider answer is to be understood; decides what the batch algorithm does next
 /// (see [`crate::batch`] and `docs/reliability.md` for what each class triggers).

@@ -250,6 +250,10 @@ impl Provider for WebhookProvider {
             max_changes_per_batch: MAX_CHANGES_PER_POST,
             max_bytes_per_batch: 1 << 20,
             has_serial: false,
+            // Handed on as external-dns hands them on: the provider behind the webhook
+            // decides what it writes (and a read-back shows what it kept).
+            routing_sets: true,
+            properties: &[super::ANY_PROPERTY],
         }
     }
 
