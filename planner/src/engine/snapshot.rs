@@ -500,6 +500,27 @@ mod tests {
         s.zones[0].records.get(&RecordStateKind::Pending).copied()
     }
 
+    /// A source that awaits its first load holds the zones' syncs until it is first
+    /// ready; a not-ready snapshot does not release them.
+    #[tokio::test]
+    async fn zones_wait_for_a_sources_first_load() {
+        let e = engine();
+        e.first_loads_done().await;
+        e.await_first_load("kubernetes:");
+        let waiting = || async {
+            tokio::time::timeout(Duration::from_millis(50), e.first_loads_done())
+                .await
+                .is_err()
+        };
+        assert!(waiting().await, "released before any load");
+        e.set_source_readiness("kubernetes:", vec!["not listed yet: 500".into()]);
+        assert!(waiting().await, "released by a source that is not ready");
+        e.set_source_readiness("file:x", Vec::new());
+        assert!(waiting().await, "released by another source");
+        e.set_source_readiness("kubernetes:", Vec::new());
+        assert!(!waiting().await, "still held once the source loaded");
+    }
+
     /// A zone small enough is counted by the status read itself; one whose waiting
     /// names exceed the inline limit shows its last counts until the refresher has
     /// counted it, so a status read never walks a million names.
