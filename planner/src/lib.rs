@@ -301,7 +301,10 @@ async fn start_kubernetes_source(
         let task = status::run_status(
             writer,
             objects,
-            move || record_outcomes(&engine_, &name),
+            move || {
+                (engine_.lease().status().role == lease::Role::Leader)
+                    .then(|| record_outcomes(&engine_, &name))
+            },
             work,
         );
         engine.spawn(async move {

@@ -73,10 +73,15 @@ fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
 
     api.apply("web", "app", &[], ep("app.example.com", "192.0.2.11"));
     s.wait_dns("app.example.com", "A", &["192.0.2.11"]);
-    wait_ready(&s, &api, "web", "app", ("True", "Ready"));
-    assert_eq!(
-        api.object("web", "app").expect("app")["status"]["observedGeneration"],
-        2
+    let reported = wait_for(Duration::from_secs(30), || {
+        let o = api.object("web", "app")?;
+        (o["status"]["observedGeneration"] == 2 && o["status"]["conditions"][0]["status"] == "True")
+            .then_some(())
+    });
+    assert!(
+        reported.is_some(),
+        "generation 2 not reported Ready: {:?}",
+        api.object("web", "app")
     );
     api.apply("web", "gone", &[], ep("gone.example.com", "192.0.2.20"));
     s.wait_dns("gone.example.com", "A", &["192.0.2.20"]);

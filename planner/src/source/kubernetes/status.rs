@@ -259,7 +259,8 @@ pub fn status_patch(
 }
 
 /// Runs a status round every second until `cancel`: `outcomes` reads the records'
-/// states (the planner passes a read of its engine).
+/// states (the planner passes a read of its engine), or `None` when this planner must
+/// not write (a standby: its records only look pending).
 pub fn run_status<F>(
     mut writer: StatusWriter,
     objects: Arc<Mutex<Objects>>,
@@ -267,7 +268,7 @@ pub fn run_status<F>(
     cancel: CancellationToken,
 ) -> JoinHandle<()>
 where
-    F: Fn() -> Vec<RecordOutcome> + Send + 'static,
+    F: Fn() -> Option<Vec<RecordOutcome>> + Send + 'static,
 {
     tokio::spawn(async move {
         loop {
@@ -275,8 +276,9 @@ where
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
-            let outcomes = outcomes();
-            writer.round(&objects, &outcomes).await;
+            if let Some(outcomes) = outcomes() {
+                writer.round(&objects, &outcomes).await;
+            }
         }
     })
 }
