@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(again.converged, 2);
         // A new weight is an update of that set alone; dropping a set deletes it alone.
         let heavier = set("eu", "192.0.2.1", "30");
-        let plan = plan_zone(&z, ME, &desired(&[heavier.clone()]), &view);
+        let plan = plan_zone(&z, ME, &desired(std::slice::from_ref(&heavier)), &view);
         let kinds: Vec<ChangeKind> = plan.changes.iter().map(|c| c.change.kind).collect();
         assert_eq!(kinds, [ChangeKind::Delete, ChangeKind::Update]);
         assert!(
