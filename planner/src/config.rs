@@ -347,6 +347,52 @@ pub enum SourceConfig {
         /// Files or directories (relative paths are relative to the config file).
         paths: Vec<PathBuf>,
     },
+    /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
+    /// watch), each object's result written back to its status.
+    Kubernetes(KubernetesSourceConfig),
+}
+
+/// `[[sources]] type = "kubernetes"`: which DNSEndpoints, and how to reach the API.
+/// With neither `kubeconfig` nor `api_server`, the in-cluster service account is used
+/// (`KUBERNETES_SERVICE_HOST`/`PORT`, token and CA under
+/// `/var/run/secrets/kubernetes.io/serviceaccount`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesSourceConfig {
+    /// Namespaces to read; empty: all (a cluster-wide list and watch).
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Only objects matching this label selector (`app=web,tier!=test`).
+    #[serde(default)]
+    pub label_selector: Option<String>,
+    /// A kubeconfig file (its current context) instead of the in-cluster account.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The API server's URL (`https://10.0.0.1:6443`, `http://127.0.0.1:8001` for a
+    /// `kubectl proxy`), with `token_file` and `ca_file`: an explicit connection.
+    #[serde(default)]
+    pub api_server: Option<String>,
+    /// A bearer token, re-read as it rotates (with `api_server`).
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// The CA bundle (PEM) the API server's certificate is checked against (with
+    /// `api_server`).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Least time between two status writes of one object (only changes are written).
+    #[serde(with = "humantime_serde", default = "default_status_interval")]
+    pub status_interval: Duration,
+    /// Write `status` (conditions, observedGeneration) back to the objects; off for a
+    /// read-only account.
+    #[serde(default = "default_true")]
+    pub write_status: bool,
+}
+
+fn default_status_interval() -> Duration {
+    Duration::from_secs(3)
+}
+fn default_true() -> bool {
+    true
 }
 
 fn default_lease_ttl() -> Duration {
@@ -450,6 +496,16 @@ impl PlannerConfig {
                         }
                     }
                 }
+                SourceConfig::Kubernetes(k) => {
+                    for p in [&mut k.kubeconfig, &mut k.token_file, &mut k.ca_file]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if p.is_relative() {
+                            *p = base.join(&*p);
+                        }
+                    }
+                }
             }
         }
         config.validate().map_err(|message| ConfigError::Invalid {
@@ -514,6 +570,21 @@ impl PlannerConfig {
                 "owner_id {:?} must be 1-63 characters of letters, digits, '.', '_' and '-', starting with a letter or digit",
                 self.owner_id
             ));
+        }
+        for source in &self.sources {
+            if let SourceConfig::Kubernetes(k) = source {
+                if k.kubeconfig.is_some() && k.api_server.is_some() {
+                    return Err(
+                        "a kubernetes source takes either kubeconfig or api_server, not both"
+                            .into(),
+                    );
+                }
+                if k.api_server.is_none() && (k.token_file.is_some() || k.ca_file.is_some()) {
+                    return Err(
+                        "a kubernetes source's token_file and ca_file go with api_server".into(),
+                    );
+                }
+            }
         }
         if self.zones.is_empty() {
             return Err("no [[zones]] configured".into());
@@ -655,7 +726,44 @@ mod tests {
         )
         .unwrap();
         let c = PlannerConfig::load(&p).unwrap();
-        let SourceConfig::File { paths } = &c.sources[0];
+        let SourceConfig::File { paths } = &c.sources[0] else {
+            panic!("a file source: {:?}", c.sources[0]);
+        };
         assert_eq!(paths[0], dir.path().join("desired"));
+    }
+
+    /// A Kubernetes source: its files relative to the config file, the rest defaults;
+    /// `kubeconfig` and `api_server` together are refused (which would be used?).
+    #[test]
+    fn kubernetes_source_reads_with_relative_files_and_refuses_two_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("planner.toml");
+        let zones = "[[zones]]\nname=\"example.com\"\naccount=\"a\"\n";
+        std::fs::write(
+            &p,
+            format!("{zones}[[sources]]\ntype=\"kubernetes\"\nnamespaces=[\"web\"]\nlabel_selector=\"dns=public\"\napi_server=\"https://127.0.0.1:6443\"\ntoken_file=\"token\"\nca_file=\"/etc/ca.pem\"\n"),
+        )
+        .unwrap();
+        let c = PlannerConfig::load(&p).unwrap();
+        let SourceConfig::Kubernetes(k) = &c.sources[0] else {
+            panic!("a kubernetes source: {:?}", c.sources[0]);
+        };
+        assert_eq!(k.namespaces, ["web"]);
+        assert_eq!(k.label_selector.as_deref(), Some("dns=public"));
+        assert_eq!(
+            k.token_file.as_deref(),
+            Some(dir.path().join("token").as_path())
+        );
+        assert_eq!(k.ca_file.as_deref(), Some(Path::new("/etc/ca.pem")));
+        assert_eq!(k.status_interval, Duration::from_secs(3));
+        assert!(k.write_status);
+
+        std::fs::write(
+            &p,
+            format!("{zones}[[sources]]\ntype=\"kubernetes\"\nkubeconfig=\"kc\"\napi_server=\"https://x\"\n"),
+        )
+        .unwrap();
+        let e = PlannerConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("kubeconfig") && e.contains("api_server"), "{e}");
     }
 }

@@ -74,6 +74,9 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
             SourceConfig::File { paths } => source::FileSource::new(paths.clone())
                 .preflight()
                 .map_err(PlannerError::SourceNotReady)?,
+            // Reached at run time: an API that does not answer yet makes the source
+            // not ready, not the planner unable to start.
+            SourceConfig::Kubernetes(_) => {}
         }
     }
     DesiredStore::open(&config.state_dir)?;
@@ -191,6 +194,12 @@ pub async fn run(
                     let _ = watcher.await;
                 });
             }
+            SourceConfig::Kubernetes(_) => {}
+        }
+    }
+    for source in &config.sources {
+        if let SourceConfig::Kubernetes(k) = source {
+            start_kubernetes_source(&engine, k, work.clone()).await?;
         }
     }
     let webhook_task = match (&config.webhook, webhook_listener) {
@@ -275,4 +284,99 @@ pub async fn run(
     }
     info!("Planner stopped.");
     result.map_err(PlannerError::Serve)
+}
+
+/// Starts a Kubernetes source: not ready, and every zone's syncs held, until its first
+/// complete list; its snapshots into the engine; and, unless turned off, the status
+/// writer that reports each object's records back to it.
+async fn start_kubernetes_source(
+    engine: &Arc<Engine>,
+    config: &config::KubernetesSourceConfig,
+    work: CancellationToken,
+) -> Result<(), PlannerError> {
+    use source::kubernetes::{self, status};
+    let client = kubernetes::client(config)
+        .await
+        .map_err(|e| PlannerError::SourceNotReady(e.to_string()))?;
+    let src = kubernetes::KubernetesSource::new(config.clone());
+    let name = src.store_key();
+    let initial = src.initial();
+    engine.await_first_load(&name);
+    engine.set_source_readiness(&name, initial.unready);
+    let objects = src.objects();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    let watcher = src.watch(client.clone(), tx, work.clone());
+    let engine_ = engine.clone();
+    let source_name = name.clone();
+    engine.spawn(async move {
+        let mut first = true;
+        while let Some(snapshot) = rx.recv().await {
+            events::DesiredStateChanged {
+                source: &source_name,
+                records: snapshot.entries.len(),
+                errors: snapshot.errors.len(),
+                initial: std::mem::take(&mut first),
+            }
+            .emit();
+            // Entries before readiness: the first ready snapshot lets the zones plan
+            // only once its records are in the index.
+            engine_.set_source(&source_name, snapshot.entries, snapshot.errors);
+            engine_.set_source_readiness(&source_name, snapshot.unready);
+        }
+        let _ = watcher.await;
+    });
+    if config.write_status {
+        let engine_ = engine.clone();
+        let writer = status::StatusWriter::new(client, config.status_interval);
+        let task = status::run_status(
+            writer,
+            objects,
+            move || {
+                (engine_.lease().status().role == lease::Role::Leader)
+                    .then(|| record_outcomes(&engine_, &name))
+            },
+            work,
+        );
+        engine.spawn(async move {
+            let _ = task.await;
+        });
+    }
+    Ok(())
+}
+
+/// The records of `source` as the status writer sees them, from the engine's read
+/// model.
+fn record_outcomes(
+    engine: &Engine,
+    source: &str,
+) -> Vec<source::kubernetes::status::RecordOutcome> {
+    use source::kubernetes::status::{Phase, RecordOutcome};
+    use state::RecordStateKind as K;
+    Engine::cpu(|| engine.source_record_states(source))
+        .into_iter()
+        .map(|(resource, key, state)| {
+            let phase = match state.kind {
+                K::Converged => Phase::Converged,
+                K::Pending | K::InFlight | K::Deferred | K::Held => Phase::Pending,
+                K::Conflict => Phase::Conflict,
+                K::Invalid => Phase::Invalid,
+                K::Failed | K::Rejected => Phase::Failed,
+            };
+            let mut record = format!("{} {}", key.name, key.rtype);
+            if !key.set.is_none() {
+                record = format!("{record} (set {})", key.set);
+            }
+            let detail = [&state.reason, &state.last_error]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .cloned()
+                .unwrap_or_default();
+            RecordOutcome {
+                resource: resource.to_string(),
+                record,
+                phase,
+                detail,
+            }
+        })
+        .collect()
 }

@@ -444,8 +444,17 @@ fn kubernetes_manifests_fit_together_and_their_configs_load() {
         "configMap",
         "dnsplane-desired",
     );
-    let dnsplane_planner::config::SourceConfig::File { paths } = &planner.sources[0];
+    let paths = file_source(&planner);
     assert_eq!(paths, &[PathBuf::from(desired_dir)]);
+    // A Kubernetes source reads DNSEndpoints with the pod's service account: it must
+    // be mounted, and bound to a role that can list, watch and write their status.
+    if planner
+        .sources
+        .iter()
+        .any(|s| matches!(s, dnsplane_planner::config::SourceConfig::Kubernetes(_)))
+    {
+        check_dnsendpoint_rbac(&r, planner_pod);
+    }
     // The root filesystem is read-only: without a Redis lease, the lease's lock file
     // needs state_dir on a writable volume.
     if planner.lease.redis.is_none() {
@@ -727,7 +736,7 @@ fn compose_file_is_valid_and_its_configs_load() {
         service_env(applier_svc, "DNSPLANE_APPLIER_CONFIG"),
     ))
     .unwrap_or_else(|e| panic!("{e}"));
-    let dnsplane_planner::config::SourceConfig::File { paths } = &planner.sources[0];
+    let paths = file_source(&planner);
     assert_desired_loads(&bind_source(planner_svc, paths[0].to_str().expect("utf8")));
     assert_eq!(host_of(&planner.applier), "applier");
     assert_eq!(
@@ -765,4 +774,68 @@ fn compose_file_is_valid_and_its_configs_load() {
             svc(host_of(&p.api_url));
         }
     }
+}
+
+/// The paths of the planner's file source.
+fn file_source(planner: &dnsplane_planner::config::PlannerConfig) -> &[PathBuf] {
+    planner
+        .sources
+        .iter()
+        .find_map(|s| match s {
+            dnsplane_planner::config::SourceConfig::File { paths } => Some(paths.as_slice()),
+            _ => None,
+        })
+        .expect("the planner config has a file source")
+}
+
+/// The planner pod's service account is mounted and bound (cluster-wide) to a
+/// ClusterRole with get/list/watch on dnsendpoints and patch on dnsendpoints/status.
+fn check_dnsendpoint_rbac(r: &BTreeMap<(String, String), Value>, pod: &Value) {
+    assert_ne!(
+        pod["automountServiceAccountToken"],
+        Value::Bool(false),
+        "the kubernetes source needs the service account's token"
+    );
+    let account = str_of(pod, "/serviceAccountName");
+    assert!(
+        r.contains_key(&("ServiceAccount".to_string(), account.to_string())),
+        "no ServiceAccount {account}"
+    );
+    let binding = r
+        .iter()
+        .filter(|((kind, _), _)| kind == "ClusterRoleBinding")
+        .map(|(_, b)| b)
+        .find(|b| {
+            b["subjects"].as_array().is_some_and(|subjects| {
+                subjects
+                    .iter()
+                    .any(|s| s["kind"] == "ServiceAccount" && s["name"] == account)
+            })
+        })
+        .unwrap_or_else(|| panic!("no ClusterRoleBinding for {account}"));
+    let role = &r[&(
+        "ClusterRole".to_string(),
+        str_of(binding, "/roleRef/name").to_string(),
+    )];
+    let allows = |resource: &str, verb: &str| {
+        role["rules"].as_array().is_some_and(|rules| {
+            rules.iter().any(|rule| {
+                let has = |key: &str, want: &str| {
+                    rule[key]
+                        .as_array()
+                        .is_some_and(|v| v.iter().any(|x| x == want))
+                };
+                has("apiGroups", "externaldns.k8s.io")
+                    && has("resources", resource)
+                    && has("verbs", verb)
+            })
+        })
+    };
+    for verb in ["get", "list", "watch"] {
+        assert!(allows("dnsendpoints", verb), "{verb} dnsendpoints");
+    }
+    assert!(
+        allows("dnsendpoints/status", "patch"),
+        "patch dnsendpoints/status"
+    );
 }

@@ -12,6 +12,7 @@ mod failing_zone;
 mod failover;
 mod hostile;
 mod incremental;
+mod kubernetes;
 mod layering;
 mod lease;
 mod message_limits;

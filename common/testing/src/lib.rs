@@ -2,12 +2,14 @@
 //! grows its own copy: finding tools and the workspace's binaries (and failing, not
 //! skipping, under `DNSPLANE_REQUIRE_SERVERS=1`), spawning processes, loopback ports,
 //! polling, the real `dig`/`grpcurl`/HTTP clients ([`tools`]), record and change
-//! builders ([`records`]), and a real OTLP/gRPC trace receiver ([`otlp`]).
+//! builders ([`records`]), a real OTLP/gRPC trace receiver ([`otlp`]), and a fake
+//! Kubernetes API server for DNSEndpoints ([`kube_api`]).
 //!
 //! It depends only on `dnsplane-common`, so every crate's integration tests and the
 //! cross-service tests can use it. (A crate's own unit tests cannot depend on a crate
 //! that depends on it; the applier's keep their fault-rule helpers in its
 //! `#[cfg(test)]` code.)
+pub mod kube_api;
 pub mod otlp;
 pub mod records;
 pub mod tools;

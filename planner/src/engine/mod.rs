@@ -115,6 +115,10 @@ pub struct Engine {
     store: std::sync::OnceLock<DesiredStore>,
     /// Per source: why it is not ready (empty while it is), as status shows it.
     readiness: Mutex<BTreeMap<String, Vec<String>>>,
+    /// Sources whose first complete load has not come yet ([`Engine::await_first_load`]):
+    /// while any is left, no zone syncs, since a source that has not loaded yet only
+    /// looks empty and a plan against it would delete its records.
+    first_loads: tokio::sync::watch::Sender<BTreeSet<String>>,
     /// The source errors as status last read them (see `ZoneRuntime::last_counts`).
     last_errors: Mutex<Vec<SourceError>>,
     /// One push (put, stream, patch) at a time: a patch reads the state the push
@@ -201,6 +205,7 @@ impl Engine {
             syncs: AtomicU64::new(0),
             store: std::sync::OnceLock::new(),
             readiness: Mutex::new(BTreeMap::new()),
+            first_loads: tokio::sync::watch::Sender::new(BTreeSet::new()),
             last_errors: Mutex::new(Vec::new()),
             push_lock: Mutex::new(()),
         }))
@@ -444,7 +449,26 @@ impl Engine {
             }
             .emit();
         }
+        if unready.is_empty() {
+            self.first_loads.send_if_modified(|s| s.remove(name));
+        }
         readiness.insert(name.to_string(), unready);
+    }
+
+    /// Holds every zone's syncs until source `name` is first ready (its first
+    /// [`set_source_readiness`](Self::set_source_readiness) with nothing unready): for
+    /// a source with nothing to restore at start (the Kubernetes API), whose records
+    /// are unknown until its first complete list. Called before [`Engine::start`].
+    pub fn await_first_load(&self, name: &str) {
+        self.first_loads.send_modify(|s| {
+            s.insert(name.to_string());
+        });
+    }
+
+    /// Waits until no source's first load is outstanding (at once when none is).
+    pub(super) async fn first_loads_done(&self) {
+        let mut rx = self.first_loads.subscribe();
+        let _ = rx.wait_for(BTreeSet::is_empty).await;
     }
 
     /// Starts one loop per zone (see [`schedule`]), the refresh of large zones' status

@@ -6,7 +6,8 @@
 //! A failed sync backs the whole zone off, so that due records cannot turn a broken
 //! zone into a hot loop; a failed full sync is retried before anything else.
 //!
-//! Only the lease's leader syncs: while standby a zone loop waits, and each time the
+//! No zone syncs before every source has loaded once (a Kubernetes source before its
+//! first complete list). Only the lease's leader syncs: while standby a zone loop waits, and each time the
 //! planner becomes leader (a new lease epoch) every zone loop starts with a full,
 //! fresh sync at once: the previous leader may have written anything until its
 //! window closed.
@@ -66,6 +67,12 @@ impl Engine {
         let mut lease = self.lease.subscribe();
         // The lease epoch this loop last started leading under.
         let mut led: Option<u64> = None;
+        // Nothing is planned before every source that cannot restore its state has
+        // loaded once (`Engine::await_first_load`): until then it only looks empty.
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            () = self.first_loads_done() => {}
+        }
         loop {
             let epoch = {
                 let st = lease.borrow_and_update();

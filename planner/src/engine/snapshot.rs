@@ -8,7 +8,7 @@ use crate::guard::HeldPlan;
 use crate::lease::{LeaseStatus, Role};
 use crate::source::SourceError;
 use crate::state::{RecordState, RecordStateKind};
-use dnsplane_common::{Name, RecordKey};
+use dnsplane_common::{Name, RecordKey, SharedStr};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -410,6 +410,49 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The state of every record `source` has in force, with the resource that asked
+    /// for it: what a source that reports back to its objects (the Kubernetes source's
+    /// status) needs, read from the same state tables as [`Engine::record_states`].
+    /// Claims another source holds are left out (that source's records). O(size of
+    /// the source).
+    pub fn source_record_states(&self, source: &str) -> Vec<(SharedStr, RecordKey, RecordState)> {
+        let desired = self.desired();
+        let mut by_zone: BTreeMap<&Name, Vec<&RecordKey>> = BTreeMap::new();
+        for key in desired.source_keys(source) {
+            by_zone.entry(&key.zone).or_default().push(key);
+        }
+        let mut out = Vec::new();
+        for (zone_name, keys) in by_zone {
+            let (Some(zone), Some(zone_desired)) =
+                (self.zones.get(zone_name), desired.zone(zone_name))
+            else {
+                continue;
+            };
+            let zone_read = lock(&zone.view).is_some();
+            let refused = lock(&zone.status).refused.clone();
+            let unplanned = lock(&zone.dirty).clone();
+            let states = lock(&zone.states);
+            for key in keys {
+                let Some(record) = zone_desired.get(key).filter(|r| &*r.source == source) else {
+                    continue;
+                };
+                let state = states.get(key).cloned().unwrap_or_else(|| {
+                    states.without_entry(
+                        key,
+                        &record.rrset(key),
+                        zone_read,
+                        unplanned.contains(&key.name),
+                        refused.as_deref(),
+                    )
+                });
+                out.push((record.resource.clone(), key.clone(), state));
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,6 +498,27 @@ mod tests {
 
     fn pending(s: &Snapshot) -> Option<u32> {
         s.zones[0].records.get(&RecordStateKind::Pending).copied()
+    }
+
+    /// A source that awaits its first load holds the zones' syncs until it is first
+    /// ready; a not-ready snapshot does not release them.
+    #[tokio::test]
+    async fn zones_wait_for_a_sources_first_load() {
+        let e = engine();
+        e.first_loads_done().await;
+        e.await_first_load("kubernetes:");
+        let waiting = || async {
+            tokio::time::timeout(Duration::from_millis(50), e.first_loads_done())
+                .await
+                .is_err()
+        };
+        assert!(waiting().await, "released before any load");
+        e.set_source_readiness("kubernetes:", vec!["not listed yet: 500".into()]);
+        assert!(waiting().await, "released by a source that is not ready");
+        e.set_source_readiness("file:x", Vec::new());
+        assert!(waiting().await, "released by another source");
+        e.set_source_readiness("kubernetes:", Vec::new());
+        assert!(!waiting().await, "still held once the source loaded");
     }
 
     /// A zone small enough is counted by the status read itself; one whose waiting

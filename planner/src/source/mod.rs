@@ -8,13 +8,16 @@
 //! - [`dnsendpoint`]: the external-dns `DNSEndpoint` parser, shared by every source of
 //!   such objects;
 //! - [`file`]: manifests in files and directories, polled, keeping the last good
-//!   version of what breaks.
+//!   version of what breaks;
+//! - [`kubernetes`]: DNSEndpoint objects listed and watched in the Kubernetes API,
+//!   kept last-good per object, their results written to their status.
 use dnsplane_common::{Name, RecordType, SetId};
 use std::fmt;
 use std::sync::Arc;
 
 pub mod dnsendpoint;
 pub mod file;
+pub mod kubernetes;
 
 pub use dnsendpoint::parse_manifests;
 pub use file::FileSource;

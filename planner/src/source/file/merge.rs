@@ -1,13 +1,17 @@
 //! Keep-last-good, per file: the entries of a new load, plus the last accepted entries
 //! that the inputs this load rejected stand for (see the module docs of
-//! [`super`]).
+//! [`super`]); the Kubernetes source keeps the last good version of each object
+//! the same way.
 use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, Slot};
 use dnsplane_common::{Name, RecordType, SetId};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The entries of the new load, plus the last accepted entries that rejected inputs of
 /// this load stand for (see the module documentation).
-pub(super) fn merge(parsed: &mut ParsedFile, old: Option<&Vec<Accepted>>) -> Vec<Accepted> {
+pub(in crate::source) fn merge(
+    parsed: &mut ParsedFile,
+    old: Option<&Vec<Accepted>>,
+) -> Vec<Accepted> {
     let mut result = std::mem::take(&mut parsed.accepted);
     let Some(old) = old.filter(|o| !o.is_empty()) else {
         return result;

@@ -53,7 +53,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-mod merge;
+pub(super) mod merge;
 mod scan;
 
 pub use super::dnsendpoint::SOURCE_KIND;

@@ -1,0 +1,202 @@
+//! The objects the Kubernetes source has accepted, keep-last-good per object: pure and
+//! synchronous (no API, no runtime), so that every rule of "never delete on doubt" is
+//! tested without a server.
+//!
+//! An object's text is its JSON (a JSON object is valid YAML), parsed by the shared
+//! manifest parser; locations then name the object and the endpoint
+//! (`default/web spec.endpoints[2]`) instead of a line of a JSON text nobody wrote.
+use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, parse_file};
+use crate::source::file::merge::merge;
+use crate::source::{DesiredEntry, Snapshot, SourceError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The `source` written into every origin and error of entries read from the API.
+pub const SOURCE_KIND: &str = "kubernetes";
+
+/// The most errors one object reports; the rest are counted (as the file source does
+/// per file).
+const MAX_ERRORS_PER_OBJECT: usize = 100;
+
+/// `namespace/name`: how an object is named in locations and keyed here.
+pub type ObjectName = String;
+
+/// What the source holds of one object.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectState {
+    /// `metadata.generation` of the version last seen (accepted or not).
+    pub generation: Option<i64>,
+    /// What is in force for it: the last accepted endpoints, plus the last accepted
+    /// versions of what its latest version broke.
+    pub(crate) accepted: Vec<Accepted>,
+    /// The latest version's problems (with what each keeps).
+    pub errors: Vec<SourceError>,
+}
+
+impl ObjectState {
+    /// How many records the object has in force.
+    pub fn records(&self) -> usize {
+        self.accepted.len()
+    }
+}
+
+/// Every object the source holds, by `namespace/name`.
+#[derive(Debug, Default)]
+pub struct Objects {
+    objects: BTreeMap<ObjectName, ObjectState>,
+}
+
+impl Objects {
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ObjectState> {
+        self.objects.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&ObjectName, &ObjectState)> {
+        self.objects.iter()
+    }
+
+    /// Takes a new version of `name` (its JSON `text`, at `generation`): its valid
+    /// endpoints replace the object's; what is broken keeps its last accepted version.
+    pub fn apply(&mut self, name: &str, generation: Option<i64>, text: &str) {
+        let old = self.objects.remove(name).unwrap_or_default();
+        let state = accept(name, generation, text, old);
+        self.objects.insert(name.to_string(), state);
+    }
+
+    /// Withdraws an object that was deleted: the one way its records go.
+    pub fn delete(&mut self, name: &str) -> bool {
+        self.objects.remove(name).is_some()
+    }
+
+    /// A complete list of `scope` (a namespace; `None`: all): `listed` replaces the
+    /// scope's objects (each kept-last-good against its previous version); objects of
+    /// the scope absent from it were deleted.
+    pub fn replace_scope(
+        &mut self,
+        scope: Option<&str>,
+        listed: Vec<(ObjectName, Option<i64>, String)>,
+    ) {
+        let in_scope =
+            |name: &str| scope.is_none_or(|ns| name.split_once('/').is_some_and(|(n, _)| n == ns));
+        let (mut old, kept): (BTreeMap<_, _>, BTreeMap<_, _>) = std::mem::take(&mut self.objects)
+            .into_iter()
+            .partition(|(name, _)| in_scope(name));
+        self.objects = kept;
+        for (name, generation, text) in listed {
+            let before = old.remove(&name).unwrap_or_default();
+            let state = accept(&name, generation, &text, before);
+            self.objects.insert(name, state);
+        }
+    }
+
+    /// Everything in force, in object order, with `unready` saying why the source is
+    /// not ready (empty: ready).
+    pub fn snapshot(&self, unready: Vec<String>) -> Snapshot {
+        let mut snapshot = Snapshot {
+            unready,
+            ..Snapshot::default()
+        };
+        for state in self.objects.values() {
+            snapshot
+                .entries
+                .extend(state.accepted.iter().map(|a| a.entry.clone()));
+            snapshot.errors.extend(state.errors.iter().cloned());
+        }
+        snapshot
+    }
+
+    /// How many records are in force.
+    pub fn records(&self) -> usize {
+        self.objects.values().map(|o| o.accepted.len()).sum()
+    }
+}
+
+/// `DNSEndpoint namespace/name`, as the parser names a resource (and ownership records
+/// carry it).
+pub fn resource_of(name: &str) -> String {
+    format!("DNSEndpoint {name}")
+}
+
+/// The new state of object `name` from its `text`, given its previous state.
+fn accept(name: &str, generation: Option<i64>, text: &str, old: ObjectState) -> ObjectState {
+    let kind: Arc<str> = SOURCE_KIND.into();
+    let mut parsed: ParsedFile = parse_file(name, text);
+    let kept_note = |n: usize| match n {
+        0 => String::new(),
+        n => format!("; keeping this object's {n} last accepted record(s)"),
+    };
+    let accepted = if !parsed.fatal.is_empty() {
+        let note = kept_note(old.accepted.len());
+        for &i in &parsed.fatal {
+            parsed.errors[i].message.push_str(&note);
+        }
+        old.accepted
+    } else {
+        let before = (!parsed.rejected.is_empty()).then_some(&old.accepted);
+        merge(&mut parsed, before)
+    };
+    // Where each error stands: the endpoint it is about, else the object.
+    let mut places = vec![None; parsed.errors.len()];
+    for rejected in &parsed.rejected {
+        if let RejectedWhat::Endpoint { slot, .. } = &rejected.what {
+            for place in &mut places[rejected.errors.clone()] {
+                *place = Some(slot.index);
+            }
+        }
+    }
+    let mut errors: Vec<SourceError> = parsed
+        .errors
+        .into_iter()
+        .zip(places)
+        .map(|(mut e, index)| {
+            e.source = SOURCE_KIND.into();
+            e.location = location(name, index);
+            e
+        })
+        .collect();
+    if errors.len() > MAX_ERRORS_PER_OBJECT {
+        let more = errors.len() - MAX_ERRORS_PER_OBJECT;
+        errors.truncate(MAX_ERRORS_PER_OBJECT);
+        errors.push(SourceError {
+            source: SOURCE_KIND.into(),
+            location: name.to_string(),
+            record: String::new(),
+            message: format!("{more} more error(s) in this object not shown"),
+        });
+    }
+    let accepted = accepted
+        .into_iter()
+        .map(|mut a| {
+            a.entry = DesiredEntry {
+                origin: crate::source::Origin {
+                    source: kind.clone(),
+                    location: location(name, Some(a.slot.index)),
+                    resource: a.entry.origin.resource.clone(),
+                },
+                ..a.entry
+            };
+            a
+        })
+        .collect();
+    ObjectState {
+        generation,
+        accepted,
+        errors,
+    }
+}
+
+/// `ns/name spec.endpoints[i]`, or `ns/name`.
+fn location(name: &str, index: Option<usize>) -> String {
+    match index {
+        Some(i) => format!("{name} spec.endpoints[{i}]"),
+        None => name.to_string(),
+    }
+}

@@ -1,0 +1,284 @@
+//! Each DNSEndpoint's result, written back to its `status`: one `Ready` condition
+//! (`True`/`False`, reason `Ready`, `Invalid`, `Conflict` or `Pending`, a message with
+//! the detail of each endpoint that is not converged) and `observedGeneration`.
+//!
+//! The condition is derived ([`condition`], pure) from the object's own errors (what
+//! the parser refused) and the planner's per-record states, which the caller reads
+//! from the engine's read model and hands in as [`RecordOutcome`]s (the source does not
+//! import the engine). Writes are server-side apply (`fieldManager=dnsplane`, forced)
+//! of the status subresource, only when the condition or generation changed, and at
+//! most one per object per `interval`: a thousand objects flapping do not become a
+//! thousand writes a second.
+use super::dnsendpoint_resource;
+use super::objects::{ObjectName, ObjectState, Objects, resource_of};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The field manager of every status write.
+pub const FIELD_MANAGER: &str = "dnsplane";
+
+/// Most endpoint lines in one condition message; the rest are counted.
+const MAX_LINES: usize = 10;
+
+/// Where one record stands, in the terms a status shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Converged,
+    /// Not converged yet: planned, in flight, deferred, held for approval.
+    Pending,
+    Conflict,
+    /// The provider refuses the value.
+    Invalid,
+    /// Transient failures outlived their budget, or the account refuses writes: it is
+    /// retried, so the object is pending, with the error shown.
+    Failed,
+}
+
+/// One record of the source as the planner's state table has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOutcome {
+    /// `DNSEndpoint namespace/name`: the object that asked for it.
+    pub resource: String,
+    /// `app.example.com. A`.
+    pub record: String,
+    pub phase: Phase,
+    /// Why it is not converged (the conflict, the provider's error), or empty.
+    pub detail: String,
+}
+
+/// The `Ready` condition of one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub ready: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The condition of `object` given its records' outcomes. Its own errors come first
+/// (`Invalid`: what the object says cannot be used), then the records: any invalid,
+/// any in conflict, any not converged (or not in force yet: a change still on its way
+/// to the planner), else `Ready`.
+pub fn condition(object: &ObjectState, name: &str, records: &[&RecordOutcome]) -> Condition {
+    let mut lines: Vec<String> = object
+        .errors
+        .iter()
+        .map(|e| {
+            let mut line = e.to_string();
+            if let Some(rest) = line.strip_prefix(name) {
+                line = rest.trim_start_matches([' ', ':']).to_string();
+            }
+            line
+        })
+        .collect();
+    let of = |phase: Phase| records.iter().filter(move |r| r.phase == phase);
+    let describe = |r: &&&RecordOutcome, what: &str| {
+        if r.detail.is_empty() {
+            format!("{}: {what}", r.record)
+        } else {
+            format!("{}: {what}: {}", r.record, r.detail)
+        }
+    };
+    let converged = of(Phase::Converged).count();
+    let expected = object.accepted.len().max(records.len());
+    let reason = if !object.errors.is_empty() || of(Phase::Invalid).next().is_some() {
+        lines.extend(of(Phase::Invalid).map(|r| describe(&r, "refused by the provider")));
+        "Invalid"
+    } else if of(Phase::Conflict).next().is_some() {
+        lines.extend(of(Phase::Conflict).map(|r| describe(&r, "conflict")));
+        "Conflict"
+    } else if converged < expected {
+        lines.push(format!("{converged} of {expected} record(s) converged"));
+        lines.extend(of(Phase::Failed).map(|r| describe(&r, "failing")));
+        lines.extend(of(Phase::Pending).map(|r| describe(&r, "pending")));
+        "Pending"
+    } else {
+        return Condition {
+            ready: true,
+            reason: "Ready",
+            message: format!("{converged} record(s) converged"),
+        };
+    };
+    if reason != "Pending" {
+        lines.push(format!("{converged} of {expected} record(s) converged"));
+    }
+    let more = lines.len().saturating_sub(MAX_LINES + 1);
+    if more > 0 {
+        lines.truncate(MAX_LINES);
+        lines.push(format!("and {more} more"));
+    }
+    Condition {
+        ready: false,
+        reason,
+        message: lines.join("; "),
+    }
+}
+
+/// What was last written to an object.
+#[derive(Debug, Clone)]
+struct Written {
+    condition: Condition,
+    generation: Option<i64>,
+    at: Instant,
+    /// `lastTransitionTime`: when `ready` last changed.
+    since: SystemTime,
+}
+
+/// Writes the objects' statuses, remembering what it wrote.
+pub struct StatusWriter {
+    client: kube::Client,
+    interval: Duration,
+    written: HashMap<ObjectName, Written>,
+}
+
+impl std::fmt::Debug for StatusWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusWriter")
+            .field("interval", &self.interval)
+            .field("written", &self.written.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StatusWriter {
+    pub fn new(client: kube::Client, interval: Duration) -> StatusWriter {
+        StatusWriter {
+            client,
+            interval,
+            written: HashMap::new(),
+        }
+    }
+
+    /// Writes the status of every object whose condition or generation changed since
+    /// its last write, unless that write is less than `interval` old (then a later
+    /// round writes it). Returns how many were written; a failed write is retried by
+    /// the next round.
+    pub async fn round(&mut self, objects: &Mutex<Objects>, outcomes: &[RecordOutcome]) -> usize {
+        let mut by_resource: BTreeMap<&str, Vec<&RecordOutcome>> = BTreeMap::new();
+        for o in outcomes {
+            by_resource.entry(&o.resource).or_default().push(o);
+        }
+        let due: Vec<(ObjectName, Option<i64>, Condition)> = {
+            let objects = objects
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.written.retain(|name, _| objects.get(name).is_some());
+            objects
+                .iter()
+                .filter_map(|(name, state)| {
+                    let records = by_resource
+                        .get(resource_of(name).as_str())
+                        .map_or(&[][..], Vec::as_slice);
+                    let c = condition(state, name, records);
+                    let last = self.written.get(name);
+                    let changed =
+                        last.is_none_or(|w| w.condition != c || w.generation != state.generation);
+                    let allowed = last.is_none_or(|w| w.at.elapsed() >= self.interval);
+                    (changed && allowed).then(|| (name.clone(), state.generation, c))
+                })
+                .collect()
+        };
+        let mut writes = 0;
+        for (name, generation, condition) in due {
+            let since = match self.written.get(&name) {
+                Some(w) if w.condition.ready == condition.ready => w.since,
+                _ => SystemTime::now(),
+            };
+            match self.write(&name, generation, &condition, since).await {
+                Ok(()) => {
+                    writes += 1;
+                    self.written.insert(
+                        name,
+                        Written {
+                            condition,
+                            generation,
+                            at: Instant::now(),
+                            since,
+                        },
+                    );
+                }
+                Err(e) => {
+                    tracing::debug!(object = %name, error = %e, "DNSEndpoint status not written; trying again next round.");
+                }
+            }
+        }
+        writes
+    }
+
+    async fn write(
+        &self,
+        name: &str,
+        generation: Option<i64>,
+        c: &Condition,
+        since: SystemTime,
+    ) -> Result<(), kube::Error> {
+        let (namespace, object) = name.split_once('/').unwrap_or(("default", name));
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &dnsendpoint_resource());
+        let patch = status_patch(namespace, object, generation, c, since);
+        api.patch_status(
+            object,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+/// The server-side apply body of one object's status.
+pub fn status_patch(
+    namespace: &str,
+    name: &str,
+    generation: Option<i64>,
+    c: &Condition,
+    since: SystemTime,
+) -> serde_json::Value {
+    let mut condition = serde_json::json!({
+        "type": "Ready",
+        "status": if c.ready { "True" } else { "False" },
+        "reason": c.reason,
+        "message": c.message,
+        "lastTransitionTime": humantime::format_rfc3339_seconds(since).to_string(),
+    });
+    let mut status = serde_json::json!({ "conditions": [] });
+    if let Some(g) = generation {
+        condition["observedGeneration"] = g.into();
+        status["observedGeneration"] = g.into();
+    }
+    status["conditions"] = serde_json::json!([condition]);
+    serde_json::json!({
+        "apiVersion": "externaldns.k8s.io/v1alpha1",
+        "kind": "DNSEndpoint",
+        "metadata": {"name": name, "namespace": namespace},
+        "status": status,
+    })
+}
+
+/// Runs a status round every second until `cancel`: `outcomes` reads the records'
+/// states (the planner passes a read of its engine), or `None` when this planner must
+/// not write (a standby: its records only look pending).
+pub fn run_status<F>(
+    mut writer: StatusWriter,
+    objects: Arc<Mutex<Objects>>,
+    outcomes: F,
+    cancel: CancellationToken,
+) -> JoinHandle<()>
+where
+    F: Fn() -> Option<Vec<RecordOutcome>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            if let Some(outcomes) = outcomes() {
+                writer.round(&objects, &outcomes).await;
+            }
+        }
+    })
+}

@@ -1,0 +1,505 @@
+use super::objects::Objects;
+use super::status::{Phase, RecordOutcome, StatusWriter, condition};
+use super::*;
+use crate::source::testing::{entry, keys};
+use dnsplane_testing::kube_api::FakeKubeApi;
+use serde_json::json;
+
+fn ep(name: &str, target: &str) -> serde_json::Value {
+    json!({"dnsName": name, "recordType": "A", "targets": [target]})
+}
+
+fn text(ns: &str, name: &str, endpoints: serde_json::Value) -> String {
+    json!({"apiVersion": "externaldns.k8s.io/v1alpha1", "kind": "DNSEndpoint",
+           "metadata": {"name": name, "namespace": ns}, "spec": {"endpoints": endpoints}})
+    .to_string()
+}
+
+/// A broken update keeps the object's last accepted endpoints, and the errors name the
+/// object and the endpoint, not a line of a JSON text.
+#[test]
+fn a_broken_update_keeps_the_objects_last_accepted_records() {
+    let mut objects = Objects::default();
+    objects.apply(
+        "default/web",
+        Some(1),
+        &text(
+            "default",
+            "web",
+            json!([
+                ep("a.example.com", "192.0.2.1"),
+                ep("b.example.com", "192.0.2.2")
+            ]),
+        ),
+    );
+    let s = objects.snapshot(Vec::new());
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.entries[0].origin.source.as_ref(), "kubernetes");
+    assert_eq!(
+        s.entries[0].origin.location,
+        "default/web spec.endpoints[0]"
+    );
+    assert_eq!(
+        s.entries[0].origin.resource.as_ref(),
+        "DNSEndpoint default/web"
+    );
+
+    // b's target broken, a changed: a's new value, b's old one kept.
+    objects.apply(
+        "default/web",
+        Some(2),
+        &text(
+            "default",
+            "web",
+            json!([
+                ep("a.example.com", "192.0.2.9"),
+                ep("b.example.com", "300.1.1.1")
+            ]),
+        ),
+    );
+    let s = objects.snapshot(Vec::new());
+    assert_eq!(
+        keys(&s.entries),
+        vec![
+            entry("a.example.com.", "A", &["192.0.2.9"]),
+            entry("b.example.com.", "A", &["192.0.2.2"])
+        ]
+    );
+    assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
+    let e = s.errors[0].to_string();
+    assert!(
+        e.starts_with("default/web spec.endpoints[1]: b.example.com. A: target \"300.1.1.1\"")
+            && e.contains("keeping the last accepted version"),
+        "{e}"
+    );
+
+    // The whole spec gone: everything kept, said once for the object.
+    objects.apply("default/web", Some(3), &json!({"apiVersion": "externaldns.k8s.io/v1alpha1", "kind": "DNSEndpoint", "metadata": {"name": "web", "namespace": "default"}}).to_string());
+    let s = objects.snapshot(Vec::new());
+    assert_eq!(s.entries.len(), 2);
+    assert!(
+        s.errors[0].to_string().starts_with("default/web: "),
+        "{:?}",
+        s.errors
+    );
+    assert_eq!(objects.get("default/web").unwrap().generation, Some(3));
+
+    assert!(objects.delete("default/web"));
+    assert!(objects.snapshot(Vec::new()).entries.is_empty());
+}
+
+/// A complete list of one namespace withdraws only that namespace's absent objects.
+#[test]
+fn a_relist_of_one_namespace_deletes_only_its_absent_objects() {
+    let mut objects = Objects::default();
+    for (ns, name, n) in [
+        ("a", "x", "x.example.com"),
+        ("a", "y", "y.example.com"),
+        ("b", "z", "z.example.com"),
+    ] {
+        objects.apply(
+            &format!("{ns}/{name}"),
+            Some(1),
+            &text(ns, name, json!([ep(n, "192.0.2.1")])),
+        );
+    }
+    objects.replace_scope(
+        Some("a"),
+        vec![(
+            "a/x".into(),
+            Some(1),
+            text("a", "x", json!([ep("x.example.com", "192.0.2.1")])),
+        )],
+    );
+    let names: Vec<_> = objects.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, ["a/x", "b/z"]);
+    objects.replace_scope(None, Vec::new());
+    assert!(objects.is_empty());
+}
+
+async fn source_for(
+    api: &FakeKubeApi,
+    configure: impl FnOnce(&mut KubernetesSourceConfig),
+) -> (
+    mpsc::Receiver<Snapshot>,
+    CancellationToken,
+    Arc<Mutex<Objects>>,
+    kube::Client,
+) {
+    let mut config = KubernetesSourceConfig {
+        api_server: Some(api.url()),
+        ..KubernetesSourceConfig::default()
+    };
+    configure(&mut config);
+    let c = client(&config).await.expect("client");
+    let src = KubernetesSource::new(config).with_watch_timeout(5);
+    let objects = src.objects();
+    let (tx, rx) = mpsc::channel(16);
+    let cancel = CancellationToken::new();
+    src.watch(c.clone(), tx, cancel.clone());
+    (rx, cancel, objects, c)
+}
+
+/// The next snapshot for which `pred` holds, within 10 s.
+async fn until(
+    rx: &mut mpsc::Receiver<Snapshot>,
+    what: &str,
+    pred: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut last = None;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(s)) if pred(&s) => return s,
+            Ok(Some(s)) => last = Some(s),
+            Ok(None) => panic!("the source stopped waiting for {what}"),
+            Err(_) => panic!("no snapshot with {what} in 10 s; the last: {last:?}"),
+        }
+    }
+}
+
+fn values(s: &Snapshot) -> Vec<(String, Vec<String>)> {
+    s.entries
+        .iter()
+        .map(|e| (e.name.to_string(), e.values.clone()))
+        .collect()
+}
+
+/// Created, changed and deleted objects reach the snapshot; other namespaces' and
+/// unselected objects do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_update_and_delete_reach_the_desired_state() {
+    let api = FakeKubeApi::start().await;
+    api.apply(
+        "web",
+        "a",
+        &[("dns", "public")],
+        json!([ep("a.example.com", "192.0.2.1")]),
+    );
+    api.apply(
+        "web",
+        "hidden",
+        &[("dns", "private")],
+        json!([ep("h.example.com", "192.0.2.1")]),
+    );
+    api.apply(
+        "other",
+        "b",
+        &[("dns", "public")],
+        json!([ep("b.example.com", "192.0.2.1")]),
+    );
+    let (mut rx, cancel, _, _) = source_for(&api, |c| {
+        c.namespaces = vec!["web".into()];
+        c.label_selector = Some("dns=public".into());
+    })
+    .await;
+    let s = until(&mut rx, "ready", |s| s.unready.is_empty()).await;
+    assert_eq!(
+        values(&s),
+        [("a.example.com.".to_string(), vec!["192.0.2.1".to_string()])]
+    );
+
+    api.apply(
+        "web",
+        "a",
+        &[("dns", "public")],
+        json!([ep("a.example.com", "192.0.2.7")]),
+    );
+    let s = until(&mut rx, "the update", |s| {
+        values(s).iter().any(|(_, v)| v == &["192.0.2.7"])
+    })
+    .await;
+    assert_eq!(s.entries.len(), 1);
+    api.apply(
+        "web",
+        "c",
+        &[("dns", "public")],
+        json!([ep("c.example.com", "192.0.2.3")]),
+    );
+    until(&mut rx, "the new object", |s| s.entries.len() == 2).await;
+    assert!(api.delete("web", "a"));
+    let s = until(&mut rx, "the deletion", |s| s.entries.len() == 1).await;
+    assert_eq!(s.entries[0].name.to_string(), "c.example.com.");
+    assert!(s.unready.is_empty());
+    cancel.cancel();
+}
+
+/// An expired watch (410 Gone) and an outage delete nothing: the records stay, the
+/// source says it is not ready; the complete list after them is what withdraws an
+/// object deleted meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_watch_and_an_outage_delete_nothing() {
+    let api = FakeKubeApi::start().await;
+    api.apply("web", "a", &[], json!([ep("a.example.com", "192.0.2.1")]));
+    api.apply("web", "b", &[], json!([ep("b.example.com", "192.0.2.2")]));
+    let (mut rx, cancel, _, _) = source_for(&api, |_| {}).await;
+    until(&mut rx, "ready", |s| {
+        s.unready.is_empty() && s.entries.len() == 2
+    })
+    .await;
+    let (lists, _) = api.requests();
+
+    // 410: not ready for a moment, nothing withdrawn; then a relist.
+    api.delete_quietly("web", "b");
+    api.expire();
+    let s = until(&mut rx, "the expiry", |s| !s.unready.is_empty()).await;
+    assert_eq!(
+        s.entries.len(),
+        2,
+        "an expired watch withdrew records: {s:?}"
+    );
+    assert!(
+        s.unready[0].contains("410") || s.unready[0].contains("too old"),
+        "{:?}",
+        s.unready
+    );
+    let s = until(&mut rx, "the relist", |s| s.unready.is_empty()).await;
+    assert_eq!(
+        values(&s),
+        [("a.example.com.".to_string(), vec!["192.0.2.1".to_string()])],
+        "the relist withdraws what was deleted meanwhile"
+    );
+    assert!(api.requests().0 > lists, "listed again");
+
+    // An outage: 500s and cut connections. Records stay for as long as it lasts.
+    api.set_failing(true);
+    let s = until(&mut rx, "the outage", |s| !s.unready.is_empty()).await;
+    assert_eq!(s.entries.len(), 1);
+    assert!(
+        s.unready[0].contains("keeping the last accepted records"),
+        "{:?}",
+        s.unready
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    while let Ok(s) = rx.try_recv() {
+        assert_eq!(
+            s.entries.len(),
+            1,
+            "records withdrawn during the outage: {s:?}"
+        );
+        assert!(!s.unready.is_empty());
+    }
+    api.set_failing(false);
+    let s = until(&mut rx, "recovery", |s| s.unready.is_empty()).await;
+    assert_eq!(s.entries.len(), 1);
+
+    // A connection cut mid-watch: the same.
+    api.drop_watches();
+    let s = until(&mut rx, "the cut", |s| !s.unready.is_empty()).await;
+    assert_eq!(s.entries.len(), 1);
+    until(&mut rx, "recovery", |s| {
+        s.unready.is_empty() && s.entries.len() == 1
+    })
+    .await;
+    cancel.cancel();
+}
+
+/// Until its first list completes the source is not ready: an API that fails, or that
+/// nobody answers at, gives only not-ready snapshots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_ready_until_the_first_list_completes() {
+    let api = FakeKubeApi::start().await;
+    api.apply("web", "a", &[], json!([ep("a.example.com", "192.0.2.1")]));
+    api.set_failing(true);
+    let (mut rx, cancel, _, _) = source_for(&api, |_| {}).await;
+    let s = until(&mut rx, "a failed first list", |_| true).await;
+    assert!(s.entries.is_empty());
+    assert!(s.unready[0].contains("not listed yet"), "{:?}", s.unready);
+    api.set_failing(false);
+    let s = until(&mut rx, "ready", |s| s.unready.is_empty()).await;
+    assert_eq!(s.entries.len(), 1);
+    cancel.cancel();
+
+    // Nobody listening at all.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let config = KubernetesSourceConfig {
+        api_server: Some(url),
+        ..Default::default()
+    };
+    let src = KubernetesSource::new(config.clone());
+    assert!(
+        !src.initial().unready.is_empty(),
+        "not ready before anything is read"
+    );
+    let (tx, mut rx) = mpsc::channel(4);
+    let cancel = CancellationToken::new();
+    src.watch(client(&config).await.unwrap(), tx, cancel.clone());
+    let s = until(&mut rx, "a failed connection", |_| true).await;
+    assert!(s.entries.is_empty() && !s.unready.is_empty(), "{s:?}");
+    cancel.cancel();
+}
+
+/// 10,000 endpoints across 500 objects load in one complete list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_objects_load() {
+    let api = FakeKubeApi::start().await;
+    for o in 0..500 {
+        let eps: Vec<_> = (0..20)
+            .map(|i| ep(&format!("r{i}.o{o}.example.com"), "192.0.2.1"))
+            .collect();
+        api.apply("bulk", &format!("o{o}"), &[], json!(eps));
+    }
+    let (mut rx, cancel, objects, _) = source_for(&api, |_| {}).await;
+    let s = until(&mut rx, "ready", |s| s.unready.is_empty()).await;
+    assert_eq!((s.entries.len(), s.errors.len()), (10_000, 0));
+    assert_eq!(objects.lock().unwrap().len(), 500);
+    cancel.cancel();
+}
+
+fn outcome(resource: &str, record: &str, phase: Phase, detail: &str) -> RecordOutcome {
+    RecordOutcome {
+        resource: resource.into(),
+        record: record.into(),
+        phase,
+        detail: detail.into(),
+    }
+}
+
+/// The condition follows the records: all converged is Ready; an invalid target (in
+/// the object, or refused by the provider) Invalid; a conflict Conflict; else Pending.
+#[test]
+fn the_condition_follows_the_records() {
+    let mut objects = Objects::default();
+    objects.apply(
+        "web/a",
+        Some(4),
+        &text(
+            "web",
+            "a",
+            json!([
+                ep("a.example.com", "192.0.2.1"),
+                ep("b.example.com", "192.0.2.2")
+            ]),
+        ),
+    );
+    let state = objects.get("web/a").unwrap();
+    let conv_a = outcome(
+        "DNSEndpoint web/a",
+        "a.example.com. A",
+        Phase::Converged,
+        "",
+    );
+    let conv_b = outcome(
+        "DNSEndpoint web/a",
+        "b.example.com. A",
+        Phase::Converged,
+        "",
+    );
+    let c = condition(state, "web/a", &[&conv_a, &conv_b]);
+    assert_eq!(
+        (c.ready, c.reason, c.message.as_str()),
+        (true, "Ready", "2 record(s) converged")
+    );
+
+    let c = condition(state, "web/a", &[&conv_a]);
+    assert_eq!(
+        (c.ready, c.reason),
+        (false, "Pending"),
+        "a record not in force yet"
+    );
+    let pend = outcome("DNSEndpoint web/a", "b.example.com. A", Phase::Pending, "");
+    let c = condition(state, "web/a", &[&conv_a, &pend]);
+    assert_eq!(c.reason, "Pending");
+    assert!(
+        c.message.contains("1 of 2") && c.message.contains("b.example.com. A: pending"),
+        "{}",
+        c.message
+    );
+    let conf = outcome(
+        "DNSEndpoint web/a",
+        "b.example.com. A",
+        Phase::Conflict,
+        "exists: owned by nobody",
+    );
+    let c = condition(state, "web/a", &[&conv_a, &conf]);
+    assert_eq!(c.reason, "Conflict");
+    assert!(
+        c.message.contains("b.example.com. A: conflict: exists"),
+        "{}",
+        c.message
+    );
+    let inv = outcome(
+        "DNSEndpoint web/a",
+        "b.example.com. A",
+        Phase::Invalid,
+        "422 bad value",
+    );
+    assert_eq!(
+        condition(state, "web/a", &[&conv_a, &inv]).reason,
+        "Invalid"
+    );
+
+    objects.apply(
+        "web/bad",
+        Some(1),
+        &text("web", "bad", json!([ep("a.example.com", "300.1.1.1")])),
+    );
+    let c = condition(objects.get("web/bad").unwrap(), "web/bad", &[]);
+    assert_eq!((c.ready, c.reason), (false, "Invalid"));
+    assert!(
+        c.message
+            .starts_with("spec.endpoints[0]: a.example.com. A: target \"300.1.1.1\""),
+        "{}",
+        c.message
+    );
+}
+
+/// Statuses are written by server-side apply, once per change, at most once per
+/// interval per object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_are_applied_once_per_change_and_rate_limited() {
+    let api = FakeKubeApi::start().await;
+    api.apply("web", "a", &[], json!([ep("a.example.com", "192.0.2.1")]));
+    api.apply("web", "bad", &[], json!([ep("b.example.com", "300.1.1.1")]));
+    let (mut rx, cancel, objects, c) = source_for(&api, |_| {}).await;
+    until(&mut rx, "ready", |s| s.unready.is_empty()).await;
+    let mut writer = StatusWriter::new(c, Duration::from_secs(60));
+    let pending = [outcome(
+        "DNSEndpoint web/a",
+        "a.example.com. A",
+        Phase::Pending,
+        "",
+    )];
+    assert_eq!(writer.round(&objects, &pending).await, 2);
+    let writes = api.status_writes();
+    let w = writes.iter().find(|w| w.name == "a").unwrap();
+    assert_eq!(w.content_type, "application/apply-patch+yaml");
+    assert!(
+        w.query.contains("fieldManager=dnsplane") && w.query.contains("force=true"),
+        "{}",
+        w.query
+    );
+    let a = api.object("web", "a").unwrap();
+    assert_eq!(a["status"]["observedGeneration"], 1);
+    assert_eq!(a["status"]["conditions"][0]["reason"], "Pending");
+    let bad = api.object("web", "bad").unwrap();
+    assert_eq!(bad["status"]["conditions"][0]["status"], "False");
+    assert_eq!(bad["status"]["conditions"][0]["reason"], "Invalid");
+
+    // Unchanged: nothing written. Changed within the interval: not yet.
+    assert_eq!(writer.round(&objects, &pending).await, 0);
+    let converged = [outcome(
+        "DNSEndpoint web/a",
+        "a.example.com. A",
+        Phase::Converged,
+        "",
+    )];
+    assert_eq!(writer.round(&objects, &converged).await, 0);
+    let mut writer = StatusWriter::new(api_client(&api).await, Duration::ZERO);
+    writer.round(&objects, &converged).await;
+    let a = api.object("web", "a").unwrap();
+    assert_eq!(a["status"]["conditions"][0]["status"], "True");
+    assert_eq!(a["status"]["conditions"][0]["reason"], "Ready");
+    cancel.cancel();
+}
+
+async fn api_client(api: &FakeKubeApi) -> kube::Client {
+    client(&KubernetesSourceConfig {
+        api_server: Some(api.url()),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}

@@ -1,0 +1,115 @@
+//! The Kubernetes source end to end: planner and applier processes, the embedded
+//! provider, and DNSEndpoints served by the fake API server of `dnsplane-testing`.
+use crate::stack::{Stack, Tools};
+use dnsplane_testing::kube_api::FakeKubeApi;
+use dnsplane_testing::wait_for;
+use serde_json::json;
+use std::time::Duration;
+
+fn ep(name: &str, target: &str) -> serde_json::Value {
+    json!([{"dnsName": name, "recordType": "A", "targets": [target]}])
+}
+
+/// The object's `Ready` condition as last written: (status, reason).
+fn ready_of(api: &FakeKubeApi, ns: &str, name: &str) -> Option<(String, String)> {
+    let o = api.object(ns, name)?;
+    let c = &o["status"]["conditions"][0];
+    Some((
+        c["status"].as_str()?.to_string(),
+        c["reason"].as_str()?.to_string(),
+    ))
+}
+
+fn wait_ready(s: &Stack, api: &FakeKubeApi, ns: &str, name: &str, want: (&str, &str)) {
+    let mut last = None;
+    let ok = wait_for(Duration::from_secs(30), || {
+        last = ready_of(api, ns, name);
+        (last.as_ref().map(|(a, b)| (a.as_str(), b.as_str())) == Some(want)).then_some(())
+    });
+    assert!(
+        ok.is_some(),
+        "{ns}/{name}: wanted {want:?}, last status {last:?}; object {:?}; logs:\n{}",
+        api.object(ns, name),
+        s.logs()
+    );
+}
+
+/// DNSEndpoints created, changed and deleted in the API reach the provider, each
+/// object's status says how it went, and a planner restarted while the API fails
+/// deletes nothing.
+#[test]
+fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
+    let Some(tools) = Tools::find() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let api = rt.block_on(FakeKubeApi::start());
+    api.apply("web", "app", &[], ep("app.example.com", "192.0.2.10"));
+    api.apply("web", "bad", &[], ep("bad.example.com", "300.1.1.1"));
+    // The file source needs a manifest to start; its record is beside the API's.
+    let file = "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: static}\nspec:\n  endpoints:\n    - {dnsName: static.example.com, recordType: A, targets: [192.0.2.1]}\n";
+    let extra = format!(
+        "[[sources]]\ntype = \"kubernetes\"\napi_server = \"{}\"\nstatus_interval = \"200ms\"\n",
+        api.url()
+    );
+    let mut s = Stack::with_config(tools, &[("static.yaml", file)], "report", "", &extra);
+    s.start();
+    s.wait_dns("app.example.com", "A", &["192.0.2.10"]);
+    s.wait_dns("static.example.com", "A", &["192.0.2.1"]);
+    wait_ready(&s, &api, "web", "app", ("True", "Ready"));
+    wait_ready(&s, &api, "web", "bad", ("False", "Invalid"));
+    let app = api.object("web", "app").expect("app");
+    assert_eq!(app["status"]["observedGeneration"], 1);
+    let bad = api.object("web", "bad").expect("bad");
+    let message = bad["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        message.contains("spec.endpoints[0]") && message.contains("300.1.1.1"),
+        "{message}"
+    );
+
+    api.apply("web", "app", &[], ep("app.example.com", "192.0.2.11"));
+    s.wait_dns("app.example.com", "A", &["192.0.2.11"]);
+    let reported = wait_for(Duration::from_secs(30), || {
+        let o = api.object("web", "app")?;
+        (o["status"]["observedGeneration"] == 2 && o["status"]["conditions"][0]["status"] == "True")
+            .then_some(())
+    });
+    assert!(
+        reported.is_some(),
+        "generation 2 not reported Ready: {:?}",
+        api.object("web", "app")
+    );
+    api.apply("web", "gone", &[], ep("gone.example.com", "192.0.2.20"));
+    s.wait_dns("gone.example.com", "A", &["192.0.2.20"]);
+    assert!(api.delete("web", "gone"));
+    s.wait_dns("gone.example.com", "A", &[]);
+
+    // A planner that starts while the API fails plans nothing: app stays.
+    s.planner.take().expect("planner").terminate();
+    api.set_failing(true);
+    s.start_planner();
+    let status = s.planner_call("GetStatus", "{}");
+    let text = status.to_string();
+    assert!(
+        text.contains("not listed yet") || text.contains("waiting for the first complete list"),
+        "{text}"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        s.dig("app.example.com", "A"),
+        ["192.0.2.11"],
+        "logs:\n{}",
+        s.logs()
+    );
+    assert_eq!(s.dig("static.example.com", "A"), ["192.0.2.1"]);
+    // The API back: the records stay, and changes flow again.
+    api.set_failing(false);
+    api.apply("web", "app", &[], ep("app.example.com", "192.0.2.12"));
+    s.wait_dns("app.example.com", "A", &["192.0.2.12"]);
+    drop(s);
+    drop(api);
+}
