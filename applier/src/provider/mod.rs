@@ -57,9 +57,12 @@ impl Capabilities {
             ));
         }
         op.before.iter().chain(&op.after).find_map(|set| {
-            let (name, _) = set
-                .properties()
-                .find(|(name, _)| !self.properties.iter().any(|p| p == name || *p == ANY_PROPERTY))?;
+            let (name, _) = set.properties().find(|(name, _)| {
+                !self
+                    .properties
+                    .iter()
+                    .any(|p| p == name || *p == ANY_PROPERTY)
+            })?;
             Some(format!(
                 "{driver} cannot write provider-specific property {name:?} (on {})",
                 op.key

@@ -185,7 +185,7 @@ impl Webhook {
                         // Not attributable to one upsert: refuse them all, keep the deletes.
                         drop = (0..upserts.len()).map(|i| (i, describe(&errors))).collect();
                     }
-                    drop.sort_by(|a, b| b.0.cmp(&a.0));
+                    drop.sort_by_key(|d| std::cmp::Reverse(d.0));
                     drop.dedup_by_key(|d| d.0);
                     for (i, why) in drop {
                         let e = upserts.remove(i);
