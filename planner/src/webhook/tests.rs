@@ -220,3 +220,19 @@ async fn adjusted_endpoints_read_back_equal_once_applied() {
     assert_eq!(records(&s).await, without_labels);
     s.stop.cancel();
 }
+
+/// The planner config docs/external-dns.md gives loads as it is.
+#[test]
+fn the_documented_config_loads() {
+    let doc = include_str!("../../../docs/external-dns.md");
+    let block = doc
+        .split("```toml")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a toml block");
+    let config: PlannerConfig = toml::from_str(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    config.validate().expect("valid");
+    let hook = config.webhook.expect("[webhook]");
+    assert_eq!(hook.listen, "127.0.0.1:8888".parse().unwrap());
+    assert_eq!(hook.source, "external-dns");
+}
