@@ -242,27 +242,61 @@ impl PushOrigin {
     }
 }
 
+/// A pushed record as its sender wrote it, whichever edge it came through (a gRPC
+/// `DesiredRecord`, an external-dns endpoint), so that both are checked alike.
+#[derive(Debug)]
+pub(crate) struct RecordText<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) rtype: &'a str,
+    /// 0: the zone's default.
+    pub(crate) ttl: u32,
+    pub(crate) values: &'a [String],
+    pub(crate) set_identifier: &'a str,
+    pub(crate) properties: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> From<&'a pb::DesiredRecord> for RecordText<'a> {
+    fn from(r: &'a pb::DesiredRecord) -> Self {
+        RecordText {
+            name: &r.name,
+            rtype: &r.r#type,
+            ttl: r.ttl,
+            values: &r.values,
+            set_identifier: &r.set_identifier,
+            properties: convert::properties_from_pb(&r.provider_specific),
+        }
+    }
+}
+
 pub(crate) fn push_entry(
     origin: &PushOrigin,
     field: &str,
     i: usize,
     r: &pb::DesiredRecord,
 ) -> Result<DesiredEntry, Vec<FieldError>> {
+    check_record(origin, field, i, &r.into())
+}
+
+/// One pushed record checked alone (name, type, values, set, properties), each
+/// problem at its field (`{field}[{i}].values[j]`, …).
+pub(crate) fn check_record(
+    origin: &PushOrigin,
+    field: &str,
+    i: usize,
+    r: &RecordText<'_>,
+) -> Result<DesiredEntry, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let name = Name::parse(&r.name)
+    let name = Name::parse(r.name)
         .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].name"), e.to_string())));
-    let rtype = RecordType::parse(&r.r#type)
+    let rtype = RecordType::parse(r.rtype)
         .map_err(|e| errors.push(FieldError::new(format!("{field}[{i}].type"), e.to_string())));
-    let set = SetId::new(&r.set_identifier).map_err(|e| {
+    let set = SetId::new(r.set_identifier).map_err(|e| {
         errors.push(FieldError::new(
             format!("{field}[{i}].set_identifier"),
             e.to_string(),
         ))
     });
-    let properties = routing::canonical_properties(&convert::properties_from_pb(
-        &r.provider_specific,
-    ))
-    .map_err(|e| {
+    let properties = routing::canonical_properties(&r.properties).map_err(|e| {
         errors.push(FieldError::new(
             format!("{field}[{i}].provider_specific"),
             e.to_string(),

@@ -5,41 +5,34 @@
 //! side (INTEROP.md §1.5.2: any difference is an update on every loop).
 use super::wire::{Endpoint, Property};
 use crate::config::ZoneConfig;
-use crate::service::push::{PushOrigin, push_entry};
+use crate::service::push::{PushOrigin, RecordText, check_record};
 use crate::source::DesiredEntry;
 use dnsplane_common::convert::FieldError;
-use dnsplane_common::{Name, RRSet, RecordType, pb};
+use dnsplane_common::{Name, RRSet, RecordType};
 
-/// The push record an endpoint stands for (checked by the push rules after).
-pub(crate) fn to_record(ep: &Endpoint) -> Result<pb::DesiredRecord, String> {
-    let ttl = u32::try_from(ep.record_ttl)
-        .map_err(|_| format!("recordTTL {} is not a TTL", ep.record_ttl))?;
-    Ok(pb::DesiredRecord {
-        name: ep.dns_name.clone(),
-        r#type: ep.record_type.clone(),
-        ttl,
-        values: ep.targets.clone(),
-        set_identifier: ep.set_identifier.clone(),
-        provider_specific: ep
-            .provider_specific
-            .iter()
-            .map(|p| pb::Property {
-                name: p.name.clone(),
-                value: p.value.clone(),
-            })
-            .collect(),
-    })
-}
-
-/// The desired entry an endpoint stands for, or why it cannot be one.
+/// The desired entry an endpoint stands for (checked as a pushed record is), or why
+/// it cannot be one.
 pub(crate) fn to_entry(
     origin: &PushOrigin,
     field: &str,
     i: usize,
     ep: &Endpoint,
 ) -> Result<DesiredEntry, String> {
-    let record = to_record(ep)?;
-    push_entry(origin, field, i, &record).map_err(|errors| describe(&errors))
+    let ttl = u32::try_from(ep.record_ttl)
+        .map_err(|_| format!("{field}[{i}].recordTTL: {} is not a TTL", ep.record_ttl))?;
+    let record = RecordText {
+        name: &ep.dns_name,
+        rtype: &ep.record_type,
+        ttl,
+        values: &ep.targets,
+        set_identifier: &ep.set_identifier,
+        properties: ep
+            .provider_specific
+            .iter()
+            .map(|p| (p.name.as_str(), p.value.as_str()))
+            .collect(),
+    };
+    check_record(origin, field, i, &record).map_err(|errors| describe(&errors))
 }
 
 fn describe(errors: &[FieldError]) -> String {
