@@ -2,8 +2,9 @@
 //! against each driver on its real server (memory in-process, PowerDNS, BIND) or, where
 //! none can run here, a server that speaks the API (moto for Route 53's happy path;
 //! dnsplane's own emulators for Route 53, Cloud DNS and Cloudflare, faithful to each
-//! provider's documented semantics; the test tree's reference external-dns webhook
-//! server for the `webhook` driver).
+//! provider's documented semantics; for the `webhook` driver, the test tree's
+//! reference external-dns webhook server, written from the protocol text, and
+//! dnsplane's own webhook server, the planner's `[webhook]`: the protocol's round trip).
 //!
 //! The cases talk to the driver through the `Provider` trait and, where the outcome
 //! per record matters, through the applier's batch algorithm (`execute`). A subject
@@ -426,4 +427,9 @@ async fn cloudflare_on_its_emulator_conforms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_on_the_reference_server_conforms() {
     conform(subjects::webhook().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_on_dnsplanes_own_webhook_server_conforms() {
+    conform(subjects::webhook_dnsplane().await).await;
 }

@@ -200,3 +200,57 @@ pub async fn webhook() -> Subject {
         _keep: Box::new(server),
     }
 }
+
+/// The `webhook` driver against dnsplane's own webhook server (the planner's
+/// `[webhook]`, in-process on 127.0.0.1:0, with a durable store in a temp dir): the
+/// round trip of external-dns's protocol through both of dnsplane's sides. What the
+/// driver writes is the server's pushed desired state, read back by `GET /records`.
+pub async fn webhook_dnsplane() -> Subject {
+    use dnsplane_planner::config::{ConflictPolicy, PlannerConfig, Policy, ZoneConfig};
+    use dnsplane_planner::engine::Engine;
+    use dnsplane_planner::metrics::PlannerMetrics;
+    let zone = Name::parse("webhook.test").expect("zone");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = Engine::new(
+        PlannerConfig::with_zones(vec![ZoneConfig {
+            name: zone.clone(),
+            account: "webhook".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: 300,
+        }]),
+        PlannerMetrics::unregistered(),
+        dnsplane_planner::lease::LeaseHandle::sole_writer(),
+    )
+    .expect("engine");
+    engine.set_store(dnsplane_planner::store::DesiredStore::open(dir.path()).expect("store"));
+    let hook = dnsplane_planner::webhook::Webhook::new(
+        engine,
+        PlannerMetrics::unregistered(),
+        &dnsplane_planner::config::WebhookConfig {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            source: "external-dns".into(),
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(hook.serve(listener, stop.clone()));
+    let provider = WebhookProvider::new(
+        &WebhookConfig {
+            url,
+            ..WebhookConfig::default()
+        },
+        std::slice::from_ref(&zone),
+    )
+    .expect("provider");
+    Subject {
+        label: "webhook on dnsplane's own webhook server",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new((dir, stop.drop_guard())),
+    }
+}
