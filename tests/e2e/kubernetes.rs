@@ -113,3 +113,65 @@ fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
     drop(s);
     drop(api);
 }
+
+/// 10,000 endpoints in 100 DNSEndpoint objects converge onto the provider, and every
+/// object reports Ready.
+#[test]
+fn ten_thousand_endpoints_from_the_api_converge_and_report_ready() {
+    let Some(tools) = Tools::find() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let api = rt.block_on(FakeKubeApi::start());
+    const OBJECTS: usize = 100;
+    const PER_OBJECT: usize = 100;
+    for o in 0..OBJECTS {
+        let endpoints: Vec<serde_json::Value> = (0..PER_OBJECT)
+            .map(|i| {
+                json!({"dnsName": format!("h{i}.o{o}.example.com"), "recordType": "A",
+                       "targets": [format!("10.0.{o}.{i}")]})
+            })
+            .collect();
+        api.apply(
+            "bulk",
+            &format!("o{o}"),
+            &[],
+            serde_json::Value::from(endpoints),
+        );
+    }
+    let file = "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: static}\nspec:\n  endpoints:\n    - {dnsName: static.example.com, recordType: A, targets: [192.0.2.1]}\n";
+    let extra = format!(
+        "[[sources]]\ntype = \"kubernetes\"\napi_server = \"{}\"\nstatus_interval = \"200ms\"\n",
+        api.url()
+    );
+    let mut s = Stack::with_config(tools, &[("static.yaml", file)], "report", "", &extra);
+    s.start();
+    let mut not_ready = Vec::new();
+    let all = wait_for(Duration::from_secs(120), || {
+        not_ready = (0..OBJECTS)
+            .filter(|o| {
+                ready_of(&api, "bulk", &format!("o{o}")) != Some(("True".into(), "Ready".into()))
+            })
+            .collect();
+        not_ready.is_empty().then_some(())
+    });
+    assert!(
+        all.is_some(),
+        "objects not Ready: {:?} (e.g. {:?}); logs:\n{}",
+        not_ready.len(),
+        not_ready
+            .first()
+            .and_then(|o| api.object("bulk", &format!("o{o}"))),
+        s.logs()
+    );
+    for (o, i) in [(0, 0), (42, 17), (99, 99)] {
+        assert_eq!(
+            s.dig(&format!("h{i}.o{o}.example.com"), "A"),
+            [format!("10.0.{o}.{i}")]
+        );
+    }
+    drop(s);
+    drop(api);
+}
