@@ -71,6 +71,22 @@ impl Capabilities {
     }
 }
 
+/// Every op of `ops` is in `zone` (a driver's first check of a batch): a key of
+/// another zone is refused as invalid, naming it.
+pub fn ensure_in_zone(zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+    match ops
+        .iter()
+        .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
+    {
+        Some(op) => Err(ProviderError::new(
+            ErrorClass::Invalid,
+            format!("{} is not in zone {zone}", op.key),
+        )
+        .with_key(op.key.clone())),
+        None => Ok(()),
+    }
+}
+
 /// In [`Capabilities::properties`]: every property is written.
 pub const ANY_PROPERTY: &str = "*";
 

@@ -37,12 +37,14 @@ use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
 use dnsplane_common::{ModelError, Name, RecordType, SetId, rdata::canonicalize, routing, wire};
 use marked_yaml::LoaderOptions;
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
+use properties::provider_specific;
 use text::{check_depth, check_text, describe_load_error, is_blank, split_documents};
 
 use std::ops::Range;
 
 pub use text::{MAX_DEPTH, MAX_MANIFEST_BYTES};
 
+mod properties;
 mod text;
 
 /// The `source` written into every origin and error of entries read from files.
@@ -580,55 +582,6 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                 what: RejectedWhat::Endpoint { key, slot },
                 errors: start..out.errors.len(),
             });
-        }
-    }
-}
-
-/// `providerSpecific`: a list of `{name, value}`, canonicalised
-/// ([`routing::canonical_properties`]); problems go to `problems`.
-fn provider_specific(
-    cx: &Doc<'_>,
-    ep: &MarkedMappingNode,
-    ep_line: Option<usize>,
-    problems: &mut Vec<(Option<usize>, String)>,
-) -> Vec<(String, String)> {
-    let items = match ep.get_node("providerSpecific") {
-        None => return Vec::new(),
-        Some(Node::Scalar(s)) if is_null(s) => return Vec::new(),
-        Some(Node::Sequence(items)) => items,
-        Some(other) => {
-            problems.push((
-                cx.line(other.span()).or(ep_line),
-                "providerSpecific must be a list of {name, value}".into(),
-            ));
-            return Vec::new();
-        }
-    };
-    let line = cx.line(items.span()).or(ep_line);
-    let mut pairs = Vec::new();
-    for item in items.iter() {
-        let item_line = cx.line(item.span()).or(line);
-        let Some(map) = item.as_mapping() else {
-            problems.push((
-                item_line,
-                "a providerSpecific item must be a mapping {name, value}".into(),
-            ));
-            continue;
-        };
-        let Some(name) = scalar(map, "name") else {
-            problems.push((item_line, "a providerSpecific item needs a name".into()));
-            continue;
-        };
-        let value = scalar(map, "value")
-            .map(|v| v.as_str().to_string())
-            .unwrap_or_default();
-        pairs.push((name.as_str().to_string(), value));
-    }
-    match routing::canonical_properties(&pairs) {
-        Ok(p) => p,
-        Err(e) => {
-            problems.push((line, e.to_string()));
-            Vec::new()
         }
     }
 }

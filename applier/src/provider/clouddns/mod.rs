@@ -655,16 +655,7 @@ impl Provider for CloudDnsProvider {
         ops: &[RRSetOp],
         pacer: &Pacer,
     ) -> Result<(), ProviderError> {
-        if let Some(op) = ops
-            .iter()
-            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
-        {
-            return Err(ProviderError::new(
-                ErrorClass::Invalid,
-                format!("{} is not in zone {zone}", op.key),
-            )
-            .with_key(op.key.clone()));
-        }
+        crate::provider::ensure_in_zone(zone, ops)?;
         // "Absent" is the one precondition a Change cannot express.
         let absent: BTreeSet<Name> = ops
             .iter()

@@ -648,16 +648,7 @@ impl Provider for CloudflareProvider {
         ops: &[RRSetOp],
         pacer: &Pacer,
     ) -> Result<(), ProviderError> {
-        if let Some(op) = ops
-            .iter()
-            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
-        {
-            return Err(ProviderError::new(
-                ErrorClass::Invalid,
-                format!("{} is not in zone {zone}", op.key),
-            )
-            .with_key(op.key.clone()));
-        }
+        crate::provider::ensure_in_zone(zone, ops)?;
         let lock = self.zone_lock(zone);
         let _guard = lock.lock().await;
 

@@ -543,16 +543,7 @@ impl Provider for Rfc2136Provider {
 
     async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
         self.hosted(zone)?;
-        if let Some(op) = ops
-            .iter()
-            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
-        {
-            return Err(ProviderError::new(
-                ErrorClass::Invalid,
-                format!("{} is not in zone {zone}", op.key),
-            )
-            .with_key(op.key.clone()));
-        }
+        crate::provider::ensure_in_zone(zone, ops)?;
         if ops.is_empty() {
             return Ok(());
         }

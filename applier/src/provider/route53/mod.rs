@@ -462,16 +462,7 @@ impl Provider for Route53Provider {
         ops: &[RRSetOp],
         pacer: &Pacer,
     ) -> Result<(), ProviderError> {
-        if let Some(op) = ops
-            .iter()
-            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
-        {
-            return Err(ProviderError::new(
-                ErrorClass::Invalid,
-                format!("{} is not in zone {zone}", op.key),
-            )
-            .with_key(op.key.clone()));
-        }
+        crate::provider::ensure_in_zone(zone, ops)?;
         // A set or property this driver cannot write is refused before any call (the
         // batch algorithm refuses it first; this guards a direct call).
         let caps = self.capabilities();

@@ -300,16 +300,7 @@ impl Provider for WebhookProvider {
         ops: &[RRSetOp],
         pacer: &Pacer,
     ) -> Result<(), ProviderError> {
-        if let Some(op) = ops
-            .iter()
-            .find(|op| &op.key.zone != zone || !op.key.name.is_within(zone))
-        {
-            return Err(ProviderError::new(
-                ErrorClass::Invalid,
-                format!("{} is not in zone {zone}", op.key),
-            )
-            .with_key(op.key.clone()));
-        }
+        crate::provider::ensure_in_zone(zone, ops)?;
         let filter = self.filter_for(zone).await?;
         if let Some(op) = ops.iter().find(|op| !filter.matches(&op.key.name)) {
             return Err(ProviderError::new(
