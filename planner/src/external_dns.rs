@@ -253,6 +253,21 @@ mod tests {
         assert_eq!(reg.owned_by(&plain), [(plain.clone(), None)]);
     }
 
+    /// Door 2's config in docs/external-dns.md loads as it is.
+    #[test]
+    fn the_documented_config_loads() {
+        let doc = include_str!("../../docs/external-dns.md");
+        let block = doc
+            .split("```toml")
+            .find(|b| b.contains("[zones.external_dns]"))
+            .and_then(|b| b.split("```").next())
+            .expect("door 2's toml block");
+        let config: crate::config::PlannerConfig = toml::from_str(block).unwrap();
+        config.validate().expect("valid");
+        let e = config.zones[0].external_dns.as_ref().expect("external_dns");
+        assert_eq!((&*e.owner_id, &*e.txt_prefix), ("my-cluster", "ext-"));
+    }
+
     #[test]
     fn only_external_dns_heritage_is_a_mark() {
         let k = key("a-www.example.com", RecordType::Txt);
