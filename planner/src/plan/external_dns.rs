@@ -362,4 +362,55 @@ mod tests {
         assert_eq!(plan.blocked[0].observed_owner.as_deref(), Some("cluster-a"));
         let _ = ownership::OWNER_TTL;
     }
+
+    proptest::proptest! {
+        /// Whatever is desired: no data record is ever deleted (`apply` panics on
+        /// one), another owner's and undesired records keep their values and marks,
+        /// every desired record of the configured owner ends dnsplane's with the
+        /// desired value, and a second plan is empty.
+        #[test]
+        fn takeover_converges_and_deletes_no_data(
+            records in proptest::collection::btree_map(0..12u8, (0..3u8, 0..3u8, proptest::bool::ANY), 0..12),
+            want in proptest::collection::btree_map(0..12u8, 0..3u8, 0..12),
+        ) {
+            let z = zone(Policy::Sync, ConflictPolicy::Report);
+            let ip = |v: u8| format!("192.0.2.{v}");
+            let mut current = Vec::new();
+            for (n, (owner, v, old)) in &records {
+                let r = rr(&format!("h{n}.example.com"), RecordType::A, &ip(*v));
+                match owner {
+                    0 => current.extend(marked(&r, "cluster-a", *old)),
+                    1 => current.extend(marked(&r, "cluster-b", *old)),
+                    _ => current.push(r),
+                }
+            }
+            let want: Vec<RRSet> = want
+                .iter()
+                .map(|(n, v)| rr(&format!("h{n}.example.com"), RecordType::A, &ip(*v)))
+                .collect();
+            let want = desired(&want);
+            let plan = plan_zone(&z, ME, &want, &view(&z, &current));
+            let after = apply(&current, &plan.changes);
+            let fresh = view(&z, &after.values().cloned().collect::<Vec<_>>());
+            for r in &current {
+                let n: u8 = r.key.name.as_str()[..].trim_start_matches("ext-a-").trim_start_matches("ext-")
+                    .trim_start_matches('h').split('.').next().unwrap().parse().unwrap();
+                let (owner, _, _) = records[&n];
+                let taken = owner == 0 && want.contains_key(&rr(&format!("h{n}.example.com"), RecordType::A, "192.0.2.1").key);
+                if !taken {
+                    proptest::prop_assert_eq!(after.get(&r.key), Some(r), "untouched");
+                }
+            }
+            for (key, d) in &want {
+                let n: u8 = key.name.first_label()[1..].parse().unwrap();
+                if records.get(&n).is_some_and(|(o, _, _)| *o == 0) {
+                    proptest::prop_assert_eq!(after.get(key), Some(&d.rrset(key)));
+                    proptest::prop_assert_eq!(fresh.owner_of(key), Some(ME));
+                    proptest::prop_assert!(fresh.external_owner(key).is_none());
+                }
+            }
+            let again = plan_zone(&z, ME, &want, &fresh);
+            proptest::prop_assert!(again.changes.is_empty(), "{:?}", again.changes);
+        }
+    }
 }
