@@ -403,7 +403,9 @@ pub enum ChangeKind {
     Create,
     Update,
     Delete,
-    /// The record already equals the desired one; only ownership is written.
+    /// Ownership is taken: the record already equals the desired one and only
+    /// ownership is written, or (taking over from external-dns) it is updated in place
+    /// and external-dns's marks go in the same change.
     Adopt,
 }
 

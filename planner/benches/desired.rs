@@ -20,6 +20,7 @@ fn zones() -> Vec<ZoneConfig> {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
+            external_dns: None,
         })
         .collect()
 }

@@ -51,6 +51,7 @@ fn main() {
                 policy: Policy::Sync,
                 conflict: ConflictPolicy::Report,
                 default_ttl: 300,
+                external_dns: None,
             }]);
             let engine = Engine::new(
                 config,

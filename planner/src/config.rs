@@ -337,6 +337,48 @@ pub struct ZoneConfig {
     /// TTL for desired records that give none.
     #[serde(default = "default_ttl")]
     pub default_ttl: u32,
+    /// `[zones.external_dns]`: take over the records one external-dns owner id owns
+    /// through external-dns's TXT registry (read by `external_dns.rs`).
+    #[serde(default)]
+    pub external_dns: Option<ExternalDnsConfig>,
+}
+
+/// How external-dns named and marked its TXT registry in this zone: the flags it ran
+/// with (`--txt-owner-id`, `--txt-prefix`, `--txt-suffix`,
+/// `--txt-wildcard-replacement`), so that its records are recognised exactly.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalDnsConfig {
+    /// The `--txt-owner-id` whose records dnsplane takes; other owners' stay theirs.
+    pub owner_id: String,
+    #[serde(default)]
+    pub txt_prefix: String,
+    #[serde(default)]
+    pub txt_suffix: String,
+    #[serde(default)]
+    pub wildcard_replacement: String,
+    /// `--txt-encrypt-aes-key`: refused by [`PlannerConfig::validate`] until supported,
+    /// so that encrypted marks are never misread as ordinary data.
+    #[serde(default)]
+    pub aes_key_file: Option<std::path::PathBuf>,
+}
+
+impl ExternalDnsConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.owner_id.is_empty() {
+            return Err("owner_id is empty".into());
+        }
+        if !self.txt_prefix.is_empty() && !self.txt_suffix.is_empty() {
+            return Err("txt_prefix and txt_suffix are exclusive, as in external-dns".into());
+        }
+        if self.aes_key_file.is_some() {
+            return Err(
+                "aes_key_file: encrypted TXT registries (--txt-encrypt-enabled) are not supported yet"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -597,6 +639,10 @@ impl PlannerConfig {
             if z.account.is_empty() {
                 return Err(format!("zone {}: account is empty", z.name));
             }
+            if let Some(e) = &z.external_dns {
+                e.validate()
+                    .map_err(|m| format!("zone {}: external_dns.{m}", z.name))?;
+            }
         }
         if self.batch.max_changes == 0 || self.batch.max_bytes < 1024 {
             return Err("batch.max_changes must be ≥ 1 and batch.max_bytes ≥ 1024".into());
@@ -671,6 +717,39 @@ mod tests {
         assert!(e.to_string().contains("bad name"), "{e}");
     }
 
+    /// `[zones.external_dns]`: read with its affixes; an owner id is required, the
+    /// affixes are exclusive, and an encryption key is refused until supported.
+    #[test]
+    fn external_dns_zone_table() {
+        let zone = "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n[zones.external_dns]\n";
+        let load = |extra: &str| toml::from_str::<PlannerConfig>(&format!("{zone}{extra}"));
+        let c = load("owner_id = \"cluster-a\"\ntxt_prefix = \"ext-%{record_type}.\"\n").unwrap();
+        c.validate().unwrap();
+        let e = c.zones[0].external_dns.as_ref().unwrap();
+        assert_eq!(
+            (&*e.owner_id, &*e.txt_prefix),
+            ("cluster-a", "ext-%{record_type}.")
+        );
+        assert!(
+            load("txt_prefix = \"x\"\n").is_err(),
+            "owner_id is required"
+        );
+        for (extra, says) in [
+            (
+                "owner_id = \"a\"\ntxt_prefix = \"p\"\ntxt_suffix = \"s\"\n",
+                "exclusive",
+            ),
+            (
+                "owner_id = \"a\"\naes_key_file = \"key\"\n",
+                "not supported yet",
+            ),
+            ("owner_id = \"\"\n", "owner_id is empty"),
+        ] {
+            let err = load(extra).unwrap().validate().unwrap_err();
+            assert!(err.contains(says) && err.contains("external_dns."), "{err}");
+        }
+    }
+
     /// The owner id goes into every ownership record's `key=value,…` TXT mark: what
     /// could break the mark (or make two owners read as one) is refused at startup.
     #[test]
@@ -681,6 +760,7 @@ mod tests {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
+            external_dns: None,
         }];
         let with = |id: &str| PlannerConfig {
             owner_id: id.to_string(),

@@ -27,6 +27,7 @@ pub mod desired;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod external_dns;
 pub mod guard;
 pub mod lease;
 pub mod metrics;

@@ -1,10 +1,12 @@
 //! What a zone holds, as far as the planner knows: its records split into data and
 //! ownership ([`ZoneView`]), built from the last read and then kept up to date from
 //! every result, so that a source change is planned without reading the zone again.
+use crate::config::ExternalDnsConfig;
 use crate::desired::DesiredRecord;
+use crate::external_dns::{self, Format, Registry};
 use crate::ownership::{OwnerMark, owner_record_key, parse_owner_record};
 use dnsplane_common::rrset::at_name;
-use dnsplane_common::{Name, RRData, RRSet, RRSetOp, RecordKey};
+use dnsplane_common::{Name, RRData, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -41,6 +43,14 @@ impl Seen {
     }
 }
 
+/// A data record external-dns's TXT registry owns: whose it is and its marks (the
+/// new-format one, the old-format one, or both, of the same owner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalOwned {
+    pub mark: external_dns::Mark,
+    pub txts: Vec<RRSet>,
+}
+
 /// A zone's records split into data and ownership.
 #[derive(Debug, Default, Clone)]
 pub struct ZoneView {
@@ -56,6 +66,12 @@ pub struct ZoneView {
     grown: usize,
     /// Data and ownership records held (kept as they change: status reads it).
     records: usize,
+    /// external-dns's ownership (a zone with `[zones.external_dns]`), by the data key
+    /// owned. Apart from `entries` so that a zone without it pays nothing.
+    external: BTreeMap<RecordKey, ExternalOwned>,
+    /// The keys of external-dns's marks: not data, so never undesired data nor a
+    /// conflict at their names.
+    external_txt: BTreeSet<RecordKey>,
 }
 
 /// How many distinct marks `written` remembers; past that it starts afresh (a view
@@ -71,6 +87,38 @@ impl ZoneView {
     /// where they are equal, and whose ownership records share their values: a
     /// converged record then costs little more than its key in the observed index.
     pub fn shared(
+        rrsets: impl IntoIterator<Item = RRSet>,
+        desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
+    ) -> ZoneView {
+        ZoneView::read(rrsets, desired, None)
+    }
+
+    /// [`ZoneView::shared`] for a zone read with `external` (its
+    /// `[zones.external_dns]`): external-dns's marks are set apart from the data and
+    /// attached to the records they own.
+    pub fn read(
+        rrsets: impl IntoIterator<Item = RRSet>,
+        desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
+        external: Option<&ExternalDnsConfig>,
+    ) -> ZoneView {
+        let mut marks = BTreeMap::new();
+        let rrsets = rrsets.into_iter().filter_map(|r| {
+            if external.is_some()
+                && let Some(mark) = external_dns::parse_value(&r)
+            {
+                marks.insert(r.key.clone(), (r, mark));
+                return None;
+            }
+            Some(r)
+        });
+        let mut view = ZoneView::build(rrsets, desired);
+        if let Some(cfg) = external {
+            view.attach_external(&Registry::new(cfg), marks);
+        }
+        view
+    }
+
+    fn build(
         rrsets: impl IntoIterator<Item = RRSet>,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
     ) -> ZoneView {
@@ -103,7 +151,71 @@ impl ZoneView {
             entries,
             written: HashMap::new(),
             grown: 0,
+            external: BTreeMap::new(),
+            external_txt: BTreeSet::new(),
         }
+    }
+
+    /// Attaches each data record to the external-dns marks named for it (new format
+    /// first, as external-dns reads; the old format owns every type but AAAA).
+    fn attach_external(
+        &mut self,
+        reg: &Registry<'_>,
+        marks: BTreeMap<RecordKey, (RRSet, external_dns::Mark)>,
+    ) {
+        if marks.is_empty() {
+            return;
+        }
+        let mut external = BTreeMap::new();
+        for key in self.data().map(|(k, _)| k) {
+            let find = |f: Format| {
+                let name = reg.txt_name(key, f)?;
+                let k = RecordKey::new(key.zone.clone(), name, RecordType::Txt).in_set(key.set);
+                marks.get(&k).filter(|_| k != *key)
+            };
+            let new = find(Format::New);
+            let old = (key.rtype != RecordType::Aaaa)
+                .then(|| find(Format::Old))
+                .flatten();
+            let Some((_, mark)) = new.or(old) else {
+                continue;
+            };
+            let txts = [new, old]
+                .into_iter()
+                .flatten()
+                .filter(|(_, m)| m.owner == mark.owner)
+                .map(|(r, _)| r.clone())
+                .collect();
+            let owned = ExternalOwned {
+                mark: mark.clone(),
+                txts,
+            };
+            external.insert(key.clone(), owned);
+        }
+        self.external = external;
+        self.external_txt = marks.into_keys().collect();
+    }
+
+    /// The external-dns ownership of the data record at `key`, if any.
+    pub fn external_owner(&self, key: &RecordKey) -> Option<&ExternalOwned> {
+        self.external.get(key)
+    }
+
+    /// Whether `key` is an external-dns mark (never data).
+    pub fn is_external_mark(&self, key: &RecordKey) -> bool {
+        self.external_txt.contains(key)
+    }
+
+    /// The data keys at `key`'s name whose external-dns marks include `txt` (an
+    /// old-format mark owns every type at its name).
+    pub fn external_sharing<'a>(
+        &'a self,
+        key: &RecordKey,
+        txt: &'a RecordKey,
+    ) -> impl Iterator<Item = &'a RecordKey> + 'a {
+        at_name(&self.external, &key.zone, &key.name)
+            .filter(move |(_, o)| o.txts.iter().any(|t| &t.key == txt))
+            .map(|(k, _)| k)
     }
 
     /// `r` as an entry: data, or the ownership of the key it owns.
@@ -210,10 +322,18 @@ impl ZoneView {
     /// the names), for a targeted re-plan.
     pub fn subset(&self, zone: &Name, names: &BTreeSet<Name>) -> ZoneView {
         let mut out = BTreeMap::new();
+        let mut external = BTreeMap::new();
         for n in names {
             out.extend(at_name(&self.entries, zone, n).map(|(k, v)| (k.clone(), v.clone())));
+            external.extend(at_name(&self.external, zone, n).map(|(k, v)| (k.clone(), v.clone())));
         }
-        ZoneView::of(out)
+        let mut view = ZoneView::of(out);
+        view.external_txt = external
+            .values()
+            .flat_map(|o: &ExternalOwned| o.txts.iter().map(|t| t.key.clone()))
+            .collect();
+        view.external = external;
+        view
     }
 
     /// Replaces everything at `names` with `fresh` (a targeted read of those names and
@@ -228,9 +348,19 @@ impl ZoneView {
                     self.records -= seen.records();
                 }
             }
+            let gone: Vec<RecordKey> = at_name(&self.external, zone, n)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in gone {
+                for t in self.external.remove(&k).into_iter().flat_map(|o| o.txts) {
+                    self.external_txt.remove(&t.key);
+                }
+            }
         }
         self.records += fresh.records;
         self.entries.extend(fresh.entries);
+        self.external.extend(fresh.external);
+        self.external_txt.extend(fresh.external_txt);
     }
 
     /// Changes the entry at `key` with `f`, dropping it when it is left empty.
@@ -260,6 +390,23 @@ impl ZoneView {
     /// observed state follows the results instead of being read again. The key of an
     /// ownership record's owned record is `changed`'s (shared, not a new name).
     pub fn apply_op(&mut self, op: &RRSetOp, changed: &RecordKey) {
+        if self.external_txt.contains(&op.key) {
+            // dnsplane only ever deletes external-dns's marks (taking a record over).
+            if op.after.is_none() {
+                self.external_txt.remove(&op.key);
+                let sharing: Vec<RecordKey> =
+                    self.external_sharing(changed, &op.key).cloned().collect();
+                for k in sharing {
+                    if let Some(o) = self.external.get_mut(&k) {
+                        o.txts.retain(|t| t.key != op.key);
+                        if o.txts.is_empty() {
+                            self.external.remove(&k);
+                        }
+                    }
+                }
+            }
+            return;
+        }
         let owner = op
             .after
             .as_ref()
@@ -326,9 +473,9 @@ impl ZoneView {
         self.grown = 0;
     }
 
-    /// Records in the view (data and ownership).
+    /// Records in the view (data and ownership, external-dns's marks included).
     pub fn len(&self) -> usize {
-        self.records
+        self.records + self.external_txt.len()
     }
 
     pub fn is_empty(&self) -> bool {

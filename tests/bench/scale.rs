@@ -158,6 +158,7 @@ fn config(port: u16) -> PlannerConfig {
                     policy: Policy::Sync,
                     conflict: ConflictPolicy::Report,
                     default_ttl: 300,
+                    external_dns: None,
                 })
                 .collect(),
         )

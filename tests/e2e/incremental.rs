@@ -105,6 +105,7 @@ async fn harness() -> Harness {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 60,
+            external_dns: None,
         }])
     };
     let engine = Engine::new(

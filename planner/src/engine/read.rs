@@ -4,7 +4,9 @@
 use super::sync::{Preview, Scope, SyncError};
 use super::{Engine, ZoneRuntime, lock};
 use crate::client;
+use crate::config::ZoneConfig;
 use crate::desired::DesiredRecord;
+use crate::external_dns::{Format, Registry};
 use crate::observed::ZoneView;
 use crate::ownership;
 use crate::plan::{ZonePlan, plan_zone};
@@ -76,8 +78,11 @@ impl Engine {
                     let view = match basis {
                         Basis::Listed(current, serial) => {
                             *lock(&zone.serial) = (serial != 0).then_some(serial);
-                            let view =
-                                Arc::new(ZoneView::shared(current, Some(zone_desired.records())));
+                            let view = Arc::new(ZoneView::read(
+                                current,
+                                Some(zone_desired.records()),
+                                zone.cfg.external_dns.as_ref(),
+                            ));
                             *lock(&zone.view) = Some(view.clone());
                             view
                         }
@@ -100,7 +105,7 @@ impl Engine {
                 let view = match known {
                     Some(v) if !fresh => v,
                     _ => {
-                        let query = with_owner_names(name, names);
+                        let query = with_owner_names(&zone.cfg, names);
                         // Past a few requests' worth of names, one read of the zone
                         // costs the provider less than many targeted ones.
                         let query = if query.len() > client::LIST_NAMES_PER_REQUEST {
@@ -111,7 +116,8 @@ impl Engine {
                         // Only the names in scope are planned: a whole-zone read is
                         // cut down to them (a record outside the scope must not look
                         // undesired).
-                        let read = ZoneView::new(self.list_zone(name, true, &query).await?.0)
+                        let listed = self.list_zone(name, true, &query).await?.0;
+                        let read = ZoneView::read(listed, None, zone.cfg.external_dns.as_ref())
                             .subset(name, names);
                         if let Some(v) = lock(&zone.view).as_mut() {
                             Arc::make_mut(v).replace_names(name, names, read.subset(name, names));
@@ -139,7 +145,7 @@ impl Engine {
         let desired = self.desired();
         let empty = BTreeMap::new();
         let zone_desired = desired.zone(zone).unwrap_or(&empty);
-        let view = ZoneView::new(current);
+        let view = ZoneView::read(current, None, z.cfg.external_dns.as_ref());
         let mut plan = plan_zone(&z.cfg, &self.config.owner_id, zone_desired, &view);
         let withheld: Vec<(RecordKey, RecordState)> = {
             let states = lock(&z.states);
@@ -208,15 +214,21 @@ impl Engine {
     }
 }
 
-/// `names` plus the names of their ownership records: what a targeted read fetches.
-fn with_owner_names(zone: &Name, names: &BTreeSet<Name>) -> Vec<Name> {
+/// `names` plus the names of their ownership records (external-dns's too, in a zone
+/// with `[zones.external_dns]`): what a targeted read fetches.
+fn with_owner_names(zone: &ZoneConfig, names: &BTreeSet<Name>) -> Vec<Name> {
     let mut query: BTreeSet<Name> = names.clone();
+    let registry = zone.external_dns.as_ref().map(Registry::new);
     for n in names {
         for t in RecordType::ALL {
-            if let Some(k) =
-                ownership::owner_record_key(&RecordKey::new(zone.clone(), n.clone(), t))
-            {
+            let key = RecordKey::new(zone.name.clone(), n.clone(), t);
+            if let Some(k) = ownership::owner_record_key(&key) {
                 query.insert(k.name);
+            }
+            for format in [Format::New, Format::Old] {
+                if let Some(txt) = registry.as_ref().and_then(|r| r.txt_name(&key, format)) {
+                    query.insert(txt);
+                }
             }
         }
     }

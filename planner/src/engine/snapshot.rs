@@ -469,6 +469,7 @@ mod tests {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
+            external_dns: None,
         }]);
         Engine::new(
             config,

@@ -361,6 +361,7 @@ async fn a_standby_engine_sends_nothing_and_is_not_behind() {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 60,
+            external_dns: None,
         }])
     };
     let fake = Fake::default();

@@ -19,6 +19,7 @@ fn zones() -> Vec<ZoneConfig> {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
+            external_dns: None,
         })
         .collect()
 }

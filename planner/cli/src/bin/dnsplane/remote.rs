@@ -101,6 +101,15 @@ pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
                         "~",
                         format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref())),
                     ),
+                    // Taking a record over from external-dns may update it in place.
+                    pb::ChangeKind::Adopt if op.before != op.after => (
+                        "=",
+                        format!(
+                            "{} → {} (adopt)",
+                            show(op.before.as_ref()),
+                            show(op.after.as_ref())
+                        ),
+                    ),
                     pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
                     pb::ChangeKind::Unspecified => ("?", String::new()),
                 };

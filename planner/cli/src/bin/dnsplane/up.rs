@@ -195,6 +195,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
+            external_dns: None,
         })
         .collect();
     let planner_config = PlannerConfig {

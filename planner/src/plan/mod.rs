@@ -4,7 +4,9 @@
 //! Rules (ARCHITECTURE.md "Ownership"): records owned by another owner and records
 //! nobody owns are never written (they are *blocked*, a plan-time `CONFLICT`), except
 //! that `conflict = "adopt"` takes an unowned record that already equals the desired
-//! one by writing only its ownership record. Policies limit what may change.
+//! one by writing only its ownership record. Policies limit what may change. In a zone
+//! with `[zones.external_dns]`, external-dns's marks count as ownership too
+//! ([`external_dns`]).
 use crate::config::{ConflictPolicy, Policy, ZoneConfig};
 use crate::desired::DesiredRecord;
 use crate::observed::ZoneView;
@@ -13,6 +15,8 @@ use dnsplane_common::ConflictReason;
 use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Change, ChangeKind, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet};
+
+mod external_dns;
 
 /// A change and why the planner wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +58,8 @@ pub fn plan_zone(
     let mut deletes = Vec::new();
     let mut updates = Vec::new();
     let mut creates = Vec::new();
+    // Records taken from external-dns, by their index in `updates`.
+    let mut adopted: BTreeMap<RecordKey, usize> = BTreeMap::new();
 
     // The maps are sorted by the same key, so both passes are merge-walks: linear, no
     // lookups (a million-record zone plans in a fraction of a second).
@@ -115,6 +121,14 @@ pub fn plan_zone(
                     "owned by {:?}; dnsplane never touches another owner's records",
                     mark.owner
                 ),
+            ));
+            continue;
+        }
+        if current.is_external_mark(key) {
+            plan.blocked.push(blocked(
+                ConflictReason::Exists,
+                cur,
+                "external-dns's ownership record is at this name (`[zones.external_dns]`)".into(),
             ));
             continue;
         }
@@ -183,6 +197,19 @@ pub fn plan_zone(
                     reason: describe_difference(cur, want_rr),
                 });
             }
+            Some(cur) if current.external_owner(key).is_some() => {
+                let ext = current.external_owner(key).expect("checked");
+                match external_dns::adopt(zone, ext, cur, want_rr, new_owner()) {
+                    Ok(change) => {
+                        adopted.insert(key.clone(), updates.len());
+                        updates.push(change);
+                    }
+                    Err((reason, message)) => plan.blocked.push(Blocked {
+                        observed_owner: Some(ext.mark.owner.to_string()),
+                        ..blocked(reason, Some(cur), message)
+                    }),
+                }
+            }
             Some(cur) => {
                 if zone.conflict == ConflictPolicy::Adopt && cur.same_data(want_rr) {
                     let Some(new_owner) = new_owner() else {
@@ -216,6 +243,7 @@ pub fn plan_zone(
             }
         }
     }
+    external_dns::delete_marks(current, &mut updates, &adopted);
     plan.changes.extend(deletes);
     plan.changes.extend(updates);
     plan.changes.extend(creates);
@@ -285,6 +313,7 @@ mod tests {
             policy,
             conflict,
             default_ttl: 300,
+            external_dns: None,
         }
     }
 

@@ -1,0 +1,271 @@
+//! Door 2 of docs/external-dns.md on a real PowerDNS: a zone external-dns managed,
+//! with records of external-dns owner `cluster-a` (marks in both of its TXT formats,
+//! with `--txt-prefix=ext-`), of owner `cluster-b`, and unowned ones. dnsplane, told
+//! `[zones.external_dns] owner_id = "cluster-a"`, takes `cluster-a`'s records in one
+//! sync: its marks written, external-dns's gone, not one value changed, and no data
+//! RRSet ever deleted (checked on every PATCH that reached PowerDNS, through a proxy).
+//! `cluster-b`'s and the unowned records are untouched and reported.
+use dnsplane_common::pb;
+use dnsplane_common::pb::planner_client::PlannerClient;
+use dnsplane_e2e::quota_proxy::{ProxyOptions, QuotaProxy};
+use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
+use dnsplane_e2e::servers::{Kind, RealServer};
+use std::collections::BTreeSet;
+
+/// Records of each kind, as in the issue: 1,000 of cluster-a, 100 of cluster-b, 100
+/// unowned (a second or two).
+const A: usize = 1_000;
+const B: usize = 100;
+const UNOWNED: usize = 100;
+
+fn mark(owner: &str, i: usize) -> String {
+    format!(
+        "\"heritage=external-dns,external-dns/owner={owner},external-dns/resource=ingress/default/web-{i}\""
+    )
+}
+
+/// One record as PowerDNS's API takes it and as AXFR shows it: (relative name, type,
+/// content).
+type Rec = (String, &'static str, String);
+
+/// cluster-a's record `i` and its external-dns marks: a CNAME (new format only: an
+/// old-format TXT cannot sit beside a CNAME), or an A with the old format, the new
+/// one, or both.
+fn cluster_a(i: usize) -> (Rec, Vec<Rec>) {
+    let name = format!("a{i:04}");
+    let m = mark("cluster-a", i);
+    match i % 4 {
+        0 => (
+            (name.clone(), "CNAME", format!("t{i}.example.net.")),
+            vec![(format!("ext-cname-{name}"), "TXT", m)],
+        ),
+        1 => (
+            (name.clone(), "A", format!("192.0.2.{}", i % 250)),
+            vec![(format!("ext-{name}"), "TXT", m)],
+        ),
+        2 => (
+            (name.clone(), "A", format!("192.0.2.{}", i % 250)),
+            vec![(format!("ext-a-{name}"), "TXT", m)],
+        ),
+        _ => (
+            (name.clone(), "A", format!("192.0.2.{}", i % 250)),
+            vec![
+                (format!("ext-a-{name}"), "TXT", m.clone()),
+                (format!("ext-{name}"), "TXT", m),
+            ],
+        ),
+    }
+}
+
+fn rrset_json(zone: &str, (name, rtype, content): &Rec) -> serde_json::Value {
+    serde_json::json!({
+        "name": format!("{name}.{zone}"), "type": rtype, "ttl": 300, "changetype": "REPLACE",
+        "records": [{"content": content, "disabled": false}],
+    })
+}
+
+fn desired(zone: &str, (name, rtype, content): &Rec) -> pb::DesiredRecord {
+    pb::DesiredRecord {
+        name: format!("{name}.{zone}"),
+        r#type: rtype.to_string(),
+        ttl: 300,
+        values: vec![content.clone()],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn takes_over_one_external_dns_owners_records_without_changing_a_value() {
+    let Some(tools) = Tools::find() else { return };
+    let Some(server) = RealServer::start(Kind::Pdns) else {
+        return;
+    };
+    let RealServer::Pdns(pdns) = &server else {
+        unreachable!("started as PowerDNS")
+    };
+    let zone = server.zone().to_string();
+    let a: Vec<(Rec, Vec<Rec>)> = (0..A).map(cluster_a).collect();
+    let b: Vec<(Rec, Rec)> = (0..B)
+        .map(|i| {
+            let name = format!("b{i:04}");
+            (
+                (name.clone(), "A", format!("198.51.100.{i}")),
+                (format!("ext-a-{name}"), "TXT", mark("cluster-b", i)),
+            )
+        })
+        .collect();
+    let unowned: Vec<Rec> = (0..UNOWNED)
+        .map(|i| (format!("u{i:04}"), "A", format!("203.0.113.{i}")))
+        .collect();
+    let mut all: Vec<&Rec> = Vec::new();
+    for (r, marks) in &a {
+        all.push(r);
+        all.extend(marks);
+    }
+    for (r, m) in &b {
+        all.extend([r, m]);
+    }
+    all.extend(&unowned);
+    let body =
+        serde_json::json!({"rrsets": all.iter().map(|r| rrset_json(&zone, r)).collect::<Vec<_>>()});
+    let (status, answer) = pdns.api(
+        "PATCH",
+        &format!("/api/v1/servers/localhost/zones/{zone}"),
+        &body.to_string(),
+    );
+    assert_eq!(status, 204, "{answer}");
+    let proxy = QuotaProxy::start(&pdns.api_url(), ProxyOptions::default());
+    let before = server.axfr(&tools.dig);
+    let line = |(name, rtype, content): &Rec| format!("{name}.{zone} 300 {rtype} {content}");
+    for r in &all {
+        assert!(before.contains(&line(r)), "{} not in the zone", line(r));
+    }
+
+    // A push alone does not sync (min_interval 10m): the plan is looked at first.
+    let opts = Options {
+        api_url: Some(proxy.url()),
+        min_interval: "10m".into(),
+        planner_extra: "[zones.external_dns]\nowner_id = \"cluster-a\"\ntxt_prefix = \"ext-\"\n"
+            .into(),
+        ..Options::default()
+    };
+    let s = RealStack::start(server, tools, opts);
+    let want: Vec<pb::DesiredRecord> = a
+        .iter()
+        .map(|(r, _)| r)
+        .chain(b.iter().map(|(r, _)| r))
+        .chain(&unowned)
+        .map(|r| desired(&zone, r))
+        .collect();
+    assert_eq!(s.push(want) as usize, A + B + UNOWNED);
+
+    // `dnsplane plan` (gRPC Plan) shows every adopt before it happens, and nothing else.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let plan = rt
+        .block_on(async {
+            let mut c = PlannerClient::connect(s.planner_addr()).await?;
+            c.plan(pb::PlanRequest {
+                fresh: true,
+                page_size: 10_000,
+                ..Default::default()
+            })
+            .await
+            .map_err(Into::into)
+        })
+        .map_err(|e: Box<dyn std::error::Error>| e.to_string())
+        .expect("Plan")
+        .into_inner();
+    let zp = &plan.zones[0];
+    assert_eq!(zp.error, "");
+    let kinds: BTreeSet<i32> = zp
+        .changes
+        .iter()
+        .map(|c| c.change.as_ref().expect("change").kind)
+        .collect();
+    assert_eq!(kinds, BTreeSet::from([pb::ChangeKind::Adopt as i32]));
+    assert_eq!(zp.changes.len(), A, "one adopt per cluster-a record");
+    assert!(
+        zp.changes[0].reason.contains("cluster-a"),
+        "{}",
+        zp.changes[0].reason
+    );
+    assert_eq!(zp.blocked.len(), B + UNOWNED);
+    assert!(proxy.patches().is_empty(), "the plan wrote nothing");
+
+    let p = s.sync(false);
+    assert_eq!(p.phase, "done", "{p:?}; logs:\n{}", s.logs());
+
+    // The zone: every data record as before; cluster-a's marks replaced by dnsplane's;
+    // cluster-b's and the unowned untouched.
+    let after = s.axfr();
+    let mut expect: BTreeSet<String> = before
+        .iter()
+        .filter(|l| {
+            !a.iter()
+                .any(|(_, marks)| marks.iter().any(|m| **l == line(m)))
+        })
+        .cloned()
+        .collect();
+    for ((name, rtype, _), _) in &a {
+        let owner = format!(
+            "_dnsplane-{}.{name}.{zone} 300 TXT",
+            rtype.to_ascii_lowercase()
+        );
+        let got = after
+            .iter()
+            .find(|l| l.starts_with(&owner))
+            .unwrap_or_else(|| panic!("no dnsplane mark {owner}"));
+        assert!(got.contains("dnsplane/owner=e2e"), "{got}");
+        expect.insert(got.clone());
+    }
+    let got: BTreeSet<String> = after.iter().cloned().collect();
+    let missing: Vec<_> = expect.difference(&got).take(10).collect();
+    let extra: Vec<_> = got.difference(&expect).take(10).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}, unexpected {extra:?}"
+    );
+    for ((name, rtype, content), _) in a.iter().step_by(37) {
+        assert_eq!(
+            s.dig(&format!("{name}.{zone}"), rtype),
+            std::slice::from_ref(content)
+        );
+    }
+
+    // No data RRSet was ever deleted: the only DELETEs that reached PowerDNS were
+    // cluster-a's marks.
+    let marks: BTreeSet<String> = a
+        .iter()
+        .flat_map(|(_, m)| m.iter().map(|(n, _, _)| format!("{n}.{zone}")))
+        .collect();
+    let mut deleted = BTreeSet::new();
+    for patch in proxy.patches() {
+        let body: serde_json::Value = serde_json::from_str(&patch.body).expect("PATCH JSON");
+        for rr in body["rrsets"].as_array().into_iter().flatten() {
+            if rr["changetype"] == "DELETE" {
+                let name = rr["name"].as_str().unwrap_or_default().to_string();
+                assert!(
+                    marks.contains(&name) && rr["type"] == "TXT",
+                    "DELETE of {rr}"
+                );
+                deleted.insert(name);
+            }
+        }
+    }
+    assert_eq!(deleted, marks, "every cluster-a mark deleted");
+
+    // cluster-b's records are conflicts naming their owner; the unowned ones too.
+    let states = s.record_states(false);
+    let conflict = |name: &str| {
+        states
+            .iter()
+            .find(|r| {
+                r.key
+                    .as_ref()
+                    .is_some_and(|k| k.name == format!("{name}.{zone}"))
+            })
+            .unwrap_or_else(|| panic!("no state for {name}"))
+    };
+    for ((name, _, _), _) in &b {
+        let st = conflict(name);
+        assert_eq!(st.state, pb::RecordStateKind::Conflict as i32, "{st:?}");
+        assert_eq!(st.observed_owner, "cluster-b");
+        assert_eq!(st.conflict_reason, pb::ConflictReason::OwnedByOther as i32);
+    }
+    for (name, _, _) in &unowned {
+        let st = conflict(name);
+        assert_eq!(
+            st.conflict_reason,
+            pb::ConflictReason::Exists as i32,
+            "{st:?}"
+        );
+    }
+    // A second sync changes nothing.
+    let n = proxy.patches().len();
+    let p = s.sync(true);
+    assert_eq!(p.phase, "done", "{p:?}");
+    assert_eq!(proxy.patches().len(), n, "nothing left to write");
+}
