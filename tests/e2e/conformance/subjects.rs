@@ -218,6 +218,7 @@ pub async fn webhook_dnsplane() -> Subject {
             policy: Policy::Sync,
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
+            external_dns: None,
         }]),
         PlannerMetrics::unregistered(),
         dnsplane_planner::lease::LeaseHandle::sole_writer(),
