@@ -1,9 +1,14 @@
 //! The planner's config file: *what* to keep in sync (zones, sources, owner id). How the
 //! process runs (listen address, log format) comes from flags and the environment.
-use dnsplane_common::Name;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod source;
+mod zone;
+
+pub use source::{KubernetesSourceConfig, SourceConfig};
+pub use zone::{ConflictPolicy, ExternalDnsConfig, Policy, ZoneConfig};
 
 /// Errors loading or validating the config. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -290,153 +295,6 @@ impl Default for BatchConfig {
     }
 }
 
-/// What the planner may do in a zone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    /// Create, update and delete owned records.
-    Sync,
-    /// Create and update; never delete.
-    UpsertOnly,
-    /// Create only; never update or delete.
-    CreateOnly,
-}
-
-impl Policy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::Sync => "sync",
-            Policy::UpsertOnly => "upsert-only",
-            Policy::CreateOnly => "create-only",
-        }
-    }
-}
-
-/// What to do with an existing record that nobody owns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum ConflictPolicy {
-    /// Leave it alone and report it as a conflict.
-    #[default]
-    Report,
-    /// Take ownership when it already equals the desired record; report otherwise.
-    Adopt,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ZoneConfig {
-    /// Absolute zone name, e.g. `example.com.`.
-    pub name: Name,
-    /// Provider account (a name in the applier's config) hosting the zone.
-    pub account: String,
-    #[serde(default = "default_policy")]
-    pub policy: Policy,
-    #[serde(default)]
-    pub conflict: ConflictPolicy,
-    /// TTL for desired records that give none.
-    #[serde(default = "default_ttl")]
-    pub default_ttl: u32,
-    /// `[zones.external_dns]`: take over the records one external-dns owner id owns
-    /// through external-dns's TXT registry (read by `external_dns.rs`).
-    #[serde(default)]
-    pub external_dns: Option<ExternalDnsConfig>,
-}
-
-/// How external-dns named and marked its TXT registry in this zone: the flags it ran
-/// with (`--txt-owner-id`, `--txt-prefix`, `--txt-suffix`,
-/// `--txt-wildcard-replacement`), so that its records are recognised exactly.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ExternalDnsConfig {
-    /// The `--txt-owner-id` whose records dnsplane takes; other owners' stay theirs.
-    pub owner_id: String,
-    #[serde(default)]
-    pub txt_prefix: String,
-    #[serde(default)]
-    pub txt_suffix: String,
-    #[serde(default)]
-    pub wildcard_replacement: String,
-    /// `--txt-encrypt-aes-key`: refused by [`PlannerConfig::validate`] until supported,
-    /// so that encrypted marks are never misread as ordinary data.
-    #[serde(default)]
-    pub aes_key_file: Option<std::path::PathBuf>,
-}
-
-impl ExternalDnsConfig {
-    fn validate(&self) -> Result<(), String> {
-        if self.owner_id.is_empty() {
-            return Err("owner_id is empty".into());
-        }
-        if !self.txt_prefix.is_empty() && !self.txt_suffix.is_empty() {
-            return Err("txt_prefix and txt_suffix are exclusive, as in external-dns".into());
-        }
-        if self.aes_key_file.is_some() {
-            return Err(
-                "aes_key_file: encrypted TXT registries (--txt-encrypt-enabled) are not supported yet"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, tag = "type", rename_all = "kebab-case")]
-pub enum SourceConfig {
-    /// external-dns `DNSEndpoint` manifests in files or directories (polled).
-    File {
-        /// Files or directories (relative paths are relative to the config file).
-        paths: Vec<PathBuf>,
-    },
-    /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
-    /// watch), each object's result written back to its status.
-    Kubernetes(KubernetesSourceConfig),
-}
-
-/// `[[sources]] type = "kubernetes"`: which DNSEndpoints, and how to reach the API.
-/// With neither `kubeconfig` nor `api_server`, the in-cluster service account is used
-/// (`KUBERNETES_SERVICE_HOST`/`PORT`, token and CA under
-/// `/var/run/secrets/kubernetes.io/serviceaccount`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct KubernetesSourceConfig {
-    /// Namespaces to read; empty: all (a cluster-wide list and watch).
-    #[serde(default)]
-    pub namespaces: Vec<String>,
-    /// Only objects matching this label selector (`app=web,tier!=test`).
-    #[serde(default)]
-    pub label_selector: Option<String>,
-    /// A kubeconfig file (its current context) instead of the in-cluster account.
-    #[serde(default)]
-    pub kubeconfig: Option<PathBuf>,
-    /// The API server's URL (`https://10.0.0.1:6443`, `http://127.0.0.1:8001` for a
-    /// `kubectl proxy`), with `token_file` and `ca_file`: an explicit connection.
-    #[serde(default)]
-    pub api_server: Option<String>,
-    /// A bearer token, re-read as it rotates (with `api_server`).
-    #[serde(default)]
-    pub token_file: Option<PathBuf>,
-    /// The CA bundle (PEM) the API server's certificate is checked against (with
-    /// `api_server`).
-    #[serde(default)]
-    pub ca_file: Option<PathBuf>,
-    /// Least time between two status writes of one object (only changes are written).
-    #[serde(with = "humantime_serde", default = "default_status_interval")]
-    pub status_interval: Duration,
-    /// Write `status` (conditions, observedGeneration) back to the objects; off for a
-    /// read-only account.
-    #[serde(default = "default_true")]
-    pub write_status: bool,
-}
-
-fn default_status_interval() -> Duration {
-    Duration::from_secs(3)
-}
-fn default_true() -> bool {
-    true
-}
-
 fn default_lease_ttl() -> Duration {
     Duration::from_secs(10)
 }
@@ -484,12 +342,6 @@ fn default_max_changes() -> usize {
 }
 fn default_max_bytes() -> usize {
     768 * 1024
-}
-fn default_policy() -> Policy {
-    Policy::Sync
-}
-fn default_ttl() -> u32 {
-    300
 }
 
 impl PlannerConfig {

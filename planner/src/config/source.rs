@@ -1,0 +1,60 @@
+//! `[[sources]]`: where desired records come from.
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, tag = "type", rename_all = "kebab-case")]
+pub enum SourceConfig {
+    /// external-dns `DNSEndpoint` manifests in files or directories (polled).
+    File {
+        /// Files or directories (relative paths are relative to the config file).
+        paths: Vec<PathBuf>,
+    },
+    /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
+    /// watch), each object's result written back to its status.
+    Kubernetes(KubernetesSourceConfig),
+}
+
+/// `[[sources]] type = "kubernetes"`: which DNSEndpoints, and how to reach the API.
+/// With neither `kubeconfig` nor `api_server`, the in-cluster service account is used
+/// (`KUBERNETES_SERVICE_HOST`/`PORT`, token and CA under
+/// `/var/run/secrets/kubernetes.io/serviceaccount`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesSourceConfig {
+    /// Namespaces to read; empty: all (a cluster-wide list and watch).
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Only objects matching this label selector (`app=web,tier!=test`).
+    #[serde(default)]
+    pub label_selector: Option<String>,
+    /// A kubeconfig file (its current context) instead of the in-cluster account.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The API server's URL (`https://10.0.0.1:6443`, `http://127.0.0.1:8001` for a
+    /// `kubectl proxy`), with `token_file` and `ca_file`: an explicit connection.
+    #[serde(default)]
+    pub api_server: Option<String>,
+    /// A bearer token, re-read as it rotates (with `api_server`).
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// The CA bundle (PEM) the API server's certificate is checked against (with
+    /// `api_server`).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Least time between two status writes of one object (only changes are written).
+    #[serde(with = "humantime_serde", default = "default_status_interval")]
+    pub status_interval: Duration,
+    /// Write `status` (conditions, observedGeneration) back to the objects; off for a
+    /// read-only account.
+    #[serde(default = "default_true")]
+    pub write_status: bool,
+}
+
+fn default_status_interval() -> Duration {
+    Duration::from_secs(3)
+}
+fn default_true() -> bool {
+    true
+}
