@@ -546,6 +546,7 @@ impl LeaseConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dnsplane_common::Name;
 
     #[test]
     fn defaults_and_validation() {
