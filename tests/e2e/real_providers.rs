@@ -149,20 +149,7 @@ fn dig_sample(s: &RealStack, owned: &[Rec], gone: &[Rec]) {
 
 /// The planner's records by state: exactly `want`.
 fn assert_states(s: &RealStack, want: &[(&str, usize)]) {
-    let want: BTreeMap<String, u32> = want
-        .iter()
-        .map(|(k, n)| (k.to_string(), *n as u32))
-        .collect();
-    let mut last = BTreeMap::new();
-    let ok = dnsplane_e2e::wait_for(Duration::from_secs(30), || {
-        last = s.states_count();
-        (last == want).then_some(())
-    });
-    assert!(
-        ok.is_some(),
-        "records by state: wanted {want:?}, last saw {last:?}; logs:\n{}",
-        s.logs()
-    );
+    s.assert_states(want);
 }
 
 /// 10,000 records from empty, then a 10% change (updates, deletes, creates), then a

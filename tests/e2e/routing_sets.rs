@@ -7,7 +7,6 @@ use dnsplane_common::pb;
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 fn record(zone: &str, name: &str, values: &[&str]) -> pb::DesiredRecord {
     pb::DesiredRecord {
@@ -86,24 +85,6 @@ fn states(s: &RealStack) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-fn wait_states(s: &RealStack, want: &[(&str, usize)]) {
-    let want: BTreeMap<String, u32> = want
-        .iter()
-        .map(|(k, n)| (k.to_string(), *n as u32))
-        .collect();
-    let mut last = BTreeMap::new();
-    let ok = dnsplane_e2e::wait_for(Duration::from_secs(30), || {
-        last = s.states_count();
-        (last == want).then_some(())
-    });
-    assert!(
-        ok.is_some(),
-        "records by state: wanted {want:?}, last saw {last:?}; states {:#?}\nlogs:\n{}",
-        states(s),
-        s.logs()
-    );
-}
-
 #[test]
 fn route53_writes_weighted_failover_and_alias_sets_and_reads_them_back_equal() {
     let Some(tools) = Tools::find() else { return };
@@ -118,7 +99,7 @@ fn route53_writes_weighted_failover_and_alias_sets_and_reads_them_back_equal() {
     let p = s.sync(false);
     assert_eq!(p.phase, "done", "{p:?}");
     s.wait_quiet();
-    wait_states(&s, &[("converged", 8)]);
+    s.assert_states(&[("converged", 8)]);
     let d = s.counters().since(&c0);
     assert_eq!(d.outcome("APPLIED"), 8, "{d:?}");
     let all = states(&s);
@@ -133,7 +114,7 @@ fn route53_writes_weighted_failover_and_alias_sets_and_reads_them_back_equal() {
     s.wait_quiet();
     let d = s.counters().since(&c1);
     assert_eq!(d.outcomes.len(), 0, "a fresh sync wrote nothing: {d:?}");
-    wait_states(&s, &[("converged", 8)]);
+    s.assert_states(&[("converged", 8)]);
 
     // A new weight updates that set alone.
     let mut changed = workload(zone);
@@ -147,7 +128,7 @@ fn route53_writes_weighted_failover_and_alias_sets_and_reads_them_back_equal() {
     s.wait_quiet();
     let d = s.counters().since(&c1);
     assert_eq!(d.outcome("APPLIED"), 1, "{d:?}");
-    wait_states(&s, &[("converged", 8)]);
+    s.assert_states(&[("converged", 8)]);
 }
 
 #[test]
@@ -163,7 +144,7 @@ fn pdns_refuses_sets_and_properties_as_invalid_and_writes_the_rest() {
     let p = s.sync(false);
     assert_eq!(p.phase, "done", "{p:?}");
     s.wait_quiet();
-    wait_states(&s, &[("converged", 2), ("invalid", 6)]);
+    s.assert_states(&[("converged", 2), ("invalid", 6)]);
     let all = states(&s);
     let (state, reason) = &all[&format!("api.{zone}. eu")];
     assert_eq!(state, "invalid");

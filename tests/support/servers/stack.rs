@@ -420,6 +420,25 @@ impl RealStack {
         (z, s.level)
     }
 
+    /// Waits (30 s at most) until the records by state are exactly `want`; panics
+    /// with what it last saw and the logs.
+    pub fn assert_states(&self, want: &[(&str, usize)]) {
+        let want: BTreeMap<String, u32> = want
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n as u32))
+            .collect();
+        let mut last = BTreeMap::new();
+        let ok = crate::wait_for(Duration::from_secs(30), || {
+            last = self.states_count();
+            (last == want).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "records by state: wanted {want:?}, last saw {last:?}; logs:\n{}",
+            self.logs()
+        );
+    }
+
     /// Records by state name ("converged", "conflict", ...), zero counts left out.
     pub fn states_count(&self) -> BTreeMap<String, u32> {
         self.zone_status()
