@@ -52,9 +52,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod batch;
 mod config;
 mod wire;
 
+use batch::{Read, build_batch};
 pub use config::{
     CloudflareConfig, CloudflareSetupError, DEFAULT_ENDPOINT, DEFAULT_TOKEN_ENV, Plan, TokenSource,
 };
@@ -70,133 +72,6 @@ pub const PER_NAME_READ_LIMIT: usize = 8;
 const READ_CONCURRENCY: usize = 4;
 /// Zones per page of `GET /zones` (the API's maximum).
 const ZONE_PAGE: usize = 50;
-
-/// A zone's records at the names read, grouped as dnsplane RRSets.
-#[derive(Default)]
-struct Read {
-    zone: ZoneRead,
-    records: BTreeMap<RecordKey, Vec<WireRecord>>,
-}
-
-impl Read {
-    fn add(&mut self, zone: &Name, r: WireRecord, names: Option<&BTreeSet<Name>>) {
-        let Ok(name) = Name::parse(&format!("{}.", api_name(&r.name))) else {
-            tracing::warn!(zone = %zone, record.name = %r.name, "Skipped a Cloudflare record whose name dnsplane cannot represent.");
-            return;
-        };
-        if names.is_some_and(|ns| !ns.contains(&name)) || !name.is_within(zone) {
-            return;
-        }
-        // Types dnsplane does not model (PTR, HTTPS, URI, …) are neither listed nor written.
-        let Ok(rtype) = RecordType::parse(&r.rtype) else {
-            return;
-        };
-        self.zone
-            .types
-            .entry(name.clone())
-            .or_default()
-            .insert(rtype);
-        self.records
-            .entry(RecordKey::new(zone.clone(), name, rtype))
-            .or_default()
-            .push(r);
-    }
-
-    /// Turns the grouped records into RRSets (or opaque keys).
-    fn finish(mut self) -> Read {
-        for (key, recs) in &self.records {
-            let values: Option<Vec<String>> = recs
-                .iter()
-                .map(|r| wire::record_value(key.rtype, r))
-                .collect();
-            let ttl = recs.iter().map(|r| r.ttl).min().unwrap_or(1);
-            match values.map(|v| RRSet::new(key.clone(), ttl, &v)) {
-                Some(Ok(set)) => {
-                    self.zone.rrsets.insert(key.clone(), set);
-                }
-                other => {
-                    let why = match other {
-                        Some(Err(e)) => e.to_string(),
-                        _ => "a record's fields make no value".into(),
-                    };
-                    tracing::warn!(record = %key, error = %why, "A Cloudflare record set dnsplane cannot represent; it is left alone.");
-                    self.zone.opaque.insert(key.clone());
-                }
-            }
-        }
-        self
-    }
-}
-
-/// The canonical dnsplane value of a record, if it has one.
-fn canonical(rtype: RecordType, r: &WireRecord) -> Option<String> {
-    canonicalize(rtype, &wire::record_value(rtype, r)?).ok()
-}
-
-/// Merges the fields of `extra` into the object `base`.
-fn merged(mut base: Value, extra: Value) -> Value {
-    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
-        b.extend(e);
-    }
-    base
-}
-
-/// The batch that carries `ops` out on the records `read` found (preconditions
-/// already checked against it).
-fn build_batch(ops: &[RRSetOp], read: &Read) -> Batch {
-    let mut batch = Batch::default();
-    for op in ops.iter().filter(|op| !op.is_assert()) {
-        let current: &[WireRecord] = read.records.get(&op.key).map_or(&[], Vec::as_slice);
-        let Some(after) = &op.after else {
-            batch
-                .deletes
-                .extend(current.iter().map(|r| json!({ "id": r.id })));
-            continue;
-        };
-        let want: BTreeSet<&str> = after.values().collect();
-        let mut seen: BTreeSet<String> = BTreeSet::new();
-        let mut kept = Vec::new();
-        let mut removed = Vec::new();
-        for r in current {
-            match canonical(op.key.rtype, r) {
-                Some(v) if want.contains(v.as_str()) && seen.insert(v.clone()) => kept.push(r),
-                _ => removed.push(r),
-            }
-        }
-        let added: Vec<&str> = after.values().filter(|v| !seen.contains(*v)).collect();
-        for r in kept {
-            if r.ttl != after.ttl {
-                batch.patches.push(json!({ "id": r.id, "ttl": after.ttl }));
-            }
-        }
-        let pairs = removed.len().min(added.len());
-        for (r, v) in removed.iter().zip(&added) {
-            batch.patches.push(merged(
-                json!({ "id": r.id, "ttl": after.ttl }),
-                wire::value_fields(op.key.rtype, v),
-            ));
-        }
-        batch
-            .deletes
-            .extend(removed[pairs..].iter().map(|r| json!({ "id": r.id })));
-        // New values of a proxied set are proxied too.
-        let proxied = current.iter().any(|r| r.proxied == Some(true));
-        for v in &added[pairs..] {
-            let mut post = json!({
-                "name": api_name(op.key.name.as_str()),
-                "type": op.key.rtype.as_str(),
-                "ttl": after.ttl,
-            });
-            if proxied {
-                post["proxied"] = json!(true);
-            }
-            batch
-                .posts
-                .push(merged(post, wire::value_fields(op.key.rtype, v)));
-        }
-    }
-    batch
-}
 
 #[derive(Clone)]
 pub struct CloudflareProvider {
