@@ -34,6 +34,17 @@ fn wait_ready(s: &Stack, api: &FakeKubeApi, ns: &str, name: &str, want: (&str, &
     );
 }
 
+/// A stack whose planner reads `api` (statuses every 200 ms) beside a file source (it
+/// needs a manifest to start; its record, `static.example.com`, is beside the API's).
+fn stack(tools: Tools, api: &FakeKubeApi) -> Stack {
+    let file = "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: static}\nspec:\n  endpoints:\n    - {dnsName: static.example.com, recordType: A, targets: [192.0.2.1]}\n";
+    let extra = format!(
+        "[[sources]]\ntype = \"kubernetes\"\napi_server = \"{}\"\nstatus_interval = \"200ms\"\n",
+        api.url()
+    );
+    Stack::with_config(tools, &[("static.yaml", file)], "report", "", &extra)
+}
+
 /// DNSEndpoints created, changed and deleted in the API reach the provider, each
 /// object's status says how it went, and a planner restarted while the API fails
 /// deletes nothing.
@@ -48,13 +59,7 @@ fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
     let api = rt.block_on(FakeKubeApi::start());
     api.apply("web", "app", &[], ep("app.example.com", "192.0.2.10"));
     api.apply("web", "bad", &[], ep("bad.example.com", "300.1.1.1"));
-    // The file source needs a manifest to start; its record is beside the API's.
-    let file = "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: static}\nspec:\n  endpoints:\n    - {dnsName: static.example.com, recordType: A, targets: [192.0.2.1]}\n";
-    let extra = format!(
-        "[[sources]]\ntype = \"kubernetes\"\napi_server = \"{}\"\nstatus_interval = \"200ms\"\n",
-        api.url()
-    );
-    let mut s = Stack::with_config(tools, &[("static.yaml", file)], "report", "", &extra);
+    let mut s = stack(tools, &api);
     s.start();
     s.wait_dns("app.example.com", "A", &["192.0.2.10"]);
     s.wait_dns("static.example.com", "A", &["192.0.2.1"]);
@@ -141,12 +146,7 @@ fn ten_thousand_endpoints_from_the_api_converge_and_report_ready() {
             serde_json::Value::from(endpoints),
         );
     }
-    let file = "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: static}\nspec:\n  endpoints:\n    - {dnsName: static.example.com, recordType: A, targets: [192.0.2.1]}\n";
-    let extra = format!(
-        "[[sources]]\ntype = \"kubernetes\"\napi_server = \"{}\"\nstatus_interval = \"200ms\"\n",
-        api.url()
-    );
-    let mut s = Stack::with_config(tools, &[("static.yaml", file)], "report", "", &extra);
+    let mut s = stack(tools, &api);
     s.start();
     let mut not_ready = Vec::new();
     let all = wait_for(Duration::from_secs(120), || {
