@@ -102,6 +102,13 @@ export DNSPLANE_GRPCURL="$GRPCURL"
 export DNSPLANE_DIG="$(command -v dig)"
 export DNSPLANE_BIN_DIR="$ROOT/target/debug"
 export CARGO_TERM_COLOR=never
+# A test run is built once and thrown away: incremental caches would double the
+# target directory (15 GB of 25 here) for no gain, and a full disk fails the build.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+free_kb=$(df -Pk "$ROOT" | awk 'NR==2 {print $4}')
+if [ "${free_kb:-0}" -lt $((12 * 1024 * 1024)) ]; then
+  echo "warning: only $((free_kb / 1024)) MB free under $ROOT; a clean build and test run needs about 12 GB" >&2
+fi
 say "building"
 cargo build --workspace --bins --locked 2>&1 | tail -n 3
 say "testing"
