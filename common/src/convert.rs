@@ -154,6 +154,7 @@ impl From<ChangeKind> for pb::ChangeKind {
             ChangeKind::Update => pb::ChangeKind::Update,
             ChangeKind::Delete => pb::ChangeKind::Delete,
             ChangeKind::Adopt => pb::ChangeKind::Adopt,
+            ChangeKind::Release => pb::ChangeKind::Release,
         }
     }
 }
@@ -176,6 +177,7 @@ pub fn change_from_pb(field: &str, zone: &Name, c: &pb::Change) -> Result<Change
         Ok(pb::ChangeKind::Update) => ChangeKind::Update,
         Ok(pb::ChangeKind::Delete) => ChangeKind::Delete,
         Ok(pb::ChangeKind::Adopt) => ChangeKind::Adopt,
+        Ok(pb::ChangeKind::Release) => ChangeKind::Release,
         _ => {
             return Err(FieldError::new(
                 format!("{field}.kind"),

@@ -407,6 +407,9 @@ pub enum ChangeKind {
     /// ownership is written, or (taking over from external-dns) it is updated in place
     /// and external-dns's marks go in the same change.
     Adopt,
+    /// Ownership is handed to external-dns (`dnsplane release`): the record asserted
+    /// unchanged, dnsplane's ownership record deleted, external-dns's mark written.
+    Release,
 }
 
 impl ChangeKind {
@@ -416,6 +419,7 @@ impl ChangeKind {
             ChangeKind::Update => "update",
             ChangeKind::Delete => "delete",
             ChangeKind::Adopt => "adopt",
+            ChangeKind::Release => "release",
         }
     }
 }

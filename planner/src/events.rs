@@ -178,6 +178,42 @@ impl PlanApproved<'_> {
     }
 }
 
+/// A zone was handed to external-dns (`Release`); persisted, before any change went.
+#[derive(Debug)]
+pub struct ZoneReleased<'a> {
+    pub zone: &'a Name,
+    pub owner: &'a str,
+    pub records: usize,
+}
+
+impl ZoneReleased<'_> {
+    pub fn emit(self) {
+        info!(
+            zone = %self.zone,
+            external_dns_owner = self.owner,
+            changes = self.records,
+            "Zone released to external-dns: its records are being handed over, and it is not planned until resumed."
+        );
+    }
+}
+
+/// A released zone is managed again (`Resume`).
+#[derive(Debug)]
+pub struct ZoneResumed<'a> {
+    pub zone: &'a Name,
+    pub owner: &'a str,
+}
+
+impl ZoneResumed<'_> {
+    pub fn emit(self) {
+        info!(
+            zone = %self.zone,
+            external_dns_owner = self.owner,
+            "Released zone resumed: a full sync follows."
+        );
+    }
+}
+
 /// A held plan is no longer held: applied after approval, or no longer wanted.
 #[derive(Debug)]
 pub struct PlanReleased<'a> {

@@ -152,6 +152,13 @@ pub async fn run(
     // files are back in force before the first plan, so a restart deletes nothing.
     let store = DesiredStore::open(&config.state_dir)?;
     engine.set_store(store.clone());
+    let released = engine.restore_releases()?;
+    if released > 0 {
+        info!(
+            zones = released,
+            "Zones released to external-dns stay released until resumed."
+        );
+    }
     let restored = engine.restore_pushes()?;
     if restored > 0 {
         info!(records = restored, "Pushed desired state restored.");

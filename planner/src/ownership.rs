@@ -26,11 +26,17 @@ const WILDCARD_SUFFIX: &str = "-wildcard";
 /// TTL of ownership records; fixed, so a TTL change of the record does not rewrite it.
 pub const OWNER_TTL: u32 = 300;
 
+/// The mark's label for the external-dns resource a taken-over record had.
+const EXTERNAL_DNS_RESOURCE: &str = "dnsplane/external-dns-resource";
+
 /// Who owns a record, as read from its ownership record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerMark {
     pub owner: Arc<str>,
     pub resource: Arc<str>,
+    /// The `external-dns/resource` of the external-dns mark this one replaced (a
+    /// record taken over from external-dns); `None` otherwise.
+    pub external_dns_resource: Option<Arc<str>>,
 }
 
 /// Name of the ownership record for `key`.
@@ -67,9 +73,45 @@ pub fn owner_record_with<'a>(
     resource: &str,
     properties: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Option<RRSet> {
+    build(key, owner, resource, properties, None)
+}
+
+/// [`owner_record_with`] for a record taken over from external-dns: the mark also
+/// keeps the `external-dns/resource` it replaced, so that `dnsplane release` hands the
+/// record back under the same resource (external-dns's conflict resolution prefers
+/// the resource that already owns a name).
+pub fn adopted_owner_record<'a>(
+    key: &RecordKey,
+    owner: &str,
+    resource: &str,
+    properties: impl Iterator<Item = (&'a str, &'a str)>,
+    external_dns_resource: &str,
+) -> Option<RRSet> {
+    build(
+        key,
+        owner,
+        resource,
+        properties,
+        Some(external_dns_resource),
+    )
+}
+
+fn build<'a>(
+    key: &RecordKey,
+    owner: &str,
+    resource: &str,
+    properties: impl Iterator<Item = (&'a str, &'a str)>,
+    external_dns_resource: Option<&str>,
+) -> Option<RRSet> {
     let okey = owner_record_key(key)?;
-    let resource = resource.replace([',', '"', '\\'], "_");
-    let value = format!("heritage=dnsplane,dnsplane/owner={owner},dnsplane/resource={resource}");
+    let clean = |s: &str| s.replace([',', '"', '\\'], "_");
+    let mut value = format!(
+        "heritage=dnsplane,dnsplane/owner={owner},dnsplane/resource={}",
+        clean(resource)
+    );
+    if let Some(r) = external_dns_resource.filter(|r| !r.is_empty()) {
+        value.push_str(&format!(",{EXTERNAL_DNS_RESOURCE}={}", clean(r)));
+    }
     let routing: Vec<(&str, &str)> = properties
         .filter(|(n, _)| !key.set.is_none() && routing::aws::ROUTING.contains(n))
         .collect();
@@ -101,12 +143,14 @@ fn parse_mark(canonical: &str) -> Option<OwnerMark> {
     let mut heritage = false;
     let mut owner = None;
     let mut resource = String::new();
+    let mut external = None;
     for part in text.split(',') {
         let (k, v) = part.split_once('=')?;
         match k {
             "heritage" => heritage = v == "dnsplane",
             "dnsplane/owner" => owner = Some(v),
             "dnsplane/resource" => resource = v.to_string(),
+            EXTERNAL_DNS_RESOURCE => external = Some(v.into()),
             _ => {}
         }
     }
@@ -116,6 +160,7 @@ fn parse_mark(canonical: &str) -> Option<OwnerMark> {
     Some(OwnerMark {
         owner: owner?.into(),
         resource: resource.into(),
+        external_dns_resource: external,
     })
 }
 
@@ -169,6 +214,29 @@ mod tests {
             assert_eq!(owned, k);
             assert_eq!(&*mark.owner, "prod-1");
             assert_eq!(&*mark.resource, "DNSEndpoint default/web");
+            assert_eq!(mark.external_dns_resource, None);
         }
+    }
+
+    /// A taken-over record's mark keeps external-dns's resource for the way back.
+    #[test]
+    fn an_adopted_mark_keeps_the_external_dns_resource() {
+        let k = key("www.example.com", RecordType::A);
+        let rec = adopted_owner_record(
+            &k,
+            "prod-1",
+            "push:ci",
+            std::iter::empty(),
+            "ingress/default/web",
+        )
+        .unwrap();
+        let (owned, mark) = parse_owner_record(&rec).unwrap();
+        assert_eq!(owned, k);
+        assert_eq!(&*mark.owner, "prod-1");
+        assert_eq!(&*mark.resource, "push:ci");
+        assert_eq!(
+            mark.external_dns_resource.as_deref(),
+            Some("ingress/default/web")
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The `dnsplane.v1.Planner` gRPC service: decodes requests into domain values, asks
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
-use crate::engine::{ApproveError, Engine, RecordStatesQuery, Scope, SyncProgress};
+use crate::engine::{ApproveError, Engine, RecordStatesQuery, ReleaseError, Scope, SyncProgress};
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::grpc::invalid_argument;
 use dnsplane_common::{Name, pb};
@@ -397,6 +397,61 @@ impl pb::planner_server::Planner for PlannerService {
             Err(e @ ApproveError::UnknownZone { .. }) => Err(Status::not_found(e.to_string())),
             Err(e) => Err(Status::failed_precondition(e.to_string())),
         }
+    }
+
+    async fn release(
+        &self,
+        request: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::ReleaseResponse>, Status> {
+        let req = request.into_inner();
+        if req.zone.is_empty() {
+            return Err(FieldError::new("zone", "required").into());
+        }
+        let out = self
+            .engine
+            .release(&req.zone, &req.external_dns_owner, req.dry_run)
+            .await
+            .map_err(release_status)?;
+        let planned = |c: &crate::plan::PlannedChange| pb::PlannedChange {
+            change: Some((&c.change).into()),
+            reason: c.reason.clone(),
+        };
+        Ok(Response::new(pb::ReleaseResponse {
+            zone: self
+                .engine
+                .zone_name(&req.zone)
+                .map(ToString::to_string)
+                .unwrap_or(req.zone),
+            changes: out.changes.iter().map(planned).collect(),
+            released: out.released as u32,
+            left: out.left.iter().map(planned).collect(),
+            already: out.already as u32,
+        }))
+    }
+
+    async fn resume(
+        &self,
+        request: Request<pb::ResumeRequest>,
+    ) -> Result<Response<pb::ResumeResponse>, Status> {
+        let req = request.into_inner();
+        if req.zone.is_empty() {
+            return Err(FieldError::new("zone", "required").into());
+        }
+        let was = self.engine.resume(&req.zone).map_err(release_status)?;
+        Ok(Response::new(pb::ResumeResponse {
+            was_released_to: was.owner,
+        }))
+    }
+}
+
+/// The gRPC status of a refused release or resume.
+fn release_status(e: ReleaseError) -> Status {
+    match &e {
+        ReleaseError::UnknownZone { .. } => Status::not_found(e.to_string()),
+        ReleaseError::BadOwner(why) => FieldError::new("external_dns_owner", why.clone()).into(),
+        ReleaseError::Sync(s) if s.is_lease() => Status::failed_precondition(e.to_string()),
+        ReleaseError::Sync(_) | ReleaseError::Store { .. } => Status::unavailable(e.to_string()),
+        _ => Status::failed_precondition(e.to_string()),
     }
 }
 

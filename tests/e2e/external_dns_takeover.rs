@@ -4,13 +4,16 @@
 //! `[zones.external_dns] owner_id = "cluster-a"`, takes `cluster-a`'s records in one
 //! sync: its marks written, external-dns's gone, not one value changed, and no data
 //! RRSet ever deleted (checked on every PATCH that reached PowerDNS, through a proxy).
-//! `cluster-b`'s and the unowned records are untouched and reported.
+//! `cluster-b`'s and the unowned records are untouched and reported. Then the way
+//! back: `dnsplane release --to-external-dns cluster-a` restores external-dns's
+//! ownership, and `dnsplane resume` takes the records once more.
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use dnsplane_e2e::quota_proxy::{ProxyOptions, QuotaProxy};
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 /// Records of each kind, as in the issue: 1,000 of cluster-a, 100 of cluster-b, 100
 /// unowned (a second or two).
@@ -129,7 +132,7 @@ fn takes_over_one_external_dns_owners_records_without_changing_a_value() {
             .into(),
         ..Options::default()
     };
-    let s = RealStack::start(server, tools, opts);
+    let mut s = RealStack::start(server, tools, opts);
     let want: Vec<pb::DesiredRecord> = a
         .iter()
         .map(|(r, _)| r)
@@ -268,4 +271,157 @@ fn takes_over_one_external_dns_owners_records_without_changing_a_value() {
     let p = s.sync(true);
     assert_eq!(p.phase, "done", "{p:?}");
     assert_eq!(proxy.patches().len(), n, "nothing left to write");
+
+    release_and_resume(&mut s, &proxy, &a, &before);
+}
+
+/// The way back (`dnsplane release --to-external-dns`): external-dns's ownership
+/// restored on every record dnsplane took, in the format external-dns writes, with the
+/// resource it had; dnsplane's marks gone; no value changed and no data deleted; the
+/// zone not planned until `dnsplane resume`, which takes the records once more.
+fn release_and_resume(
+    s: &mut RealStack,
+    proxy: &QuotaProxy,
+    a: &[(Rec, Vec<Rec>)],
+    before: &[String],
+) {
+    let zone = s.zone().to_string();
+    let line = |(name, rtype, content): &Rec| format!("{name}.{zone} 300 {rtype} {content}");
+    let n = proxy.patches().len();
+    let (code, out) = s.cli(&[
+        "release",
+        &zone,
+        "--to-external-dns",
+        "cluster-a",
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "would hand {A} record(s) to external-dns owner cluster-a"
+        )),
+        "{out}"
+    );
+    assert_eq!(proxy.patches().len(), n, "a dry run writes nothing");
+    // Refused: no owner, or an owner the mark cannot carry.
+    let (code, out) = s.cli(&["release", &zone, "--to-external-dns", "a,b"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("external_dns_owner"), "{out}");
+    assert_eq!(proxy.patches().len(), n);
+
+    let (code, out) = s.cli(&["release", &zone, "--to-external-dns", "cluster-a"]);
+    assert_eq!(code, 0, "{out}\nlogs:\n{}", s.logs());
+    assert!(
+        out.contains(&format!(
+            "{A} record(s) handed over now, 0 already were, 0 left"
+        )),
+        "{out}"
+    );
+
+    // The zone: the data as it was before dnsplane came; each of cluster-a's records
+    // marked once more by cluster-a, in external-dns's current format, with its
+    // resource; no dnsplane mark left; cluster-b's and the unowned untouched.
+    let original_marks: BTreeSet<String> = a
+        .iter()
+        .flat_map(|(_, marks)| marks.iter().map(line))
+        .collect();
+    let mut expect: BTreeSet<String> = before
+        .iter()
+        .filter(|l| !original_marks.contains(*l))
+        .cloned()
+        .collect();
+    for (i, ((name, rtype, _), _)) in a.iter().enumerate() {
+        let t = rtype.to_ascii_lowercase();
+        expect.insert(line(&(
+            format!("ext-{t}-{name}"),
+            "TXT",
+            mark("cluster-a", i),
+        )));
+    }
+    let got: BTreeSet<String> = s.axfr().into_iter().collect();
+    let missing: Vec<_> = expect.difference(&got).take(10).collect();
+    let extra: Vec<_> = got.difference(&expect).take(10).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}, unexpected {extra:?}"
+    );
+    // Records whose marks were in the new format have them back byte for byte.
+    let restored = a
+        .iter()
+        .flat_map(|(_, m)| m)
+        .filter(|m| got.contains(&line(m)))
+        .count();
+    assert!(
+        restored >= A / 2,
+        "{restored} of cluster-a's marks back exactly"
+    );
+
+    // Only dnsplane's marks were deleted on the way back.
+    for patch in &proxy.patches()[n..] {
+        let body: serde_json::Value = serde_json::from_str(&patch.body).expect("PATCH JSON");
+        for rr in body["rrsets"].as_array().into_iter().flatten() {
+            if rr["changetype"] == "DELETE" {
+                let name = rr["name"].as_str().unwrap_or_default();
+                assert!(
+                    name.starts_with("_dnsplane-") && rr["type"] == "TXT",
+                    "DELETE of {rr}"
+                );
+            }
+        }
+    }
+
+    // Released: status says so, and a sync plans and writes nothing (it would
+    // otherwise take cluster-a's records straight back).
+    let (z, _) = s.zone_status();
+    assert_eq!(z.state, "RELEASED", "{z:?}");
+    assert_eq!(
+        z.released.as_ref().map(|r| r.external_dns_owner.as_str()),
+        Some("cluster-a")
+    );
+    let n = proxy.patches().len();
+    let p = s.sync(true);
+    assert_eq!(p.phase, "failed", "{p:?}");
+    assert!(
+        p.error.contains("released to external-dns owner"),
+        "{}",
+        p.error
+    );
+    assert_eq!(proxy.patches().len(), n, "a released zone is not written");
+    let (_, out) = s.cli(&["status"]);
+    assert!(
+        out.contains("RELEASED to external-dns owner cluster-a"),
+        "{out}"
+    );
+    // ... and stays so across a restart of the planner.
+    s.restart_planner_with(|| {});
+    assert_eq!(s.zone_status().0.state, "RELEASED");
+    assert_eq!(s.sync(true).phase, "failed");
+    assert_eq!(proxy.patches().len(), n, "a released zone is not written");
+
+    // Resume: the zone is dnsplane's to plan again, and (with owner_id = cluster-a)
+    // takes the records back, their marks now all in the new format.
+    let (code, out) = s.cli(&["resume", &zone]);
+    assert_eq!(code, 0, "{out}");
+    s.wait_until(
+        "the records taken back after resume",
+        Duration::from_secs(60),
+        |s| {
+            let owned = s
+                .axfr()
+                .iter()
+                .filter(|l| l.starts_with("_dnsplane-") && l.contains("dnsplane/owner=e2e"))
+                .count();
+            (owned == A).then_some(())
+        },
+    );
+    let got = s.axfr();
+    assert!(
+        !got.iter()
+            .any(|l| l.starts_with("ext-") && l.contains("cluster-a")),
+        "cluster-a's marks gone again"
+    );
+    assert!(
+        got.iter()
+            .any(|l| l.contains("dnsplane/external-dns-resource=ingress/default/web-"))
+    );
 }

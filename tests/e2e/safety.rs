@@ -79,19 +79,8 @@ fn wait_owned(s: &RealStack, want: &BTreeSet<String>) {
     });
 }
 
-/// `dnsplane <args> --addr <planner>`: (exit code, stdout + stderr).
 fn cli(s: &RealStack, args: &[&str]) -> (i32, String) {
-    let out = Command::new(binary("dnsplane"))
-        .args(args)
-        .args(["--addr", &s.planner_addr()])
-        .output()
-        .expect("run dnsplane");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    s.cli(args)
 }
 
 fn set(v: &[String]) -> BTreeSet<String> {

@@ -10,6 +10,7 @@
 //!   planning (also the `Plan` dry run); [`send`]: the batches over one `Apply` stream,
 //!   each only with the lease's permit; [`approve`]: the mass-change guard in the sync,
 //!   and `Approve`;
+//! - [`release`]: `Release` and `Resume`, handing a zone to external-dns and back;
 //! - [`fold`]: results from the applier into the observed view and the state table;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
@@ -37,12 +38,14 @@ use tokio_util::task::TaskTracker;
 mod approve;
 mod fold;
 mod read;
+mod release;
 mod schedule;
 mod send;
 mod snapshot;
 mod sync;
 
 pub use approve::ApproveError;
+pub use release::{ReleaseError, ReleaseOutcome, Released};
 pub use snapshot::{
     Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };
@@ -59,6 +62,9 @@ struct ZoneRuntime {
     trigger: Notify,
     /// Wakes the zone loop to recompute its deadlines (new retry times).
     reschedule: Notify,
+    /// The zone loop's next sync is to be a full, fresh one (set with `reschedule`;
+    /// a resumed zone changed hands twice meanwhile).
+    wants_full: std::sync::atomic::AtomicBool,
     states: Mutex<StateTable>,
     status: Mutex<ZoneStatus>,
     /// What the provider holds, as last read and then updated from every result, so
@@ -179,6 +185,7 @@ impl Engine {
                         sync_lock: tokio::sync::Mutex::new(()),
                         trigger: Notify::new(),
                         reschedule: Notify::new(),
+                        wants_full: std::sync::atomic::AtomicBool::new(false),
                         states: Mutex::new(StateTable::default()),
                         status: Mutex::new(ZoneStatus::default()),
                         view: Mutex::new(None),

@@ -6,6 +6,8 @@
 //! A failed sync backs the whole zone off, so that due records cannot turn a broken
 //! zone into a hot loop; a failed full sync is retried before anything else.
 //!
+//! A zone released to external-dns (`Release`) does not sync until `Resume`.
+//!
 //! No zone syncs before every source has loaded once (a Kubernetes source before its
 //! first complete list). Only the lease's leader syncs: while standby a zone loop waits, and each time the
 //! planner becomes leader (a new lease epoch) every zone loop starts with a full,
@@ -95,6 +97,21 @@ impl Engine {
                     not_before = Instant::now();
                 }
                 Some(_) => {}
+            }
+            if super::release::released(&zone).is_some() {
+                // Handed to external-dns: nothing until `Resume`.
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = zone.reschedule.notified() => {}
+                    _ = lease.changed() => {}
+                }
+                continue;
+            }
+            if zone
+                .wants_full
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
+                next = Some((Scope::Zone, true));
             }
             let (scope, fresh) = match next.take() {
                 Some(n) => n,
@@ -201,7 +218,7 @@ impl Engine {
                 }
                 // The lease went while syncing: the top of the loop waits for it, and
                 // the next leadership starts with a full sync.
-                Err(e) if e.is_lease() => {}
+                Err(e) if e.is_lease() || e.is_released() => {}
                 Err(e) => {
                     full_failed |= full;
                     failures += 1;

@@ -87,6 +87,9 @@ pub struct ZoneStatus {
     /// zone has never been read, its records show as `rejected` with this reason
     /// rather than waiting as `pending`.
     pub refused: Option<String>,
+    /// Set while the zone is released to external-dns ([`super::release`]): nothing
+    /// is planned or written until `Resume`.
+    pub released: Option<super::Released>,
 }
 
 /// One zone as the status API shows it.

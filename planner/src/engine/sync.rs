@@ -71,6 +71,10 @@ pub enum SyncError {
     NoApplier { zone: Name },
     #[error("zone {zone} is not configured")]
     UnknownZone { zone: Name },
+    #[error(
+        "zone {zone} is released to external-dns owner {owner:?}: nothing is planned or written until `dnsplane resume {zone}`"
+    )]
+    Released { zone: Name, owner: String },
     #[error("zone {zone}: this planner is standby ({held}); only the leader writes")]
     NotLeader { zone: Name, held: String },
     #[error(
@@ -95,6 +99,11 @@ impl SyncError {
 }
 
 impl SyncError {
+    /// The zone is released to external-dns: not a fault, nothing ran.
+    pub fn is_released(&self) -> bool {
+        matches!(self, SyncError::Released { .. })
+    }
+
     /// The provider's reason when the applier refused the zone's read for good
     /// (credentials, permissions, zone missing, the account's circuit open): retrying
     /// soon will not help, and the zone's records say so.
@@ -239,7 +248,7 @@ impl Engine {
     }
 
     /// `Ok` while this planner holds the lease.
-    fn leading(&self, zone: &Name) -> Result<(), SyncError> {
+    pub(super) fn leading(&self, zone: &Name) -> Result<(), SyncError> {
         if self.lease.permit().is_some() {
             return Ok(());
         }
@@ -261,6 +270,16 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
         let _guard = zone.sync_lock.lock().await;
+        if let Some(r) = super::release::released(zone) {
+            let e = SyncError::Released {
+                zone: zone.cfg.name.clone(),
+                owner: r.owner,
+            };
+            let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
+            p.error = e.to_string();
+            send(progress, p).await;
+            return Err(e);
+        }
         let started = Instant::now();
         let names = match scope {
             Scope::Zone => 0,

@@ -17,6 +17,9 @@ use dnsplane_common::{Change, ChangeKind, RRSet, RRSetOp, RecordKey, RecordType}
 use std::collections::{BTreeMap, BTreeSet};
 
 mod external_dns;
+mod release;
+
+pub use release::{ReleasePlan, plan_release};
 
 /// A change and why the planner wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,7 +202,14 @@ pub fn plan_zone(
             }
             Some(cur) if current.external_owner(key).is_some() => {
                 let ext = current.external_owner(key).expect("checked");
-                match external_dns::adopt(zone, ext, cur, want_rr, new_owner()) {
+                let mark = ownership::adopted_owner_record(
+                    key,
+                    owner_id,
+                    &want.resource,
+                    want.data.properties(),
+                    &ext.mark.resource,
+                );
+                match external_dns::adopt(zone, ext, cur, want_rr, mark) {
                     Ok(change) => {
                         adopted.insert(key.clone(), updates.len());
                         updates.push(change);

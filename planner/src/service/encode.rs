@@ -116,11 +116,22 @@ pub(super) fn zone_to_pb(z: &ZoneSnapshot) -> pb::ZoneStatus {
         applier: z.applier.clone().unwrap_or_default(),
         initial_sync_started: st.sync_started.map(timestamp),
         next_retry: z.next_retry.map(timestamp),
-        state: if z.held.is_some() { "HELD" } else { "OK" }.into(),
+        state: if st.released.is_some() {
+            "RELEASED"
+        } else if z.held.is_some() {
+            "HELD"
+        } else {
+            "OK"
+        }
+        .into(),
         held: z
             .held
             .as_ref()
             .map(|(h, since)| held_to_pb(h, Some(*since))),
+        released: st.released.as_ref().map(|r| pb::ZoneRelease {
+            external_dns_owner: r.owner.clone(),
+            at: Some(timestamp(r.at)),
+        }),
     }
 }
 

@@ -275,6 +275,21 @@ impl RealStack {
         );
     }
 
+    /// `dnsplane <args> --addr <planner>`: (exit code, stdout and stderr).
+    pub fn cli(&self, args: &[&str]) -> (i32, String) {
+        let out = std::process::Command::new(dnsplane_testing::binary("dnsplane"))
+            .args(args)
+            .args(["--addr", &self.planner_addr()])
+            .output()
+            .expect("run dnsplane");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
     /// The planner's gRPC address, as the CLI's `--addr` takes it.
     pub fn planner_addr(&self) -> String {
         format!("http://127.0.0.1:{}", self.planner_port)

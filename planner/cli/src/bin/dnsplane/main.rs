@@ -1,5 +1,5 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
-//! embedded provider ([`up`]); `plan`, `status`, `records`, `sync` and `approve` talk to a running
+//! embedded provider ([`up`]); `plan`, `status`, `records`, `sync`, `approve`, `release` and `resume` talk to a running
 //! planner ([`remote`]); `emulate` serves a local emulator of a cloud DNS API.
 use clap::{Parser, Subcommand};
 
@@ -57,6 +57,27 @@ enum Command {
         /// shown and approved.
         #[arg(long)]
         digest: Option<String>,
+    },
+    /// Hand every record this planner owns in a zone to an external-dns owner
+    /// (external-dns's TXT marks written, dnsplane's removed, no value touched) and
+    /// stop managing the zone until `resume` (docs/external-dns.md, the way back).
+    Release {
+        #[command(flatten)]
+        conn: Conn,
+        /// The zone to hand over.
+        zone: String,
+        /// The external-dns `--txt-owner-id` that takes the records.
+        #[arg(long = "to-external-dns", value_name = "OWNER")]
+        to_external_dns: String,
+        /// Only show what would be handed over; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Manage a released zone again (a full sync follows).
+    Resume {
+        #[command(flatten)]
+        conn: Conn,
+        zone: String,
     },
     /// Serve a local emulator of a cloud DNS API, built to its documented semantics
     /// (docs/emulators.md), until Ctrl-C.
@@ -130,6 +151,13 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Records { conn, zone, all } => remote::records(conn, zone, all).await,
         Command::Sync { conn, zone } => remote::sync(conn, zone).await,
         Command::Approve { conn, zone, digest } => remote::approve(conn, zone, digest).await,
+        Command::Release {
+            conn,
+            zone,
+            to_external_dns,
+            dry_run,
+        } => remote::release(conn, zone, to_external_dns, dry_run).await,
+        Command::Resume { conn, zone } => remote::resume(conn, zone).await,
         Command::Emulate {
             api,
             listen,

@@ -1,5 +1,5 @@
 //! The commands that talk to a running planner over gRPC: `plan`, `status`,
-//! `records`, `sync`, `approve`.
+//! `records`, `sync`, `approve`, `release`, `resume`.
 use anyhow::Context;
 use dnsplane_common::pb::{self, planner_client::PlannerClient};
 
@@ -111,6 +111,7 @@ pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
                         ),
                     ),
                     pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
+                    pb::ChangeKind::Release => (">", release_op(op)),
                     pb::ChangeKind::Unspecified => ("?", String::new()),
                 };
                 println!("  {sign} {} {body}    # {}", key_text(&key), c.reason);
@@ -195,6 +196,12 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
         );
     }
     for z in &s.zones {
+        if let Some(r) = &z.released {
+            println!(
+                "zone {} RELEASED to external-dns owner {}: not planned until `dnsplane resume {}`",
+                z.zone, r.external_dns_owner, z.zone
+            );
+        }
         if let Some(h) = &z.held {
             println!(
                 "zone {} HELD: {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
@@ -374,5 +381,89 @@ pub async fn approve(
             h.digest, h.deletes, h.updates
         );
     }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// One op of a release change: what it does to the record or its marks.
+fn release_op(op: &pb::RrSetOp) -> String {
+    match (&op.before, &op.after) {
+        (Some(b), Some(a)) if b == a => format!("{} (kept)", show(Some(a))),
+        (Some(b), None) => format!("{} (dnsplane's mark removed)", show(Some(b))),
+        (None, Some(a)) => format!("{} (external-dns's mark written)", show(Some(a))),
+        (b, a) => format!("{} → {}", show(b.as_ref()), show(a.as_ref())),
+    }
+}
+
+/// `dnsplane release ZONE --to-external-dns OWNER`: the reverse door of
+/// docs/external-dns.md.
+pub async fn release(
+    conn: Conn,
+    zone: String,
+    owner: String,
+    dry_run: bool,
+) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let resp = client
+        .release(pb::ReleaseRequest {
+            zone: zone.clone(),
+            external_dns_owner: owner.clone(),
+            dry_run,
+        })
+        .await
+        .map_err(status_err)?
+        .into_inner();
+    let zone = resp.zone;
+    if dry_run {
+        for c in &resp.changes {
+            let change = c.change.clone().unwrap_or_default();
+            let key = change
+                .ops
+                .first()
+                .and_then(|op| op.key.clone())
+                .unwrap_or_default();
+            println!("  > {}    # {}", key_text(&key), c.reason);
+        }
+        println!(
+            "zone {zone}: would hand {} record(s) to external-dns owner {owner} ({} already are); nothing written",
+            resp.changes.len(),
+            resp.already
+        );
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    for c in &resp.left {
+        let key = c
+            .change
+            .as_ref()
+            .and_then(|ch| ch.ops.first())
+            .and_then(|op| op.key.clone())
+            .unwrap_or_default();
+        println!("  not yet: {}    # {}", key_text(&key), c.reason);
+    }
+    println!(
+        "zone {zone}: released to external-dns owner {owner}: {} record(s) handed over now, {} already were, {} left; dnsplane no longer plans {zone} (`dnsplane resume {zone}` to manage it again)",
+        resp.released,
+        resp.already,
+        resp.left.len()
+    );
+    if resp.left.is_empty() {
+        Ok(std::process::ExitCode::SUCCESS)
+    } else {
+        println!("run the same release again to finish the records left");
+        Ok(std::process::ExitCode::from(2))
+    }
+}
+
+/// `dnsplane resume ZONE`: manage a released zone again.
+pub async fn resume(conn: Conn, zone: String) -> anyhow::Result<std::process::ExitCode> {
+    let mut client = connect(&conn).await?;
+    let resp = client
+        .resume(pb::ResumeRequest { zone: zone.clone() })
+        .await
+        .map_err(status_err)?
+        .into_inner();
+    println!(
+        "zone {zone}: managed again (it was released to external-dns owner {}); a full sync follows",
+        resp.was_released_to
+    );
     Ok(std::process::ExitCode::SUCCESS)
 }
