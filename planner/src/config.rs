@@ -8,7 +8,7 @@ mod source;
 mod zone;
 
 pub use source::{KubernetesSourceConfig, SourceConfig};
-pub use zone::{ConflictPolicy, ExternalDnsConfig, Policy, ZoneConfig};
+pub use zone::{AesKey, AesKeyFile, ConflictPolicy, ExternalDnsConfig, Policy, ZoneConfig};
 
 /// Errors loading or validating the config. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -366,7 +366,8 @@ impl PlannerConfig {
         }
     }
 
-    /// Reads, parses and validates `path`; relative source paths become relative to it.
+    /// Reads, parses and validates `path` (reading the key files it names); relative
+    /// source and key file paths become relative to it.
     pub fn load(path: &Path) -> Result<PlannerConfig, ConfigError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -400,6 +401,16 @@ impl PlannerConfig {
                         }
                     }
                 }
+            }
+        }
+        for z in &mut config.zones {
+            if let Some(f) = z
+                .external_dns
+                .as_mut()
+                .and_then(|e| e.aes_key_file.as_mut())
+                && f.path.is_relative()
+            {
+                *f = AesKeyFile::new(base.join(&f.path));
             }
         }
         config.validate().map_err(|message| ConfigError::Invalid {
@@ -571,7 +582,7 @@ mod tests {
     }
 
     /// `[zones.external_dns]`: read with its affixes; an owner id is required, the
-    /// affixes are exclusive, and an encryption key is refused until supported.
+    /// affixes are exclusive, and a key file must be readable.
     #[test]
     fn external_dns_zone_table() {
         let zone = "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n[zones.external_dns]\n";
@@ -593,13 +604,98 @@ mod tests {
                 "exclusive",
             ),
             (
-                "owner_id = \"a\"\naes_key_file = \"key\"\n",
-                "not supported yet",
+                "owner_id = \"a\"\naes_key_file = \"/nonexistent/dnsplane-key\"\n",
+                "aes_key_file: /nonexistent/dnsplane-key: cannot read",
             ),
             ("owner_id = \"\"\n", "owner_id is empty"),
         ] {
             let err = load(extra).unwrap().validate().unwrap_err();
             assert!(err.contains(says) && err.contains("external_dns."), "{err}");
+        }
+    }
+
+    /// `aes_key_file`: the key as external-dns takes it (32 bytes, or base64 of 32
+    /// bytes, a trailing newline allowed), relative to the config file; a bad length or
+    /// a missing file is refused at load, naming the key file; the key is never shown.
+    #[test]
+    fn aes_key_file_is_read_at_load() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("planner.toml");
+        let raw: Vec<u8> = (0..32u8).map(|b| b.wrapping_mul(37) ^ 0xa5).collect();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&raw);
+        let load = |file: &str, content: Option<&[u8]>| {
+            if let Some(c) = content {
+                std::fs::write(dir.path().join(file), c).unwrap();
+            }
+            std::fs::write(
+                &p,
+                format!("[[zones]]\nname=\"example.com\"\naccount=\"a\"\n[zones.external_dns]\nowner_id=\"k8s\"\naes_key_file=\"{file}\"\n"),
+            )
+            .unwrap();
+            PlannerConfig::load(&p)
+        };
+        let key_of = |c: &PlannerConfig| {
+            let f = c.zones[0]
+                .external_dns
+                .as_ref()
+                .unwrap()
+                .aes_key_file
+                .as_ref()
+                .unwrap();
+            assert_eq!(f.path, dir.path().join(f.path.file_name().unwrap()));
+            f.key().unwrap().bytes().to_vec()
+        };
+        let good: [(&str, Vec<u8>); 4] = [
+            ("raw.key", raw.clone()),
+            ("b64.key", b64.clone().into_bytes()),
+            ("b64nl.key", format!("  {b64}\n").into_bytes()),
+            // 32 printable bytes are a key as they are, as external-dns's flag takes them.
+            ("text.key", b"0123456789abcdef0123456789abcdef\n".to_vec()),
+        ];
+        for (file, content) in good {
+            let c = load(file, Some(&content)).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let want = if file == "text.key" {
+                content[..32].to_vec()
+            } else {
+                raw.clone()
+            };
+            assert_eq!(key_of(&c), want, "{file}");
+            let shown = format!("{c:?}");
+            assert!(
+                shown.contains("<redacted>") && !shown.contains("0123456789abcdef0"),
+                "{shown}"
+            );
+        }
+        let short = base64::engine::general_purpose::STANDARD.encode(&raw[..16]);
+        for (file, content, says) in [
+            ("short.key", Some(b"abc\n".as_slice()), "got 3 bytes"),
+            (
+                "b64short.key",
+                Some(short.as_bytes()),
+                "got 24 bytes (base64 of 16)",
+            ),
+            (
+                "big.key",
+                Some(&[b'a'; 2000][..]),
+                "got more than 1024 bytes",
+            ),
+            ("missing.key", None, "cannot read"),
+        ] {
+            let e = load(file, content).unwrap_err().to_string();
+            let named = dir.path().join(file).display().to_string();
+            assert!(
+                e.contains("planner.toml")
+                    && e.contains(&format!("external_dns.aes_key_file: {named}: "))
+                    && e.contains(says),
+                "{file}: {e}"
+            );
+            if content.is_some() {
+                assert!(
+                    e.contains("key must be 32 bytes, or base64 of 32 bytes"),
+                    "{e}"
+                );
+            }
         }
     }
 

@@ -15,9 +15,17 @@
 //!
 //! A leading `*` is replaced by `--txt-wildcard-replacement` when set. A TXT whose
 //! value has another heritage (or none) is ordinary data.
+//!
+//! With `--txt-encrypt-enabled` external-dns writes each mark's value sealed with its
+//! AES key (`crypto.rs`); it reads a value by opening it with the key, else as a plain
+//! mark (a registry may hold both). With `aes_key_file`, [`Registry`] reads the same way
+//! and writes sealed marks.
 use crate::config::ExternalDnsConfig;
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
+use std::borrow::Cow;
 use std::sync::Arc;
+
+mod crypto;
 
 /// external-dns's placeholder for the type in an affix.
 const TEMPLATE: &str = "%{record_type}";
@@ -39,46 +47,96 @@ pub struct Mark {
     pub resource: Arc<str>,
 }
 
-/// The owner and resource of an external-dns mark; `None` when the TXT is not one
-/// (another heritage, none, or encrypted).
+/// The owner and resource of a plain external-dns mark; `None` when the TXT is not one
+/// (another heritage, none, or encrypted: [`Registry::parse`] reads those).
 pub fn parse_value(rrset: &RRSet) -> Option<Mark> {
     if rrset.key.rtype != RecordType::Txt {
         return None;
     }
-    rrset.values().find_map(|v| {
-        let text = v.strip_prefix('"')?.strip_suffix('"')?;
-        let mut heritage = false;
-        let (mut owner, mut resource) = (None, "");
-        for part in text.split(',') {
-            let (k, v) = part.split_once('=')?;
-            match k {
-                "heritage" => heritage = v == "external-dns",
-                "external-dns/owner" => owner = Some(v),
-                "external-dns/resource" => resource = v,
-                _ => {}
-            }
-        }
-        heritage.then(|| Mark {
-            owner: owner.unwrap_or("").into(),
-            resource: resource.into(),
-        })
+    rrset.values().find_map(|v| parse_text(&txt_text(v)?))
+}
+
+/// The text of one TXT value in presentation form (`"a" "b"`: its strings joined, as a
+/// value longer than 255 bytes is split); `None` when it is not quoted.
+fn txt_text(value: &str) -> Option<Cow<'_, str>> {
+    let inner = value.strip_prefix('"')?.strip_suffix('"')?;
+    Some(match inner.contains("\" \"") {
+        true => Cow::Owned(inner.replace("\" \"", "")),
+        false => Cow::Borrowed(inner),
     })
 }
 
-/// The value external-dns writes for `owner` (for tests and fixtures).
+/// The mark in a plain label text (`heritage=external-dns,external-dns/owner=…`).
+fn parse_text(text: &str) -> Option<Mark> {
+    let mut heritage = false;
+    let (mut owner, mut resource) = (None, "");
+    for part in text.split(',') {
+        let (k, v) = part.split_once('=')?;
+        match k {
+            "heritage" => heritage = v == "external-dns",
+            "external-dns/owner" => owner = Some(v),
+            "external-dns/resource" => resource = v,
+            _ => {}
+        }
+    }
+    heritage.then(|| Mark {
+        owner: owner.unwrap_or("").into(),
+        resource: resource.into(),
+    })
+}
+
+/// The plain value external-dns writes for `owner` (for tests and fixtures; a
+/// [`Registry::mark_value`] is what a zone's config says to write).
 pub fn value(owner: &str, resource: &str) -> String {
     format!("heritage=external-dns,external-dns/owner={owner},external-dns/resource={resource}")
 }
 
-/// external-dns's naming, as configured for one zone.
+/// external-dns's naming and marks, as configured for one zone.
 #[derive(Debug, Clone)]
 pub struct Registry<'a> {
     cfg: &'a ExternalDnsConfig,
+    /// The zone's `aes_key_file`, when it has one.
+    cipher: Option<Arc<crypto::Cipher>>,
 }
 
 impl<'a> Registry<'a> {
+    /// The registry `cfg` describes. Its key is the one `PlannerConfig::validate` read;
+    /// a config never validated reads it here, and without it reads plain marks only.
     pub fn new(cfg: &'a ExternalDnsConfig) -> Registry<'a> {
-        Registry { cfg }
+        let cipher = cfg
+            .aes_key_file
+            .as_ref()
+            .and_then(|f| f.key().ok())
+            .map(|k| Arc::new(crypto::Cipher::new(k)));
+        Registry { cfg, cipher }
+    }
+
+    /// The owner and resource of the mark `rrset`; `None` when the TXT is not one. A
+    /// value is opened with the zone's key when it has one and read as a plain mark
+    /// when it does not open, as external-dns reads: a value that neither opens nor
+    /// parses (or opens to another heritage) is ordinary data.
+    pub fn parse(&self, rrset: &RRSet) -> Option<Mark> {
+        if rrset.key.rtype != RecordType::Txt {
+            return None;
+        }
+        rrset.values().find_map(|v| {
+            let text = txt_text(v)?;
+            match self.cipher.as_ref().and_then(|c| c.open(&text)) {
+                Some(plain) => parse_text(&plain),
+                None => parse_text(&text),
+            }
+        })
+    }
+
+    /// The TXT value of a mark of `owner` for `resource`, as external-dns run with this
+    /// config writes it: sealed under a fresh nonce when the zone has a key, plain
+    /// otherwise. Unquoted, as [`value`]: `RRSet::new` takes it as one TXT value.
+    pub fn mark_value(&self, owner: &str, resource: &str) -> String {
+        let text = value(owner, resource);
+        match &self.cipher {
+            Some(c) => c.seal(&text),
+            None => text,
+        }
     }
 
     pub fn owner_id(&self) -> &str {
@@ -287,5 +345,76 @@ mod tests {
             let rr = RRSet::new(k.clone(), 300, &[other]).unwrap();
             assert_eq!(parse_value(&rr), None, "{other}");
         }
+    }
+
+    /// With a key, a sealed mark reads back to its owner and resource, and so does a
+    /// plain one (a registry may hold both); under another key, or none, a sealed
+    /// value falls back to plain reading and is no mark; what is neither is data.
+    #[test]
+    fn sealed_and_plain_marks_read_with_a_key() {
+        let k = key("a-www.example.com", RecordType::Txt);
+        let mut c = cfg("", "", "");
+        c.aes_key_file = Some(crate::config::AesKeyFile::test_key(3));
+        let reg = Registry::new(&c);
+        let sealed = reg.mark_value("k8s", "ingress/default/web");
+        assert!(!sealed.contains("heritage"), "{sealed}");
+        assert_ne!(
+            sealed,
+            reg.mark_value("k8s", "ingress/default/web"),
+            "fresh nonce"
+        );
+        let mark = Mark {
+            owner: "k8s".into(),
+            resource: "ingress/default/web".into(),
+        };
+        let rr = |v: &str| RRSet::new(k.clone(), 300, &[v]).unwrap();
+        assert_eq!(reg.parse(&rr(&sealed)), Some(mark.clone()));
+        assert_eq!(
+            reg.parse(&rr(&value("k8s", "ingress/default/web"))),
+            Some(mark.clone())
+        );
+        assert_eq!(parse_value(&rr(&sealed)), None, "no key: not a mark");
+
+        let mut other = cfg("", "", "");
+        other.aes_key_file = Some(crate::config::AesKeyFile::test_key(5));
+        let wrong = Registry::new(&other);
+        assert_eq!(wrong.parse(&rr(&sealed)), None, "another key: not a mark");
+        assert_eq!(Registry::new(&cfg("", "", "")).parse(&rr(&sealed)), None);
+        assert_eq!(
+            &*wrong.parse(&rr(&value("k8s", "r"))).unwrap().resource,
+            "r"
+        );
+
+        // A sealed value of another heritage, or of no labels, is data.
+        let c3 = crypto::Cipher::new(c.aes_key_file.as_ref().unwrap().key().unwrap());
+        for text in ["heritage=dnsplane,dnsplane/owner=k8s", "v=spf1 -all"] {
+            assert_eq!(reg.parse(&rr(&c3.seal(text))), None, "{text}");
+        }
+        // Not TXT: never a mark.
+        let a = RRSet::new(key("a-www.example.com", RecordType::A), 300, &["192.0.2.1"]).unwrap();
+        assert_eq!(reg.parse(&a), None);
+        // Without a key the writer writes what `value` does.
+        assert_eq!(
+            Registry::new(&cfg("", "", "")).mark_value("k8s", "r"),
+            value("k8s", "r")
+        );
+    }
+
+    /// A sealed mark too long for one TXT string (a long resource) is split at 255
+    /// bytes in the record and still reads back whole.
+    #[test]
+    fn a_long_sealed_mark_reads_back_from_split_strings() {
+        let mut c = cfg("", "", "");
+        c.aes_key_file = Some(crate::config::AesKeyFile::test_key(11));
+        let reg = Registry::new(&c);
+        // Random-looking, so that gzip cannot shrink it below 255 bytes.
+        let resource: String = (0..300u32)
+            .map(|i| char::from(b'a' + ((i.wrapping_mul(2_654_435_761) >> 7) % 26) as u8))
+            .collect();
+        let v = reg.mark_value("k8s", &resource);
+        assert!(v.len() > 255, "{}", v.len());
+        let rr = RRSet::new(key("a-www.example.com", RecordType::Txt), 300, &[&v]).unwrap();
+        assert!(rr.values().next().unwrap().contains("\" \""), "split");
+        assert_eq!(&*reg.parse(&rr).unwrap().resource, resource);
     }
 }

@@ -102,18 +102,17 @@ impl ZoneView {
         external: Option<&ExternalDnsConfig>,
     ) -> ZoneView {
         let mut marks = BTreeMap::new();
+        let registry = external.map(Registry::new);
         let rrsets = rrsets.into_iter().filter_map(|r| {
-            if external.is_some()
-                && let Some(mark) = external_dns::parse_value(&r)
-            {
+            if let Some(mark) = registry.as_ref().and_then(|reg| reg.parse(&r)) {
                 marks.insert(r.key.clone(), (r, mark));
                 return None;
             }
             Some(r)
         });
         let mut view = ZoneView::build(rrsets, desired);
-        if let Some(cfg) = external {
-            view.attach_external(&Registry::new(cfg), marks);
+        if let Some(reg) = &registry {
+            view.attach_external(reg, marks);
         }
         view
     }

@@ -1,6 +1,9 @@
 //! `[[zones]]`: a zone, its policies and, for a takeover, external-dns's registry.
 use dnsplane_common::Name;
 use serde::Deserialize;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// What the planner may do in a zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -69,10 +72,11 @@ pub struct ExternalDnsConfig {
     pub txt_suffix: String,
     #[serde(default)]
     pub wildcard_replacement: String,
-    /// `--txt-encrypt-aes-key`: refused by [`PlannerConfig::validate`] until supported,
-    /// so that encrypted marks are never misread as ordinary data.
+    /// `--txt-encrypt-aes-key`, kept in a file (read when the config is validated):
+    /// marks are then read encrypted or plain, as external-dns reads them
+    /// (`external_dns.rs`).
     #[serde(default)]
-    pub aes_key_file: Option<std::path::PathBuf>,
+    pub aes_key_file: Option<AesKeyFile>,
 }
 
 impl ExternalDnsConfig {
@@ -83,13 +87,114 @@ impl ExternalDnsConfig {
         if !self.txt_prefix.is_empty() && !self.txt_suffix.is_empty() {
             return Err("txt_prefix and txt_suffix are exclusive, as in external-dns".into());
         }
-        if self.aes_key_file.is_some() {
-            return Err(
-                "aes_key_file: encrypted TXT registries (--txt-encrypt-enabled) are not supported yet"
-                    .into(),
-            );
+        if let Some(f) = &self.aes_key_file {
+            f.key().map_err(|e| format!("aes_key_file: {e}"))?;
         }
         Ok(())
+    }
+}
+
+/// `aes_key_file`: the file holding external-dns's `--txt-encrypt-aes-key`, and the key
+/// read from it. The file is read once, when the config is validated (a config built
+/// in code and never validated reads it when the key is first needed).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "PathBuf")]
+pub struct AesKeyFile {
+    /// Relative to the config file's directory once loaded by `PlannerConfig::load`.
+    pub path: PathBuf,
+    key: OnceLock<Result<AesKey, String>>,
+}
+
+impl From<PathBuf> for AesKeyFile {
+    fn from(path: PathBuf) -> AesKeyFile {
+        AesKeyFile::new(path)
+    }
+}
+
+/// A key file larger than this is not a key (and a device is not read forever).
+const KEY_FILE_MAX: u64 = 1024;
+
+impl AesKeyFile {
+    pub fn new(path: impl Into<PathBuf>) -> AesKeyFile {
+        AesKeyFile {
+            path: path.into(),
+            key: OnceLock::new(),
+        }
+    }
+
+    /// A key file already read, key `seed` (for tests, which need no file).
+    #[cfg(test)]
+    pub(crate) fn test_key(seed: u8) -> AesKeyFile {
+        let bytes: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(seed) ^ seed);
+        AesKeyFile {
+            path: "<test key>".into(),
+            key: OnceLock::from(Ok(AesKey(bytes))),
+        }
+    }
+
+    /// The key, read from the file on first use; the error names the file.
+    pub fn key(&self) -> Result<&AesKey, &str> {
+        self.key
+            .get_or_init(|| {
+                let shown = self.path.display();
+                let mut content = Vec::new();
+                std::fs::File::open(&self.path)
+                    .and_then(|f| f.take(KEY_FILE_MAX + 1).read_to_end(&mut content))
+                    .map_err(|e| format!("{shown}: cannot read: {e}"))?;
+                AesKey::parse(&content).map_err(|e| format!("{shown}: {e}"))
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+/// An AES-256 key (external-dns's `--txt-encrypt-aes-key`). Never shown: its `Debug`
+/// prints `<redacted>`, and no error repeats it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AesKey([u8; 32]);
+
+impl std::fmt::Debug for AesKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl AesKey {
+    /// The key as external-dns takes its flag: 32 bytes as they are, else standard
+    /// base64 (padded) of 32 bytes; from a file, surrounding whitespace (the newline an
+    /// editor or `echo` adds) is trimmed first, unless the file is exactly 32 bytes.
+    pub fn parse(content: &[u8]) -> Result<AesKey, String> {
+        use base64::Engine as _;
+        if let Ok(key) = <[u8; 32]>::try_from(content) {
+            return Ok(AesKey(key));
+        }
+        let trimmed = content.trim_ascii();
+        if let Ok(key) = <[u8; 32]>::try_from(trimmed) {
+            return Ok(AesKey(key));
+        }
+        let decoded = base64::engine::general_purpose::STANDARD.decode(trimmed);
+        if let Some(key) = decoded
+            .as_deref()
+            .ok()
+            .and_then(|d| <[u8; 32]>::try_from(d).ok())
+        {
+            return Ok(AesKey(key));
+        }
+        let got = if content.len() as u64 > KEY_FILE_MAX {
+            format!("more than {KEY_FILE_MAX} bytes")
+        } else {
+            match decoded {
+                Ok(d) => format!("{} bytes (base64 of {})", trimmed.len(), d.len()),
+                Err(_) => format!("{} bytes", trimmed.len()),
+            }
+        };
+        Err(format!(
+            "key must be 32 bytes, or base64 of 32 bytes; got {got}"
+        ))
+    }
+
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
     }
 }
 

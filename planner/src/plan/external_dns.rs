@@ -106,13 +106,18 @@ mod tests {
     use super::*;
     use crate::config::{ConflictPolicy, ExternalDnsConfig};
     use crate::desired::DesiredRecord;
-    use crate::external_dns::value;
+    use crate::external_dns::{Registry, value};
     use crate::ownership;
     use dnsplane_common::{Name, RecordType};
 
     const ME: &str = "dnsplane-1";
 
     fn zone(policy: Policy, conflict: ConflictPolicy) -> ZoneConfig {
+        zone_keyed(policy, conflict, false)
+    }
+
+    /// [`zone`], with external-dns's `--txt-encrypt-aes-key` when `keyed`.
+    fn zone_keyed(policy: Policy, conflict: ConflictPolicy, keyed: bool) -> ZoneConfig {
         ZoneConfig {
             name: Name::parse("example.com").unwrap(),
             account: "a".into(),
@@ -124,7 +129,7 @@ mod tests {
                 txt_prefix: "ext-".into(),
                 txt_suffix: String::new(),
                 wildcard_replacement: String::new(),
-                aes_key_file: None,
+                aes_key_file: keyed.then(|| crate::config::AesKeyFile::test_key(7)),
             }),
         }
     }
@@ -138,12 +143,23 @@ mod tests {
     /// `r` and its external-dns marks by `owner`: new format, and old format too.
     fn marked(r: &RRSet, owner: &str, old: bool) -> Vec<RRSet> {
         let v = value(owner, "ingress/default/web");
+        marked_with(r, old, || v.clone())
+    }
+
+    /// [`marked`] as external-dns writes with `z`'s config: encrypted when it has a key
+    /// (each mark under its own nonce).
+    fn marked_in(z: &ZoneConfig, r: &RRSet, owner: &str, old: bool) -> Vec<RRSet> {
+        let reg = Registry::new(z.external_dns.as_ref().unwrap());
+        marked_with(r, old, || reg.mark_value(owner, "ingress/default/web"))
+    }
+
+    fn marked_with(r: &RRSet, old: bool, v: impl Fn() -> String) -> Vec<RRSet> {
         let mut out = vec![r.clone()];
         let name = r.key.name.as_str();
         let t = r.key.rtype.as_str().to_ascii_lowercase();
-        out.push(rr(&format!("ext-{t}-{name}"), RecordType::Txt, &v));
+        out.push(rr(&format!("ext-{t}-{name}"), RecordType::Txt, &v()));
         if old {
-            out.push(rr(&format!("ext-{name}"), RecordType::Txt, &v));
+            out.push(rr(&format!("ext-{name}"), RecordType::Txt, &v()));
         }
         out
     }
@@ -189,12 +205,31 @@ mod tests {
     /// formats) gone; the next plan is empty and the view followed the ops.
     #[test]
     fn adopts_the_configured_owners_records() {
-        let z = zone(Policy::Sync, ConflictPolicy::Report);
+        adopts_the_configured_owners_records_with(false);
+    }
+
+    /// The same from an encrypted registry (`aes_key_file`): its marks are read and
+    /// deleted alike, and without the key they would be data.
+    #[test]
+    fn adopts_the_configured_owners_records_from_encrypted_marks() {
+        adopts_the_configured_owners_records_with(true);
+    }
+
+    fn adopts_the_configured_owners_records_with(encrypted: bool) {
+        let z = zone_keyed(Policy::Sync, ConflictPolicy::Report, encrypted);
         let same = rr("www.example.com", RecordType::A, "192.0.2.1");
         let differs = rr("api.example.com", RecordType::A, "192.0.2.2");
         let want_api = rr("api.example.com", RecordType::A, "192.0.2.9");
-        let mut current = marked(&same, "cluster-a", true);
-        current.extend(marked(&differs, "cluster-a", false));
+        let mut current = marked_in(&z, &same, "cluster-a", true);
+        current.extend(marked_in(&z, &differs, "cluster-a", false));
+        if encrypted {
+            let plain = zone(Policy::Sync, ConflictPolicy::Report);
+            assert_eq!(
+                view(&plain, &current).data().count(),
+                5,
+                "no key: marks are data"
+            );
+        }
         let before = view(&z, &current);
         assert_eq!(before.data().count(), 2, "marks are not data");
         let want = desired(&[same.clone(), want_api.clone()]);
@@ -230,10 +265,12 @@ mod tests {
         let after = apply(&current, &plan.changes);
         assert_eq!(after.get(&same.key), Some(&same));
         assert_eq!(after.get(&want_api.key), Some(&want_api));
-        assert!(
-            after
-                .values()
-                .all(|r| crate::external_dns::parse_value(r).is_none())
+        let reg = Registry::new(z.external_dns.as_ref().unwrap());
+        assert!(after.values().all(|r| reg.parse(r).is_none()));
+        assert_eq!(
+            current.iter().filter(|r| reg.parse(r).is_some()).count(),
+            3,
+            "the marks were read"
         );
         let fresh = view(&z, &after.values().cloned().collect::<Vec<_>>());
         assert_eq!(fresh.owner_of(&same.key), Some(ME));
@@ -372,15 +409,20 @@ mod tests {
         fn takeover_converges_and_deletes_no_data(
             records in proptest::collection::btree_map(0..12u8, (0..3u8, 0..3u8, proptest::bool::ANY), 0..12),
             want in proptest::collection::btree_map(0..12u8, 0..3u8, 0..12),
+            keyed in proptest::bool::ANY,
         ) {
-            let z = zone(Policy::Sync, ConflictPolicy::Report);
+            // With a key, marks are encrypted or plain (a registry may hold both).
+            let z = zone_keyed(Policy::Sync, ConflictPolicy::Report, keyed);
             let ip = |v: u8| format!("192.0.2.{v}");
             let mut current = Vec::new();
             for (n, (owner, v, old)) in &records {
                 let r = rr(&format!("h{n}.example.com"), RecordType::A, &ip(*v));
-                match owner {
-                    0 => current.extend(marked(&r, "cluster-a", *old)),
-                    1 => current.extend(marked(&r, "cluster-b", *old)),
+                let sealed = keyed && (n + v) % 2 == 0;
+                match (owner, sealed) {
+                    (0, false) => current.extend(marked(&r, "cluster-a", *old)),
+                    (1, false) => current.extend(marked(&r, "cluster-b", *old)),
+                    (0, true) => current.extend(marked_in(&z, &r, "cluster-a", *old)),
+                    (1, true) => current.extend(marked_in(&z, &r, "cluster-b", *old)),
                     _ => current.push(r),
                 }
             }
