@@ -85,9 +85,13 @@ fn parse_text(text: &str) -> Option<Mark> {
     })
 }
 
-/// The plain value external-dns writes for `owner` (for tests and fixtures; a
-/// [`Registry::mark_value`] is what a zone's config says to write).
+/// The plain value external-dns writes for `owner` (a [`Registry::mark_value`] is
+/// what a zone's config says to write). An empty `resource` leaves its label out, as
+/// external-dns serialises only the labels an endpoint has.
 pub fn value(owner: &str, resource: &str) -> String {
+    if resource.is_empty() {
+        return format!("heritage=external-dns,external-dns/owner={owner}");
+    }
     format!("heritage=external-dns,external-dns/owner={owner},external-dns/resource={resource}")
 }
 

@@ -71,7 +71,7 @@ pub fn plan_release(
                     .map(str::to_string)
                     .unwrap_or_else(|| external_dns_resource(&owned.mark.resource));
                 let props: Vec<(&str, &str)> = ours.properties().collect();
-                let value = mark_value(to, &resource);
+                let value = reg.mark_value(to, &resource);
                 match RRSet::with_properties(txt.clone(), data.ttl.max(1), &[value], &props) {
                     Ok(m) => Some(m),
                     Err(e) => {
@@ -83,7 +83,7 @@ pub fn plan_release(
                     }
                 }
             }
-            Some(there) => match external_dns::parse_value(&there) {
+            Some(there) => match reg.parse(&there) {
                 Some(m) if &*m.owner == to => None,
                 Some(m) => {
                     plan.refused.push((
@@ -157,7 +157,7 @@ fn count_already(
         .filter(|(k, _)| {
             mark_key(reg, zone, k)
                 .and_then(|t| view.get(&t))
-                .and_then(|t| external_dns::parse_value(&t))
+                .and_then(|t| reg.parse(&t))
                 .is_some_and(|m| &*m.owner == to)
         })
         .count()
@@ -173,16 +173,6 @@ pub fn external_dns_resource(resource: &str) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// external-dns's mark value for `owner` (the resource label left out when empty, as
-/// external-dns serialises only the labels an endpoint has), as a TXT value.
-fn mark_value(owner: &str, resource: &str) -> String {
-    let mut v = format!("heritage=external-dns,external-dns/owner={owner}");
-    if !resource.is_empty() {
-        v.push_str(&format!(",external-dns/resource={resource}"));
-    }
-    format!("\"{v}\"")
 }
 
 /// The owner external-dns reads from a mark (for tests).
@@ -373,6 +363,29 @@ mod tests {
         let plan = plan_release(&zone(), ME, &cfg(""), &view);
         let keys: Vec<&RecordKey> = plan.changes.iter().map(|c| c.change.key()).collect();
         assert_eq!(keys, [&www.key]);
+    }
+
+    /// A zone whose external-dns ran with `--txt-encrypt-enabled` gets its marks back
+    /// sealed with the zone's key: external-dns (and dnsplane) read them as the owner's,
+    /// and they are no plain text.
+    #[test]
+    fn an_encrypted_registry_gets_encrypted_marks() {
+        let www = rr("www.example.com", RecordType::A, "192.0.2.1");
+        let all = ours(&www, Some("ingress/default/web"));
+        let view = ZoneView::new(all.clone());
+        let cfg = ExternalDnsConfig {
+            aes_key_file: Some(crate::config::AesKeyFile::test_key(7)),
+            ..cfg("")
+        };
+        let plan = plan_release(&zone(), ME, &cfg, &view);
+        let reg = Registry::new(&cfg);
+        let after = apply(&all, &plan.changes);
+        let m = &after[&mark_key(&reg, &zone(), &www.key).unwrap()];
+        assert!(!m.values().next().unwrap().contains("heritage"), "{m:?}");
+        let read = reg.parse(m).expect("read with the key");
+        assert_eq!(&*read.owner, "cluster-a");
+        assert_eq!(&*read.resource, "ingress/default/web");
+        assert_eq!(marked_for(m), None, "no plain mark without the key");
     }
 
     #[test]
