@@ -16,7 +16,7 @@
 //! dot) or is not a valid name, or another TXT already sits there.
 use super::PlannedChange;
 use crate::config::ExternalDnsConfig;
-use crate::external_dns::{self, Format, Registry};
+use crate::external_dns::{Format, Registry};
 use crate::observed::ZoneView;
 use dnsplane_common::{Change, ChangeKind, Name, RRSet, RRSetOp, RecordKey, RecordType};
 
@@ -178,12 +178,13 @@ pub fn external_dns_resource(resource: &str) -> String {
 /// The owner external-dns reads from a mark (for tests).
 #[cfg(test)]
 fn marked_for(rr: &RRSet) -> Option<String> {
-    external_dns::parse_value(rr).map(|m| m.owner.to_string())
+    crate::external_dns::parse_value(rr).map(|m| m.owner.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::external_dns;
     use crate::ownership;
     use dnsplane_common::RecordType;
     use std::collections::BTreeMap;
