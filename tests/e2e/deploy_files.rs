@@ -269,6 +269,110 @@ fn kubernetes_manifests_pass_strict_schema_validation() {
     assert!(!out.status.success(), "a bogus field must fail --strict");
 }
 
+/// Every node of `v` without its `description`: a schema's structure.
+fn bare(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "description")
+                .map(|(k, v)| (k.clone(), bare(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(bare).collect()),
+        other => other.clone(),
+    }
+}
+
+/// deploy/k8s ships the DNSEndpoint CRD, applied first, that the planner's status
+/// needs: a cluster's API server prunes what a CRD does not declare, and external-dns's
+/// declares no `conditions`. It must replace external-dns's without breaking it: the
+/// same names, scope and version, and external-dns's spec schema field for field and
+/// type for type, with no constraint added (every object external-dns's CRD takes, it
+/// takes); its status keeps external-dns's `observedGeneration`. And it is structural
+/// as the API server requires (kubernetes-validate does not look into the schema).
+#[test]
+fn the_dnsendpoint_crd_is_external_dns_spec_with_dnsplanes_status() {
+    use dnsplane_testing::crd::{Crd, EXTERNAL_DNS_CRD, yaml_to_json};
+    let files = k8s_files();
+    let crds: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| {
+            yaml_docs(f)
+                .iter()
+                .any(|d| d["kind"] == "CustomResourceDefinition")
+        })
+        .collect();
+    assert_eq!(crds.len(), 1, "one CRD file in deploy/k8s: {crds:?}");
+    let before: Vec<&PathBuf> = files.iter().take_while(|f| *f != crds[0]).collect();
+    assert!(
+        before
+            .iter()
+            .all(|f| yaml_docs(f).iter().all(|d| d["kind"] == "Namespace")),
+        "the CRD is applied before the rest (only the namespace before it): {before:?}"
+    );
+    let text = read(crds[0]);
+    assert_eq!(
+        text,
+        dnsplane_testing::crd::DNSPLANE_CRD,
+        "the tests' CRD is this file"
+    );
+    let ours = Crd::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", crds[0].display()));
+    let theirs = Crd::parse(EXTERNAL_DNS_CRD).expect("the fixture");
+    let (ours_doc, theirs_doc) = (
+        yaml_to_json(&text).expect("yaml"),
+        yaml_to_json(EXTERNAL_DNS_CRD).expect("yaml"),
+    );
+    for pointer in [
+        "/metadata/name",
+        "/spec/group",
+        "/spec/names",
+        "/spec/scope",
+    ] {
+        assert_eq!(
+            ours_doc.pointer(pointer),
+            theirs_doc.pointer(pointer),
+            "{pointer}"
+        );
+    }
+    assert_eq!(
+        ours_doc.pointer("/metadata/annotations/api-approved.kubernetes.io"),
+        theirs_doc.pointer("/metadata/annotations/api-approved.kubernetes.io"),
+        "a group under k8s.io needs the approval annotation"
+    );
+    assert_eq!(ours.version, theirs.version);
+    assert!(ours.status_subresource, "the status subresource");
+    for pointer in [
+        "/type",
+        "/properties/apiVersion",
+        "/properties/kind",
+        "/properties/metadata",
+        "/properties/spec",
+        "/properties/status/type",
+        "/properties/status/properties/observedGeneration",
+    ] {
+        assert_eq!(
+            ours.schema.pointer(pointer).map(bare),
+            theirs.schema.pointer(pointer).map(bare),
+            "{pointer} differs from external-dns's"
+        );
+    }
+    let conditions = &ours.schema["properties"]["status"]["properties"]["conditions"];
+    assert_eq!(conditions["x-kubernetes-list-map-keys"][0], "type");
+    for field in [
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+        "observedGeneration",
+    ] {
+        assert!(
+            conditions["items"]["properties"].get(field).is_some(),
+            "conditions[].{field}"
+        );
+    }
+}
+
 /// Every resource, by kind and name.
 fn k8s_resources() -> BTreeMap<(String, String), Value> {
     let mut out = BTreeMap::new();

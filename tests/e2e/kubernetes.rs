@@ -1,6 +1,10 @@
 //! The Kubernetes source end to end: planner and applier processes, the embedded
-//! provider, and DNSEndpoints served by the fake API server of `dnsplane-testing`.
-use crate::stack::{Stack, Tools};
+//! provider, and DNSEndpoints served by the fake API server of `dnsplane-testing`,
+//! with dnsplane's CRD (deploy/k8s) installed: it prunes what the CRD does not
+//! declare, as a cluster's API server does, so the statuses asserted here are the ones
+//! a cluster keeps.
+use crate::stack::{Stack, Tools, seed};
+use dnsplane_testing::crd::{Crd, DNSPLANE_CRD};
 use dnsplane_testing::kube_api::FakeKubeApi;
 use dnsplane_testing::wait_for;
 use serde_json::json;
@@ -8,6 +12,12 @@ use std::time::Duration;
 
 fn ep(name: &str, target: &str) -> serde_json::Value {
     json!([{"dnsName": name, "recordType": "A", "targets": [target]}])
+}
+
+/// The fake API server with deploy/k8s's DNSEndpoint CRD.
+fn fake(rt: &tokio::runtime::Runtime) -> FakeKubeApi {
+    let crd = Crd::parse(DNSPLANE_CRD).expect("deploy/k8s/05-crd-dnsendpoint.yaml");
+    rt.block_on(FakeKubeApi::start_with_crd(crd))
 }
 
 /// The object's `Ready` condition as last written: (status, reason).
@@ -46,8 +56,9 @@ fn stack(tools: Tools, api: &FakeKubeApi) -> Stack {
 }
 
 /// DNSEndpoints created, changed and deleted in the API reach the provider, each
-/// object's status says how it went, and a planner restarted while the API fails
-/// deletes nothing.
+/// object's status says how it went (Ready, Invalid, Conflict, with their messages
+/// and observedGeneration, as the CRD keeps them; Pending is the planner's tests'),
+/// and a planner restarted while the API fails deletes nothing.
 #[test]
 fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
     let Some(tools) = Tools::find() else { return };
@@ -56,17 +67,34 @@ fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
         .enable_all()
         .build()
         .expect("runtime");
-    let api = rt.block_on(FakeKubeApi::start());
+    let api = fake(&rt);
     api.apply("web", "app", &[], ep("app.example.com", "192.0.2.10"));
     api.apply("web", "bad", &[], ep("bad.example.com", "300.1.1.1"));
+    api.apply("web", "taken", &[], ep("taken.example.com", "192.0.2.30"));
     let mut s = stack(tools, &api);
+    // Another writer's record where `taken` wants one: a conflict ("report").
+    seed(&s.state_dir(), &[("taken.example.com", "A", "192.0.2.99")]);
     s.start();
     s.wait_dns("app.example.com", "A", &["192.0.2.10"]);
     s.wait_dns("static.example.com", "A", &["192.0.2.1"]);
     wait_ready(&s, &api, "web", "app", ("True", "Ready"));
     wait_ready(&s, &api, "web", "bad", ("False", "Invalid"));
+    wait_ready(&s, &api, "web", "taken", ("False", "Conflict"));
     let app = api.object("web", "app").expect("app");
     assert_eq!(app["status"]["observedGeneration"], 1);
+    let ready = &app["status"]["conditions"][0];
+    assert_eq!(ready["type"], "Ready");
+    assert_eq!(ready["observedGeneration"], 1);
+    assert_eq!(ready["message"], "1 record(s) converged");
+    assert!(ready["lastTransitionTime"].is_string(), "{ready}");
+    let taken = api.object("web", "taken").expect("taken");
+    let message = taken["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        message.contains("taken.example.com. A: conflict"),
+        "{message}"
+    );
     let bad = api.object("web", "bad").expect("bad");
     let message = bad["status"]["conditions"][0]["message"]
         .as_str()
@@ -129,7 +157,7 @@ fn ten_thousand_endpoints_from_the_api_converge_and_report_ready() {
         .enable_all()
         .build()
         .expect("runtime");
-    let api = rt.block_on(FakeKubeApi::start());
+    let api = fake(&rt);
     const OBJECTS: usize = 100;
     const PER_OBJECT: usize = 100;
     for o in 0..OBJECTS {

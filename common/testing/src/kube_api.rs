@@ -15,9 +15,16 @@
 //! - `PATCH …/namespaces/{ns}/dnsendpoints/{name}/status`: server-side apply of the
 //!   status, recorded ([`FakeKubeApi::status_writes`]) and stored in the object.
 //!
+//! Started with a CRD ([`FakeKubeApi::start_with_crd`]: dnsplane's, from `deploy/k8s`,
+//! is [`crd::DNSPLANE_CRD`](crate::crd::DNSPLANE_CRD)), it prunes what is stored as a
+//! real API server does: every object written, and every status written, loses the
+//! fields the CRD's structural schema does not declare ([`crate::crd`]); a CRD without
+//! the status subresource gets 404 on `…/status`. Without one, everything is kept.
+//!
 //! Tests change objects with [`FakeKubeApi::apply`] and [`FakeKubeApi::delete`], and
 //! break the server with [`FakeKubeApi::set_failing`] (500s), [`FakeKubeApi::set_hanging`]
 //! (no answer) and [`FakeKubeApi::drop_watches`] (connections cut mid-stream).
+use crate::crd::Crd;
 use axum::body::{Body, Bytes};
 use axum::http::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
@@ -53,6 +60,8 @@ struct State {
     hanging: bool,
     lists: usize,
     watches: usize,
+    /// The CRD that prunes what is stored, if any.
+    crd: Option<Crd>,
 }
 
 #[derive(Debug)]
@@ -78,14 +87,35 @@ impl Drop for FakeKubeApi {
 }
 
 impl FakeKubeApi {
-    /// Starts a server on 127.0.0.1 (a free port), inside the current runtime.
+    /// Starts a server on 127.0.0.1 (a free port), inside the current runtime; it
+    /// stores objects and statuses as they are written.
     pub async fn start() -> FakeKubeApi {
+        Self::serve(None).await
+    }
+
+    /// [`start`](Self::start), pruning every object and status written by `crd`'s
+    /// schema, as an API server with that CRD installed does. `crd` must be the
+    /// DNSEndpoint CRD (`externaldns.k8s.io/v1alpha1`, `dnsendpoints`).
+    pub async fn start_with_crd(crd: Crd) -> FakeKubeApi {
+        assert_eq!(
+            (
+                format!("/apis/{}/{}", crd.group, crd.version),
+                crd.plural.as_str()
+            ),
+            (API.to_string(), "dnsendpoints"),
+            "the fake serves DNSEndpoints only"
+        );
+        Self::serve(Some(crd)).await
+    }
+
+    async fn serve(crd: Option<Crd>) -> FakeKubeApi {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the fake API server");
         let addr = listener.local_addr().expect("local addr");
         let state = Arc::new(Mutex::new(State {
             rv: 1,
+            crd,
             ..State::default()
         }));
         let st = Arc::clone(&state);
@@ -127,7 +157,7 @@ impl FakeKubeApi {
             .iter()
             .map(|(k, v)| (k.to_string(), Value::from(*v)))
             .collect();
-        let (kind, object) = match st.objects.get(&key) {
+        let (kind, mut object) = match st.objects.get(&key) {
             Some(old) => {
                 let mut o = old.clone();
                 let generation = o["metadata"]["generation"].as_i64().unwrap_or(1);
@@ -152,6 +182,9 @@ impl FakeKubeApi {
                 }),
             ),
         };
+        if let Some(crd) = &st.crd {
+            crd.prune(&mut object);
+        }
         st.objects.insert(key, object.clone());
         publish(&mut st, rv, kind, object);
     }
@@ -399,6 +432,9 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Body>) -> Response<Body> 
                 return status_error(400, "BadRequest", "the body is not JSON");
             };
             let mut st = lock();
+            if st.crd.as_ref().is_some_and(|c| !c.status_subresource) {
+                return status_error(404, "NotFound", "the CRD has no status subresource");
+            }
             let key = (ns.clone(), name.clone());
             let Some(mut object) = st.objects.get(&key).cloned() else {
                 return status_error(404, "NotFound", "no such DNSEndpoint");
@@ -412,7 +448,12 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Body>) -> Response<Body> 
             });
             st.rv += 1;
             let rv = st.rv;
+            // Only the status is taken from a status write; the API server's pruning
+            // then drops what its schema does not declare.
             object["status"] = body["status"].clone();
+            if let Some(crd) = &st.crd {
+                crd.prune(&mut object);
+            }
             object["metadata"]["resourceVersion"] = rv.to_string().into();
             st.objects.insert(key, object.clone());
             publish(&mut st, rv, "MODIFIED", object.clone());

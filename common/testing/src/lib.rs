@@ -3,12 +3,14 @@
 //! skipping, under `DNSPLANE_REQUIRE_SERVERS=1`), spawning processes, loopback ports,
 //! polling, the real `dig`/`grpcurl`/HTTP clients ([`tools`]), record and change
 //! builders ([`records`]), a real OTLP/gRPC trace receiver ([`otlp`]), and a fake
-//! Kubernetes API server for DNSEndpoints ([`kube_api`]).
+//! Kubernetes API server for DNSEndpoints ([`kube_api`]) that prunes by a CRD's
+//! structural schema as a real one does ([`crd`]).
 //!
 //! It depends only on `dnsplane-common`, so every crate's integration tests and the
 //! cross-service tests can use it. (A crate's own unit tests cannot depend on a crate
 //! that depends on it; the applier's keep their fault-rule helpers in its
 //! `#[cfg(test)]` code.)
+pub mod crd;
 pub mod kube_api;
 pub mod otlp;
 pub mod records;

@@ -2,6 +2,11 @@
 //! (`True`/`False`, reason `Ready`, `Invalid`, `Conflict` or `Pending`, a message with
 //! the detail of each endpoint that is not converged) and `observedGeneration`.
 //!
+//! The condition has the shape of a `metav1.Condition`, which dnsplane's DNSEndpoint
+//! CRD (`deploy/k8s/05-crd-dnsendpoint.yaml`) declares in the status schema: an API
+//! server prunes what its CRD does not declare (external-dns's CRD declares only
+//! `observedGeneration`), and refuses a message over [`MAX_MESSAGE_CHARS`].
+//!
 //! The condition is derived ([`condition`], pure) from the object's own errors (what
 //! the parser refused) and the planner's per-record states, which the caller reads
 //! from the engine's read model and hands in as [`RecordOutcome`]s (the source does not
@@ -23,6 +28,11 @@ pub const FIELD_MANAGER: &str = "dnsplane";
 
 /// Most endpoint lines in one condition message; the rest are counted.
 const MAX_LINES: usize = 10;
+
+/// The longest message a condition may hold (`metav1.Condition`'s `maxLength`, in
+/// characters): the API server refuses a longer one, and the status would never be
+/// written. Ten lines of provider errors can exceed it.
+pub const MAX_MESSAGE_CHARS: usize = 32768;
 
 /// Where one record stands, in the terms a status shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,8 +123,21 @@ pub fn condition(object: &ObjectState, name: &str, records: &[&RecordOutcome]) -
     Condition {
         ready: false,
         reason,
-        message: lines.join("; "),
+        message: bounded(lines.join("; ")),
     }
+}
+
+/// `message`, cut to [`MAX_MESSAGE_CHARS`] (its end marked by `…`).
+fn bounded(mut message: String) -> String {
+    if let Some((at, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        let keep = message[..at]
+            .char_indices()
+            .nth_back(0)
+            .map_or(0, |(i, _)| i);
+        message.truncate(keep);
+        message.push('…');
+    }
+    message
 }
 
 /// What was last written to an object.

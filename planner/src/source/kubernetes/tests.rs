@@ -1,9 +1,16 @@
 use super::objects::Objects;
-use super::status::{Phase, RecordOutcome, StatusWriter, condition};
+use super::status::{MAX_MESSAGE_CHARS, Phase, RecordOutcome, StatusWriter, condition};
 use super::*;
 use crate::source::testing::{entry, keys};
+use dnsplane_testing::crd::{Crd, DNSPLANE_CRD, EXTERNAL_DNS_CRD};
 use dnsplane_testing::kube_api::FakeKubeApi;
 use serde_json::json;
+
+/// The fake API server with dnsplane's CRD (deploy/k8s) installed: it prunes what
+/// the CRD does not declare, as a cluster's API server does.
+async fn fake() -> FakeKubeApi {
+    FakeKubeApi::start_with_crd(Crd::parse(DNSPLANE_CRD).expect("deploy/k8s's CRD")).await
+}
 
 fn ep(name: &str, target: &str) -> serde_json::Value {
     json!({"dnsName": name, "recordType": "A", "targets": [target]})
@@ -169,7 +176,7 @@ fn values(s: &Snapshot) -> Vec<(String, Vec<String>)> {
 /// unselected objects do not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_update_and_delete_reach_the_desired_state() {
-    let api = FakeKubeApi::start().await;
+    let api = fake().await;
     api.apply(
         "web",
         "a",
@@ -229,7 +236,7 @@ async fn create_update_and_delete_reach_the_desired_state() {
 /// object deleted meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_watch_and_an_outage_delete_nothing() {
-    let api = FakeKubeApi::start().await;
+    let api = fake().await;
     api.apply("web", "a", &[], json!([ep("a.example.com", "192.0.2.1")]));
     api.apply("web", "b", &[], json!([ep("b.example.com", "192.0.2.2")]));
     let (mut rx, cancel, _, _) = source_for(&api, |_| {}).await;
@@ -298,7 +305,7 @@ async fn an_expired_watch_and_an_outage_delete_nothing() {
 /// nobody answers at, gives only not-ready snapshots.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_ready_until_the_first_list_completes() {
-    let api = FakeKubeApi::start().await;
+    let api = fake().await;
     api.apply("web", "a", &[], json!([ep("a.example.com", "192.0.2.1")]));
     api.set_failing(true);
     let (mut rx, cancel, _, _) = source_for(&api, |_| {}).await;
@@ -334,7 +341,7 @@ async fn not_ready_until_the_first_list_completes() {
 /// 10,000 endpoints across 500 objects load in one complete list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_objects_load() {
-    let api = FakeKubeApi::start().await;
+    let api = fake().await;
     for o in 0..500 {
         let eps: Vec<_> = (0..20)
             .map(|i| ep(&format!("r{i}.o{o}.example.com"), "192.0.2.1"))
@@ -450,7 +457,7 @@ fn the_condition_follows_the_records() {
 /// interval per object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statuses_are_applied_once_per_change_and_rate_limited() {
-    let api = FakeKubeApi::start().await;
+    let api = fake().await;
     api.apply("web", "a", &[], json!([ep("a.example.com", "192.0.2.1")]));
     api.apply("web", "bad", &[], json!([ep("b.example.com", "300.1.1.1")]));
     let (mut rx, cancel, objects, c) = source_for(&api, |_| {}).await;
@@ -502,4 +509,105 @@ async fn api_client(api: &FakeKubeApi) -> kube::Client {
     })
     .await
     .unwrap()
+}
+
+/// What of the status a cluster keeps is the CRD's call: with external-dns's CRD
+/// installed, the API server prunes every condition dnsplane writes (its status schema
+/// declares only `observedGeneration`); with dnsplane's (deploy/k8s), the status of
+/// each reason (Ready, Invalid, Conflict, Pending) is stored as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_decides_what_of_the_status_is_kept() {
+    for (crd, keeps_conditions) in [(EXTERNAL_DNS_CRD, false), (DNSPLANE_CRD, true)] {
+        let api = FakeKubeApi::start_with_crd(Crd::parse(crd).unwrap()).await;
+        for name in ["ready", "conflict", "pending"] {
+            api.apply(
+                "web",
+                name,
+                &[],
+                json!([ep(&format!("{name}.example.com"), "192.0.2.1")]),
+            );
+        }
+        api.apply(
+            "web",
+            "bad",
+            &[],
+            json!([ep("bad.example.com", "300.1.1.1")]),
+        );
+        let (mut rx, cancel, objects, c) = source_for(&api, |_| {}).await;
+        until(&mut rx, "ready", |s| s.unready.is_empty()).await;
+        let outcomes = [
+            outcome(
+                "DNSEndpoint web/ready",
+                "ready.example.com. A",
+                Phase::Converged,
+                "",
+            ),
+            outcome(
+                "DNSEndpoint web/conflict",
+                "conflict.example.com. A",
+                Phase::Conflict,
+                "exists: owned by nobody",
+            ),
+            outcome(
+                "DNSEndpoint web/pending",
+                "pending.example.com. A",
+                Phase::Pending,
+                "",
+            ),
+        ];
+        let mut writer = StatusWriter::new(c, Duration::ZERO);
+        assert_eq!(writer.round(&objects, &outcomes).await, 4);
+        let writes = api.status_writes();
+        for (name, reason) in [
+            ("ready", "Ready"),
+            ("conflict", "Conflict"),
+            ("pending", "Pending"),
+            ("bad", "Invalid"),
+        ] {
+            let written = &writes.iter().find(|w| w.name == name).unwrap().body["status"];
+            assert_eq!(written["conditions"][0]["reason"], reason);
+            assert_eq!(written["observedGeneration"], 1);
+            let stored = &api.object("web", name).unwrap()["status"];
+            if keeps_conditions {
+                assert_eq!(stored, written, "{name}: the status is stored as written");
+            } else {
+                assert_eq!(stored, &json!({"observedGeneration": 1}), "{name}: pruned");
+            }
+        }
+        cancel.cancel();
+    }
+}
+
+/// A message never exceeds what metav1.Condition allows (an API server refuses the
+/// whole status otherwise): ten long provider errors are cut.
+#[test]
+fn a_long_message_is_cut_to_the_conditions_limit() {
+    let mut objects = Objects::default();
+    let eps: Vec<_> = (0..12)
+        .map(|i| ep(&format!("r{i}.example.com"), "192.0.2.1"))
+        .collect();
+    objects.apply("web/a", Some(1), &text("web", "a", json!(eps)));
+    let long = "é".repeat(5000);
+    let outcomes: Vec<_> = (0..12)
+        .map(|i| {
+            outcome(
+                "DNSEndpoint web/a",
+                &format!("r{i}.example.com. A"),
+                Phase::Invalid,
+                &long,
+            )
+        })
+        .collect();
+    let refs: Vec<_> = outcomes.iter().collect();
+    let c = condition(objects.get("web/a").unwrap(), "web/a", &refs);
+    assert_eq!(c.reason, "Invalid");
+    assert_eq!(c.message.chars().count(), MAX_MESSAGE_CHARS);
+    assert!(c.message.ends_with('…') && c.message.starts_with("r0.example.com. A"));
+    // A short one is left alone.
+    let c = condition(objects.get("web/a").unwrap(), "web/a", &refs[..1]);
+    assert!(
+        !c.message.contains('…') && c.message.contains("r0.example.com. A"),
+        "{}",
+        c.message
+    );
 }
