@@ -943,3 +943,92 @@ fn check_dnsendpoint_rbac(r: &BTreeMap<(String, String), Value>, pod: &Value) {
         "patch dnsendpoints/status"
     );
 }
+
+/// The NetworkPolicies say what docs/security.md says: nothing enters the namespace
+/// unless let in; the appliers' gRPC port only from the planner's pods; the metrics
+/// ports only from the monitoring namespace; and every selector and port they name is
+/// one the Deployments really have (a policy that selects nothing protects nothing).
+#[test]
+fn network_policies_let_only_the_planner_reach_the_appliers() {
+    let r = k8s_resources();
+    let policy = |name: &str| {
+        r.get(&("NetworkPolicy".to_string(), name.to_string()))
+            .unwrap_or_else(|| panic!("NetworkPolicy {name}"))
+    };
+    let deny = policy("dnsplane-default-deny");
+    assert_eq!(
+        deny.pointer("/spec/podSelector"),
+        Some(&serde_json::json!({}))
+    );
+    assert!(deny.pointer("/spec/ingress").is_none(), "no rule: deny all");
+    let labels = |deploy: &str| {
+        r.get(&("Deployment".to_string(), deploy.to_string()))
+            .unwrap_or_else(|| panic!("Deployment {deploy}"))
+            .pointer("/spec/template/metadata/labels")
+            .cloned()
+            .expect("pod labels")
+    };
+    let ports = |deploy: &str| -> BTreeSet<String> {
+        let d = &r[&("Deployment".to_string(), deploy.to_string())];
+        d.pointer("/spec/template/spec/containers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["ports"].as_array().cloned().unwrap_or_default())
+            .map(|p| str_of(&p, "/containerPort").to_string())
+            .collect()
+    };
+    for (name, deploy, grpc, metrics) in [
+        ("dnsplane-applier", "dnsplane-applier", "50052", "9452"),
+        ("dnsplane-planner", "dnsplane-planner", "50051", "9451"),
+    ] {
+        let p = policy(name);
+        let selected = p
+            .pointer("/spec/podSelector/matchLabels")
+            .expect("selector");
+        let pod = labels(deploy);
+        for (k, v) in selected.as_object().expect("labels") {
+            assert_eq!(pod.get(k), Some(v), "{name} selects {deploy}'s pods");
+        }
+        let rules = p
+            .pointer("/spec/ingress")
+            .and_then(Value::as_array)
+            .expect("rules");
+        let mut opened = BTreeSet::new();
+        for rule in rules {
+            for port in rule["ports"].as_array().expect("ports") {
+                let port = str_of(port, "/port").to_string();
+                assert!(
+                    ports(deploy).contains(&port),
+                    "{name}: {port} is a port of {deploy}"
+                );
+                opened.insert(port.clone());
+                let from = rule["from"].as_array().expect("from");
+                if port == metrics {
+                    assert_eq!(
+                        from[0]
+                            .pointer("/namespaceSelector/matchLabels/kubernetes.io~1metadata.name"),
+                        Some(&Value::String("monitoring".into())),
+                        "{name}: metrics only from monitoring"
+                    );
+                }
+                if name == "dnsplane-applier" && port == grpc {
+                    assert_eq!(from.len(), 1, "one peer");
+                    assert_eq!(
+                        from[0].pointer("/podSelector/matchLabels"),
+                        Some(&serde_json::json!({"app.kubernetes.io/name": "dnsplane-planner"})),
+                        "only the planner reaches the appliers"
+                    );
+                    assert!(
+                        from[0].get("namespaceSelector").is_none(),
+                        "same namespace only"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            opened,
+            BTreeSet::from([grpc.to_string(), metrics.to_string()])
+        );
+    }
+}
