@@ -395,6 +395,10 @@ fn release_and_resume(
     // ... and stays so across a restart of the planner.
     s.restart_planner_with(|| {});
     assert_eq!(s.zone_status().0.state, "RELEASED");
+    // Not "syncing" forever: a released zone is not behind.
+    s.wait_until("the planner healthy", Duration::from_secs(30), |s| {
+        (s.planner_status().level == "healthy").then_some(())
+    });
     assert_eq!(s.sync(true).phase, "failed");
     assert_eq!(proxy.patches().len(), n, "a released zone is not written");
 

@@ -177,7 +177,9 @@ impl Snapshot {
             // Only the first sync and full syncs make the planner "syncing": the
             // per-record re-plans of a few names run all the time and would make the
             // level flap.
-            syncing |= z.status.full_sync || (leader && !z.status.initial_sync_done);
+            // A zone released to external-dns does not sync, and is not behind.
+            let released = z.status.released.is_some();
+            syncing |= !released && (z.status.full_sync || (leader && !z.status.initial_sync_done));
         }
         for (name, why) in &self.sources {
             if !why.is_empty() {
