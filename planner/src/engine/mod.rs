@@ -90,6 +90,13 @@ struct ZoneRuntime {
     counts_stale: std::sync::atomic::AtomicBool,
 }
 
+impl ZoneRuntime {
+    /// The zone's release to external-dns, while it is released ([`release`]).
+    fn released(&self) -> Option<Released> {
+        lock(&self.status).released.clone()
+    }
+}
+
 /// A zone's counts as last computed for status.
 #[derive(Debug, Default, Clone)]
 struct LastCounts {

@@ -103,7 +103,7 @@ impl Engine {
                 zone: zone.to_string(),
             })?;
         let name = z.cfg.name.clone();
-        if let Some(r) = released(&z).filter(|r| r.owner != to) {
+        if let Some(r) = z.released().filter(|r| r.owner != to) {
             return Err(ReleaseError::OtherOwner {
                 zone: name,
                 owner: r.owner,
@@ -213,7 +213,7 @@ impl Engine {
                 zone: zone.to_string(),
             })?;
         let name = z.cfg.name.clone();
-        let Some(was) = released(&z) else {
+        let Some(was) = z.released() else {
             return Err(ReleaseError::NotReleased { zone: name });
         };
         let store = self
@@ -258,11 +258,6 @@ impl Engine {
         }
         Ok(n)
     }
-}
-
-/// The zone's release, if it is released.
-pub(super) fn released(z: &ZoneRuntime) -> Option<Released> {
-    lock(&z.status).released.clone()
 }
 
 /// external-dns's naming for the records going to `to`: the zone's configured affixes

@@ -98,7 +98,7 @@ impl Engine {
                 }
                 Some(_) => {}
             }
-            if super::release::released(&zone).is_some() {
+            if zone.released().is_some() {
                 // Handed to external-dns: nothing until `Resume`.
                 tokio::select! {
                     _ = cancel.cancelled() => return,

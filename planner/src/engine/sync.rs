@@ -270,7 +270,7 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
         let _guard = zone.sync_lock.lock().await;
-        if let Some(r) = super::release::released(zone) {
+        if let Some(r) = zone.released() {
             let e = SyncError::Released {
                 zone: zone.cfg.name.clone(),
                 owner: r.owner,
