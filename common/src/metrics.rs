@@ -67,7 +67,12 @@ pub struct AdminServer {
     readiness: Readiness,
     status: Option<StatusFn>,
     on_scrape: Vec<ScrapeFn>,
+    authorize: Option<AuthorizeFn>,
 }
+
+/// Decides whether a request for a path (`/metrics`, `/status`) with this
+/// `authorization` header value may be answered.
+type AuthorizeFn = Arc<dyn Fn(&str, Option<&[u8]>) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for AdminServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,7 +92,19 @@ impl AdminServer {
             readiness: Readiness::default(),
             status: None,
             on_scrape: Vec::new(),
+            authorize: None,
         }
+    }
+
+    /// Asks `f(path, authorization)` before answering `/metrics` or `/status`; `false`
+    /// answers 401 with `WWW-Authenticate: Bearer`. The probes are never asked about.
+    #[must_use]
+    pub fn authorize(
+        mut self,
+        f: impl Fn(&str, Option<&[u8]>) -> bool + Send + Sync + 'static,
+    ) -> AdminServer {
+        self.authorize = Some(Arc::new(f));
+        self
     }
 
     /// The flag `/readyz` answers from.
@@ -130,17 +147,32 @@ impl AdminServer {
         let metrics = self.clone();
         let ready = self.readiness.clone();
         let status = self.status.clone();
+        let authorize = self.authorize.clone();
+        let allowed = move |path: &str, headers: &axum::http::HeaderMap| {
+            authorize.as_ref().is_none_or(|f| {
+                f(
+                    path,
+                    headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+                )
+            })
+        };
+        let allowed_status = allowed.clone();
         axum::Router::new()
             .route(
                 "/metrics",
-                get(move || {
+                get(move |headers: axum::http::HeaderMap| {
                     let admin = metrics.clone();
+                    let ok = allowed("/metrics", &headers);
                     async move {
+                        if !ok {
+                            return unauthorized();
+                        }
                         let body = admin.encode();
                         (
                             [(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))],
                             body,
                         )
+                            .into_response()
                     }
                 }),
             )
@@ -160,9 +192,13 @@ impl AdminServer {
             )
             .route(
                 "/status",
-                get(move || {
+                get(move |headers: axum::http::HeaderMap| {
                     let status = status.clone();
+                    let ok = allowed_status("/status", &headers);
                     async move {
+                        if !ok {
+                            return unauthorized();
+                        }
                         match status {
                             Some(f) => json(f().await),
                             None => (StatusCode::NOT_FOUND, "no status on this service\n")
@@ -209,6 +245,16 @@ impl AdminServer {
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
     }
+}
+
+/// 401: a bearer token is needed (never says which ones exist).
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+        "a bearer token with the read role is needed: send `Authorization: Bearer <token>`\n",
+    )
+        .into_response()
 }
 
 fn json(value: serde_json::Value) -> Response {

@@ -325,3 +325,62 @@ impl SourceReadinessChanged<'_> {
         }
     }
 }
+
+/// A call of the planner's gRPC API ended. Counted always; logged when it wrote or
+/// approved something (or tried to), or when it was refused for who the caller is.
+#[derive(Debug)]
+pub struct ApiCall<'a> {
+    pub caller: &'a str,
+    pub call: crate::auth::Call,
+    pub code: tonic::Code,
+    /// The zones it named or its records are in (empty: none named).
+    pub zones: &'a [String],
+    /// The records it carried (pushes and patches).
+    pub records: Option<usize>,
+    /// Why, when it was refused.
+    pub message: &'a str,
+}
+
+impl ApiCall<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.api_call(self.caller, self.call.as_str(), self.code);
+        let refused = matches!(
+            self.code,
+            tonic::Code::Unauthenticated | tonic::Code::PermissionDenied
+        );
+        if self.call.role() >= crate::auth::Role::Write || refused {
+            info!(
+                caller = self.caller,
+                call = self.call.as_str(),
+                code = ?self.code,
+                zones = ?self.zones,
+                records = self.records,
+                message = self.message,
+                "API call."
+            );
+        }
+    }
+}
+
+/// The tokens file was looked at: reloaded (`Ok(Some(tokens))`), unchanged
+/// (`Ok(None)`, not logged), or refused (the tokens in force stay).
+#[derive(Debug)]
+pub struct TokensReloaded<'a> {
+    pub file: &'a std::path::Path,
+    pub result: Result<Option<usize>, crate::auth::TokensError>,
+}
+
+impl TokensReloaded<'_> {
+    pub fn emit(self) {
+        match self.result {
+            Ok(None) => {}
+            Ok(Some(n)) => {
+                info!(file = %self.file.display(), tokens = n, "Tokens file reloaded.")
+            }
+            Err(e) => tracing::error!(
+                error = %e,
+                "Tokens file not reloaded; the tokens read before stay in force."
+            ),
+        }
+    }
+}
