@@ -190,7 +190,9 @@ impl PlannerService {
             self.check_records(
                 t,
                 "records",
-                req.records.iter().map(|r| (r.name.as_str(), r.r#type.as_str())),
+                req.records
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.r#type.as_str())),
             )
         })?;
         if t.caller.scope.is_unrestricted() {
@@ -198,9 +200,9 @@ impl PlannerService {
         }
         let scope = &t.caller.scope;
         let source = format!("push:{}", req.source);
-        if let Some(k) =
-            self.engine
-                .source_key_where(&source, |k| !scope.allows_record(Some(&k.zone), &k.name))
+        if let Some(k) = self
+            .engine
+            .source_key_where(&source, |k| !scope.allows_record(Some(&k.zone), &k.name))
         {
             return Err(auth_status(&AuthError::out_of_scope(
                 &t.caller,
@@ -219,13 +221,17 @@ impl PlannerService {
         self.check_records(
             t,
             "upserts",
-            req.upserts.iter().map(|r| (r.name.as_str(), r.r#type.as_str())),
+            req.upserts
+                .iter()
+                .map(|r| (r.name.as_str(), r.r#type.as_str())),
         )?;
         let upsert_zones = std::mem::take(&mut t.zones);
         self.check_records(
             t,
             "deletes",
-            req.deletes.iter().map(|r| (r.name.as_str(), r.r#type.as_str())),
+            req.deletes
+                .iter()
+                .map(|r| (r.name.as_str(), r.r#type.as_str())),
         )?;
         let mut zones: std::collections::BTreeSet<String> = upsert_zones.into_iter().collect();
         zones.extend(std::mem::take(&mut t.zones));

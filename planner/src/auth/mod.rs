@@ -214,7 +214,10 @@ impl Authenticator {
 
     /// From `[auth]` (`None`: [`Authenticator::open`]); reads the tokens file, whose
     /// scopes may name the configured `zones`.
-    pub fn new(config: Option<&AuthConfig>, zones: Vec<Name>) -> Result<Authenticator, TokensError> {
+    pub fn new(
+        config: Option<&AuthConfig>,
+        zones: Vec<Name>,
+    ) -> Result<Authenticator, TokensError> {
         let Some(config) = config else {
             return Ok(Authenticator::open());
         };
@@ -231,7 +234,9 @@ impl Authenticator {
                 tokens: Arc::new(tokens),
                 stamp,
             }),
-            limiter: Some(RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst))),
+            limiter: Some(RateLimiter::keyed(
+                Quota::per_second(rate).allow_burst(burst),
+            )),
         })
     }
 

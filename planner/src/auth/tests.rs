@@ -77,15 +77,19 @@ fn parse_errors_name_the_file_and_line() {
 
 #[test]
 fn checks_names_hashes_and_zones() {
-    let two = file(&[
-        ("ci", "t1", "read", ""),
-        ("ci", "t2", "read", ""),
-    ]);
-    let err = TokenSet::parse("t.toml", &two, &zones()).unwrap_err().to_string();
-    assert!(err.starts_with("t.toml:7: ") && err.contains("two tokens"), "{err}");
+    let two = file(&[("ci", "t1", "read", ""), ("ci", "t2", "read", "")]);
+    let err = TokenSet::parse("t.toml", &two, &zones())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("t.toml:7: ") && err.contains("two tokens"),
+        "{err}"
+    );
 
     let same = file(&[("a", "t1", "read", ""), ("b", "t1", "read", "")]);
-    let err = TokenSet::parse("t.toml", &same, &zones()).unwrap_err().to_string();
+    let err = TokenSet::parse("t.toml", &same, &zones())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("same sha256"), "{err}");
 
     let unknown_zone = file(&[("a", "t1", "write", "zones = [\"c.test.\"]")]);
@@ -99,19 +103,29 @@ fn checks_names_hashes_and_zones() {
 
     for bad in ["anonymous", "has space", ""] {
         let text = file(&[(bad, "t1", "read", "")]);
-        let err = TokenSet::parse("t.toml", &text, &zones()).unwrap_err().to_string();
+        let err = TokenSet::parse("t.toml", &text, &zones())
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("t.toml:2: "), "{err}");
     }
 
     let ok = file(&[
-        ("ci", "t1", "write", "zones = [\"a.test\"]\nname_suffix = \"x.a.test\""),
+        (
+            "ci",
+            "t1",
+            "write",
+            "zones = [\"a.test\"]\nname_suffix = \"x.a.test\"",
+        ),
         ("ops", "t2", "approve", ""),
     ]);
     let set = TokenSet::parse("t.toml", &ok, &zones()).unwrap();
     assert_eq!(set.names().collect::<Vec<_>>(), ["ci", "ops"]);
     let ci = set.find(b"t1").unwrap();
     assert_eq!(ci.role, Role::Write);
-    assert_eq!(ci.scope.describe(), "zones [a.test.], names at or below x.a.test.");
+    assert_eq!(
+        ci.scope.describe(),
+        "zones [a.test.], names at or below x.a.test."
+    );
 }
 
 /// The token is found by the digest of what is presented: its own bytes only, not a
@@ -120,7 +134,10 @@ fn checks_names_hashes_and_zones() {
 fn find_matches_only_the_whole_token() {
     let set = TokenSet::parse(
         "t.toml",
-        &file(&[("a", "alpha-token", "read", ""), ("b", "beta-token", "write", "")]),
+        &file(&[
+            ("a", "alpha-token", "read", ""),
+            ("b", "beta-token", "write", ""),
+        ]),
         &zones(),
     )
     .unwrap();
@@ -184,13 +201,19 @@ fn roles_are_cumulative_and_errors_say_what_is_needed() {
     ));
     for bad in [&b"Basic dzp4"[..], b"Bearer", b"Bearer  ", b"w"] {
         assert!(
-            matches!(auth.admit(Some(bad), Call::GetStatus), Err(AuthError::Malformed)),
+            matches!(
+                auth.admit(Some(bad), Call::GetStatus),
+                Err(AuthError::Malformed)
+            ),
             "{bad:?}"
         );
     }
     let unknown = auth.admit(Some(b"Bearer s3cret-guess"), Call::GetStatus);
     let text = unknown.unwrap_err().to_string();
-    assert!(!text.contains("s3cret-guess"), "never echoes the token: {text}");
+    assert!(
+        !text.contains("s3cret-guess"),
+        "never echoes the token: {text}"
+    );
     // Without [auth]: everyone, everything.
     let open = Authenticator::open();
     let c = open.admit(None, Call::Release).unwrap();
@@ -233,14 +256,22 @@ fn a_broken_reload_keeps_the_tokens_in_force() {
     let path = dir.path().join("tokens.toml");
     assert!(auth.reload_if_changed().unwrap().is_none(), "unchanged");
 
-    std::fs::write(&path, "[[token]]\nname = \"one\"\nsha256 = \"zz\"\nrole = \"read\"\n").unwrap();
+    std::fs::write(
+        &path,
+        "[[token]]\nname = \"one\"\nsha256 = \"zz\"\nrole = \"read\"\n",
+    )
+    .unwrap();
     let err = auth.reload_if_changed().unwrap_err().to_string();
     assert!(err.starts_with(&format!("{}:3: ", path.display())), "{err}");
     assert!(auth.admit(Some(b"Bearer t1"), Call::GetStatus).is_ok());
     // Said once per version of the file.
     assert!(auth.reload_if_changed().unwrap().is_none());
 
-    std::fs::write(&path, file(&[("two", "t2", "write", ""), ("x", "t3", "read", "")])).unwrap();
+    std::fs::write(
+        &path,
+        file(&[("two", "t2", "write", ""), ("x", "t3", "read", "")]),
+    )
+    .unwrap();
     assert_eq!(auth.reload_if_changed().unwrap(), Some(2));
     assert!(matches!(
         auth.admit(Some(b"Bearer t1"), Call::GetStatus),
@@ -256,7 +287,10 @@ fn the_admin_port_asks_for_a_read_token_for_status() {
     assert!(!auth.admits_admin("/status", None));
     assert!(!auth.admits_admin("/status", Some(b"Bearer nope")));
     assert!(auth.admits_admin("/status", Some(b"Bearer t1")));
-    assert!(auth.admits_admin("/metrics", None), "metrics_open by default");
+    assert!(
+        auth.admits_admin("/metrics", None),
+        "metrics_open by default"
+    );
     assert!(auth.admits_admin("/healthz", None));
     assert!(auth.admits_admin("/readyz", None));
     assert!(Authenticator::open().admits_admin("/status", None));

@@ -166,7 +166,10 @@ impl TokenSet {
             }
             if let Some(s) = &e.name_suffix {
                 scope.name_suffix = Some(Name::parse(s.get_ref()).map_err(|err| {
-                    invalid(s.span().start, format!("token {name:?}: name_suffix: {err}"))
+                    invalid(
+                        s.span().start,
+                        format!("token {name:?}: name_suffix: {err}"),
+                    )
                 })?);
             }
             tokens.push(Token {

@@ -346,7 +346,12 @@ impl Engine {
         name: &str,
         refused: impl Fn(&RecordKey) -> bool,
     ) -> Option<RecordKey> {
-        Engine::cpu(|| self.desired().source_keys(name).find(|k| refused(k)).cloned())
+        Engine::cpu(|| {
+            self.desired()
+                .source_keys(name)
+                .find(|k| refused(k))
+                .cloned()
+        })
     }
 
     /// Every record source `name` declares, as it declares it.
