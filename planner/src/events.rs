@@ -331,7 +331,10 @@ impl SourceReadinessChanged<'_> {
 #[derive(Debug)]
 pub struct ApiCall<'a> {
     pub caller: &'a str,
-    pub call: crate::auth::Call,
+    /// The method's name (`PutDesired`).
+    pub call: &'a str,
+    /// The call writes or approves (the `write` and `approve` roles' calls).
+    pub writes: bool,
     pub code: tonic::Code,
     /// The zones it named or its records are in (empty: none named).
     pub zones: &'a [String],
@@ -343,15 +346,15 @@ pub struct ApiCall<'a> {
 
 impl ApiCall<'_> {
     pub fn emit(self, metrics: &PlannerMetrics) {
-        metrics.api_call(self.caller, self.call.as_str(), self.code);
+        metrics.api_call(self.caller, self.call, self.code);
         let refused = matches!(
             self.code,
             tonic::Code::Unauthenticated | tonic::Code::PermissionDenied
         );
-        if self.call.role() >= crate::auth::Role::Write || refused {
+        if self.writes || refused {
             info!(
                 caller = self.caller,
-                call = self.call.as_str(),
+                call = self.call,
                 code = ?self.code,
                 zones = ?self.zones,
                 records = self.records,
@@ -367,7 +370,8 @@ impl ApiCall<'_> {
 #[derive(Debug)]
 pub struct TokensReloaded<'a> {
     pub file: &'a std::path::Path,
-    pub result: Result<Option<usize>, crate::auth::TokensError>,
+    /// The error names the file and line.
+    pub result: Result<Option<usize>, String>,
 }
 
 impl TokensReloaded<'_> {

@@ -1,7 +1,7 @@
 //! The `dnsplane.v1.Planner` gRPC service: decodes requests into domain values, asks
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
-use crate::auth::{AuthError, Authenticator, Call, Caller};
+use crate::auth::{AuthError, Authenticator, Call, Caller, Role};
 use crate::engine::{ApproveError, Engine, RecordStatesQuery, ReleaseError, Scope, SyncProgress};
 use crate::events;
 use crate::metrics::PlannerMetrics;
@@ -79,7 +79,8 @@ impl PlannerService {
                 let status = auth_status(&e);
                 events::ApiCall {
                     caller: e.caller(),
-                    call,
+                    call: call.as_str(),
+                    writes: call.role() >= Role::Write,
                     code: status.code(),
                     zones: &[],
                     records: None,
@@ -99,7 +100,8 @@ impl PlannerService {
         };
         events::ApiCall {
             caller: &t.caller.name,
-            call: t.call,
+            call: t.call.as_str(),
+            writes: t.call.role() >= Role::Write,
             code,
             zones: &t.zones,
             records: t.records,

@@ -167,6 +167,16 @@ fn tokens_roles_and_scopes_guard_the_planner_api() {
         "the token echoed: {out}"
     );
 
+    // The README's cookbook sends the header the way `call` does.
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .expect("README.md");
+    assert!(
+        readme.contains(r#"grpcurl -plaintext -H "authorization: Bearer $DNSPLANE_TOKEN" "#),
+        "the README's cookbook shows the authorization header"
+    );
+
     // read: status yes, writes no (naming the role needed and the caller).
     ok(&s, token("reader"), "GetStatus", "{}");
     ok(&s, token("reader"), "Plan", "{}");

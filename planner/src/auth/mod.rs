@@ -357,7 +357,7 @@ impl Authenticator {
                 let result = tokio::task::spawn_blocking(move || me.reload_if_changed()).await;
                 crate::events::TokensReloaded {
                     file: &file,
-                    result: result.unwrap_or(Ok(None)),
+                    result: result.unwrap_or(Ok(None)).map_err(|e| e.to_string()),
                 }
                 .emit();
             }
