@@ -337,6 +337,39 @@ mod tests {
         (code, head.to_ascii_lowercase(), body.to_string())
     }
 
+    /// `authorize` guards `/metrics` and `/status` only: 401 with a Bearer challenge
+    /// when it says no, the probes whatever it says.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn authorize_guards_metrics_and_status_not_the_probes() {
+        let admin = AdminServer::new(Registry::default())
+            .status(|| async { serde_json::json!({"level": "healthy"}) })
+            .authorize(|path, authorization| {
+                path == "/metrics" || authorization == Some(b"Bearer good".as_slice())
+            });
+        admin.readiness().set(true);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(admin.serve(listener, stop.clone()));
+        let (code, head, _) = get(addr, "/status").await;
+        assert_eq!(code, 401);
+        assert!(head.contains("www-authenticate: bearer"), "{head}");
+        assert_eq!(get(addr, "/metrics").await.0, 200);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            b"GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.unwrap();
+        assert!(buf.starts_with("HTTP/1.1 200"), "{buf}");
+        stop.cancel();
+        server.await.unwrap().unwrap();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn serves_metrics_probes_and_status() {
         let mut registry = Registry::default();

@@ -82,7 +82,7 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
         }
     }
     DesiredStore::open(&config.state_dir)?;
-    auth::Authenticator::new(config.auth.as_ref(), zone_names(&config))?;
+    auth::Authenticator::new(config.auth.as_ref(), zone_names(config))?;
     Ok(())
 }
 

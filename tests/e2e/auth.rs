@@ -457,7 +457,7 @@ fn rate_limits_and_duplicate_zones() {
         }
     }
     assert!(!exhausted.is_empty(), "never limited ({served} served)");
-    assert!(served >= 5 && served < 20, "{served} served");
+    assert!((5..20).contains(&served), "{served} served");
     for out in &exhausted {
         assert!(out.contains("Code: ResourceExhausted"), "{out}");
         assert!(
