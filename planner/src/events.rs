@@ -326,8 +326,8 @@ impl SourceReadinessChanged<'_> {
     }
 }
 
-/// A call of the planner's gRPC API ended. Counted always; logged when it wrote or
-/// approved something (or tried to), or when it was refused for who the caller is.
+/// A call of the planner's gRPC API ended. Counted always; logged at info when it
+/// wrote or approved something (or tried to) or was PERMISSION_DENIED.
 #[derive(Debug)]
 pub struct ApiCall<'a> {
     pub caller: &'a str,
@@ -347,11 +347,16 @@ pub struct ApiCall<'a> {
 impl ApiCall<'_> {
     pub fn emit(self, metrics: &PlannerMetrics) {
         metrics.api_call(self.caller, self.call, self.code);
-        let refused = matches!(
-            self.code,
-            tonic::Code::Unauthenticated | tonic::Code::PermissionDenied
-        );
-        if self.writes || refused {
+        // Refusals of known callers at info; calls without a known token only at
+        // debug (counted all the same), so that whoever reaches the port cannot fill
+        // the log.
+        if self.code == tonic::Code::Unauthenticated {
+            debug!(
+                call = self.call,
+                message = self.message,
+                "API call refused: no known token."
+            );
+        } else if self.writes || self.code == tonic::Code::PermissionDenied {
             info!(
                 caller = self.caller,
                 call = self.call,

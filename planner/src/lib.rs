@@ -4,7 +4,8 @@
 //!
 //! Layout, from the top (nothing imports upward):
 //! - [`run`] wires it all; [`admin`]: the admin HTTP port; [`service`]: the
-//!   `dnsplane.v1.Planner` gRPC service (proto ⇄ domain);
+//!   `dnsplane.v1.Planner` gRPC service (proto ⇄ domain); [`auth`]: who may call it
+//!   (bearer tokens, roles, scopes, per-caller rate limits), asked by both;
 //! - [`engine`]: per-zone loops that read, plan, apply and fold results in, and the
 //!   read model ([`engine::Snapshot`]) everything above reads;
 //! - [`source`] → [`desired`]: desired records from files and pushes, placed in zones

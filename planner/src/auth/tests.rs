@@ -109,6 +109,14 @@ fn checks_names_hashes_and_zones() {
         assert!(err.starts_with("t.toml:2: "), "{err}");
     }
 
+    let err = TokenSet::parse("t.toml", "# nobody\n", &zones())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("t.toml:1: ") && err.contains("no [[token]]"),
+        "{err}"
+    );
+
     let ok = file(&[
         (
             "ci",

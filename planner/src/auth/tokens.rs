@@ -100,6 +100,15 @@ impl TokenSet {
             let at = e.span().map_or(0, |s| s.start);
             invalid(at, e.message().trim_end().to_string())
         })?;
+        // Nobody could call the API: a file truncated while it is written, or one
+        // emptied by mistake; removing `[auth]` is how to open the API.
+        if file.token.is_empty() {
+            return Err(invalid(
+                0,
+                "no [[token]]: nobody could call the planner's API (remove [auth] to open it)"
+                    .into(),
+            ));
+        }
         let mut tokens: Vec<Token> = Vec::with_capacity(file.token.len());
         for e in file.token {
             let name = e.name.get_ref();
