@@ -232,6 +232,26 @@ fn tokens_roles_and_scopes_guard_the_planner_api() {
         &format!(r#"{{"zones":["{OTHER}"]}}"#),
         "PermissionDenied",
     );
+    // The streamed push is checked whole once complete: a record out of scope in its
+    // second chunk refuses it all.
+    let chunks = r#"{"source":"team-a","records":[{"name":"c.example.com","type":"A","values":["192.0.2.6"]}]} {"records":[{"name":"c.example.org","type":"A","values":["192.0.2.6"]}],"last":true}"#;
+    let out = refused(
+        &s,
+        Some(token("team-a")),
+        "PutDesiredStream",
+        chunks,
+        "PermissionDenied",
+    );
+    assert!(out.contains("records[1] (c.example.org. A)"), "{out}");
+    // A Plan naming no zone covers the zones of the scope.
+    let all = ok(&s, token("team-a"), "Plan", "{}");
+    let planned: Vec<&str> = all["zones"]
+        .as_array()
+        .expect("zones")
+        .iter()
+        .filter_map(|z| z["zone"].as_str())
+        .collect();
+    assert_eq!(planned, [ZONE], "{all}");
     // ... and what it had pushed before stays in force: nothing to change in its zone.
     let plan = ok(
         &s,
