@@ -67,7 +67,12 @@ pub struct AdminServer {
     readiness: Readiness,
     status: Option<StatusFn>,
     on_scrape: Vec<ScrapeFn>,
+    authorize: Option<AuthorizeFn>,
 }
+
+/// Decides whether a request for a path (`/metrics`, `/status`) with this
+/// `authorization` header value may be answered.
+type AuthorizeFn = Arc<dyn Fn(&str, Option<&[u8]>) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for AdminServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,7 +92,19 @@ impl AdminServer {
             readiness: Readiness::default(),
             status: None,
             on_scrape: Vec::new(),
+            authorize: None,
         }
+    }
+
+    /// Asks `f(path, authorization)` before answering `/metrics` or `/status`; `false`
+    /// answers 401 with `WWW-Authenticate: Bearer`. The probes are never asked about.
+    #[must_use]
+    pub fn authorize(
+        mut self,
+        f: impl Fn(&str, Option<&[u8]>) -> bool + Send + Sync + 'static,
+    ) -> AdminServer {
+        self.authorize = Some(Arc::new(f));
+        self
     }
 
     /// The flag `/readyz` answers from.
@@ -130,17 +147,32 @@ impl AdminServer {
         let metrics = self.clone();
         let ready = self.readiness.clone();
         let status = self.status.clone();
+        let authorize = self.authorize.clone();
+        let allowed = move |path: &str, headers: &axum::http::HeaderMap| {
+            authorize.as_ref().is_none_or(|f| {
+                f(
+                    path,
+                    headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+                )
+            })
+        };
+        let allowed_status = allowed.clone();
         axum::Router::new()
             .route(
                 "/metrics",
-                get(move || {
+                get(move |headers: axum::http::HeaderMap| {
                     let admin = metrics.clone();
+                    let ok = allowed("/metrics", &headers);
                     async move {
+                        if !ok {
+                            return unauthorized();
+                        }
                         let body = admin.encode();
                         (
                             [(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS))],
                             body,
                         )
+                            .into_response()
                     }
                 }),
             )
@@ -160,9 +192,13 @@ impl AdminServer {
             )
             .route(
                 "/status",
-                get(move || {
+                get(move |headers: axum::http::HeaderMap| {
                     let status = status.clone();
+                    let ok = allowed_status("/status", &headers);
                     async move {
+                        if !ok {
+                            return unauthorized();
+                        }
                         match status {
                             Some(f) => json(f().await),
                             None => (StatusCode::NOT_FOUND, "no status on this service\n")
@@ -209,6 +245,16 @@ impl AdminServer {
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
     }
+}
+
+/// 401: a bearer token is needed (never says which ones exist).
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+        "a bearer token with the read role is needed: send `Authorization: Bearer <token>`\n",
+    )
+        .into_response()
 }
 
 fn json(value: serde_json::Value) -> Response {
@@ -289,6 +335,39 @@ mod tests {
         let (head, body) = buf.split_once("\r\n\r\n").unwrap();
         let code = head.split(' ').nth(1).unwrap().parse().unwrap();
         (code, head.to_ascii_lowercase(), body.to_string())
+    }
+
+    /// `authorize` guards `/metrics` and `/status` only: 401 with a Bearer challenge
+    /// when it says no, the probes whatever it says.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn authorize_guards_metrics_and_status_not_the_probes() {
+        let admin = AdminServer::new(Registry::default())
+            .status(|| async { serde_json::json!({"level": "healthy"}) })
+            .authorize(|path, authorization| {
+                path == "/metrics" || authorization == Some(b"Bearer good".as_slice())
+            });
+        admin.readiness().set(true);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(admin.serve(listener, stop.clone()));
+        let (code, head, _) = get(addr, "/status").await;
+        assert_eq!(code, 401);
+        assert!(head.contains("www-authenticate: bearer"), "{head}");
+        assert_eq!(get(addr, "/metrics").await.0, 200);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            b"GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.unwrap();
+        assert!(buf.starts_with("HTTP/1.1 200"), "{buf}");
+        stop.cancel();
+        server.await.unwrap().unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

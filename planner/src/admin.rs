@@ -1,7 +1,9 @@
 //! The planner's admin HTTP port: `/metrics` (its families, with the gauges set from
 //! the engine's read model before each scrape), `/healthz`, `/readyz`, and `/status`
-//! (`GetStatus` as JSON). On top of the crate: it reads the engine and the service,
+//! (`GetStatus` as JSON). Under `[auth]`, `/status` needs a `read` token, and
+//! `/metrics` too unless `metrics_open`. On top of the crate: it reads the engine and the service,
 //! nothing reads it.
+use crate::auth::Authenticator;
 use crate::engine::{Engine, Snapshot};
 use crate::metrics::{PlannerMetrics, ZoneGauges};
 use crate::state::RecordStateKind;
@@ -15,9 +17,11 @@ pub fn admin_server(
     registry: Registry,
     engine: Arc<Engine>,
     metrics: PlannerMetrics,
+    auth: Arc<Authenticator>,
 ) -> AdminServer {
     let scraped = engine.clone();
     AdminServer::new(registry)
+        .authorize(move |path, authorization| auth.admits_admin(path, authorization))
         .on_scrape(move || refresh(&metrics, &scraped.snapshot()))
         .status(move || {
             let engine = engine.clone();

@@ -4,9 +4,11 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod auth;
 mod source;
 mod zone;
 
+pub use auth::AuthConfig;
 pub use source::{KubernetesSourceConfig, SourceConfig};
 pub use zone::{AesKey, AesKeyFile, ConflictPolicy, ExternalDnsConfig, Policy, ZoneConfig};
 
@@ -65,6 +67,9 @@ pub struct PlannerConfig {
     /// `[webhook]`: serve external-dns's webhook provider protocol (absent: off).
     #[serde(default)]
     pub webhook: Option<WebhookConfig>,
+    /// `[auth]`: bearer tokens, roles and rate limits on the gRPC API (absent: open).
+    #[serde(default)]
+    pub auth: Option<AuthConfig>,
 }
 
 /// `[webhook]`: dnsplane as external-dns's webhook provider (`--provider=webhook`).
@@ -363,6 +368,7 @@ impl PlannerConfig {
             safety: SafetyConfig::default(),
             lease: LeaseConfig::default(),
             webhook: None,
+            auth: None,
         }
     }
 
@@ -403,6 +409,11 @@ impl PlannerConfig {
                 }
             }
         }
+        if let Some(a) = &mut config.auth
+            && a.tokens_file.is_relative()
+        {
+            a.tokens_file = base.join(&a.tokens_file);
+        }
         for z in &mut config.zones {
             if let Some(f) = z
                 .external_dns
@@ -439,6 +450,9 @@ impl PlannerConfig {
 
     /// The checks serde cannot express.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(a) = &self.auth {
+            a.validate()?;
+        }
         if let Some(w) = &self.webhook
             && (w.source.is_empty() || w.source.len() > 128)
         {

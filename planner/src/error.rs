@@ -28,6 +28,9 @@ pub enum PlannerError {
         #[source]
         source: std::io::Error,
     },
+    /// `[auth] tokens_file` cannot be read or holds a mistake (file and line named).
+    #[error("auth: {0}")]
+    Tokens(#[from] crate::auth::TokensError),
     /// The state directory cannot hold the durable desired state.
     #[error("state_dir: {0}")]
     Store(#[from] crate::store::StoreError),
@@ -38,7 +41,7 @@ impl PlannerError {
     pub fn is_config(&self) -> bool {
         matches!(
             self,
-            PlannerError::SourceNotReady(_) | PlannerError::Store(_)
+            PlannerError::SourceNotReady(_) | PlannerError::Store(_) | PlannerError::Tokens(_)
         )
     }
 }

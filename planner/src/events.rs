@@ -325,3 +325,71 @@ impl SourceReadinessChanged<'_> {
         }
     }
 }
+
+/// A call of the planner's gRPC API ended. Counted always; logged at info when it
+/// wrote or approved something (or tried to) or was PERMISSION_DENIED.
+#[derive(Debug)]
+pub struct ApiCall<'a> {
+    pub caller: &'a str,
+    /// The method's name (`PutDesired`).
+    pub call: &'a str,
+    /// The call writes or approves (the `write` and `approve` roles' calls).
+    pub writes: bool,
+    pub code: tonic::Code,
+    /// The zones it named or its records are in (empty: none named).
+    pub zones: &'a [String],
+    /// The records it carried (pushes and patches).
+    pub records: Option<usize>,
+    /// Why, when it was refused.
+    pub message: &'a str,
+}
+
+impl ApiCall<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.api_call(self.caller, self.call, self.code);
+        // Refusals of known callers at info; calls without a known token only at
+        // debug (counted all the same), so that whoever reaches the port cannot fill
+        // the log.
+        if self.code == tonic::Code::Unauthenticated {
+            debug!(
+                call = self.call,
+                message = self.message,
+                "API call refused: no known token."
+            );
+        } else if self.writes || self.code == tonic::Code::PermissionDenied {
+            info!(
+                caller = self.caller,
+                call = self.call,
+                code = ?self.code,
+                zones = ?self.zones,
+                records = self.records,
+                message = self.message,
+                "API call."
+            );
+        }
+    }
+}
+
+/// The tokens file was looked at: reloaded (`Ok(Some(tokens))`), unchanged
+/// (`Ok(None)`, not logged), or refused (the tokens in force stay).
+#[derive(Debug)]
+pub struct TokensReloaded<'a> {
+    pub file: &'a std::path::Path,
+    /// The error names the file and line.
+    pub result: Result<Option<usize>, String>,
+}
+
+impl TokensReloaded<'_> {
+    pub fn emit(self) {
+        match self.result {
+            Ok(None) => {}
+            Ok(Some(n)) => {
+                info!(file = %self.file.display(), tokens = n, "Tokens file reloaded.")
+            }
+            Err(e) => tracing::error!(
+                error = %e,
+                "Tokens file not reloaded; the tokens read before stay in force."
+            ),
+        }
+    }
+}

@@ -4,7 +4,8 @@
 //!
 //! Layout, from the top (nothing imports upward):
 //! - [`run`] wires it all; [`admin`]: the admin HTTP port; [`service`]: the
-//!   `dnsplane.v1.Planner` gRPC service (proto ⇄ domain);
+//!   `dnsplane.v1.Planner` gRPC service (proto ⇄ domain); [`auth`]: who may call it
+//!   (bearer tokens, roles, scopes, per-caller rate limits), asked by both;
 //! - [`engine`]: per-zone loops that read, plan, apply and fold results in, and the
 //!   read model ([`engine::Snapshot`]) everything above reads;
 //! - [`source`] → [`desired`]: desired records from files and pushes, placed in zones
@@ -20,6 +21,7 @@
 //! - leaves: [`events`] (log + metric per event), [`metrics`] (the families),
 //!   [`config`], [`error`], [`store`] (the durable desired state).
 pub mod admin;
+pub mod auth;
 pub mod batcher;
 pub mod client;
 pub mod config;
@@ -81,7 +83,26 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
         }
     }
     DesiredStore::open(&config.state_dir)?;
+    auth::Authenticator::new(config.auth.as_ref(), zone_names(config))?;
     Ok(())
+}
+
+/// The configured zones' names.
+fn zone_names(config: &PlannerConfig) -> Vec<dnsplane_common::Name> {
+    config.zones.iter().map(|z| z.name.clone()).collect()
+}
+
+/// gRPC message and stream bounds of the planner's port (docs/security.md).
+pub mod limits {
+    /// The largest request message decoded (tonic's default, made explicit): larger
+    /// pushes go through `PutDesiredStream`, in chunks.
+    pub const MAX_DECODING_MESSAGE: usize = 4 << 20;
+    /// The largest answer encoded: plans and record listings are paged far below it.
+    pub const MAX_ENCODING_MESSAGE: usize = 64 << 20;
+    /// HTTP/2 streams (calls) one connection may have open at once.
+    pub const MAX_CONCURRENT_STREAMS: u32 = 100;
+    /// Calls of one connection served at once; more wait for a free slot.
+    pub const CONCURRENCY_PER_CONNECTION: usize = 32;
 }
 
 /// Runs the planner until `shutdown` is cancelled: gRPC (with health and reflection)
@@ -108,11 +129,17 @@ pub async fn run(
     );
     let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)
         .map_err(PlannerError::ApplierAddress)?;
-    let service = service::PlannerService::new(Arc::clone(&engine));
+    let authenticator = Arc::new(auth::Authenticator::new(
+        config.auth.as_ref(),
+        zone_names(&config),
+    )?);
+    let service = service::PlannerService::new(Arc::clone(&engine))
+        .with_auth(authenticator.clone(), metrics.clone());
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
-            let server = admin::admin_server(registry, engine.clone(), metrics);
+            let server =
+                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone());
             let readiness = server.readiness();
             (
                 Some(readiness),
@@ -229,15 +256,35 @@ pub async fn run(
         .map(|m| m.addr.clone())
         .collect();
     info!(%addr, zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
+    match authenticator.tokens_file() {
+        None => tracing::warn!(
+            %addr,
+            loopback = addr.ip().is_loopback(),
+            "The planner API is unauthenticated: whoever reaches this address may push, sync, approve and release. Set [auth] tokens_file (docs/security.md)."
+        ),
+        Some(file) => info!(
+            file = %file.display(),
+            tokens = authenticator.tokens().len(),
+            "The planner API needs a bearer token."
+        ),
+    }
+    let tokens_stop = CancellationToken::new();
+    let tokens_task = authenticator.clone().watch(tokens_stop.clone());
     if let Some(r) = &readiness {
         r.set(true);
     }
     let server = tonic::transport::Server::builder()
         .trace_fn(dnsplane_common::telemetry::grpc_server_span)
+        .max_concurrent_streams(limits::MAX_CONCURRENT_STREAMS)
+        .concurrency_limit_per_connection(limits::CONCURRENCY_PER_CONNECTION)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(PlannerServer::new(service))
+        .add_service(
+            PlannerServer::new(service)
+                .max_decoding_message_size(limits::MAX_DECODING_MESSAGE)
+                .max_encoding_message_size(limits::MAX_ENCODING_MESSAGE),
+        )
         .serve_with_incoming_shutdown(
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             {
@@ -255,6 +302,8 @@ pub async fn run(
             },
         );
     let result = server.await;
+    tokens_stop.cancel();
+    let _ = tokens_task.await;
     // The planner keeps no state that a restart would not rebuild by reading the
     // zones again: stop the loops; a sync in progress is cut at a batch boundary and
     // its records are re-planned by the next planner.

@@ -20,6 +20,7 @@
 //! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
 //! | `dnsplane_planner_lease_leader` | gauge | — | `LeaseChanged`: 1 while this planner holds the lease and may write, 0 on standby |
 //! | `dnsplane_planner_lease_transitions_total` | counter | `to` (`leader` `standby`), `reason` (`acquired` `lost` `expired` `released`) | `LeaseChanged`, per role change |
+//! | `dnsplane_planner_api_calls_total` | counter | `caller` (a token name of the tokens file, or `anonymous`), `call` (the gRPC method), `code` (the gRPC code, e.g. `OK` `UNAUTHENTICATED` `PERMISSION_DENIED` `RESOURCE_EXHAUSTED`) | every call of the `dnsplane.v1.Planner` API ([`crate::auth`]) |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 use dnsplane_common::{ChangeKind, Name, Outcome};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -96,6 +97,14 @@ pub struct PlannerMetrics {
     plans_released: Family<ReleaseLabels, Counter>,
     webhook_requests: Family<WebhookLabels, Counter>,
     webhook_refused: Counter,
+    api_calls: Family<ApiCallLabels, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApiCallLabels {
+    caller: String,
+    call: String,
+    code: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -152,6 +161,7 @@ impl PlannerMetrics {
             lease_transitions: Family::default(),
             webhook_requests: Family::default(),
             webhook_refused: Counter::default(),
+            api_calls: Family::default(),
         };
         registry.register(
             "dnsplane_planner_plan_changes",
@@ -248,7 +258,24 @@ impl PlannerMetrics {
             "Endpoints of external-dns's changes that were not accepted (see the source errors in /status)",
             m.webhook_refused.clone(),
         );
+        registry.register(
+            "dnsplane_planner_api_calls",
+            "Calls of the planner's gRPC API, by caller (token name or anonymous), call and gRPC code",
+            m.api_calls.clone(),
+        );
         m
+    }
+
+    /// `caller` called `call`, answered with `code`. Bounded: callers are the tokens
+    /// file's names (or `anonymous`), calls the API's methods.
+    pub(crate) fn api_call(&self, caller: &str, call: &str, code: tonic::Code) {
+        self.api_calls
+            .get_or_create(&ApiCallLabels {
+                caller: caller.into(),
+                call: call.into(),
+                code: code_name(code).into(),
+            })
+            .inc();
     }
 
     /// The webhook answered `call` with `code`.
@@ -389,6 +416,30 @@ impl PlannerMetrics {
     /// Sets the number of rejected desired records.
     pub fn set_source_errors(&self, n: usize) {
         self.source_errors.set(n as i64);
+    }
+}
+
+/// The gRPC code as the status codes spec spells it (`PERMISSION_DENIED`).
+fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        InvalidArgument => "INVALID_ARGUMENT",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        NotFound => "NOT_FOUND",
+        AlreadyExists => "ALREADY_EXISTS",
+        PermissionDenied => "PERMISSION_DENIED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        FailedPrecondition => "FAILED_PRECONDITION",
+        Aborted => "ABORTED",
+        OutOfRange => "OUT_OF_RANGE",
+        Unimplemented => "UNIMPLEMENTED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        DataLoss => "DATA_LOSS",
+        Unauthenticated => "UNAUTHENTICATED",
     }
 }
 

@@ -1,7 +1,10 @@
 //! The `dnsplane.v1.Planner` gRPC service: decodes requests into domain values, asks
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
+use crate::auth::{AuthError, Authenticator, Call, Caller, Role};
 use crate::engine::{ApproveError, Engine, RecordStatesQuery, ReleaseError, Scope, SyncProgress};
+use crate::events;
+use crate::metrics::PlannerMetrics;
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::grpc::invalid_argument;
 use dnsplane_common::{Name, pb};
@@ -30,16 +33,222 @@ const MAX_PLAN_PAGE: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct PlannerService {
     engine: Arc<Engine>,
+    auth: Arc<Authenticator>,
+    metrics: PlannerMetrics,
+}
+
+/// An admitted call: who makes it, and what it touched (for its log line).
+#[derive(Debug)]
+struct Ticket {
+    call: Call,
+    caller: Caller,
+    zones: Vec<String>,
+    records: Option<usize>,
 }
 
 impl PlannerService {
+    /// Open to every caller (no `[auth]`), counting into families registered nowhere.
     pub fn new(engine: Arc<Engine>) -> Self {
-        PlannerService { engine }
+        PlannerService {
+            engine,
+            auth: Arc::new(Authenticator::open()),
+            metrics: PlannerMetrics::register(&mut prometheus_client::registry::Registry::default()),
+        }
+    }
+
+    /// Calls admitted by `auth`, counted into `metrics`.
+    #[must_use]
+    pub fn with_auth(mut self, auth: Arc<Authenticator>, metrics: PlannerMetrics) -> Self {
+        self.auth = auth;
+        self.metrics = metrics;
+        self
+    }
+
+    /// Lets a call in (its token, rate and role), or answers it: a refusal is
+    /// counted and logged here.
+    fn admit(&self, call: Call, meta: &tonic::metadata::MetadataMap) -> Result<Ticket, Status> {
+        let authorization = meta.get("authorization").map(|v| v.as_bytes());
+        match self.auth.admit(authorization, call) {
+            Ok(caller) => Ok(Ticket {
+                call,
+                caller,
+                zones: Vec::new(),
+                records: None,
+            }),
+            Err(e) => {
+                let status = auth_status(&e);
+                events::ApiCall {
+                    caller: e.caller(),
+                    call: call.as_str(),
+                    writes: call.role() >= Role::Write,
+                    code: status.code(),
+                    zones: &[],
+                    records: None,
+                    message: status.message(),
+                }
+                .emit(&self.metrics);
+                Err(status)
+            }
+        }
+    }
+
+    /// Counts and logs an admitted call's answer.
+    fn finish<T>(&self, t: Ticket, result: Result<T, Status>) -> Result<T, Status> {
+        let (code, message) = match &result {
+            Ok(_) => (tonic::Code::Ok, ""),
+            Err(s) => (s.code(), s.message()),
+        };
+        events::ApiCall {
+            caller: &t.caller.name,
+            call: t.call.as_str(),
+            writes: t.call.role() >= Role::Write,
+            code,
+            zones: &t.zones,
+            records: t.records,
+            message,
+        }
+        .emit(&self.metrics);
+        result
+    }
+
+    /// The zones a zone-wide call names, each once (a zone named 500 times is read
+    /// once), all in the caller's scope (PERMISSION_DENIED naming the first that is
+    /// not). None named: every zone, or for a scoped caller every zone of its scope.
+    fn scoped_zones(&self, t: &mut Ticket, names: &[String]) -> Result<Vec<Name>, Status> {
+        let mut zones = self.zones(names)?;
+        let mut seen = std::collections::HashSet::with_capacity(zones.len());
+        zones.retain(|z| seen.insert(z.clone()));
+        let scope = &t.caller.scope;
+        if names.is_empty() {
+            zones.retain(|z| scope.allows_zone(z));
+        } else if let Some(z) = zones.iter().find(|z| !scope.allows_zone(z)) {
+            return Err(auth_status(&AuthError::out_of_scope(
+                &t.caller,
+                format!("zone {z}"),
+            )));
+        }
+        t.zones = zones.iter().map(ToString::to_string).collect();
+        Ok(zones)
+    }
+
+    /// The zone an Approve, Release or Resume names must be in the caller's scope
+    /// (an unknown zone is left to the call's own NOT_FOUND).
+    fn scoped_zone(&self, t: &mut Ticket, name: &str) -> Result<(), Status> {
+        t.zones = vec![name.to_string()];
+        if let Some(z) = self.engine.zone_name(name) {
+            t.zones = vec![z.to_string()];
+            if !t.caller.scope.allows_zone(z) {
+                return Err(auth_status(&AuthError::out_of_scope(
+                    &t.caller,
+                    format!("zone {z}"),
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The configured zone a record called `name` belongs to (the deepest holding it).
+    fn zone_of(&self, name: &Name) -> Option<&Name> {
+        self.engine
+            .zone_names()
+            .filter(|z| name.is_within(z))
+            .max_by_key(|z| z.as_str().len())
+    }
+
+    /// Records of a write, each in the caller's scope: the first that is not makes
+    /// it PERMISSION_DENIED, before anything changed. Names that do not parse are left
+    /// to the request's validation. Notes the zones the records are in.
+    fn check_records<'a>(
+        &self,
+        t: &mut Ticket,
+        field: &str,
+        records: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), Status> {
+        let mut zones = std::collections::BTreeSet::new();
+        for (i, (name, rtype)) in records.enumerate() {
+            let Ok(parsed) = Name::parse(name) else {
+                continue;
+            };
+            let zone = self.zone_of(&parsed);
+            if let Some(z) = zone {
+                zones.insert(z);
+            }
+            if !t.caller.scope.allows_record(zone, &parsed) {
+                return Err(auth_status(&AuthError::out_of_scope(
+                    &t.caller,
+                    format!("{field}[{i}] ({parsed} {rtype})"),
+                )));
+            }
+        }
+        t.zones = zones.iter().map(ToString::to_string).collect();
+        Ok(())
+    }
+
+    /// A push replaces its whole source: every record it carries, and every record
+    /// the source holds now, must be in the caller's scope.
+    fn check_push(&self, t: &mut Ticket, req: &pb::PutDesiredRequest) -> Result<(), Status> {
+        t.records = Some(req.records.len());
+        Engine::cpu(|| {
+            self.check_records(
+                t,
+                "records",
+                req.records
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.r#type.as_str())),
+            )
+        })?;
+        if t.caller.scope.is_unrestricted() {
+            return Ok(());
+        }
+        let scope = &t.caller.scope;
+        let source = format!("push:{}", req.source);
+        if let Some(k) = self
+            .engine
+            .source_key_where(&source, |k| !scope.allows_record(Some(&k.zone), &k.name))
+        {
+            return Err(auth_status(&AuthError::out_of_scope(
+                &t.caller,
+                format!(
+                    "source {:?} holds {} {}, which a push would replace",
+                    req.source, k.name, k.rtype
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    /// A patch's upserts and deletes, each in the caller's scope.
+    fn check_patch(&self, t: &mut Ticket, req: &pb::PatchDesiredRequest) -> Result<(), Status> {
+        t.records = Some(req.upserts.len() + req.deletes.len());
+        self.check_records(
+            t,
+            "upserts",
+            req.upserts
+                .iter()
+                .map(|r| (r.name.as_str(), r.r#type.as_str())),
+        )?;
+        let upsert_zones = std::mem::take(&mut t.zones);
+        self.check_records(
+            t,
+            "deletes",
+            req.deletes
+                .iter()
+                .map(|r| (r.name.as_str(), r.r#type.as_str())),
+        )?;
+        let mut zones: std::collections::BTreeSet<String> = upsert_zones.into_iter().collect();
+        zones.extend(std::mem::take(&mut t.zones));
+        t.zones = zones.into_iter().collect();
+        Ok(())
     }
 
     /// A whole push (`PutDesired`, or a completed `PutDesiredStream`): validated, then
     /// persisted and indexed, all off the async runtime ([`Engine::cpu`]).
-    fn push(&self, req: pb::PutDesiredRequest) -> Result<Response<pb::PutDesiredResponse>, Status> {
+    fn push(
+        &self,
+        t: &mut Ticket,
+        req: pb::PutDesiredRequest,
+    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        self.check_push(t, &req)?;
         let source = format!("push:{}", req.source);
         let zones = &self.engine.config().zones;
         let patched = self.engine.put_source_by_patch(
@@ -96,14 +305,15 @@ impl PlannerService {
     }
 }
 
-#[tonic::async_trait]
-impl pb::planner_server::Planner for PlannerService {
-    async fn plan(
+/// The calls' bodies, after [`PlannerService::admit`]: each checks its request
+/// against the caller's scope before it changes anything.
+impl PlannerService {
+    async fn plan_admitted(
         &self,
-        request: Request<pb::PlanRequest>,
+        t: &mut Ticket,
+        req: pb::PlanRequest,
     ) -> Result<Response<pb::PlanResponse>, Status> {
-        let req = request.into_inner();
-        let zones = self.zones(&req.zones)?;
+        let zones = self.scoped_zones(t, &req.zones)?;
         let page_size = match req.page_size as usize {
             0 => DEFAULT_PLAN_PAGE,
             n => n.min(MAX_PLAN_PAGE),
@@ -189,14 +399,13 @@ impl pb::planner_server::Planner for PlannerService {
         }))
     }
 
-    type SyncStream = SyncStream;
-
-    async fn sync(
+    async fn sync_admitted(
         &self,
-        request: Request<pb::SyncRequest>,
+        t: &mut Ticket,
+        req: pb::SyncRequest,
     ) -> Result<Response<SyncStream>, Status> {
-        let req = request.into_inner();
-        let zones = self.zones(&req.zones)?;
+        // Each zone once, however often it is named: one read each.
+        let zones = self.scoped_zones(t, &req.zones)?;
         let (tx, rx) = mpsc::channel(64);
         for zone in zones {
             let (engine, tx) = (self.engine.clone(), tx.clone());
@@ -224,18 +433,10 @@ impl pb::planner_server::Planner for PlannerService {
         Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn get_status(
+    async fn list_record_states_admitted(
         &self,
-        _request: Request<pb::GetStatusRequest>,
-    ) -> Result<Response<pb::PlannerStatus>, Status> {
-        Ok(Response::new(status(&self.engine).await))
-    }
-
-    async fn list_record_states(
-        &self,
-        request: Request<pb::ListRecordStatesRequest>,
+        req: pb::ListRecordStatesRequest,
     ) -> Result<Response<pb::ListRecordStatesResponse>, Status> {
-        let req = request.into_inner();
         let zones = if req.zone.is_empty() {
             Vec::new()
         } else {
@@ -287,18 +488,11 @@ impl pb::planner_server::Planner for PlannerService {
         }))
     }
 
-    async fn put_desired(
+    async fn put_desired_stream_admitted(
         &self,
-        request: Request<pb::PutDesiredRequest>,
+        t: &mut Ticket,
+        mut stream: tonic::Streaming<pb::PutDesiredChunk>,
     ) -> Result<Response<pb::PutDesiredResponse>, Status> {
-        self.push(request.into_inner())
-    }
-
-    async fn put_desired_stream(
-        &self,
-        request: Request<tonic::Streaming<pb::PutDesiredChunk>>,
-    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
-        let mut stream = request.into_inner();
         let mut whole = pb::PutDesiredRequest::default();
         let mut last = false;
         let mut chunks = 0usize;
@@ -345,14 +539,15 @@ impl pb::planner_server::Planner for PlannerService {
             )
             .into());
         }
-        self.push(whole)
+        self.push(t, whole)
     }
 
-    async fn patch_desired(
+    async fn patch_desired_admitted(
         &self,
-        request: Request<pb::PatchDesiredRequest>,
+        t: &mut Ticket,
+        req: pb::PatchDesiredRequest,
     ) -> Result<Response<pb::PatchDesiredResponse>, Status> {
-        let req = request.into_inner();
+        self.check_patch(t, &req)?;
         let zones = &self.engine.config().zones;
         let patch = Engine::cpu(|| validate_patch(&req)).map_err(|e| invalid_argument(&e))?;
         let upserted = patch.upserts.len() as u32;
@@ -375,14 +570,15 @@ impl pb::planner_server::Planner for PlannerService {
         }))
     }
 
-    async fn approve(
+    async fn approve_admitted(
         &self,
-        request: Request<pb::ApproveRequest>,
+        t: &mut Ticket,
+        req: pb::ApproveRequest,
     ) -> Result<Response<pb::ApproveResponse>, Status> {
-        let req = request.into_inner();
         if req.zone.is_empty() {
             return Err(FieldError::new("zone", "required").into());
         }
+        self.scoped_zone(t, &req.zone)?;
         if req.digest.is_empty() {
             return Err(FieldError::new(
                 "digest",
@@ -399,14 +595,15 @@ impl pb::planner_server::Planner for PlannerService {
         }
     }
 
-    async fn release(
+    async fn release_admitted(
         &self,
-        request: Request<pb::ReleaseRequest>,
+        t: &mut Ticket,
+        req: pb::ReleaseRequest,
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
-        let req = request.into_inner();
         if req.zone.is_empty() {
             return Err(FieldError::new("zone", "required").into());
         }
+        self.scoped_zone(t, &req.zone)?;
         let out = self
             .engine
             .release(&req.zone, &req.external_dns_owner, req.dry_run)
@@ -429,18 +626,146 @@ impl pb::planner_server::Planner for PlannerService {
         }))
     }
 
-    async fn resume(
+    async fn resume_admitted(
         &self,
-        request: Request<pb::ResumeRequest>,
+        t: &mut Ticket,
+        req: pb::ResumeRequest,
     ) -> Result<Response<pb::ResumeResponse>, Status> {
-        let req = request.into_inner();
         if req.zone.is_empty() {
             return Err(FieldError::new("zone", "required").into());
         }
+        self.scoped_zone(t, &req.zone)?;
         let was = self.engine.resume(&req.zone).map_err(release_status)?;
         Ok(Response::new(pb::ResumeResponse {
             was_released_to: was.owner,
         }))
+    }
+}
+
+/// Each call: admitted (token, rate, role), then its body, then counted and logged.
+#[tonic::async_trait]
+impl pb::planner_server::Planner for PlannerService {
+    async fn plan(
+        &self,
+        request: Request<pb::PlanRequest>,
+    ) -> Result<Response<pb::PlanResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::Plan, &meta)?;
+        let result = self.plan_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    type SyncStream = SyncStream;
+
+    async fn sync(
+        &self,
+        request: Request<pb::SyncRequest>,
+    ) -> Result<Response<SyncStream>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::Sync, &meta)?;
+        let result = self.sync_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn get_status(
+        &self,
+        request: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::PlannerStatus>, Status> {
+        let t = self.admit(Call::GetStatus, request.metadata())?;
+        let result = Ok(Response::new(status(&self.engine).await));
+        self.finish(t, result)
+    }
+
+    async fn list_record_states(
+        &self,
+        request: Request<pb::ListRecordStatesRequest>,
+    ) -> Result<Response<pb::ListRecordStatesResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let t = self.admit(Call::ListRecordStates, &meta)?;
+        let result = self.list_record_states_admitted(req).await;
+        self.finish(t, result)
+    }
+
+    async fn put_desired(
+        &self,
+        request: Request<pb::PutDesiredRequest>,
+    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::PutDesired, &meta)?;
+        let result = self.push(&mut t, req);
+        self.finish(t, result)
+    }
+
+    async fn put_desired_stream(
+        &self,
+        request: Request<tonic::Streaming<pb::PutDesiredChunk>>,
+    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        // Admitted before the first chunk is read: an unknown caller streams nothing.
+        let (meta, _, stream) = request.into_parts();
+        let mut t = self.admit(Call::PutDesiredStream, &meta)?;
+        let result = self.put_desired_stream_admitted(&mut t, stream).await;
+        self.finish(t, result)
+    }
+
+    async fn patch_desired(
+        &self,
+        request: Request<pb::PatchDesiredRequest>,
+    ) -> Result<Response<pb::PatchDesiredResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::PatchDesired, &meta)?;
+        let result = self.patch_desired_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn approve(
+        &self,
+        request: Request<pb::ApproveRequest>,
+    ) -> Result<Response<pb::ApproveResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::Approve, &meta)?;
+        let result = self.approve_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn release(
+        &self,
+        request: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::ReleaseResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::Release, &meta)?;
+        let result = self.release_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn resume(
+        &self,
+        request: Request<pb::ResumeRequest>,
+    ) -> Result<Response<pb::ResumeResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::Resume, &meta)?;
+        let result = self.resume_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+}
+
+/// The gRPC status of a call refused for who makes it. The message never holds the
+/// token; RESOURCE_EXHAUSTED carries a RetryInfo with the wait.
+fn auth_status(e: &AuthError) -> Status {
+    match e {
+        AuthError::Missing | AuthError::Malformed | AuthError::Unknown => {
+            Status::unauthenticated(e.to_string())
+        }
+        AuthError::Forbidden { .. } | AuthError::OutOfScope { .. } => {
+            Status::permission_denied(e.to_string())
+        }
+        AuthError::Limited { retry_after, .. } => {
+            use tonic_types::{ErrorDetails, StatusExt};
+            Status::with_error_details(
+                tonic::Code::ResourceExhausted,
+                e.to_string(),
+                ErrorDetails::with_retry_info(Some(*retry_after)),
+            )
+        }
     }
 }
 

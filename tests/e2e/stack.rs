@@ -97,20 +97,22 @@ impl Stack {
     }
 
     pub fn start_applier(&mut self) {
+        self.start_applier_with(&[]);
+    }
+
+    /// Starts the applier with `extra` arguments (e.g. `--admin-listen`).
+    pub fn start_applier_with(&mut self, extra: &[&str]) {
         let config = self.path("applier.toml");
         let listen = format!("127.0.0.1:{}", self.applier_port);
         let log = self.path(&format!("applier-{}.log", std::process::id()));
-        let p = Proc::spawn(
-            "applier",
-            &binary("dnsplane-applier"),
-            &[
-                "--config",
-                config.to_str().expect("utf8"),
-                "--listen",
-                &listen,
-            ],
-            log,
-        );
+        let mut args = vec![
+            "--config",
+            config.to_str().expect("utf8"),
+            "--listen",
+            &listen,
+        ];
+        args.extend_from_slice(extra);
+        let p = Proc::spawn("applier", &binary("dnsplane-applier"), &args, log);
         self.applier = Some(p);
         self.wait_healthy(self.applier_port, "dnsplane.v1.Applier");
     }

@@ -345,6 +345,22 @@ impl Engine {
             .set_refusals(name, refusals);
     }
 
+    /// The first record that source `name` holds in force and `refused` refuses:
+    /// what a push, which replaces the whole source, would take from under a caller
+    /// that may not touch it.
+    pub fn source_key_where(
+        &self,
+        name: &str,
+        refused: impl Fn(&RecordKey) -> bool,
+    ) -> Option<RecordKey> {
+        Engine::cpu(|| {
+            self.desired()
+                .source_keys(name)
+                .find(|k| refused(k))
+                .cloned()
+        })
+    }
+
     /// Every record source `name` declares, as it declares it.
     pub fn source_records(&self, name: &str) -> Vec<dnsplane_common::RRSet> {
         Engine::cpu(|| self.desired().source_records(name))

@@ -12,21 +12,83 @@ pub struct Conn {
         default_value = "http://127.0.0.1:50051"
     )]
     addr: String,
+    /// File holding the bearer token for a planner with `[auth]` (else the
+    /// DNSPLANE_TOKEN environment variable is sent, if set).
+    #[arg(long, env = "DNSPLANE_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
 }
 
-async fn connect(conn: &Conn) -> anyhow::Result<PlannerClient<tonic::transport::Channel>> {
-    PlannerClient::connect(conn.addr.clone())
+/// Sends `authorization: Bearer <token>` with every call, when there is a token.
+#[derive(Clone)]
+struct Bearer(Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>);
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// The token of `--token-file` (its content, trimmed), else of `DNSPLANE_TOKEN`.
+fn bearer(conn: &Conn) -> anyhow::Result<Bearer> {
+    let token = match &conn.token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--token-file {}: cannot read", path.display()))?;
+            let token = text.trim().to_string();
+            anyhow::ensure!(
+                !token.is_empty(),
+                "--token-file {}: the file is empty",
+                path.display()
+            );
+            Some(token)
+        }
+        None => std::env::var("DNSPLANE_TOKEN")
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty()),
+    };
+    let Some(token) = token else {
+        return Ok(Bearer(None));
+    };
+    let value = format!("Bearer {token}").parse().map_err(|_| {
+        anyhow::anyhow!("the bearer token holds characters a gRPC header cannot carry")
+    })?;
+    Ok(Bearer(Some(value)))
+}
+
+type Client = PlannerClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Bearer>,
+>;
+
+async fn connect(conn: &Conn) -> anyhow::Result<Client> {
+    let bearer = bearer(conn)?;
+    let channel = tonic::transport::Endpoint::from_shared(conn.addr.clone())
+        .with_context(|| format!("--addr {}: not a URI", conn.addr))?
+        .connect()
         .await
         .with_context(|| {
             format!(
                 "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
                 conn.addr
             )
-        })
+        })?;
+    Ok(PlannerClient::with_interceptor(channel, bearer))
 }
 
 fn status_err(s: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{}: {}", s.code(), s.message())
+    match s.code() {
+        tonic::Code::Unauthenticated => anyhow::anyhow!(
+            "the planner wants a bearer token ({}): pass --token-file PATH or set DNSPLANE_TOKEN",
+            s.message()
+        ),
+        tonic::Code::PermissionDenied => {
+            anyhow::anyhow!("the planner refused the call: {}", s.message())
+        }
+        _ => anyhow::anyhow!("{}: {}", s.code(), s.message()),
+    }
 }
 
 fn show(r: Option<&pb::RrSet>) -> String {
