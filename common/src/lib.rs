@@ -26,6 +26,7 @@ pub mod rrset;
 pub mod runtime;
 pub mod shared;
 pub mod telemetry;
+pub mod tls;
 pub mod wire;
 
 pub use error::ModelError;

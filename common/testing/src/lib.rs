@@ -12,6 +12,7 @@
 pub mod kube_api;
 pub mod otlp;
 pub mod records;
+pub mod certs;
 pub mod tools;
 
 pub use tools::*;
