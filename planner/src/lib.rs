@@ -44,6 +44,7 @@ pub mod webhook;
 pub use error::PlannerError;
 
 use config::{PlannerConfig, SourceConfig};
+use dnsplane_common::tls::{ALPN_GRPC, ALPN_HTTP1, Incoming, ServerTls};
 use dnsplane_common::pb::planner_server::PlannerServer;
 use engine::Engine;
 use std::sync::Arc;
@@ -106,13 +107,22 @@ pub async fn run(
         lease::LeaseSettings::from_config(&config),
         metrics.clone(),
     );
-    let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)
-        .map_err(PlannerError::ApplierAddress)?;
+    let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)?;
+    // `[tls]`: read now (a bad file refuses the start), re-read when it changes.
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|t| ServerTls::load(&t.settings()))
+        .transpose()
+        .map_err(PlannerError::Tls)?;
     let service = service::PlannerService::new(Arc::clone(&engine));
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
-            let server = admin::admin_server(registry, engine.clone(), metrics);
+            let server = admin::admin_server(registry, engine.clone(), metrics).tls(
+                tls.as_ref()
+                    .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
+            );
             let readiness = server.readiness();
             (
                 Some(readiness),
@@ -213,7 +223,8 @@ pub async fn run(
     let webhook_task = match (&config.webhook, webhook_listener) {
         (Some(w), Some(l)) => {
             let server = webhook::Webhook::new(engine.clone(), metrics_for_webhook.clone(), w);
-            Some(tokio::spawn(server.serve(l, shutdown.clone())))
+            let tls = tls.as_ref().map(|t| Arc::new(t.port(ALPN_HTTP1)));
+            Some(tokio::spawn(server.serve(l, tls, shutdown.clone())))
         }
         _ => None,
     };
@@ -228,7 +239,7 @@ pub async fn run(
         .iter()
         .map(|m| m.addr.clone())
         .collect();
-    info!(%addr, zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
+    info!(%addr, tls = tls.is_some(), zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
     if let Some(r) = &readiness {
         r.set(true);
     }
@@ -239,7 +250,12 @@ pub async fn run(
         .add_service(reflection_v1alpha)
         .add_service(PlannerServer::new(service))
         .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            Incoming::new(
+                listener,
+                tls.as_ref().map(|t| Arc::new(t.port(ALPN_GRPC))),
+                "planner gRPC",
+            )
+            .map_err(PlannerError::Listener)?,
             {
                 let shutdown = shutdown.clone();
                 let reporter = health_reporter.clone();

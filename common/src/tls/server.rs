@@ -68,12 +68,23 @@ impl ServerTls {
         self.files.reload()
     }
 
-    /// One port's view: rustls config with `alpn`, rebuilt after a reload.
+    /// One port's view: rustls config with `alpn` (and the client CA, if any),
+    /// rebuilt after a reload.
     pub fn port(self: &Arc<Self>, alpn: &[&[u8]]) -> PortTls {
         PortTls {
             tls: self.clone(),
             alpn: alpn.iter().map(|a| a.to_vec()).collect(),
+            client_certs: true,
             cache: Mutex::new(None),
+        }
+    }
+
+    /// [`port`](Self::port) that asks no client certificate, whatever the client CA:
+    /// for admin ports, which probes and scrapers reach without one.
+    pub fn port_without_client_certs(self: &Arc<Self>, alpn: &[&[u8]]) -> PortTls {
+        PortTls {
+            client_certs: false,
+            ..self.port(alpn)
         }
     }
 }
@@ -119,6 +130,7 @@ impl ResolvesServerCert for Fixed {
 pub struct PortTls {
     tls: Arc<ServerTls>,
     alpn: Vec<Vec<u8>>,
+    client_certs: bool,
     cache: Mutex<Option<(Arc<Material>, Arc<rustls::ServerConfig>)>>,
 }
 
@@ -138,7 +150,7 @@ impl PortTls {
         let builder = rustls::ServerConfig::builder_with_provider(super::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Setup(e.to_string()))?;
-        let builder = match &material.verifier {
+        let builder = match material.verifier.as_ref().filter(|_| self.client_certs) {
             Some(v) => builder.with_client_cert_verifier(v.clone()),
             None => builder.with_no_client_auth(),
         };

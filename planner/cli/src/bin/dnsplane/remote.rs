@@ -5,24 +5,47 @@ use dnsplane_common::pb::{self, planner_client::PlannerClient};
 
 #[derive(Debug, clap::Args)]
 pub struct Conn {
-    /// Planner gRPC address.
+    /// Planner gRPC address; `https://…` speaks TLS.
     #[arg(
         long,
         env = "DNSPLANE_PLANNER_ADDR",
         default_value = "http://127.0.0.1:50051"
     )]
     addr: String,
+    /// PEM CA bundle to verify the planner's certificate with (an `https://` --addr);
+    /// without it, the system's trust roots.
+    #[arg(long, env = "DNSPLANE_CA_FILE")]
+    ca_file: Option<std::path::PathBuf>,
 }
 
 async fn connect(conn: &Conn) -> anyhow::Result<PlannerClient<tonic::transport::Channel>> {
-    PlannerClient::connect(conn.addr.clone())
-        .await
-        .with_context(|| {
-            format!(
-                "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
-                conn.addr
-            )
-        })
+    let channel = channel(conn).await.with_context(|| {
+        format!(
+            "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
+            conn.addr
+        )
+    })?;
+    Ok(PlannerClient::new(channel))
+}
+
+/// A channel to `--addr`: TLS for `https://`, trusting `--ca-file` or the system.
+async fn channel(conn: &Conn) -> anyhow::Result<tonic::transport::Channel> {
+    let endpoint = tonic::transport::Endpoint::from_shared(conn.addr.clone())?;
+    if !conn.addr.starts_with("https://") {
+        anyhow::ensure!(
+            conn.ca_file.is_none(),
+            "--ca-file is for an https:// --addr, not {}",
+            conn.addr
+        );
+        return Ok(endpoint.connect().await?);
+    }
+    let tls = dnsplane_common::tls::ClientTls::load_unwatched(
+        &dnsplane_common::tls::ClientTlsSettings {
+            ca: conn.ca_file.clone(),
+            ..Default::default()
+        },
+    )?;
+    Ok(endpoint.connect_with_connector(tls.connector(None)).await?)
 }
 
 fn status_err(s: tonic::Status) -> anyhow::Error {
