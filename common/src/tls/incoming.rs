@@ -248,23 +248,13 @@ async fn handshake(
 /// Answers a plaintext client in its own protocol, then closes.
 async fn refuse_plaintext(mut stream: TcpStream, peer: SocketAddr, what: &'static str) {
     tracing::warn!(port = what, client = %peer, "Plaintext client on a TLS port; told to use TLS.");
-    let mut head = [0u8; 24];
-    let n = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head))
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or(0);
-    let reply = if head[..n].starts_with(b"PRI * HTTP/2") {
-        // An empty SETTINGS (the server preface), then GOAWAY(PROTOCOL_ERROR) whose
-        // debug data says why.
-        let debug = PLAINTEXT_REFUSAL.as_bytes();
-        let mut frames = vec![0, 0, 0, 4, 0, 0, 0, 0, 0];
-        let len = u32::try_from(8 + debug.len()).unwrap_or(8).to_be_bytes();
-        frames.extend_from_slice(&len[1..]);
-        frames.extend_from_slice(&[7, 0, 0, 0, 0, 0]);
-        frames.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1]);
-        frames.extend_from_slice(debug);
-        frames
+    let mut head = [0u8; 4];
+    let got = tokio::time::timeout(Duration::from_secs(2), stream.read_exact(&mut head)).await;
+    if !matches!(got, Ok(Ok(_))) {
+        return;
+    }
+    let reply = if &head == b"PRI " {
+        refuse_h2(&mut stream).await
     } else {
         let body = format!("{PLAINTEXT_REFUSAL}\n");
         format!(
@@ -275,6 +265,45 @@ async fn refuse_plaintext(mut stream: TcpStream, peer: SocketAddr, what: &'stati
     };
     let _ = stream.write_all(&reply).await;
     let _ = stream.shutdown().await;
+    // Read what the client still sends until it hangs up (bounded): closing with
+    // unread data would send a reset that can overtake the reply.
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+/// HTTP/2 in plaintext: an empty SETTINGS (the server preface), then, once the
+/// client's first request is open (so that the request, not only the connection,
+/// fails with it), a GOAWAY(PROTOCOL_ERROR) whose debug data says why.
+async fn refuse_h2(stream: &mut TcpStream) -> Vec<u8> {
+    let _ = stream.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        // The rest of the client preface, then frames until a HEADERS (type 1).
+        let mut rest = [0u8; 20];
+        stream.read_exact(&mut rest).await?;
+        let mut skipped = 0usize;
+        loop {
+            let mut header = [0u8; 9];
+            stream.read_exact(&mut header).await?;
+            if header[3] == 1 || skipped > 1 << 16 {
+                return Ok::<_, io::Error>(());
+            }
+            let len = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let mut payload = vec![0u8; len];
+            stream.read_exact(&mut payload).await?;
+            skipped += 9 + len;
+        }
+    })
+    .await;
+    let debug = PLAINTEXT_REFUSAL.as_bytes();
+    let len = u32::try_from(8 + debug.len()).unwrap_or(8).to_be_bytes();
+    let mut frame = len[1..].to_vec();
+    frame.extend_from_slice(&[7, 0, 0, 0, 0, 0]);
+    frame.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1]);
+    frame.extend_from_slice(debug);
+    frame
 }
 
 impl tokio_stream::Stream for Incoming {
