@@ -201,7 +201,11 @@ impl Applier {
                 options,
             )));
         }
-        let tls = config.tls.as_ref().map(|t| ServerTls::load(&t.settings())).transpose()?;
+        let tls = config
+            .tls
+            .as_ref()
+            .map(|t| ServerTls::load(&t.settings()))
+            .transpose()?;
         Ok(Applier {
             config,
             accounts,

@@ -555,7 +555,9 @@ impl PlannerConfig {
         if let Some(t) = &self.applier_tls
             && t.cert.is_some() != t.key.is_some()
         {
-            return Err("applier_tls: cert and key go together (the client certificate for mTLS)".into());
+            return Err(
+                "applier_tls: cert and key go together (the client certificate for mTLS)".into(),
+            );
         }
         if let Some(d) = &self.applier_dns
             && !d
@@ -915,7 +917,10 @@ mod tests {
         let e = check("applier = \"https://a:50052\"\n", "").unwrap_err();
         assert!(e.contains("no [applier_tls]"), "{e}");
         let e = check("", tls).unwrap_err();
-        assert!(e.contains("plaintext http://") && e.contains("127.0.0.1:50052"), "{e}");
+        assert!(
+            e.contains("plaintext http://") && e.contains("127.0.0.1:50052"),
+            "{e}"
+        );
         // The default `applier` is not in use when `appliers` is given.
         check("appliers = [\"https://a:1\", \"https://b:1\"]\n", tls).unwrap();
         check("applier_dns = \"appliers.ns.svc:50052\"\n", tls).unwrap();

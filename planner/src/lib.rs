@@ -44,8 +44,8 @@ pub mod webhook;
 pub use error::PlannerError;
 
 use config::{PlannerConfig, SourceConfig};
-use dnsplane_common::tls::{ALPN_GRPC, ALPN_HTTP1, Incoming, ServerTls};
 use dnsplane_common::pb::planner_server::PlannerServer;
+use dnsplane_common::tls::{ALPN_GRPC, ALPN_HTTP1, Incoming, ServerTls};
 use engine::Engine;
 use std::sync::Arc;
 use std::time::Duration;

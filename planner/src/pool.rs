@@ -12,8 +12,8 @@
 //! `[applier_tls]`, every member found through `applier_dns`) speak TLS with the
 //! pool's [`ClientTls`], re-read when its files change.
 use dnsplane_common::Name;
-use dnsplane_common::tls::{ClientTls, ClientTlsSettings, TlsConnector, TlsError};
 use dnsplane_common::pb::applier_client::ApplierClient;
+use dnsplane_common::tls::{ClientTls, ClientTlsSettings, TlsConnector, TlsError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -251,7 +251,11 @@ impl ApplierPool {
         let addrs = match tokio::net::lookup_host(name.as_str()).await {
             Ok(a) => a
                 .map(|a| {
-                    let scheme = if self.dns_connector.is_some() { "https" } else { "http" };
+                    let scheme = if self.dns_connector.is_some() {
+                        "https"
+                    } else {
+                        "http"
+                    };
                     format!("{scheme}://{a}")
                 })
                 .collect::<std::collections::BTreeSet<_>>(),

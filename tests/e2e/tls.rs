@@ -312,8 +312,7 @@ async fn mtls_stack_converges_and_every_port_speaks_tls() {
 
     // The planner reached the applier through mTLS and wrote the zone.
     let converged = wait_for(Duration::from_secs(30), || {
-        (dig(&dig_path, s.dns_port, "www.example.com", "A", false) == ["192.0.2.10"])
-            .then_some(())
+        (dig(&dig_path, s.dns_port, "www.example.com", "A", false) == ["192.0.2.10"]).then_some(())
     });
     assert!(converged.is_some(), "not converged; logs:\n{}", s.logs());
 
@@ -334,10 +333,7 @@ async fn mtls_stack_converges_and_every_port_speaks_tls() {
         } else {
             "applier"
         };
-        assert!(
-            names.iter().any(|n| n == want),
-            "{what} served {names:?}"
-        );
+        assert!(names.iter().any(|n| n == want), "{what} served {names:?}");
         let out = s_client(&openssl, port, &s.ca_file);
         assert!(
             out.contains("BEGIN CERTIFICATE") || out.contains("Server certificate"),
@@ -370,8 +366,8 @@ async fn mtls_stack_converges_and_every_port_speaks_tls() {
         .arg(&s.ca_file)
         .output()
         .expect("dnsplane status");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(
         text.contains("example.com"),
         "dnsplane status over TLS: {text}"
@@ -407,7 +403,10 @@ async fn the_applier_refuses_clients_without_the_right_certificate() {
     let e = health(s.applier_port, Some(client(&s.ca_file, None)), "")
         .await
         .expect_err("served without a certificate");
-    assert!(!e.contains("PermissionDenied"), "refused after the handshake: {e}");
+    assert!(
+        !e.contains("PermissionDenied"),
+        "refused after the handshake: {e}"
+    );
     let other = Ca::new("another CA")
         .leaf(&["planner"])
         .write(s.dir.path(), "other");
@@ -418,7 +417,10 @@ async fn the_applier_refuses_clients_without_the_right_certificate() {
     )
     .await
     .expect_err("served a certificate of another CA");
-    assert!(!e.contains("PermissionDenied"), "refused after the handshake: {e}");
+    assert!(
+        !e.contains("PermissionDenied"),
+        "refused after the handshake: {e}"
+    );
     // The applier logs each refusal as its handshake ends (maybe after the client
     // saw it).
     let logged = wait_for(Duration::from_secs(10), || {
@@ -480,7 +482,9 @@ async fn plain_get_path(port: u16, path: &str) -> String {
         return String::new();
     };
     let _ = tcp
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .await;
     let mut reply = Vec::new();
     let _ = tcp.read_to_end(&mut reply).await;
@@ -540,7 +544,11 @@ async fn a_rotated_certificate_is_served_without_a_restart() {
             .contains("applier.key")
             .then_some(())
     });
-    assert!(logged.is_some(), "no error naming the file; logs:\n{}", s.logs());
+    assert!(
+        logged.is_some(),
+        "no error naming the file; logs:\n{}",
+        s.logs()
+    );
     assert_eq!(
         server_cert(s.applier_port, &s.ca.pem).await.expect("tls"),
         want

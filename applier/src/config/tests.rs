@@ -525,7 +525,10 @@ fn tls_paths_are_relative_to_the_config_and_allowed_names_need_a_client_ca() {
     let tls = c.tls.unwrap();
     assert_eq!(tls.cert, Path::new("/etc/dnsplane/tls/applier.crt"));
     assert_eq!(tls.key, Path::new("/abs/applier.key"));
-    assert_eq!(tls.client_ca.as_deref(), Some(Path::new("/etc/dnsplane/ca.pem")));
+    assert_eq!(
+        tls.client_ca.as_deref(),
+        Some(Path::new("/etc/dnsplane/ca.pem"))
+    );
     assert_eq!(tls.allowed_names, vec!["planner".to_string()]);
 
     let e = parse(&format!(
@@ -534,8 +537,10 @@ fn tls_paths_are_relative_to_the_config_and_allowed_names_need_a_client_ca() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("tls.allowed_names needs tls.client_ca"), "{e}");
-    let e = parse(&format!("{accounts}[tls]\ncert = \"c\"\nkey = \"k\"\nca = \"x\"\n"))
-        .unwrap_err()
-        .to_string();
+    let e = parse(&format!(
+        "{accounts}[tls]\ncert = \"c\"\nkey = \"k\"\nca = \"x\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("unknown field") && e.contains("ca"), "{e}");
 }

@@ -187,10 +187,11 @@ impl tonic::codegen::Service<http::Uri> for TlsConnector {
             let port = uri.port_u16().unwrap_or(443);
             let addr = format!("{}:{port}", uri.host().unwrap_or_default());
             let name = server_name.unwrap_or_else(|| host.clone());
-            let name = ServerName::try_from(name.clone()).map_err(|_| ConnectError::ServerName {
-                addr: addr.clone(),
-                name,
-            })?;
+            let name =
+                ServerName::try_from(name.clone()).map_err(|_| ConnectError::ServerName {
+                    addr: addr.clone(),
+                    name,
+                })?;
             let tcp = TcpStream::connect((host.as_str(), port))
                 .await
                 .map_err(|source| ConnectError::Tcp {
@@ -212,7 +213,9 @@ impl tonic::codegen::Service<http::Uri> for TlsConnector {
 fn classify(addr: String, source: std::io::Error) -> ConnectError {
     let not_tls = source.kind() == std::io::ErrorKind::UnexpectedEof
         || matches!(
-            source.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()),
+            source
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<rustls::Error>()),
             Some(rustls::Error::InvalidMessage(_))
         );
     if not_tls {

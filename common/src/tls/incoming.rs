@@ -182,8 +182,11 @@ async fn accept_loop(
             Some(tls) => {
                 let (tls, tx) = (tls.clone(), tx.clone());
                 tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&tls, stream, info, what))
-                        .await
+                    match tokio::time::timeout(
+                        HANDSHAKE_TIMEOUT,
+                        handshake(&tls, stream, info, what),
+                    )
+                    .await
                     {
                         Ok(Some(conn)) => {
                             let _ = tx.send(conn).await;
@@ -290,7 +293,8 @@ async fn refuse_h2(stream: &mut TcpStream) -> Vec<u8> {
             if header[3] == 1 || skipped > 1 << 16 {
                 return Ok::<_, io::Error>(());
             }
-            let len = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let len =
+                usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
             let mut payload = vec![0u8; len];
             stream.read_exact(&mut payload).await?;
             skipped += 9 + len;

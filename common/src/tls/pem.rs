@@ -65,7 +65,10 @@ pub(crate) fn certified_key(
         }
         Err(e) => Err(invalid(
             key_path,
-            format!("does not match the certificate in {}: {e}", cert_path.display()),
+            format!(
+                "does not match the certificate in {}: {e}",
+                cert_path.display()
+            ),
         )),
     }
 }

@@ -20,7 +20,9 @@ fn setup() -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = Ca::new("test CA");
     let ca_file = ca.write(dir.path(), "ca");
-    let server = ca.leaf(&["localhost", "127.0.0.1"]).write(dir.path(), "server");
+    let server = ca
+        .leaf(&["localhost", "127.0.0.1"])
+        .write(dir.path(), "server");
     Setup {
         dir,
         ca,
@@ -47,8 +49,8 @@ async fn serve(
     tokio::sync::mpsc::UnboundedReceiver<ConnInfo>,
 ) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mut incoming = Incoming::new(listener, Some(Arc::new(tls.port(ALPN_HTTP1))), "test")
-        .expect("incoming");
+    let mut incoming =
+        Incoming::new(listener, Some(Arc::new(tls.port(ALPN_HTTP1))), "test").expect("incoming");
     let addr = incoming.local_addr();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
@@ -172,15 +174,27 @@ fn bad_files_are_named() {
     let s = setup();
     let mut settings = server_settings(&s, ClientAuth::Required);
     settings.key = s.dir.path().join("missing.key");
-    let e = ServerTls::load_unwatched(&settings).unwrap_err().to_string();
-    assert!(e.contains("missing.key") && e.contains("cannot read"), "{e}");
+    let e = ServerTls::load_unwatched(&settings)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("missing.key") && e.contains("cannot read"),
+        "{e}"
+    );
     let other = s.ca.leaf(&["x"]).write(s.dir.path(), "other");
     settings.key = other.key.clone();
-    let e = ServerTls::load_unwatched(&settings).unwrap_err().to_string();
-    assert!(e.contains("other.key") && e.contains("does not match"), "{e}");
+    let e = ServerTls::load_unwatched(&settings)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("other.key") && e.contains("does not match"),
+        "{e}"
+    );
     settings.key = s.server.key.clone();
     settings.client_ca = Some(s.server.key.clone());
-    let e = ServerTls::load_unwatched(&settings).unwrap_err().to_string();
+    let e = ServerTls::load_unwatched(&settings)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("server.key") && e.contains("CERTIFICATE"), "{e}");
 }
 

@@ -47,7 +47,10 @@ fn main() -> std::process::ExitCode {
         config.applier = a;
         // The address must agree with `[applier_tls]` as the file's would.
         if let Err(e) = config.validate() {
-            eprintln!("dnsplane-planner: {}: --applier: {e}", args.config.display());
+            eprintln!(
+                "dnsplane-planner: {}: --applier: {e}",
+                args.config.display()
+            );
             return std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG);
         }
     }
