@@ -93,10 +93,15 @@ impl<T: Send + Sync + 'static> Reloading<T> {
         }
     }
 
-    /// Re-reads the files every `every` until the value is dropped.
+    /// Re-reads the files every `every` until the value is dropped (outside a Tokio
+    /// runtime: never; the files stay as read).
     pub(crate) fn watch(self: &Arc<Self>, every: Duration) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(what = self.what, "No runtime to re-read TLS files on; they are read once.");
+            return;
+        };
         let weak: Weak<Self> = Arc::downgrade(self);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(this) = weak.upgrade() else { return };

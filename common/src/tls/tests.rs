@@ -266,3 +266,37 @@ async fn allowed_names_answers_permission_denied_naming_the_certificate() {
     assert!(check(request(None)).is_err());
     assert!(allowed_names(vec![])(request(None)).is_ok());
 }
+
+#[tokio::test]
+async fn the_client_takes_a_new_ca_for_new_connections() {
+    let s = setup();
+    let tls = ServerTls::load_unwatched(&server_settings(&s, ClientAuth::Optional)).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut incoming =
+        Incoming::new(listener, Some(Arc::new(tls.port(ALPN_GRPC))), "test").unwrap();
+    let addr = incoming.local_addr();
+    tokio::spawn(async move { while incoming.next().await.is_some() {} });
+
+    // Trusting another CA: the server's certificate is refused, and said so.
+    let other = Ca::new("other CA");
+    let ca_file = other.write(s.dir.path(), "client-ca");
+    let client = ClientTls::load_unwatched(&ClientTlsSettings {
+        ca: Some(ca_file.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut connector = client.connector(Some("localhost".into()));
+    let uri: http::Uri = format!("https://{addr}").parse().unwrap();
+    let e = tonic::codegen::Service::call(&mut connector, uri.clone())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, client::ConnectError::Handshake { .. }), "{e}");
+    assert!(e.to_string().contains("UnknownIssuer"), "{e}");
+
+    // The file now holds the server's CA: the next connection is made.
+    std::fs::write(&ca_file, &s.ca.pem).unwrap();
+    assert!(client.reload());
+    tonic::codegen::Service::call(&mut connector, uri)
+        .await
+        .expect("connects with the new CA");
+}
