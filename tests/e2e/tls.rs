@@ -113,16 +113,22 @@ impl TlsStack {
 
     /// `scheme` of the applier address; `extra`: the planner's TLS tables.
     fn start_planner(&mut self, scheme: &str, extra: &str) {
+        let applier = format!("applier = \"{scheme}://127.0.0.1:{}\"", self.applier_port);
+        self.start_planner_to(&applier, extra);
+    }
+
+    /// `applier`: how the planner finds appliers (the config line).
+    fn start_planner_to(&mut self, applier: &str, extra: &str) {
         std::fs::write(
             self.path("planner.toml"),
             format!(
-                "owner_id = \"e2e\"\napplier = \"{scheme}://127.0.0.1:{}\"\n\
+                "owner_id = \"e2e\"\n{applier}\n\
                  [pool]\nhealth_interval = \"300ms\"\n\
                  [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nsource_poll = \"200ms\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\
                  [[zones]]\nname = \"{ZONE}\"\naccount = \"embedded\"\n\
                  [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\n\
                  [webhook]\nlisten = \"127.0.0.1:{}\"\n{extra}\n",
-                self.applier_port, self.webhook_port
+                self.webhook_port
             ),
         )
         .expect("planner.toml");
@@ -227,8 +233,11 @@ async fn wait_serving(port: u16, tls: Option<Arc<ClientTls>>, service: &str, sta
     );
 }
 
-/// A TLS handshake with `port` trusting `ca_pem`: the server's leaf certificate.
-async fn server_cert(port: u16, ca_pem: &str) -> Result<CertificateDer<'static>, String> {
+/// A TLS connection to `port` trusting `ca_pem`, for `localhost`.
+async fn tls_connect(
+    port: u16,
+    ca_pem: &str,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("ca"))
@@ -243,11 +252,31 @@ async fn server_cert(port: u16, ca_pem: &str) -> Result<CertificateDer<'static>,
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .map_err(|e| e.to_string())?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect("localhost".try_into().expect("name"), tcp)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// A TLS handshake with `port` trusting `ca_pem`: the server's leaf certificate.
+async fn server_cert(port: u16, ca_pem: &str) -> Result<CertificateDer<'static>, String> {
+    let tls = tls_connect(port, ca_pem).await?;
     Ok(tls.get_ref().1.peer_certificates().expect("certs")[0].clone())
+}
+
+/// An HTTPS GET of `path`: the whole reply.
+async fn https_get(port: u16, ca_pem: &str, path: &str) -> String {
+    let Ok(mut tls) = tls_connect(port, ca_pem).await else {
+        return String::new();
+    };
+    let _ = tls
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await;
+    let mut reply = Vec::new();
+    let _ = tls.read_to_end(&mut reply).await;
+    String::from_utf8_lossy(&reply).into_owned()
 }
 
 /// A plaintext HTTP/1.1 GET: the whole reply.
@@ -552,5 +581,62 @@ async fn a_rotated_certificate_is_served_without_a_restart() {
     assert_eq!(
         server_cert(s.applier_port, &s.ca.pem).await.expect("tls"),
         want
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appliers_found_by_applier_dns_speak_mtls_to_the_dns_name() {
+    let Some(dig_path) = tool("DNSPLANE_DIG", "dig") else {
+        return;
+    };
+    let mut s = TlsStack::new();
+    // No IP address in the applier's certificate: a member found by DNS is verified
+    // against the name it was found by, not its address.
+    let named = s.ca.leaf(&["localhost"]);
+    named.write(s.dir.path(), "applier");
+    s.start_applier(APPLIER_MTLS);
+    let by_name = s.planner_client().connector(Some("localhost".into()));
+    let endpoint =
+        tonic::transport::Endpoint::from_shared(format!("https://127.0.0.1:{}", s.applier_port))
+            .expect("endpoint");
+    let serving = wait_for(Duration::from_secs(30), || {
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(async {
+                let channel = endpoint
+                    .connect_with_connector(by_name.clone())
+                    .await
+                    .ok()?;
+                HealthClient::new(channel)
+                    .check(HealthCheckRequest::default())
+                    .await
+                    .ok()
+            })
+        })
+    });
+    assert!(
+        serving.is_some(),
+        "applier not serving; logs:\n{}",
+        s.logs()
+    );
+    // The address alone does not match the certificate.
+    let e = health(s.applier_port, Some(s.planner_client()), "")
+        .await
+        .expect_err("an IP address the certificate does not name");
+    assert!(
+        e.contains("TLS handshake") && e.contains("not valid for name"),
+        "{e}"
+    );
+
+    let applier_dns = format!("applier_dns = \"localhost:{}\"", s.applier_port);
+    s.start_planner_to(&applier_dns, PLANNER_TLS);
+    let converged = wait_for(Duration::from_secs(30), || {
+        (dig(&dig_path, s.dns_port, "www.example.com", "A", false) == ["192.0.2.10"]).then_some(())
+    });
+    assert!(converged.is_some(), "not converged; logs:\n{}", s.logs());
+    let status = https_get(s.planner_admin, &s.ca.pem, "/status").await;
+    assert!(
+        status.starts_with("HTTP/1.1 200")
+            && status.contains(&format!("https://127.0.0.1:{}", s.applier_port)),
+        "{status}"
     );
 }

@@ -97,7 +97,10 @@ impl<T: Send + Sync + 'static> Reloading<T> {
     /// runtime: never; the files stay as read).
     pub(crate) fn watch(self: &Arc<Self>, every: Duration) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(what = self.what, "No runtime to re-read TLS files on; they are read once.");
+            tracing::warn!(
+                what = self.what,
+                "No runtime to re-read TLS files on; they are read once."
+            );
             return;
         };
         let weak: Weak<Self> = Arc::downgrade(self);
