@@ -21,6 +21,8 @@ have pdns_server || need_pkgs+=(pdns-server)
 have sqlite3 || need_pkgs+=(sqlite3)
 have redis-server || need_pkgs+=(redis-server)
 have nsupdate || need_pkgs+=(bind9-dnsutils)
+# tests/e2e/tls.rs: `openssl s_client` checks that every TLS port speaks TLS.
+have openssl || need_pkgs+=(openssl)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing ${need_pkgs[*]}"
@@ -100,6 +102,7 @@ export DNSPLANE_DOCKER_COMPOSE="$COMPOSE"
 export DNSPLANE_REQUIRE_SERVERS=1
 export DNSPLANE_GRPCURL="$GRPCURL"
 export DNSPLANE_DIG="$(command -v dig)"
+export DNSPLANE_OPENSSL="$(command -v openssl)"
 export DNSPLANE_BIN_DIR="$ROOT/target/debug"
 export CARGO_TERM_COLOR=never
 # A test run is built once and thrown away: incremental caches would double the

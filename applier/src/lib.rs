@@ -32,6 +32,7 @@ use crate::provider::route53::Route53Provider;
 use crate::provider::webhook::WebhookProvider;
 use crate::service::ApplierService;
 use dnsplane_common::pb::applier_server::ApplierServer;
+use dnsplane_common::tls::{self, ServerTls};
 use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -97,6 +98,11 @@ pub enum ApplierError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("gRPC server: {0}")]
     Serve(#[from] tonic::transport::Error),
+    /// `[tls]` files that cannot be used (named in the message).
+    #[error("tls: {0}")]
+    Tls(#[from] dnsplane_common::tls::TlsError),
+    #[error("gRPC listener: {0}")]
+    Listener(#[source] std::io::Error),
 }
 
 /// An applier with its stores open and DNS sockets bound, ready to serve. Split from
@@ -108,6 +114,8 @@ pub struct Applier {
     dns: Vec<(String, DnsServer)>,
     /// The registry the accounts' metric families are in; the admin port serves it.
     registry: Registry,
+    /// `[tls]`, read and re-read when its files change.
+    tls: Option<Arc<ServerTls>>,
 }
 
 /// Where the applier serves.
@@ -193,11 +201,17 @@ impl Applier {
                 options,
             )));
         }
+        let tls = config
+            .tls
+            .as_ref()
+            .map(|t| ServerTls::load(&t.settings()))
+            .transpose()?;
         Ok(Applier {
             config,
             accounts,
             dns,
             registry,
+            tls,
         })
     }
 
@@ -223,6 +237,7 @@ impl Applier {
             accounts,
             dns,
             registry,
+            tls,
         } = self;
         let Listeners { grpc, admin } = listeners;
         let lifecycle = Lifecycle {
@@ -240,7 +255,10 @@ impl Applier {
         ));
         let service = ApplierService::new(accounts.clone());
         let admin = admin.map(|l| {
-            let server = admin::admin_server(registry, accounts.clone());
+            let server = admin::admin_server(registry, accounts.clone()).tls(
+                tls.as_ref()
+                    .map(|t| Arc::new(t.port_without_client_certs(tls::ALPN_HTTP1))),
+            );
             let readiness = server.readiness();
             let stop = CancellationToken::new();
             let task = tokio::spawn(server.serve(l, stop.clone()));
@@ -260,19 +278,32 @@ impl Applier {
 
         let addr = grpc.local_addr().ok();
         let close = lifecycle.close_streams.clone();
+        // Handshakes (and, with `client_ca`, client certificates) before anything;
+        // `allowed_names` per request, so that a refused client is told which name
+        // it presented.
+        let incoming = tls::Incoming::new(
+            grpc,
+            tls.as_ref().map(|t| Arc::new(t.port(tls::ALPN_GRPC))),
+            "applier gRPC",
+        )
+        .map_err(ApplierError::Listener)?;
+        let allowed = config
+            .tls
+            .as_ref()
+            .map(|t| t.allowed_names.clone())
+            .unwrap_or_default();
         let server = tonic::transport::Server::builder()
             .trace_fn(dnsplane_common::telemetry::grpc_server_span)
+            .layer(tonic::service::InterceptorLayer::new(tls::allowed_names(
+                allowed,
+            )))
             .add_service(health_service)
             .add_service(ApplierServer::new(service))
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
-            .serve_with_incoming_shutdown(
-                // No Nagle: a batch result held back for a delayed ACK costs ~40 ms.
-                tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true)),
-                close.cancelled_owned(),
-            );
+            .serve_with_incoming_shutdown(incoming, close.cancelled_owned());
         let mut server = tokio::spawn(server);
-        tracing::info!(addr = ?addr, "Applier serving gRPC.");
+        tracing::info!(addr = ?addr, tls = tls.is_some(), mtls = config.tls.as_ref().is_some_and(|t| t.client_ca.is_some()), "Applier serving gRPC.");
         if let Some((ready, _, _)) = &admin {
             ready.set(true);
         }

@@ -12,6 +12,8 @@
 //! - [`telemetry`]: logs plus OpenTelemetry traces over OTLP (off unless configured) and
 //!   W3C trace-context propagation; [`metrics`]: the admin HTTP port (`/metrics`,
 //!   `/healthz`, `/readyz`, `/status`).
+//! - [`tls`]: TLS on every port, mTLS between planner and applier, certificates
+//!   re-read when they change (docs/security.md).
 pub mod convert;
 pub mod error;
 pub mod grpc;
@@ -26,6 +28,7 @@ pub mod rrset;
 pub mod runtime;
 pub mod shared;
 pub mod telemetry;
+pub mod tls;
 pub mod wire;
 
 pub use error::ModelError;

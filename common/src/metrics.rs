@@ -68,6 +68,7 @@ pub struct AdminServer {
     status: Option<StatusFn>,
     on_scrape: Vec<ScrapeFn>,
     authorize: Option<AuthorizeFn>,
+    tls: Option<Arc<crate::tls::PortTls>>,
 }
 
 /// Decides whether a request for a path (`/metrics`, `/status`) with this
@@ -80,6 +81,7 @@ impl std::fmt::Debug for AdminServer {
             .field("ready", &self.readiness.is_ready())
             .field("status", &self.status.is_some())
             .field("on_scrape", &self.on_scrape.len())
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -93,6 +95,7 @@ impl AdminServer {
             status: None,
             on_scrape: Vec::new(),
             authorize: None,
+            tls: None,
         }
     }
 
@@ -231,17 +234,25 @@ impl AdminServer {
         }))
     }
 
+    /// Serves HTTPS with `tls` (`[tls]` of the service; no client certificate asked:
+    /// probes and scrapers have none).
+    pub fn tls(mut self, tls: Option<Arc<crate::tls::PortTls>>) -> Self {
+        self.tls = tls;
+        self
+    }
+
     /// Serves until `shutdown` is cancelled. The caller binds the listener (port 0 in
     /// tests), so a port clash is reported before anything starts.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
-        if let Ok(addr) = listener.local_addr() {
-            tracing::info!(%addr, "Admin HTTP serving /metrics /healthz /readyz /status.");
-        }
-        axum::serve(listener, self.router())
+        let tls = self.tls.take();
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let incoming = crate::tls::Incoming::new(listener, tls, "admin")?;
+        tracing::info!(addr = %incoming.local_addr(), %scheme, "Admin HTTP serving /metrics /healthz /readyz /status.");
+        axum::serve(incoming, self.router())
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
     }

@@ -74,7 +74,7 @@ fn main() {
                 .expect("bind");
             let url = format!("http://{}/records", listener.local_addr().expect("addr"));
             let stop = tokio_util::sync::CancellationToken::new();
-            tokio::spawn(hook.serve(listener, stop.clone()));
+            tokio::spawn(hook.serve(listener, None, stop.clone()));
             let client = reqwest::Client::new();
             let post = async |body: String| {
                 let t = Instant::now();

@@ -70,6 +70,75 @@ pub struct PlannerConfig {
     /// `[auth]`: bearer tokens, roles and rate limits on the gRPC API (absent: open).
     #[serde(default)]
     pub auth: Option<AuthConfig>,
+    /// `[tls]`: the planner's gRPC, webhook and admin ports over TLS (absent:
+    /// plaintext).
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+    /// `[applier_tls]`: how the planner speaks TLS to appliers (needed by, and only
+    /// allowed with, `https://` applier addresses).
+    #[serde(default)]
+    pub applier_tls: Option<ApplierTlsConfig>,
+}
+
+/// `[tls]`: the planner's server certificate. Paths are relative to the config file;
+/// the files are re-read when they change.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain (leaf first) for the gRPC, webhook and admin ports.
+    pub cert: PathBuf,
+    /// PEM private key of `cert`.
+    pub key: PathBuf,
+    /// PEM CA bundle: a client (gRPC, webhook) may present a certificate chaining to
+    /// it, and its names are then known to the service; clients without one are
+    /// still served (they authenticate otherwise). The admin port asks none.
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// What the TLS layer reads.
+    pub fn settings(&self) -> dnsplane_common::tls::ServerTlsSettings {
+        dnsplane_common::tls::ServerTlsSettings {
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            client_ca: self.client_ca.clone(),
+            client_auth: dnsplane_common::tls::ClientAuth::Optional,
+        }
+    }
+}
+
+/// `[applier_tls]`: the planner as a TLS client of appliers. Paths are relative to
+/// the config file; the files are re-read when they change (new connections use them).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplierTlsConfig {
+    /// PEM CA bundle the appliers' certificates must chain to. Required: appliers
+    /// hold provider credentials, and their certificates come from a private CA; the
+    /// system's public roots would trust any certificate issued for the name.
+    pub ca: PathBuf,
+    /// PEM client certificate presented to appliers (mTLS), with `key`.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// PEM private key of `cert`.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+    /// The name the appliers' certificates must carry, when it is not the host of the
+    /// address (for `applier_dns`, the default is its host name, not the IPs it
+    /// resolves to).
+    #[serde(default)]
+    pub server_name: Option<String>,
+}
+
+impl ApplierTlsConfig {
+    /// What the TLS layer reads.
+    pub fn settings(&self) -> dnsplane_common::tls::ClientTlsSettings {
+        dnsplane_common::tls::ClientTlsSettings {
+            ca: Some(self.ca.clone()),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+        }
+    }
 }
 
 /// `[webhook]`: dnsplane as external-dns's webhook provider (`--provider=webhook`).
@@ -369,6 +438,8 @@ impl PlannerConfig {
             lease: LeaseConfig::default(),
             webhook: None,
             auth: None,
+            tls: None,
+            applier_tls: None,
         }
     }
 
@@ -414,6 +485,22 @@ impl PlannerConfig {
         {
             a.tokens_file = base.join(&a.tokens_file);
         }
+        let tls_paths = config
+            .tls
+            .iter_mut()
+            .flat_map(|t| [Some(&mut t.cert), Some(&mut t.key), t.client_ca.as_mut()])
+            .chain(
+                config
+                    .applier_tls
+                    .iter_mut()
+                    .flat_map(|t| [Some(&mut t.ca), t.cert.as_mut(), t.key.as_mut()]),
+            )
+            .flatten();
+        for p in tls_paths {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
         for z in &mut config.zones {
             if let Some(f) = z
                 .external_dns
@@ -443,6 +530,10 @@ impl PlannerConfig {
         crate::pool::PoolConfig {
             addrs,
             dns: self.applier_dns.clone(),
+            tls: self.applier_tls.as_ref().map(|t| crate::pool::PoolTls {
+                settings: t.settings(),
+                server_name: t.server_name.clone(),
+            }),
             health_interval: self.pool.health_interval,
             resolve_interval: self.pool.resolve_interval,
         }
@@ -458,12 +549,29 @@ impl PlannerConfig {
         {
             return Err("webhook.source must be 1-128 characters".into());
         }
-        for a in self.appliers.iter().chain(std::iter::once(&self.applier)) {
+        for a in &self.pool_config().addrs {
             if !(a.starts_with("http://") || a.starts_with("https://")) {
                 return Err(format!(
                     "applier address {a:?} must start with http:// or https://"
                 ));
             }
+            if a.starts_with("https://") && self.applier_tls.is_none() {
+                return Err(format!(
+                    "applier address {a:?} is https:// but there is no [applier_tls]: give its ca (the CA that signed the appliers' certificates)"
+                ));
+            }
+            if a.starts_with("http://") && self.applier_tls.is_some() {
+                return Err(format!(
+                    "applier address {a:?} is plaintext http:// but [applier_tls] is set: write https://"
+                ));
+            }
+        }
+        if let Some(t) = &self.applier_tls
+            && t.cert.is_some() != t.key.is_some()
+        {
+            return Err(
+                "applier_tls: cert and key go together (the client certificate for mTLS)".into(),
+            );
         }
         if let Some(d) = &self.applier_dns
             && !d
@@ -808,5 +916,69 @@ mod tests {
         .unwrap();
         let e = PlannerConfig::load(&p).unwrap_err().to_string();
         assert!(e.contains("kubeconfig") && e.contains("api_server"), "{e}");
+    }
+
+    #[test]
+    fn applier_addresses_agree_with_applier_tls() {
+        let zone = "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n";
+        let check = |top: &str, extra: &str| {
+            toml::from_str::<PlannerConfig>(&format!("{top}{zone}{extra}"))
+                .unwrap()
+                .validate()
+        };
+        let tls = "[applier_tls]\nca = \"ca.pem\"\ncert = \"p.crt\"\nkey = \"p.key\"\n";
+        check("applier = \"https://a:50052\"\n", tls).unwrap();
+        let e = check("applier = \"https://a:50052\"\n", "").unwrap_err();
+        assert!(e.contains("no [applier_tls]"), "{e}");
+        let e = check("", tls).unwrap_err();
+        assert!(
+            e.contains("plaintext http://") && e.contains("127.0.0.1:50052"),
+            "{e}"
+        );
+        // The default `applier` is not in use when `appliers` is given.
+        check("appliers = [\"https://a:1\", \"https://b:1\"]\n", tls).unwrap();
+        check("applier_dns = \"appliers.ns.svc:50052\"\n", tls).unwrap();
+        let e = check(
+            "applier = \"https://a:1\"\n",
+            "[applier_tls]\nca = \"ca.pem\"\ncert = \"p.crt\"\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("cert and key go together"), "{e}");
+        assert!(
+            toml::from_str::<PlannerConfig>(&format!("{zone}[applier_tls]\ncert = \"x\"\n"))
+                .unwrap_err()
+                .to_string()
+                .contains("missing field `ca`")
+        );
+    }
+
+    #[test]
+    fn tls_paths_are_relative_to_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("m")).unwrap();
+        std::fs::write(dir.path().join("m/a.yaml"), "").unwrap();
+        let p = dir.path().join("planner.toml");
+        std::fs::write(
+            &p,
+            "applier = \"https://a:1\"\n[[zones]]\nname = \"example.com\"\naccount = \"a\"\n\
+             [tls]\ncert = \"tls/p.crt\"\nkey = \"/k\"\nclient_ca = \"ca.pem\"\n\
+             [applier_tls]\nca = \"ca.pem\"\ncert = \"c.crt\"\nkey = \"c.key\"\nserver_name = \"applier\"\n",
+        )
+        .unwrap();
+        let c = PlannerConfig::load(&p).unwrap();
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.cert, dir.path().join("tls/p.crt"));
+        assert_eq!(tls.key, Path::new("/k"));
+        assert_eq!(tls.client_ca, Some(dir.path().join("ca.pem")));
+        let a = c.applier_tls.unwrap();
+        assert_eq!(
+            (a.ca, a.cert, a.key, a.server_name.as_deref()),
+            (
+                dir.path().join("ca.pem"),
+                Some(dir.path().join("c.crt")),
+                Some(dir.path().join("c.key")),
+                Some("applier")
+            )
+        );
     }
 }

@@ -5,9 +5,13 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlannerError {
-    /// An applier address that tonic cannot use (checked by the config too).
-    #[error("applier address: {0}")]
-    ApplierAddress(#[source] tonic::transport::Error),
+    /// An applier address that tonic cannot use (checked by the config too), or
+    /// `[applier_tls]` files that cannot be used.
+    #[error(transparent)]
+    ApplierAddress(#[from] crate::pool::PoolError),
+    /// `[tls]` files that cannot be used (named in the message).
+    #[error("tls: {0}")]
+    Tls(#[source] dnsplane_common::tls::TlsError),
     #[error("gRPC reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("the gRPC listener has no local address: {0}")]
@@ -41,7 +45,11 @@ impl PlannerError {
     pub fn is_config(&self) -> bool {
         matches!(
             self,
-            PlannerError::SourceNotReady(_) | PlannerError::Store(_) | PlannerError::Tokens(_)
+            PlannerError::SourceNotReady(_)
+                | PlannerError::Store(_)
+                | PlannerError::Tokens(_)
+                | PlannerError::Tls(_)
+                | PlannerError::ApplierAddress(_)
         )
     }
 }

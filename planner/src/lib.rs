@@ -47,6 +47,7 @@ pub use error::PlannerError;
 
 use config::{PlannerConfig, SourceConfig};
 use dnsplane_common::pb::planner_server::PlannerServer;
+use dnsplane_common::tls::{ALPN_GRPC, ALPN_HTTP1, Incoming, ServerTls};
 use engine::Engine;
 use std::sync::Arc;
 use std::time::Duration;
@@ -127,8 +128,14 @@ pub async fn run(
         lease::LeaseSettings::from_config(&config),
         metrics.clone(),
     );
-    let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)
-        .map_err(PlannerError::ApplierAddress)?;
+    let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)?;
+    // `[tls]`: read now (a bad file refuses the start), re-read when it changes.
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|t| ServerTls::load(&t.settings()))
+        .transpose()
+        .map_err(PlannerError::Tls)?;
     let authenticator = Arc::new(auth::Authenticator::new(
         config.auth.as_ref(),
         zone_names(&config),
@@ -139,7 +146,11 @@ pub async fn run(
     let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
             let server =
-                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone());
+                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone())
+                    .tls(
+                        tls.as_ref()
+                            .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
+                    );
             let readiness = server.readiness();
             (
                 Some(readiness),
@@ -240,7 +251,8 @@ pub async fn run(
     let webhook_task = match (&config.webhook, webhook_listener) {
         (Some(w), Some(l)) => {
             let server = webhook::Webhook::new(engine.clone(), metrics_for_webhook.clone(), w);
-            Some(tokio::spawn(server.serve(l, shutdown.clone())))
+            let tls = tls.as_ref().map(|t| Arc::new(t.port(ALPN_HTTP1)));
+            Some(tokio::spawn(server.serve(l, tls, shutdown.clone())))
         }
         _ => None,
     };
@@ -255,7 +267,7 @@ pub async fn run(
         .iter()
         .map(|m| m.addr.clone())
         .collect();
-    info!(%addr, zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
+    info!(%addr, tls = tls.is_some(), zones = config.zones.len(), appliers = ?appliers, applier_dns = ?config.applier_dns, "Planner serving gRPC.");
     match authenticator.tokens_file() {
         None => tracing::warn!(
             %addr,
@@ -286,7 +298,12 @@ pub async fn run(
                 .max_encoding_message_size(limits::MAX_ENCODING_MESSAGE),
         )
         .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            Incoming::new(
+                listener,
+                tls.as_ref().map(|t| Arc::new(t.port(ALPN_GRPC))),
+                "planner gRPC",
+            )
+            .map_err(PlannerError::Listener)?,
             {
                 let shutdown = shutdown.clone();
                 let reporter = health_reporter.clone();

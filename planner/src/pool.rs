@@ -7,8 +7,13 @@
 //! list and/or a DNS name resolved to many addresses (a Kubernetes headless Service),
 //! re-resolved periodically; each is health-checked over `grpc.health.v1`, so an
 //! applier that drains (answers NOT_SERVING) or dies stops receiving zones.
+//!
+//! Every connection to an applier is made here: `https://` members (and, with
+//! `[applier_tls]`, every member found through `applier_dns`) speak TLS with the
+//! pool's [`ClientTls`], re-read when its files change.
 use dnsplane_common::Name;
 use dnsplane_common::pb::applier_client::ApplierClient;
+use dnsplane_common::tls::{ClientTls, ClientTlsSettings, TlsConnector, TlsError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -28,14 +33,30 @@ pub struct Member {
     last_error: Mutex<String>,
 }
 
+/// Why the pool cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolError {
+    #[error("applier address: {0}")]
+    Address(#[from] tonic::transport::Error),
+    #[error("applier_tls: {0}")]
+    Tls(#[from] TlsError),
+    #[error("applier address {0:?} is https:// but there is no [applier_tls]")]
+    NoTls(String),
+}
+
 impl Member {
-    fn new(addr: &str) -> Result<Arc<Member>, tonic::transport::Error> {
-        let channel = Endpoint::from_shared(addr.to_string())?
+    fn new(addr: &str, tls: Option<&TlsConnector>) -> Result<Arc<Member>, PoolError> {
+        let endpoint = Endpoint::from_shared(addr.to_string())?
             .connect_timeout(Duration::from_secs(2))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(5))
-            .connect_lazy();
+            .keep_alive_timeout(Duration::from_secs(5));
+        let channel = match tls {
+            _ if !addr.starts_with("https://") => endpoint.connect_lazy(),
+            Some(connector) => endpoint.connect_with_connector_lazy(connector.clone()),
+            None => return Err(PoolError::NoTls(addr.to_string())),
+        };
         Ok(Arc::new(Member {
             addr: addr.to_string(),
             channel,
@@ -90,6 +111,16 @@ pub struct PoolConfig {
     pub dns: Option<String>,
     pub health_interval: Duration,
     pub resolve_interval: Duration,
+    /// `[applier_tls]`: `https://` members use it; discovered members are `https://`.
+    pub tls: Option<PoolTls>,
+}
+
+/// The pool's TLS: the files, and the name appliers' certificates must carry when it
+/// is not the host of the address.
+#[derive(Debug, Clone)]
+pub struct PoolTls {
+    pub settings: ClientTlsSettings,
+    pub server_name: Option<String>,
 }
 
 /// The pool.
@@ -97,6 +128,8 @@ pub struct PoolConfig {
 pub struct ApplierPool {
     cfg: PoolConfig,
     members: RwLock<Vec<Arc<Member>>>,
+    /// For members found by `applier_dns` (`server_name`, else the DNS name's host).
+    dns_connector: Option<TlsConnector>,
 }
 
 /// A stable 64-bit hash (FNV-1a, then a splitmix finaliser): every planner, of every
@@ -115,14 +148,33 @@ fn score(addr: &str, zone: &Name) -> u64 {
 }
 
 impl ApplierPool {
-    pub fn new(cfg: PoolConfig) -> Result<Arc<ApplierPool>, tonic::transport::Error> {
+    /// Builds the members (connections are made lazily). With TLS, reads the files
+    /// now and, inside a Tokio runtime, re-reads them when they change.
+    pub fn new(cfg: PoolConfig) -> Result<Arc<ApplierPool>, PoolError> {
+        // Static members verify the address's host (or `server_name`).
+        let (connector, dns_connector) = match &cfg.tls {
+            Some(t) => {
+                let client = ClientTls::load(&t.settings)?;
+                let dns_host = cfg
+                    .dns
+                    .as_deref()
+                    .and_then(|d| d.rsplit_once(':'))
+                    .map(|(h, _)| h.to_string());
+                (
+                    Some(client.connector(t.server_name.clone())),
+                    Some(client.connector(t.server_name.clone().or(dns_host))),
+                )
+            }
+            None => (None, None),
+        };
         let mut members = Vec::new();
         for a in &cfg.addrs {
-            members.push(Member::new(a)?);
+            members.push(Member::new(a, connector.as_ref())?);
         }
         Ok(Arc::new(ApplierPool {
             cfg,
             members: RwLock::new(members),
+            dns_connector,
         }))
     }
 
@@ -198,7 +250,14 @@ impl ApplierPool {
         let Some(name) = &self.cfg.dns else { return };
         let addrs = match tokio::net::lookup_host(name.as_str()).await {
             Ok(a) => a
-                .map(|a| format!("http://{a}"))
+                .map(|a| {
+                    let scheme = if self.dns_connector.is_some() {
+                        "https"
+                    } else {
+                        "http"
+                    };
+                    format!("{scheme}://{a}")
+                })
                 .collect::<std::collections::BTreeSet<_>>(),
             Err(e) => {
                 warn!(name = %name, error = %e, "Cannot resolve the applier name; keeping the members known.");
@@ -215,7 +274,7 @@ impl ApplierPool {
             .collect();
         for a in addrs {
             if !next.iter().any(|m| m.addr == a)
-                && let Ok(m) = Member::new(&a)
+                && let Ok(m) = Member::new(&a, self.dns_connector.as_ref())
             {
                 info!(applier = %a, "Applier discovered.");
                 next.push(m);
@@ -235,6 +294,7 @@ mod tests {
             dns: None,
             health_interval: Duration::from_secs(1),
             resolve_interval: Duration::from_secs(10),
+            tls: None,
         })
         .expect("pool")
     }

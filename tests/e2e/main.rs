@@ -32,6 +32,7 @@ mod routing_sets;
 mod safety;
 mod slice;
 mod stack;
+mod tls;
 mod up;
 mod webhook;
 mod webhook_server;

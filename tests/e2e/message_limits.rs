@@ -87,6 +87,7 @@ fn reads_of_any_size_fit_default_message_limits() {
             dns: None,
             health_interval: Duration::from_secs(1),
             resolve_interval: Duration::from_secs(10),
+            tls: None,
         })
         .expect("pool");
         let member = pool.members().into_iter().next().expect("member");

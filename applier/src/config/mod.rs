@@ -104,6 +104,54 @@ pub struct ApplierConfig {
     /// The provider accounts this applier writes to, addressed by name by planners.
     #[serde(default)]
     pub accounts: Vec<AccountConfig>,
+    /// `[tls]`: gRPC and the admin port over TLS; with `client_ca`, mTLS on gRPC.
+    /// Absent: plaintext (keep the ports on loopback or a private network then).
+    #[serde(default)]
+    pub tls: Option<ApplierTlsConfig>,
+}
+
+/// `[tls]`: the applier's certificate and who may call it. Paths are relative to the
+/// config file.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplierTlsConfig {
+    /// PEM certificate chain (leaf first) served on gRPC and admin; re-read when it
+    /// changes.
+    pub cert: PathBuf,
+    /// PEM private key of `cert`; re-read when it changes.
+    pub key: PathBuf,
+    /// PEM CA bundle: gRPC clients must present a certificate chaining to it, or the
+    /// handshake fails (mTLS). The admin port asks none (probes and scrapers).
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
+    /// Only client certificates with one of these DNS names (subjectAltName) are
+    /// served; others get PERMISSION_DENIED naming what they presented. Empty: any
+    /// certificate of `client_ca`. Needs `client_ca`.
+    #[serde(default)]
+    pub allowed_names: Vec<String>,
+}
+
+impl ApplierTlsConfig {
+    /// What the TLS layer reads.
+    pub fn settings(&self) -> dnsplane_common::tls::ServerTlsSettings {
+        dnsplane_common::tls::ServerTlsSettings {
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            client_ca: self.client_ca.clone(),
+            client_auth: dnsplane_common::tls::ClientAuth::Required,
+        }
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        for p in [&mut self.cert, &mut self.key]
+            .into_iter()
+            .chain(self.client_ca.as_mut())
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+    }
 }
 
 /// One provider account: what every driver shares, and the driver's own part.
@@ -240,6 +288,7 @@ impl ApplierConfig {
             max_concurrent_batches: default_max_concurrent_batches(),
             shutdown_grace: default_shutdown_grace(),
             retry: RetryPolicy::default(),
+            tls: None,
             accounts: vec![AccountConfig {
                 name: EMBEDDED_ACCOUNT.into(),
                 zones,
@@ -254,12 +303,16 @@ impl ApplierConfig {
         }
     }
 
-    /// Parses a config from TOML text; `path` only names the source in errors.
+    /// Parses a config from TOML text; `path` names the source in errors, and the
+    /// `[tls]` files are relative to its directory.
     pub fn from_toml(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        let config: ApplierConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut config: ApplierConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        if let Some(tls) = &mut config.tls {
+            tls.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        }
         config.validate().map_err(|problem| ConfigError::Invalid {
             path: path.to_path_buf(),
             problem,
@@ -286,6 +339,16 @@ impl ApplierConfig {
             );
         }
         problems.extend(self.retry.problems());
+        if let Some(tls) = &self.tls {
+            if !tls.allowed_names.is_empty() && tls.client_ca.is_none() {
+                problems.push(
+                    "tls.allowed_names needs tls.client_ca: names are read from verified client certificates".to_string(),
+                );
+            }
+            if tls.allowed_names.iter().any(|n| n.trim().is_empty()) {
+                problems.push("tls.allowed_names has an empty name".to_string());
+            }
+        }
         let mut names = BTreeSet::new();
         let mut dirs = BTreeSet::new();
         let mut listens = BTreeSet::new();

@@ -513,3 +513,34 @@ fn a_webhook_account_has_external_dns_defaults() {
         assert!(e.contains(want), "{want:?} not in: {e}");
     }
 }
+
+#[test]
+fn tls_paths_are_relative_to_the_config_and_allowed_names_need_a_client_ca() {
+    let accounts = "[[accounts]]\nname = \"a\"\ndriver = \"memory\"\nzones = [\"example.com\"]\nstate_dir = \"s\"\n";
+    let c = ApplierConfig::from_toml(
+        Path::new("/etc/dnsplane/applier.toml"),
+        &format!("{accounts}[tls]\ncert = \"tls/applier.crt\"\nkey = \"/abs/applier.key\"\nclient_ca = \"ca.pem\"\nallowed_names = [\"planner\"]\n"),
+    )
+    .unwrap();
+    let tls = c.tls.unwrap();
+    assert_eq!(tls.cert, Path::new("/etc/dnsplane/tls/applier.crt"));
+    assert_eq!(tls.key, Path::new("/abs/applier.key"));
+    assert_eq!(
+        tls.client_ca.as_deref(),
+        Some(Path::new("/etc/dnsplane/ca.pem"))
+    );
+    assert_eq!(tls.allowed_names, vec!["planner".to_string()]);
+
+    let e = parse(&format!(
+        "{accounts}[tls]\ncert = \"c\"\nkey = \"k\"\nallowed_names = [\"planner\"]\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("tls.allowed_names needs tls.client_ca"), "{e}");
+    let e = parse(&format!(
+        "{accounts}[tls]\ncert = \"c\"\nkey = \"k\"\nca = \"x\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("unknown field") && e.contains("ca"), "{e}");
+}

@@ -11,6 +11,7 @@
 //! that depends on it; the applier's keep their fault-rule helpers in its
 //! `#[cfg(test)]` code.)
 pub mod crd;
+pub mod certs;
 pub mod kube_api;
 pub mod otlp;
 pub mod records;

@@ -179,7 +179,7 @@ impl Engine {
         config: PlannerConfig,
         metrics: PlannerMetrics,
         lease: LeaseHandle,
-    ) -> Result<Arc<Engine>, tonic::transport::Error> {
+    ) -> Result<Arc<Engine>, crate::pool::PoolError> {
         let pool = ApplierPool::new(config.pool_config())?;
         let zones = config
             .zones

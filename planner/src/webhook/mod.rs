@@ -85,16 +85,17 @@ impl Webhook {
         })
     }
 
-    /// Serves until `shutdown` is cancelled.
+    /// Serves until `shutdown` is cancelled; HTTPS with `tls` (`[tls]`).
     pub async fn serve(
         self: Arc<Self>,
         listener: TcpListener,
+        tls: Option<Arc<dnsplane_common::tls::PortTls>>,
         shutdown: CancellationToken,
     ) -> std::io::Result<()> {
-        if let Ok(addr) = listener.local_addr() {
-            tracing::info!(%addr, source = %self.source, "Serving external-dns's webhook provider protocol.");
-        }
-        axum::serve(listener, self.router())
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let incoming = dnsplane_common::tls::Incoming::new(listener, tls, "webhook")?;
+        tracing::info!(addr = %incoming.local_addr(), %scheme, source = %self.source, "Serving external-dns's webhook provider protocol.");
+        axum::serve(incoming, self.router())
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
     }

@@ -43,7 +43,7 @@ async fn serve(dir: &std::path::Path) -> Served {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
-    tokio::spawn(hook.serve(listener, stop.clone()));
+    tokio::spawn(hook.serve(listener, None, stop.clone()));
     Served { base, engine, stop }
 }
 

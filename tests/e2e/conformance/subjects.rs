@@ -238,7 +238,7 @@ pub async fn webhook_dnsplane() -> Subject {
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(hook.serve(listener, stop.clone()));
+    tokio::spawn(hook.serve(listener, None, stop.clone()));
     let provider = WebhookProvider::new(
         &WebhookConfig {
             url,

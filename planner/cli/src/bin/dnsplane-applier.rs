@@ -54,7 +54,8 @@ fn main() -> ExitCode {
             match e.downcast_ref::<dnsplane_applier::ApplierError>() {
                 Some(
                     dnsplane_applier::ApplierError::Config(_)
-                    | dnsplane_applier::ApplierError::Driver { .. },
+                    | dnsplane_applier::ApplierError::Driver { .. }
+                    | dnsplane_applier::ApplierError::Tls(_),
                 ) => ExitCode::from(EXIT_BAD_CONFIG),
                 _ => ExitCode::FAILURE,
             }

@@ -45,6 +45,14 @@ fn main() -> std::process::ExitCode {
     };
     if let Some(a) = args.applier.clone() {
         config.applier = a;
+        // The address must agree with `[applier_tls]` as the file's would.
+        if let Err(e) = config.validate() {
+            eprintln!(
+                "dnsplane-planner: {}: --applier: {e}",
+                args.config.display()
+            );
+            return std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG);
+        }
     }
     let shown = args.config.display().to_string();
     match dnsplane_cli::serve("dnsplane-planner", || serve(args, config)) {

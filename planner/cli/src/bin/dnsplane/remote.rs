@@ -5,7 +5,7 @@ use dnsplane_common::pb::{self, planner_client::PlannerClient};
 
 #[derive(Debug, clap::Args)]
 pub struct Conn {
-    /// Planner gRPC address.
+    /// Planner gRPC address; `https://…` speaks TLS.
     #[arg(
         long,
         env = "DNSPLANE_PLANNER_ADDR",
@@ -16,6 +16,10 @@ pub struct Conn {
     /// DNSPLANE_TOKEN environment variable is sent, if set).
     #[arg(long, env = "DNSPLANE_TOKEN_FILE")]
     token_file: Option<std::path::PathBuf>,
+    /// PEM CA bundle to verify the planner's certificate with (an `https://` --addr);
+    /// without it, the system's trust roots.
+    #[arg(long, env = "DNSPLANE_CA_FILE")]
+    ca_file: Option<std::path::PathBuf>,
 }
 
 /// Sends `authorization: Bearer <token>` with every call, when there is a token.
@@ -65,17 +69,33 @@ type Client = PlannerClient<
 
 async fn connect(conn: &Conn) -> anyhow::Result<Client> {
     let bearer = bearer(conn)?;
-    let channel = tonic::transport::Endpoint::from_shared(conn.addr.clone())
-        .with_context(|| format!("--addr {}: not a URI", conn.addr))?
-        .connect()
-        .await
-        .with_context(|| {
-            format!(
-                "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
-                conn.addr
-            )
-        })?;
+    let channel = channel(conn).await.with_context(|| {
+        format!(
+            "cannot reach the planner at {} (is `dnsplane up` running? --addr)",
+            conn.addr
+        )
+    })?;
     Ok(PlannerClient::with_interceptor(channel, bearer))
+}
+
+/// A channel to `--addr`: TLS for `https://`, trusting `--ca-file` or the system.
+async fn channel(conn: &Conn) -> anyhow::Result<tonic::transport::Channel> {
+    let endpoint = tonic::transport::Endpoint::from_shared(conn.addr.clone())?;
+    if !conn.addr.starts_with("https://") {
+        anyhow::ensure!(
+            conn.ca_file.is_none(),
+            "--ca-file is for an https:// --addr, not {}",
+            conn.addr
+        );
+        return Ok(endpoint.connect().await?);
+    }
+    let tls = dnsplane_common::tls::ClientTls::load_unwatched(
+        &dnsplane_common::tls::ClientTlsSettings {
+            ca: conn.ca_file.clone(),
+            ..Default::default()
+        },
+    )?;
+    Ok(endpoint.connect_with_connector(tls.connector(None)).await?)
 }
 
 fn status_err(s: tonic::Status) -> anyhow::Error {
