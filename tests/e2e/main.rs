@@ -8,6 +8,7 @@ mod conformance;
 mod cookbook;
 mod credentials;
 mod deploy_files;
+mod embedded_dns;
 mod external_dns_takeover;
 mod failing_zone;
 mod failover;
