@@ -12,6 +12,8 @@
 //! - [`telemetry`]: logs plus OpenTelemetry traces over OTLP (off unless configured) and
 //!   W3C trace-context propagation; [`metrics`]: the admin HTTP port (`/metrics`,
 //!   `/healthz`, `/readyz`, `/status`).
+//! - [`secret`]: [`Secret`], a value whose `Debug`/`Display` print `<redacted>`, and
+//!   [`secret::redact_url`].
 pub mod convert;
 pub mod error;
 pub mod grpc;
@@ -24,6 +26,7 @@ pub mod redis;
 pub mod routing;
 pub mod rrset;
 pub mod runtime;
+pub mod secret;
 pub mod shared;
 pub mod telemetry;
 pub mod wire;
@@ -34,6 +37,7 @@ pub use outcome::{ConflictReason, Outcome, RecordResult};
 pub use rdata::{RData, RecordType};
 pub use routing::SetId;
 pub use rrset::{Change, ChangeKind, RRData, RRSet, RRSetOp, RecordKey};
+pub use secret::Secret;
 pub use shared::SharedStr;
 
 /// The generated `dnsplane.v1` messages and services.

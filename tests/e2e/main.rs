@@ -30,6 +30,7 @@ mod requeue;
 mod route53;
 mod routing_sets;
 mod safety;
+mod secret_scan;
 mod slice;
 mod stack;
 mod up;
