@@ -93,7 +93,7 @@ fn main() {
                     quota: Some(QuotaToml {
                         rate: quota,
                         burst: (quota / 10.0).ceil().max(1.0) as u32,
-                        redis: Some(redis.url().into()),
+                        redis: Some(redis.url()),
                         replicas: n as u32,
                     }),
                     batch_max_changes: args.batch,

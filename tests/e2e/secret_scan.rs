@@ -481,7 +481,7 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
     );
 
     // Configs that are refused, with the secret in the bad value.
-    let refused_config = |bin: &str, file: &str, text: &str| {
+    let refused_config = |bin: &str, file: &str, text: &str, why: &str| {
         let f = write(file, text);
         let out = Command::new(binary(bin))
             .args([
@@ -489,6 +489,8 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
                 &f,
                 "--listen",
                 &format!("127.0.0.1:{}", free_port()),
+                "--admin-listen",
+                "off",
             ])
             .envs(ENV_DEBUG)
             .output()
@@ -498,7 +500,10 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(!out.status.success(), "{bin} accepted {file}: {text}");
+        assert!(
+            !out.status.success() && text.contains(why),
+            "{bin} must refuse {file} for its {why}: {text}"
+        );
         (format!("{bin} refusing {file}"), text)
     };
     answers.push(refused_config(
@@ -509,6 +514,7 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
             "m.test.",
             &format!("redis://quota:{BADCFG_REDIS}@127.0.0.1:notaport"),
         ),
+        "quota.redis",
     ));
     answers.push(refused_config(
         "dnsplane-planner",
@@ -517,6 +523,7 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
             "applier = \"http://127.0.0.1:1\"\n[lease]\nredis = \"redis://lease:{BADCFG_LEASE}@127.0.0.1:notaport\"\n\
              [[zones]]\nname = \"m.test.\"\naccount = \"m\"\n"
         ),
+        "lease.redis",
     ));
     let bad_tsig = write(
         "bad-tsig.key",
@@ -531,6 +538,7 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
             bind.zone(),
             b.port
         ),
+        "TSIG key file",
     ));
 
     // SIGTERM: both flush their spans.

@@ -32,9 +32,9 @@ impl Redis {
         Redis::start_with(&[])
     }
 
-    /// [`Redis::start`] with more `redis-server` arguments, e.g. `["--user", "quota on
-    /// >password ~* &* +@all"]` for a user that must authenticate (the default user
-    /// stays open, for PING).
+    /// [`Redis::start`] with more `redis-server` arguments, e.g. ACL rules
+    /// (`--user quota on >password ~* &* +@all`) for a user that must authenticate;
+    /// the default user stays open, for PING.
     pub fn start_with(args: &[&str]) -> Option<Redis> {
         let Some(bin) = find_binary("redis-server") else {
             let why = "Redis test server unavailable: redis-server not found on PATH or in /usr/sbin (Debian package redis-server); run tests/run-all.sh, which installs it";
