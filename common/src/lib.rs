@@ -14,6 +14,8 @@
 //!   `/healthz`, `/readyz`, `/status`).
 //! - [`tls`]: TLS on every port, mTLS between planner and applier, certificates
 //!   re-read when they change (docs/security.md).
+//! - [`secret`]: [`Secret`], a value whose `Debug`/`Display` print `<redacted>`, and
+//!   [`secret::redact_url`].
 pub mod convert;
 pub mod error;
 pub mod grpc;
@@ -26,6 +28,7 @@ pub mod redis;
 pub mod routing;
 pub mod rrset;
 pub mod runtime;
+pub mod secret;
 pub mod shared;
 pub mod telemetry;
 pub mod tls;
@@ -37,6 +40,7 @@ pub use outcome::{ConflictReason, Outcome, RecordResult};
 pub use rdata::{RData, RecordType};
 pub use routing::SetId;
 pub use rrset::{Change, ChangeKind, RRData, RRSet, RRSetOp, RecordKey};
+pub use secret::Secret;
 pub use shared::SharedStr;
 
 /// The generated `dnsplane.v1` messages and services.

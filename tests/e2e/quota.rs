@@ -32,7 +32,7 @@ fn shared_settings(url: &str, rate: f64, burst: u32) -> QuotaSettings {
         rate,
         burst,
         ops: QuotaOps::Writes,
-        redis: Some(url.to_string()),
+        redis: Some(url.to_string().into()),
         replicas: 2,
         key: None,
         max_wait: Duration::from_secs(30),

@@ -22,11 +22,20 @@ pub struct Redis {
     bin: PathBuf,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// More `redis-server` arguments (e.g. `--user` ACL rules).
+    args: Vec<String>,
 }
 
 impl Redis {
     /// Starts a private instance; `None` only when skipping is allowed.
     pub fn start() -> Option<Redis> {
+        Redis::start_with(&[])
+    }
+
+    /// [`Redis::start`] with more `redis-server` arguments, e.g. ACL rules
+    /// (`--user quota on >password ~* &* +@all`) for a user that must authenticate;
+    /// the default user stays open, for PING.
+    pub fn start_with(args: &[&str]) -> Option<Redis> {
         let Some(bin) = find_binary("redis-server") else {
             let why = "Redis test server unavailable: redis-server not found on PATH or in /usr/sbin (Debian package redis-server); run tests/run-all.sh, which installs it";
             assert!(
@@ -41,6 +50,7 @@ impl Redis {
             bin,
             dir: tempfile::tempdir().expect("temp dir"),
             child: None,
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         r.spawn();
         Some(r)
@@ -66,6 +76,7 @@ impl Redis {
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

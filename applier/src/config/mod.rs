@@ -298,6 +298,7 @@ impl ApplierConfig {
                 driver: DriverConfig::Memory(MemoryConfig {
                     state_dir: state_dir.into(),
                     dns_listen,
+                    dns_rate_limit: Default::default(),
                 }),
             }],
         }

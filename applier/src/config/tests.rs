@@ -1,5 +1,6 @@
 //! The config file: the documented format, defaults, and every problem named.
 use super::*;
+use crate::provider::memory::dns::rrl::DnsRateLimit;
 use crate::provider::pdns::SecretSource;
 use crate::provider::rfc2136::TsigAlgorithm;
 
@@ -35,8 +36,38 @@ fn parses_the_documented_format() {
     };
     assert_eq!(c.accounts[0].zones[0].as_str(), "example.com.");
     assert_eq!(m.dns_listen, Some("127.0.0.1:10053".parse().unwrap()));
+    assert_eq!(m.dns_rate_limit, DnsRateLimit::default());
     let embedded = ApplierConfig::embedded(".dnsplane-state/embedded", None, vec![]);
     assert_eq!(embedded.accounts[0].name, EMBEDDED_ACCOUNT);
+}
+
+#[test]
+fn the_dns_rate_limit_is_a_table_of_the_memory_account() {
+    let c = parse(&format!(
+        "{EXAMPLE}[accounts.dns_rate_limit]\nresponses_per_second = 5\nslip = 0\n"
+    ))
+    .unwrap();
+    let DriverConfig::Memory(m) = &c.accounts[0].driver else {
+        panic!("a memory account");
+    };
+    assert_eq!(
+        m.dns_rate_limit,
+        DnsRateLimit {
+            responses_per_second: 5,
+            burst: 200,
+            slip: 0
+        }
+    );
+    let err = parse(&format!(
+        "{EXAMPLE}[accounts.dns_rate_limit]\nresponses_per_second = 5\nburst = 0\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("accounts[0].dns_rate_limit.burst"), "{err}");
+    let err = parse(&format!("{EXAMPLE}[accounts.dns_rate_limit]\nrate = 5\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `rate`"), "{err}");
 }
 
 #[test]

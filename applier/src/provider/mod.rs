@@ -336,8 +336,15 @@ pub(crate) fn transport_error(what: &str, e: &reqwest::Error, write: bool) -> Pr
     } else {
         "failed"
     };
-    // The error names the URL only; the key is a header, marked sensitive.
+    // The error names the URL only (the key is a header, marked sensitive), and of the
+    // URL not the `user:password@` a webhook URL may carry.
     let mut detail = e.to_string();
+    if let Some(url) = e.url() {
+        detail = detail.replace(
+            url.as_str(),
+            &dnsplane_common::secret::redact_url(url.as_str()),
+        );
+    }
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         detail.push_str(": ");

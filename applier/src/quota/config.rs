@@ -1,6 +1,7 @@
 //! The `[accounts.quota]` table as written, the drivers' documented default quotas,
 //! and the settings that result from both.
 use crate::provider::Operation;
+use dnsplane_common::Secret;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ pub struct QuotaConfig {
     /// `redis://[user:password@]host:port[/db]`: keep the bucket in Redis, shared by
     /// every replica with the same `key`. Absent: in-process.
     #[serde(default)]
-    pub redis: Option<String>,
+    pub redis: Option<Secret<String>>,
     /// How many replicas share the quota: while Redis is unreachable each one uses
     /// `rate / replicas`. Default 1.
     #[serde(default = "one")]
@@ -140,7 +141,8 @@ pub struct QuotaSettings {
     pub rate: f64,
     pub burst: u32,
     pub ops: QuotaOps,
-    pub redis: Option<String>,
+    /// The Redis URL (it may carry a password: never shown).
+    pub redis: Option<Secret<String>>,
     pub replicas: u32,
     pub key: Option<String>,
     pub max_wait: Duration,
@@ -194,7 +196,7 @@ impl QuotaSettings {
             problems.push("quota.replicas must be at least 1".into());
         }
         if let Some(url) = &t.redis
-            && let Err(e) = redis::Client::open(url.as_str())
+            && let Err(e) = redis::Client::open(url.expose().as_str())
         {
             problems.push(format!("quota.redis is not a Redis URL: {e}"));
         }

@@ -143,7 +143,11 @@ impl Quota {
                     .key
                     .clone()
                     .unwrap_or_else(|| format!("dnsplane:quota:{account}"));
-                Some(SharedBucket::new(url, key, settings.redis_timeout)?)
+                Some(SharedBucket::new(
+                    url.expose(),
+                    key,
+                    settings.redis_timeout,
+                )?)
             }
             None => None,
         };

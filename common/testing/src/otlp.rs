@@ -24,6 +24,9 @@ pub struct ReceivedSpan {
     pub span_id: String,
     pub parent: String,
     pub attrs: HashMap<String, String>,
+    /// The whole span as received (events, status, links included), for tests that
+    /// search everything a service exported.
+    pub raw: String,
 }
 
 /// The receiver: keeps every span it is sent. Cheap to clone (clones share spans).
@@ -82,6 +85,7 @@ impl TraceService for OtlpReceiver {
                 .map(|kv| text(kv.value.as_ref().and_then(|v| v.value.as_ref())))
                 .unwrap_or_default();
             for s in rs.scope_spans.into_iter().flat_map(|ss| ss.spans) {
+                let raw = format!("{s:?}");
                 out.push(ReceivedSpan {
                     service: service.clone(),
                     name: s.name,
@@ -98,6 +102,7 @@ impl TraceService for OtlpReceiver {
                             )
                         })
                         .collect(),
+                    raw,
                 });
             }
         }

@@ -296,26 +296,7 @@ pub(super) fn classify(
 /// Classifies a failure below HTTP. A connect failure never sent anything; anything
 /// else may have reached Cloudflare, which for a write is ambiguous.
 pub(super) fn transport_error(what: &str, e: &reqwest::Error, write: bool) -> ProviderError {
-    let class = if e.is_connect() || e.is_builder() || !write {
-        ErrorClass::Transient
-    } else {
-        ErrorClass::Ambiguous
-    };
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "cannot connect"
-    } else {
-        "failed"
-    };
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    ProviderError::new(class, format!("{what} {kind}: {detail}"))
+    crate::provider::transport_error(what, e, write)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 //! `driver = "memory"`: the account table of the embedded store.
+use super::dns::rrl::DnsRateLimit;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,6 +17,10 @@ pub struct MemoryConfig {
     /// Absent: no DNS.
     #[serde(default)]
     pub dns_listen: Option<SocketAddr>,
+    /// `[accounts.dns_rate_limit]`: UDP answers per client prefix (default 100/s,
+    /// burst 200, slip 2).
+    #[serde(default)]
+    pub dns_rate_limit: DnsRateLimit,
 }
 
 impl MemoryConfig {
@@ -26,5 +31,7 @@ impl MemoryConfig {
         if self.state_dir.as_os_str().is_empty() {
             problems.push(format!("{at}.state_dir is empty"));
         }
+        self.dns_rate_limit
+            .check(&format!("{at}.dns_rate_limit"), problems);
     }
 }

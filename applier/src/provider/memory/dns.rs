@@ -4,7 +4,8 @@
 //! It serves what the store holds plus a synthesized SOA at each apex (serial = the
 //! store's serial), follows CNAMEs inside the zone, refers below NS delegations,
 //! synthesizes wildcard answers, answers REFUSED outside its zones and sets TC when a
-//! UDP answer exceeds 512 bytes or the client's EDNS size.
+//! UDP answer exceeds 512 bytes or the client's EDNS size. `ANY` gets one RRset
+//! (RFC 8482), and UDP answers are rate-limited per client prefix ([`rrl`]).
 use crate::provider::memory::store::{MemoryStore, ZoneData};
 use dnsplane_common::{Name, RData, RRSet, RecordType};
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
@@ -16,6 +17,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+pub mod rrl;
+use rrl::{DnsRateLimit, ResponseLimiter, Verdict};
 
 /// The EDNS payload size this server advertises (the DNS Flag Day 2020 value).
 const EDNS_PAYLOAD: u16 = 1232;
@@ -94,6 +98,20 @@ impl Authority {
         resp.authorities.clear();
         resp.additionals.clear();
         resp.metadata.truncation = true;
+        resp.to_vec().ok()
+    }
+
+    /// The empty TC=1 answer a rate-limited UDP client gets instead of the real one
+    /// (the client retries over TCP); `None` for what deserves no answer.
+    pub fn truncated(request: &[u8]) -> Option<Vec<u8>> {
+        let req = Message::from_vec(request).ok()?;
+        if req.metadata.message_type != MessageType::Query {
+            return None;
+        }
+        let mut resp = Message::response(req.metadata.id, req.metadata.op_code);
+        resp.metadata = Metadata::response_from_request(&req.metadata);
+        resp.metadata.truncation = true;
+        resp.add_queries(req.queries.iter().cloned());
         resp.to_vec().ok()
     }
 
@@ -216,10 +234,25 @@ fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution 
         };
         let owned = |r: &RRSet| (name.clone(), r.clone());
         match qtype {
+            // RFC 8482 §4.1 ("Answer with a Subset of Available RRsets"): one RRset,
+            // not all of them, so an ANY query cannot be used to amplify. Of §4's
+            // choices this one answers with real data (§4.2's synthesized HINFO would
+            // tell an operator running `dig ANY` nothing); the RRset is the one with
+            // the lowest type code, the synthesized SOA counted at the apex, so the
+            // same query always gets the same answer. A CNAME is alone at its name,
+            // so it is the one returned there, as §4.2 asks too.
             QType::Any => {
-                res.answers.extend(rrsets.iter().map(|r| owned(r)));
-                if &name == zone {
-                    res.soa_answer = soa(z, zone);
+                let stored = rrsets.iter().min_by_key(|r| wire_code(r.key.rtype));
+                let apex_soa = (&name == zone).then(|| soa(z, zone)).flatten();
+                match (stored, apex_soa) {
+                    (Some(r), Some(soa))
+                        if wire_code(r.key.rtype) > u16::from(rr::RecordType::SOA) =>
+                    {
+                        res.soa_answer = Some(soa)
+                    }
+                    (Some(r), _) => res.answers.push(owned(r)),
+                    (None, Some(soa)) => res.soa_answer = Some(soa),
+                    (None, None) => res.soa_authority = soa(z, zone),
                 }
                 return res;
             }
@@ -249,6 +282,13 @@ fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution 
         }
     }
     res
+}
+
+/// The DNS type code of `t` (the order RFC 8482 answers pick from).
+fn wire_code(t: RecordType) -> u16 {
+    t.as_str()
+        .parse::<rr::RecordType>()
+        .map_or(u16::MAX, u16::from)
 }
 
 /// The NS RRSet of the topmost delegation between the apex (exclusive) and `name`.
@@ -354,6 +394,7 @@ pub struct DnsServer {
     authority: Authority,
     udp: UdpSocket,
     tcp: TcpListener,
+    limit: DnsRateLimit,
 }
 
 impl DnsServer {
@@ -368,6 +409,7 @@ impl DnsServer {
                         authority,
                         udp,
                         tcp,
+                        limit: DnsRateLimit::default(),
                     });
                 }
                 // Port 0 picked a UDP port whose TCP twin is taken: pick again.
@@ -376,6 +418,13 @@ impl DnsServer {
             }
         }
         Err(last_err.unwrap_or_else(|| std::io::Error::other("no free port")))
+    }
+
+    /// Limits UDP answers per client prefix ([`rrl`]); the default is
+    /// [`DnsRateLimit::default`].
+    pub fn with_rate_limit(mut self, limit: DnsRateLimit) -> Self {
+        self.limit = limit;
+        self
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -390,14 +439,21 @@ impl DnsServer {
             authority,
             udp,
             tcp,
+            limit,
         } = self;
-        let udp_task = tokio::spawn(serve_udp(authority.clone(), udp, shutdown.clone()));
+        let limiter = ResponseLimiter::new(limit);
+        let udp_task = tokio::spawn(serve_udp(authority.clone(), udp, limiter, shutdown.clone()));
         serve_tcp(authority, tcp, shutdown).await;
         let _ = udp_task.await;
     }
 }
 
-async fn serve_udp(authority: Authority, socket: UdpSocket, shutdown: CancellationToken) {
+async fn serve_udp(
+    authority: Authority,
+    socket: UdpSocket,
+    limiter: ResponseLimiter,
+    shutdown: CancellationToken,
+) {
     let mut buf = vec![0u8; MAX_UDP];
     loop {
         let (n, peer) = tokio::select! {
@@ -410,7 +466,12 @@ async fn serve_udp(authority: Authority, socket: UdpSocket, shutdown: Cancellati
                 }
             },
         };
-        if let Some(answer) = authority.respond(&buf[..n], Transport::Udp)
+        let answer = match limiter.check(peer.ip()) {
+            Verdict::Answer => authority.respond(&buf[..n], Transport::Udp),
+            Verdict::Slip => Authority::truncated(&buf[..n]),
+            Verdict::Drop => None,
+        };
+        if let Some(answer) = answer
             && let Err(e) = socket.send_to(&answer, peer).await
         {
             tracing::debug!(error = %e, %peer, "UDP send failed.");

@@ -250,7 +250,15 @@ impl Route53Provider {
         })?;
         let mut req = self.http.request(method, url);
         for (k, v) in signed {
-            req = req.header(k, v);
+            let mut value = reqwest::header::HeaderValue::from_str(&v).map_err(|_| {
+                ProviderError::new(ErrorClass::Invalid, format!("{what}: cannot sign"))
+            })?;
+            // The signature and the session token: never printed by the HTTP stack.
+            value.set_sensitive(
+                k.eq_ignore_ascii_case("authorization")
+                    || k.eq_ignore_ascii_case("x-amz-security-token"),
+            );
+            req = req.header(k, value);
         }
         let mut trace = reqwest::header::HeaderMap::new();
         dnsplane_common::telemetry::inject_http_headers(&mut trace);

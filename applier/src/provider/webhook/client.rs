@@ -18,6 +18,7 @@ use super::filter::{DomainFilter, WireFilter};
 use super::wire::{Changes, Endpoint, MEDIA_TYPE};
 use crate::provider::call::Pacer;
 use crate::provider::{ErrorClass, Operation, ProviderError, transport_error};
+use dnsplane_common::secret::redact_url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use reqwest::{Method, Url};
 use std::sync::Arc;
@@ -50,7 +51,7 @@ pub(super) struct Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("base", &self.base.as_str())
+            .field("base", &redact_url(self.base.as_str()))
             .finish_non_exhaustive()
     }
 }
@@ -177,7 +178,7 @@ impl Client {
                 }
             }
         };
-        tracing::info!(url = %self.base, filter = %filter.describe(), "Negotiated with the webhook server.");
+        tracing::info!(url = %redact_url(self.base.as_str()), filter = %filter.describe(), "Negotiated with the webhook server.");
         *slot = Some(filter.clone());
         Ok(filter)
     }
@@ -186,7 +187,10 @@ impl Client {
     /// carry exactly; its body is the domain filter.
     async fn negotiate(&self) -> Result<DomainFilter, ProviderError> {
         self.negotiations.fetch_add(1, Ordering::Relaxed);
-        let what = format!("webhook negotiation (GET {})", self.base);
+        let what = format!(
+            "webhook negotiation (GET {})",
+            redact_url(self.base.as_str())
+        );
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, MEDIA_TYPE.parse().expect("a valid header value"));
         let (status, got, body) = self

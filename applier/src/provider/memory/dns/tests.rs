@@ -298,3 +298,78 @@ fn every_canonical_value_converts() {
         assert_eq!(d.record_type().to_string(), t.as_str());
     }
 }
+
+#[test]
+fn any_gets_one_rrset_as_rfc_8482_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = authority(dir.path());
+    let any = |name: &str| {
+        let m = ask(&a, &query(name, rr::RecordType::ANY), Transport::Udp);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{name}");
+        data(&m.answers)
+    };
+    // www holds A and AAAA: the A (type 1) alone.
+    assert_eq!(
+        any("www.example.com."),
+        vec![
+            "www.example.com. A 192.0.2.1",
+            "www.example.com. A 192.0.2.2"
+        ]
+    );
+    // The apex holds NS (2), SOA (6), MX (15), CAA (257): the NS alone.
+    assert_eq!(
+        any("example.com."),
+        vec!["example.com. NS ns1.example.com."]
+    );
+    // A CNAME is alone at its name; it is not followed.
+    assert_eq!(
+        any("alias.example.com."),
+        vec!["alias.example.com. CNAME www.example.com."]
+    );
+    // Through a wildcard, owned by the query name.
+    assert_eq!(
+        any("x.apps.example.com."),
+        vec!["x.apps.example.com. A 192.0.2.4"]
+    );
+    // An empty non-terminal: NODATA with the SOA.
+    let m = ask(
+        &a,
+        &query("ent.example.com.", rr::RecordType::ANY),
+        Transport::Udp,
+    );
+    assert!(m.answers.is_empty() && m.authorities.len() == 1);
+    // A name that does not exist.
+    let m = ask(
+        &a,
+        &query("nope.example.com.", rr::RecordType::ANY),
+        Transport::Udp,
+    );
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+}
+
+#[test]
+fn an_empty_apex_answers_any_with_its_soa() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+    store.ensure_zones(&[zone()]).unwrap();
+    let a = Authority::new(store, &[zone()]);
+    let m = ask(
+        &a,
+        &query("example.com.", rr::RecordType::ANY),
+        Transport::Udp,
+    );
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(m.answers[0].record_type(), rr::RecordType::SOA);
+}
+
+#[test]
+fn a_slipped_answer_is_empty_and_truncated() {
+    let q = query("www.example.com.", rr::RecordType::A);
+    let bytes = Authority::truncated(&q.to_vec().unwrap()).unwrap();
+    let m = Message::from_vec(&bytes).unwrap();
+    assert_eq!(m.metadata.id, q.metadata.id);
+    assert!(m.metadata.truncation);
+    assert_eq!(m.metadata.message_type, MessageType::Response);
+    assert!(m.answers.is_empty());
+    assert_eq!(m.queries.len(), 1);
+}

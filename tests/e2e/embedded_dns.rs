@@ -1,0 +1,110 @@
+//! The embedded DNS server as a stranger on the network sees it: `ANY` gets one RRset
+//! (RFC 8482), and a flood from one client prefix is cut to its rate, with every
+//! other limited answer slipped as TC=1, while another prefix is still answered.
+use crate::stack::{Stack, Tools, seed};
+use std::net::UdpSocket;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A 20/s, burst 20, slip 2 limit: small enough that a flood of 300 is cheap.
+const LIMIT: &str = "[accounts.dns_rate_limit]\nresponses_per_second = 20\nburst = 20\nslip = 2\n";
+
+/// `dig` with its source address set, one try: the answer lines, or why not.
+fn dig(tools: &Tools, port: u16, source: &str, args: &[&str]) -> String {
+    let out = Command::new(&tools.dig)
+        .args(["@127.0.0.1", "-p", &port.to_string(), "-b", source])
+        .args([
+            "+norecurse",
+            "+tries=1",
+            "+time=2",
+            "+noall",
+            "+answer",
+            "+comments",
+        ])
+        .args(args)
+        .output()
+        .expect("run dig");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A wire-format query for `www.example.com. A` with message id `id`.
+fn query(id: u16) -> Vec<u8> {
+    let mut q = id.to_be_bytes().to_vec();
+    q.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in ["www", "example", "com"] {
+        q.push(label.len() as u8);
+        q.extend_from_slice(label.as_bytes());
+    }
+    q.extend_from_slice(&[0, 0, 1, 0, 1]);
+    q
+}
+
+#[test]
+fn any_is_minimal_and_a_flood_is_limited_per_prefix() {
+    let Some(tools) = Tools::find() else { return };
+    let mut s = Stack::with_config(tools.clone(), &[], "report", LIMIT, "");
+    seed(
+        &s.state_dir(),
+        &[
+            ("www.example.com", "A", "192.0.2.10"),
+            ("www.example.com", "AAAA", "2001:db8::10"),
+            ("www.example.com", "TXT", "\"hello\""),
+        ],
+    );
+    s.start_applier();
+    let port = s.dns_port;
+
+    // RFC 8482: one RRset (the A, lowest type code), not the AAAA nor the TXT. From
+    // another /24 than the flood below, so it is not counted against it.
+    let any = dig(&tools, port, "127.0.2.1", &["www.example.com", "ANY"]);
+    let answers: Vec<&str> = any
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .collect();
+    assert_eq!(answers.len(), 1, "dig ANY: {any}");
+    assert!(answers[0].contains("\tA\t192.0.2.10"), "dig ANY: {any}");
+
+    // A flood of 300 queries from 127.0.0.1 within well under a second (paced a
+    // little, so that no socket buffer drops what the limiter should judge).
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let started = Instant::now();
+    for id in 0..300u16 {
+        sock.send_to(&query(id), ("127.0.0.1", port)).expect("send");
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    let (mut full, mut truncated) = (0u32, 0u32);
+    let mut buf = [0u8; 1500];
+    while let Ok((n, _)) = sock.recv_from(&mut buf) {
+        assert!(n >= 12, "a short answer");
+        let tc = buf[2] & 0x02 != 0;
+        let answer_count = u16::from_be_bytes([buf[6], buf[7]]);
+        if tc {
+            assert_eq!(answer_count, 0, "a slipped answer carries no data");
+            truncated += 1;
+        } else {
+            assert_eq!(answer_count, 1, "a full answer carries the A record");
+            full += 1;
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    // The burst, plus what the rate refilled while the flood ran (with slack).
+    let allowed = 20.0 + 20.0 * elapsed + 2.0;
+    assert!(
+        full >= 20 && f64::from(full) <= allowed,
+        "{full} full answers in {elapsed:.2}s (allowed {allowed:.0})"
+    );
+    let limited = 300 - full;
+    assert!(
+        truncated + 3 >= limited / 2 && truncated <= limited / 2 + 1,
+        "slip 2: about half of the {limited} limited answers are TC=1, got {truncated}"
+    );
+
+    // While 127.0.0.0/24 is still limited: another /24 of the loopback is answered
+    // in full, and the limited prefix itself is answered over TCP.
+    let other = dig(&tools, port, "127.0.1.1", &["www.example.com", "A"]);
+    assert!(other.contains("192.0.2.10"), "from 127.0.1.1: {other}");
+    let tcp = dig(&tools, port, "127.0.0.1", &["+tcp", "www.example.com", "A"]);
+    assert!(tcp.contains("192.0.2.10"), "TCP from 127.0.0.1: {tcp}");
+}
