@@ -146,11 +146,10 @@ pub async fn run(
     let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
             let server =
-                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone())
-                    .tls(
-                        tls.as_ref()
-                            .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
-                    );
+                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone()).tls(
+                    tls.as_ref()
+                        .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
+                );
             let readiness = server.readiness();
             (
                 Some(readiness),

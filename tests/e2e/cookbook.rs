@@ -1,12 +1,13 @@
 //! The README's grpcurl cookbook, run: every `grpcurl` command in README.md is taken
-//! from the file, pointed at a running stack (planner and applier as processes) and run
-//! with the real grpcurl; each must succeed and say something sensible. Plus the
+//! from the file, pointed at a running `dnsplane up` (secure, as the README runs it:
+//! its CA, token and client certificate from its state directory) and run with the
+//! real grpcurl; each must succeed and say something sensible. Plus the
 //! planner's admin port (`/metrics`, `/healthz`, `/readyz`, `/status`) on the same kind
 //! of stack.
 use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
-use dnsplane_e2e::{free_port, http_get, wait_for};
+use dnsplane_e2e::{Proc, binary, free_port, http_get, wait_for};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -127,8 +128,121 @@ fn wait_converged(s: &Stack) {
     );
 }
 
+/// `dnsplane up` as the README runs it (secure: TLS with its own CA, the admin
+/// token, mTLS to the applier), on ports and a state directory of its own, with the
+/// conflicted zone of [`conflicted_stack`].
+struct Up {
+    _proc: Proc,
+    state: tempfile::TempDir,
+    planner: u16,
+    applier: u16,
+    dns: u16,
+    log: PathBuf,
+    grpcurl: PathBuf,
+}
+
+impl Up {
+    fn start(tools: &Tools) -> Up {
+        let state = tempfile::tempdir().expect("state");
+        let desired = state.path().join("desired");
+        std::fs::create_dir_all(&desired).expect("desired");
+        std::fs::write(desired.join("web.yaml"), web()).expect("web.yaml");
+        seed(
+            &state.path().join("s/embedded"),
+            &[("taken.example.com", "A", "192.0.2.99")],
+        );
+        let (planner, applier, dns) = (free_port(), free_port(), free_port());
+        let log = state.path().join("up.log");
+        let proc = Proc::spawn(
+            "dnsplane up",
+            &binary("dnsplane"),
+            &[
+                "up",
+                "--desired",
+                desired.to_str().expect("utf8"),
+                "--planner-listen",
+                &format!("127.0.0.1:{planner}"),
+                "--applier-listen",
+                &format!("127.0.0.1:{applier}"),
+                "--dns-listen",
+                &format!("127.0.0.1:{dns}"),
+                "--state-dir",
+                state.path().join("s").to_str().expect("utf8"),
+            ],
+            log.clone(),
+        );
+        Up {
+            _proc: proc,
+            state,
+            planner,
+            applier,
+            dns,
+            log,
+            grpcurl: tools.grpcurl.clone(),
+        }
+    }
+
+    /// The state directory (the README's `$S`).
+    fn dir(&self) -> PathBuf {
+        self.state.path().join("s")
+    }
+
+    fn token(&self) -> String {
+        std::fs::read_to_string(self.dir().join("token"))
+            .expect("the admin token")
+            .trim()
+            .to_string()
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `Planner/<method>` with the state directory's CA and token.
+    fn call(&self, method: &str, body: &str) -> Option<Value> {
+        // Not there until `up` has made it.
+        let token = std::fs::read_to_string(self.dir().join("token")).ok()?;
+        let out = Command::new(&self.grpcurl)
+            .arg("-cacert")
+            .arg(self.dir().join("ca.pem"))
+            .args(["-H", &format!("authorization: Bearer {}", token.trim())])
+            .args(["-d", body])
+            .arg(format!("127.0.0.1:{}", self.planner))
+            .arg(format!("dnsplane.v1.Planner/{method}"))
+            .output()
+            .ok()?;
+        out.status.success().then_some(())?;
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    fn wait_converged(&self) {
+        let ok = wait_for(Duration::from_secs(60), || {
+            let st = self.call("GetStatus", "{}")?;
+            let by = &st["zones"][0]["recordsByState"];
+            (by["converged"] == 3 && by["conflict"] == 1 && st["zones"][0]["syncing"].is_null())
+                .then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "3 converged + 1 conflict not reached; log:\n{}",
+            self.logs()
+        );
+    }
+
+    fn wait_dns(&self, dig_path: &Path, name: &str, want: &str) {
+        let ok = wait_for(Duration::from_secs(30), || {
+            (dnsplane_e2e::dig(dig_path, self.dns, name, "A", false) == [want]).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "{name} never answered {want}; log:\n{}",
+            self.logs()
+        );
+    }
+}
+
 #[test]
-fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
+fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
     let commands = readme_commands();
     let all: String = commands.iter().map(|c| format!("{}\n", c.text)).collect();
     // The cookbook covers what operators ask for.
@@ -145,12 +259,23 @@ fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
             "the README's grpcurl cookbook lacks {what} ({needle}):\n{all}"
         );
     }
+    // The variables the commands use are set as the README says.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md");
+    for line in ["S=.dnsplane-state", "export DNSPLANE_TOKEN=$(cat $S/token)"] {
+        assert!(
+            readme.lines().any(|l| l.trim() == line),
+            "README.md sets {line}"
+        );
+    }
     let Some(tools) = Tools::find() else { return };
-    let mut s = conflicted_stack(tools);
-    s.start();
-    wait_converged(&s);
-    let planner = format!("127.0.0.1:{}", s.planner_port);
-    let applier = format!("127.0.0.1:{}", s.applier_port);
+    let up = Up::start(&tools);
+    up.wait_converged();
+    let planner = format!("127.0.0.1:{}", up.planner);
+    let applier = format!("127.0.0.1:{}", up.applier);
+    let state = up.dir().display().to_string();
+    let token = up.token();
 
     for c in &commands {
         let args: Vec<String> = c
@@ -165,18 +290,27 @@ fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
                         "README.md:{}: unknown address {other}",
                         c.line
                     );
-                    other.to_string()
+                    other
+                        .replace("$S/", &format!("{state}/"))
+                        .replace("$DNSPLANE_TOKEN", &token)
                 }
             })
             .collect();
+        let on_applier = args.contains(&applier);
         assert_eq!(
             args.first().map(String::as_str),
-            Some("-plaintext"),
-            "README.md:{}: {}",
+            Some("-cacert"),
+            "README.md:{}: TLS with up's CA: {}",
             c.line,
             c.text
         );
-        let out = Command::new(&s.tools.grpcurl)
+        assert!(
+            !on_applier || args.iter().any(|a| a == "-cert"),
+            "README.md:{}: the applier takes only clients with a certificate: {}",
+            c.line,
+            c.text
+        );
+        let out = Command::new(&up.grpcurl)
             .args(&args)
             .output()
             .expect("run grpcurl");
@@ -185,13 +319,12 @@ fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let on_applier = args.contains(&applier);
         assert!(
             out.status.success(),
-            "README.md:{}: `{}` failed:\n{text}\nlogs:\n{}",
+            "README.md:{}: `{}` failed:\n{text}\nlog:\n{}",
             c.line,
             c.text,
-            s.logs()
+            up.logs()
         );
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let at = format!("README.md:{}: `{}`", c.line, c.text);
@@ -235,9 +368,27 @@ fn every_grpcurl_command_in_the_readme_runs_against_a_stack() {
         }
     }
     // The pushes from the cookbook reached DNS.
-    s.wait_dns("x.example.com", "A", &["192.0.2.7"]);
-    s.wait_dns("y.example.com", "A", &["192.0.2.8"]);
-    s.wait_dns("b2.example.com", "A", &["192.0.2.22"]);
+    up.wait_dns(&tools.dig, "x.example.com", "192.0.2.7");
+    up.wait_dns(&tools.dig, "y.example.com", "192.0.2.8");
+    up.wait_dns(&tools.dig, "b2.example.com", "192.0.2.22");
+    // Without the token or the CA, the same calls are refused.
+    let refused = Command::new(&up.grpcurl)
+        .arg("-cacert")
+        .arg(up.dir().join("ca.pem"))
+        .arg(&planner)
+        .arg("dnsplane.v1.Planner/GetStatus")
+        .output()
+        .expect("grpcurl");
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && text.contains("Unauthenticated"),
+        "{text}"
+    );
+    let plaintext = Command::new(&up.grpcurl)
+        .args(["-plaintext", &planner, "list"])
+        .output()
+        .expect("grpcurl");
+    assert!(!plaintext.status.success(), "plaintext is refused");
 }
 
 /// What each RPC of the cookbook must have answered on this stack.

@@ -94,8 +94,100 @@ fn dnsplane_up_serves_the_example_zone() {
             std::fs::read_to_string(&log).unwrap_or_default()
         );
     }
+    // Secure by default: plaintext is refused; the CLI finds the CA and the token in
+    // the state directory by itself (no scheme in --addr: TLS, since there is a CA).
     let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{pp}"), "list"]);
-    assert!(ok && out.contains("dnsplane.v1.Planner"), "{out}");
+    assert!(!ok, "plaintext answered: {out}");
+    let s = state.path().join("s");
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(binary("dnsplane"))
+            .args(args)
+            .args(["--addr", &format!("127.0.0.1:{pp}")])
+            .arg("--state-dir")
+            .arg(&s)
+            .env_remove("DNSPLANE_TOKEN")
+            .output()
+            .expect("dnsplane");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, out) = cli(&["status"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("zone example.com."), "{out}");
+    // The token is what lets it in: without it (another state directory holding only
+    // the CA), UNAUTHENTICATED.
+    let other = state.path().join("other");
+    std::fs::create_dir_all(&other).expect("dir");
+    std::fs::copy(s.join("ca.pem"), other.join("ca.pem")).expect("copy");
+    let out = std::process::Command::new(binary("dnsplane"))
+        .args([
+            "status",
+            "--addr",
+            &format!("127.0.0.1:{pp}"),
+            "--state-dir",
+        ])
+        .arg(&other)
+        .env_remove("DNSPLANE_TOKEN")
+        .output()
+        .expect("dnsplane");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("bearer token"), "{text}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for f in ["token", "server-key.pem", "client-key.pem", "ca-key.pem"] {
+            let mode = std::fs::metadata(s.join(f)).expect(f).permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f}");
+        }
+    }
+}
+
+/// `dnsplane up --insecure`: the old behaviour, plaintext and open, for those who ask.
+#[test]
+fn dnsplane_up_insecure_serves_plaintext() {
+    let Some(tools) = Tools::find() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
+    let state = tempfile::tempdir().expect("state");
+    let (pp, ap, dp) = (free_port(), free_port(), free_port());
+    let log = state.path().join("up.log");
+    let _up = Proc::spawn(
+        "dnsplane up --insecure",
+        &binary("dnsplane"),
+        &[
+            "up",
+            "--insecure",
+            "--desired",
+            root.join("deploy/examples/desired").to_str().expect("utf8"),
+            "--planner-listen",
+            &format!("127.0.0.1:{pp}"),
+            "--applier-listen",
+            &format!("127.0.0.1:{ap}"),
+            "--dns-listen",
+            &format!("127.0.0.1:{dp}"),
+            "--state-dir",
+            state.path().join("s").to_str().expect("utf8"),
+        ],
+        log.clone(),
+    );
+    let listed = wait_for(Duration::from_secs(30), || {
+        let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{pp}"), "list"]);
+        (ok && out.contains("dnsplane.v1.Planner")).then_some(())
+    });
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(listed.is_some(), "plaintext never answered; log:\n{text}");
+    assert!(
+        text.contains("--insecure: every port is plaintext"),
+        "loudly: {text}"
+    );
+    assert!(!state.path().join("s/token").exists(), "no token made");
 }
 
 /// The README's Route 53 quickstart: `dnsplane up --route53-emulator`, then the

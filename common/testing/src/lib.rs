@@ -10,8 +10,8 @@
 //! cross-service tests can use it. (A crate's own unit tests cannot depend on a crate
 //! that depends on it; the applier's keep their fault-rule helpers in its
 //! `#[cfg(test)]` code.)
-pub mod crd;
 pub mod certs;
+pub mod crd;
 pub mod kube_api;
 pub mod otlp;
 pub mod records;

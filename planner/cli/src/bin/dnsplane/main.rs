@@ -3,10 +3,12 @@
 //! planner ([`remote`]); `emulate` serves a local emulator of a cloud DNS API.
 use clap::{Parser, Subcommand};
 
+mod conn;
 mod remote;
+mod secure;
 mod up;
 
-use remote::Conn;
+use conn::Conn;
 use up::UpArgs;
 
 #[derive(Debug, Parser)]

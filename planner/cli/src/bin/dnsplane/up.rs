@@ -2,10 +2,15 @@
 //! provider; everything a first try needs and nothing else. With `--route53-emulator`
 //! the zones live in a Route 53 emulator in the same process instead, written through
 //! the `route53` driver as a real AWS account would be.
+//!
+//! Secure by default ([`crate::secure`]): the planner serves TLS and asks for the
+//! admin token, the applier takes only clients with a certificate of the state
+//! directory's CA; `--insecure` serves everything in plaintext and unauthenticated.
 use anyhow::Context;
 use dnsplane_common::Name;
 use dnsplane_planner::config::{
-    ConflictPolicy, PlannerConfig, Policy, SourceConfig, SyncConfig, ZoneConfig,
+    ApplierTlsConfig, AuthConfig, ConflictPolicy, PlannerConfig, Policy, SourceConfig, SyncConfig,
+    TlsConfig, ZoneConfig,
 };
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
@@ -51,6 +56,10 @@ pub struct UpArgs {
     /// Where that emulator serves Route 53's API.
     #[arg(long, default_value = "127.0.0.1:4566")]
     emulator_listen: String,
+    /// Plaintext and no authentication on every port, as before 0.2: anyone who
+    /// reaches a port may use it. For trying things on a machine of your own only.
+    #[arg(long)]
+    insecure: bool,
 }
 
 /// The hosted zone id `up` gives its `i`-th zone in the Route 53 emulator, so that
@@ -198,9 +207,51 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             external_dns: None,
         })
         .collect();
+    let applier_addr = loopback_if_unspecified(applier_listener.local_addr()?);
+    let secured = if args.insecure {
+        eprintln!(
+            "dnsplane up: --insecure: every port is plaintext and unauthenticated; anyone who can reach them can change your zones"
+        );
+        None
+    } else {
+        let ips = [
+            applier_listener.local_addr()?.ip(),
+            planner_listener.local_addr()?.ip(),
+        ];
+        Some(crate::secure::Secured::ensure(&args.state_dir, &ips)?)
+    };
+    if let Some(s) = &secured {
+        applier_config.tls = Some(dnsplane_applier::config::ApplierTlsConfig {
+            cert: s.server_cert.clone(),
+            key: s.server_key.clone(),
+            client_ca: Some(s.ca.clone()),
+            allowed_names: vec![crate::secure::CLIENT_NAME.into()],
+        });
+    }
     let planner_config = PlannerConfig {
         owner_id: "dnsplane".into(),
-        applier: format!("http://{}", applier_listener.local_addr()?),
+        applier: match secured {
+            Some(_) => format!("https://{applier_addr}"),
+            None => format!("http://{applier_addr}"),
+        },
+        tls: secured.as_ref().map(|s| TlsConfig {
+            cert: s.server_cert.clone(),
+            key: s.server_key.clone(),
+            client_ca: None,
+        }),
+        applier_tls: secured.as_ref().map(|s| ApplierTlsConfig {
+            ca: s.ca.clone(),
+            cert: Some(s.client_cert.clone()),
+            key: Some(s.client_key.clone()),
+            server_name: None,
+        }),
+        auth: secured.as_ref().map(|s| AuthConfig {
+            tokens_file: s.tokens_file.clone(),
+            metrics_open: true,
+            // One person and their scripts: room for polling loops.
+            rate_per_second: 100,
+            burst: 200,
+        }),
         sync: SyncConfig {
             interval: args.interval,
             ..SyncConfig::default()
@@ -217,6 +268,15 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid settings: {e}"))?;
     let shutdown: CancellationToken = dnsplane_common::runtime::shutdown_on_signal();
+    if let Some(s) = &secured {
+        eprintln!(
+            "dnsplane up: TLS with the CA {ca} and an admin token in {token}; `dnsplane status` finds both in {dir} (--state-dir). grpcurl -cacert {ca} -H \"authorization: Bearer $(cat {token})\" {planner} list",
+            ca = s.ca.display(),
+            token = s.token.display(),
+            dir = args.state_dir.display(),
+            planner = args.planner_listen,
+        );
+    }
     match &emulator {
         None => eprintln!(
             "dnsplane up: planner gRPC {}, applier gRPC {}, DNS {} (UDP+TCP), state in {}. Ctrl-C to stop.",
@@ -266,4 +326,18 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     planner.context("planner")?;
     applier.context("applier")?;
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `addr`, with an unspecified IP (`0.0.0.0`, `::`) made loopback: the address the
+/// planner dials.
+fn loopback_if_unspecified(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            (std::net::Ipv4Addr::LOCALHOST, addr.port()).into()
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            (std::net::Ipv6Addr::LOCALHOST, addr.port()).into()
+        }
+        _ => addr,
+    }
 }
