@@ -167,13 +167,14 @@ fn tokens_roles_and_scopes_guard_the_planner_api() {
         "the token echoed: {out}"
     );
 
-    // The README's cookbook sends the header the way `call` does.
+    // The README's cookbook sends the header the way `call` does (cookbook.rs runs
+    // each of its commands against a `dnsplane up`, which asks for it).
     let readme = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
     )
     .expect("README.md");
     assert!(
-        readme.contains(r#"grpcurl -plaintext -H "authorization: Bearer $DNSPLANE_TOKEN" "#),
+        readme.contains(r#" -H "authorization: Bearer $DNSPLANE_TOKEN" 127.0.0.1:50051 "#),
         "the README's cookbook shows the authorization header"
     );
 
