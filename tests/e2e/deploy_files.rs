@@ -426,9 +426,9 @@ fn kubernetes_manifests_fit_together_and_their_configs_load() {
         |name: &str, key: &str| str_of(get("ConfigMap", name), &format!("/data/{key}")).to_string();
     let dir = tempfile::tempdir().expect("tempdir");
 
-    for (service, binary, grpc_service) in [
-        ("dnsplane-planner", "planner", "dnsplane.v1.Planner"),
-        ("dnsplane-applier", "applier", "dnsplane.v1.Applier"),
+    for (service, binary) in [
+        ("dnsplane-planner", "planner"),
+        ("dnsplane-applier", "applier"),
     ] {
         let deployment = get("Deployment", service);
         let pod = &deployment["spec"]["template"]["spec"];
@@ -460,7 +460,7 @@ fn kubernetes_manifests_fit_together_and_their_configs_load() {
                 );
             }
         }
-        // gRPC probes on the gRPC port, asking for the service itself.
+        // The gRPC port is the one the Service and the listen address name.
         let listen =
             env_of(c, &format!("DNSPLANE_{}_LISTEN", binary.to_uppercase())).expect("listen env");
         let grpc_port = c["ports"]
@@ -474,16 +474,17 @@ fn kubernetes_manifests_fit_together_and_their_configs_load() {
             port_of(listen),
             "{service}"
         );
-        for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
-            assert_eq!(
-                c[probe]["grpc"]["port"],
-                port_of(listen),
-                "{service} {probe}"
-            );
-            assert_eq!(
-                c[probe]["grpc"]["service"], grpc_service,
-                "{service} {probe}"
-            );
+        // Probes over HTTPS on the admin port (its TLS is the service's [tls]; gRPC
+        // probes cannot speak TLS): ready while serving, alive while answering.
+        for (probe, path) in [
+            ("startupProbe", "/readyz"),
+            ("readinessProbe", "/readyz"),
+            ("livenessProbe", "/healthz"),
+        ] {
+            let get = &c[probe]["httpGet"];
+            assert_eq!(get["port"], "admin", "{service} {probe}");
+            assert_eq!(get["scheme"], "HTTPS", "{service} {probe}");
+            assert_eq!(get["path"], path, "{service} {probe}");
         }
         let admin = env_of(
             c,
@@ -1031,4 +1032,99 @@ fn network_policies_let_only_the_planner_reach_the_appliers() {
             BTreeSet::from([grpc.to_string(), metrics.to_string()])
         );
     }
+}
+
+/// TLS and tokens in the Kubernetes deploy fit together: every file `[tls]`,
+/// `[applier_tls]` and `[auth]` name lies in a Secret the pod mounts; the cert-manager
+/// example issues exactly those Secrets, for the names the planner dials and the
+/// appliers allow; the planner dials the appliers over `https://`.
+#[test]
+fn kubernetes_tls_and_tokens_come_from_the_mounted_secrets() {
+    let r = k8s_resources();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let load = |cm: &str, key: &str| {
+        let path = dir.path().join(key);
+        let data = &r[&("ConfigMap".to_string(), cm.to_string())];
+        std::fs::write(&path, str_of(data, &format!("/data/{key}"))).expect("write");
+        path
+    };
+    let planner = dnsplane_planner::config::PlannerConfig::load(&load(
+        "dnsplane-planner-config",
+        "planner.toml",
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let applier = dnsplane_applier::load_config(&load("dnsplane-applier-config", "applier.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    /// The Secret mounted at the directory holding `file`, in `deploy`'s pod.
+    fn secret_of(r: &BTreeMap<(String, String), Value>, deploy: &str, file: &Path) -> String {
+        let pod = &r[&("Deployment".to_string(), deploy.to_string())]["spec"]["template"]["spec"];
+        let dir = file.parent().expect("dir");
+        let mount = pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .expect("mounts")
+            .iter()
+            .find(|m| Path::new(str_of(m, "/mountPath")) == dir)
+            .unwrap_or_else(|| panic!("{deploy}: nothing mounted at {}", dir.display()));
+        let volume = pod["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .expect("volume");
+        str_of(volume, "/secret/secretName").to_string()
+    }
+    let tls = planner.tls.as_ref().expect("planner [tls]");
+    let atls = planner.applier_tls.as_ref().expect("planner [applier_tls]");
+    let auth = planner.auth.as_ref().expect("planner [auth]");
+    assert!(
+        planner.applier.starts_with("https://"),
+        "{}",
+        planner.applier
+    );
+    let mut issued = BTreeSet::new();
+    for f in [&tls.cert, &tls.key] {
+        issued.insert(secret_of(&r, "dnsplane-planner", f));
+    }
+    for f in [&atls.ca]
+        .into_iter()
+        .chain(atls.cert.iter())
+        .chain(atls.key.iter())
+    {
+        issued.insert(secret_of(&r, "dnsplane-planner", f));
+    }
+    let tokens = secret_of(&r, "dnsplane-planner", &auth.tokens_file);
+    let a = applier.tls.as_ref().expect("applier [tls]");
+    for f in [&a.cert, &a.key].into_iter().chain(a.client_ca.iter()) {
+        issued.insert(secret_of(&r, "dnsplane-applier", f));
+    }
+    assert_eq!(tokens, "dnsplane-planner-tokens");
+    // The cert-manager example issues each of them, for the right names.
+    let certs: BTreeMap<String, Value> =
+        yaml_docs(&root().join("deploy/k8s/cert-manager/certificates.yaml"))
+            .into_iter()
+            .filter(|d| d["kind"] == "Certificate")
+            .map(|d| (str_of(&d, "/spec/secretName").to_string(), d))
+            .collect();
+    for secret in &issued {
+        assert!(
+            certs.contains_key(secret),
+            "{secret} is not issued by the example"
+        );
+    }
+    let names = |secret: &str| -> Vec<String> {
+        certs[secret]["spec"]["dnsNames"]
+            .as_array()
+            .expect("dnsNames")
+            .iter()
+            .map(|n| n.as_str().expect("name").to_string())
+            .collect()
+    };
+    assert!(names("dnsplane-applier-tls").contains(&host_of(&planner.applier).to_string()));
+    assert_eq!(names("dnsplane-planner-client-tls"), a.allowed_names);
+    // One CA for all: every leaf is signed by the same issuer.
+    let issuers: BTreeSet<&str> = issued
+        .iter()
+        .map(|s| str_of(&certs[s], "/spec/issuerRef/name"))
+        .collect();
+    assert_eq!(issuers.len(), 1, "{issuers:?}");
 }
