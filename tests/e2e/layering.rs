@@ -274,6 +274,7 @@ fn proto_types_stay_at_the_edges() {
     // The edges: where messages are built and read.
     let edges = [
         "planner/src/service.rs",
+        "planner/src/service/admission.rs",
         "planner/src/service/encode.rs",
         "planner/src/service/push.rs",
         "planner/src/client.rs",
