@@ -11,21 +11,21 @@
 //!   each only with the lease's permit; [`approve`]: the mass-change guard in the sync,
 //!   and `Approve`;
 //! - [`release`]: `Release` and `Resume`, handing a zone to external-dns and back;
+//! - [`intake`]: the desired state coming in (sources, pushes and patches, persisted
+//!   first) and the sources' readiness;
 //! - [`fold`]: results from the applier into the observed view and the state table;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
 use crate::config::{PlannerConfig, ZoneConfig};
-use crate::desired::Checked;
 use crate::desired::{DesiredIndex, DesiredRecord};
-use crate::events;
 use crate::guard::HeldPlan;
 use crate::lease::LeaseHandle;
 use crate::metrics::PlannerMetrics;
 use crate::observed::ZoneView;
 use crate::pool::ApplierPool;
-use crate::source::{DesiredEntry, EntryKey, SourceError};
+use crate::source::SourceError;
 use crate::state::{RetryClock, StateTable};
-use crate::store::{DesiredStore, StoreError};
+use crate::store::DesiredStore;
 use dnsplane_common::{Name, RecordKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 mod approve;
 mod fold;
+mod intake;
 mod read;
 mod release;
 mod schedule;
@@ -45,6 +46,9 @@ mod snapshot;
 mod sync;
 
 pub use approve::ApproveError;
+#[cfg(test)]
+pub(crate) use intake::stored_push;
+pub use intake::{Patch, Patched};
 pub use release::{ReleaseError, ReleaseOutcome, Released};
 pub use snapshot::{
     Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
@@ -151,23 +155,6 @@ fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
         Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
         Err(std::sync::TryLockError::WouldBlock) => None,
     }
-}
-
-/// A change of part of a pushed source: `upserts` replace or add the entries at their
-/// (name, type), `deletes` withdraw them; the rest of the source stays.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Patch {
-    pub upserts: Vec<DesiredEntry>,
-    pub deletes: Vec<EntryKey>,
-}
-
-/// What a patch did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Patched {
-    /// Deletes that matched an entry of the source.
-    pub deleted: usize,
-    /// Entries of the source after the patch.
-    pub records: usize,
 }
 
 impl Engine {
@@ -281,226 +268,6 @@ impl Engine {
         }
     }
 
-    /// Replaces one source's snapshot in the desired state and wakes the zones whose
-    /// desired records changed, telling each which names to re-plan. Costs
-    /// O(size of this source), whatever the size of the world.
-    pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
-        events::DesiredRecordsRejected { errors: &errors }.emit();
-        let touched = Engine::cpu(|| {
-            self.desired
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .update_source(name, &entries, errors)
-        });
-        self.wake(touched);
-    }
-
-    /// Tells the zones which of their names' desired records changed.
-    fn wake(&self, touched: crate::desired::Touched) {
-        for (zone, names) in touched {
-            if let Some(z) = self.zones.get(&zone) {
-                lock(&z.dirty).extend(names);
-                z.trigger.notify_one();
-            }
-        }
-    }
-
-    /// Persists accepted pushes in `store` from now on (set once, before serving).
-    pub fn set_store(&self, store: DesiredStore) {
-        let _ = self.store.set(store);
-    }
-
-    /// Replaces a pushed source's desired state, persisted first: an `Err` means
-    /// nothing changed (the push must not be acknowledged). Off the runtime
-    /// ([`Engine::cpu`]): persisting and indexing a large push take seconds.
-    /// `checked`: the entries as the push's validation placed them, so that the index
-    /// does not place them again.
-    pub fn put_source(
-        &self,
-        name: &str,
-        entries: Vec<DesiredEntry>,
-        checked: Checked,
-    ) -> Result<(), StoreError> {
-        Engine::cpu(|| {
-            let _one = lock(&self.push_lock);
-            if let Some(store) = self.store.get() {
-                store.put(name, &entries)?;
-            }
-            let touched = self
-                .desired
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .update_source_checked(name, checked, &entries, Vec::new());
-            self.wake(touched);
-            Ok(())
-        })
-    }
-
-    /// Replaces what source `name` reports about input it took no entry from (shown
-    /// with the source errors in status).
-    pub fn set_source_refusals(&self, name: &str, refusals: Vec<SourceError>) {
-        self.desired
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .set_refusals(name, refusals);
-    }
-
-    /// The first record that source `name` holds in force and `refused` refuses:
-    /// what a push, which replaces the whole source, would take from under a caller
-    /// that may not touch it.
-    pub fn source_key_where(
-        &self,
-        name: &str,
-        refused: impl Fn(&RecordKey) -> bool,
-    ) -> Option<RecordKey> {
-        Engine::cpu(|| {
-            self.desired()
-                .source_keys(name)
-                .find(|k| refused(k))
-                .cloned()
-        })
-    }
-
-    /// Every record source `name` declares, as it declares it.
-    pub fn source_records(&self, name: &str) -> Vec<dnsplane_common::RRSet> {
-        Engine::cpu(|| self.desired().source_records(name))
-    }
-
-    /// Changes part of a pushed source, in O(patch): `check` sees the upserts with
-    /// the source's other records at their names (all that the rules across records,
-    /// duplicates and CNAMEs, can involve: the rest of the source was checked when it
-    /// was accepted); the patch is then appended to the source's journal in the store
-    /// (a whole new snapshot only once the journal outgrows the last one, or when this
-    /// run has not seen the source's snapshot yet), and the index changes only at the
-    /// patched keys. An `Err` (from `check`, or the store) means nothing changed.
-    pub fn patch_source<E: From<StoreError>>(
-        &self,
-        name: &str,
-        patch: Patch,
-        check: impl FnOnce(&[DesiredEntry]) -> Result<(), E>,
-    ) -> Result<Patched, E> {
-        Engine::cpu(|| {
-            let _one = lock(&self.push_lock);
-            self.patch_locked(name, patch, check)
-        })
-    }
-
-    /// Replaces a pushed source's desired state by the patch `diff` finds between the
-    /// push and what the source holds, when it finds one (`None`: the caller puts the
-    /// push in force whole). A push that repeats the source but for one record then
-    /// costs what a `PatchDesired` of that record does (a journal line, the index at
-    /// one key), plus comparing the push with the index, instead of checking,
-    /// persisting and indexing every record again. Under the push lock, so that no
-    /// other push of the source comes between the comparison and the patch.
-    pub fn put_source_by_patch<E: From<StoreError>>(
-        &self,
-        name: &str,
-        diff: impl FnOnce(&DesiredIndex) -> Option<Patch>,
-        check: impl FnOnce(&[DesiredEntry]) -> Result<(), E>,
-    ) -> Option<Result<Patched, E>> {
-        Engine::cpu(|| {
-            let _one = lock(&self.push_lock);
-            let patch = diff(&self.desired())?;
-            Some(self.patch_locked(name, patch, check))
-        })
-    }
-
-    /// [`patch_source`](Self::patch_source), with the push lock held.
-    fn patch_locked<E: From<StoreError>>(
-        &self,
-        name: &str,
-        patch: Patch,
-        check: impl FnOnce(&[DesiredEntry]) -> Result<(), E>,
-    ) -> Result<Patched, E> {
-        let deleted = {
-            let desired = self.desired();
-            check(&desired.with_kept_records(name, &patch.upserts))?;
-            patch
-                .deletes
-                .iter()
-                .filter(|k| desired.holds(name, &k.name, k.rtype, k.set))
-                .count()
-        };
-        if let Some(store) = self.store.get() {
-            match store.append(name, &patch)? {
-                Some(false) => {}
-                Some(true) => {
-                    // The patch is durable; a failed rewrite only leaves a longer
-                    // journal, tried again at the next patch.
-                    if let Err(e) = compact(store, name) {
-                        tracing::warn!(source = name, error = %e, "cannot rewrite a pushed source's snapshot; its journal keeps growing until it can");
-                    }
-                }
-                None => {
-                    let current = stored_push(store, name)?;
-                    store.put(name, &merge(current, &patch).0)?;
-                }
-            }
-        }
-        let touched = self
-            .desired
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .patch_source(name, &patch.upserts, &patch.deletes);
-        self.wake(touched);
-        let records = self.desired().source_len(name);
-        Ok(Patched { deleted, records })
-    }
-
-    /// Puts every persisted push (`push:*`) back in force; before the first plan, so
-    /// that a restart deletes nothing that was pushed. Returns the records restored.
-    pub fn restore_pushes(&self) -> Result<usize, StoreError> {
-        let Some(store) = self.store.get() else {
-            return Ok(0);
-        };
-        Engine::cpu(|| {
-            let mut n = 0;
-            for (name, entries, patches) in
-                store.all_journaled::<Vec<DesiredEntry>, Patch>("push:")?
-            {
-                let entries = replay(entries, &patches);
-                n += entries.len();
-                self.set_source(&name, entries, Vec::new());
-            }
-            Ok(n)
-        })
-    }
-
-    /// Records whether source `name` is ready: `unready` holds why not (a path that
-    /// vanished, a directory that emptied). A source that is not ready keeps its last
-    /// accepted state; this only makes it visible.
-    pub fn set_source_readiness(&self, name: &str, unready: Vec<String>) {
-        let mut readiness = lock(&self.readiness);
-        let before = readiness.get(name);
-        if before != Some(&unready) && (before.is_some() || !unready.is_empty()) {
-            events::SourceReadinessChanged {
-                source: name,
-                unready: &unready,
-            }
-            .emit();
-        }
-        if unready.is_empty() {
-            self.first_loads.send_if_modified(|s| s.remove(name));
-        }
-        readiness.insert(name.to_string(), unready);
-    }
-
-    /// Holds every zone's syncs until source `name` is first ready (its first
-    /// [`set_source_readiness`](Self::set_source_readiness) with nothing unready): for
-    /// a source with nothing to restore at start (the Kubernetes API), whose records
-    /// are unknown until its first complete list. Called before [`Engine::start`].
-    pub fn await_first_load(&self, name: &str) {
-        self.first_loads.send_modify(|s| {
-            s.insert(name.to_string());
-        });
-    }
-
-    /// Waits until no source's first load is outstanding (at once when none is).
-    pub(super) async fn first_loads_done(&self) {
-        let mut rx = self.first_loads.subscribe();
-        let _ = rx.wait_for(BTreeSet::is_empty).await;
-    }
-
     /// Starts one loop per zone (see [`schedule`]), the refresh of large zones' status
     /// counts, and the applier pool's health and discovery loop, until `cancel`;
     /// [`Engine::shutdown`] waits for them.
@@ -598,59 +365,4 @@ impl Engine {
             view.as_deref(),
         ))
     }
-}
-
-/// `current` with `patch` applied, in order (an upsert of a new key goes last), and
-/// how many deletes matched. A patch names each key once (the service checks that).
-/// A pushed source's stored entries: its snapshot with its journal replayed.
-pub(crate) fn stored_push(
-    store: &DesiredStore,
-    name: &str,
-) -> Result<Vec<DesiredEntry>, StoreError> {
-    Ok(store
-        .get_journaled::<Vec<DesiredEntry>, Patch>(name)?
-        .map(|(entries, patches)| replay(entries, &patches))
-        .unwrap_or_default())
-}
-
-/// A pushed source's snapshot with its journaled patches applied, in order.
-fn replay(entries: Vec<DesiredEntry>, patches: &[Patch]) -> Vec<DesiredEntry> {
-    patches
-        .iter()
-        .fold(entries, |entries, patch| merge(entries, patch).0)
-}
-
-/// Writes a pushed source's journal into a new snapshot.
-fn compact(store: &DesiredStore, name: &str) -> Result<(), StoreError> {
-    let entries = stored_push(store, name)?;
-    store.put(name, &entries)
-}
-
-fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
-    use std::collections::HashMap;
-    let mut upserts: HashMap<EntryKey, &DesiredEntry> =
-        patch.upserts.iter().map(|e| (e.entry_key(), e)).collect();
-    let deletes: std::collections::HashSet<&EntryKey> = patch.deletes.iter().collect();
-    let mut deleted = 0;
-    let mut out = Vec::with_capacity(current.len() + upserts.len());
-    for e in current {
-        let key = e.entry_key();
-        if deletes.contains(&key) {
-            deleted += 1;
-            continue;
-        }
-        match upserts.remove(&key) {
-            Some(u) => out.push(u.clone()),
-            None => out.push(e),
-        }
-    }
-    // The new keys, in the order the patch gave them.
-    out.extend(
-        patch
-            .upserts
-            .iter()
-            .filter(|e| upserts.contains_key(&e.entry_key()))
-            .cloned(),
-    );
-    (out, deleted)
 }
