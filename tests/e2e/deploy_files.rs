@@ -1128,3 +1128,118 @@ fn kubernetes_tls_and_tokens_come_from_the_mounted_secrets() {
         .collect();
     assert_eq!(issuers.len(), 1, "{issuers:?}");
 }
+
+/// The compose demo's TLS: the one-shot `certs` service makes, with the real
+/// `dnsplane certs` and the very arguments compose gives it, files that the planner's
+/// and the applier's configs name where the `tls` volume is mounted; each loads as the
+/// services load it; the server certificate names the applier as the planner dials it
+/// and the client certificate is the one the applier allows; both services wait for
+/// `certs` to complete.
+#[test]
+fn compose_tls_comes_from_the_certs_service() {
+    let Some(plugin) = tool("DNSPLANE_DOCKER_COMPOSE", "docker-compose") else {
+        return;
+    };
+    let Some(openssl) = tool("DNSPLANE_OPENSSL", "openssl") else {
+        return;
+    };
+    let file = root().join("deploy/compose.yaml");
+    let out = compose(&plugin)
+        .arg("-f")
+        .arg(&file)
+        .args(["config", "--format", "json"])
+        .output()
+        .expect("run compose");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let model: Value = serde_json::from_slice(&out.stdout).expect("compose JSON");
+    let certs = &model["services"]["certs"];
+    let entry: Vec<String> = certs["entrypoint"]
+        .as_array()
+        .expect("entrypoint")
+        .iter()
+        .map(|v| v.as_str().expect("word").to_string())
+        .collect();
+    assert_eq!(
+        entry[..2],
+        ["/usr/local/bin/dnsplane", "certs"],
+        "{entry:?}"
+    );
+    let target = entry[2].clone();
+    let volume_at = |svc: &Value| {
+        svc["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .find(|v| v["type"] == "volume" && v["target"] == target.as_str())
+            .map(|v| str_of(v, "/source").to_string())
+    };
+    let tls_volume = volume_at(certs).expect("certs writes into a volume");
+    for name in ["planner", "applier"] {
+        let svc = &model["services"][name];
+        assert_eq!(
+            volume_at(svc).as_deref(),
+            Some(tls_volume.as_str()),
+            "{name} mounts it"
+        );
+        assert_eq!(
+            svc["depends_on"]["certs"]["condition"], "service_completed_successfully",
+            "{name} waits for certs"
+        );
+    }
+    // Run it as compose would, into a directory standing for the volume.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let vol = dir.path().join("tls");
+    let status = Command::new(dnsplane_e2e::binary("dnsplane"))
+        .arg("certs")
+        .arg(&vol)
+        .args(&entry[3..])
+        .status()
+        .expect("dnsplane certs");
+    assert!(status.success());
+    // The configs, with the volume's path for the mount point.
+    let config = |name: &str| {
+        let text = read(&root().join("deploy/compose").join(name))
+            .replace(&target, vol.to_str().expect("utf8"));
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    };
+    let planner = dnsplane_planner::config::PlannerConfig::load(&config("planner.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let applier =
+        dnsplane_applier::load_config(&config("applier.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let tls = planner.tls.as_ref().expect("planner [tls]");
+    dnsplane_common::tls::ServerTls::load_unwatched(&tls.settings()).expect("planner's server TLS");
+    let atls = planner.applier_tls.as_ref().expect("planner [applier_tls]");
+    dnsplane_common::tls::ClientTls::load_unwatched(&atls.settings())
+        .expect("planner's client TLS");
+    let a = applier.tls.as_ref().expect("applier [tls]");
+    dnsplane_common::tls::ServerTls::load_unwatched(&a.settings()).expect("applier's TLS");
+    assert!(planner.auth.as_ref().expect("[auth]").tokens_file.is_file());
+    assert!(planner.applier.starts_with("https://"));
+    let sans = |cert: &Path| {
+        let out = Command::new(&openssl)
+            .args(["x509", "-noout", "-ext", "subjectAltName", "-in"])
+            .arg(cert)
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let server = sans(&a.cert);
+    assert!(
+        server.contains(&format!("DNS:{}", host_of(&planner.applier))),
+        "the applier's certificate names {}: {server}",
+        host_of(&planner.applier)
+    );
+    let client = sans(atls.cert.as_ref().expect("client cert"));
+    for name in &a.allowed_names {
+        assert!(
+            client.contains(&format!("DNS:{name}")),
+            "{name} in {client}"
+        );
+    }
+}

@@ -81,6 +81,15 @@ enum Command {
         conn: Conn,
         zone: String,
     },
+    /// Make (or keep) a CA, server and client certificates and an admin token in a
+    /// directory, as `up` makes in its state directory: for the compose demo.
+    Certs {
+        /// Where to write them.
+        dir: std::path::PathBuf,
+        /// A DNS name the servers are reached by (more than one may be given).
+        #[arg(long = "name")]
+        names: Vec<String>,
+    },
     /// Serve a local emulator of a cloud DNS API, built to its documented semantics
     /// (docs/emulators.md), until Ctrl-C.
     Emulate {
@@ -160,6 +169,7 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
             dry_run,
         } => remote::release(conn, zone, to_external_dns, dry_run).await,
         Command::Resume { conn, zone } => remote::resume(conn, zone).await,
+        Command::Certs { dir, names } => secure::certs(&dir, &names),
         Command::Emulate {
             api,
             listen,

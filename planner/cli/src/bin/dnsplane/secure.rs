@@ -57,6 +57,16 @@ impl Secured {
     /// missing, all certificates are made anew; a missing token is made alone.
     /// `server_ips`: addresses the servers listen on besides loopback.
     pub fn ensure(state: &Path, server_ips: &[std::net::IpAddr]) -> anyhow::Result<Secured> {
+        Secured::ensure_for(state, server_ips, &[])
+    }
+
+    /// [`Secured::ensure`] with more DNS names in the server certificate (the names
+    /// the services are dialled by, e.g. compose's service names).
+    pub fn ensure_for(
+        state: &Path,
+        server_ips: &[std::net::IpAddr],
+        server_names: &[String],
+    ) -> anyhow::Result<Secured> {
         std::fs::create_dir_all(state)
             .with_context(|| format!("cannot create {}", state.display()))?;
         let s = Secured::paths(state);
@@ -75,6 +85,7 @@ impl Secured {
             write(&s.ca, &ca_params.self_signed(&ca)?.pem(), false)?;
             write(&ca_key, &ca.serialize_pem(), true)?;
             let mut names: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+            names.extend(server_names.iter().cloned());
             names.extend(
                 server_ips
                     .iter()
@@ -209,4 +220,21 @@ mod tests {
         assert_ne!(std::fs::read_to_string(&renewed.ca).unwrap(), ca);
         assert_eq!(std::fs::read_to_string(&renewed.token).unwrap(), token);
     }
+}
+
+/// `dnsplane certs DIR --name NAME…`: the same CA, certificates and admin token as
+/// `dnsplane up` makes, for services run elsewhere (the compose demo): the server
+/// certificate also carries each NAME.
+pub fn certs(dir: &Path, names: &[String]) -> anyhow::Result<std::process::ExitCode> {
+    for n in names {
+        dnsplane_common::Name::parse(n).with_context(|| format!("--name {n:?}"))?;
+    }
+    let s = Secured::ensure_for(dir, &[], names)?;
+    println!(
+        "{}: CA {}, server and client certificates, admin token {} (kept if already there)",
+        dir.display(),
+        s.ca.display(),
+        s.token.display()
+    );
+    Ok(std::process::ExitCode::SUCCESS)
 }
