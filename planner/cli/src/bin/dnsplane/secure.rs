@@ -180,6 +180,23 @@ fn write(path: &Path, text: &str, private: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `dnsplane certs DIR --name NAME…`: the same CA, certificates and admin token as
+/// `dnsplane up` makes, for services run elsewhere (the compose demo): the server
+/// certificate also carries each NAME.
+pub fn certs(dir: &Path, names: &[String]) -> anyhow::Result<std::process::ExitCode> {
+    for n in names {
+        dnsplane_common::Name::parse(n).with_context(|| format!("--name {n:?}"))?;
+    }
+    let s = Secured::ensure_for(dir, &[], names)?;
+    println!(
+        "{}: CA {}, server and client certificates, admin token {} (kept if already there)",
+        dir.display(),
+        s.ca.display(),
+        s.token.display()
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,21 +237,4 @@ mod tests {
         assert_ne!(std::fs::read_to_string(&renewed.ca).unwrap(), ca);
         assert_eq!(std::fs::read_to_string(&renewed.token).unwrap(), token);
     }
-}
-
-/// `dnsplane certs DIR --name NAME…`: the same CA, certificates and admin token as
-/// `dnsplane up` makes, for services run elsewhere (the compose demo): the server
-/// certificate also carries each NAME.
-pub fn certs(dir: &Path, names: &[String]) -> anyhow::Result<std::process::ExitCode> {
-    for n in names {
-        dnsplane_common::Name::parse(n).with_context(|| format!("--name {n:?}"))?;
-    }
-    let s = Secured::ensure_for(dir, &[], names)?;
-    println!(
-        "{}: CA {}, server and client certificates, admin token {} (kept if already there)",
-        dir.display(),
-        s.ca.display(),
-        s.token.display()
-    );
-    Ok(std::process::ExitCode::SUCCESS)
 }
