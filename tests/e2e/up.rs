@@ -49,6 +49,47 @@ fn example_records(root: &Path) -> Vec<(String, String, Vec<String>)> {
     out
 }
 
+/// A running `dnsplane up` on the example desired state, with ports and a state
+/// directory of its own (`<state>/s`), its output in `<state>/up.log`.
+struct Up {
+    _proc: Proc,
+    state: tempfile::TempDir,
+    planner: u16,
+    dns: u16,
+    log: std::path::PathBuf,
+}
+
+impl Up {
+    fn start(root: &Path, extra: &[&str]) -> Up {
+        let state = tempfile::tempdir().expect("state");
+        let (planner, applier, dns) = (free_port(), free_port(), free_port());
+        let log = state.path().join("up.log");
+        let mut args = vec!["up".to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args.extend([
+            "--desired".into(),
+            root.join("deploy/examples/desired").display().to_string(),
+            "--planner-listen".into(),
+            format!("127.0.0.1:{planner}"),
+            "--applier-listen".into(),
+            format!("127.0.0.1:{applier}"),
+            "--dns-listen".into(),
+            format!("127.0.0.1:{dns}"),
+            "--state-dir".into(),
+            state.path().join("s").display().to_string(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let proc = Proc::spawn("dnsplane up", &binary("dnsplane"), &args, log.clone());
+        Up {
+            _proc: proc,
+            state,
+            planner,
+            dns,
+            log,
+        }
+    }
+}
+
 #[test]
 fn dnsplane_up_serves_the_example_zone() {
     let Some(tools) = Tools::find() else { return };
@@ -56,27 +97,8 @@ fn dnsplane_up_serves_the_example_zone() {
         .parent()
         .expect("repo root")
         .to_path_buf();
-    let state = tempfile::tempdir().expect("state");
-    let (pp, ap, dp) = (free_port(), free_port(), free_port());
-    let log = state.path().join("up.log");
-    let _up = Proc::spawn(
-        "dnsplane up",
-        &binary("dnsplane"),
-        &[
-            "up",
-            "--desired",
-            root.join("deploy/examples/desired").to_str().expect("utf8"),
-            "--planner-listen",
-            &format!("127.0.0.1:{pp}"),
-            "--applier-listen",
-            &format!("127.0.0.1:{ap}"),
-            "--dns-listen",
-            &format!("127.0.0.1:{dp}"),
-            "--state-dir",
-            state.path().join("s").to_str().expect("utf8"),
-        ],
-        log.clone(),
-    );
+    let up = Up::start(&root, &[]);
+    let (pp, dp, log, state) = (up.planner, up.dns, up.log.clone(), &up.state);
     let records = example_records(&root);
     assert!(
         records.len() >= 10,
@@ -155,28 +177,8 @@ fn dnsplane_up_insecure_serves_plaintext() {
         .parent()
         .expect("repo root")
         .to_path_buf();
-    let state = tempfile::tempdir().expect("state");
-    let (pp, ap, dp) = (free_port(), free_port(), free_port());
-    let log = state.path().join("up.log");
-    let _up = Proc::spawn(
-        "dnsplane up --insecure",
-        &binary("dnsplane"),
-        &[
-            "up",
-            "--insecure",
-            "--desired",
-            root.join("deploy/examples/desired").to_str().expect("utf8"),
-            "--planner-listen",
-            &format!("127.0.0.1:{pp}"),
-            "--applier-listen",
-            &format!("127.0.0.1:{ap}"),
-            "--dns-listen",
-            &format!("127.0.0.1:{dp}"),
-            "--state-dir",
-            state.path().join("s").to_str().expect("utf8"),
-        ],
-        log.clone(),
-    );
+    let up = Up::start(&root, &["--insecure"]);
+    let (pp, log, state) = (up.planner, up.log.clone(), &up.state);
     let listed = wait_for(Duration::from_secs(30), || {
         let (ok, out) = grpcurl(&tools.grpcurl, &[&format!("127.0.0.1:{pp}"), "list"]);
         (ok && out.contains("dnsplane.v1.Planner")).then_some(())
