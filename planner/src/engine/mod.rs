@@ -99,6 +99,17 @@ impl ZoneRuntime {
     fn released(&self) -> Option<Released> {
         lock(&self.status).released.clone()
     }
+
+    /// `Err(SyncError::Released)` while the zone is released: nothing may plan it.
+    fn not_released(&self) -> Result<(), SyncError> {
+        match self.released() {
+            None => Ok(()),
+            Some(r) => Err(SyncError::Released {
+                zone: self.cfg.name.clone(),
+                owner: r.owner,
+            }),
+        }
+    }
 }
 
 /// A zone's counts as last computed for status.

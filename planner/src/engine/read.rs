@@ -141,12 +141,7 @@ impl Engine {
     /// would withhold now set apart. Changes nothing.
     pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
         let z = self.zone_or_err(zone)?;
-        if let Some(r) = z.released() {
-            return Err(SyncError::Released {
-                zone: zone.clone(),
-                owner: r.owner,
-            });
-        }
+        z.not_released()?;
         let (current, _) = self.list_zone(zone, fresh, &[]).await?;
         let desired = self.desired();
         let empty = BTreeMap::new();

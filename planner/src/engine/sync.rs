@@ -270,11 +270,7 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
         let _guard = zone.sync_lock.lock().await;
-        if let Some(r) = zone.released() {
-            let e = SyncError::Released {
-                zone: zone.cfg.name.clone(),
-                owner: r.owner,
-            };
+        if let Err(e) = zone.not_released() {
             let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
             p.error = e.to_string();
             send(progress, p).await;
