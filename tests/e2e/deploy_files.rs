@@ -741,6 +741,22 @@ fn bind_source(svc: &Value, target: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("nothing is mounted at {target}"))
 }
 
+/// The resolved model of `file`, as compose itself sees it (`config --format json`).
+fn compose_model(plugin: &Path, file: &Path) -> Value {
+    let out = compose(plugin)
+        .arg("-f")
+        .arg(file)
+        .args(["config", "--format", "json"])
+        .output()
+        .expect("run compose");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("compose JSON")
+}
+
 #[test]
 fn compose_file_is_valid_and_its_configs_load() {
     let Some(plugin) = tool("DNSPLANE_DOCKER_COMPOSE", "docker-compose") else {
@@ -784,18 +800,7 @@ fn compose_file_is_valid_and_its_configs_load() {
     );
 
     // The resolved model, as compose itself sees it.
-    let out = compose(&plugin)
-        .arg("-f")
-        .arg(&file)
-        .args(["config", "--format", "json"])
-        .output()
-        .expect("run compose");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let model: Value = serde_json::from_slice(&out.stdout).expect("compose JSON");
+    let model = compose_model(&plugin, &file);
     let svc = |name: &str| {
         model["services"]
             .get(name)
@@ -1144,18 +1149,7 @@ fn compose_tls_comes_from_the_certs_service() {
         return;
     };
     let file = root().join("deploy/compose.yaml");
-    let out = compose(&plugin)
-        .arg("-f")
-        .arg(&file)
-        .args(["config", "--format", "json"])
-        .output()
-        .expect("run compose");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let model: Value = serde_json::from_slice(&out.stdout).expect("compose JSON");
+    let model = compose_model(&plugin, &file);
     let certs = &model["services"]["certs"];
     let entry: Vec<String> = certs["entrypoint"]
         .as_array()

@@ -91,24 +91,8 @@ impl TlsStack {
             ),
         )
         .expect("applier.toml");
-        let config = self.path("applier.toml");
-        let (listen, admin) = (
-            format!("127.0.0.1:{}", self.applier_port),
-            format!("127.0.0.1:{}", self.applier_admin),
-        );
-        self.applier = Some(Proc::spawn(
-            "applier",
-            &binary("dnsplane-applier"),
-            &[
-                "--config",
-                config.to_str().expect("utf8"),
-                "--listen",
-                &listen,
-                "--admin-listen",
-                &admin,
-            ],
-            self.path("applier.log"),
-        ));
+        let (port, admin) = (self.applier_port, self.applier_admin);
+        self.applier = Some(self.spawn("applier", "dnsplane-applier", port, admin));
     }
 
     /// `scheme` of the applier address; `extra`: the planner's TLS tables.
@@ -132,24 +116,26 @@ impl TlsStack {
             ),
         )
         .expect("planner.toml");
-        let config = self.path("planner.toml");
-        let (listen, admin) = (
-            format!("127.0.0.1:{}", self.planner_port),
-            format!("127.0.0.1:{}", self.planner_admin),
-        );
-        self.planner = Some(Proc::spawn(
-            "planner",
-            &binary("dnsplane-planner"),
+        let (port, admin) = (self.planner_port, self.planner_admin);
+        self.planner = Some(self.spawn("planner", "dnsplane-planner", port, admin));
+    }
+
+    /// `bin --config <name>.toml --listen … --admin-listen …`, its output in `<name>.log`.
+    fn spawn(&self, name: &str, bin: &str, port: u16, admin: u16) -> Proc {
+        let config = self.path(&format!("{name}.toml"));
+        Proc::spawn(
+            name,
+            &binary(bin),
             &[
                 "--config",
                 config.to_str().expect("utf8"),
                 "--listen",
-                &listen,
+                &format!("127.0.0.1:{port}"),
                 "--admin-listen",
-                &admin,
+                &format!("127.0.0.1:{admin}"),
             ],
-            self.path("planner.log"),
-        ));
+            self.path(&format!("{name}.log")),
+        )
     }
 
     fn logs(&self) -> String {
