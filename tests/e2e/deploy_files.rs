@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("repository root")
@@ -52,7 +52,7 @@ fn to_json(node: &marked_yaml::Node) -> Value {
 }
 
 /// Every document of a multi-document YAML file.
-fn yaml_docs(path: &Path) -> Vec<Value> {
+pub(crate) fn yaml_docs(path: &Path) -> Vec<Value> {
     let text = read(path);
     let mut docs = Vec::new();
     let mut current = String::new();
@@ -75,7 +75,7 @@ fn yaml_docs(path: &Path) -> Vec<Value> {
     docs
 }
 
-fn str_of<'a>(v: &'a Value, pointer: &str) -> &'a str {
+pub(crate) fn str_of<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)
         .and_then(Value::as_str)
         .unwrap_or_else(|| panic!("no string at {pointer} in {v}"))
@@ -586,13 +586,23 @@ fn kubernetes_manifests_fit_together_and_their_configs_load() {
             planner.state_dir.display()
         );
     }
+    // The planner finds every applier pod through the headless Service (not one
+    // address, which would leave the pods the autoscaler adds idle).
+    let applier_dns = planner
+        .applier_dns
+        .as_deref()
+        .expect("the planner finds the appliers by applier_dns");
     assert_eq!(
-        host_of(&planner.applier),
+        host_of(applier_dns),
         "dnsplane-applier.dnsplane.svc.cluster.local"
     );
     assert_eq!(
-        port_of(&planner.applier),
+        port_of(applier_dns),
         str_of(get("Service", "dnsplane-applier"), "/spec/ports/0/port")
+    );
+    assert!(
+        planner.appliers.is_empty(),
+        "applier_dns and a fixed list of appliers"
     );
     let applier_pod = &get("Deployment", "dnsplane-applier")["spec"]["template"]["spec"];
     let secret_dir = mount_path(
@@ -1081,11 +1091,8 @@ fn kubernetes_tls_and_tokens_come_from_the_mounted_secrets() {
     let tls = planner.tls.as_ref().expect("planner [tls]");
     let atls = planner.applier_tls.as_ref().expect("planner [applier_tls]");
     let auth = planner.auth.as_ref().expect("planner [auth]");
-    assert!(
-        planner.applier.starts_with("https://"),
-        "{}",
-        planner.applier
-    );
+    // Every applier found through applier_dns is dialled over TLS ([applier_tls]).
+    assert!(planner.applier_dns.is_some(), "the planner finds the appliers by DNS");
     let mut issued = BTreeSet::new();
     for f in [&tls.cert, &tls.key] {
         issued.insert(secret_of(&r, "dnsplane-planner", f));
@@ -1124,7 +1131,8 @@ fn kubernetes_tls_and_tokens_come_from_the_mounted_secrets() {
             .map(|n| n.as_str().expect("name").to_string())
             .collect()
     };
-    assert!(names("dnsplane-applier-tls").contains(&host_of(&planner.applier).to_string()));
+    let applier_dns = planner.applier_dns.as_deref().expect("applier_dns");
+    assert!(names("dnsplane-applier-tls").contains(&host_of(applier_dns).to_string()));
     assert_eq!(names("dnsplane-planner-client-tls"), a.allowed_names);
     // One CA for all: every leaf is signed by the same issuer.
     let issuers: BTreeSet<&str> = issued

@@ -8,6 +8,7 @@ mod cloudflare;
 mod conformance;
 mod cookbook;
 mod credentials;
+mod dashboards;
 mod deploy_files;
 mod embedded_dns;
 mod external_dns_takeover;

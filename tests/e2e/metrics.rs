@@ -113,7 +113,43 @@ fn wait_serving(tools: &Tools, port: u16, service: &str, logs: impl Fn() -> Stri
     );
 }
 
-const FAULTS: &str = r#"
+/// Starts `s`'s applier and planner, each with an admin port, and waits until both
+/// serve; returns the admin ports (applier, planner).
+pub(crate) fn start_with_admin(s: &mut Stack, tools: &Tools) -> (u16, u16) {
+    let (applier_admin, planner_admin) = (free_port(), free_port());
+    let (applier_cfg, planner_cfg) = (s.path("applier.toml"), s.path("planner.toml"));
+    s.applier = Some(Proc::spawn(
+        "applier",
+        &binary("dnsplane-applier"),
+        &[
+            "--config",
+            applier_cfg.to_str().expect("utf8"),
+            "--listen",
+            &format!("127.0.0.1:{}", s.applier_port),
+            "--admin-listen",
+            &format!("127.0.0.1:{applier_admin}"),
+        ],
+        s.path("applier.log"),
+    ));
+    wait_serving(tools, s.applier_port, "dnsplane.v1.Applier", || s.logs());
+    s.planner = Some(Proc::spawn(
+        "planner",
+        &binary("dnsplane-planner"),
+        &[
+            "--config",
+            planner_cfg.to_str().expect("utf8"),
+            "--listen",
+            &format!("127.0.0.1:{}", s.planner_port),
+            "--admin-listen",
+            &format!("127.0.0.1:{planner_admin}"),
+        ],
+        s.path("planner.log"),
+    ));
+    wait_serving(tools, s.planner_port, "dnsplane.v1.Planner", || s.logs());
+    (applier_admin, planner_admin)
+}
+
+pub(crate) const FAULTS: &str = r#"
 [[accounts.faults]]
 op = "apply"
 action = "other_writer"
@@ -150,36 +186,7 @@ fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
         FAULTS,
         "",
     );
-    let (applier_admin, planner_admin) = (free_port(), free_port());
-    let (applier_cfg, planner_cfg) = (s.path("applier.toml"), s.path("planner.toml"));
-    s.applier = Some(Proc::spawn(
-        "applier",
-        &binary("dnsplane-applier"),
-        &[
-            "--config",
-            applier_cfg.to_str().expect("utf8"),
-            "--listen",
-            &format!("127.0.0.1:{}", s.applier_port),
-            "--admin-listen",
-            &format!("127.0.0.1:{applier_admin}"),
-        ],
-        s.path("applier.log"),
-    ));
-    wait_serving(&tools, s.applier_port, "dnsplane.v1.Applier", || s.logs());
-    s.planner = Some(Proc::spawn(
-        "planner",
-        &binary("dnsplane-planner"),
-        &[
-            "--config",
-            planner_cfg.to_str().expect("utf8"),
-            "--listen",
-            &format!("127.0.0.1:{}", s.planner_port),
-            "--admin-listen",
-            &format!("127.0.0.1:{planner_admin}"),
-        ],
-        s.path("planner.log"),
-    ));
-    wait_serving(&tools, s.planner_port, "dnsplane.v1.Planner", || s.logs());
+    let (applier_admin, planner_admin) = start_with_admin(&mut s, &tools);
     // Both services run with the allocator settings the binaries give themselves
     // (`dnsplane_cli::tune_allocator`: freed pages back within 50 ms, no transparent
     // huge pages), or with what the environment says instead.
