@@ -31,7 +31,10 @@ fn dashboard_queries(d: &Value) -> Vec<(String, String)> {
     for panel in d["panels"].as_array().expect("panels") {
         for t in panel["targets"].as_array().into_iter().flatten() {
             let expr = t["expr"].as_str().expect("every target has an expr");
-            out.push((panel["title"].as_str().unwrap_or("?").to_string(), expr.into()));
+            out.push((
+                panel["title"].as_str().unwrap_or("?").to_string(),
+                expr.into(),
+            ));
         }
     }
     out
@@ -60,7 +63,8 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
     let mut i = 0;
     while let Some(at) = expr[i..].find("dnsplane_") {
         let start = i + at;
-        let preceded = start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        let preceded =
+            start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
         let end = expr[start..]
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .map_or(expr.len(), |n| start + n);
@@ -91,13 +95,14 @@ fn run(cmd: &mut Command) -> (bool, String) {
 #[test]
 fn alert_rules_pass_promtool_and_their_unit_tests() {
     let Some(promtool) = promtool() else { return };
-    let (ok, out) = run(Command::new(&promtool).arg("check").arg("rules").arg(rules_file()));
+    let (ok, out) = run(Command::new(&promtool)
+        .arg("check")
+        .arg("rules")
+        .arg(rules_file()));
     assert!(ok, "promtool check rules:\n{out}");
-    let (ok, out) = run(
-        Command::new(&promtool)
-            .current_dir(root().join("deploy/prometheus"))
-            .args(["test", "rules", "rules.test.yaml"]),
-    );
+    let (ok, out) = run(Command::new(&promtool)
+        .current_dir(root().join("deploy/prometheus"))
+        .args(["test", "rules", "rules.test.yaml"]));
     assert!(ok && out.contains("SUCCESS"), "promtool test rules:\n{out}");
     // The checks do reject: a misspelt function, and an alert that no longer fires as
     // its unit test says.
@@ -105,7 +110,10 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
     let text = std::fs::read_to_string(rules_file()).expect("rules.yaml");
     let broken = dir.path().join("rules.yaml");
     std::fs::write(&broken, text.replacen("sum by (zone)", "summ by (zone)", 1)).expect("write");
-    let (ok, _) = run(Command::new(&promtool).arg("check").arg("rules").arg(&broken));
+    let (ok, _) = run(Command::new(&promtool)
+        .arg("check")
+        .arg("rules")
+        .arg(&broken));
     assert!(!ok, "promtool accepted a misspelt function");
     std::fs::write(&broken, text.replacen("for: 15m", "for: 30m", 1)).expect("write");
     std::fs::copy(
@@ -113,11 +121,11 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
         dir.path().join("rules.test.yaml"),
     )
     .expect("copy");
-    let (ok, _) = run(
-        Command::new(&promtool)
-            .current_dir(dir.path())
-            .args(["test", "rules", "rules.test.yaml"]),
-    );
+    let (ok, _) = run(Command::new(&promtool).current_dir(dir.path()).args([
+        "test",
+        "rules",
+        "rules.test.yaml",
+    ]));
     assert!(!ok, "the unit tests pass an alert that fires too late");
 }
 
@@ -166,7 +174,10 @@ fn dashboard_queries_parse_as_promql() {
     std::fs::write(&file, &text).expect("write");
     let (ok, out) = run(Command::new(&promtool).arg("check").arg("rules").arg(&file));
     assert!(ok, "a dashboard query does not parse:\n{out}\n{text}");
-    assert!(out.contains(&format!("{} rules found", queries.len())), "{out}");
+    assert!(
+        out.contains(&format!("{} rules found", queries.len())),
+        "{out}"
+    );
 }
 
 /// The sample names a `/metrics` text exposes (and those its `# TYPE` lines promise).
@@ -205,7 +216,13 @@ fn dashboard_and_alerts_use_only_metrics_the_services_export() {
             ("b.example.com", "A", &["192.0.2.2"]),
         ],
     );
-    let mut s = Stack::with_config(tools.clone(), &[("web.yaml", &desired)], "adopt", FAULTS, "");
+    let mut s = Stack::with_config(
+        tools.clone(),
+        &[("web.yaml", &desired)],
+        "adopt",
+        FAULTS,
+        "",
+    );
     let (applier_admin, planner_admin) = start_with_admin(&mut s, &tools);
     // After a sync, so that the zone's families have their samples.
     let planner = wait_for(Duration::from_secs(30), || {
@@ -217,7 +234,10 @@ fn dashboard_and_alerts_use_only_metrics_the_services_export() {
     // One call of the planner's API, counted by caller and code.
     let (ok, out) = grpcurl(
         &tools.grpcurl,
-        &[&format!("127.0.0.1:{}", s.planner_port), "dnsplane.v1.Planner/GetStatus"],
+        &[
+            &format!("127.0.0.1:{}", s.planner_port),
+            "dnsplane.v1.Planner/GetStatus",
+        ],
     );
     assert!(ok, "GetStatus: {out}");
     let planner = format!("{planner}\n{}", http_get(planner_admin, "/metrics").1);
@@ -226,7 +246,10 @@ fn dashboard_and_alerts_use_only_metrics_the_services_export() {
         .into_iter()
         .chain(exported_names(&applier))
         .collect();
-    assert!(exported.contains("dnsplane_planner_records"), "{exported:?}");
+    assert!(
+        exported.contains("dnsplane_planner_records"),
+        "{exported:?}"
+    );
 
     let rules = yaml_docs(&rules_file());
     let used: Vec<(String, String)> = dashboard_queries(&dashboard())
@@ -272,7 +295,10 @@ fn service_monitors_scrape_the_admin_ports_over_tls() {
         .iter()
         .flat_map(|f| yaml_docs(&root().join(f)))
         .collect();
-    let services: Vec<&Value> = manifests.iter().filter(|d| d["kind"] == "Service").collect();
+    let services: Vec<&Value> = manifests
+        .iter()
+        .filter(|d| d["kind"] == "Service")
+        .collect();
     let certs: Vec<Value> = yaml_docs(&root().join("deploy/k8s/cert-manager/certificates.yaml"))
         .into_iter()
         .filter(|d| d["kind"] == "Certificate")
@@ -308,7 +334,9 @@ fn service_monitors_scrape_the_admin_ports_over_tls() {
             // The Secret the service's pods serve TLS from (volume `tls`).
             let deployment = manifests
                 .iter()
-                .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == svc["metadata"]["name"])
+                .find(|d| {
+                    d["kind"] == "Deployment" && d["metadata"]["name"] == svc["metadata"]["name"]
+                })
                 .unwrap_or_else(|| panic!("{name}: no Deployment behind the Service"));
             let served = deployment["spec"]["template"]["spec"]["volumes"]
                 .as_array()

@@ -1092,7 +1092,10 @@ fn kubernetes_tls_and_tokens_come_from_the_mounted_secrets() {
     let atls = planner.applier_tls.as_ref().expect("planner [applier_tls]");
     let auth = planner.auth.as_ref().expect("planner [auth]");
     // Every applier found through applier_dns is dialled over TLS ([applier_tls]).
-    assert!(planner.applier_dns.is_some(), "the planner finds the appliers by DNS");
+    assert!(
+        planner.applier_dns.is_some(),
+        "the planner finds the appliers by DNS"
+    );
     let mut issued = BTreeSet::new();
     for f in [&tls.cert, &tls.key] {
         issued.insert(secret_of(&r, "dnsplane-planner", f));

@@ -10,6 +10,7 @@ mod cookbook;
 mod credentials;
 mod dashboards;
 mod deploy_files;
+mod docs_commands;
 mod embedded_dns;
 mod external_dns_takeover;
 mod failing_zone;
