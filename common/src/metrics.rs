@@ -296,9 +296,12 @@ struct BuildLabels {
     version: String,
 }
 
-/// Registers `dnsplane_build_info{service, version} 1` and
-/// `dnsplane_process_start_time_seconds`.
+pub mod process;
+
+/// Registers `dnsplane_build_info{service, version} 1`,
+/// `dnsplane_process_start_time_seconds` and the process's resources ([`process`]).
 pub fn register_build_info(registry: &mut Registry, service: &str, version: &str) {
+    registry.register_collector(Box::new(process::ProcessCollector::new(service)));
     registry.register(
         "dnsplane_build",
         "Which dnsplane service and version this is",
