@@ -155,7 +155,9 @@ impl Applier {
                     let provider = MemoryProvider::new(store.clone(), account.zones.clone())
                         .map_err(store_err)?;
                     if let Some(addr) = m.dns_listen {
-                        let server = DnsServer::bind(addr, Authority::new(store, &account.zones))
+                        let authority =
+                            Authority::new(store, &account.zones).with_transfer(m.dns_transfer);
+                        let server = DnsServer::bind(addr, authority)
                             .await
                             .map_err(|source| ApplierError::DnsBind {
                                 account: name.clone(),

@@ -1,6 +1,7 @@
 //! The embedded DNS server as a stranger on the network sees it: `ANY` gets one RRset
 //! (RFC 8482), and a flood from one client prefix is cut to its rate, with every
-//! other limited answer slipped as TC=1, while another prefix is still answered.
+//! other limited answer slipped as TC=1, while another prefix is still answered; and
+//! `dig AXFR` transfers the whole zone (or is refused, as configured).
 use crate::stack::{Stack, Tools, seed};
 use std::net::UdpSocket;
 use std::process::Command;
@@ -107,4 +108,87 @@ fn any_is_minimal_and_a_flood_is_limited_per_prefix() {
     assert!(other.contains("192.0.2.10"), "from 127.0.1.1: {other}");
     let tcp = dig(&tools, port, "127.0.0.1", &["+tcp", "www.example.com", "A"]);
     assert!(tcp.contains("192.0.2.10"), "TCP from 127.0.0.1: {tcp}");
+}
+
+/// `dig AXFR` of the embedded zone (RFC 5936): the SOA, every record, the SOA again,
+/// over as many TCP messages as 5,000 records take; with `dns_transfer = "none"` the
+/// transfer is refused and nothing of the zone is shown.
+#[test]
+fn axfr_transfers_the_whole_zone_and_can_be_refused() {
+    let Some(tools) = Tools::find() else { return };
+    let names: Vec<String> = (0..5000).map(|i| format!("h{i}.example.com")).collect();
+    let values: Vec<String> = (0..5000)
+        .map(|i| format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256))
+        .collect();
+    let records: Vec<(&str, &str, &str)> = names
+        .iter()
+        .zip(&values)
+        .map(|(n, v)| (n.as_str(), "A", v.as_str()))
+        .chain([("example.com", "TXT", "\"apex\"")])
+        .collect();
+    let axfr = |port: u16| {
+        let out = Command::new(&tools.dig)
+            .args(["@127.0.0.1", "-p", &port.to_string(), "+tries=1", "+time=5"])
+            .args(["example.com", "AXFR"])
+            .output()
+            .expect("run dig");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    let mut s = Stack::with_config(tools.clone(), &[], "report", "", "");
+    seed(&s.state_dir(), &records);
+    s.start_applier();
+    let out = axfr(s.dns_port);
+    let rrs: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rrs.len(),
+        5000 + 1 + 2,
+        "SOA, every record, SOA:\n{}",
+        &out[..out.len().min(2000)]
+    );
+    assert_eq!(rrs[0][3], "SOA");
+    assert_eq!(rrs[rrs.len() - 1][3], "SOA");
+    assert_eq!(
+        rrs[0],
+        rrs[rrs.len() - 1],
+        "the same SOA opens and closes it"
+    );
+    let got: std::collections::BTreeSet<(String, String)> = rrs[1..rrs.len() - 1]
+        .iter()
+        .filter(|r| r[3] == "A")
+        .map(|r| (r[0].to_string(), r[4].to_string()))
+        .collect();
+    let want: std::collections::BTreeSet<(String, String)> = names
+        .iter()
+        .zip(&values)
+        .map(|(n, v)| (format!("{n}."), v.clone()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(out.contains("\"apex\""), "the apex TXT");
+    // More than one message: dig counts them.
+    let messages: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix(";; XFR size: "))
+        .and_then(|l| l.split("messages ").nth(1))
+        .and_then(|n| n.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no XFR size line:\n{}", tail_of(&out)));
+    assert!(messages >= 2, "{messages} messages:\n{}", tail_of(&out));
+    drop(s);
+
+    let mut s = Stack::with_config(tools.clone(), &[], "report", "dns_transfer = \"none\"", "");
+    seed(&s.state_dir(), &records);
+    s.start_applier();
+    let out = axfr(s.dns_port);
+    assert!(out.contains("Transfer failed"), "{out}");
+    assert!(!out.contains("h1.example.com."), "{out}");
+}
+
+fn tail_of(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
 }

@@ -299,6 +299,7 @@ impl ApplierConfig {
                     state_dir: state_dir.into(),
                     dns_listen,
                     dns_rate_limit: Default::default(),
+                    dns_transfer: Default::default(),
                 }),
             }],
         }

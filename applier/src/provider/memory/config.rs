@@ -1,4 +1,5 @@
 //! `driver = "memory"`: the account table of the embedded store.
+use super::dns::axfr::Transfer;
 use super::dns::rrl::DnsRateLimit;
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -21,6 +22,10 @@ pub struct MemoryConfig {
     /// burst 200, slip 2).
     #[serde(default)]
     pub dns_rate_limit: DnsRateLimit,
+    /// Who may transfer a zone (AXFR over TCP): `"loopback"` (default), `"any"` or
+    /// `"none"`.
+    #[serde(default)]
+    pub dns_transfer: Transfer,
 }
 
 impl MemoryConfig {

@@ -5,7 +5,8 @@
 //! store's serial), follows CNAMEs inside the zone, refers below NS delegations,
 //! synthesizes wildcard answers, answers REFUSED outside its zones and sets TC when a
 //! UDP answer exceeds 512 bytes or the client's EDNS size. `ANY` gets one RRset
-//! (RFC 8482), and UDP answers are rate-limited per client prefix ([`rrl`]).
+//! (RFC 8482), UDP answers are rate-limited per client prefix ([`rrl`]), and zones
+//! are transferred over TCP (AXFR, [`axfr`]).
 use crate::provider::memory::store::{MemoryStore, ZoneData};
 use dnsplane_common::{Name, RData, RRSet, RecordType};
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
@@ -18,7 +19,9 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub mod axfr;
 pub mod rrl;
+use axfr::Transfer;
 use rrl::{DnsRateLimit, ResponseLimiter, Verdict};
 
 /// The EDNS payload size this server advertises (the DNS Flag Day 2020 value).
@@ -40,6 +43,7 @@ const SOA_TTL: u32 = 60;
 pub struct Authority {
     store: Arc<MemoryStore>,
     zones: Vec<(Name, rr::Name)>,
+    transfer: Transfer,
 }
 
 impl Authority {
@@ -48,7 +52,11 @@ impl Authority {
             .iter()
             .filter_map(|z| Some((z.clone(), rr::Name::from_ascii(z.as_str()).ok()?)))
             .collect();
-        Authority { store, zones }
+        Authority {
+            store,
+            zones,
+            transfer: Transfer::default(),
+        }
     }
 
     /// The answer to the wire-format `request` (TC set when it does not fit the
@@ -500,7 +508,7 @@ async fn serve_tcp(authority: Authority, listener: TcpListener, shutdown: Cancel
         tokio::spawn(async move {
             tokio::select! {
                 _ = shutdown.cancelled() => {}
-                r = serve_connection(&authority, stream) => {
+                r = serve_connection(&authority, stream, peer.ip()) => {
                     if let Err(e) = r {
                         tracing::debug!(error = %e, %peer, "DNS TCP connection ended.");
                     }
@@ -512,7 +520,11 @@ async fn serve_tcp(authority: Authority, listener: TcpListener, shutdown: Cancel
 }
 
 /// Length-prefixed messages, several per connection (RFC 7766).
-async fn serve_connection(authority: &Authority, mut stream: TcpStream) -> std::io::Result<()> {
+async fn serve_connection(
+    authority: &Authority,
+    mut stream: TcpStream,
+    peer: std::net::IpAddr,
+) -> std::io::Result<()> {
     let mut buf = Vec::new();
     loop {
         let len = match tokio::time::timeout(TCP_IDLE, stream.read_u16()).await {
@@ -526,16 +538,22 @@ async fn serve_connection(authority: &Authority, mut stream: TcpStream) -> std::
             .map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::TimedOut, "request body timed out")
             })??;
-        let Some(answer) = authority.respond(&buf, Transport::Tcp) else {
-            return Ok(());
+        let answers = match authority.transfer(&buf, peer) {
+            Some(messages) => messages,
+            None => match authority.respond(&buf, Transport::Tcp) {
+                Some(answer) => vec![answer],
+                None => return Ok(()),
+            },
         };
-        let Ok(n) = u16::try_from(answer.len()) else {
-            return Ok(());
-        };
-        let mut out = Vec::with_capacity(answer.len() + 2);
-        out.extend_from_slice(&n.to_be_bytes());
-        out.extend_from_slice(&answer);
-        stream.write_all(&out).await?;
+        for answer in answers {
+            let Ok(n) = u16::try_from(answer.len()) else {
+                return Ok(());
+            };
+            let mut out = Vec::with_capacity(answer.len() + 2);
+            out.extend_from_slice(&n.to_be_bytes());
+            out.extend_from_slice(&answer);
+            stream.write_all(&out).await?;
+        }
     }
 }
 
