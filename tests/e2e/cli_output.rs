@@ -111,8 +111,9 @@ fn cli_json_yaml_schemas_exit_codes_and_order() {
     let status = wait_for(Duration::from_secs(15), || {
         let (code, out, _) = cli(&s, &["status", "-o", "json"], &[]);
         let v = json(&out);
-        (v["zones"][0]["records_by_state"]["conflict"] == 2 && v["zones"][0]["last_sync"].is_string())
-            .then_some((code, out))
+        (v["zones"][0]["records_by_state"]["conflict"] == 2
+            && v["zones"][0]["last_sync"].is_string())
+        .then_some((code, out))
     });
     let (code, out) = status.expect("status never showed the two conflicts");
     assert_eq!(code, 2, "{out}");
@@ -156,13 +157,19 @@ fn cli_json_yaml_schemas_exit_codes_and_order() {
     // The table: sorted too, with the desired value; a pipe gets no escape codes.
     let (code, table, _) = cli(&s, &["records"], &[]);
     assert_eq!(code, 2, "{table}");
-    assert!(!table.contains('\x1b'), "escape codes into a pipe: {table:?}");
+    assert!(
+        !table.contains('\x1b'),
+        "escape codes into a pipe: {table:?}"
+    );
     let (a, z) = (
         table.find("aa.example.com.").expect("aa listed"),
         table.find("zz.example.com.").expect("zz listed"),
     );
     assert!(a < z, "{table}");
-    assert!(table.contains("192.0.2.12") && table.contains("198.51.100.8"), "{table}");
+    assert!(
+        table.contains("192.0.2.12") && table.contains("198.51.100.8"),
+        "{table}"
+    );
     assert!(table.contains("2 record(s)"), "{table}");
 
     // plan: only blocked records, no change: --detailed-exitcode says 0.
@@ -186,14 +193,17 @@ fn cli_json_yaml_schemas_exit_codes_and_order() {
     validate(&python, "sync", &out, None);
     assert_eq!(json(&out)["zones"][0]["phase"], "done", "{out}");
     let (code, out, _) = cli(&s, &["sync"], &[]);
-    assert!(code == 0 && out.contains("example.com. done") && !out.contains('\x1b'), "{out}");
+    assert!(
+        code == 0 && out.contains("example.com. done") && !out.contains('\x1b'),
+        "{out}"
+    );
 
     // Colour: on a terminal (script(1) gives one) the table is coloured, unless
     // NO_COLOR is set.
     let script = tool("DNSPLANE_SCRIPT", "script").expect("script(1), from bsdutils");
     let on_tty = |no_color: bool| {
         let cmd = format!(
-            "{} records --addr 127.0.0.1:{}",
+            "stty cols 200 rows 50; {} records --addr 127.0.0.1:{}",
             binary("dnsplane").display(),
             s.planner_port
         );
@@ -249,7 +259,10 @@ fn cli_exit_codes_converged_and_changes_present() {
         (code == 0).then_some(out)
     });
     let out = converged.expect("status never exited 0 on a converged zone");
-    assert!(out.contains("example.com.") && out.contains("converged=1"), "{out}");
+    assert!(
+        out.contains("example.com.") && out.contains("converged=1"),
+        "{out}"
+    );
     assert!(out.contains(" ago)"), "the last sync's age: {out}");
     let (code, out, _) = cli(&s, &["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 0, "{out}");
@@ -275,8 +288,18 @@ fn cli_exit_codes_converged_and_changes_present() {
 #[test]
 fn completions_load_in_bash_and_the_man_page_names_every_subcommand() {
     let subcommands = [
-        "up", "plan", "status", "records", "approve", "release", "resume", "certs", "emulate",
-        "sync", "completions", "man",
+        "up",
+        "plan",
+        "status",
+        "records",
+        "approve",
+        "release",
+        "resume",
+        "certs",
+        "emulate",
+        "sync",
+        "completions",
+        "man",
     ];
     let bash = tool("DNSPLANE_BASH", "bash").expect("bash");
     let script = format!(
@@ -315,7 +338,10 @@ printf '%s\n' "${{COMPREPLY[@]}}"
         .output()
         .expect("run man");
     let page = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success() && page.contains(".TH dnsplane"), "{page}");
+    assert!(
+        out.status.success() && page.contains(".TH dnsplane"),
+        "{page}"
+    );
     for sub in subcommands {
         assert!(
             page.contains(&format!("dnsplane\\-{sub}(1)")),
@@ -334,6 +360,51 @@ printf '%s\n' "${{COMPREPLY[@]}}"
         let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{page:?}: {e}"));
         assert!(text.contains(".TH dnsplane-"), "{text}");
     }
+    // A bad flag is an error (1), not "not converged" (clap's own code is 2).
+    let out = Command::new(binary("dnsplane"))
+        .args(["status", "--no-such-flag"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let out = Command::new(binary("dnsplane"))
+        .args(["status", "--help"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
     let top = std::fs::read_to_string(dir.path().join("dnsplane.1")).expect("dnsplane.1");
-    assert!(top.contains("\\-\\-version") || top.contains("\\-V"), "{top}");
+    assert!(
+        top.contains("\\-\\-version") || top.contains("\\-V"),
+        "{top}"
+    );
+}
+
+/// `dnsplane sync` during an automatic sync follows it: the running sync's work is
+/// in what it reports (it used to wait silently and report `done 0/0`).
+#[test]
+fn cli_sync_follows_the_sync_already_running() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    // Every write takes 3 s: the automatic sync below is still applying when the
+    // call comes.
+    let slow_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"3s\"\n";
+    let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", slow_writes, "");
+    s.start();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let more = endpoints("more", &[("new.example.com", "A", &["192.0.2.20"])]);
+    std::fs::write(s.path("desired/more.yaml"), more).expect("write more.yaml");
+    wait_for(Duration::from_secs(10), || {
+        let st = s.planner_call("GetStatus", "{}");
+        (st["zones"][0]["recordsByState"]["in_flight"] == 1).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the automatic sync never sent new; logs:\n{}", s.logs()));
+    let (code, out, err) = cli(&s, &["sync", "-o", "json"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let zone = &json(&out)["zones"][0];
+    assert_eq!(zone["phase"], "done", "{out}");
+    assert!(
+        zone["changes_planned"].as_u64() >= Some(1) && zone["changes_done"].as_u64() >= Some(1),
+        "the followed sync's write is reported: {out}"
+    );
+    assert!(zone["outcomes"]["APPLIED"].as_u64() >= Some(1), "{out}");
+    s.wait_dns("new.example.com", "A", &["192.0.2.20"]);
 }

@@ -73,7 +73,10 @@ pub(super) async fn lock_following<'z>(
     let mut following = None;
     // What runs now, unless the value is the end of an earlier sync.
     let now = watch.borrow_and_update().clone();
-    if let Some(p) = now.as_ref().and_then(|r| step(r, &mut following, &mut base)) {
+    if let Some(p) = now
+        .as_ref()
+        .and_then(|r| step(r, &mut following, &mut base))
+    {
         send(progress, p).await;
     }
     let lock = zone.sync_lock.lock();

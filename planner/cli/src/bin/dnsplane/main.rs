@@ -156,7 +156,19 @@ enum EmulatedApi {
 
 fn main() -> std::process::ExitCode {
     dnsplane_cli::tune_allocator();
-    let cli = Cli::parse();
+    // Bad flags exit 1 (clap's own code, 2, means "not converged" here); --help and
+    // --version exit 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                std::process::ExitCode::FAILURE
+            } else {
+                std::process::ExitCode::SUCCESS
+            };
+        }
+    };
     let runtime = match dnsplane_cli::runtime() {
         Ok(r) => r,
         Err(e) => {

@@ -4,7 +4,9 @@ use anyhow::Context;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn completions<C: clap::CommandFactory>(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+pub fn completions<C: clap::CommandFactory>(
+    shell: clap_complete::Shell,
+) -> anyhow::Result<ExitCode> {
     let mut cmd = C::command();
     clap_complete::generate(shell, &mut cmd, "dnsplane", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)

@@ -74,7 +74,11 @@ impl Output {
         t.load_preset(presets::UTF8_FULL_CONDENSED);
         if self.colour {
             t.enforce_styling();
-            t.set_content_arrangement(ContentArrangement::Dynamic);
+            // Wrap to the terminal's width, when it has a sensible one (a pty
+            // without a size says 0).
+            if t.width().is_some_and(|w| w >= 40) {
+                t.set_content_arrangement(ContentArrangement::Dynamic);
+            }
         } else {
             // No terminal width guessing and no escape codes: stable for pipes.
             t.force_no_tty();

@@ -294,12 +294,7 @@ fn lease_line(l: &pb::LeaseStatus) -> String {
 }
 
 /// `records`: 2 when any record listed is not converged.
-pub async fn records(
-    conn: Conn,
-    zone: String,
-    all: bool,
-    out: Output,
-) -> anyhow::Result<ExitCode> {
+pub async fn records(conn: Conn, zone: String, all: bool, out: Output) -> anyhow::Result<ExitCode> {
     let mut client = connect(&conn).await?;
     let mut token = String::new();
     let mut list = Vec::new();
@@ -324,7 +319,14 @@ pub async fn records(
     let doc = view::Records::new(list);
     if out.is_table() {
         let mut t = out.table(&[
-            "NAME", "TYPE", "STATE", "REASON", "DESIRED", "OBSERVED", "OWNER", "ATTEMPTS",
+            "NAME",
+            "TYPE",
+            "STATE",
+            "REASON",
+            "DESIRED",
+            "OBSERVED",
+            "OWNER",
+            "ATTEMPTS",
             "NEXT RETRY",
         ]);
         for r in &doc.records {

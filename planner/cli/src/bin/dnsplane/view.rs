@@ -183,13 +183,7 @@ impl Change {
     fn sort_key(&self) -> (String, String, String) {
         self.ops
             .first()
-            .map(|o| {
-                (
-                    o.name.clone(),
-                    o.r#type.clone(),
-                    o.set_identifier.clone(),
-                )
-            })
+            .map(|o| (o.name.clone(), o.r#type.clone(), o.set_identifier.clone()))
             .unwrap_or_default()
     }
 }
