@@ -84,7 +84,7 @@ impl Output {
             t.force_no_tty();
             t.load_preset(presets::ASCII_MARKDOWN);
         }
-        t.set_header(header.iter().map(|h| Cell::new(h)));
+        t.set_header(header.iter().map(Cell::new));
         t
     }
 
