@@ -98,6 +98,13 @@ if [[ ! -x $COMPOSE ]]; then
     rm -rf "$TOOLS/dl"
 fi
 "$COMPOSE" version
+# The CLI's JSON contract (tests/e2e/cli_output.rs): Python's jsonschema checks the
+# real binary's output against docs/cli/*.schema.json; PyYAML reads its YAML back.
+if ! "$TOOLS/venv/bin/python" -c 'import jsonschema, yaml' 2>/dev/null; then
+    say "installing jsonschema and PyYAML into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'jsonschema==4.26.0' 'PyYAML==6.0.4'
+fi
+export DNSPLANE_JSONSCHEMA_PYTHON="$TOOLS/venv/bin/python"
 export DNSPLANE_KUBERNETES_VALIDATE="$KUBE_VALIDATE"
 export DNSPLANE_DOCKER_COMPOSE="$COMPOSE"
 

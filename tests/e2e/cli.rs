@@ -7,6 +7,11 @@ use std::process::Command;
 use std::time::Duration;
 
 fn cli(s: &Stack, args: &[&str]) -> (bool, String) {
+    let (code, text) = cli_code(s, args);
+    (code == Some(0), text)
+}
+
+fn cli_code(s: &Stack, args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(binary("dnsplane"))
         .args(args)
         .args(["--addr", &format!("http://127.0.0.1:{}", s.planner_port)])
@@ -15,7 +20,7 @@ fn cli(s: &Stack, args: &[&str]) -> (bool, String) {
         .expect("run dnsplane");
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    (out.status.code(), text)
 }
 
 #[test]
@@ -44,17 +49,19 @@ fn cli_plan_records_status_and_sync() {
         "the unowned record is shown with its observed value: {out}"
     );
 
-    let (ok, out) = cli(&s, &["records"]);
-    assert!(ok, "{out}");
+    // A conflict is not converged: exit 2.
+    let (code, out) = cli_code(&s, &["records"]);
+    assert_eq!(code, Some(2), "{out}");
     assert!(
-        out.contains("legacy.example.com. A conflict") && out.contains("observed: 60 198.51.100.7"),
+        out.contains("| legacy.example.com. | A    | conflict") && out.contains("60 198.51.100.7"),
         "{out}"
     );
     assert!(out.contains("1 record(s)"), "only the stuck record: {out}");
 
     let status = wait_for(Duration::from_secs(10), || {
-        let (ok, out) = cli(&s, &["status"]);
-        (ok && out.contains("converged=1") && out.contains("conflict=1")).then_some(out)
+        let (code, out) = cli_code(&s, &["status"]);
+        (code == Some(2) && out.contains("converged=1") && out.contains("conflict=1"))
+            .then_some(out)
     });
     assert!(status.is_some(), "status never showed the counts");
 

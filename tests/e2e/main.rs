@@ -3,6 +3,7 @@
 //! `grpcurl`. One test binary (modules below) to save link time.
 mod auth;
 mod cli;
+mod cli_output;
 mod clouddns;
 mod cloudflare;
 mod conformance;

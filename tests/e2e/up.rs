@@ -139,7 +139,7 @@ fn dnsplane_up_serves_the_example_zone() {
     };
     let (code, out) = cli(&["status"]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("zone example.com."), "{out}");
+    assert!(out.contains("| example.com."), "the zone's row: {out}");
     // The token is what lets it in: without it (another state directory holding only
     // the CA), UNAUTHENTICATED.
     let other = state.path().join("other");

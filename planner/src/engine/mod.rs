@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 mod approve;
 mod fold;
+mod follow;
 mod intake;
 mod read;
 mod release;
@@ -62,6 +63,10 @@ struct ZoneRuntime {
     cfg: ZoneConfig,
     /// One sync of a zone at a time.
     sync_lock: tokio::sync::Mutex<()>,
+    /// The progress of the sync holding `sync_lock`, for `Sync` calls to follow
+    /// (follow.rs); `runs` numbers the syncs.
+    running: tokio::sync::watch::Sender<Option<follow::Running>>,
+    runs: std::sync::atomic::AtomicU64,
     /// Wakes the zone loop for a sync (source change).
     trigger: Notify,
     /// Wakes the zone loop to recompute its deadlines (new retry times).
@@ -188,6 +193,8 @@ impl Engine {
                     Arc::new(ZoneRuntime {
                         cfg: z.clone(),
                         sync_lock: tokio::sync::Mutex::new(()),
+                        running: tokio::sync::watch::Sender::new(None),
+                        runs: std::sync::atomic::AtomicU64::new(0),
                         trigger: Notify::new(),
                         reschedule: Notify::new(),
                         wants_full: std::sync::atomic::AtomicBool::new(false),

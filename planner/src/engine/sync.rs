@@ -269,7 +269,24 @@ impl Engine {
         fresh: bool,
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
-        let _guard = zone.sync_lock.lock().await;
+        // A call that finds the zone busy follows the sync that runs, then runs its
+        // own and reports both as one (super::follow).
+        let (_guard, base) = super::follow::lock_following(zone, progress).await;
+        let result = super::follow::tee(zone, &base, progress, |tx| async move {
+            self.sync_zone_locked(zone, scope, fresh, Some(&tx)).await
+        })
+        .await;
+        result.map(|own| super::follow::add(&base, &own))
+    }
+
+    /// [`Engine::sync_zone`] with the zone's lock held.
+    async fn sync_zone_locked(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        scope: &Scope,
+        fresh: bool,
+        progress: Progress<'_>,
+    ) -> Result<SyncSummary, SyncError> {
         if let Err(e) = zone.not_released() {
             let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
             p.error = e.to_string();

@@ -1,14 +1,22 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
 //! embedded provider ([`up`]); `plan`, `status`, `records`, `sync`, `approve`, `release` and `resume` talk to a running
-//! planner ([`remote`]); `emulate` serves a local emulator of a cloud DNS API.
+//! planner ([`remote`], [`act`], [`sync`]) and print through [`output`] (tables, JSON,
+//! YAML); `emulate` serves a local emulator of a cloud DNS API; `completions` and `man`
+//! print the shell completion script and the man page ([`meta`]).
 use clap::{Parser, Subcommand};
 
+mod act;
 mod conn;
+mod meta;
+mod output;
 mod remote;
 mod secure;
+mod sync;
 mod up;
+mod view;
 
 use conn::Conn;
+use output::{Output, OutputArgs};
 use up::UpArgs;
 
 #[derive(Debug, Parser)]
@@ -33,11 +41,20 @@ enum Command {
         /// Only these zones.
         #[arg(long)]
         zone: Vec<String>,
+        #[command(flatten)]
+        output: OutputArgs,
+        /// Exit 2 when the plan has changes (or a held plan), 0 when it has none, 1 on
+        /// an error: a CI gate, as Terraform's flag of the same name.
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
-    /// Print the planner's status per zone.
+    /// Print the planner's status per zone (exit 0 converged, 2 not converged or
+    /// degraded, 3 a healthy standby, 1 the planner cannot be asked).
     Status {
         #[command(flatten)]
         conn: Conn,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// List records that are not converged (conflicts, invalid, failed, ...).
     Records {
@@ -48,6 +65,8 @@ enum Command {
         /// Include converged records.
         #[arg(long)]
         all: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Approve a zone's plan that the mass-change guard holds (shown by `status`).
     Approve {
@@ -108,6 +127,19 @@ enum Command {
         conn: Conn,
         #[arg(long)]
         zone: Vec<String>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Print the shell completion script (bash: `source <(dnsplane completions bash)`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (dnsplane.1 and one per subcommand) into DIR, or print
+    /// dnsplane(1) with every subcommand when no DIR is given.
+    Man {
+        /// Where to write the pages.
+        dir: Option<std::path::PathBuf>,
     },
 }
 
@@ -124,7 +156,19 @@ enum EmulatedApi {
 
 fn main() -> std::process::ExitCode {
     dnsplane_cli::tune_allocator();
-    let cli = Cli::parse();
+    // Bad flags exit 1 (clap's own code, 2, means "not converged" here); --help and
+    // --version exit 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                std::process::ExitCode::FAILURE
+            } else {
+                std::process::ExitCode::SUCCESS
+            };
+        }
+    };
     let runtime = match dnsplane_cli::runtime() {
         Ok(r) => r,
         Err(e) => {
@@ -157,18 +201,30 @@ fn main() -> std::process::ExitCode {
 async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
     match command {
         Command::Up(args) => up::up(args).await,
-        Command::Plan { conn, zone } => remote::plan(conn, zone).await,
-        Command::Status { conn } => remote::status(conn).await,
-        Command::Records { conn, zone, all } => remote::records(conn, zone, all).await,
-        Command::Sync { conn, zone } => remote::sync(conn, zone).await,
-        Command::Approve { conn, zone, digest } => remote::approve(conn, zone, digest).await,
+        Command::Plan {
+            conn,
+            zone,
+            output,
+            detailed_exitcode,
+        } => remote::plan(conn, zone, Output::new(output), detailed_exitcode).await,
+        Command::Status { conn, output } => remote::status(conn, Output::new(output)).await,
+        Command::Records {
+            conn,
+            zone,
+            all,
+            output,
+        } => remote::records(conn, zone, all, Output::new(output)).await,
+        Command::Sync { conn, zone, output } => sync::sync(conn, zone, Output::new(output)).await,
+        Command::Completions { shell } => meta::completions::<Cli>(shell),
+        Command::Man { dir } => meta::man::<Cli>(dir.as_deref()),
+        Command::Approve { conn, zone, digest } => act::approve(conn, zone, digest).await,
         Command::Release {
             conn,
             zone,
             to_external_dns,
             dry_run,
-        } => remote::release(conn, zone, to_external_dns, dry_run).await,
-        Command::Resume { conn, zone } => remote::resume(conn, zone).await,
+        } => act::release(conn, zone, to_external_dns, dry_run).await,
+        Command::Resume { conn, zone } => act::resume(conn, zone).await,
         Command::Certs { dir, names } => secure::certs(&dir, &names),
         Command::Emulate {
             api,

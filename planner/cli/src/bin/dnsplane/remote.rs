@@ -1,15 +1,20 @@
-//! The commands that talk to a running planner over gRPC: `plan`, `status`,
-//! `records`, `sync`, `approve`, `release`, `resume`.
+//! The read commands: `plan`, `status`, `records`. Each fetches every page, builds
+//! its document ([`crate::view`], sorted) and prints it as a table or as JSON/YAML
+//! ([`crate::output`]); the exit code says whether all is converged (README).
 use crate::conn::{Conn, connect, status_err};
+use crate::output::{Output, Tone, short, tone_of};
+use crate::view;
 use dnsplane_common::pb;
+use std::process::ExitCode;
 
-fn show(r: Option<&pb::RrSet>) -> String {
+/// A record set as `ttl v1 | v2 prop=value`, or `nothing`.
+fn show_view(r: Option<&view::RrSet>) -> String {
     match r {
         None => "nothing".into(),
         Some(r) => {
             let mut text = format!("{} {}", r.ttl, r.values.join(" | "));
-            for p in &r.properties {
-                text.push_str(&format!(" {}={}", p.name, p.value));
+            for (name, value) in &r.properties {
+                text.push_str(&format!(" {name}={value}"));
             }
             text
         }
@@ -17,19 +22,28 @@ fn show(r: Option<&pb::RrSet>) -> String {
 }
 
 /// `name type`, and the routing-policy set when there is one.
-fn key_text(key: &pb::RecordKey) -> String {
-    match key.set_identifier.as_str() {
-        "" => format!("{} {}", key.name, key.r#type),
-        set => format!("{} {} [set {set:?}]", key.name, key.r#type),
+pub fn key_text(key: &pb::RecordKey) -> String {
+    name_type(&key.name, &key.r#type, &key.set_identifier)
+}
+
+fn name_type(name: &str, rtype: &str, set: &str) -> String {
+    match set {
+        "" => format!("{name} {rtype}"),
+        set => format!("{name} {rtype} [set {set:?}]"),
     }
 }
 
-pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::ExitCode> {
+/// `plan`: 1 on a zone error; with `--detailed-exitcode`, 2 when there are changes
+/// (or a held plan), else 0.
+pub async fn plan(
+    conn: Conn,
+    zones: Vec<String>,
+    out: Output,
+    detailed: bool,
+) -> anyhow::Result<ExitCode> {
     let mut client = connect(&conn).await?;
-    let mut total = 0;
-    let mut held = 0;
+    let mut pages = Vec::new();
     let mut token = String::new();
-    let mut last_zone = String::new();
     loop {
         let resp = client
             .plan(pb::PlanRequest {
@@ -41,167 +55,216 @@ pub async fn plan(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process
             .await
             .map_err(status_err)?
             .into_inner();
-        for z in resp.zones {
-            // A zone spread over several pages gets one header.
-            if z.zone != last_zone {
-                println!("zone {}", z.zone);
-                if z.changes.is_empty() && z.blocked.is_empty() && z.error.is_empty() {
-                    println!("  in sync");
-                }
-                last_zone = z.zone.clone();
-            }
-            if !z.error.is_empty() {
-                println!("  error: {}", z.error);
-                continue;
-            }
-            if let Some(h) = &z.held {
-                println!(
-                    "  HELD by the mass-change guard: {}; the deletes and updates below wait for `dnsplane approve {}` (digest {})",
-                    h.reason, z.zone, h.digest
-                );
-            }
-            for c in &z.changes {
-                total += 1;
-                let Some(change) = &c.change else { continue };
-                let Some(op) = change.ops.first() else {
-                    continue;
-                };
-                let key = op.key.clone().unwrap_or_default();
-                let kind = pb::ChangeKind::try_from(change.kind).unwrap_or_default();
-                let (sign, body) = match kind {
-                    pb::ChangeKind::Create => ("+", show(op.after.as_ref())),
-                    pb::ChangeKind::Delete => ("-", show(op.before.as_ref())),
-                    pb::ChangeKind::Update => (
-                        "~",
-                        format!("{} → {}", show(op.before.as_ref()), show(op.after.as_ref())),
-                    ),
-                    // Taking a record over from external-dns may update it in place.
-                    pb::ChangeKind::Adopt if op.before != op.after => (
-                        "=",
-                        format!(
-                            "{} → {} (adopt)",
-                            show(op.before.as_ref()),
-                            show(op.after.as_ref())
-                        ),
-                    ),
-                    pb::ChangeKind::Adopt => ("=", format!("{} (adopt)", show(op.after.as_ref()))),
-                    pb::ChangeKind::Release => (">", release_op(op)),
-                    pb::ChangeKind::Unspecified => ("?", String::new()),
-                };
-                println!("  {sign} {} {body}    # {}", key_text(&key), c.reason);
-            }
-            for b in &z.blocked {
-                held += 1;
-                let key = b.key.clone().unwrap_or_default();
-                let retry = b
-                    .next_retry
-                    .and_then(|t| std::time::SystemTime::try_from(t).ok())
-                    .map(|t| {
-                        let left = t
-                            .duration_since(std::time::SystemTime::now())
-                            .unwrap_or_default();
-                        format!(", next try in {}s", left.as_secs())
-                    })
-                    .unwrap_or_default();
-                println!(
-                    "  ! {} held back: {} (observed: {}{}{retry})",
-                    key_text(&key),
-                    b.reason,
-                    show(b.observed.as_ref()),
-                    if b.observed_owner.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", owner {}", b.observed_owner)
-                    }
-                );
-            }
-        }
+        pages.extend(resp.zones);
         if resp.next_page_token.is_empty() {
             break;
         }
         token = resp.next_page_token;
     }
-    if held > 0 {
-        println!("{total} change(s), {held} held back");
+    let plan = view::Plan::new(pages);
+    if out.is_table() {
+        print_plan(&plan, out);
     } else {
-        println!("{total} change(s)");
+        out.emit(&plan)?;
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    let errors = plan.zones.iter().any(|z| !z.error.is_empty());
+    let changes = plan.changes > 0 || plan.zones.iter().any(|z| z.held.is_some());
+    Ok(if errors {
+        ExitCode::FAILURE
+    } else if detailed && changes {
+        ExitCode::from(dnsplane_cli::EXIT_NOT_CONVERGED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
-pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
+/// The plan as a readable diff: `+` create, `-` delete, `~` update, `=` adopt, `>`
+/// release, `!` held back.
+fn print_plan(plan: &view::Plan, out: Output) {
+    for z in &plan.zones {
+        println!("zone {}", z.zone);
+        if !z.error.is_empty() {
+            println!("  {}", out.paint(&format!("error: {}", z.error), Tone::Bad));
+            continue;
+        }
+        if z.changes.is_empty() && z.blocked.is_empty() {
+            println!("  {}", out.paint("in sync", Tone::Good));
+        }
+        if let Some(h) = &z.held {
+            println!(
+                "  {}",
+                out.paint(
+                    &format!(
+                        "HELD by the mass-change guard: {}; the deletes and updates below wait for `dnsplane approve {}` (digest {})",
+                        h.reason, z.zone, h.digest
+                    ),
+                    Tone::Bad
+                )
+            );
+        }
+        for c in &z.changes {
+            let Some(op) = c.ops.first() else { continue };
+            let (before, after) = (show_view(op.before.as_ref()), show_view(op.after.as_ref()));
+            let (sign, body, tone) = match c.kind.as_str() {
+                "create" => ("+", after, Tone::Good),
+                "delete" => ("-", before, Tone::Bad),
+                "update" => ("~", format!("{before} → {after}"), Tone::Warn),
+                "adopt" if op.before != op.after => {
+                    ("=", format!("{before} → {after} (adopt)"), Tone::Warn)
+                }
+                "adopt" => ("=", format!("{after} (adopt)"), Tone::Good),
+                "release" => (">", release_body(op), Tone::Warn),
+                _ => ("?", String::new(), Tone::Warn),
+            };
+            let line = format!(
+                "{sign} {} {body}",
+                name_type(&op.name, &op.r#type, &op.set_identifier)
+            );
+            println!("  {}    # {}", out.paint(&line, tone), c.reason);
+        }
+        for b in &z.blocked {
+            let retry = b
+                .next_retry_in_seconds
+                .map(|s| format!(", next try in {s}s"))
+                .unwrap_or_default();
+            let owner = if b.observed_owner.is_empty() {
+                String::new()
+            } else {
+                format!(", owner {}", b.observed_owner)
+            };
+            let line = format!(
+                "! {} held back",
+                name_type(&b.name, &b.r#type, &b.set_identifier)
+            );
+            println!(
+                "  {}: {} (observed: {}{owner}{retry})",
+                out.paint(&line, Tone::Bad),
+                b.reason,
+                show_view(b.observed.as_ref()),
+            );
+        }
+    }
+    if plan.blocked > 0 {
+        println!("{} change(s), {} held back", plan.changes, plan.blocked);
+    } else {
+        println!("{} change(s)", plan.changes);
+    }
+}
+
+fn release_body(op: &view::Op) -> String {
+    match (&op.before, &op.after) {
+        (Some(b), Some(a)) if b == a => {
+            format!("{} (kept)", show_view(Some(a)))
+        }
+        (Some(b), None) => format!("{} (dnsplane's mark removed)", show_view(Some(b))),
+        (None, Some(a)) => format!("{} (external-dns's mark written)", show_view(Some(a))),
+        (b, a) => format!("{} → {}", show_view(b.as_ref()), show_view(a.as_ref())),
+    }
+}
+
+/// `status`: 0 converged, 2 degraded or not converged, 3 a healthy standby.
+pub async fn status(conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
     let mut client = connect(&conn).await?;
     let s = client
         .get_status(pb::GetStatusRequest {})
         .await
         .map_err(status_err)?
         .into_inner();
+    let doc = view::Status::from(&s);
+    if out.is_table() {
+        print_status(&doc, &s, out);
+    } else {
+        out.emit(&doc)?;
+    }
+    Ok(ExitCode::from(doc.exit_code))
+}
+
+fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
+    let level = out.paint(
+        &doc.level,
+        tone_of(&doc.level).unwrap_or(crate::output::Tone::Warn),
+    );
     println!(
-        "planner: {}{}",
-        s.level,
-        if s.reason.is_empty() {
+        "planner: {level}{}",
+        if doc.reason.is_empty() {
             String::new()
         } else {
-            format!(" ({})", s.reason)
+            format!(" ({})", doc.reason)
         }
     );
     if let Some(l) = &s.lease {
         println!("lease: {}", lease_line(l));
     }
-    for z in &s.zones {
+    let mut t = out.table(&[
+        "ZONE",
+        "POLICY",
+        "ACCOUNT",
+        "DESIRED",
+        "OBSERVED",
+        "RECORDS",
+        "LAST SYNC",
+        "ERROR",
+    ]);
+    for z in &doc.zones {
         let states: Vec<String> = z
             .records_by_state
             .iter()
+            .filter(|(_, n)| **n > 0)
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        println!(
-            "zone {} [{} via {}]: desired {}, observed {}, {}{}",
-            z.zone,
-            z.policy,
-            z.account,
-            z.desired_records,
-            z.observed_records,
-            states.join(" "),
-            if z.last_error.is_empty() {
-                String::new()
-            } else {
-                format!(", error: {}", z.last_error)
-            }
-        );
+        let last = match (&z.last_sync, z.last_sync_age_seconds) {
+            (Some(at), Some(age)) => format!("{at} ({} ago)", short(age)),
+            _ => "never".to_string(),
+        };
+        let tone = if z.converged() {
+            Some(Tone::Good)
+        } else {
+            Some(Tone::Bad)
+        };
+        t.add_row(vec![
+            out.cell(&z.zone, tone),
+            out.cell(&z.policy, None),
+            out.cell(&z.account, None),
+            out.cell(z.desired_records, None),
+            out.cell(z.observed_records, None),
+            out.cell(states.join(" "), tone),
+            out.cell(last, None),
+            out.cell(&z.last_error, Some(Tone::Bad)),
+        ]);
     }
-    for z in &s.zones {
-        if let Some(r) = &z.released {
+    println!("{t}");
+    for z in &doc.zones {
+        if let Some(owner) = &z.released_to {
             println!(
-                "zone {} RELEASED to external-dns owner {}: not planned until `dnsplane resume {}`",
-                z.zone, r.external_dns_owner, z.zone
+                "zone {} RELEASED to external-dns owner {owner}: not planned until `dnsplane resume {}`",
+                z.zone, z.zone
             );
         }
         if let Some(h) = &z.held {
             println!(
-                "zone {} HELD: {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
-                z.zone, h.deletes, h.updates, h.owned_records, h.reason, h.digest, z.zone
+                "zone {} {}: {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
+                z.zone,
+                out.paint("HELD", Tone::Bad),
+                h.deletes,
+                h.updates,
+                h.owned_records,
+                h.reason,
+                h.digest,
+                z.zone
             );
         }
     }
-    for src in s.sources.iter().filter(|src| !src.ready) {
+    for src in doc.sources.iter().filter(|src| !src.ready) {
         println!(
-            "source {} NOT READY: {} (its last accepted records are kept)",
-            src.name, src.reason
+            "source {} {}: {} (its last accepted records are kept)",
+            src.name,
+            out.paint("NOT READY", Tone::Bad),
+            src.reason
         );
     }
-    for e in &s.source_errors {
+    for e in &doc.source_errors {
         println!("source error: {}: {}: {}", e.location, e.record, e.message);
     }
-    // Scripts and probes read the exit code: anything short of healthy (or a sync in
-    // progress) is not "fine".
-    let standby = s.lease.as_ref().is_some_and(|l| l.role == "standby");
-    Ok(if s.level == "degraded" {
-        std::process::ExitCode::from(dnsplane_cli::EXIT_NOT_CONVERGED)
-    } else if standby {
-        std::process::ExitCode::from(dnsplane_cli::EXIT_STANDBY)
-    } else {
-        std::process::ExitCode::SUCCESS
-    })
 }
 
 /// `leader (redis 127.0.0.1:6379, since 2024-…, epoch 3)` or `standby (held by
@@ -230,14 +293,11 @@ fn lease_line(l: &pb::LeaseStatus) -> String {
     out
 }
 
-pub async fn records(
-    conn: Conn,
-    zone: String,
-    all: bool,
-) -> anyhow::Result<std::process::ExitCode> {
+/// `records`: 2 when any record listed is not converged.
+pub async fn records(conn: Conn, zone: String, all: bool, out: Output) -> anyhow::Result<ExitCode> {
     let mut client = connect(&conn).await?;
     let mut token = String::new();
-    let mut n = 0;
+    let mut list = Vec::new();
     loop {
         let page = client
             .list_record_states(pb::ListRecordStatesRequest {
@@ -250,194 +310,61 @@ pub async fn records(
             .await
             .map_err(status_err)?
             .into_inner();
-        for r in &page.records {
-            n += 1;
-            let key = r.key.clone().unwrap_or_default();
-            println!(
-                "{} {}: {} (observed: {}{}, attempts {})",
-                key_text(&key),
-                dnsplane_planner::service::kind_name(r.state),
-                if r.reason.is_empty() { "-" } else { &r.reason },
-                show(r.observed.as_ref()),
-                if r.observed_owner.is_empty() {
-                    String::new()
-                } else {
-                    format!(", owner {}", r.observed_owner)
-                },
-                r.attempts
-            );
-        }
+        list.extend(page.records.iter().map(view::Record::from));
         if page.next_page_token.is_empty() {
             break;
         }
         token = page.next_page_token;
     }
-    println!("{n} record(s)");
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
-pub async fn sync(conn: Conn, zones: Vec<String>) -> anyhow::Result<std::process::ExitCode> {
-    let mut client = connect(&conn).await?;
-    let mut stream = client
-        .sync(pb::SyncRequest { zones, fresh: true })
-        .await
-        .map_err(status_err)?
-        .into_inner();
-    let mut failed = false;
-    while let Some(p) = stream.message().await.map_err(status_err)? {
-        let outcomes: Vec<String> = p.outcomes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!(
-            "{} {}: {}/{} {}{}",
-            p.zone,
-            p.phase,
-            p.changes_done,
-            p.changes_planned,
-            outcomes.join(" "),
-            if p.error.is_empty() {
-                String::new()
-            } else {
-                format!(" error: {}", p.error)
-            }
-        );
-        failed |= p.phase == "failed";
-    }
-    Ok(if failed {
-        std::process::ExitCode::FAILURE
+    let doc = view::Records::new(list);
+    if out.is_table() {
+        let mut t = out.table(&[
+            "NAME",
+            "TYPE",
+            "STATE",
+            "REASON",
+            "DESIRED",
+            "OBSERVED",
+            "OWNER",
+            "ATTEMPTS",
+            "NEXT RETRY",
+        ]);
+        for r in &doc.records {
+            let name = match r.set_identifier.as_str() {
+                "" => r.name.clone(),
+                set => format!("{} [set {set:?}]", r.name),
+            };
+            t.add_row(vec![
+                out.cell(name, None),
+                out.cell(&r.r#type, None),
+                out.cell(&r.state, tone_of(&r.state)),
+                out.cell(if r.reason.is_empty() { "-" } else { &r.reason }, None),
+                out.cell(show_view(r.desired.as_ref()), None),
+                out.cell(show_view(r.observed.as_ref()), None),
+                out.cell(
+                    if r.observed_owner.is_empty() {
+                        "-"
+                    } else {
+                        &r.observed_owner
+                    },
+                    None,
+                ),
+                out.cell(r.attempts, None),
+                out.cell(
+                    r.next_retry_in_seconds
+                        .map_or("-".to_string(), |s| format!("in {}", short(s))),
+                    None,
+                ),
+            ]);
+        }
+        println!("{t}");
+        println!("{} record(s)", doc.records.len());
     } else {
-        std::process::ExitCode::SUCCESS
+        out.emit(&doc)?;
+    }
+    Ok(if doc.not_converged > 0 {
+        ExitCode::from(dnsplane_cli::EXIT_NOT_CONVERGED)
+    } else {
+        ExitCode::SUCCESS
     })
-}
-
-pub async fn approve(
-    conn: Conn,
-    zone: String,
-    digest: Option<String>,
-) -> anyhow::Result<std::process::ExitCode> {
-    let mut client = connect(&conn).await?;
-    let digest = match digest {
-        Some(d) => d,
-        None => {
-            let s = client
-                .get_status(pb::GetStatusRequest {})
-                .await
-                .map_err(status_err)?
-                .into_inner();
-            let want = zone.trim_end_matches('.').to_ascii_lowercase();
-            let Some(z) = s
-                .zones
-                .iter()
-                .find(|z| z.zone.trim_end_matches('.') == want)
-            else {
-                anyhow::bail!("zone {zone} is not configured on this planner");
-            };
-            let Some(h) = &z.held else {
-                println!("zone {}: no plan is held; nothing to approve", z.zone);
-                return Ok(std::process::ExitCode::SUCCESS);
-            };
-            println!(
-                "zone {}: approving the held plan {}: {} deletes, {} updates of {} owned records ({})",
-                z.zone, h.digest, h.deletes, h.updates, h.owned_records, h.reason
-            );
-            h.digest.clone()
-        }
-    };
-    let resp = client
-        .approve(pb::ApproveRequest {
-            zone: zone.clone(),
-            digest,
-        })
-        .await
-        .map_err(status_err)?
-        .into_inner();
-    if let Some(h) = resp.approved {
-        println!(
-            "approved {}: the next sync of {zone} applies {} deletes and {} updates (it is held again if the plan changed)",
-            h.digest, h.deletes, h.updates
-        );
-    }
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// One op of a release change: what it does to the record or its marks.
-fn release_op(op: &pb::RrSetOp) -> String {
-    match (&op.before, &op.after) {
-        (Some(b), Some(a)) if b == a => format!("{} (kept)", show(Some(a))),
-        (Some(b), None) => format!("{} (dnsplane's mark removed)", show(Some(b))),
-        (None, Some(a)) => format!("{} (external-dns's mark written)", show(Some(a))),
-        (b, a) => format!("{} → {}", show(b.as_ref()), show(a.as_ref())),
-    }
-}
-
-/// `dnsplane release ZONE --to-external-dns OWNER`: the reverse door of
-/// docs/external-dns.md.
-pub async fn release(
-    conn: Conn,
-    zone: String,
-    owner: String,
-    dry_run: bool,
-) -> anyhow::Result<std::process::ExitCode> {
-    let mut client = connect(&conn).await?;
-    let resp = client
-        .release(pb::ReleaseRequest {
-            zone: zone.clone(),
-            external_dns_owner: owner.clone(),
-            dry_run,
-        })
-        .await
-        .map_err(status_err)?
-        .into_inner();
-    let zone = resp.zone;
-    if dry_run {
-        for c in &resp.changes {
-            let change = c.change.clone().unwrap_or_default();
-            let key = change
-                .ops
-                .first()
-                .and_then(|op| op.key.clone())
-                .unwrap_or_default();
-            println!("  > {}    # {}", key_text(&key), c.reason);
-        }
-        println!(
-            "zone {zone}: would hand {} record(s) to external-dns owner {owner} ({} already are); nothing written",
-            resp.changes.len(),
-            resp.already
-        );
-        return Ok(std::process::ExitCode::SUCCESS);
-    }
-    for c in &resp.left {
-        let key = c
-            .change
-            .as_ref()
-            .and_then(|ch| ch.ops.first())
-            .and_then(|op| op.key.clone())
-            .unwrap_or_default();
-        println!("  not yet: {}    # {}", key_text(&key), c.reason);
-    }
-    println!(
-        "zone {zone}: released to external-dns owner {owner}: {} record(s) handed over now, {} already were, {} left; dnsplane no longer plans {zone} (`dnsplane resume {zone}` to manage it again)",
-        resp.released,
-        resp.already,
-        resp.left.len()
-    );
-    if resp.left.is_empty() {
-        Ok(std::process::ExitCode::SUCCESS)
-    } else {
-        println!("run the same release again to finish the records left");
-        Ok(std::process::ExitCode::from(2))
-    }
-}
-
-/// `dnsplane resume ZONE`: manage a released zone again.
-pub async fn resume(conn: Conn, zone: String) -> anyhow::Result<std::process::ExitCode> {
-    let mut client = connect(&conn).await?;
-    let resp = client
-        .resume(pb::ResumeRequest { zone: zone.clone() })
-        .await
-        .map_err(status_err)?
-        .into_inner();
-    println!(
-        "zone {zone}: managed again (it was released to external-dns owner {}); a full sync follows",
-        resp.was_released_to
-    );
-    Ok(std::process::ExitCode::SUCCESS)
 }
