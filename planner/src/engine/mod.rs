@@ -37,6 +37,7 @@ use tokio_util::task::TaskTracker;
 
 mod approve;
 mod fold;
+mod health;
 mod intake;
 mod read;
 mod release;
@@ -50,6 +51,7 @@ pub use approve::ApproveError;
 pub(crate) use intake::stored_push;
 pub use intake::{Patch, Patched};
 pub use release::{ReleaseError, ReleaseOutcome, Released};
+pub use health::{DiskStatus, Health, HealthReason, Rule};
 pub use snapshot::{
     Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };

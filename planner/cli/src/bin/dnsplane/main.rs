@@ -49,7 +49,8 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Approve a zone's plan that the mass-change guard holds (shown by `status`).
+    /// Approve a zone's plan that the mass-change guard (or approve mode) holds (shown
+    /// by `status`).
     Approve {
         #[command(flatten)]
         conn: Conn,

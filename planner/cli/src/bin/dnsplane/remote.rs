@@ -136,15 +136,16 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
         .await
         .map_err(status_err)?
         .into_inner();
-    println!(
-        "planner: {}{}",
-        s.level,
-        if s.reason.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", s.reason)
-        }
-    );
+    println!("planner: {}", s.level);
+    // One line per rule that applies (docs/reliability.md says what to do).
+    for r in &s.reasons {
+        println!("  {} [{}]: {}", r.level, r.rule, r.message);
+    }
+    if s.safety_mode == "observe" {
+        println!("mode: observe (plans are reported, nothing is written)");
+    } else if !s.safety_mode.is_empty() {
+        println!("mode: {}", s.safety_mode);
+    }
     if let Some(l) = &s.lease {
         println!("lease: {}", lease_line(l));
     }
@@ -178,8 +179,8 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
         }
         if let Some(h) = &z.held {
             println!(
-                "zone {} HELD: {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
-                z.zone, h.deletes, h.updates, h.owned_records, h.reason, h.digest, z.zone
+                "zone {} HELD: {} creates, {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
+                z.zone, h.creates, h.deletes, h.updates, h.owned_records, h.reason, h.digest, z.zone
             );
         }
     }
@@ -195,7 +196,7 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
     // Scripts and probes read the exit code: anything short of healthy (or a sync in
     // progress) is not "fine".
     let standby = s.lease.as_ref().is_some_and(|l| l.role == "standby");
-    Ok(if s.level == "degraded" {
+    Ok(if s.level == "degraded" || s.level == "failing" {
         std::process::ExitCode::from(dnsplane_cli::EXIT_NOT_CONVERGED)
     } else if standby {
         std::process::ExitCode::from(dnsplane_cli::EXIT_STANDBY)
@@ -335,8 +336,8 @@ pub async fn approve(
                 return Ok(std::process::ExitCode::SUCCESS);
             };
             println!(
-                "zone {}: approving the held plan {}: {} deletes, {} updates of {} owned records ({})",
-                z.zone, h.digest, h.deletes, h.updates, h.owned_records, h.reason
+                "zone {}: approving the held plan {}: {} creates, {} deletes, {} updates of {} owned records ({})",
+                z.zone, h.digest, h.creates, h.deletes, h.updates, h.owned_records, h.reason
             );
             h.digest.clone()
         }
