@@ -350,7 +350,10 @@ mod tests {
         let held = check(&approve, weighed(&approve, &zone(), &plan), || 100).expect("held");
         assert_eq!((held.creates, held.deletes, held.updates), (1, 0, 0));
         assert!(held.reason.contains("approve mode"), "{}", held.reason);
-        assert_eq!(check(&approve, weighed(&approve, &zone(), &[]), || 100), None);
+        assert_eq!(
+            check(&approve, weighed(&approve, &zone(), &[]), || 100),
+            None
+        );
         let taken = take_weighed(&approve, &zone(), &mut plan);
         assert_eq!((taken.len(), plan.len()), (1, 0), "nothing is left to send");
         // Even with the fraction guard off.

@@ -90,8 +90,14 @@ fn a_conflict_degrades_status_and_the_cli_exits_2() {
     let (st, r) = wait_reason(&s, "conflicts");
     assert_eq!(st["level"], "degraded", "{st}");
     assert_eq!(st["safetyMode"], "automatic", "{st}");
-    assert_eq!((&r["level"], &r["zone"]), (&"degraded".into(), &ZONE.into()));
-    assert!(st["reason"].as_str().unwrap().contains("in conflict"), "{st}");
+    assert_eq!(
+        (&r["level"], &r["zone"]),
+        (&"degraded".into(), &ZONE.into())
+    );
+    assert!(
+        st["reason"].as_str().unwrap().contains("in conflict"),
+        "{st}"
+    );
     let out = status_exits_2_with(&s, "conflicts", "degraded");
     assert!(out.contains("1 record(s) in conflict"), "{out}");
 
@@ -173,16 +179,25 @@ fn observe_mode_writes_nothing_until_switched_to_automatic() {
 
     let (code, out) = cli(&s, &["status"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("mode: observe") && out.contains("pending=1"), "{out}");
+    assert!(
+        out.contains("mode: observe") && out.contains("pending=1"),
+        "{out}"
+    );
     let (code, out) = cli(&s, &["plan"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("www.example.com."), "the plan shows the change: {out}");
+    assert!(
+        out.contains("www.example.com."),
+        "the plan shows the change: {out}"
+    );
     let body = format!("{{\"zone\":\"{ZONE}\",\"pageSize\":100}}");
     let recs = s.planner_call("ListRecordStates", &body);
     let rec = &recs["records"][0];
     assert_eq!(rec["state"], "RECORD_STATE_KIND_PENDING", "{recs}");
     assert!(
-        rec["reason"].as_str().unwrap_or("").contains("observe mode"),
+        rec["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("observe mode"),
         "{recs}"
     );
 
@@ -197,7 +212,11 @@ fn observe_mode_writes_nothing_until_switched_to_automatic() {
     // Automatic by config and a restart: the same plan is applied.
     let cfg = s.path("planner.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
-    std::fs::write(&cfg, text.replace("mode = \"observe\"", "mode = \"automatic\"")).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("mode = \"observe\"", "mode = \"automatic\""),
+    )
+    .unwrap();
     drop(s.planner.take());
     s.start_planner();
     s.wait_dns("www.example.com", "A", &["192.0.2.10"]);

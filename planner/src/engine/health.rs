@@ -243,10 +243,7 @@ pub fn evaluate(s: &Snapshot) -> Health {
             Err(e) => add(
                 Rule::DiskLow,
                 None,
-                format!(
-                    "state directory {}: free space cannot be read: {e}",
-                    d.path
-                ),
+                format!("state directory {}: free space cannot be read: {e}", d.path),
             ),
         }
     }
@@ -301,15 +298,11 @@ pub fn evaluate(s: &Snapshot) -> Health {
         z.status.released.is_none()
             && (z.status.full_sync || (leader && !z.status.initial_sync_done))
     });
-    let level = reasons
-        .iter()
-        .map(|r| r.level)
-        .max()
-        .unwrap_or(if syncing {
-            Level::Syncing
-        } else {
-            Level::Healthy
-        });
+    let level = reasons.iter().map(|r| r.level).max().unwrap_or(if syncing {
+        Level::Syncing
+    } else {
+        Level::Healthy
+    });
     Health { level, reasons }
 }
 

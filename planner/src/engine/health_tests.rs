@@ -88,7 +88,11 @@ fn conflicts_degrade_and_name_the_zone() {
     let mut s = healthy();
     s.zones[0].records.insert(RecordStateKind::Conflict, 3);
     let r = only(&s, Rule::Conflicts, Some("example.com."));
-    assert!(r.message.contains("3 record(s) in conflict"), "{}", r.message);
+    assert!(
+        r.message.contains("3 record(s) in conflict"),
+        "{}",
+        r.message
+    );
     assert_eq!(r.level, Level::Degraded);
 }
 
@@ -107,7 +111,11 @@ fn a_held_plan_degrades() {
     };
     s.zones[0].held = Some((plan, SystemTime::UNIX_EPOCH));
     let r = only(&s, Rule::HeldPlan, Some("example.com."));
-    assert!(r.message.contains("dnsplane approve example.com."), "{}", r.message);
+    assert!(
+        r.message.contains("dnsplane approve example.com."),
+        "{}",
+        r.message
+    );
 }
 
 #[test]
@@ -209,7 +217,11 @@ fn the_worst_reason_sets_the_level() {
     s.zones[0].status.initial_sync_done = false;
     assert_eq!(evaluate(&s).level, Level::Syncing);
     s.lease.role = Role::Standby;
-    assert_eq!(evaluate(&s).level, Level::Healthy, "a standby is not behind");
+    assert_eq!(
+        evaluate(&s).level,
+        Level::Healthy,
+        "a standby is not behind"
+    );
 }
 
 #[test]

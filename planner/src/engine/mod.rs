@@ -47,11 +47,11 @@ mod snapshot;
 mod sync;
 
 pub use approve::ApproveError;
+pub use health::{DiskStatus, Health, HealthReason, Rule};
 #[cfg(test)]
 pub(crate) use intake::stored_push;
 pub use intake::{Patch, Patched};
 pub use release::{ReleaseError, ReleaseOutcome, Released};
-pub use health::{DiskStatus, Health, HealthReason, Rule};
 pub use snapshot::{
     Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };

@@ -1,8 +1,8 @@
 //! The engine's read model: what `GetStatus`, `ListRecordStates`, the admin port's
 //! `/status` and the metrics show, read in one place under the engine's own locks.
 //! Callers get plain values and never hold an engine lock.
-use super::{Engine, LastCounts, ZoneRuntime, lock, try_lock};
 use super::health::{self, DiskStatus, Health};
+use super::{Engine, LastCounts, ZoneRuntime, lock, try_lock};
 use crate::config::{Policy, SafetyMode};
 use crate::desired::DesiredIndex;
 use crate::guard::HeldPlan;

@@ -180,7 +180,14 @@ pub async fn status(conn: Conn) -> anyhow::Result<std::process::ExitCode> {
         if let Some(h) = &z.held {
             println!(
                 "zone {} HELD: {} creates, {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
-                z.zone, h.creates, h.deletes, h.updates, h.owned_records, h.reason, h.digest, z.zone
+                z.zone,
+                h.creates,
+                h.deletes,
+                h.updates,
+                h.owned_records,
+                h.reason,
+                h.digest,
+                z.zone
             );
         }
     }
