@@ -16,6 +16,7 @@
 //! - [`fold`]: results from the applier into the observed view and the state table;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
+//! - [`health`]: the rules that turn the read model into a level and its reasons.
 use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::guard::HeldPlan;
