@@ -31,8 +31,8 @@ pub struct Member {
     channel: Channel,
     healthy: AtomicBool,
     last_error: Mutex<String>,
-    /// Its provider accounts whose circuit is not closed, as it last told us (health
-    /// rounds and `GetStatus` ask): status degrades while any is open.
+    /// Its provider accounts whose circuit is not closed, as it last told us (the
+    /// engine's circuit watch and `GetStatus` ask): status degrades while any is open.
     open_circuits: Mutex<Vec<String>>,
 }
 
@@ -260,10 +260,7 @@ impl ApplierPool {
                     .await;
                     match result {
                         Ok(Ok(r)) if r.get_ref().status == ServingStatus::Serving as i32 => {
-                            m.set(true, String::new());
-                            let accounts =
-                                crate::client::accounts(&m, Duration::from_secs(1)).await;
-                            m.set_circuits(accounts.iter().map(|a| (&*a.name, &*a.circuit)));
+                            m.set(true, String::new())
                         }
                         Ok(Ok(_)) => m.set(false, "not serving (draining)".into()),
                         Ok(Err(e)) => m.set(false, format!("{}: {}", e.code(), e.message())),

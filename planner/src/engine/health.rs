@@ -5,40 +5,10 @@
 //! the same table. [`evaluate`] applies every rule to one [`Snapshot`]: the planner's
 //! level is the worst of its reasons (or `syncing` / `healthy` when there are none).
 //! Pure: unit-tested here, one test per rule.
-use super::snapshot::Snapshot;
+use super::snapshot::{Level, Snapshot};
 use crate::lease::Role;
 use crate::state::RecordStateKind;
 use dnsplane_common::Name;
-
-/// How the planner is doing, as one word; ordered from best to worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Healthy,
-    /// A first sync or a full sync is running.
-    Syncing,
-    /// Something needs a person's attention, but records still flow.
-    Degraded,
-    /// The planner cannot do its work (no applier, its state cannot be kept).
-    Failing,
-}
-
-impl Level {
-    pub const ALL: [Level; 4] = [
-        Level::Healthy,
-        Level::Syncing,
-        Level::Degraded,
-        Level::Failing,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Healthy => "healthy",
-            Level::Syncing => "syncing",
-            Level::Degraded => "degraded",
-            Level::Failing => "failing",
-        }
-    }
-}
 
 /// One rule of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,14 +110,11 @@ impl Health {
     }
 }
 
-/// Free space of the state directory's filesystem, as the snapshot read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiskStatus {
-    pub path: String,
-    /// Bytes available to the planner; `Err`: why it could not be read.
-    pub free: Result<u64, String>,
-    /// `[state] min_free_bytes`.
-    pub floor: u64,
+impl Snapshot {
+    /// The level and every reason for it.
+    pub fn health(&self) -> Health {
+        evaluate(self)
+    }
 }
 
 /// Applies every rule to `s`. Standing by is not degraded by itself (nor "syncing": a

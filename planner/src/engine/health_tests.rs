@@ -2,7 +2,7 @@
 //! zone, and goes away when its cause does.
 use super::*;
 use crate::config::{Policy, SafetyMode};
-use crate::engine::snapshot::{ApplierSnapshot, ZoneSnapshot, ZoneStatus};
+use crate::engine::snapshot::{ApplierSnapshot, DiskStatus, ZoneSnapshot, ZoneStatus};
 use crate::guard::HeldPlan;
 use crate::lease::LeaseStatus;
 use crate::source::SourceError;

@@ -1,7 +1,6 @@
 //! The engine's read model: what `GetStatus`, `ListRecordStates`, the admin port's
 //! `/status` and the metrics show, read in one place under the engine's own locks.
 //! Callers get plain values and never hold an engine lock.
-use super::health::{self, DiskStatus, Health};
 use super::{Engine, LastCounts, ZoneRuntime, lock, try_lock};
 use crate::config::{Policy, SafetyMode};
 use crate::desired::DesiredIndex;
@@ -125,7 +124,45 @@ pub struct ApplierSnapshot {
     pub open_circuits: Vec<String>,
 }
 
-pub use super::health::Level;
+/// How the planner is doing, as one word; ordered from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Healthy,
+    /// A first sync or a full sync is running.
+    Syncing,
+    /// Something needs a person's attention, but records still flow.
+    Degraded,
+    /// The planner cannot do its work (no applier, its state cannot be kept).
+    Failing,
+}
+
+impl Level {
+    pub const ALL: [Level; 4] = [
+        Level::Healthy,
+        Level::Syncing,
+        Level::Degraded,
+        Level::Failing,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Healthy => "healthy",
+            Level::Syncing => "syncing",
+            Level::Degraded => "degraded",
+            Level::Failing => "failing",
+        }
+    }
+}
+
+/// Free space of the state directory's filesystem, as the snapshot read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskStatus {
+    pub path: String,
+    /// Bytes available to the planner; `Err`: why it could not be read.
+    pub free: Result<u64, String>,
+    /// `[state] min_free_bytes`.
+    pub floor: u64,
+}
 
 /// The whole planner at one moment.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,13 +181,6 @@ pub struct Snapshot {
     pub state_write_error: Option<String>,
     /// `[safety] mode`.
     pub mode: SafetyMode,
-}
-
-impl Snapshot {
-    /// The level and every reason for it ([`super::health`]).
-    pub fn health(&self) -> Health {
-        health::evaluate(self)
-    }
 }
 
 /// Bytes available to unprivileged writers on `dir`'s filesystem.
