@@ -4,7 +4,7 @@
 //! `/metrics` too unless `metrics_open`. On top of the crate: it reads the engine and the service,
 //! nothing reads it.
 use crate::auth::Authenticator;
-use crate::engine::{Engine, Snapshot};
+use crate::engine::{Engine, Level, Snapshot};
 use crate::metrics::{PlannerMetrics, ZoneGauges};
 use crate::state::RecordStateKind;
 use dnsplane_common::metrics::{AdminServer, unix_seconds};
@@ -32,6 +32,10 @@ pub fn admin_server(
 /// Sets the gauges from the read model.
 fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
     metrics.set_source_errors(snapshot.source_errors.len());
+    metrics.set_health(
+        snapshot.health().level.as_str(),
+        &Level::ALL.map(Level::as_str),
+    );
     for (name, why) in &snapshot.sources {
         metrics.set_source_ready(name, why.is_empty());
     }
@@ -61,6 +65,13 @@ pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
     json!({
         "level": s.level,
         "reason": s.reason,
+        "reasons": s.reasons.iter().map(|r| json!({
+            "rule": r.rule,
+            "level": r.level,
+            "zone": r.zone,
+            "message": r.message,
+        })).collect::<Vec<_>>(),
+        "safetyMode": s.safety_mode,
         "zones": s.zones.iter().map(|z| json!({
             "zone": z.zone,
             "account": z.account,

@@ -61,6 +61,9 @@ pub struct PlannerConfig {
     /// of every source, the lease lock). Relative to the config file's directory.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
+    /// `[state]`: the free-space floor of `state_dir`.
+    #[serde(default)]
+    pub state: StateConfig,
     #[serde(default)]
     pub safety: SafetyConfig,
     /// One writer per owner id: the lease a planner must hold to send batches.
@@ -115,6 +118,57 @@ pub struct SafetyConfig {
     /// Zones with fewer owned records than this are not weighed by the fraction.
     #[serde(default = "default_min_zone_records")]
     pub min_zone_records: usize,
+    /// What the planner does with a plan: apply it (`automatic`, behind the guard),
+    /// only report it (`observe`), or hold every plan for `dnsplane approve`
+    /// (`approve`).
+    #[serde(default)]
+    pub mode: SafetyMode,
+}
+
+/// `[safety] mode`: how much a plan may do on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SafetyMode {
+    /// Plans are applied; the mass-change guard holds the dangerous ones.
+    #[default]
+    Automatic,
+    /// Plans are made and reported, never written (not even ownership records): a
+    /// first trial against a live zone.
+    Observe,
+    /// Every non-empty plan is held until `dnsplane approve ZONE`.
+    Approve,
+}
+
+impl SafetyMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SafetyMode::Automatic => "automatic",
+            SafetyMode::Observe => "observe",
+            SafetyMode::Approve => "approve",
+        }
+    }
+}
+
+/// `[state]`: how the planner watches its state directory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// Below this many free bytes on the state directory's filesystem the planner
+    /// reports `failing`: a full disk loses the next accepted desired state.
+    #[serde(default = "default_min_free_bytes")]
+    pub min_free_bytes: u64,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            min_free_bytes: default_min_free_bytes(),
+        }
+    }
+}
+
+fn default_min_free_bytes() -> u64 {
+    100 * 1024 * 1024
 }
 
 impl Default for SafetyConfig {
@@ -122,6 +176,7 @@ impl Default for SafetyConfig {
         SafetyConfig {
             max_change_fraction: default_max_change_fraction(),
             min_zone_records: default_min_zone_records(),
+            mode: SafetyMode::default(),
         }
     }
 }
@@ -375,6 +430,7 @@ impl PlannerConfig {
             zones,
             sources: Vec::new(),
             state_dir: default_state_dir(),
+            state: StateConfig::default(),
             safety: SafetyConfig::default(),
             lease: LeaseConfig::default(),
             webhook: None,
@@ -642,6 +698,34 @@ mod tests {
         let e = toml::from_str::<PlannerConfig>("[[zones]]\nname = \"bad name\"\naccount = \"a\"")
             .unwrap_err();
         assert!(e.to_string().contains("bad name"), "{e}");
+    }
+
+    /// `[safety] mode` and `[state] min_free_bytes`: defaults, the three modes, and a
+    /// bad mode named with its key, line and the allowed values.
+    #[test]
+    fn safety_mode_and_state_floor() {
+        let zone = "zones = []\n";
+        let c = toml::from_str::<PlannerConfig>(zone).unwrap();
+        assert_eq!(c.safety.mode, SafetyMode::Automatic);
+        assert_eq!(c.state.min_free_bytes, 100 * 1024 * 1024);
+        for (text, mode) in [
+            ("automatic", SafetyMode::Automatic),
+            ("observe", SafetyMode::Observe),
+            ("approve", SafetyMode::Approve),
+        ] {
+            let c = toml::from_str::<PlannerConfig>(&format!(
+                "{zone}[safety]\nmode = \"{text}\"\n[state]\nmin_free_bytes = 7\n"
+            ))
+            .unwrap();
+            assert_eq!((c.safety.mode, c.state.min_free_bytes), (mode, 7));
+            assert_eq!(mode.as_str(), text);
+        }
+        let e = toml::from_str::<PlannerConfig>(&format!("{zone}[safety]\nmode = \"yolo\"\n"))
+            .unwrap_err()
+            .to_string();
+        for says in ["line 3", "mode", "yolo", "automatic", "observe", "approve"] {
+            assert!(e.contains(says), "{says:?} missing from {e}");
+        }
     }
 
     /// `[zones.external_dns]`: read with its affixes; an owner id is required, the

@@ -12,7 +12,11 @@
 //! hash zone, key, before and after). `Approve` takes that digest, so an approval is
 //! for the plan the person looked at: if the plan changed meanwhile, its digest differs
 //! and it is held again. Pure: no I/O, unit-tested here.
-use crate::config::SafetyConfig;
+//!
+//! `[safety] mode = "approve"` widens the guard to every change: each non-empty plan
+//! is held, creates included, under the same digest and `Approve` ([`weighed`],
+//! [`take_weighed`]).
+use crate::config::{SafetyConfig, SafetyMode};
 use crate::plan::PlannedChange;
 use dnsplane_common::{ChangeKind, Name, RecordKey, RecordType};
 use sha2::{Digest, Sha256};
@@ -34,6 +38,9 @@ pub struct Guarded {
 pub struct HeldPlan {
     /// Names the approval is for (hex, 16 digits): see the module docs.
     pub digest: String,
+    /// Creates among the held changes (only in approve mode: the guard lets creates
+    /// through).
+    pub creates: usize,
     pub deletes: usize,
     pub updates: usize,
     /// Changes to the zone's apex NS records among them (always need approval).
@@ -67,9 +74,32 @@ fn is_guarded(zone: &Name, c: &PlannedChange) -> bool {
 
 /// The changes of `changes` the guard weighs.
 pub fn guarded(zone: &Name, changes: &[PlannedChange]) -> Vec<Guarded> {
+    to_items(zone, changes.iter().filter(|c| is_guarded(zone, c)))
+}
+
+/// The changes of `changes` that `cfg` weighs: in approve mode every change, else the
+/// guarded ones.
+pub fn weighed(cfg: &SafetyConfig, zone: &Name, changes: &[PlannedChange]) -> Vec<Guarded> {
+    match cfg.mode {
+        SafetyMode::Approve => to_items(zone, changes.iter()),
+        _ => guarded(zone, changes),
+    }
+}
+
+/// The changes [`weighed`] weighs, taken out (what a held plan does not send).
+pub fn take_weighed(
+    cfg: &SafetyConfig,
+    zone: &Name,
+    changes: &mut Vec<PlannedChange>,
+) -> Vec<PlannedChange> {
+    match cfg.mode {
+        SafetyMode::Approve => std::mem::take(changes),
+        _ => take_guarded(zone, changes),
+    }
+}
+
+fn to_items<'a>(zone: &Name, changes: impl Iterator<Item = &'a PlannedChange>) -> Vec<Guarded> {
     changes
-        .iter()
-        .filter(|c| is_guarded(zone, c))
         .map(|c| Guarded {
             key: c.change.key().clone(),
             kind: c.change.kind,
@@ -88,7 +118,18 @@ pub fn check(
     items: Vec<Guarded>,
     owned: impl FnOnce() -> usize,
 ) -> Option<HeldPlan> {
-    if cfg.is_off() || items.is_empty() {
+    if items.is_empty() {
+        return None;
+    }
+    if cfg.mode == SafetyMode::Approve {
+        let owned = owned();
+        return Some(held_plan(
+            items,
+            owned,
+            "approve mode ([safety] mode = \"approve\") holds every plan".into(),
+        ));
+    }
+    if cfg.is_off() {
         return None;
     }
     let owned = owned();
@@ -109,15 +150,21 @@ pub fn check(
     } else {
         format!("the plan changes the zone's apex NS records ({apex_ns} change(s))")
     };
-    Some(HeldPlan {
+    Some(held_plan(items, owned, reason))
+}
+
+fn held_plan(items: Vec<Guarded>, owned: usize, reason: String) -> HeldPlan {
+    let count = |k: ChangeKind| items.iter().filter(|g| g.kind == k).count();
+    HeldPlan {
         digest: digest(items.iter().map(|g| g.id.as_str())),
-        deletes,
-        updates,
-        apex_ns,
+        creates: count(ChangeKind::Create),
+        deletes: count(ChangeKind::Delete),
+        updates: count(ChangeKind::Update),
+        apex_ns: items.iter().filter(|g| g.apex_ns).count(),
         owned,
         items,
         reason,
-    })
+    }
 }
 
 /// The guarded changes of `changes`, taken out (what a held plan does not send).
@@ -283,5 +330,37 @@ mod tests {
         };
         assert_eq!(check(&off, guarded(&zone(), &ns), || 0), None);
         assert_eq!(check(&off, guarded(&zone(), &deletes(10)), || 10), None);
+    }
+
+    /// Approve mode holds every non-empty plan, creates included, whatever its size;
+    /// an empty plan is not held.
+    #[test]
+    fn approve_mode_holds_every_plan() {
+        let approve = SafetyConfig {
+            mode: SafetyMode::Approve,
+            ..cfg()
+        };
+        let mut plan = vec![change(
+            ChangeKind::Create,
+            "new.example.com",
+            RecordType::A,
+            "192.0.2.9",
+        )];
+        assert_eq!(check(&cfg(), weighed(&cfg(), &zone(), &plan), || 100), None);
+        let held = check(&approve, weighed(&approve, &zone(), &plan), || 100).expect("held");
+        assert_eq!((held.creates, held.deletes, held.updates), (1, 0, 0));
+        assert!(held.reason.contains("approve mode"), "{}", held.reason);
+        assert_eq!(
+            check(&approve, weighed(&approve, &zone(), &[]), || 100),
+            None
+        );
+        let taken = take_weighed(&approve, &zone(), &mut plan);
+        assert_eq!((taken.len(), plan.len()), (1, 0), "nothing is left to send");
+        // Even with the fraction guard off.
+        let off = SafetyConfig {
+            max_change_fraction: 1.0,
+            ..approve
+        };
+        assert!(check(&off, weighed(&off, &zone(), &taken), || 100).is_some());
     }
 }

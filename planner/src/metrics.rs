@@ -14,6 +14,7 @@
 //! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
 //! | `dnsplane_planner_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
 //! | `dnsplane_planner_source_errors` | gauge | — | desired records rejected by the sources |
+//! | `dnsplane_planner_health` | gauge | `level` (`healthy` `syncing` `degraded` `failing`) | 1 for the planner's current level, 0 for the others, at scrape time (rules in `docs/reliability.md`) |
 //! | `dnsplane_planner_source_ready` | gauge | `source` | 1 while the source is ready, 0 while it keeps its last accepted records |
 //! | `dnsplane_planner_zone_held` | gauge | `zone` | 1 while the mass-change guard holds a plan of the zone |
 //! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
@@ -92,6 +93,7 @@ pub struct PlannerMetrics {
     lease_transitions: Family<TransitionLabels, Counter>,
     zone_held: Family<ZoneLabels, Gauge>,
     source_ready: Family<SourceLabels, Gauge>,
+    health: Family<LevelLabels, Gauge>,
     held_changes: Family<ChangeLabels, Gauge>,
     plans_held: Family<ZoneLabels, Counter>,
     plans_released: Family<ReleaseLabels, Counter>,
@@ -111,6 +113,11 @@ struct ApiCallLabels {
 struct WebhookLabels {
     call: String,
     code: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabels {
+    level: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -154,6 +161,7 @@ impl PlannerMetrics {
             source_errors: Gauge::default(),
             zone_held: Family::default(),
             source_ready: Family::default(),
+            health: Family::default(),
             held_changes: Family::default(),
             plans_held: Family::default(),
             plans_released: Family::default(),
@@ -217,6 +225,11 @@ impl PlannerMetrics {
             "dnsplane_planner_source_ready",
             "1 while the source can be read completely; 0 while it keeps its last accepted records (see /status)",
             m.source_ready.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_health",
+            "1 for the planner's current health level (healthy, syncing, degraded, failing), 0 for the others",
+            m.health.clone(),
         );
         registry.register(
             "dnsplane_planner_zone_held",
@@ -416,6 +429,15 @@ impl PlannerMetrics {
     /// Sets the number of rejected desired records.
     pub fn set_source_errors(&self, n: usize) {
         self.source_errors.set(n as i64);
+    }
+
+    /// `level` is the planner's level now: its series 1, every other level's 0.
+    pub fn set_health(&self, level: &'static str, all: &[&'static str]) {
+        for l in all {
+            self.health
+                .get_or_create(&LevelLabels { level: l })
+                .set(i64::from(*l == level));
+        }
     }
 }
 

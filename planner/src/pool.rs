@@ -31,6 +31,9 @@ pub struct Member {
     channel: Channel,
     healthy: AtomicBool,
     last_error: Mutex<String>,
+    /// Its provider accounts whose circuit is not closed, as it last told us (the
+    /// engine's circuit watch and `GetStatus` ask): status degrades while any is open.
+    open_circuits: Mutex<Vec<String>>,
 }
 
 /// Why the pool cannot be built.
@@ -64,6 +67,7 @@ impl Member {
             // round before its first sync.
             healthy: AtomicBool::new(true),
             last_error: Mutex::new(String::new()),
+            open_circuits: Mutex::new(Vec::new()),
         }))
     }
 
@@ -85,6 +89,26 @@ impl Member {
             .lock()
             .map(|e| e.clone())
             .unwrap_or_default()
+    }
+
+    /// Its accounts whose circuit is not closed (see the field).
+    pub fn open_circuits(&self) -> Vec<String> {
+        self.open_circuits
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default()
+    }
+
+    /// Records its accounts' circuits, `(account, circuit)`, as it reported them.
+    pub fn set_circuits<'a>(&self, accounts: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        let open = accounts
+            .into_iter()
+            .filter(|(_, c)| !c.is_empty() && *c != "closed")
+            .map(|(a, c)| format!("{a} ({c})"))
+            .collect();
+        if let Ok(mut c) = self.open_circuits.lock() {
+            *c = open;
+        }
     }
 
     fn set(&self, healthy: bool, error: String) {
@@ -180,6 +204,14 @@ impl ApplierPool {
 
     pub fn members(&self) -> Vec<Arc<Member>> {
         self.members.read().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// The applier `zone` belongs to when every applier is healthy (the first in
+    /// rendezvous order, health aside): a route elsewhere is a fallback.
+    pub fn own(&self, zone: &Name) -> Option<Arc<Member>> {
+        self.members()
+            .into_iter()
+            .max_by_key(|x| score(&x.addr, zone))
     }
 
     /// All members in rendezvous order for `zone`: healthy ones first.

@@ -159,6 +159,9 @@ pub fn due(state: Option<&RecordState>, desired: Option<&RRSet>, now: SystemTime
     }
 }
 
+/// How an observed (never sent) change's reason starts.
+const OBSERVE_PREFIX: &str = "observe mode, not written: ";
+
 /// How many recent convergence times are remembered (for `ListRecordStates` with
 /// converged records); older ones are forgotten so the table stays small.
 const RECENT_CONVERGED: usize = 10_000;
@@ -465,6 +468,18 @@ impl StateTable {
             s.kind = RecordStateKind::Held;
             s.reason = reason.to_string();
             s.next_retry = None;
+        }
+    }
+
+    /// `keys`' changes were planned in observe mode: they stay pending (never sent),
+    /// and say why.
+    pub fn observe<'a>(&mut self, keys: impl IntoIterator<Item = &'a RecordKey>) {
+        for key in keys {
+            if let Some(s) = self.records.get_mut(key)
+                && !s.reason.starts_with(OBSERVE_PREFIX)
+            {
+                s.reason = format!("{OBSERVE_PREFIX}{}", s.reason);
+            }
         }
     }
 

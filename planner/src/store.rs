@@ -98,6 +98,9 @@ const VERSION: u32 = 1;
 pub struct DesiredStore {
     dir: PathBuf,
     books: Arc<Mutex<HashMap<String, Book>>>,
+    /// The last write's error, cleared by the next write that succeeds: status reports
+    /// it (`failing`), since accepted desired state no longer survives a restart.
+    write_error: Arc<Mutex<Option<String>>>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -120,6 +123,7 @@ impl DesiredStore {
         Ok(DesiredStore {
             dir,
             books: Arc::default(),
+            write_error: Arc::default(),
         })
     }
 
@@ -135,8 +139,31 @@ impl DesiredStore {
         self.dir.join(format!("{name}.json"))
     }
 
+    /// Why the last write failed, until a write succeeds again.
+    pub fn write_error(&self) -> Option<String> {
+        self.write_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Remembers how a write ended, for [`Self::write_error`].
+    fn noted<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        *self
+            .write_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            r.as_ref().err().map(ToString::to_string);
+        r
+    }
+
     /// Replaces `key`'s state, durably, before returning.
     pub fn put<T: Serialize>(&self, key: &str, state: &T) -> Result<(), StoreError> {
+        let r = self.put_inner(key, state);
+        self.noted(r)
+    }
+
+    fn put_inner<T: Serialize>(&self, key: &str, state: &T) -> Result<(), StoreError> {
         let path = self.path(key);
         let tmp = path.with_extension("json.tmp");
         let generation = self
@@ -192,6 +219,15 @@ impl DesiredStore {
     /// whole state instead); `Some(true)` when the journal has outgrown the snapshot
     /// and the caller should write a new one.
     pub fn append<P: Serialize>(&self, key: &str, change: &P) -> Result<Option<bool>, StoreError> {
+        let r = self.append_inner(key, change);
+        self.noted(r)
+    }
+
+    fn append_inner<P: Serialize>(
+        &self,
+        key: &str,
+        change: &P,
+    ) -> Result<Option<bool>, StoreError> {
         let Some(book) = self.books().get(key).copied() else {
             return Ok(None);
         };
@@ -459,6 +495,22 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    /// A failed write is remembered (status reports it) until a write succeeds.
+    #[test]
+    fn a_failed_write_is_remembered_until_one_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DesiredStore::open(dir.path()).unwrap();
+        store.put("push:a", &1u32).unwrap();
+        assert_eq!(store.write_error(), None);
+        fs::remove_dir_all(dir.path().join("desired")).unwrap();
+        assert!(store.put("push:a", &2u32).is_err());
+        let why = store.write_error().expect("the failure is remembered");
+        assert!(why.contains("desired"), "names the file: {why}");
+        fs::create_dir_all(dir.path().join("desired")).unwrap();
+        store.put("push:a", &3u32).unwrap();
+        assert_eq!(store.write_error(), None, "cleared by a good write");
     }
 
     #[test]

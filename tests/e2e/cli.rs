@@ -59,9 +59,13 @@ fn cli_plan_records_status_and_sync() {
     assert!(out.contains("1 record(s)"), "only the stuck record: {out}");
 
     let status = wait_for(Duration::from_secs(10), || {
+        // The conflict makes the planner degraded: exit 2, with the rule's line.
         let (code, out) = cli_code(&s, &["status"]);
-        (code == Some(2) && out.contains("converged=1") && out.contains("conflict=1"))
-            .then_some(out)
+        (code == Some(2)
+            && out.contains("converged=1")
+            && out.contains("conflict=1")
+            && out.contains("[conflicts]"))
+        .then_some(out)
     });
     assert!(status.is_some(), "status never showed the counts");
 

@@ -16,6 +16,7 @@ mod embedded_dns;
 mod external_dns_takeover;
 mod failing_zone;
 mod failover;
+mod health;
 mod hostile;
 mod incremental;
 mod kubernetes;

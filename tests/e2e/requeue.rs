@@ -246,7 +246,8 @@ fn startup_does_not_block_on_the_applier() {
     s.start_planner();
     let degraded = wait_for(Duration::from_secs(20), || {
         let st = s.planner_call("GetStatus", "{}");
-        (st["level"] == "degraded"
+        // No applier is healthy: failing (docs/reliability.md, rule no_applier).
+        (st["level"] == "failing"
             && st["zones"][0]["lastError"]
                 .as_str()
                 .is_some_and(|e| e.contains("applier")))

@@ -6,8 +6,12 @@
 //! sync's plan no longer needs holding or a person approves that digest. An approval
 //! marks the held names dirty, so the zone loop re-plans them within `min_interval`;
 //! that plan is let through only if its digest is still the approved one.
+//!
+//! `[safety] mode`: in `approve` mode the guard weighs (and holds) every change; in
+//! `observe` mode nothing of any plan is sent, and its records stay pending.
 use super::sync::Scope;
 use super::{Engine, ZoneRuntime, lock};
+use crate::config::SafetyMode;
 use crate::events;
 use crate::guard::{self, HeldPlan};
 use crate::observed::ZoneView;
@@ -47,7 +51,13 @@ impl Engine {
         let owner = self.config.owner_id.as_str();
         let mut held = lock(&zone.held);
         // This plan's guarded changes, plus those still held at names it did not plan.
-        let mut items = guard::guarded(name, &plan.changes);
+        if self.config.safety.mode == SafetyMode::Observe {
+            // Plan and report, never write: the changes stay pending, with why.
+            let observed = std::mem::take(&mut plan.changes);
+            lock(&zone.states).observe(observed.iter().map(|c| c.change.key()));
+            return;
+        }
+        let mut items = guard::weighed(&self.config.safety, name, &plan.changes);
         let carried: Vec<_> = held
             .as_ref()
             .map(|(h, _)| {
@@ -99,9 +109,13 @@ impl Engine {
             return;
         }
         let now = SystemTime::now();
-        let taken = guard::take_guarded(name, &mut plan.changes);
+        let taken = guard::take_weighed(&self.config.safety, name, &mut plan.changes);
+        let by = match self.config.safety.mode {
+            SafetyMode::Approve => "held for approval",
+            _ => "held by the mass-change guard",
+        };
         let reason = format!(
-            "held by the mass-change guard: {}; approve with `dnsplane approve {name}` (digest {})",
+            "{by}: {}; approve with `dnsplane approve {name}` (digest {})",
             verdict.reason, verdict.digest
         );
         lock(&zone.states).hold(taken.iter().map(|c| c.change.key()), &reason, now);

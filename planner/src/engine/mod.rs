@@ -16,6 +16,7 @@
 //! - [`fold`]: results from the applier into the observed view and the state table;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
+//! - [`health`]: the rules that turn the read model into a level and its reasons.
 use crate::config::{PlannerConfig, ZoneConfig};
 use crate::desired::{DesiredIndex, DesiredRecord};
 use crate::guard::HeldPlan;
@@ -38,6 +39,7 @@ use tokio_util::task::TaskTracker;
 mod approve;
 mod fold;
 mod follow;
+mod health;
 mod intake;
 mod read;
 mod release;
@@ -47,12 +49,13 @@ mod snapshot;
 mod sync;
 
 pub use approve::ApproveError;
+pub use health::{Health, HealthReason, Rule};
 #[cfg(test)]
 pub(crate) use intake::stored_push;
 pub use intake::{Patch, Patched};
 pub use release::{ReleaseError, ReleaseOutcome, Released};
 pub use snapshot::{
-    Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
+    DiskStatus, Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };
 pub use sync::{Phase, Preview, Scope, SyncError, SyncProgress, SyncSummary};
 
@@ -312,6 +315,23 @@ impl Engine {
                 let counting = engine.clone();
                 let _ = tokio::task::spawn_blocking(move || counting.refresh_counts()).await;
                 pause = snapshot::COUNT_REFRESH.max(t0.elapsed() * 4);
+            }
+        });
+        // The appliers' circuits, every health round, for the circuit_open rule (and
+        // so for the health gauge, which a scrape sets without asking anyone).
+        let pool = self.pool.clone();
+        let every = self.config.pool.health_interval;
+        let stop = cancel.clone();
+        self.tasks.spawn(async move {
+            loop {
+                for m in pool.members().into_iter().filter(|m| m.healthy()) {
+                    let accounts = crate::client::accounts(&m, Duration::from_secs(1)).await;
+                    m.set_circuits(accounts.iter().map(|a| (&*a.name, &*a.circuit)));
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(every) => {}
+                }
             }
         });
         let pool = self.pool.spawn(cancel);

@@ -159,7 +159,7 @@ impl Engine {
         let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
         plan.changes.retain(|c| !held.contains(c.change.key()));
         drop(held);
-        let items = crate::guard::guarded(zone, &plan.changes);
+        let items = crate::guard::weighed(&self.config.safety, zone, &plan.changes);
         let guarded = crate::guard::check(&self.config.safety, items, || {
             view.owned_by(&self.config.owner_id)
         })

@@ -116,6 +116,9 @@ impl Engine {
         };
         if !dry_run {
             self.leading(&name)?;
+            if self.config.safety.mode == crate::config::SafetyMode::Observe {
+                return Err(SyncError::Observing { zone: name }.into());
+            }
         }
         // No sync of the zone meanwhile: its plan would fight this one.
         let _sync = z.sync_lock.lock().await;

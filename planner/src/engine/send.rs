@@ -32,6 +32,10 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SerialTrail, SyncError> {
         let name = zone.cfg.name.clone();
+        // The last line of observe mode: whatever path got here, nothing is written.
+        if self.config.safety.mode == crate::config::SafetyMode::Observe {
+            return Err(SyncError::Observing { zone: name });
+        }
         // Shared with the sender task; results find their change through `by_id`
         // (batch, position), so no change is copied.
         // A million changes take a while to cut and index: off the runtime.

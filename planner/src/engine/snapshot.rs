@@ -2,10 +2,10 @@
 //! `/status` and the metrics show, read in one place under the engine's own locks.
 //! Callers get plain values and never hold an engine lock.
 use super::{Engine, LastCounts, ZoneRuntime, lock, try_lock};
-use crate::config::Policy;
+use crate::config::{Policy, SafetyMode};
 use crate::desired::DesiredIndex;
 use crate::guard::HeldPlan;
-use crate::lease::{LeaseStatus, Role};
+use crate::lease::LeaseStatus;
 use crate::source::SourceError;
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::{Name, RecordKey, SharedStr};
@@ -110,6 +110,8 @@ pub struct ZoneSnapshot {
     pub applier: Option<String>,
     /// The plan the mass-change guard holds, and since when.
     pub held: Option<(HeldPlan, SystemTime)>,
+    /// The applier the zone goes to while every applier is healthy.
+    pub own_applier: Option<String>,
 }
 
 /// One applier of the pool.
@@ -118,25 +120,48 @@ pub struct ApplierSnapshot {
     pub addr: String,
     pub healthy: bool,
     pub last_error: String,
+    /// Its accounts whose circuit is not closed, `account (state)`.
+    pub open_circuits: Vec<String>,
 }
 
-/// How the planner is doing, as one word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the planner is doing, as one word; ordered from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
     Healthy,
     /// A first sync or a full sync is running.
     Syncing,
+    /// Something needs a person's attention, but records still flow.
     Degraded,
+    /// The planner cannot do its work (no applier, its state cannot be kept).
+    Failing,
 }
 
 impl Level {
+    pub const ALL: [Level; 4] = [
+        Level::Healthy,
+        Level::Syncing,
+        Level::Degraded,
+        Level::Failing,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Healthy => "healthy",
             Level::Syncing => "syncing",
             Level::Degraded => "degraded",
+            Level::Failing => "failing",
         }
     }
+}
+
+/// Free space of the state directory's filesystem, as the snapshot read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskStatus {
+    pub path: String,
+    /// Bytes available to the planner; `Err`: why it could not be read.
+    pub free: Result<u64, String>,
+    /// `[state] min_free_bytes`.
+    pub floor: u64,
 }
 
 /// The whole planner at one moment.
@@ -150,70 +175,24 @@ pub struct Snapshot {
     pub sources: Vec<(String, Vec<String>)>,
     /// Leader or standby, and who holds the lease.
     pub lease: LeaseStatus,
+    /// The state directory's free space (absent: the engine keeps no state directory).
+    pub disk: Option<DiskStatus>,
+    /// Why the last write of the state directory failed, until one succeeds.
+    pub state_write_error: Option<String>,
+    /// `[safety] mode`.
+    pub mode: SafetyMode,
 }
 
-impl Snapshot {
-    /// The level and, when degraded, why. Standing by is not degraded by itself (nor
-    /// "syncing": a standby's zones wait for the lease, they are not behind).
-    pub fn health(&self) -> (Level, String) {
-        let mut degraded = Vec::new();
-        let mut syncing = false;
-        let leader = self.lease.role == Role::Leader;
-        for z in &self.zones {
-            if let Some((h, _)) = &z.held {
-                degraded.push(format!(
-                    "zone {}: plan HELD ({}); approve with `dnsplane approve {}`",
-                    z.name, h.reason, z.name
-                ));
-            }
-            if !z.status.last_error.is_empty() {
-                degraded.push(format!("zone {}: {}", z.name, z.status.last_error));
-            } else if z.status.rejected {
-                degraded.push(format!(
-                    "zone {}: provider account {} refuses writes",
-                    z.name, z.account
-                ));
-            }
-            // Only the first sync and full syncs make the planner "syncing": the
-            // per-record re-plans of a few names run all the time and would make the
-            // level flap.
-            // A zone released to external-dns does not sync, and is not behind.
-            let released = z.status.released.is_some();
-            syncing |= !released && (z.status.full_sync || (leader && !z.status.initial_sync_done));
-        }
-        for (name, why) in &self.sources {
-            if !why.is_empty() {
-                degraded.push(format!(
-                    "source {name} not ready ({}); keeping its last accepted records",
-                    why.join("; ")
-                ));
-            }
-        }
-        if !self.source_errors.is_empty() {
-            degraded.push(format!(
-                "{} source error(s); see source_errors",
-                self.source_errors.len()
-            ));
-        }
-        // A leader that cannot renew loses the lease soon; a standby that cannot reach
-        // the backend cannot take over.
-        if !self.lease.last_error.is_empty() {
-            degraded.push(format!(
-                "lease ({} {}): {}",
-                self.lease.backend, self.lease.location, self.lease.last_error
-            ));
-        }
-        if !self.appliers.is_empty() && !self.appliers.iter().any(|a| a.healthy) {
-            degraded.push("no applier is healthy".into());
-        }
-        if !degraded.is_empty() {
-            (Level::Degraded, degraded.join("; "))
-        } else if syncing {
-            (Level::Syncing, String::new())
-        } else {
-            (Level::Healthy, String::new())
-        }
-    }
+/// Bytes available to unprivileged writers on `dir`'s filesystem.
+#[cfg(unix)]
+fn free_bytes(dir: &std::path::Path) -> Result<u64, String> {
+    let st = rustix::fs::statvfs(dir).map_err(|e| e.to_string())?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+#[cfg(not(unix))]
+fn free_bytes(_dir: &std::path::Path) -> Result<u64, String> {
+    Err("not measured on this platform".into())
 }
 
 /// Which record states to list.
@@ -281,6 +260,7 @@ impl Engine {
                     next_retry: counts.next_retry,
                     applier: self.pool.route(&z.cfg.name).map(|m| m.addr.clone()),
                     held: lock(&z.held).clone(),
+                    own_applier: self.pool.own(&z.cfg.name).map(|m| m.addr.clone()),
                 }
             })
             .collect();
@@ -301,6 +281,7 @@ impl Engine {
                 addr: m.addr.clone(),
                 healthy: m.healthy(),
                 last_error: m.last_error(),
+                open_circuits: m.open_circuits(),
             })
             .collect();
         Snapshot {
@@ -312,6 +293,19 @@ impl Engine {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             lease: self.lease.status(),
+            disk: self.store.get().map(|_| self.disk()),
+            state_write_error: self.store.get().and_then(|s| s.write_error()),
+            mode: self.config.safety.mode,
+        }
+    }
+
+    /// The state directory's free space against `[state] min_free_bytes`.
+    fn disk(&self) -> DiskStatus {
+        let dir = &self.config.state_dir;
+        DiskStatus {
+            path: dir.display().to_string(),
+            free: free_bytes(dir),
+            floor: self.config.state.min_free_bytes,
         }
     }
 

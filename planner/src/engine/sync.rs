@@ -75,6 +75,10 @@ pub enum SyncError {
         "zone {zone} is released to external-dns owner {owner:?}: nothing is planned or written until `dnsplane resume {zone}`"
     )]
     Released { zone: Name, owner: String },
+    #[error(
+        "zone {zone}: [safety] mode = \"observe\": plans are reported, never written; set mode = \"automatic\" or \"approve\" to write"
+    )]
+    Observing { zone: Name },
     #[error("zone {zone}: this planner is standby ({held}); only the leader writes")]
     NotLeader { zone: Name, held: String },
     #[error(

@@ -388,5 +388,5 @@ async fn a_standby_engine_sends_nothing_and_is_not_behind() {
     assert_eq!(snap.lease.role, Role::Standby);
     assert!(snap.zones[0].status.last_error.is_empty());
     assert!(snap.zones[0].status.last_sync.is_none(), "no sync ran");
-    assert_ne!(snap.health().0, Level::Syncing, "{:?}", snap.health());
+    assert_ne!(snap.health().level, Level::Syncing, "{:?}", snap.health());
 }

@@ -24,7 +24,14 @@ pub async fn status(engine: &Engine) -> pb::PlannerStatus {
         crate::client::accounts(m, APPLIER_STATUS_TIMEOUT).await
     }))
     .await;
-    let snapshot = engine.snapshot();
+    let mut snapshot = engine.snapshot();
+    // The circuits just asked count for this answer's level (and for the next scrape).
+    for ((member, app), accounts) in members.iter().zip(&mut snapshot.appliers).zip(&accounts) {
+        if member.healthy() && member.addr == app.addr {
+            member.set_circuits(accounts.iter().map(|a| (&*a.name, &*a.circuit)));
+            app.open_circuits = member.open_circuits();
+        }
+    }
     let mut st = status_to_pb(&snapshot);
     for (member, accounts) in st.appliers.iter_mut().zip(accounts) {
         member.accounts = accounts
@@ -41,7 +48,7 @@ pub async fn status(engine: &Engine) -> pb::PlannerStatus {
 
 /// The read model in the wire form (without the appliers' accounts).
 pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
-    let (level, reason) = s.health();
+    let health = s.health();
     let zones: Vec<pb::ZoneStatus> = s.zones.iter().map(zone_to_pb).collect();
     let appliers = s
         .appliers
@@ -55,8 +62,19 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
         })
         .collect();
     pb::PlannerStatus {
-        level: level.as_str().into(),
-        reason,
+        level: health.level.as_str().into(),
+        reason: health.reason(),
+        reasons: health
+            .reasons
+            .iter()
+            .map(|r| pb::HealthReason {
+                rule: r.rule.id().into(),
+                level: r.level.as_str().into(),
+                zone: r.zone.as_ref().map(ToString::to_string).unwrap_or_default(),
+                message: r.message.clone(),
+            })
+            .collect(),
+        safety_mode: s.mode.as_str().into(),
         zones,
         appliers,
         source_errors: s
@@ -138,6 +156,7 @@ pub(super) fn zone_to_pb(z: &ZoneSnapshot) -> pb::ZoneStatus {
 pub(super) fn held_to_pb(h: &HeldPlan, since: Option<SystemTime>) -> pb::HeldPlan {
     pb::HeldPlan {
         digest: h.digest.clone(),
+        creates: h.creates as u32,
         deletes: h.deletes as u32,
         updates: h.updates as u32,
         apex_ns: h.apex_ns as u32,

@@ -30,8 +30,8 @@ pub async fn approve(
                 return Ok(std::process::ExitCode::SUCCESS);
             };
             println!(
-                "zone {}: approving the held plan {}: {} deletes, {} updates of {} owned records ({})",
-                z.zone, h.digest, h.deletes, h.updates, h.owned_records, h.reason
+                "zone {}: approving the held plan {}: {} creates, {} deletes, {} updates of {} owned records ({})",
+                z.zone, h.digest, h.creates, h.deletes, h.updates, h.owned_records, h.reason
             );
             h.digest.clone()
         }

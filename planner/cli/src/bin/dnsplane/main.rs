@@ -68,7 +68,8 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// Approve a zone's plan that the mass-change guard holds (shown by `status`).
+    /// Approve a zone's plan that the mass-change guard (or approve mode) holds (shown
+    /// by `status`).
     Approve {
         #[command(flatten)]
         conn: Conn,

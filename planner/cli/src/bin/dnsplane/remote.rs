@@ -192,6 +192,16 @@ fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
             format!(" ({})", doc.reason)
         }
     );
+    // One line per rule that applies (docs/reliability.md says what to do).
+    for r in &doc.reasons {
+        let tone = tone_of(&r.level).unwrap_or(crate::output::Tone::Warn);
+        println!("  {} [{}]: {}", out.paint(&r.level, tone), r.rule, r.message);
+    }
+    if doc.safety_mode == "observe" {
+        println!("mode: observe (plans are reported, nothing is written)");
+    } else if !doc.safety_mode.is_empty() {
+        println!("mode: {}", doc.safety_mode);
+    }
     if let Some(l) = &s.lease {
         println!("lease: {}", lease_line(l));
     }
@@ -242,9 +252,10 @@ fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
         }
         if let Some(h) = &z.held {
             println!(
-                "zone {} {}: {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
+                "zone {} {}: {} creates, {} deletes, {} updates of {} owned records held ({}); digest {}; approve with `dnsplane approve {}`",
                 z.zone,
                 out.paint("HELD", Tone::Bad),
+                h.creates,
                 h.deletes,
                 h.updates,
                 h.owned_records,

@@ -107,6 +107,8 @@ impl Records {
 #[derive(Debug, Clone, Serialize)]
 pub struct Held {
     pub digest: String,
+    /// Creates held too (`[safety] mode = "approve"` holds every plan).
+    pub creates: u32,
     pub deletes: u32,
     pub updates: u32,
     pub apex_ns: u32,
@@ -119,6 +121,7 @@ impl From<&pb::HeldPlan> for Held {
     fn from(h: &pb::HeldPlan) -> Self {
         Held {
             digest: h.digest.clone(),
+            creates: h.creates,
             deletes: h.deletes,
             updates: h.updates,
             apex_ns: h.apex_ns,
@@ -340,12 +343,25 @@ pub struct Applier {
     pub zones: u32,
 }
 
+/// One health rule that applies (docs/reliability.md, health rules).
+#[derive(Debug, Serialize)]
+pub struct HealthReason {
+    pub rule: String,
+    pub level: String,
+    pub zone: String,
+    pub message: String,
+}
+
 /// `dnsplane status -o json`.
 #[derive(Debug, Serialize)]
 pub struct Status {
-    /// The planner's own level: healthy, syncing, degraded, ...
+    /// The planner's own level: healthy, syncing, degraded, failing, ...
     pub level: String,
     pub reason: String,
+    /// Every health rule that applies, sorted by rule then zone.
+    pub reasons: Vec<HealthReason>,
+    /// `[safety] mode`: automatic, observe or approve.
+    pub safety_mode: String,
     /// Every zone converged (no stuck record, no held plan, no zone error).
     pub converged: bool,
     /// What `dnsplane status` exits with (README, exit codes).
@@ -411,9 +427,22 @@ impl From<&pb::PlannerStatus> for Status {
         } else {
             0
         };
+        let mut reasons: Vec<HealthReason> = s
+            .reasons
+            .iter()
+            .map(|r| HealthReason {
+                rule: r.rule.clone(),
+                level: r.level.clone(),
+                zone: r.zone.clone(),
+                message: r.message.clone(),
+            })
+            .collect();
+        reasons.sort_by(|a, b| (&a.rule, &a.zone, &a.message).cmp(&(&b.rule, &b.zone, &b.message)));
         Status {
             level: s.level.clone(),
             reason: s.reason.clone(),
+            reasons,
+            safety_mode: s.safety_mode.clone(),
             converged,
             exit_code,
             lease,

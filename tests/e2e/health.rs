@@ -1,0 +1,273 @@
+//! Issue 18, "status that means something" and "review before apply": planner and
+//! applier as processes (embedded provider), read through the real `dnsplane` CLI
+//! (output and exit code), `GetStatus` over grpcurl, the planner's `/metrics`, the
+//! applier's own counters and `dig` against the provider.
+use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
+use dnsplane_e2e::{binary, free_port, http_get, wait_for};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+/// Safety net of every wait below; not a performance claim.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// `dnsplane ARGS` against the stack: (exit code, stdout + stderr).
+fn cli(s: &Stack, args: &[&str]) -> (i32, String) {
+    let out = Command::new(binary("dnsplane"))
+        .args(args)
+        .args(["--addr", &format!("http://127.0.0.1:{}", s.planner_port)])
+        .env("DNSPLANE_LOG", "warn")
+        .output()
+        .expect("run dnsplane");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The planner's `GetStatus` once it has a reason of `rule`.
+fn wait_reason(s: &Stack, rule: &str) -> (Value, Value) {
+    let mut last = Value::Null;
+    let found = wait_for(WAIT, || {
+        last = s.planner_call("GetStatus", "{}");
+        let r = last["reasons"]
+            .as_array()?
+            .iter()
+            .find(|r| r["rule"] == rule)?
+            .clone();
+        Some(r)
+    });
+    let Some(r) = found else {
+        panic!("no {rule} reason; last status {last}; logs:\n{}", s.logs())
+    };
+    (last, r)
+}
+
+/// `dnsplane status` exits 2 with the rule's line, once status has it.
+fn status_exits_2_with(s: &Stack, rule: &str, level: &str) -> String {
+    let (code, out) = cli(s, &["status"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("planner: {level}")), "{out}");
+    assert!(out.contains(&format!("{level} [{rule}]")), "{out}");
+    out
+}
+
+/// Writes the applier's batches for `account` as its GetStatus counts them.
+fn batches(s: &Stack, account: &str) -> u64 {
+    let st = s.applier_call("GetStatus", "{}");
+    let a = st["accounts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == account).cloned())
+        .unwrap_or_else(|| panic!("no account {account} in {st}"));
+    a["batches"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .or_else(|| a["batches"].as_u64())
+        .unwrap_or(0)
+}
+
+/// A conflict makes the planner degraded under the `conflicts` rule, for the CLI
+/// (exit 2), `GetStatus` and the `dnsplane_planner_health` gauge.
+#[test]
+fn a_conflict_degrades_status_and_the_cli_exits_2() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints(
+        "web",
+        &[
+            ("www.example.com", "A", &["192.0.2.10"]),
+            ("legacy.example.com", "A", &["192.0.2.50"]),
+        ],
+    );
+    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+    seed(
+        &s.state_dir(),
+        &[("legacy.example.com", "A", "198.51.100.7")],
+    );
+    let admin = free_port();
+    s.start_applier();
+    s.start_planner_with_admin(admin);
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+
+    let (st, r) = wait_reason(&s, "conflicts");
+    assert_eq!(st["level"], "degraded", "{st}");
+    assert_eq!(st["safetyMode"], "automatic", "{st}");
+    assert_eq!(
+        (&r["level"], &r["zone"]),
+        (&"degraded".into(), &ZONE.into())
+    );
+    assert!(
+        st["reason"].as_str().unwrap().contains("in conflict"),
+        "{st}"
+    );
+    let out = status_exits_2_with(&s, "conflicts", "degraded");
+    assert!(out.contains("1 record(s) in conflict"), "{out}");
+
+    let metrics = http_get(admin, "/metrics").1;
+    for (level, v) in [("degraded", 1), ("healthy", 0), ("failing", 0)] {
+        let line = format!("dnsplane_planner_health{{level=\"{level}\"}} {v}");
+        assert!(metrics.contains(&line), "{line} missing:\n{metrics}");
+    }
+}
+
+/// A free-space floor above what the state directory's filesystem has makes the
+/// planner failing under `disk_low`; records still flow.
+#[test]
+fn a_state_directory_below_its_floor_fails_status() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let mut s = Stack::with_config(
+        tools,
+        &[("web.yaml", &desired)],
+        "report",
+        "",
+        // i64::MAX: more than any filesystem here has.
+        "[state]\nmin_free_bytes = 9223372036854775807\n",
+    );
+    s.start();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let (st, r) = wait_reason(&s, "disk_low");
+    assert_eq!(st["level"], "failing", "{st}");
+    assert_eq!(r["level"], "failing");
+    assert!(
+        r["message"].as_str().unwrap().contains("min_free_bytes"),
+        "{r}"
+    );
+    status_exits_2_with(&s, "disk_low", "failing");
+}
+
+/// An account whose writes are refused with 401 opens its circuit at the applier; the
+/// planner's status shows it under `circuit_open`.
+#[test]
+fn an_open_circuit_shows_in_the_planners_status() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let faults = "[[accounts.faults]]\nop = \"apply\"\naction = \"error\"\nstatus = 401\n\
+         message = \"401 Unauthorized: the API key was revoked\"\n\
+         [accounts.circuit]\ncool_down = \"60s\"\nmax_cool_down = \"60s\"\njitter = 0.1\n";
+    let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", faults, "");
+    s.start();
+    let (st, r) = wait_reason(&s, "circuit_open");
+    assert_eq!(st["level"], "degraded", "{st}");
+    assert!(r["message"].as_str().unwrap().contains("embedded"), "{r}");
+    status_exits_2_with(&s, "circuit_open", "degraded");
+}
+
+/// Observe mode plans and reports but writes nothing, not even an ownership record:
+/// the applier receives no batch, `dig` finds nothing, while `plan`, `status` and
+/// `ListRecordStates` show the pending change. Switched to automatic by config and a
+/// restart, the planner applies that plan.
+#[test]
+fn observe_mode_writes_nothing_until_switched_to_automatic() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let mut s = Stack::with_config(
+        tools,
+        &[("web.yaml", &desired)],
+        "report",
+        "",
+        "[safety]\nmode = \"observe\"\n",
+    );
+    s.start();
+    let mut last = Value::Null;
+    let pending = wait_for(WAIT, || {
+        last = s.planner_call("GetStatus", "{}");
+        let z = &last["zones"][0];
+        (z["initialSyncDone"] == true && z["recordsByState"]["pending"] == 1).then_some(())
+    });
+    assert!(pending.is_some(), "{last}; logs:\n{}", s.logs());
+    assert_eq!(last["safetyMode"], "observe", "{last}");
+    assert_eq!(last["level"], "healthy", "{last}");
+
+    let (code, out) = cli(&s, &["status"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("mode: observe") && out.contains("pending=1"),
+        "{out}"
+    );
+    let (code, out) = cli(&s, &["plan"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("www.example.com."),
+        "the plan shows the change: {out}"
+    );
+    let body = format!("{{\"zone\":\"{ZONE}\",\"pageSize\":100}}");
+    let recs = s.planner_call("ListRecordStates", &body);
+    let rec = &recs["records"][0];
+    assert_eq!(rec["state"], "RECORD_STATE_KIND_PENDING", "{recs}");
+    assert!(
+        rec["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("observe mode"),
+        "{recs}"
+    );
+
+    // A forced sync writes nothing either.
+    let (_, out) = cli(&s, &["sync"]);
+    assert!(out.contains("done"), "{out}");
+    assert_eq!(batches(&s, "embedded"), 0, "no batch reached the applier");
+    assert!(s.dig("www.example.com", "A").is_empty());
+    let all = s.dig("_dnsplane-a.www.example.com", "TXT");
+    assert!(all.is_empty(), "no ownership record: {all:?}");
+
+    // Automatic by config and a restart: the same plan is applied.
+    let cfg = s.path("planner.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("mode = \"observe\"", "mode = \"automatic\""),
+    )
+    .unwrap();
+    drop(s.planner.take());
+    s.start_planner();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    assert!(batches(&s, "embedded") >= 1);
+}
+
+/// Approve mode holds every plan, creates included, until `dnsplane approve`; the
+/// approved plan is applied, and the next change is held again.
+#[test]
+fn approve_mode_holds_each_plan_until_approved() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let mut s = Stack::with_config(
+        tools,
+        &[("web.yaml", &desired)],
+        "report",
+        "",
+        "[safety]\nmode = \"approve\"\n",
+    );
+    s.start();
+    let (st, r) = wait_reason(&s, "held_plan");
+    assert_eq!(st["safetyMode"], "approve", "{st}");
+    assert_eq!(st["zones"][0]["state"], "HELD", "{st}");
+    assert_eq!(st["zones"][0]["held"]["creates"], 1, "{st}");
+    assert!(r["message"].as_str().unwrap().contains("approve"), "{r}");
+    let out = status_exits_2_with(&s, "held_plan", "degraded");
+    assert!(out.contains("HELD: 1 creates"), "{out}");
+    assert_eq!(batches(&s, "embedded"), 0, "nothing sent while held");
+    assert!(s.dig("www.example.com", "A").is_empty());
+
+    let (code, out) = cli(&s, &["approve", ZONE]);
+    assert_eq!(code, 0, "{out}");
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+
+    // The next change is held again; the first record stays.
+    let desired = endpoints(
+        "web",
+        &[
+            ("www.example.com", "A", &["192.0.2.10"]),
+            ("api.example.com", "A", &["192.0.2.20"]),
+        ],
+    );
+    s.write_desired("web.yaml", &desired);
+    let held = wait_for(WAIT, || {
+        let st = s.planner_call("GetStatus", "{}");
+        (st["zones"][0]["state"] == "HELD").then_some(st)
+    });
+    assert!(held.is_some(), "the second change was not held");
+    assert!(s.dig("api.example.com", "A").is_empty());
+    assert_eq!(s.dig("www.example.com", "A"), ["192.0.2.10"]);
+    let (code, out) = cli(&s, &["approve", ZONE]);
+    assert_eq!(code, 0, "{out}");
+    s.wait_dns("api.example.com", "A", &["192.0.2.20"]);
+}
