@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 mod admission;
 mod encode;
+mod history;
 pub(crate) mod push;
 
 use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
@@ -76,6 +77,7 @@ impl PlannerService {
         );
         if let Some(done) = patched {
             done.map_err(patch_failure("push"))?;
+            self.engine.note_pusher(&source, &t.caller.name);
             return Ok(Response::new(pb::PutDesiredResponse {
                 accepted: req.records.len() as u32,
             }));
@@ -93,6 +95,7 @@ impl PlannerService {
                     "cannot persist the push ({e}); nothing changed, retry later"
                 ))
             })?;
+        self.engine.note_pusher(&source, &t.caller.name);
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
 
@@ -378,6 +381,8 @@ impl PlannerService {
                 },
             )
             .map_err(patch_failure("patch"))?;
+        self.engine
+            .note_pusher(&format!("push:{source}"), &t.caller.name);
         Ok(Response::new(pb::PatchDesiredResponse {
             upserted,
             deleted: done.deleted as u32,
@@ -559,6 +564,16 @@ impl pb::planner_server::Planner for PlannerService {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::Resume, &meta)?;
         let result = self.resume_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn history(
+        &self,
+        request: Request<pb::HistoryRequest>,
+    ) -> Result<Response<pb::HistoryResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::History, &meta)?;
+        let result = self.history_admitted(&mut t, req).await;
         self.finish(t, result)
     }
 }

@@ -150,6 +150,8 @@ pub struct Snapshot {
     pub sources: Vec<(String, Vec<String>)>,
     /// Leader or standby, and who holds the lease.
     pub lease: LeaseStatus,
+    /// Why audit events are not being written to the audit file, while they are not.
+    pub audit_error: Option<String>,
 }
 
 impl Snapshot {
@@ -202,6 +204,9 @@ impl Snapshot {
                 "lease ({} {}): {}",
                 self.lease.backend, self.lease.location, self.lease.last_error
             ));
+        }
+        if let Some(e) = &self.audit_error {
+            degraded.push(format!("{e}; audit events are in the log only"));
         }
         if !self.appliers.is_empty() && !self.appliers.iter().any(|a| a.healthy) {
             degraded.push("no applier is healthy".into());
@@ -312,6 +317,7 @@ impl Engine {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             lease: self.lease.status(),
+            audit_error: self.audit_write_error(),
         }
     }
 

@@ -1,9 +1,10 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
-//! embedded provider ([`up`]); `plan`, `status`, `records`, `sync`, `approve`, `release` and `resume` talk to a running
+//! embedded provider ([`up`]); `plan`, `status`, `records`, `history`, `sync`, `approve`, `release` and `resume` talk to a running
 //! planner ([`remote`]); `emulate` serves a local emulator of a cloud DNS API.
 use clap::{Parser, Subcommand};
 
 mod conn;
+mod history;
 mod remote;
 mod secure;
 mod up;
@@ -48,6 +49,19 @@ enum Command {
         /// Include converged records.
         #[arg(long)]
         all: bool,
+    },
+    /// Print the audit events of one record name, newest first (needs `[audit] file`).
+    History {
+        #[command(flatten)]
+        conn: Conn,
+        /// The record's name, e.g. `api.example.com`.
+        name: String,
+        /// Only events of this zone.
+        #[arg(long, default_value = "")]
+        zone: String,
+        /// At most this many events.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
     },
     /// Approve a zone's plan that the mass-change guard holds (shown by `status`).
     Approve {
@@ -161,6 +175,12 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Status { conn } => remote::status(conn).await,
         Command::Records { conn, zone, all } => remote::records(conn, zone, all).await,
         Command::Sync { conn, zone } => remote::sync(conn, zone).await,
+        Command::History {
+            conn,
+            name,
+            zone,
+            limit,
+        } => history::history(conn, name, zone, limit).await,
         Command::Approve { conn, zone, digest } => remote::approve(conn, zone, digest).await,
         Command::Release {
             conn,
