@@ -86,17 +86,17 @@ impl AuditFile {
                 buf.push(b'\n');
             }
         }
-        if self.size > 0 && self.size + buf.len() as u64 > self.max_bytes {
-            self.rotate()?;
-        }
-        let write_err = |source| AuditFileError::Write {
-            path: self.path.display().to_string(),
-            source,
-        };
         if self.file.is_none() {
-            let f = open_append(&self.path).map_err(write_err)?;
+            // A failed write or rotation before: open again, as the file is now.
+            let f = open_append(&self.path).map_err(|source| AuditFileError::Write {
+                path: self.path.display().to_string(),
+                source,
+            })?;
             self.size = f.metadata().map(|m| m.len()).unwrap_or(0);
             self.file = Some(f);
+        }
+        if self.size > 0 && self.size + buf.len() as u64 > self.max_bytes {
+            self.rotate()?;
         }
         let file = self.file.as_mut().expect("opened above");
         file.write_all(&buf)
@@ -114,17 +114,20 @@ impl AuditFile {
             path: self.path.display().to_string(),
             source,
         };
+        // A file that is gone (removed by hand) has nothing to move.
+        let gone = |r: std::io::Result<()>| match r {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        };
         self.file = None;
         if self.keep == 0 {
-            std::fs::remove_file(&self.path).map_err(err)?;
+            gone(std::fs::remove_file(&self.path)).map_err(err)?;
         } else {
             for n in (1..self.keep).rev() {
                 let from = rotated(&self.path, n);
-                if from.exists() {
-                    std::fs::rename(&from, rotated(&self.path, n + 1)).map_err(err)?;
-                }
+                gone(std::fs::rename(&from, rotated(&self.path, n + 1))).map_err(err)?;
             }
-            std::fs::rename(&self.path, rotated(&self.path, 1)).map_err(err)?;
+            gone(std::fs::rename(&self.path, rotated(&self.path, 1))).map_err(err)?;
         }
         self.file = Some(open_append(&self.path).map_err(err)?);
         self.size = 0;

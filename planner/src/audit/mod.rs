@@ -225,3 +225,60 @@ impl AuditTrail {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, i: usize) -> AuditEvent {
+        let key = RecordKey::new(
+            dnsplane_common::Name::parse("example.com.").unwrap(),
+            dnsplane_common::Name::parse(&format!("r{i}.example.com.")).unwrap(),
+            dnsplane_common::RecordType::A,
+        );
+        AuditEvent::about(kind, &key, &Origin::default())
+    }
+
+    #[test]
+    fn the_ring_keeps_the_last_outcomes_newest_first_and_no_attempts() {
+        let trail = AuditTrail::new(PlannerMetrics::register(
+            &mut prometheus_client::registry::Registry::default(),
+        ));
+        for i in 0..RING + 50 {
+            trail.record(&[event(ATTEMPT, i), event(OUTCOME, i)]);
+        }
+        let recent = trail.recent(1000);
+        assert_eq!(recent.len(), RING);
+        assert!(recent.iter().all(|e| e.event == OUTCOME));
+        assert_eq!(recent[0].name, format!("r{}.example.com.", RING + 49));
+        assert_eq!(recent[RING - 1].name, "r50.example.com.");
+        assert_eq!(trail.recent(3).len(), 3);
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_shown_until_a_write_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("d");
+        std::fs::create_dir(&sub).unwrap();
+        let path = sub.join("audit.jsonl");
+        let mut registry = prometheus_client::registry::Registry::default();
+        let trail = AuditTrail::new(PlannerMetrics::register(&mut registry));
+        // max_bytes 1: every write rotates, and rotation fails once the directory is gone.
+        trail.attach(AuditFile::open(&path, 1, 1).unwrap());
+        trail.record(&[event(OUTCOME, 0)]);
+        assert_eq!(trail.write_error(), None);
+        std::fs::remove_dir_all(&sub).unwrap();
+        trail.record(&[event(OUTCOME, 1)]);
+        let err = trail.write_error().expect("the failure is shown");
+        assert!(err.contains("audit.jsonl"), "{err}");
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains("dnsplane_planner_audit_write_errors_total 1"),
+            "{text}"
+        );
+        std::fs::create_dir(&sub).unwrap();
+        trail.record(&[event(OUTCOME, 2)]);
+        assert_eq!(trail.write_error(), None, "a later write clears it");
+    }
+}
