@@ -90,7 +90,7 @@ fn counts(s: &Stack) -> (u64, u64) {
     let st: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     let zone = st["zones"]
         .as_array()
-        .and_then(|z| z.iter().find(|z| z["name"] == "example.com."))
+        .and_then(|z| z.iter().find(|z| z["zone"] == "example.com."))
         .cloned()
         .unwrap_or_default();
     let by = &zone["recordsByState"];
@@ -349,7 +349,8 @@ fn the_strict_parser_refuses_a_key_named_twice() {
 #[test]
 fn history_needs_an_audit_file_and_bad_audit_config_refuses_the_start() {
     let Some(tools) = Tools::find() else { return };
-    let mut s = Stack::new(tools, &[], "report");
+    let base = endpoints("base", &[("base.example.com", "A", &["192.0.2.1"])]);
+    let mut s = Stack::new(tools, &[("base.yaml", &base)], "report");
     s.start();
     let addr = format!("127.0.0.1:{}", s.planner_port);
     let (ok, out) = grpcurl(
