@@ -115,7 +115,7 @@ fn audit_events(s: &Stack) -> (Vec<serde_json::Value>, usize) {
             (n, p)
         })
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     let mut events = Vec::new();
     for (_, p) in &files {
         for line in std::fs::read_to_string(p).expect("audit file").lines() {
