@@ -58,8 +58,24 @@ impl PlannerService {
     }
 
     /// A whole push (`PutDesired`, or a completed `PutDesiredStream`): validated, then
-    /// persisted and indexed, all off the async runtime ([`Engine::cpu`]).
+    /// persisted and indexed, all off the async runtime ([`Engine::cpu`]). Its caller
+    /// is noted for the audit events first (the sync it triggers may start at once),
+    /// and forgotten again when the push is refused.
     fn push(
+        &self,
+        t: &mut Ticket,
+        req: pb::PutDesiredRequest,
+    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        let source = format!("push:{}", req.source);
+        let before = self.engine.note_pusher(&source, &t.caller.name);
+        let result = self.push_noted(t, req);
+        if result.is_err() {
+            self.engine.restore_pusher(&source, before);
+        }
+        result
+    }
+
+    fn push_noted(
         &self,
         t: &mut Ticket,
         req: pb::PutDesiredRequest,
@@ -77,7 +93,6 @@ impl PlannerService {
         );
         if let Some(done) = patched {
             done.map_err(patch_failure("push"))?;
-            self.engine.note_pusher(&source, &t.caller.name);
             return Ok(Response::new(pb::PutDesiredResponse {
                 accepted: req.records.len() as u32,
             }));
@@ -95,7 +110,6 @@ impl PlannerService {
                     "cannot persist the push ({e}); nothing changed, retry later"
                 ))
             })?;
-        self.engine.note_pusher(&source, &t.caller.name);
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
 
@@ -360,7 +374,22 @@ impl PlannerService {
         self.push(t, whole)
     }
 
+    /// A patch, its caller noted for the audit events as for [`Self::push`].
     async fn patch_desired_admitted(
+        &self,
+        t: &mut Ticket,
+        req: pb::PatchDesiredRequest,
+    ) -> Result<Response<pb::PatchDesiredResponse>, Status> {
+        let source = format!("push:{}", req.source);
+        let before = self.engine.note_pusher(&source, &t.caller.name);
+        let result = self.patch_noted(t, req);
+        if result.is_err() {
+            self.engine.restore_pusher(&source, before);
+        }
+        result
+    }
+
+    fn patch_noted(
         &self,
         t: &mut Ticket,
         req: pb::PatchDesiredRequest,
@@ -381,8 +410,6 @@ impl PlannerService {
                 },
             )
             .map_err(patch_failure("patch"))?;
-        self.engine
-            .note_pusher(&format!("push:{source}"), &t.caller.name);
         Ok(Response::new(pb::PatchDesiredResponse {
             upserted,
             deleted: done.deleted as u32,

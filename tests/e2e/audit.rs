@@ -299,6 +299,27 @@ fn a_conflict_burst_is_audited_once_per_record_and_history_reads_it_back() {
         !out.contains("198.51.100.1"),
         "nothing of the record shown: {out}"
     );
+    // A push with [auth] on: its records' events name the token that pushed them, and
+    // the scoped token reads the history of its own zone.
+    let push = r#"{"source":"org","records":[{"name":"w.example.org","type":"A","ttl":60,"values":["192.0.2.9"]}]}"#;
+    let (ok, out) = call(&s, ORG_ONLY, "PutDesired", push);
+    assert!(ok, "{out}");
+    let applied = wait_for(Duration::from_secs(30), || {
+        let (ok, out) = call(
+            &s,
+            ORG_ONLY,
+            "History",
+            r#"{"name":"w.example.org","zone":"example.org"}"#,
+        );
+        let h: serde_json::Value = serde_json::from_str(&out).ok()?;
+        let evs = h["events"].as_array()?.clone();
+        (ok && evs.first()?["outcome"] == "APPLIED").then_some(evs)
+    })
+    .unwrap_or_else(|| panic!("the push was never audited as applied; logs:\n{}", s.logs()));
+    for e in &applied {
+        assert_eq!(e["caller"], "org-team", "{e}");
+        assert_eq!(e["source"], "push:org", "{e}");
+    }
     // A bad name: INVALID_ARGUMENT naming the field.
     let (ok, out) = call(&s, READER, "History", r#"{"name":"a..b"}"#);
     assert!(
@@ -334,7 +355,9 @@ fn a_conflict_burst_is_audited_once_per_record_and_history_reads_it_back() {
             }
         }
     }
-    assert_eq!(audited, events.len(), "one log line per audit event");
+    let (now, _) = audit_events(&s);
+    assert_eq!(now.len(), events.len() + 2, "the push's attempt and outcome");
+    assert_eq!(audited, now.len(), "one log line per audit event");
 }
 
 /// The duplicate-key check can fail.

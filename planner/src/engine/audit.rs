@@ -58,13 +58,26 @@ impl Engine {
         self.audit.write_error()
     }
 
-    /// Remembers that `caller` pushed `source` (`push:<name>`), for the `caller` of
-    /// the audit events of its records. Only with `[auth]`: without it every caller
-    /// is anonymous.
-    pub fn note_pusher(&self, source: &str, caller: &str) {
-        if self.config.auth.is_some() {
-            lock(&self.pushers).insert(source.to_string(), caller.to_string());
+    /// Remembers that `caller` pushes `source` (`push:<name>`), for the `caller` of
+    /// the audit events of its records; returns who was noted before. Only with
+    /// `[auth]`: without it every caller is anonymous.
+    pub fn note_pusher(&self, source: &str, caller: &str) -> Option<String> {
+        if self.config.auth.is_none() {
+            return None;
         }
+        lock(&self.pushers).insert(source.to_string(), caller.to_string())
+    }
+
+    /// Puts back who was noted for `source` before a push that was refused.
+    pub fn restore_pusher(&self, source: &str, before: Option<String>) {
+        if self.config.auth.is_none() {
+            return;
+        }
+        let mut pushers = lock(&self.pushers);
+        match before {
+            Some(c) => pushers.insert(source.to_string(), c),
+            None => pushers.remove(source),
+        };
     }
 
     /// The audit events of `name` (in `zone` when given) that `allowed` lets through,
