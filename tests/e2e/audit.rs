@@ -356,7 +356,11 @@ fn a_conflict_burst_is_audited_once_per_record_and_history_reads_it_back() {
         }
     }
     let (now, _) = audit_events(&s);
-    assert_eq!(now.len(), events.len() + 2, "the push's attempt and outcome");
+    assert_eq!(
+        now.len(),
+        events.len() + 2,
+        "the push's attempt and outcome"
+    );
     assert_eq!(audited, now.len(), "one log line per audit event");
 }
 

@@ -40,6 +40,7 @@ impl PlannerService {
             Some(z)
         };
         let home = zone.clone().or_else(|| self.zone_of(&name).cloned());
+        t.zones = home.iter().map(ToString::to_string).collect();
         let scope = t.caller.scope.clone();
         if !scope.allows_record(home.as_ref(), &name) {
             return Err(auth_status(&AuthError::out_of_scope(
@@ -47,7 +48,6 @@ impl PlannerService {
                 format!("name {name}"),
             )));
         }
-        t.zones = home.iter().map(ToString::to_string).collect();
         let limit = match req.limit as usize {
             0 => DEFAULT_LIMIT,
             n => n.min(MAX_LIMIT),
