@@ -62,9 +62,7 @@ impl Engine {
     /// the audit events of its records; returns who was noted before. Only with
     /// `[auth]`: without it every caller is anonymous.
     pub fn note_pusher(&self, source: &str, caller: &str) -> Option<String> {
-        if self.config.auth.is_none() {
-            return None;
-        }
+        self.config.auth.as_ref()?;
         lock(&self.pushers).insert(source.to_string(), caller.to_string())
     }
 
