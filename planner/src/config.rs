@@ -4,11 +4,13 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod audit;
 mod auth;
 mod source;
 mod tls;
 mod zone;
 
+pub use audit::AuditConfig;
 pub use auth::AuthConfig;
 pub use source::{KubernetesSourceConfig, SourceConfig};
 pub use tls::{ApplierTlsConfig, TlsConfig};
@@ -83,6 +85,10 @@ pub struct PlannerConfig {
     /// allowed with, `https://` applier addresses).
     #[serde(default)]
     pub applier_tls: Option<ApplierTlsConfig>,
+    /// `[audit]`: the append-only audit file `dnsplane history` reads (absent: audit
+    /// events go to the log only).
+    #[serde(default)]
+    pub audit: Option<AuditConfig>,
 }
 
 /// `[webhook]`: dnsplane as external-dns's webhook provider (`--provider=webhook`).
@@ -437,6 +443,7 @@ impl PlannerConfig {
             auth: None,
             tls: None,
             applier_tls: None,
+            audit: None,
         }
     }
 
@@ -476,6 +483,11 @@ impl PlannerConfig {
                     }
                 }
             }
+        }
+        if let Some(a) = &mut config.audit
+            && a.file.is_relative()
+        {
+            a.file = base.join(&a.file);
         }
         if let Some(a) = &mut config.auth
             && a.tokens_file.is_relative()
@@ -539,6 +551,9 @@ impl PlannerConfig {
     /// The checks serde cannot express.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(a) = &self.auth {
+            a.validate()?;
+        }
+        if let Some(a) = &self.audit {
             a.validate()?;
         }
         if let Some(w) = &self.webhook

@@ -35,6 +35,10 @@ pub enum PlannerError {
     /// `[auth] tokens_file` cannot be read or holds a mistake (file and line named).
     #[error("auth: {0}")]
     Tokens(#[from] crate::auth::TokensError),
+    /// `[audit] file` cannot be opened for appending (its directory missing or not
+    /// writable).
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditFileError),
     /// The state directory cannot hold the durable desired state.
     #[error("state_dir: {0}")]
     Store(#[from] crate::store::StoreError),
@@ -50,6 +54,7 @@ impl PlannerError {
                 | PlannerError::Tokens(_)
                 | PlannerError::Tls(_)
                 | PlannerError::ApplierAddress(_)
+                | PlannerError::Audit(_)
         )
     }
 }

@@ -49,9 +49,9 @@ impl ResultFolded<'_> {
         if self.outcome == Outcome::Deferred {
             // Deferrals come by the thousand when a deadline cuts a big batch: one
             // summary per zone and sync ([`RecordsDeferred`]), each record at debug.
-            debug!(record = %self.key, outcome = self.outcome.as_str(), message = %self.message, "Record deferred.");
+            debug!(record = %self.key, outcome = self.outcome.as_str(), reason = %self.message, "Record deferred.");
         } else if !self.outcome.is_converged() {
-            info!(record = %self.key, outcome = self.outcome.as_str(), message = %self.message, "Record not converged.");
+            info!(record = %self.key, outcome = self.outcome.as_str(), reason = %self.message, "Record not converged.");
         }
     }
 }
@@ -353,7 +353,7 @@ impl ApiCall<'_> {
         if self.code == tonic::Code::Unauthenticated {
             debug!(
                 call = self.call,
-                message = self.message,
+                reason = self.message,
                 "API call refused: no known token."
             );
         } else if self.writes || self.code == tonic::Code::PermissionDenied {
@@ -363,7 +363,7 @@ impl ApiCall<'_> {
                 code = ?self.code,
                 zones = ?self.zones,
                 records = self.records,
-                message = self.message,
+                reason = self.message,
                 "API call."
             );
         }

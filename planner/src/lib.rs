@@ -18,9 +18,11 @@
 //! - [`pool`], [`client`]: the appliers and the only code that speaks their protocol;
 //! - [`lease`]: one writer per owner id; the engine sends batches only while it
 //!   holds the lease (Redis, or a lock file in the state directory);
-//! - leaves: [`events`] (log + metric per event), [`metrics`] (the families),
+//! - leaves: [`audit`] (the audit trail: events, file, rotation), [`events`] (log +
+//!   metric per event), [`metrics`] (the families),
 //!   [`config`], [`error`], [`store`] (the durable desired state).
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod batcher;
 pub mod client;
@@ -85,7 +87,18 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
     }
     DesiredStore::open(&config.state_dir)?;
     auth::Authenticator::new(config.auth.as_ref(), zone_names(config))?;
+    open_audit_file(config)?;
     Ok(())
+}
+
+/// `[audit] file`, opened for appending (`None` when not configured).
+fn open_audit_file(config: &PlannerConfig) -> Result<Option<audit::AuditFile>, PlannerError> {
+    config
+        .audit
+        .as_ref()
+        .map(|a| audit::AuditFile::open(&a.file, a.max_bytes, a.keep))
+        .transpose()
+        .map_err(PlannerError::Audit)
 }
 
 /// The configured zones' names.
@@ -129,6 +142,9 @@ pub async fn run(
         metrics.clone(),
     );
     let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)?;
+    if let Some(file) = open_audit_file(&config)? {
+        engine.attach_audit_file(file);
+    }
     // `[tls]`: read now (a bad file refuses the start), re-read when it changes.
     let tls = config
         .tls

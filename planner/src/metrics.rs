@@ -99,6 +99,7 @@ pub struct PlannerMetrics {
     plans_released: Family<ReleaseLabels, Counter>,
     webhook_requests: Family<WebhookLabels, Counter>,
     webhook_refused: Counter,
+    audit_write_errors: Counter,
     api_calls: Family<ApiCallLabels, Counter>,
 }
 
@@ -169,6 +170,7 @@ impl PlannerMetrics {
             lease_transitions: Family::default(),
             webhook_requests: Family::default(),
             webhook_refused: Counter::default(),
+            audit_write_errors: Counter::default(),
             api_calls: Family::default(),
         };
         registry.register(
@@ -272,6 +274,11 @@ impl PlannerMetrics {
             m.webhook_refused.clone(),
         );
         registry.register(
+            "dnsplane_planner_audit_write_errors",
+            "Audit events that could not be written to the audit file (they are in the log)",
+            m.audit_write_errors.clone(),
+        );
+        registry.register(
             "dnsplane_planner_api_calls",
             "Calls of the planner's gRPC API, by caller (token name or anonymous), call and gRPC code",
             m.api_calls.clone(),
@@ -304,6 +311,11 @@ impl PlannerMetrics {
     /// The webhook refused `n` endpoints of one change set.
     pub(crate) fn webhook_refused(&self, n: usize) {
         self.webhook_refused.inc_by(n as u64);
+    }
+
+    /// A write of audit events to the audit file failed.
+    pub(crate) fn audit_write_error(&self) {
+        self.audit_write_errors.inc();
     }
 
     /// The guard held a new plan of `zone`.

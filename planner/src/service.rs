@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 mod admission;
 mod encode;
+mod history;
 pub(crate) mod push;
 
 use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
@@ -57,8 +58,24 @@ impl PlannerService {
     }
 
     /// A whole push (`PutDesired`, or a completed `PutDesiredStream`): validated, then
-    /// persisted and indexed, all off the async runtime ([`Engine::cpu`]).
+    /// persisted and indexed, all off the async runtime ([`Engine::cpu`]). Its caller
+    /// is noted for the audit events first (the sync it triggers may start at once),
+    /// and forgotten again when the push is refused.
     fn push(
+        &self,
+        t: &mut Ticket,
+        req: pb::PutDesiredRequest,
+    ) -> Result<Response<pb::PutDesiredResponse>, Status> {
+        let source = format!("push:{}", req.source);
+        let before = self.engine.note_pusher(&source, &t.caller.name);
+        let result = self.push_noted(t, req);
+        if result.is_err() {
+            self.engine.restore_pusher(&source, before);
+        }
+        result
+    }
+
+    fn push_noted(
         &self,
         t: &mut Ticket,
         req: pb::PutDesiredRequest,
@@ -357,7 +374,22 @@ impl PlannerService {
         self.push(t, whole)
     }
 
+    /// A patch, its caller noted for the audit events as for [`Self::push`].
     async fn patch_desired_admitted(
+        &self,
+        t: &mut Ticket,
+        req: pb::PatchDesiredRequest,
+    ) -> Result<Response<pb::PatchDesiredResponse>, Status> {
+        let source = format!("push:{}", req.source);
+        let before = self.engine.note_pusher(&source, &t.caller.name);
+        let result = self.patch_noted(t, req);
+        if result.is_err() {
+            self.engine.restore_pusher(&source, before);
+        }
+        result
+    }
+
+    fn patch_noted(
         &self,
         t: &mut Ticket,
         req: pb::PatchDesiredRequest,
@@ -559,6 +591,16 @@ impl pb::planner_server::Planner for PlannerService {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::Resume, &meta)?;
         let result = self.resume_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn history(
+        &self,
+        request: Request<pb::HistoryRequest>,
+    ) -> Result<Response<pb::HistoryResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::History, &meta)?;
+        let result = self.history_admitted(&mut t, req).await;
         self.finish(t, result)
     }
 }

@@ -277,6 +277,7 @@ fn proto_types_stay_at_the_edges() {
         "planner/src/service/admission.rs",
         "planner/src/service/encode.rs",
         "planner/src/service/push.rs",
+        "planner/src/service/history.rs",
         "planner/src/client.rs",
         "planner/src/admin.rs",
         "planner/src/pool.rs",

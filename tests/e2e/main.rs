@@ -1,6 +1,7 @@
 //! Cross-service tests: `dnsplane-planner` and `dnsplane-applier` run as separate
 //! processes over real TCP; DNS is checked with the real `dig`, gRPC with the real
 //! `grpcurl`. One test binary (modules below) to save link time.
+mod audit;
 mod auth;
 mod cli;
 mod cli_output;

@@ -60,6 +60,7 @@ pub enum Call {
     Approve,
     Release,
     Resume,
+    History,
 }
 
 impl Call {
@@ -75,13 +76,14 @@ impl Call {
             Call::Approve => "Approve",
             Call::Release => "Release",
             Call::Resume => "Resume",
+            Call::History => "History",
         }
     }
 
     /// The least role that may make this call.
     pub fn role(self) -> Role {
         match self {
-            Call::GetStatus | Call::ListRecordStates | Call::Plan => Role::Read,
+            Call::GetStatus | Call::ListRecordStates | Call::Plan | Call::History => Role::Read,
             Call::Sync | Call::PutDesired | Call::PutDesiredStream | Call::PatchDesired => {
                 Role::Write
             }

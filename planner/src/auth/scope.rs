@@ -1,7 +1,7 @@
 //! What a token may touch: some zones, and/or the names at or below one name. A scope
 //! limits writes (the records of a push or patch, and those a push would replace) and
-//! zone actions (Sync, Plan, Approve, Release, Resume); reads of status and record
-//! states are not scoped.
+//! zone actions (Sync, Plan, Approve, Release, Resume) and `History` (the audit
+//! events of records in scope); reads of status and record states are not scoped.
 use dnsplane_common::Name;
 
 /// A token's scope; the default allows everything.

@@ -1,6 +1,8 @@
 //! Results from an applier, folded in: the observed view follows them (so the next
 //! plan needs no read), the state table takes each record's new state and clock
-//! ([`crate::state::StateTable::fold_result`]), and each result is one event.
+//! ([`crate::state::StateTable::fold_result`]), and each result is one event and one
+//! audit event ([`crate::audit`]).
+use super::audit::BatchAudit;
 use super::sync::SyncSummary;
 use super::{Engine, ZoneRuntime, lock};
 use crate::events;
@@ -16,6 +18,7 @@ impl Engine {
         zone: &ZoneRuntime,
         batches: &[Vec<PlannedChange>],
         by_id: &HashMap<String, (usize, usize)>,
+        audit: &BatchAudit,
         results: &[RecordResult],
         summary: &mut SyncSummary,
     ) {
@@ -23,11 +26,18 @@ impl Engine {
         let now = SystemTime::now();
         let mut states = lock(&zone.states);
         let mut observed = lock(&zone.view);
+        let mut audited = Vec::with_capacity(results.len());
         for r in results {
-            let Some(change) = by_id.get(&r.change_id).map(|&(b, i)| &batches[b][i].change) else {
+            let Some(&(b, i)) = by_id.get(&r.change_id) else {
                 warn!(change_id = %r.change_id, "Result for a change this sync did not send; ignored.");
                 continue;
             };
+            let change = &batches[b][i].change;
+            audited.push(
+                audit
+                    .event(crate::audit::OUTCOME, &batches[b][i], b, i)
+                    .outcome(r.outcome, &r.message),
+            );
             let key = change.key();
             events::ResultFolded {
                 zone: &zone.cfg.name,
@@ -70,5 +80,7 @@ impl Engine {
         if results.iter().any(|r| r.outcome == Outcome::Applied) {
             lock(&zone.status).rejected = false;
         }
+        drop((states, observed));
+        self.audit(&audited);
     }
 }

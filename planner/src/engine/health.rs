@@ -25,6 +25,8 @@ pub enum Rule {
     DiskLow,
     /// The last write of the state directory failed.
     StateWrite,
+    /// Audit events cannot be written to `[audit] file` (they are in the log only).
+    AuditWrite,
     /// Desired records the sources could not accept.
     SourceErrors,
     /// A source is not ready; its last accepted records are kept.
@@ -40,13 +42,14 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order the docs list them.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::Conflicts,
         Rule::HeldPlan,
         Rule::Fallback,
         Rule::CircuitOpen,
         Rule::DiskLow,
         Rule::StateWrite,
+        Rule::AuditWrite,
         Rule::SourceErrors,
         Rule::SourceNotReady,
         Rule::Lease,
@@ -63,6 +66,7 @@ impl Rule {
             Rule::CircuitOpen => "circuit_open",
             Rule::DiskLow => "disk_low",
             Rule::StateWrite => "state_write",
+            Rule::AuditWrite => "audit_write",
             Rule::SourceErrors => "source_errors",
             Rule::SourceNotReady => "source_not_ready",
             Rule::Lease => "lease",
@@ -219,6 +223,13 @@ pub fn evaluate(s: &Snapshot) -> Health {
             Rule::StateWrite,
             None,
             format!("state directory: the last write failed: {e}"),
+        );
+    }
+    if let Some(e) = &s.audit_error {
+        add(
+            Rule::AuditWrite,
+            None,
+            format!("{e}; audit events are in the log only"),
         );
     }
     if !s.source_errors.is_empty() {

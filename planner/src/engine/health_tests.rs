@@ -60,6 +60,7 @@ fn healthy() -> Snapshot {
         }),
         state_write_error: None,
         mode: SafetyMode::Automatic,
+        audit_error: None,
     }
 }
 
@@ -158,6 +159,15 @@ fn a_failed_state_write_fails() {
     s.state_write_error = Some("/state/desired/x.json: no space left".into());
     let r = only(&s, Rule::StateWrite, None);
     assert_eq!(r.level, Level::Failing);
+}
+
+#[test]
+fn a_failed_audit_write_degrades() {
+    let mut s = healthy();
+    s.audit_error = Some("audit file /var/log/dnsplane/audit.jsonl: permission denied".into());
+    let r = only(&s, Rule::AuditWrite, None);
+    assert_eq!(r.level, Level::Degraded);
+    assert!(r.message.contains("in the log only"), "{r:?}");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! - [`intake`]: the desired state coming in (sources, pushes and patches, persisted
 //!   first) and the sources' readiness;
 //! - [`fold`]: results from the applier into the observed view and the state table;
+//! - [`audit`]: the audit events of attempts and outcomes, the recent ones, `History`;
 //! - [`snapshot`]: the read model that `GetStatus`, `ListRecordStates`, `/status` and the
 //!   metrics all use; nothing outside the engine locks its state.
 //! - [`health`]: the rules that turn the read model into a level and its reasons.
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 mod approve;
+mod audit;
 mod fold;
 mod follow;
 mod health;
@@ -49,6 +51,7 @@ mod snapshot;
 mod sync;
 
 pub use approve::ApproveError;
+pub use audit::HistoryError;
 pub use health::{Health, HealthReason, Rule};
 #[cfg(test)]
 pub(crate) use intake::stored_push;
@@ -160,6 +163,11 @@ pub struct Engine {
     /// One push (put, stream, patch) at a time: a patch reads the state the push
     /// before it left, and two pushes of one source never persist out of order.
     push_lock: Mutex<()>,
+    /// Audit events: log, ring of recent outcomes, file ([`crate::audit`]).
+    audit: Arc<crate::audit::AuditTrail>,
+    /// Per pushed source (`push:<name>`), the caller of its last accepted push (with
+    /// `[auth]` only), for the audit events of its records.
+    pushers: Mutex<std::collections::HashMap<String, String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -215,6 +223,7 @@ impl Engine {
             })
             .collect();
         let desired = RwLock::new(DesiredIndex::new(&config.zones));
+        let audit = Arc::new(crate::audit::AuditTrail::new(metrics.clone()));
         Ok(Arc::new(Engine {
             config,
             zones,
@@ -230,6 +239,8 @@ impl Engine {
             first_loads: tokio::sync::watch::Sender::new(BTreeSet::new()),
             last_errors: Mutex::new(Vec::new()),
             push_lock: Mutex::new(()),
+            audit,
+            pushers: Mutex::new(std::collections::HashMap::new()),
         }))
     }
 

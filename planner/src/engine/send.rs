@@ -60,6 +60,8 @@ impl Engine {
         let total = batches.len();
         let deadline = self.config.sync.batch_deadline;
         let prefix = self.batch_prefix(&name);
+        // Who asked for each change, read once for the attempt and outcome events.
+        let audit = Arc::new(Engine::cpu(|| self.batch_audit(&name, &prefix, &batches)));
         let (tx, rx) = client::batch_channel();
         // Batches sent, and `total` unless the lease stopped the sender.
         let stopped_at = Arc::new(AtomicUsize::new(total));
@@ -71,6 +73,8 @@ impl Engine {
             let lease = self.lease.clone();
             let owner = self.config.owner_id.clone();
             let stopped_at = stopped_at.clone();
+            let audit = audit.clone();
+            let trail = self.audit_sink();
             tokio::spawn(async move {
                 for (i, batch) in batches.iter().enumerate() {
                     // A slot frees when an earlier batch's last result arrives.
@@ -103,6 +107,12 @@ impl Engine {
                     if !sent {
                         return;
                     }
+                    let attempts: Vec<_> = batch
+                        .iter()
+                        .enumerate()
+                        .map(|(j, c)| audit.event(crate::audit::ATTEMPT, c, i, j))
+                        .collect();
+                    trail.record(&attempts);
                 }
             })
         };
@@ -131,7 +141,7 @@ impl Engine {
                         total,
                     });
                 };
-                self.fold_results(zone, &batches, &by_id, &resp.results, summary);
+                self.fold_results(zone, &batches, &by_id, &audit, &resp.results, summary);
                 if resp.done {
                     done += 1;
                     window.add_permits(1);

@@ -181,6 +181,8 @@ pub struct Snapshot {
     pub state_write_error: Option<String>,
     /// `[safety] mode`.
     pub mode: SafetyMode,
+    /// Why audit events are not being written to the audit file, while they are not.
+    pub audit_error: Option<String>,
 }
 
 /// Bytes available to unprivileged writers on `dir`'s filesystem.
@@ -296,6 +298,7 @@ impl Engine {
             disk: self.store.get().map(|_| self.disk()),
             state_write_error: self.store.get().and_then(|s| s.write_error()),
             mode: self.config.safety.mode,
+            audit_error: self.audit_write_error(),
         }
     }
 

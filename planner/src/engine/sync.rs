@@ -376,7 +376,9 @@ impl Engine {
         let (mut plan, withheld) = self
             .plan_scope(zone, scope, fresh, |desired, view, plan| {
                 let now = SystemTime::now();
-                let withheld = lock(&zone.states).fold_plan(
+                let mut states = lock(&zone.states);
+                let conflicts = self.new_conflicts(&states, desired, &plan.blocked);
+                let withheld = states.fold_plan(
                     |n| scope.contains(n),
                     desired,
                     |k| view.get(k),
@@ -384,6 +386,7 @@ impl Engine {
                     now,
                     self.retry_clock(),
                 );
+                drop(states);
                 // The names this plan covers wait for a plan no more, whoever started
                 // the sync (the zone's loop or a `Sync` call). Only now, with their
                 // states folded in: until then status counts them pending, not
@@ -399,9 +402,11 @@ impl Engine {
                 }
                 let full_view = scope.is_zone().then_some(view);
                 self.guard_plan(zone, scope, full_view, plan);
-                withheld
+                (withheld, conflicts)
             })
             .await?;
+        let (withheld, conflicts) = withheld;
+        self.audit(&conflicts);
         let mut summary = SyncSummary {
             planned: plan.changes.len(),
             ..Default::default()

@@ -214,7 +214,7 @@ impl PlannerService {
 
 /// The gRPC status of a call refused for who makes it. The message never holds the
 /// token; RESOURCE_EXHAUSTED carries a RetryInfo with the wait.
-fn auth_status(e: &AuthError) -> Status {
+pub(super) fn auth_status(e: &AuthError) -> Status {
     match e {
         AuthError::Missing | AuthError::Malformed | AuthError::Unknown => {
             Status::unauthenticated(e.to_string())

@@ -1,12 +1,13 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
-//! embedded provider ([`up`]); `plan`, `status`, `records`, `sync`, `approve`, `release` and `resume` talk to a running
-//! planner ([`remote`], [`act`], [`sync`]) and print through [`output`] (tables, JSON,
+//! embedded provider ([`up`]); `plan`, `status`, `records`, `history`, `sync`, `approve`, `release` and `resume` talk to a running
+//! planner ([`remote`], [`act`], [`sync`], [`history`]) and print through [`output`] (tables, JSON,
 //! YAML); `emulate` serves a local emulator of a cloud DNS API; `completions` and `man`
 //! print the shell completion script and the man page ([`meta`]).
 use clap::{Parser, Subcommand};
 
 mod act;
 mod conn;
+mod history;
 mod meta;
 mod output;
 mod remote;
@@ -65,6 +66,21 @@ enum Command {
         /// Include converged records.
         #[arg(long)]
         all: bool,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Print the audit events of one record name, newest first (needs `[audit] file`).
+    History {
+        #[command(flatten)]
+        conn: Conn,
+        /// The record's name, e.g. `api.example.com`.
+        name: String,
+        /// Only events of this zone.
+        #[arg(long, default_value = "")]
+        zone: String,
+        /// At most this many events.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -219,6 +235,13 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Completions { shell } => meta::completions::<Cli>(shell),
         Command::Man { dir } => meta::man::<Cli>(dir.as_deref()),
         Command::Approve { conn, zone, digest } => act::approve(conn, zone, digest).await,
+        Command::History {
+            conn,
+            name,
+            zone,
+            limit,
+            output,
+        } => history::history(conn, name, zone, limit, Output::new(output)).await,
         Command::Release {
             conn,
             zone,

@@ -195,7 +195,12 @@ fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
     // One line per rule that applies (docs/reliability.md says what to do).
     for r in &doc.reasons {
         let tone = tone_of(&r.level).unwrap_or(crate::output::Tone::Warn);
-        println!("  {} [{}]: {}", out.paint(&r.level, tone), r.rule, r.message);
+        println!(
+            "  {} [{}]: {}",
+            out.paint(&r.level, tone),
+            r.rule,
+            r.message
+        );
     }
     if doc.safety_mode == "observe" {
         println!("mode: observe (plans are reported, nothing is written)");
