@@ -145,11 +145,19 @@ pub async fn run(
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
-            let server =
-                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone()).tls(
-                    tls.as_ref()
-                        .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
-                );
+            let server = admin::admin_server(
+                registry,
+                engine.clone(),
+                metrics,
+                authenticator.clone(),
+                service.clone(),
+                // Until an audit trail is configured: what the state table remembers.
+                Arc::new(admin::StateTableChanges(engine.clone())),
+            )
+            .tls(
+                tls.as_ref()
+                    .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
+            );
             let readiness = server.readiness();
             (
                 Some(readiness),
