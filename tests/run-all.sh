@@ -23,6 +23,9 @@ have redis-server || need_pkgs+=(redis-server)
 have nsupdate || need_pkgs+=(bind9-dnsutils)
 # tests/e2e/tls.rs: `openssl s_client` checks that every TLS port speaks TLS.
 have openssl || need_pkgs+=(openssl)
+# tests/e2e/status_page.rs: the status page in a real headless Chromium via chromedriver.
+have chromium || need_pkgs+=(chromium)
+have chromedriver || need_pkgs+=(chromium-driver)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing ${need_pkgs[*]}"
@@ -117,6 +120,8 @@ export DNSPLANE_REQUIRE_SERVERS=1
 export DNSPLANE_GRPCURL="$GRPCURL"
 export DNSPLANE_DIG="$(command -v dig)"
 export DNSPLANE_OPENSSL="$(command -v openssl)"
+export DNSPLANE_CHROMIUM="$(command -v chromium)"
+export DNSPLANE_CHROMEDRIVER="$(command -v chromedriver)"
 export DNSPLANE_BIN_DIR="$ROOT/target/debug"
 export CARGO_TERM_COLOR=never
 # A test run is built once and thrown away: incremental caches would double the

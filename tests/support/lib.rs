@@ -15,3 +15,4 @@ pub mod redis;
 pub mod scaling;
 pub mod servers;
 pub mod webhook_reference;
+pub mod webdriver;

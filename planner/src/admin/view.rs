@@ -39,7 +39,10 @@ pub fn esc(s: &str) -> String {
 }
 
 fn ts(t: Option<&prost_types::Timestamp>) -> String {
-    t.map_or_else(|| "never".to_string(), |t| t.to_string())
+    match t {
+        None => "never".to_string(),
+        Some(t) => SystemTime::try_from(t.clone()).map_or_else(|_| t.to_string(), time),
+    }
 }
 
 fn time(t: SystemTime) -> String {
@@ -284,7 +287,7 @@ mod tests {
         let key = RecordKey::new(
             zone,
             Name::parse("taken.example.com.").unwrap(),
-            dnsplane_common::RecordType::TXT,
+            dnsplane_common::RecordType::Txt,
         );
         let mut st = RecordState {
             kind: RecordStateKind::Conflict,
