@@ -366,6 +366,27 @@ mod tests {
         (code, head.to_ascii_lowercase(), body.to_string())
     }
 
+    /// A service's own routes are served beside the built-in ones, which stay, and
+    /// are not asked about by `authorize` (they do their own checks).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn routes_are_served_beside_the_built_in_ones() {
+        let page = axum::Router::new().route("/", axum::routing::get(|| async { "page\n" }));
+        let admin = AdminServer::new(Registry::default())
+            .authorize(|_, _| false)
+            .routes(page);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(admin.serve(listener, stop.clone()));
+        let (code, _, body) = get(addr, "/").await;
+        assert_eq!((code, body.as_str()), (200, "page\n"));
+        assert_eq!(get(addr, "/metrics").await.0, 401);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/nothing").await.0, 404);
+        stop.cancel();
+        server.await.unwrap().unwrap();
+    }
+
     /// `authorize` guards `/metrics` and `/status` only: 401 with a Bearer challenge
     /// when it says no, the probes whatever it says.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -162,7 +162,7 @@ fn conflicts(h: &mut String, live: &Live<'_>) {
     if live.conflicts_more {
         let _ = write!(
             h,
-            "<p class=\"muted\">The first {} shown; `dnsplane records --state conflict` lists them all.</p>",
+            "<p class=\"muted\">The first {} shown; `dnsplane records` lists them all.</p>",
             live.conflicts.len()
         );
     }
