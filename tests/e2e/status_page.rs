@@ -6,7 +6,7 @@
 //! the provider with dig).
 use crate::stack::{Stack, Tools, ZONE, seed};
 use dnsplane_e2e::webdriver::{self, Browser};
-use dnsplane_e2e::{free_port, wait_for};
+use dnsplane_e2e::{free_port, http_get, wait_for};
 use dnsplane_planner::auth::tokens::digest_hex;
 use std::time::Duration;
 
@@ -70,12 +70,25 @@ fn the_status_page_shows_conflicts_and_held_plans_and_approves_in_a_browser() {
     // Half the zone goes: the mass-change guard holds the deletes.
     s.write_desired("web.yaml", &desired(10));
 
+    // The shell carries no data; the fragment needs a token.
+    let (code, shell) = http_get(admin, "/");
+    assert_eq!(code, 200);
+    assert!(
+        shell.contains("data-auth=\"token\"") && !shell.contains(ZONE),
+        "{shell}"
+    );
+    let (code, body) = http_get(admin, "/ui/live");
+    assert_eq!(code, 401, "{body}");
+
     let browser = Browser::start(&chromium, &driver, s.path("chromedriver.log"));
     let page = format!("http://127.0.0.1:{admin}/");
     browser.goto(&page);
     // Under [auth] the shell asks for a token and shows no data before it has one.
     assert!(
-        browser.exec("return !document.getElementById('login').hidden;", serde_json::json!([])) == true,
+        browser.exec(
+            "return !document.getElementById('login').hidden;",
+            serde_json::json!([])
+        ) == true,
         "the token form is shown first"
     );
     assert!(!browser.text("#live").contains(ZONE));
@@ -87,17 +100,31 @@ fn the_status_page_shows_conflicts_and_held_plans_and_approves_in_a_browser() {
     assert!(zones.contains("converged"), "{zones}");
     let held = browser.wait_text("#held", "the held plan", |t| t.contains("Approve"));
     let digest = browser.text("#held td.digest");
-    assert!(digest.len() >= 16 && digest.chars().all(|c| c.is_ascii_hexdigit()), "a digest: {held}");
+    assert!(
+        digest.len() >= 16 && digest.chars().all(|c| c.is_ascii_hexdigit()),
+        "a digest: {held}"
+    );
     assert!(held.contains("needs the approve role"), "{held}");
     let conflicts = browser.wait_text("#conflicts", "the conflict", |t| t.contains("taken"));
-    assert_eq!(browser.text("#conflicts td.occupant"), "team-b", "{conflicts}");
+    assert_eq!(
+        browser.text("#conflicts td.occupant"),
+        "team-b",
+        "{conflicts}"
+    );
     let observed = browser.text("#conflicts td.observed");
-    assert!(observed.contains(EVIL), "the TXT value is shown as text: {observed:?}");
+    assert!(
+        observed.contains(EVIL),
+        "the TXT value is shown as text: {observed:?}"
+    );
     let injected = browser.exec(
         "return [document.querySelectorAll('#live script').length, window.pwned === undefined];",
         serde_json::json!([]),
     );
-    assert_eq!(injected, serde_json::json!([0, true]), "markup in a value ran");
+    assert_eq!(
+        injected,
+        serde_json::json!([0, true]),
+        "markup in a value ran"
+    );
     assert_eq!(
         browser.exec(
             "return document.querySelector('#held button.approve').disabled;",
@@ -112,18 +139,33 @@ fn the_status_page_shows_conflicts_and_held_plans_and_approves_in_a_browser() {
     );
     assert_eq!(code, 403);
     let msg = browser.text("#message");
-    assert!(msg.contains("Approve refused (403)") && msg.contains("approve role"), "{msg}");
-    assert_eq!(s.dig("w015.example.com", "A"), vec!["192.0.2.16"], "a refused approval deleted");
+    assert!(
+        msg.contains("Approve refused (403)") && msg.contains("approve role"),
+        "{msg}"
+    );
+    assert_eq!(
+        s.dig("w015.example.com", "A"),
+        vec!["192.0.2.16"],
+        "a refused approval deleted"
+    );
 
     // The approve token: a stale digest is refused with the current one named.
-    browser.exec("sessionStorage.clear(); location.reload();", serde_json::json!([]));
+    browser.exec(
+        "sessionStorage.clear(); location.reload();",
+        serde_json::json!([]),
+    );
     browser.wait_text("#login", "the token form", |t| t.contains("Bearer token"));
     browser.type_into("#token", OPS);
     browser.click("#save");
-    browser.wait_text("#held", "an enabled Approve", |t| !t.contains("needs the approve role") && t.contains("Approve"));
+    browser.wait_text("#held", "an enabled Approve", |t| {
+        !t.contains("needs the approve role") && t.contains("Approve")
+    });
     // What the README shows (DNSPLANE_SCREENSHOT=docs/images/status-page.png).
     let png = browser.screenshot();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot"
+    );
     if let Some(path) = std::env::var_os("DNSPLANE_SCREENSHOT") {
         std::fs::write(&path, &png).expect("write the screenshot");
     }
@@ -143,7 +185,11 @@ fn the_status_page_shows_conflicts_and_held_plans_and_approves_in_a_browser() {
     let gone = wait_for(Duration::from_secs(60), || {
         s.dig("w015.example.com", "A").is_empty().then_some(())
     });
-    assert!(gone.is_some(), "the approved deletes did not reach the provider; {}", s.logs());
+    assert!(
+        gone.is_some(),
+        "the approved deletes did not reach the provider; {}",
+        s.logs()
+    );
     assert_eq!(s.dig("w009.example.com", "A"), vec!["192.0.2.10"]);
     browser.wait_text("#held", "no held plan", |t| t.contains("No plan is held"));
 }

@@ -99,7 +99,7 @@ impl RecentChanges for StateTableChanges {
                 });
             }
             // Keep only the newest `limit` between pages: memory stays bounded.
-            rows.sort_by(|a, b| b.time.cmp(&a.time));
+            rows.sort_by_key(|r| std::cmp::Reverse(r.time));
             rows.truncate(limit);
             match page.next {
                 Some(k) => after = Some(k),

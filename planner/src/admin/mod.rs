@@ -11,9 +11,9 @@ pub mod view;
 pub use changes::{ChangeRow, NoTrail, Recent, RecentChanges, StateTableChanges};
 
 use crate::auth::Authenticator;
-use crate::service::PlannerService;
 use crate::engine::{Engine, Snapshot};
 use crate::metrics::{PlannerMetrics, ZoneGauges};
+use crate::service::PlannerService;
 use crate::state::RecordStateKind;
 use dnsplane_common::metrics::{AdminServer, unix_seconds};
 use dnsplane_common::{json, pb};

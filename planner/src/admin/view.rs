@@ -4,7 +4,7 @@
 use super::changes::{ChangeRow, Recent};
 use crate::auth::{Caller, Role};
 use crate::state::{RecordState, RecordStateKind};
-use dnsplane_common::{Name, RecordKey, RRSet, pb};
+use dnsplane_common::{Name, RRSet, RecordKey, pb};
 use std::fmt::Write;
 use std::time::SystemTime;
 
@@ -41,7 +41,7 @@ pub fn esc(s: &str) -> String {
 fn ts(t: Option<&prost_types::Timestamp>) -> String {
     match t {
         None => "never".to_string(),
-        Some(t) => SystemTime::try_from(t.clone()).map_or_else(|_| t.to_string(), time),
+        Some(t) => SystemTime::try_from(*t).map_or_else(|_| t.to_string(), time),
     }
 }
 
@@ -332,7 +332,9 @@ mod tests {
     fn the_approve_button_works_only_for_the_approve_role() {
         let h = render_with(Role::Approve, &Recent::NotConfigured);
         assert!(
-            h.contains("<button class=\"approve\" data-zone=\"example.com.\" data-digest=\"d1g3st\">"),
+            h.contains(
+                "<button class=\"approve\" data-zone=\"example.com.\" data-digest=\"d1g3st\">"
+            ),
             "{h}"
         );
         let h = render_with(Role::Read, &Recent::NotConfigured);
@@ -358,7 +360,9 @@ mod tests {
         let h = render_with(Role::Read, &rows);
         assert!(h.contains("the audit file"), "{h}");
         assert!(
-            h.contains("<td>1970-01-01T00:00:00Z</td><td>example.com.</td><td>&lt;x&gt;.example.com.</td>"),
+            h.contains(
+                "<td>1970-01-01T00:00:00Z</td><td>example.com.</td><td>&lt;x&gt;.example.com.</td>"
+            ),
             "{h}"
         );
         assert!(h.contains("held 10") && h.contains("converged 3"), "{h}");
