@@ -26,6 +26,9 @@ have openssl || need_pkgs+=(openssl)
 # tests/e2e/dashboards.rs: promtool checks and unit-tests the alert rules and parses
 # the dashboard's queries (Debian ships it in the prometheus package).
 have promtool || need_pkgs+=(prometheus)
+# tests/e2e/status_page.rs: the status page in a real headless Chromium via chromedriver.
+have chromium || need_pkgs+=(chromium)
+have chromedriver || need_pkgs+=(chromium-driver)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing ${need_pkgs[*]}"
@@ -128,6 +131,8 @@ export DNSPLANE_GRPCURL="$GRPCURL"
 export DNSPLANE_DIG="$(command -v dig)"
 export DNSPLANE_OPENSSL="$(command -v openssl)"
 export DNSPLANE_PROMTOOL="$(command -v promtool)"
+export DNSPLANE_CHROMIUM="$(command -v chromium)"
+export DNSPLANE_CHROMEDRIVER="$(command -v chromedriver)"
 export DNSPLANE_BIN_DIR="$ROOT/target/debug"
 export CARGO_TERM_COLOR=never
 # A test run is built once and thrown away: incremental caches would double the

@@ -69,6 +69,9 @@ pub struct AdminServer {
     on_scrape: Vec<ScrapeFn>,
     authorize: Option<AuthorizeFn>,
     tls: Option<Arc<crate::tls::PortTls>>,
+    /// More routes of the service (the planner's status page), which do their own
+    /// authorization.
+    extra: Option<axum::Router>,
 }
 
 /// Decides whether a request for a path (`/metrics`, `/status`) with this
@@ -82,6 +85,7 @@ impl std::fmt::Debug for AdminServer {
             .field("status", &self.status.is_some())
             .field("on_scrape", &self.on_scrape.len())
             .field("tls", &self.tls.is_some())
+            .field("extra_routes", &self.extra.is_some())
             .finish()
     }
 }
@@ -96,7 +100,20 @@ impl AdminServer {
             on_scrape: Vec::new(),
             authorize: None,
             tls: None,
+            extra: None,
         }
+    }
+
+    /// Serves `routes` beside the built-in ones (their paths must differ: axum refuses
+    /// overlapping routes); the
+    /// [`authorize`](Self::authorize) hook is not asked for them.
+    #[must_use]
+    pub fn routes(mut self, routes: axum::Router) -> AdminServer {
+        self.extra = Some(match self.extra.take() {
+            Some(r) => r.merge(routes),
+            None => routes,
+        });
+        self
     }
 
     /// Asks `f(path, authorization)` before answering `/metrics` or `/status`; `false`
@@ -160,7 +177,8 @@ impl AdminServer {
             })
         };
         let allowed_status = allowed.clone();
-        axum::Router::new()
+        let extra = self.extra.clone().unwrap_or_default();
+        extra
             .route(
                 "/metrics",
                 get(move |headers: axum::http::HeaderMap| {
@@ -251,7 +269,7 @@ impl AdminServer {
         let tls = self.tls.take();
         let scheme = if tls.is_some() { "https" } else { "http" };
         let incoming = crate::tls::Incoming::new(listener, tls, "admin")?;
-        tracing::info!(addr = %incoming.local_addr(), %scheme, "Admin HTTP serving /metrics /healthz /readyz /status.");
+        tracing::info!(addr = %incoming.local_addr(), %scheme, "Admin HTTP serving /metrics /healthz /readyz /status (and the service's own routes).");
         axum::serve(incoming, self.router())
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
@@ -349,6 +367,27 @@ mod tests {
         let (head, body) = buf.split_once("\r\n\r\n").unwrap();
         let code = head.split(' ').nth(1).unwrap().parse().unwrap();
         (code, head.to_ascii_lowercase(), body.to_string())
+    }
+
+    /// A service's own routes are served beside the built-in ones, which stay, and
+    /// are not asked about by `authorize` (they do their own checks).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn routes_are_served_beside_the_built_in_ones() {
+        let page = axum::Router::new().route("/", axum::routing::get(|| async { "page\n" }));
+        let admin = AdminServer::new(Registry::default())
+            .authorize(|_, _| false)
+            .routes(page);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(admin.serve(listener, stop.clone()));
+        let (code, _, body) = get(addr, "/").await;
+        assert_eq!((code, body.as_str()), (200, "page\n"));
+        assert_eq!(get(addr, "/metrics").await.0, 401);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/nothing").await.0, 404);
+        stop.cancel();
+        server.await.unwrap().unwrap();
     }
 
     /// `authorize` guards `/metrics` and `/status` only: 401 with a Bearer challenge

@@ -161,11 +161,19 @@ pub async fn run(
     let admin_stop = CancellationToken::new();
     let (readiness, admin_task) = match listeners.admin {
         Some(l) => {
-            let server =
-                admin::admin_server(registry, engine.clone(), metrics, authenticator.clone()).tls(
-                    tls.as_ref()
-                        .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
-                );
+            let server = admin::admin_server(
+                registry,
+                engine.clone(),
+                metrics,
+                authenticator.clone(),
+                service.clone(),
+                // The audit trail's last outcomes.
+                Arc::new(admin::AuditTrailChanges(engine.clone())),
+            )
+            .tls(
+                tls.as_ref()
+                    .map(|t| Arc::new(t.port_without_client_certs(ALPN_HTTP1))),
+            );
             let readiness = server.readiness();
             (
                 Some(readiness),

@@ -39,6 +39,7 @@ mod safety;
 mod secret_scan;
 mod slice;
 mod stack;
+mod status_page;
 mod tls;
 mod up;
 mod webhook;

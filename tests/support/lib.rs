@@ -14,4 +14,5 @@ pub mod quota_proxy;
 pub mod redis;
 pub mod scaling;
 pub mod servers;
+pub mod webdriver;
 pub mod webhook_reference;

@@ -1,26 +1,44 @@
 //! The planner's admin HTTP port: `/metrics` (its families, with the gauges set from
-//! the engine's read model before each scrape), `/healthz`, `/readyz`, and `/status`
-//! (`GetStatus` as JSON). Under `[auth]`, `/status` needs a `read` token, and
-//! `/metrics` too unless `metrics_open`. On top of the crate: it reads the engine and the service,
-//! nothing reads it.
+//! the engine's read model before each scrape), `/healthz`, `/readyz`, `/status`
+//! (`GetStatus` as JSON) and the status page (`/`, [`page`]). Under `[auth]`,
+//! `/status` and the page's data need a `read` token, and `/metrics` too unless
+//! `metrics_open`. On top of the crate: it reads the engine and the service, nothing
+//! reads it.
+pub mod changes;
+pub mod page;
+pub mod view;
+
+pub use changes::{AuditTrailChanges, ChangeRow, NoTrail, Recent, RecentChanges};
+
 use crate::auth::Authenticator;
 use crate::engine::{Engine, Level, Snapshot};
 use crate::metrics::{PlannerMetrics, ZoneGauges};
+use crate::service::PlannerService;
 use crate::state::RecordStateKind;
 use dnsplane_common::metrics::{AdminServer, unix_seconds};
 use dnsplane_common::{json, pb};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
-/// The admin server over `registry` (which holds `metrics`' families).
+/// The admin server over `registry` (which holds `metrics`' families); the status
+/// page approves through `service` and shows `changes` as its recent changes.
 pub fn admin_server(
     registry: Registry,
     engine: Arc<Engine>,
     metrics: PlannerMetrics,
     auth: Arc<Authenticator>,
+    service: PlannerService,
+    changes: Arc<dyn RecentChanges>,
 ) -> AdminServer {
     let scraped = engine.clone();
+    let page = page::routes(page::Page {
+        engine: engine.clone(),
+        auth: auth.clone(),
+        service,
+        changes,
+    });
     AdminServer::new(registry)
+        .routes(page)
         .authorize(move |path, authorization| auth.admits_admin(path, authorization))
         .on_scrape(move || refresh(&metrics, &scraped.snapshot()))
         .status(move || {
