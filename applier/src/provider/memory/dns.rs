@@ -384,6 +384,7 @@ pub fn to_rdata(rtype: RecordType, value: &str) -> Option<rr::RData> {
             caa.value = value;
             rr::RData::CAA(caa)
         }
+        other => crate::provider::hickory_rdata::to_hickory(&other).ok()?,
     })
 }
 
