@@ -125,6 +125,15 @@ fn assert_dig(port: u16, want: &[RRSet], what: &str) {
 
 /// Create, update and delete every new type; `dns_port`: where the same data is served.
 async fn round_trip(s: &Subject, dns_port: Option<u16>) {
+    // A DS sits at a delegation (BIND drops one that does not, RFC 4035 §2.4).
+    let delegation = set(
+        &s.zone,
+        "child",
+        RecordType::Ns,
+        300,
+        &["ns1.example.net.".to_string()],
+    );
+    apply(s, &[RRSetOp::create(delegation.clone())]).await;
     let first = sets(&s.zone, false);
     let second = sets(&s.zone, true);
     apply(
@@ -159,6 +168,7 @@ async fn round_trip(s: &Subject, dns_port: Option<u16>) {
             .collect::<Vec<_>>(),
     )
     .await;
+    apply(s, &[RRSetOp::delete(delegation)]).await;
     let names: Vec<Name> = second.iter().map(|r| r.key.name.clone()).collect();
     let left = s.provider.list(&s.zone, Some(&names)).await.expect("list");
     assert!(
