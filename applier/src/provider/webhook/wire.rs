@@ -112,7 +112,7 @@ pub(super) fn endpoint(set: &RRSet) -> Endpoint {
 pub(super) enum Placed {
     /// A key dnsplane models.
     Key(RecordKey),
-    /// A type dnsplane does not model (SOA, PTR, …): never listed, never written.
+    /// A type dnsplane does not model (SOA, HINFO, …): never listed, never written.
     Unmodelled,
     /// A name or set identifier dnsplane cannot represent.
     Unreadable(String),
