@@ -8,7 +8,9 @@ use thiserror::Error;
 pub enum ModelError {
     #[error("invalid name {name:?}: {problem}")]
     Name { name: String, problem: String },
-    #[error("unsupported record type {0:?} (supported: A, AAAA, CNAME, TXT, MX, SRV, NS, CAA)")]
+    #[error(
+        "unsupported record type {0:?} (supported: A, AAAA, CNAME, TXT, MX, SRV, NS, CAA, PTR, SVCB, HTTPS, TLSA, SSHFP, NAPTR, DS)"
+    )]
     Type(String),
     #[error("{rtype} value {value:?}: {problem}")]
     Value {

@@ -31,6 +31,7 @@ mod quota;
 mod real_providers;
 mod real_servers;
 mod record_cache;
+mod record_types;
 mod reliability;
 mod requeue;
 mod route53;

@@ -480,7 +480,7 @@ async fn listings_keep_to_the_zone_and_what_dnsplane_models() {
         &["ns1.hook.test hostmaster.hook.test 1 7200 3600 1209600 300"],
     ));
     s.server
-        .insert(ep("ptr.hook.test", "PTR", &["x.example.net"]));
+        .insert(ep("hinfo.hook.test", "HINFO", &["\"pc\" \"linux\""]));
     s.server.insert(ep("a.sub.hook.test", "A", &["192.0.2.5"]));
     s.server.insert(ep("a.other.test", "A", &["192.0.2.6"]));
     s.server

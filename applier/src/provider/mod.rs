@@ -8,6 +8,7 @@ pub mod call;
 pub mod clouddns;
 pub mod cloudflare;
 pub mod fault;
+pub(crate) mod hickory_rdata;
 pub mod memory;
 pub mod pdns;
 pub mod precondition;

@@ -216,7 +216,7 @@ mod tests {
         let origin = PushOrigin::of("external-dns");
         for bad in [
             ep("x.example.com", "A", &["not-an-address"]),
-            ep("x.example.com", "PTR", &["y.example.com"]),
+            ep("x.example.com", "HINFO", &["\"pc\" \"linux\""]),
             ep("outside.example.org", "A", &["192.0.2.1"]),
         ] {
             assert_eq!(adjust(&zones(), &origin, &bad), bad);

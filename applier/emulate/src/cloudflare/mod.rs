@@ -31,6 +31,7 @@ mod model;
 mod ops;
 mod ratelimit;
 mod records;
+mod structured;
 
 pub use auth::TokenSpec;
 pub use ratelimit::RateLimitOptions;

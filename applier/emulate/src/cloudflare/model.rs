@@ -26,6 +26,12 @@ pub(crate) enum Content {
         tag: String,
         value: String,
     },
+    /// A type given as a `data` object (`structured`): the derived `content` and the
+    /// object as JSON text (its keys sorted).
+    Structured {
+        content: String,
+        data: String,
+    },
 }
 
 impl Content {
@@ -41,6 +47,7 @@ impl Content {
                 ..
             } => format!("{weight} {port} {target}"),
             Content::Caa { flags, tag, value } => format!("{flags} {tag} \"{value}\""),
+            Content::Structured { content, .. } => content.clone(),
         }
     }
 
@@ -66,6 +73,7 @@ impl Content {
             Content::Caa { flags, tag, value } => {
                 Some(json!({ "flags": flags, "tag": tag, "value": value }))
             }
+            Content::Structured { data, .. } => serde_json::from_str(data).ok(),
             _ => None,
         }
     }

@@ -268,6 +268,10 @@ fn content(rtype: &str, input: &RecordInput, base: Option<&Record>) -> Result<Co
                 .to_string();
             Ok(Content::Caa { flags, tag, value })
         }
+        t if super::structured::is_structured(t) => {
+            let base_data = base_content.and_then(Content::data);
+            super::structured::content(rtype, input.data.as_ref().or(base_data.as_ref()))
+        }
         _ => {
             let t = need_text()?;
             if t.trim().is_empty() {

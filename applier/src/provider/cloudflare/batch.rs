@@ -19,7 +19,7 @@ impl Read {
         if names.is_some_and(|ns| !ns.contains(&name)) || !name.is_within(zone) {
             return;
         }
-        // Types dnsplane does not model (PTR, HTTPS, URI, …) are neither listed nor written.
+        // Types dnsplane does not model (URI, LOC, CERT, …) are neither listed nor written.
         let Ok(rtype) = RecordType::parse(&r.rtype) else {
             return;
         };

@@ -54,6 +54,7 @@ use std::time::Duration;
 
 mod batch;
 mod config;
+mod data;
 mod wire;
 
 use batch::{Read, build_batch};

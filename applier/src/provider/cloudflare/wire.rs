@@ -129,6 +129,9 @@ fn unquote(s: &str) -> String {
 /// The fields that carry one canonical value of type `rtype` (merged into a post or a
 /// patch).
 pub(super) fn value_fields(rtype: RecordType, value: &str) -> Value {
+    if let Some(fields) = super::data::fields(rtype, value) {
+        return fields;
+    }
     let mut it = value.split_whitespace();
     let mut next = || it.next().unwrap_or_default().to_string();
     match rtype {
@@ -156,6 +159,8 @@ pub(super) fn value_fields(rtype: RecordType, value: &str) -> Value {
             json!({ "data": { "flags": flags, "tag": tag, "value": unquote(quoted) } })
         }
         RecordType::A | RecordType::Aaaa | RecordType::Txt => json!({ "content": value }),
+        // A newer type's value that did not parse: sent as text, for Cloudflare to refuse.
+        _ => json!({ "content": value }),
     }
 }
 
@@ -166,6 +171,13 @@ pub(super) fn record_value(rtype: RecordType, r: &WireRecord) -> Option<String> 
     let data = r.data.as_ref();
     let num = |d: &Value, f: &str| d.get(f).and_then(Value::as_u64);
     Some(match rtype {
+        RecordType::Ptr
+        | RecordType::Svcb
+        | RecordType::Https
+        | RecordType::Tlsa
+        | RecordType::Sshfp
+        | RecordType::Naptr
+        | RecordType::Ds => return super::data::value(rtype, content, data),
         RecordType::A | RecordType::Aaaa | RecordType::Txt => content.to_string(),
         RecordType::Cname | RecordType::Ns => absolute(content),
         RecordType::Mx => format!("{} {}", r.priority?, absolute(content)),

@@ -219,7 +219,10 @@ fn resolve(z: &ZoneData, zone: &Name, qname: &Name, qtype: QType) -> Resolution 
     res.soa_authority = None;
     let mut name = qname.clone();
     for _ in 0..MAX_CNAME_HOPS {
-        if let Some(ns) = delegation(z, zone, &name) {
+        // A DS at the cut belongs to this (the parent) side and is answered, not
+        // referred (RFC 4035 §3.1.4.1).
+        let ds_at_cut = |ns: &RRSet| ns.key.name == name && qtype == QType::Known(RecordType::Ds);
+        if let Some(ns) = delegation(z, zone, &name).filter(|ns| !ds_at_cut(ns)) {
             if res.answers.is_empty() {
                 res.authoritative = false;
                 res.authority.push((ns.key.name.clone(), ns));
@@ -392,6 +395,7 @@ pub fn to_rdata(rtype: RecordType, value: &str) -> Option<rr::RData> {
             caa.value = value;
             rr::RData::CAA(caa)
         }
+        other => crate::provider::hickory_rdata::to_hickory(&other).ok()?,
     })
 }
 

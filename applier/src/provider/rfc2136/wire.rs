@@ -3,9 +3,7 @@
 use crate::provider::{ErrorClass, ProviderError};
 use dnsplane_common::{Name, RData, RRSet, RecordKey, RecordType};
 use hickory_net::proto::rr::rdata::{A, AAAA, CAA, CNAME, MX, NS, SRV, TXT};
-use hickory_net::proto::rr::{
-    DNSClass, Name as HName, RData as HRData, Record, RecordType as HRecordType,
-};
+use hickory_net::proto::rr::{DNSClass, Name as HName, RData as HRData, Record};
 use std::collections::BTreeMap;
 
 pub(super) fn hname(n: &Name) -> Result<HName, ProviderError> {
@@ -13,18 +11,7 @@ pub(super) fn hname(n: &Name) -> Result<HName, ProviderError> {
         .map_err(|e| ProviderError::new(ErrorClass::Invalid, format!("name {n}: {e}")))
 }
 
-pub(super) fn htype(t: RecordType) -> HRecordType {
-    match t {
-        RecordType::A => HRecordType::A,
-        RecordType::Aaaa => HRecordType::AAAA,
-        RecordType::Cname => HRecordType::CNAME,
-        RecordType::Txt => HRecordType::TXT,
-        RecordType::Mx => HRecordType::MX,
-        RecordType::Srv => HRecordType::SRV,
-        RecordType::Ns => HRecordType::NS,
-        RecordType::Caa => HRecordType::CAA,
-    }
-}
+pub(super) use crate::provider::hickory_rdata::htype;
 
 /// A canonical value as hickory record data.
 pub(super) fn to_rdata(rtype: RecordType, value: &str) -> Result<HRData, ProviderError> {
@@ -57,12 +44,13 @@ pub(super) fn to_rdata(rtype: RecordType, value: &str) -> Result<HRData, Provide
                 caa.value = value;
                 HRData::CAA(caa)
             }
+            other => crate::provider::hickory_rdata::to_hickory(&other).map_err(invalid)?,
         },
     )
 }
 
 /// Record data as a value `RData::parse` accepts; `None` for types dnsplane does not
-/// model (SOA, RRSIG, NSEC, PTR, …).
+/// model (SOA, RRSIG, NSEC, …).
 pub(super) fn from_rdata(data: &HRData) -> Option<(RecordType, String)> {
     Some(match data {
         HRData::A(a) => (RecordType::A, a.0.to_string()),
@@ -95,7 +83,7 @@ pub(super) fn from_rdata(data: &HRData) -> Option<(RecordType, String)> {
             RecordType::Caa,
             format!("{} {} {}", c.flags(), c.tag, quote(&c.value)),
         ),
-        _ => return None,
+        other => return crate::provider::hickory_rdata::from_hickory(other),
     })
 }
 

@@ -174,7 +174,7 @@ impl WebhookProvider {
             }
             match wire::place(zone, &e) {
                 Placed::Key(key) => read.raw.entry(key).or_default().push(e),
-                // SOA, PTR, …: neither listed nor written.
+                // SOA, HINFO, …: neither listed nor written.
                 Placed::Unmodelled => {}
                 Placed::Unreadable(why) => {
                     tracing::warn!(zone = %zone, record.name = %e.dns_name, error = %why, "Skipped a webhook endpoint dnsplane cannot represent.");

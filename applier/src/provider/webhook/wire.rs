@@ -87,7 +87,11 @@ pub(super) fn endpoint(set: &RRSet) -> Endpoint {
         dns_name: set.key.name.as_str().trim_end_matches('.').to_string(),
         targets: set
             .values()
-            .map(|v| v.strip_suffix('.').unwrap_or(v).to_string())
+            // A final root name (NAPTR's replacement `.`) is a whole field, not a dot.
+            .map(|v| match v.strip_suffix('.') {
+                Some(rest) if !rest.is_empty() && !rest.ends_with(' ') => rest.to_string(),
+                _ => v.to_string(),
+            })
             .collect(),
         record_type: set.key.rtype.as_str().to_string(),
         set_identifier: set.key.set.as_str().to_string(),
@@ -108,7 +112,7 @@ pub(super) fn endpoint(set: &RRSet) -> Endpoint {
 pub(super) enum Placed {
     /// A key dnsplane models.
     Key(RecordKey),
-    /// A type dnsplane does not model (SOA, PTR, …): never listed, never written.
+    /// A type dnsplane does not model (SOA, HINFO, …): never listed, never written.
     Unmodelled,
     /// A name or set identifier dnsplane cannot represent.
     Unreadable(String),

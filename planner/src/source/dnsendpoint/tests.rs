@@ -178,7 +178,7 @@ spec:
     - dnsName: a.example.com
       targets: [192.0.2.1]
     - dnsName: b.example.com
-      recordType: PTR
+      recordType: HINFO
       targets: [x.example.com]
     - dnsName: c.example.com
       recordType: A
@@ -219,7 +219,7 @@ spec:
         vec![
             ("e.yaml:5", "A"),
             ("e.yaml:7", "a.example.com."),
-            ("e.yaml:10", "b.example.com. PTR"),
+            ("e.yaml:10", "b.example.com. HINFO"),
             ("e.yaml:14", "c.example.com. A"),
             ("e.yaml:18", "d.example.com. A"),
             ("e.yaml:21", "e.example.com. A"),
@@ -232,7 +232,7 @@ spec:
     assert_eq!(messages[0], "dnsName is missing");
     assert_eq!(messages[1], "recordType is missing");
     assert!(
-        messages[2].starts_with("unsupported record type \"PTR\""),
+        messages[2].starts_with("unsupported record type \"HINFO\""),
         "{}",
         messages[2]
     );
