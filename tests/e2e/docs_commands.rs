@@ -62,10 +62,8 @@ const TABLE: &[(&str, &str, How)] = &[
     ),
     (
         "README.md",
-        "dnsplane plan ",
-        How::Check(
-            "a synopsis: ZONE and OWNER are placeholders (each command runs in tests/e2e/cli.rs)",
-        ),
+        "cargo run -q --bin dnsplane -- completions bash",
+        How::Plain,
     ),
     (
         "README.md",
@@ -83,6 +81,11 @@ const TABLE: &[(&str, &str, How)] = &[
         "README.md",
         "PROPTEST_CASES=100000",
         How::Check("100,000 cases take an hour; the suite runs the same properties with 256"),
+    ),
+    (
+        "docs/cli.md",
+        "cargo run -q --bin dnsplane -- completions bash",
+        How::Plain,
     ),
     ("docs/deploy.md", "docker build", How::Check(DOCKER)),
     ("docs/deploy.md", "docker compose", How::Check(DOCKER)),
@@ -289,6 +292,18 @@ fn how(b: &Block) -> How {
         first.trim()
     );
     found[0]
+}
+
+#[test]
+fn cargo_run_becomes_the_built_binary() {
+    assert_eq!(
+        cargo_run_as_built("cargo run -q --bin dnsplane -- man /tmp/m && ls /tmp/m\nx\n"),
+        "dnsplane man /tmp/m && ls /tmp/m\nx\n"
+    );
+    assert_eq!(
+        cargo_run_as_built("cargo run --release --bin dnsplane -- up\n"),
+        "dnsplane up\n"
+    );
 }
 
 #[test]
@@ -638,7 +653,7 @@ fn tool_path(tools: &Tools) -> (tempfile::TempDir, String) {
 /// Runs `text` with bash (`set -euo pipefail`), `ports` replaced, and checks it
 /// succeeded; a `dig` line's trailing comment is the answer it must print.
 fn run_block(b: &Block, cwd: &Path, env: &[(&str, String)], ports: &[(&str, u16)]) -> String {
-    let mut text = b.text.clone();
+    let mut text = cargo_run_as_built(&b.text);
     for (from, to) in ports {
         text = text.replace(from, &to.to_string());
     }
@@ -668,6 +683,32 @@ fn run_block(b: &Block, cwd: &Path, env: &[(&str, String)], ports: &[(&str, u16)
         }
     }
     stdout
+}
+
+/// `cargo run [-q] [--release] --bin X -- args` as the built `X` (on PATH): the
+/// suite's binaries are the ones just built, and a nested cargo would build again.
+fn cargo_run_as_built(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut line = line.to_string();
+        while let Some(at) = line.find("cargo run ") {
+            let rest = &line[at..];
+            let Some(bin_at) = rest.find("--bin ") else {
+                break;
+            };
+            let after_bin = &rest[bin_at + 6..];
+            let name_end = after_bin.find(' ').unwrap_or(after_bin.len());
+            let name = after_bin[..name_end].to_string();
+            let tail = after_bin[name_end..]
+                .strip_prefix(" --")
+                .unwrap_or(&after_bin[name_end..])
+                .to_string();
+            line = format!("{}{name}{tail}", &line[..at]);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 fn blocks_run_by(h: How) -> Vec<Block> {
