@@ -44,9 +44,15 @@ pub struct UpArgs {
     /// Full re-read of every zone this often.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     interval: std::time::Duration,
-    /// Planner admin HTTP address (/metrics, /healthz, /readyz, /status); off unless given.
-    #[arg(long, env = "DNSPLANE_PLANNER_ADMIN_LISTEN")]
-    admin_listen: Option<String>,
+    /// Planner admin address: the status page (/), /metrics, /healthz, /readyz,
+    /// /status; `off` for none. Taken by another process: logged, and `up` runs on
+    /// without it.
+    #[arg(
+        long,
+        env = "DNSPLANE_PLANNER_ADMIN_LISTEN",
+        default_value = "127.0.0.1:9451"
+    )]
+    admin_listen: String,
     /// Keep the zones in a Route 53 emulator served from this process (the one
     /// `dnsplane emulate route53` serves) instead of the embedded provider, written
     /// through the `route53` driver. It answers no DNS: read the zones with Route 53's
@@ -168,13 +174,22 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
                 args.planner_listen
             )
         })?;
-    let admin = match &args.admin_listen {
-        Some(addr) => Some(
-            dnsplane_common::metrics::bind(addr)
-                .await
-                .context("--admin-listen")?,
-        ),
-        None => None,
+    let admin = match args.admin_listen.as_str() {
+        "off" => None,
+        addr => match dnsplane_common::metrics::bind(addr).await {
+            Ok(l) => {
+                let scheme = if args.insecure { "http" } else { "https" };
+                tracing::info!(
+                    "dnsplane up: the status page is at {scheme}://{addr}/ (it asks for the token in the state directory)."
+                );
+                Some(l)
+            }
+            // The page and metrics are worth less than the zone: run on without them.
+            Err(e) => {
+                tracing::error!(error = %e, "--admin-listen {addr}: no status page, metrics or /status (`--admin-listen ADDR` for another address).");
+                None
+            }
+        },
     };
     let dns_listen: std::net::SocketAddr = args.dns_listen.parse().with_context(|| {
         format!(
