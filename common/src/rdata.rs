@@ -7,6 +7,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 mod naptr;
+mod octets;
 mod security;
 mod svcb;
 mod tokens;

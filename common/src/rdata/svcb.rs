@@ -114,7 +114,7 @@ impl Svcb {
     /// Wire form of the RDATA (target uncompressed).
     pub(super) fn to_wire(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.priority.to_be_bytes());
-        super::wire::put_name(out, &self.target);
+        super::octets::put_name(out, &self.target);
         for (k, v) in &self.params {
             out.extend_from_slice(&k.to_be_bytes());
             out.extend_from_slice(&(v.len() as u16).to_be_bytes());
@@ -129,7 +129,7 @@ impl Svcb {
     }
 
     /// Reads the wire form back, re-checking the value rules through the text form.
-    pub(super) fn from_wire(r: &mut super::wire::Reader<'_>) -> Result<Svcb, String> {
+    pub(super) fn from_wire(r: &mut super::octets::Reader<'_>) -> Result<Svcb, String> {
         let priority = r.u16()?;
         let target = r.name()?;
         let mut params = BTreeMap::new();

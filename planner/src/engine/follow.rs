@@ -7,9 +7,30 @@
 //! Every sync publishes its progress on the zone's `running` watch ([`tee`]); only
 //! a caller with a progress stream follows (the zone loop just waits for the lock).
 use super::ZoneRuntime;
-use super::sync::{Phase, Progress, SyncProgress, SyncSummary, send};
+use super::sync::{Phase, Progress, Scope, SyncError, SyncProgress, SyncSummary, send};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::{MutexGuard, mpsc};
+
+impl super::Engine {
+    /// Syncs `zone`; a call that finds the zone busy follows the sync that runs first.
+    pub(super) async fn sync_zone(
+        &self,
+        zone: &Arc<ZoneRuntime>,
+        scope: &Scope,
+        fresh: bool,
+        progress: Progress<'_>,
+    ) -> Result<SyncSummary, SyncError> {
+        // A call that finds the zone busy follows the sync that runs, then runs its
+        // own and reports both as one (this module).
+        let (_guard, base) = lock_following(zone, progress).await;
+        let result = tee(zone, &base, progress, |tx| async move {
+            self.sync_zone_locked(zone, scope, fresh, Some(&tx)).await
+        })
+        .await;
+        result.map(|own| add(&base, &own))
+    }
+}
 
 /// The latest progress of the sync that holds a zone's lock, numbered per zone so
 /// that a follower tells the end of an earlier sync from the one it follows.

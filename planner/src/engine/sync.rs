@@ -266,25 +266,8 @@ impl Engine {
         })
     }
 
-    pub(super) async fn sync_zone(
-        &self,
-        zone: &Arc<ZoneRuntime>,
-        scope: &Scope,
-        fresh: bool,
-        progress: Progress<'_>,
-    ) -> Result<SyncSummary, SyncError> {
-        // A call that finds the zone busy follows the sync that runs, then runs its
-        // own and reports both as one (super::follow).
-        let (_guard, base) = super::follow::lock_following(zone, progress).await;
-        let result = super::follow::tee(zone, &base, progress, |tx| async move {
-            self.sync_zone_locked(zone, scope, fresh, Some(&tx)).await
-        })
-        .await;
-        result.map(|own| super::follow::add(&base, &own))
-    }
-
     /// [`Engine::sync_zone`] with the zone's lock held.
-    async fn sync_zone_locked(
+    pub(super) async fn sync_zone_locked(
         &self,
         zone: &Arc<ZoneRuntime>,
         scope: &Scope,
