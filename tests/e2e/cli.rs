@@ -1,7 +1,7 @@
 //! The `dnsplane` CLI against a running stack: `plan` prints a readable diff, `records`
 //! lists the stuck records with their reason and observed value, `status` counts, and
 //! `sync` follows a sync to its end.
-use crate::stack::{Stack, Tools, endpoints, seed};
+use crate::stack::{Stack, Tools, endpoints};
 use dnsplane_e2e::{binary, wait_for};
 use std::process::Command;
 use std::time::Duration;
@@ -26,18 +26,7 @@ fn cli_code(s: &Stack, args: &[&str]) -> (Option<i32>, String) {
 #[test]
 fn cli_plan_records_status_and_sync() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints(
-        "web",
-        &[
-            ("www.example.com", "A", &["192.0.2.10"]),
-            ("legacy.example.com", "A", &["192.0.2.50"]),
-        ],
-    );
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    seed(
-        &s.state_dir(),
-        &[("legacy.example.com", "A", "198.51.100.7")],
-    );
+    let mut s = Stack::one_conflict(tools);
     s.start();
     s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
 

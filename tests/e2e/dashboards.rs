@@ -6,8 +6,8 @@
 //! `/metrics`. The ServiceMonitors select the Services and ports that exist and trust
 //! the CA and name of the certificate those ports serve.
 use crate::deploy_files::{root, str_of, yaml_docs};
-use crate::metrics::{FAULTS, start_with_admin};
-use crate::stack::{Stack, Tools, endpoints};
+use crate::metrics::faulted_stack;
+use crate::stack::Tools;
 use dnsplane_e2e::{grpcurl, http_get, tool, wait_for};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -209,21 +209,7 @@ fn dashboard_and_alerts_use_only_metrics_the_services_export() {
     let Some(tools) = Tools::find() else { return };
     // A sync with a conflict and a retried 429 (metrics.rs's), so that the families
     // that count such events have samples.
-    let desired = endpoints(
-        "web",
-        &[
-            ("a.example.com", "A", &["192.0.2.1"]),
-            ("b.example.com", "A", &["192.0.2.2"]),
-        ],
-    );
-    let mut s = Stack::with_config(
-        tools.clone(),
-        &[("web.yaml", &desired)],
-        "adopt",
-        FAULTS,
-        "",
-    );
-    let (applier_admin, planner_admin) = start_with_admin(&mut s, &tools);
+    let (s, applier_admin, planner_admin) = faulted_stack(&tools, &["a", "b"]);
     // After a sync, so that the zone's families have their samples.
     let planner = wait_for(Duration::from_secs(30), || {
         let text = http_get(planner_admin, "/metrics").1;

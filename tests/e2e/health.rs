@@ -2,7 +2,7 @@
 //! applier as processes (embedded provider), read through the real `dnsplane` CLI
 //! (output and exit code), `GetStatus` over grpcurl, the planner's `/metrics`, the
 //! applier's own counters and `dig` against the provider.
-use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
+use crate::stack::{Stack, Tools, ZONE, endpoints};
 use dnsplane_e2e::{binary, free_port, http_get, wait_for};
 use serde_json::Value;
 use std::process::Command;
@@ -70,18 +70,7 @@ fn batches(s: &Stack, account: &str) -> u64 {
 #[test]
 fn a_conflict_degrades_status_and_the_cli_exits_2() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints(
-        "web",
-        &[
-            ("www.example.com", "A", &["192.0.2.10"]),
-            ("legacy.example.com", "A", &["192.0.2.50"]),
-        ],
-    );
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    seed(
-        &s.state_dir(),
-        &[("legacy.example.com", "A", "198.51.100.7")],
-    );
+    let mut s = Stack::one_conflict(tools);
     let admin = free_port();
     s.start_applier();
     s.start_planner_with_admin(admin);

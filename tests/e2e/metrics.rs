@@ -149,7 +149,34 @@ pub(crate) fn start_with_admin(s: &mut Stack, tools: &Tools) -> (u16, u16) {
     (applier_admin, planner_admin)
 }
 
-pub(crate) const FAULTS: &str = r#"
+/// A stack of `names` (`a` → a.example.com A 192.0.2.1, …, `b` among them), whose
+/// first write meets another writer on `b` and a 429 ([`FAULTS`]), zone `adopt`,
+/// started with admin ports: (stack, applier admin, planner admin).
+pub(crate) fn faulted_stack(tools: &Tools, names: &[&str]) -> (Stack, u16, u16) {
+    let hosts: Vec<(String, [String; 1])> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("{n}.example.com"), [format!("192.0.2.{}", i + 1)]))
+        .collect();
+    let values: Vec<[&str; 1]> = hosts.iter().map(|(_, v)| [v[0].as_str()]).collect();
+    let records: Vec<(&str, &str, &[&str])> = hosts
+        .iter()
+        .zip(&values)
+        .map(|((h, _), v)| (h.as_str(), "A", &v[..]))
+        .collect();
+    let desired = endpoints("web", &records);
+    let mut s = Stack::with_config(
+        tools.clone(),
+        &[("web.yaml", &desired)],
+        "adopt",
+        FAULTS,
+        "",
+    );
+    let (applier_admin, planner_admin) = start_with_admin(&mut s, tools);
+    (s, applier_admin, planner_admin)
+}
+
+const FAULTS: &str = r#"
 [[accounts.faults]]
 op = "apply"
 action = "other_writer"
@@ -170,23 +197,7 @@ burst = 100
 #[test]
 fn metrics_of_both_services_count_a_sync_with_a_conflict_and_a_retry() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints(
-        "web",
-        &[
-            ("a.example.com", "A", &["192.0.2.1"]),
-            ("b.example.com", "A", &["192.0.2.2"]),
-            ("c.example.com", "A", &["192.0.2.3"]),
-            ("d.example.com", "A", &["192.0.2.4"]),
-        ],
-    );
-    let mut s = Stack::with_config(
-        tools.clone(),
-        &[("web.yaml", &desired)],
-        "adopt",
-        FAULTS,
-        "",
-    );
-    let (applier_admin, planner_admin) = start_with_admin(&mut s, &tools);
+    let (mut s, applier_admin, planner_admin) = faulted_stack(&tools, &["a", "b", "c", "d"]);
     // Both services run with the allocator settings the binaries give themselves
     // (`dnsplane_cli::tune_allocator`: freed pages back within 50 ms, no transparent
     // huge pages), or with what the environment says instead.

@@ -1,5 +1,5 @@
 //! Issue 2, "done when": the end-to-end slice tried as a new user would.
-use crate::stack::{Stack, Tools, endpoints, seed};
+use crate::stack::{Stack, Tools, endpoints};
 use dnsplane_e2e::{grpcurl, wait_for};
 use std::time::Duration;
 
@@ -156,18 +156,7 @@ fn edits_apply_live_and_restart_keeps_the_zone() {
 #[test]
 fn unowned_existing_record_is_reported_not_touched() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints(
-        "web",
-        &[
-            ("legacy.example.com", "A", &["192.0.2.50"]),
-            ("www.example.com", "A", &["192.0.2.10"]),
-        ],
-    );
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    seed(
-        &s.state_dir(),
-        &[("legacy.example.com", "A", "198.51.100.7")],
-    );
+    let mut s = Stack::one_conflict(tools);
     s.start();
     s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
     let states = wait_for(Duration::from_secs(20), || {

@@ -88,6 +88,25 @@ impl Stack {
         }
     }
 
+    /// Zone `example.com.` wanting `www` (free) and `legacy`, which another writer
+    /// already holds with another value (an unowned record): one conflict once
+    /// synced. Not started.
+    pub fn one_conflict(tools: Tools) -> Stack {
+        let desired = endpoints(
+            "web",
+            &[
+                ("www.example.com", "A", &["192.0.2.10"]),
+                ("legacy.example.com", "A", &["192.0.2.50"]),
+            ],
+        );
+        let s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+        seed(
+            &s.state_dir(),
+            &[("legacy.example.com", "A", "198.51.100.7")],
+        );
+        s
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
