@@ -2,19 +2,14 @@
 //! batch, listed back equal, changed and deleted; on the DNS servers (PowerDNS, BIND
 //! by RFC 2136, the embedded provider) also answered to the real `dig` with the same
 //! data; on Cloudflare's emulator, held as the structured `data` Cloudflare keeps.
-use crate::conformance::{Subject, subjects};
+use crate::conformance::{Subject, apply, set, subjects};
 use dnsplane_applier::provider::memory::dns::{Authority, DnsServer};
-use dnsplane_common::{Name, RData, RRSet, RRSetOp, RecordKey, RecordType};
+use dnsplane_common::{Name, RData, RRSet, RRSetOp, RecordType};
 use dnsplane_e2e::servers::{Bind, PowerDns, dig_binary, dig_sorted};
 use std::sync::Arc;
 
 const SHA256: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const SHA1: &str = "0123456789abcdef0123456789abcdef01234567";
-
-fn set(zone: &Name, label: &str, rtype: RecordType, ttl: u32, values: &[String]) -> RRSet {
-    let name = zone.prepend(label).expect("name");
-    RRSet::new(RecordKey::new(zone.clone(), name, rtype), ttl, values).expect("rrset")
-}
 
 /// One set of each new type (`second`: other values for the same keys).
 fn sets(zone: &Name, second: bool) -> Vec<RRSet> {
@@ -82,13 +77,6 @@ fn sets(zone: &Name, second: bool) -> Vec<RRSet> {
             ),
         ),
     ]
-}
-
-async fn apply(s: &Subject, ops: &[RRSetOp]) {
-    s.provider
-        .apply(&s.zone, ops)
-        .await
-        .unwrap_or_else(|e| panic!("{}: apply: {e}", s.label));
 }
 
 async fn assert_holds(s: &Subject, want: &[RRSet], what: &str) {

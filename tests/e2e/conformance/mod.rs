@@ -32,7 +32,13 @@ pub struct Subject {
     pub _keep: Box<dyn std::any::Any>,
 }
 
-fn set(zone: &Name, label: &str, rtype: RecordType, ttl: u32, values: &[&str]) -> RRSet {
+pub(crate) fn set<V: AsRef<str>>(
+    zone: &Name,
+    label: &str,
+    rtype: RecordType,
+    ttl: u32,
+    values: &[V],
+) -> RRSet {
     let name = if label.is_empty() {
         zone.clone()
     } else {
@@ -78,7 +84,7 @@ fn assert_holds(s: &Subject, got: &BTreeMap<RecordKey, RRSet>, want: &[RRSet], w
     );
 }
 
-async fn apply(s: &Subject, ops: &[RRSetOp]) {
+pub(crate) async fn apply(s: &Subject, ops: &[RRSetOp]) {
     s.provider
         .apply(&s.zone, ops)
         .await
