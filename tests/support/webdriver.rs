@@ -93,6 +93,12 @@ impl Browser {
 
     /// One WebDriver command; panics with the driver's error.
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body)
+            .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"))
+    }
+
+    /// The answer, or the WebDriver error it carries.
+    fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Value> {
         let url = format!("{}{path}", self.base);
         let req = match method {
             "POST" => self.http.post(&url).json(&body.unwrap_or(json!({}))),
@@ -104,9 +110,9 @@ impl Browser {
             .block_on(async { req.send().await?.json::<Value>().await })
             .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"));
         if r["value"]["error"].is_string() {
-            panic!("WebDriver {method} {path}: {}", r["value"]);
+            return Err(r["value"].clone());
         }
-        r
+        Ok(r)
     }
 
     fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Value {
@@ -151,22 +157,34 @@ impl Browser {
     }
 
     /// The rendered text of the element matching `selector` ("" when there is none).
+    /// Found and read in one script: the page replaces its live sections every two
+    /// seconds, so an element found by one call can be gone by the next (a stale
+    /// element reference).
     pub fn text(&self, selector: &str) -> String {
-        self.find(selector)
-            .map(|e| {
-                self.cmd("GET", &format!("/element/{e}/text"), None)
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            })
-            .unwrap_or_default()
+        self.exec(
+            "const e = document.querySelector(arguments[0]); return e ? e.innerText : '';",
+            json!([selector]),
+        )
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
     }
 
+    /// Clicks the element matching `selector`; found again if the page replaced it
+    /// between finding and clicking (its live sections are re-rendered every 2 s).
     pub fn click(&self, selector: &str) {
-        let e = self
-            .find(selector)
-            .unwrap_or_else(|| panic!("no element {selector}"));
-        self.cmd("POST", &format!("/element/{e}/click"), Some(json!({})));
+        for _ in 0..5 {
+            let e = self
+                .find(selector)
+                .unwrap_or_else(|| panic!("no element {selector}"));
+            let path = format!("/session/{}/element/{e}/click", self.session);
+            match self.try_call("POST", &path, Some(json!({}))) {
+                Ok(_) => return,
+                Err(err) if err["error"] == "stale element reference" => continue,
+                Err(err) => panic!("WebDriver POST {path}: {err}"),
+            }
+        }
+        panic!("{selector} was replaced before every click");
     }
 
     pub fn type_into(&self, selector: &str, text: &str) {
