@@ -1,7 +1,7 @@
 //! The embedded `memory` driver: a [`MemoryStore`] behind the [`Provider`] trait, with
 //! atomic conditional batches and a serial, the reference for what a good provider does.
 //!
-//! - [`store`]: the crash-safe store (snapshot + fsynced journal);
+//! - [`store`]: the crash-safe store (a redb database, one transaction per batch);
 //! - [`dns`]: the authoritative DNS responder over it (UDP and TCP), so that `dig`
 //!   shows what dnsplane did;
 //! - [`config`]: the account table.

@@ -1,7 +1,8 @@
-//! The store's files on disk: the snapshot and journal formats, loading the snapshot,
-//! replaying the journal (a torn last line is an unacknowledged batch and is dropped;
-//! damage anywhere else is an error, never silently skipped), and fsyncing a
-//! directory after a rename.
+//! The store's files before it moved to redb: a JSON snapshot and a journal of
+//! committed batches, read once to migrate a directory an earlier version wrote
+//! (a torn last journal line is an unacknowledged batch and is dropped; damage anywhere
+//! else is an error, never silently skipped). Its row shape, [`StoredRRSet`], is also
+//! the database's value format.
 use super::{StoreError, ZoneData};
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use serde::{Deserialize, Serialize};
@@ -12,7 +13,34 @@ use std::path::Path;
 
 pub(super) const SNAPSHOT: &str = "snapshot.json";
 pub(super) const JOURNAL: &str = "journal.jsonl";
-pub(super) const FORMAT: u32 = 1;
+const FORMAT: u32 = 1;
+/// What the old files are renamed to once migrated: kept for the operator, not read.
+const RETIRED: &str = "migrated";
+
+/// The zones of an old-format directory, or `None` when it has neither file.
+pub(super) fn load(dir: &Path) -> Result<Option<BTreeMap<Name, ZoneData>>, StoreError> {
+    let (snapshot, journal) = (dir.join(SNAPSHOT), dir.join(JOURNAL));
+    if !snapshot.exists() && !journal.exists() {
+        return Ok(None);
+    }
+    let mut zones = load_snapshot(&snapshot)?;
+    replay_journal(&journal, &mut zones)?;
+    Ok(Some(zones))
+}
+
+/// Renames the old files to `*.migrated`, so that the next open uses the database only.
+pub(super) fn retire(dir: &Path) -> Result<(), StoreError> {
+    for name in [SNAPSHOT, JOURNAL] {
+        let from = dir.join(name);
+        let to = dir.join(format!("{name}.{RETIRED}"));
+        match std::fs::rename(&from, &to) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(&from, e)),
+        }
+    }
+    sync_dir(dir)
+}
 
 /// An RRSet as written to disk.
 #[derive(Serialize, Deserialize)]
@@ -72,7 +100,7 @@ pub(super) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-pub(super) fn load_snapshot(path: &Path) -> Result<BTreeMap<Name, ZoneData>, StoreError> {
+fn load_snapshot(path: &Path) -> Result<BTreeMap<Name, ZoneData>, StoreError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -106,10 +134,7 @@ pub(super) fn load_snapshot(path: &Path) -> Result<BTreeMap<Name, ZoneData>, Sto
 }
 
 /// Replays the journal into `zones` and returns the length of its well-formed prefix.
-pub(super) fn replay_journal(
-    path: &Path,
-    zones: &mut BTreeMap<Name, ZoneData>,
-) -> Result<u64, StoreError> {
+fn replay_journal(path: &Path, zones: &mut BTreeMap<Name, ZoneData>) -> Result<u64, StoreError> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
