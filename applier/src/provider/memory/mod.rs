@@ -64,10 +64,11 @@ fn classify(e: StoreError) -> ProviderError {
             let key = key.clone();
             ProviderError::new(ErrorClass::Invalid, e.to_string()).with_key(key)
         }
-        StoreError::NoSuchZone(_) | StoreError::Corrupt { .. } | StoreError::Poisoned(_) => {
-            ProviderError::new(ErrorClass::Permanent, e.to_string())
-        }
-        // A failed journal write was rolled back, so nothing committed.
+        StoreError::NoSuchZone(_)
+        | StoreError::Corrupt { .. }
+        | StoreError::Poisoned(_)
+        | StoreError::Locked(_) => ProviderError::new(ErrorClass::Permanent, e.to_string()),
+        // A failed commit wrote nothing (redb's transactions are atomic).
         StoreError::Io { .. } => ProviderError::new(ErrorClass::Transient, e.to_string()),
     }
 }

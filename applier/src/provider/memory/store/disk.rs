@@ -3,12 +3,13 @@
 //! a crash mid-commit leaves the previous state: redb gives the atomicity the hand-made
 //! snapshot + journal gave, without a format of our own to replay and compact.
 //!
-//! Rows: `zones`: zone → serial; `rrsets`: (zone, name in DNS order, type) → the RRSet
-//! as JSON (`name`, `type`, `ttl`, `values`). A database also refuses a second process
+//! Rows: `zones`: zone → serial; `rrsets`: (zone, owner name, type) → the RRSet's data
+//! as JSON (`ttl`, `values`). Rows are read whole on open (the zones are served from
+//! memory), so their order in the file does not matter. A database also refuses a second process
 //! (redb locks the file), which the old files only documented.
-use super::legacy::StoredRRSet;
-use super::{StoreError, ZoneData, order_key};
-use dnsplane_common::{Name, RRSet, RecordKey};
+use super::legacy::StoredData;
+use super::{StoreError, ZoneData};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +17,7 @@ use std::path::Path;
 pub(super) const DATABASE: &str = "zones.redb";
 
 const ZONES: TableDefinition<&str, u64> = TableDefinition::new("zones");
-/// Key: (zone, owner name in DNS order, type mnemonic).
+/// Key: (zone, owner name, type mnemonic).
 const RRSETS: TableDefinition<(&str, &str, &str), &[u8]> = TableDefinition::new("rrsets");
 
 /// One batch's rows: per key, the new RRSet or `None` for a deletion.
@@ -40,7 +41,10 @@ fn db_error(path: &Path, e: impl Into<redb::Error>) -> StoreError {
 
 /// Opens (creating if needed) the database at `path`.
 pub(super) fn open(path: &Path) -> Result<Database, StoreError> {
-    Database::create(path).map_err(|e| db_error(path, e))
+    Database::create(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked(path.to_path_buf()),
+        e => db_error(path, e),
+    })
 }
 
 /// Reads every zone out of `db`.
@@ -71,18 +75,27 @@ pub(super) fn load(db: &Database, path: &Path) -> Result<BTreeMap<Name, ZoneData
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(zones),
         Err(e) => return Err(err(e.into())),
     };
+    // Rows come sorted by zone: parse each zone's name once.
+    let mut current: Option<(String, Name)> = None;
     for row in rrsets.iter().map_err(|e| err(e.into()))? {
         let (key, value) = row.map_err(|e| err(e.into()))?;
-        let (zone, _, _) = key.value();
-        let stored: StoredRRSet = serde_json::from_slice(value.value())
-            .map_err(|e| corrupt(format!("an RRSet of zone {zone}: {e}")))?;
-        let zone = Name::parse(zone).map_err(|e| corrupt(e.to_string()))?;
+        let (zone, name, rtype) = key.value();
+        if current.as_ref().is_none_or(|(z, _)| z != zone) {
+            let parsed = Name::parse(zone).map_err(|e| corrupt(e.to_string()))?;
+            current = Some((zone.to_string(), parsed));
+        }
+        let Some((_, zone)) = &current else { continue };
+        let bad = |e: String| corrupt(format!("{name} {rtype} in zone {zone}: {e}"));
+        let stored: StoredData =
+            serde_json::from_slice(value.value()).map_err(|e| bad(e.to_string()))?;
+        let name = Name::parse(name).map_err(|e| bad(e.to_string()))?;
+        let rtype = RecordType::parse(rtype).map_err(|e| bad(e.to_string()))?;
         let data = zones
-            .get_mut(&zone)
+            .get_mut(zone)
             .ok_or_else(|| corrupt(format!("RRSets of zone {zone}, which has no serial")))?;
-        let key = RecordKey::new(zone, stored.name, stored.rtype);
+        let key = RecordKey::new(zone.clone(), name, rtype);
         let rrset = RRSet::new(key.clone(), stored.ttl, &stored.values)
-            .map_err(|e| corrupt(e.to_string()))?;
+            .map_err(|e| bad(e.to_string()))?;
         data.set(&key, Some(rrset));
     }
     Ok(zones)
@@ -107,13 +120,14 @@ pub(super) fn commit(
         }
         let mut rrsets = txn.open_table(RRSETS).map_err(|e| err(e.into()))?;
         for w in writes {
-            let order = order_key(&w.key.name);
-            let row = (w.key.zone.as_str(), order.as_str(), w.key.rtype.as_str());
+            let row = (
+                w.key.zone.as_str(),
+                w.key.name.as_str(),
+                w.key.rtype.as_str(),
+            );
             match w.rrset {
                 Some(r) => {
-                    let value = serde_json::to_vec(&StoredRRSet {
-                        name: r.key.name.clone(),
-                        rtype: r.key.rtype,
+                    let value = serde_json::to_vec(&StoredData {
                         ttl: r.ttl,
                         values: r.values_vec(),
                     })

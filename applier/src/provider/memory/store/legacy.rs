@@ -1,8 +1,8 @@
 //! The store's files before it moved to redb: a JSON snapshot and a journal of
 //! committed batches, read once to migrate a directory an earlier version wrote
 //! (a torn last journal line is an unacknowledged batch and is dropped; damage anywhere
-//! else is an error, never silently skipped). Its row shape, [`StoredRRSet`], is also
-//! the database's value format.
+//! else is an error, never silently skipped). Its [`StoredData`] (TTL and values) is
+//! also the database's value format.
 use super::{StoreError, ZoneData};
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use serde::{Deserialize, Serialize};

@@ -40,6 +40,9 @@ pub enum StoreError {
         line: Option<usize>,
         problem: String,
     },
+    /// Another process, or another account of this one, has the directory open.
+    #[error("{0} is already open (another applier, or another account with the same state_dir); one store per directory")]
+    Locked(PathBuf),
     /// A write failed and the database refuses more until it is reopened.
     #[error("store {0} is unusable after an I/O failure; restart to recover")]
     Poisoned(PathBuf),
@@ -517,6 +520,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let _first = open(dir.path());
         let err = MemoryStore::open(dir.path()).unwrap_err();
+        assert!(matches!(err, StoreError::Locked(_)), "{err}");
         assert!(err.to_string().contains(disk::DATABASE), "{err}");
     }
 
