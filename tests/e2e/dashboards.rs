@@ -156,6 +156,46 @@ fn the_prometheusrule_carries_the_rules_files_groups() {
     }
 }
 
+/// The README's table of the dashboard's rows and panels is the file's: a panel added,
+/// renamed or moved shows up here until the README says so too.
+#[test]
+fn the_readme_shows_the_dashboards_rows_and_panels() {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    for panel in dashboard()["panels"].as_array().expect("panels") {
+        let title = str_of(panel, "/title").to_string();
+        if panel["type"] == "row" {
+            rows.push((title, Vec::new()));
+        } else {
+            rows.last_mut()
+                .expect("a panel before the first row")
+                .1
+                .push(title);
+        }
+    }
+    let want: Vec<String> = rows
+        .iter()
+        .map(|(row, panels)| format!("| {row} | {} |", panels.join(" · ")))
+        .collect();
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let start = readme
+        .find("<!-- dashboard-layout:")
+        .expect("the README's dashboard table");
+    let end = readme[start..]
+        .find("<!-- /dashboard-layout -->")
+        .expect("its end")
+        + start;
+    let got: Vec<String> = readme[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| row |"))
+        .map(str::to_string)
+        .collect();
+    assert!(!want.is_empty(), "the dashboard has rows");
+    assert_eq!(
+        got, want,
+        "README.md's dashboard table vs deploy/grafana/dnsplane.json"
+    );
+}
+
 #[test]
 fn dashboard_queries_parse_as_promql() {
     let Some(promtool) = promtool() else { return };

@@ -2,7 +2,8 @@
 //! planner routes the zone to one applier; `kill -9` of that applier in the middle of
 //! a 10,000-record sync moves the zone to the next applier in rendezvous order, the
 //! sync completes, every record converges, the zone equals the desired state, and
-//! after failover only one applier writes the zone.
+//! after failover only one applier writes the zone; the planner's status is degraded
+//! under the `fallback` rule meanwhile.
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
@@ -143,6 +144,22 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
         .unwrap_or("")
         .to_string();
     assert_ne!(now_on, first, "the zone moved off the killed applier");
+    // The planner says so: the zone runs on another applier than its own, which is
+    // down; status is degraded under the `fallback` rule, naming the zone.
+    let fallback = wait_for(Duration::from_secs(30), || {
+        let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
+        let r = st["reasons"]
+            .as_array()?
+            .iter()
+            .find(|r| r["rule"] == "fallback")?
+            .clone();
+        Some((st["level"].clone(), r))
+    });
+    let Some((level, reason)) = fallback else {
+        panic!("no fallback reason; planner log:\n{}", planner_log())
+    };
+    assert_eq!(level, "degraded");
+    assert_eq!(reason["zone"], zone.as_str(), "{reason}");
     let stuck = call(
         &tools,
         planner_port,

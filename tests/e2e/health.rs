@@ -123,6 +123,66 @@ fn a_state_directory_below_its_floor_fails_status() {
     status_exits_2_with(&s, "disk_low", "failing");
 }
 
+/// A state directory the planner cannot write (its `desired/` replaced by a file, which
+/// stops root too) makes the planner failing under `state_write` once a source
+/// changes: the change is not accepted, and nothing already applied is deleted. With
+/// the directory back, the source's change is accepted and the reason clears.
+#[test]
+fn a_failed_state_write_fails_status_and_deletes_nothing() {
+    let Some(tools) = Tools::find() else { return };
+    let one = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let mut s = Stack::with_config(tools, &[("web.yaml", &one)], "report", "", "");
+    s.start();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let kept = s.path(".dnsplane-state/desired");
+    assert!(
+        kept.is_dir(),
+        "the planner's state is at {}",
+        kept.display()
+    );
+    let aside = s.path(".dnsplane-state/desired.aside");
+    std::fs::rename(&kept, &aside).expect("move the state aside");
+    std::fs::write(&kept, "not a directory").expect("block it");
+
+    // The source changes: one record more, and www's value moves.
+    let two = endpoints(
+        "web",
+        &[
+            ("www.example.com", "A", &["192.0.2.11"]),
+            ("api.example.com", "A", &["192.0.2.20"]),
+        ],
+    );
+    s.write_desired("web.yaml", &two);
+    let (st, r) = wait_reason(&s, "state_write");
+    assert_eq!(st["level"], "failing", "{st}");
+    assert!(
+        r["message"].as_str().unwrap().contains("last write failed"),
+        "{r}"
+    );
+    status_exits_2_with(&s, "state_write", "failing");
+    // Not accepted, so not applied; and nothing deleted.
+    let (_, out) = cli(&s, &["sync"]);
+    assert!(out.contains("done"), "{out}");
+    assert_eq!(s.dig("www.example.com", "A"), ["192.0.2.10"]);
+    assert!(s.dig("api.example.com", "A").is_empty());
+
+    // The directory is back: the source's change is accepted (the file source retries
+    // what it could not persist) and applied, and the reason clears.
+    std::fs::remove_file(&kept).expect("unblock");
+    std::fs::rename(&aside, &kept).expect("move the state back");
+    s.wait_dns("api.example.com", "A", &["192.0.2.20"]);
+    s.wait_dns("www.example.com", "A", &["192.0.2.11"]);
+    let cleared = wait_for(WAIT, || {
+        let st = s.planner_call("GetStatus", "{}");
+        let rules: Vec<Value> = st["reasons"]
+            .as_array()
+            .map(|r| r.iter().map(|x| x["rule"].clone()).collect())
+            .unwrap_or_default();
+        (!rules.contains(&"state_write".into())).then_some(())
+    });
+    assert!(cleared.is_some(), "state_write stayed; logs:\n{}", s.logs());
+}
+
 /// An account whose writes are refused with 401 opens its circuit at the applier; the
 /// planner's status shows it under `circuit_open`.
 #[test]
