@@ -3,7 +3,7 @@
 //! `[auth]`: the page shows the zone, a conflict with its occupant and observed value
 //! (a `<script>` TXT value, shown as text), and a held plan; a read-only token's
 //! Approve fails visibly; the approve token's Approve applies the plan (checked in
-//! the provider with dig).
+//! the provider with dig). Without `[auth]`, the page needs no token and Approve works.
 use crate::stack::{Stack, Tools, ZONE, seed};
 use dnsplane_e2e::webdriver::{self, Browser};
 use dnsplane_e2e::{free_port, http_get, wait_for};
@@ -196,4 +196,50 @@ fn the_status_page_shows_conflicts_and_held_plans_and_approves_in_a_browser() {
     browser.wait_text("#recent", "the delete of w015 in the recent changes", |t| {
         t.contains("w015.example.com") && t.contains("delete") && t.contains("APPLIED")
     });
+}
+
+/// Without `[auth]` (a planner on loopback for one operator), the page shows its data
+/// at once, with no token form, and its Approve button works: the held deletes reach
+/// the provider.
+#[test]
+fn without_auth_the_page_shows_everything_and_approves_without_a_token() {
+    let Some(tools) = Tools::find() else { return };
+    let Some((chromium, driver)) = webdriver::find() else {
+        return;
+    };
+    let mut s = Stack::new(tools, &[("web.yaml", &desired(20))], "report");
+    s.start_applier();
+    let admin = free_port();
+    s.start_planner_with_admin(admin);
+    s.wait_dns("w019.example.com", "A", &["192.0.2.20"]);
+    s.write_desired("web.yaml", &desired(10));
+    let (code, body) = http_get(admin, "/ui/live");
+    assert_eq!(code, 200, "{body}");
+
+    let browser = Browser::start(&chromium, &driver, s.path("chromedriver.log"));
+    browser.goto(&format!("http://127.0.0.1:{admin}/"));
+    let zones = browser.wait_text("#zones", "the zone", |t| t.contains(ZONE));
+    assert!(zones.contains("converged"), "{zones}");
+    assert_eq!(
+        browser.exec(
+            "return document.getElementById('login').hidden;",
+            serde_json::json!([])
+        ),
+        true,
+        "no token form without [auth]"
+    );
+    browser.wait_text("#held", "an enabled Approve", |t| {
+        !t.contains("needs the approve role") && t.contains("Approve")
+    });
+    browser.click("#held button.approve");
+    browser.wait_text("#message", "the approval", |t| t.contains("Approved"));
+    let gone = wait_for(Duration::from_secs(60), || {
+        s.dig("w015.example.com", "A").is_empty().then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "the approved deletes did not land; {}",
+        s.logs()
+    );
+    assert_eq!(s.dig("w009.example.com", "A"), vec!["192.0.2.10"]);
 }
