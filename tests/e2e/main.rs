@@ -25,6 +25,7 @@ mod layering;
 mod lease;
 mod message_limits;
 mod metrics;
+mod observe_real;
 mod otlp_trace;
 mod push;
 mod quota;
