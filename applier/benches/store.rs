@@ -20,7 +20,11 @@ fn zone() -> Name {
 
 fn op(i: usize) -> RRSetOp {
     let (name, rtype, value) = if i % 2 == 0 {
-        (format!("h{}", i / 2), RecordType::A, "192.0.2.1".to_string())
+        (
+            format!("h{}", i / 2),
+            RecordType::A,
+            "192.0.2.1".to_string(),
+        )
     } else {
         (
             format!("a-h{}", i / 2),
@@ -34,7 +38,12 @@ fn op(i: usize) -> RRSetOp {
 
 fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
-        .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
         .unwrap_or(0)
 }
 
@@ -43,7 +52,11 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let sizes = if sizes.is_empty() { vec![10_000, 100_000] } else { sizes };
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000]
+    } else {
+        sizes
+    };
     println!("| records | fill | per record | slowest batch | one more batch | reopen | on disk |");
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     for records in sizes {
@@ -68,7 +81,10 @@ fn main() {
         let t = Instant::now();
         let store = MemoryStore::open(dir.path()).expect("reopen");
         let reopen = t.elapsed();
-        assert_eq!(store.list(&zone(), None).expect("list").0.len(), records * 2 + 2);
+        assert_eq!(
+            store.list(&zone(), None).expect("list").0.len(),
+            records * 2 + 2
+        );
         println!(
             "| {records} | {:.2} s | {:.1} µs | {:.1} ms | {:.1} ms | {:.2} s | {} MB |",
             fill.as_secs_f64(),

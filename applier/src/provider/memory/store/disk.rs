@@ -94,8 +94,8 @@ pub(super) fn load(db: &Database, path: &Path) -> Result<BTreeMap<Name, ZoneData
             .get_mut(zone)
             .ok_or_else(|| corrupt(format!("RRSets of zone {zone}, which has no serial")))?;
         let key = RecordKey::new(zone.clone(), name, rtype);
-        let rrset = RRSet::new(key.clone(), stored.ttl, &stored.values)
-            .map_err(|e| bad(e.to_string()))?;
+        let rrset =
+            RRSet::new(key.clone(), stored.ttl, &stored.values).map_err(|e| bad(e.to_string()))?;
         data.set(&key, Some(rrset));
     }
     Ok(zones)

@@ -41,7 +41,9 @@ pub enum StoreError {
         problem: String,
     },
     /// Another process, or another account of this one, has the directory open.
-    #[error("{0} is already open (another applier, or another account with the same state_dir); one store per directory")]
+    #[error(
+        "{0} is already open (another applier, or another account with the same state_dir); one store per directory"
+    )]
     Locked(PathBuf),
     /// A write failed and the database refuses more until it is reopened.
     #[error("store {0} is unusable after an I/O failure; restart to recover")]
