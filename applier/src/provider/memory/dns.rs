@@ -7,6 +7,16 @@
 //! UDP answer exceeds 512 bytes or the client's EDNS size. `ANY` gets one RRset
 //! (RFC 8482), UDP answers are rate-limited per client prefix ([`rrl`]), and zones
 //! are transferred over TCP (AXFR, [`axfr`]).
+//!
+//! Why not `hickory-server` (issue 18 asked; tried on a branch and measured): its
+//! `Catalog`/`ZoneHandler` marks referrals authoritative, truncates a UDP answer to the
+//! records that fit instead of sending TC with an empty answer, echoes the client's
+//! EDNS size instead of 1232, sends a zone transfer in one message (hickory issue #351:
+//! no zone over 64 KB), and would need the store copied into its in-memory zones per
+//! batch; so the resolution here stays ours either way. Its `Server` alone could carry
+//! the sockets, but has no cap on TCP connections ([`MAX_TCP_CONNECTIONS`] here) and
+//! logs every query at info: 940 lines became 917, for two more crates and a lost
+//! limit. Not worth it.
 use crate::provider::memory::store::{MemoryStore, ZoneData};
 use dnsplane_common::{Name, RData, RRSet, RecordType};
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
