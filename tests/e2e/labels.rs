@@ -151,11 +151,18 @@ fn labels_come_back_from_records_json_and_the_webhook_after_a_restart() {
     let moved = dnsplane_e2e::wait_for(Duration::from_secs(30), || {
         (listed(&s)[&web]["owner"] == "team-b").then_some(())
     });
-    assert!(moved.is_some(), "the file's new labels; logs:\n{}", s.logs());
+    assert!(
+        moved.is_some(),
+        "the file's new labels; logs:\n{}",
+        s.logs()
+    );
     assert_eq!(hook.records(), [endpoint(&zone, "c2")]);
     let progress = s.sync(true);
     assert_eq!(progress.phase, "done", "{progress:?}");
-    assert_eq!(progress.changes_planned, 0, "labels are no data: {progress:?}");
+    assert_eq!(
+        progress.changes_planned, 0,
+        "labels are no data: {progress:?}"
+    );
     assert_eq!(s.counters().since(&before).batches, 0, "nothing written");
     s.assert_states(&[("converged", 2)]);
 
@@ -179,5 +186,9 @@ fn labels_come_back_from_records_json_and_the_webhook_after_a_restart() {
         last = listed(&s);
         (last == want).then_some(())
     });
-    assert!(back.is_some(), "after the restart: {last:?}; logs:\n{}", s.logs());
+    assert!(
+        back.is_some(),
+        "after the restart: {last:?}; logs:\n{}",
+        s.logs()
+    );
 }

@@ -358,7 +358,11 @@ impl DesiredIndex {
         &mut self,
         source: &SharedStr,
         entries: &[DesiredEntry],
-    ) -> (BTreeMap<RecordKey, DesiredRecord>, LabelsOf, Vec<SourceError>) {
+    ) -> (
+        BTreeMap<RecordKey, DesiredRecord>,
+        LabelsOf,
+        Vec<SourceError>,
+    ) {
         let mut errors = Vec::new();
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
         let mut labels = LabelsOf::new();

@@ -298,12 +298,18 @@ fn labels_are_kept_beside_the_data_and_touch_nothing() {
     let touched = idx.update_source("push:a", &[labelled("c1")], vec![]);
     assert_eq!(touched[&root()].len(), 1);
     assert_eq!(owner(&idx, "push:a").as_deref(), Some("c1"));
-    assert!(idx.update_source("push:a", &[labelled("c2")], vec![]).is_empty());
+    assert!(
+        idx.update_source("push:a", &[labelled("c2")], vec![])
+            .is_empty()
+    );
     assert_eq!(owner(&idx, "push:a").as_deref(), Some("c2"));
     let plain = entry("www.example.com", RecordType::A, &["192.0.2.1"], 1);
-    assert!(idx.patch_source("push:a", &[plain.clone()], &[]).is_empty());
+    assert!(idx.patch_source("push:a", &[plain], &[]).is_empty());
     assert_eq!(owner(&idx, "push:a"), None, "dropped by a patch");
-    assert!(idx.patch_source("push:a", &[labelled("c3")], &[]).is_empty());
+    assert!(
+        idx.patch_source("push:a", &[labelled("c3")], &[])
+            .is_empty()
+    );
     assert_eq!(owner(&idx, "push:a").as_deref(), Some("c3"));
     let records = idx.source_records("push:a");
     assert_eq!(records.len(), 1);

@@ -67,7 +67,9 @@ async fn listed(svc: &PlannerService) -> Vec<(String, Vec<(String, String)>)> {
 }
 
 fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-    p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    p.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +101,10 @@ async fn labels_are_pushed_listed_persisted_and_no_data() {
     ]))
     .await
     .expect("push");
-    assert!(svc.engine.take_dirty(&zone).is_empty(), "labels are no data");
+    assert!(
+        svc.engine.take_dirty(&zone).is_empty(),
+        "labels are no data"
+    );
     assert_eq!(listed(&svc).await[1].1, pairs(&moved));
 
     // A patch changes labels alone too.
@@ -110,7 +115,10 @@ async fn labels_are_pushed_listed_persisted_and_no_data() {
     }))
     .await
     .expect("patch");
-    assert!(svc.engine.take_dirty(&zone).is_empty(), "labels are no data");
+    assert!(
+        svc.engine.take_dirty(&zone).is_empty(),
+        "labels are no data"
+    );
 
     // A restart reads them back from the store (snapshot and journal).
     let again = service(dir.path());
@@ -130,7 +138,8 @@ async fn labels_are_pushed_listed_persisted_and_no_data() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert!(
-        e.message().contains("records[0].labels: label \"owner\": the value is above 1024 bytes"),
+        e.message()
+            .contains("records[0].labels: label \"owner\": the value is above 1024 bytes"),
         "{}",
         e.message()
     );
@@ -147,7 +156,8 @@ async fn labels_are_pushed_listed_persisted_and_no_data() {
         .await
         .unwrap_err();
     assert!(
-        e.message().contains("upserts[0].labels: 33 labels, above the limit of 32"),
+        e.message()
+            .contains("upserts[0].labels: 33 labels, above the limit of 32"),
         "{}",
         e.message()
     );

@@ -37,9 +37,9 @@ use super::{DesiredEntry, Origin, SourceError};
 use dnsplane_common::error::excerpt;
 use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
 use dnsplane_common::{ModelError, Name, RecordType, SetId, rdata::canonicalize, routing, wire};
+use labels::labels;
 use marked_yaml::LoaderOptions;
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
-use labels::labels;
 use properties::provider_specific;
 use text::{check_depth, check_text, describe_load_error, is_blank, split_documents};
 

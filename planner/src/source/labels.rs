@@ -186,7 +186,12 @@ mod tests {
         assert_eq!(e.key(), Some("owner"));
         assert!(e.to_string().contains("\"owner\""), "{e}");
         let e = Labels::of([("owner", "a\nb")]).unwrap_err();
-        assert_eq!(e, LabelError::Control { key: "owner".into() });
+        assert_eq!(
+            e,
+            LabelError::Control {
+                key: "owner".into()
+            }
+        );
         assert!(Labels::of([("k".repeat(MAX_LABEL_KEY), "v".repeat(MAX_LABEL_VALUE))]).is_ok());
     }
 

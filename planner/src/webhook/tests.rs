@@ -253,7 +253,9 @@ async fn labels_alone_change_nothing_planned_and_bad_ones_are_refused() {
     assert_eq!(errors.len(), 1, "{errors:#?}");
     assert_eq!(errors[0].record, "bad.example.com. A");
     assert!(
-        errors[0].message.starts_with("create[0].labels: label \"resource\""),
+        errors[0]
+            .message
+            .starts_with("create[0].labels: label \"resource\""),
         "{errors:#?}"
     );
     s.stop.cancel();
