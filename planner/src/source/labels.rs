@@ -103,7 +103,10 @@ impl Labels {
     /// or value with a NUL in it (never written by this planner) is left out.
     fn trusted(map: BTreeMap<String, String>) -> Labels {
         let mut text = String::new();
-        for (k, v) in map.iter().filter(|(k, v)| !k.contains(SEP) && !v.contains(SEP)) {
+        for (k, v) in map
+            .iter()
+            .filter(|(k, v)| !k.contains(SEP) && !v.contains(SEP))
+        {
             if !text.is_empty() {
                 text.push(SEP);
             }
@@ -179,7 +182,10 @@ mod tests {
     #[test]
     fn empty_values_and_single_labels_read_back() {
         let l = Labels::of([("a", ""), ("b", ""), ("c", "3")]).unwrap();
-        assert_eq!(l.iter().collect::<Vec<_>>(), [("a", ""), ("b", ""), ("c", "3")]);
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            [("a", ""), ("b", ""), ("c", "3")]
+        );
         assert_eq!(l.len(), 3);
         assert_eq!(l.get("b"), Some(""));
         assert_eq!(l.get("d"), None);
