@@ -38,6 +38,7 @@ fn entry(i: usize, last_octet: usize) -> DesiredEntry {
         )],
         set: dnsplane_common::SetId::NONE,
         properties: Vec::new(),
+        labels: Default::default(),
         origin: Origin {
             source: "file".into(),
             location: format!("bench.yaml:{i}"),

@@ -194,7 +194,7 @@ impl PlannerService {
                     let withheld = preview
                         .withheld
                         .iter()
-                        .map(|(k, s)| PlanItem::Blocked(Box::new(record_state_to_pb(k, s))));
+                        .map(|(k, s)| PlanItem::Blocked(Box::new(record_state_to_pb(k, s, None))));
                     let taken: Vec<PlanItem> = changes
                         .chain(blocked)
                         .chain(withheld)
@@ -314,7 +314,7 @@ impl PlannerService {
             records: page
                 .records
                 .iter()
-                .map(|(k, s)| record_state_to_pb(k, s))
+                .map(|(k, s)| record_state_to_pb(k, s, page.labels.get(k)))
                 .collect(),
             next_page_token: page.next.as_ref().map(token).unwrap_or_default(),
         }))
@@ -622,5 +622,7 @@ enum PlanItem {
     Blocked(Box<pb::RecordState>),
 }
 
+#[cfg(test)]
+mod labels_tests;
 #[cfg(test)]
 mod tests;

@@ -46,6 +46,7 @@ fn entries(z: usize, per_zone: usize) -> Vec<DesiredEntry> {
             values: vec![format!("10.{}.{}.{}", z % 250, (i / 250) % 250, i % 250)],
             set: dnsplane_common::SetId::NONE,
             properties: Vec::new(),
+            labels: Default::default(),
             origin: Origin {
                 source: "push:bench".into(),
                 location: format!("records[{i}]"),
@@ -256,6 +257,7 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
             values: vec![format!("192.0.2.{}", i % 250)],
             set: dnsplane_common::SetId::NONE,
             properties: Vec::new(),
+            labels: Default::default(),
             origin: Origin {
                 source: "push:probe".into(),
                 location: "records[0]".into(),

@@ -219,6 +219,7 @@ fn entries(records: &[(u8, u8)]) -> Vec<DesiredEntry> {
             values: vec![format!("192.0.2.{v}")],
             set: dnsplane_common::SetId::NONE,
             properties: Vec::new(),
+            labels: Default::default(),
             origin: Origin {
                 source: "test".into(),
                 location: String::new(),
@@ -370,6 +371,7 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
             values: vec![format!("10.0.{}.{}", i / 250, i % 250)],
             set: dnsplane_common::SetId::NONE,
             properties: Vec::new(),
+            labels: Default::default(),
             origin: Origin {
                 source: "test".into(),
                 location: String::new(),

@@ -21,6 +21,7 @@ mod health;
 mod hostile;
 mod incremental;
 mod kubernetes;
+mod labels;
 mod layering;
 mod lease;
 mod message_limits;

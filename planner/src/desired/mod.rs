@@ -5,7 +5,10 @@
 //! source contributed before, so an update costs O(size of that source), never O(size
 //! of the world), and reports exactly which names it touched so that only those are
 //! re-planned. Names are interned and a record keeps only its RRSet plus shared
-//! pointers to its source and resource, so the index stays compact.
+//! pointers to its source and resource, so the index stays compact. Labels are kept
+//! beside the records, per source, only for the records that have any: they are not
+//! data (a change of labels alone touches no name, so nothing is re-planned), and a
+//! million records without labels pay nothing for them.
 //!
 //! - [`record`]: what the index holds per record, and the interner that shares names;
 //! - [`rules`]: the rules across records (duplicates, CNAME beside other data) and the
@@ -13,7 +16,7 @@
 //! - [`keys`]: the keys each source declares, and who declares what in each zone.
 use crate::config::ZoneConfig;
 use crate::ownership;
-use crate::source::{DesiredEntry, EntryKey, SourceError};
+use crate::source::{DesiredEntry, EntryKey, Labels, SourceError};
 use dnsplane_common::rrset::at_name;
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SetId, SharedStr};
 use rules::Lines;
@@ -42,7 +45,15 @@ struct Contribution {
     /// Its claims that another source holds with other values, per key, so that a
     /// patch of the key also drops the error.
     conflicts: BTreeMap<RecordKey, SourceError>,
+    /// The labels of its claims that have any (shadowed claims included).
+    labels: LabelsOf,
 }
+
+/// Labels per key, for the keys that have any.
+pub(crate) type LabelsOf = HashMap<RecordKey, Labels>;
+
+/// What a record without labels reports.
+static NO_LABELS: Labels = Labels::NONE;
 
 fn touch(touched: &mut Touched, key: &RecordKey) {
     touched
@@ -129,8 +140,8 @@ impl DesiredIndex {
         errors: Vec<SourceError>,
     ) -> Touched {
         let source = self.interner.str(source);
-        let (new, entry_errors) = self.claims(&source, entries);
-        self.replace_claims(source, new, entry_errors, entries, errors)
+        let (new, labels, entry_errors) = self.claims(&source, entries);
+        self.replace_claims(source, new, labels, entry_errors, entries, errors)
     }
 
     /// [`update_source`](Self::update_source) with the entries already placed and
@@ -159,11 +170,16 @@ impl DesiredIndex {
                 (key, record)
             })
             .collect();
+        let labels = checked
+            .labels
+            .into_iter()
+            .map(|(key, labels)| (self.interner.key(&key), labels))
+            .collect();
         let mut entry_errors = checked.entry_errors;
         for e in &mut entry_errors {
             e.source = source.to_string();
         }
-        self.replace_claims(source, new, entry_errors, entries, errors)
+        self.replace_claims(source, new, labels, entry_errors, entries, errors)
     }
 
     /// Puts `new` (the claims of `entries`) in force as everything `source` declares.
@@ -171,6 +187,7 @@ impl DesiredIndex {
         &mut self,
         source: SharedStr,
         new: BTreeMap<RecordKey, DesiredRecord>,
+        labels: LabelsOf,
         mut entry_errors: Vec<SourceError>,
         entries: &[DesiredEntry],
         errors: Vec<SourceError>,
@@ -186,6 +203,8 @@ impl DesiredIndex {
             // A new whole state of the source is no answer to what it refused.
             refusals: old.refusals.clone(),
             conflicts: BTreeMap::new(),
+            // Labels are no data: replaced whole, whatever the claims do.
+            labels,
         };
         // Withdraw this source's old claims that are gone or changed.
         contribution.conflicts = old
@@ -269,7 +288,7 @@ impl DesiredIndex {
     ) -> Touched {
         let source = self.interner.str(source);
         let lines = Lines::of(upserts);
-        let (new, mut errors) = self.claims(&source, upserts);
+        let (new, mut labels, mut errors) = self.claims(&source, upserts);
         let mut touched = Touched::new();
         let mut contribution = self.sources.remove(&source).unwrap_or_default();
         contribution.errors.append(&mut errors);
@@ -278,6 +297,13 @@ impl DesiredIndex {
                 .map(|z| RecordKey::new(z.name.clone(), d.name.clone(), d.rtype).in_set(d.set))
         });
         let gone: BTreeSet<RecordKey> = deleted.chain(new.keys().cloned()).collect();
+        // Labels follow the patch whether or not the data changes.
+        for key in &gone {
+            match labels.remove_entry(key) {
+                Some((key, l)) => contribution.labels.insert(key, l),
+                None => contribution.labels.remove(key),
+            };
+        }
         for key in gone {
             let Some(key) = contribution.keys.get(&self.zones, &key).cloned() else {
                 continue;
@@ -332,9 +358,14 @@ impl DesiredIndex {
         &mut self,
         source: &SharedStr,
         entries: &[DesiredEntry],
-    ) -> (BTreeMap<RecordKey, DesiredRecord>, Vec<SourceError>) {
+    ) -> (
+        BTreeMap<RecordKey, DesiredRecord>,
+        LabelsOf,
+        Vec<SourceError>,
+    ) {
         let mut errors = Vec::new();
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
+        let mut labels = LabelsOf::new();
         for e in entries {
             let error = |message: String| SourceError {
                 source: source.to_string(),
@@ -386,9 +417,12 @@ impl DesiredIndex {
             let key = self.interner.key(&key);
             let resource = self.interner.arc(&e.origin.resource);
             let record = DesiredRecord::new(&rrset, source.clone(), resource);
+            if !e.labels.is_empty() {
+                labels.insert(key.clone(), e.labels.clone());
+            }
             new.insert(key, record);
         }
-        (new, errors)
+        (new, labels, errors)
     }
 
     /// Whether `source`'s claim on `key` stays as it is under `new`.
@@ -513,15 +547,26 @@ impl DesiredIndex {
     }
 
     /// Every record `source` declares, as it declares it (a claim another source
-    /// shadows included), in key order within each zone.
-    pub fn source_records(&self, source: &str) -> Vec<RRSet> {
+    /// shadows included), with its labels, in key order within each zone.
+    pub fn source_records(&self, source: &str) -> Vec<(RRSet, Labels)> {
         let Some((name, c)) = self.sources.get_key_value(source) else {
             return Vec::new();
         };
         c.keys
             .iter(&self.zones)
-            .filter_map(|k| self.claim_of(k, name).map(|r| r.rrset(k)))
+            .filter_map(|k| {
+                let labels = c.labels.get(k).cloned().unwrap_or_default();
+                self.claim_of(k, name).map(|r| (r.rrset(k), labels))
+            })
             .collect()
+    }
+
+    /// The labels `source` gave its record at `key` ([`Labels::NONE`] when none).
+    pub fn labels(&self, source: &str, key: &RecordKey) -> &Labels {
+        self.sources
+            .get(source)
+            .and_then(|c| c.labels.get(key))
+            .unwrap_or(&NO_LABELS)
     }
 
     pub fn zone(&self, zone: &Name) -> Option<&BTreeMap<RecordKey, DesiredRecord>> {
@@ -587,18 +632,18 @@ impl DesiredIndex {
     }
 
     /// The record `source` has in force at `name` `rtype` (not one shadowed by
-    /// another source's claim), with the zone that holds the name.
+    /// another source's claim), with the zone that holds the name and its labels.
     pub fn in_force(
         &self,
         source: &str,
         name: &Name,
         rtype: RecordType,
         set: SetId,
-    ) -> Option<(&ZoneConfig, &DesiredRecord)> {
+    ) -> Option<(&ZoneConfig, &DesiredRecord, &Labels)> {
         let zone = self.zone_of(name)?;
         let key = RecordKey::new(zone.name.clone(), name.clone(), rtype).in_set(set);
         let record = self.zones.get(&zone.name)?.get(&key)?;
-        (*record.source == *source).then_some((zone, record))
+        (*record.source == *source).then(|| (zone, record, self.labels(source, &key)))
     }
 
     /// The keys `source` declares (including claims another source shadows).

@@ -74,6 +74,8 @@ impl<'a> Lines<'a> {
 #[derive(Debug)]
 pub struct Checked {
     pub(super) records: BTreeMap<RecordKey, DesiredRecord>,
+    /// The labels of the records that have any.
+    pub(super) labels: super::LabelsOf,
     /// The problems of single entries (zone, reserved name, duplicate): the source's
     /// errors once in the index.
     pub(super) entry_errors: Vec<SourceError>,
@@ -147,7 +149,7 @@ impl DesiredIndex {
     pub fn checked(zones: &[ZoneConfig], source: &str, entries: &[DesiredEntry]) -> Checked {
         let mut check = DesiredIndex::new(zones);
         let source = check.interner.str(source);
-        let (claims, entry_errors) = check.claims(&source, entries);
+        let (claims, labels, entry_errors) = check.claims(&source, entries);
         let mut errors = entry_errors.clone();
         let lines = Lines::of(entries);
         // Keys sort by (zone, name, type): the records at one name are adjacent.
@@ -165,6 +167,7 @@ impl DesiredIndex {
         }
         Checked {
             records: claims,
+            labels,
             entry_errors,
             errors,
         }
@@ -209,6 +212,7 @@ impl DesiredIndex {
                         .properties()
                         .map(|(n, v)| (n.to_string(), v.to_string()))
                         .collect(),
+                    labels: contribution.labels.get(key).cloned().unwrap_or_default(),
                     origin: crate::source::Origin {
                         source: record.source.as_str().into(),
                         location: u.origin.location.clone(),

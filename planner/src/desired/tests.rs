@@ -27,6 +27,7 @@ fn entry(name: &str, t: RecordType, values: &[&str], line: u32) -> DesiredEntry 
             .collect(),
         set: dnsplane_common::SetId::NONE,
         properties: Vec::new(),
+        labels: Default::default(),
         origin: Origin {
             source: "file".into(),
             location: format!("x.yaml:{line}"),
@@ -274,6 +275,80 @@ proptest::proptest! {
             index.errors()
         );
     }
+}
+
+/// Labels are kept per source beside the records: given, changed or dropped alone they
+/// touch no name (nothing is re-planned), whether by a whole update, a patch, or a
+/// checked push; each source's labels are its own; a deleted record leaves none.
+#[test]
+fn labels_are_kept_beside_the_data_and_touch_nothing() {
+    let labelled = |owner: &str| DesiredEntry {
+        labels: crate::source::Labels::of([("owner", owner)]).unwrap(),
+        ..entry("www.example.com", RecordType::A, &["192.0.2.1"], 1)
+    };
+    let key = RecordKey::new(
+        root(),
+        Name::parse("www.example.com").unwrap(),
+        RecordType::A,
+    );
+    let owner = |idx: &DesiredIndex, source: &str| {
+        idx.labels(source, &key).get("owner").map(str::to_string)
+    };
+    let mut idx = DesiredIndex::new(&zones());
+    let touched = idx.update_source("push:a", &[labelled("c1")], vec![]);
+    assert_eq!(touched[&root()].len(), 1);
+    assert_eq!(owner(&idx, "push:a").as_deref(), Some("c1"));
+    assert!(
+        idx.update_source("push:a", &[labelled("c2")], vec![])
+            .is_empty()
+    );
+    assert_eq!(owner(&idx, "push:a").as_deref(), Some("c2"));
+    let plain = entry("www.example.com", RecordType::A, &["192.0.2.1"], 1);
+    assert!(idx.patch_source("push:a", &[plain], &[]).is_empty());
+    assert_eq!(owner(&idx, "push:a"), None, "dropped by a patch");
+    assert!(
+        idx.patch_source("push:a", &[labelled("c3")], &[])
+            .is_empty()
+    );
+    assert_eq!(owner(&idx, "push:a").as_deref(), Some("c3"));
+    let records = idx.source_records("push:a");
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].1.get("owner"), Some("c3"));
+    // A second source's claim (shadowed) has its own labels.
+    idx.update_source("push:b", &[labelled("b")], vec![]);
+    assert_eq!(owner(&idx, "push:b").as_deref(), Some("b"));
+    assert_eq!(owner(&idx, "push:a").as_deref(), Some("c3"));
+    let checked = DesiredIndex::checked(&zones(), "push:b", &[labelled("b2")]);
+    assert!(
+        idx.update_source_checked("push:b", checked, &[labelled("b2")], vec![])
+            .is_empty()
+    );
+    assert_eq!(owner(&idx, "push:b").as_deref(), Some("b2"));
+    // Deleted: no labels left behind.
+    idx.patch_source("push:a", &[], &[EntryKey::of(&key)]);
+    assert_eq!(owner(&idx, "push:a"), None);
+    assert!(idx.source_records("push:a").is_empty());
+    idx.update_source("push:b", &[], vec![]);
+    assert_eq!(owner(&idx, "push:b"), None);
+    assert!(idx.sources.values().all(|c| c.labels.is_empty()));
+}
+
+/// A state file written before labels were kept reads; one with labels reads them
+/// back; an entry without labels writes none.
+#[test]
+fn entries_without_labels_read_from_old_state_and_write_none() {
+    let old = r#"{"name":"www.example.com.","rtype":"A","ttl":null,"values":["192.0.2.1"],
+        "origin":{"source":"push:x","location":"records[0]","resource":"push/x"}}"#;
+    let e: DesiredEntry = serde_json::from_str(old).unwrap();
+    assert!(e.labels.is_empty());
+    assert!(!serde_json::to_string(&e).unwrap().contains("labels"));
+    let with = DesiredEntry {
+        labels: crate::source::Labels::of([("owner", "c1")]).unwrap(),
+        ..e
+    };
+    let text = serde_json::to_string(&with).unwrap();
+    assert!(text.contains(r#""labels":{"owner":"c1"}"#), "{text}");
+    assert_eq!(serde_json::from_str::<DesiredEntry>(&text).unwrap(), with);
 }
 
 /// What the index holds per record stays small: the values, the source and the

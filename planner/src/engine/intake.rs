@@ -107,8 +107,11 @@ impl Engine {
         })
     }
 
-    /// Every record source `name` declares, as it declares it.
-    pub fn source_records(&self, name: &str) -> Vec<dnsplane_common::RRSet> {
+    /// Every record source `name` declares, as it declares it, with its labels.
+    pub fn source_records(
+        &self,
+        name: &str,
+    ) -> Vec<(dnsplane_common::RRSet, crate::source::Labels)> {
         Engine::cpu(|| self.desired().source_records(name))
     }
 

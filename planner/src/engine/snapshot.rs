@@ -6,10 +6,10 @@ use crate::config::{Policy, SafetyMode};
 use crate::desired::DesiredIndex;
 use crate::guard::HeldPlan;
 use crate::lease::LeaseStatus;
-use crate::source::SourceError;
+use crate::source::{Labels, SourceError};
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::{Name, RecordKey, SharedStr};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -215,6 +215,8 @@ pub struct RecordStatesQuery {
 #[derive(Debug, Clone, Default)]
 pub struct RecordStatesPage {
     pub records: Vec<(RecordKey, RecordState)>,
+    /// The labels of the listed desired records that have any.
+    pub labels: HashMap<RecordKey, Labels>,
     /// Where the next page starts (after this key); `None` on the last page.
     pub next: Option<RecordKey>,
 }
@@ -405,6 +407,12 @@ impl Engine {
                     page.next = page.records.last().map(|(k, _)| k.clone());
                     break 'zones;
                 }
+                if let Some(record) = zone_desired.get(key) {
+                    let labels = desired.labels(&record.source, key);
+                    if !labels.is_empty() {
+                        page.labels.insert(key.clone(), labels.clone());
+                    }
+                }
                 page.records.push((key.clone(), state));
             }
         }
@@ -490,6 +498,7 @@ mod tests {
                 values: vec!["192.0.2.1".into()],
                 set: dnsplane_common::SetId::NONE,
                 properties: Vec::new(),
+                labels: Default::default(),
                 origin: Origin {
                     source: "push".into(),
                     location: format!("records[{i}]"),

@@ -2,6 +2,7 @@
 use crate::engine::{Engine, Snapshot, SyncProgress, ZoneSnapshot};
 use crate::guard::HeldPlan;
 use crate::lease::LeaseStatus;
+use crate::source::Labels;
 use crate::state::{RecordState, RecordStateKind};
 use dnsplane_common::convert::timestamp;
 use dnsplane_common::{Name, RecordKey, RecordType, pb};
@@ -202,8 +203,14 @@ pub fn kind_name(k: i32) -> &'static str {
     kind_from_pb(k).map_or("unspecified", RecordStateKind::as_str)
 }
 
-pub(super) fn record_state_to_pb(key: &RecordKey, s: &RecordState) -> pb::RecordState {
+/// `labels`: those of the desired record, when it has any.
+pub(super) fn record_state_to_pb(
+    key: &RecordKey,
+    s: &RecordState,
+    labels: Option<&Labels>,
+) -> pb::RecordState {
     pb::RecordState {
+        labels: labels.map(|l| l.to_map()).unwrap_or_default(),
         key: Some(key.into()),
         state: kind_to_pb(s.kind) as i32,
         desired: s.desired.as_ref().map(Into::into),

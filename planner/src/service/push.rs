@@ -4,7 +4,7 @@
 use crate::config::ZoneConfig;
 use crate::desired::{Checked, DesiredIndex};
 use crate::engine::Patch;
-use crate::source::{DesiredEntry, EntryKey, Origin};
+use crate::source::{DesiredEntry, EntryKey, Labels, Origin};
 use crate::store::StoreError;
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::{Name, RecordType, SetId, convert, pb, rdata, routing, wire};
@@ -75,8 +75,9 @@ pub(super) fn validate_push_checked(
 /// of it changes, or when anything in the push needs the whole check (a name or type
 /// that does not parse, a key named twice, a changed record that is invalid), which
 /// then reports it exactly as for a first push. A record counts as unchanged when the
-/// source has it in force with the same TTL and the same values in canonical order;
-/// any other record is checked as `PutDesired` checks a record, at its own field.
+/// source has it in force with the same TTL, the same values in canonical order and
+/// the same labels; any other record is checked as `PutDesired` checks a record, at
+/// its own field (a change of labels alone is an upsert that re-plans nothing).
 pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -> Option<Patch> {
     check_source(&req.source).ok()?;
     let source = format!("push:{}", req.source);
@@ -96,9 +97,10 @@ pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -
         let unchanged = r.provider_specific.is_empty()
             && index
                 .in_force(&source, &name, rtype, set)
-                .is_some_and(|(zone, d)| {
+                .is_some_and(|(zone, d, labels)| {
                     let ttl = if r.ttl == 0 { zone.default_ttl } else { r.ttl };
-                    d.data.ttl() == ttl
+                    same_labels(labels, &r.labels)
+                        && d.data.ttl() == ttl
                         && d.data.properties().next().is_none()
                         && (d.data.values() == r.values.as_slice()
                             || canonical(rtype, &r.values).is_some_and(|v| d.data.values() == v))
@@ -125,6 +127,11 @@ pub(super) fn push_as_patch(index: &DesiredIndex, req: &pb::PutDesiredRequest) -
         }
     }
     Some(patch)
+}
+
+/// Whether `given` (a pushed record's labels) are exactly `held`.
+fn same_labels(held: &Labels, given: &std::collections::HashMap<String, String>) -> bool {
+    held.len() == given.len() && given.iter().all(|(k, v)| held.get(k) == Some(v.as_str()))
 }
 
 /// `values` as the index holds them: each canonical, sorted, no repeats (`None` when
@@ -253,6 +260,8 @@ pub(crate) struct RecordText<'a> {
     pub(crate) values: &'a [String],
     pub(crate) set_identifier: &'a str,
     pub(crate) properties: Vec<(&'a str, &'a str)>,
+    /// Kept with the record, never part of its data.
+    pub(crate) labels: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> From<&'a pb::DesiredRecord> for RecordText<'a> {
@@ -264,6 +273,11 @@ impl<'a> From<&'a pb::DesiredRecord> for RecordText<'a> {
             values: &r.values,
             set_identifier: &r.set_identifier,
             properties: convert::properties_from_pb(&r.provider_specific),
+            labels: r
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
         }
     }
 }
@@ -302,6 +316,12 @@ pub(crate) fn check_record(
             e.to_string(),
         ))
     });
+    let labels = Labels::of(r.labels.iter().copied()).map_err(|e| {
+        errors.push(FieldError::new(
+            format!("{field}[{i}].labels"),
+            e.to_string(),
+        ))
+    });
     let alias = properties
         .as_ref()
         .is_ok_and(|p| routing::is_alias(p.iter().map(|(n, v)| (n.as_str(), v.as_str()))));
@@ -327,8 +347,8 @@ pub(crate) fn check_record(
             }
         }
     }
-    match (name, rtype, set, properties) {
-        (Ok(name), Ok(rtype), Ok(set), Ok(properties)) if errors.is_empty() => {
+    match (name, rtype, set, properties, labels) {
+        (Ok(name), Ok(rtype), Ok(set), Ok(properties), Ok(labels)) if errors.is_empty() => {
             values.sort();
             values.dedup();
             let checked = match alias {
@@ -352,6 +372,7 @@ pub(crate) fn check_record(
                 values,
                 set,
                 properties,
+                labels,
                 origin: Origin {
                     source: origin.source.clone(),
                     location: format!("{field}[{i}]"),

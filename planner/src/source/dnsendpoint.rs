@@ -24,7 +24,9 @@
 //! `setIdentifier` (one set of a routing policy) and `providerSpecific` (`{name, value}`
 //! pairs such as `aws/weight`, canonicalised by `dnsplane_common::routing`) are part of
 //! the record; a driver that cannot write them refuses the record (`INVALID`). With
-//! `alias: "true"` the target is a DNS name whatever the type. `labels` are ignored.
+//! `alias: "true"` the target is a DNS name whatever the type. `labels` (a mapping of
+//! strings, e.g. `resource: ingress/default/web`) are kept with the record and reported
+//! back, never part of its data ([`crate::source::labels`]).
 //!
 //! The text is untrusted: whatever it holds, parsing ends with entries and errors, in
 //! bounded time, memory and stack. A text over [`MAX_MANIFEST_BYTES`], holding a NUL
@@ -35,6 +37,7 @@ use super::{DesiredEntry, Origin, SourceError};
 use dnsplane_common::error::excerpt;
 use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
 use dnsplane_common::{ModelError, Name, RecordType, SetId, rdata::canonicalize, routing, wire};
+use labels::labels;
 use marked_yaml::LoaderOptions;
 use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
 use properties::provider_specific;
@@ -44,6 +47,7 @@ use std::ops::Range;
 
 pub use text::{MAX_DEPTH, MAX_MANIFEST_BYTES};
 
+mod labels;
 mod properties;
 mod text;
 
@@ -439,6 +443,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
         },
     };
     let properties = provider_specific(cx, ep, ep_line, &mut problems);
+    let labels = labels(cx, ep, ep_line, &mut problems);
     let alias = routing::is_alias(properties.iter().map(|(n, v)| (n.as_str(), v.as_str())));
 
     let ttl = match scalar(ep, "recordTTL") {
@@ -556,6 +561,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     values,
                     set,
                     properties,
+                    labels,
                     origin: Origin {
                         source: cx.kind.clone(),
                         location: location(cx.label, ep_line),

@@ -10,7 +10,8 @@
 //! - [`file`]: manifests in files and directories, polled, keeping the last good
 //!   version of what breaks;
 //! - [`kubernetes`]: DNSEndpoint objects listed and watched in the Kubernetes API,
-//!   kept last-good per object, their results written to their status.
+//!   kept last-good per object, their results written to their status;
+//! - [`labels`]: an endpoint's labels, metadata kept beside a record, never planned.
 use dnsplane_common::{Name, RecordType, SetId};
 use std::fmt;
 use std::sync::Arc;
@@ -18,9 +19,11 @@ use std::sync::Arc;
 pub mod dnsendpoint;
 pub mod file;
 pub mod kubernetes;
+pub mod labels;
 
 pub use dnsendpoint::parse_manifests;
 pub use file::FileSource;
+pub use labels::{LabelError, Labels};
 
 /// One desired RRSet as a source declares it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -39,6 +42,10 @@ pub struct DesiredEntry {
     /// Canonical provider-specific properties (`routing::canonical_properties`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub properties: Vec<(String, String)>,
+    /// The endpoint's labels: kept and reported back, never part of the record's
+    /// data. Absent from state files written before labels were kept.
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
     pub origin: Origin,
 }
 

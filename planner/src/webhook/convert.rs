@@ -6,7 +6,7 @@
 use super::wire::{Endpoint, Property};
 use crate::config::ZoneConfig;
 use crate::service::push::{PushOrigin, RecordText, check_record};
-use crate::source::DesiredEntry;
+use crate::source::{DesiredEntry, Labels};
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::{Name, RRSet, RecordType};
 
@@ -30,6 +30,11 @@ pub(crate) fn to_entry(
             .provider_specific
             .iter()
             .map(|p| (p.name.as_str(), p.value.as_str()))
+            .collect(),
+        labels: ep
+            .labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect(),
     };
     check_record(origin, field, i, &record).map_err(|errors| describe(&errors))
@@ -63,7 +68,17 @@ pub(crate) fn to_rrset(zones: &[ZoneConfig], entry: &DesiredEntry) -> Option<RRS
     .ok()
 }
 
-/// An RRSet as `GET /records` reports it.
+/// An RRSet as `GET /records` reports it, with the labels it was given (as
+/// external-dns's in-memory provider keeps them: its registry reads the owner from
+/// them).
+pub(crate) fn report_labelled(r: &RRSet, labels: &Labels) -> Endpoint {
+    Endpoint {
+        labels: labels.to_map(),
+        ..report(r)
+    }
+}
+
+/// An RRSet as `GET /records` reports it, labels aside.
 pub(crate) fn report(r: &RRSet) -> Endpoint {
     let names_end_in_dot = r.is_alias()
         || matches!(

@@ -10,7 +10,8 @@
 //!   filter;
 //! - `GET /records` reports only that source's records, registry TXT records
 //!   included, so that external-dns sees its ownership and nothing else (under
-//!   `--registry=noop` and `--policy=sync` it deletes whatever it is shown);
+//!   `--registry=noop` and `--policy=sync` it deletes whatever it is shown), each with
+//!   the labels it was given (kept, persisted, never planned nor sent to providers);
 //! - `POST /adjustendpoints` answers each endpoint as `GET /records` will report it
 //!   ([`convert`]), so a converged world plans nothing;
 //! - `POST /records` is idempotent (a create of what is there, a delete of what is
@@ -317,7 +318,7 @@ async fn records(State(w): State<Arc<Webhook>>) -> Response {
             .engine
             .source_records(&w.source)
             .iter()
-            .map(convert::report)
+            .map(|(rrset, labels)| convert::report_labelled(rrset, labels))
             .collect();
         serde_json::to_string(&endpoints)
     });

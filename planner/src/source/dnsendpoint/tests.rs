@@ -384,3 +384,39 @@ fn the_readmes_manifests_parse() {
     }
     assert!(blocks >= 2, "the README shows its DNSEndpoint manifests");
 }
+
+/// `labels` are kept with the entry exactly as written; a bad label (not a mapping, a
+/// value that is not a string, over a bound) makes its endpoint an error at the line
+/// of that label, naming it.
+#[test]
+fn labels_are_kept_and_bad_ones_name_their_line() {
+    let (entries, errors) = parse_manifests("web.yaml", MULTI);
+    assert_eq!(errors, vec![]);
+    assert_eq!(
+        entries[0].labels.iter().collect::<Vec<_>>(),
+        [("owner", "x")]
+    );
+    assert!(entries[1].labels.is_empty());
+    let long = "v".repeat(crate::source::labels::MAX_LABEL_VALUE + 1);
+    let text = format!(
+        "kind: DNSEndpoint\nmetadata: {{name: a}}\nspec:\n  endpoints:\n    - dnsName: a.example.com\n      recordType: A\n      targets: [192.0.2.1]\n      labels:\n        owner: web\n        resource: {long}\n    - dnsName: b.example.com\n      recordType: A\n      targets: [192.0.2.2]\n      labels: [owner]\n    - dnsName: c.example.com\n      recordType: A\n      targets: [192.0.2.3]\n      labels:\n        owner: {{x: 1}}\n    - dnsName: d.example.com\n      recordType: A\n      targets: [192.0.2.4]\n      labels: {{resource: \"ingress/default/web\", ownedRecord: ~}}\n"
+    );
+    let (entries, errors) = parse_manifests("l.yaml", &text);
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            format!(
+                "l.yaml:10: a.example.com. A: labels: label \"resource\": the value is above {} bytes",
+                crate::source::labels::MAX_LABEL_VALUE
+            ),
+            "l.yaml:14: b.example.com. A: labels must be a mapping of strings to strings (`labels: {owner: web}`)".to_string(),
+            "l.yaml:19: c.example.com. A: labels.owner: a label value must be a string".to_string(),
+        ]
+    );
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        entries[0].labels.iter().collect::<Vec<_>>(),
+        [("ownedRecord", ""), ("resource", "ingress/default/web")]
+    );
+}

@@ -14,9 +14,10 @@
 //! ```
 //!
 //! Files may hold several documents (`---`); documents of other kinds are skipped, and a
-//! `List` (or `DNSEndpointList`) is read item by item. `labels` and `providerSpecific` are
-//! ignored; `setIdentifier` (routing policies) is not supported and makes that endpoint
-//! an error.
+//! `List` (or `DNSEndpointList`) is read item by item. Endpoints are read as
+//! [`super::dnsendpoint`] says: `setIdentifier` and `providerSpecific` are part of the
+//! record, `labels` are kept with it (persisted with what was accepted, reported back
+//! by `ListRecordStates`) and never planned.
 //!
 //! **A typo never deletes a record that was accepted before.** The source remembers, per
 //! file, what it last accepted:

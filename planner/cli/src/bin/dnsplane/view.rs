@@ -51,6 +51,9 @@ pub struct Record {
     pub next_retry: Option<String>,
     pub next_retry_in_seconds: Option<u64>,
     pub updated: Option<String>,
+    /// The desired record's labels (from its source: a DNSEndpoint's `labels`, a push,
+    /// external-dns); metadata, never planned. Empty in `plan`.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl From<&pb::RecordState> for Record {
@@ -70,6 +73,11 @@ impl From<&pb::RecordState> for Record {
             next_retry: rfc3339(r.next_retry),
             next_retry_in_seconds: in_seconds(r.next_retry),
             updated: rfc3339(r.updated),
+            labels: r
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         }
     }
 }
