@@ -25,6 +25,9 @@
 //! precondition check never trusts a memory. A foreign write landing between the read
 //! and the batch is overwritten, as with any Cloudflare client.
 //!
+//! **Proxy status** is external-dns's `cloudflare-proxied` property, written and read
+//! back as [`proxy`] describes; absent, each record keeps its own.
+//!
 //! **Listings.** Cloudflare has no zone serial, so, as the `route53` driver, this one
 //! keeps each zone as it last read it whole ([`RecordCache`]), follows it with the
 //! batches it commits and the names each batch reads, and reports the cache's own
