@@ -16,6 +16,12 @@
 //! lower-case, known values have one spelling, and a value that only restates the
 //! provider's default is dropped (Route 53's `aws/evaluate-target-health=true` on an
 //! alias, `alias=false`).
+//!
+//! A few properties are **kept when absent** ([`KEPT_WHEN_ABSENT`]): a desired record
+//! that leaves one out means "whatever the provider holds" (Cloudflare's proxy status,
+//! set by hand in the dashboard, stays), so [`settle`] takes it from what is observed
+//! before the two are compared, and a value that only restates what a read shows as
+//! absence (`cloudflare-proxied=false` over a DNS-only record) is dropped there.
 use crate::error::ModelError;
 use std::collections::HashMap;
 use std::fmt;
@@ -61,6 +67,24 @@ pub mod aws {
         MULTI_VALUE_ANSWER,
     ];
 }
+
+/// external-dns's name of Cloudflare's property (`source/annotations`, the
+/// `external-dns.alpha.kubernetes.io/cloudflare-proxied` annotation).
+pub mod cloudflare {
+    /// `true`: Cloudflare proxies the records (only A, AAAA and CNAME can be), and
+    /// their TTL is automatic (1); `false`: DNS-only. Absent: left as it is.
+    pub const PROXIED: &str = "external-dns.alpha.kubernetes.io/cloudflare-proxied";
+    /// The record types Cloudflare can proxy.
+    pub const PROXIABLE: [crate::RecordType; 3] = [
+        crate::RecordType::A,
+        crate::RecordType::Aaaa,
+        crate::RecordType::Cname,
+    ];
+}
+
+/// Properties a desired record may leave out to mean "as the provider holds it", each
+/// with the value a read shows as absence.
+pub const KEPT_WHEN_ABSENT: [(&str, &str); 1] = [(cloudflare::PROXIED, "false")];
 
 /// A set identifier, interned: a record key stays 24 bytes (a million keys would pay
 /// 8 more bytes each for a pointer), and comparing two keys without one costs nothing.
@@ -245,6 +269,8 @@ fn canonical_value(name: &str, value: &str) -> Result<Option<String>, String> {
     };
     Ok(match name {
         aws::ALIAS => boolean(value)?.then(|| "true".to_string()),
+        // Both kept: `false` (DNS-only) is an instruction, absence is not (see `settle`).
+        cloudflare::PROXIED => Some(boolean(value)?.to_string()),
         aws::EVALUATE_TARGET_HEALTH => (!boolean(value)?).then(|| "false".to_string()),
         // external-dns sets it with any value (even empty) to mean "on".
         aws::MULTI_VALUE_ANSWER => match value {
@@ -297,6 +323,56 @@ pub fn property<'a>(
         .map(|(_, v)| v)
 }
 
+/// The TTL canonical `properties` impose, whatever is asked: 0 for an alias (it has
+/// none of its own), 1 (automatic) for a record Cloudflare proxies.
+pub fn fixed_ttl<'a>(properties: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<u32> {
+    let mut ttl = None;
+    for (name, value) in properties {
+        match (name, value) {
+            (aws::ALIAS, "true") => return Some(0),
+            (cloudflare::PROXIED, "true") => ttl = Some(1),
+            _ => {}
+        }
+    }
+    ttl
+}
+
+/// The canonical properties of `desired` as they compare with (and are written over)
+/// `observed`'s: each property of [`KEPT_WHEN_ABSENT`] that `desired` leaves out is
+/// taken from `observed`, and one whose value restates what a read shows as absence is
+/// dropped when `observed` has none. `None` when that changes nothing (the common case:
+/// no allocation).
+pub fn settle<'a>(
+    desired: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+    observed: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+) -> Option<Vec<(String, String)>> {
+    let mut out: Option<Vec<(String, String)>> = None;
+    for (name, absent) in KEPT_WHEN_ABSENT {
+        let want = property(desired.clone(), name);
+        let have = property(observed.clone(), name);
+        let to = match (want, have) {
+            (None, Some(v)) => Some(v),
+            (Some(v), None) if v == absent => None,
+            _ => continue,
+        };
+        let props = out.get_or_insert_with(|| {
+            desired
+                .clone()
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect()
+        });
+        props.retain(|(n, _)| n != name);
+        if let Some(v) = to {
+            props.push((name.to_string(), v.to_string()));
+        }
+    }
+    if let Some(props) = &mut out {
+        props.sort();
+    }
+    out
+}
+
 /// True when the canonical `properties` make the record an alias: its values are then
 /// DNS names (the alias target), and it has no TTL of its own.
 pub fn is_alias<'a>(properties: impl IntoIterator<Item = (&'a str, &'a str)>) -> bool {
@@ -347,6 +423,40 @@ mod tests {
         assert_eq!(
             canonical_properties(&[("aws/multi-value-answer", "")]).unwrap(),
             [("aws/multi-value-answer".to_string(), "true".to_string())]
+        );
+    }
+
+    /// Cloudflare's proxy status keeps both values (`false` is an instruction, absence
+    /// is not), fixes a proxied record's TTL, and settles against what is observed.
+    #[test]
+    fn the_proxy_status_has_one_spelling_and_settles() {
+        let p = cloudflare::PROXIED;
+        for (given, canonical) in [("True", "true"), (" FALSE ", "false")] {
+            assert_eq!(
+                canonical_properties(&[(p.to_ascii_uppercase().as_str(), given)]).unwrap(),
+                [(p.to_string(), canonical.to_string())]
+            );
+        }
+        let e = canonical_properties(&[(p, "yes")]).unwrap_err().to_string();
+        assert!(e.contains(p) && e.contains("not true or false"), "{e}");
+        assert_eq!(fixed_ttl([(p, "true")]), Some(1));
+        assert_eq!(fixed_ttl([(p, "false")]), None);
+        assert_eq!(fixed_ttl([(aws::ALIAS, "true")]), Some(0));
+        let on = [(p, "true")];
+        let off = [(p, "false")];
+        let none: [(&str, &str); 0] = [];
+        let owned = |v: &str| vec![(p.to_string(), v.to_string())];
+        assert_eq!(settle(none, on), Some(owned("true")), "absent: kept");
+        assert_eq!(settle(off, none), Some(vec![]), "false restates DNS-only");
+        assert_eq!(settle(off, on), None, "false over proxied: a change");
+        assert_eq!(settle(on, none), None, "true over DNS-only: a change");
+        assert_eq!(settle(none, none), None);
+        assert_eq!(
+            settle([("aws/weight", "1")], on),
+            Some(vec![
+                ("aws/weight".to_string(), "1".to_string()),
+                (p.to_string(), "true".to_string())
+            ])
         );
     }
 

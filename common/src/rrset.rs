@@ -127,8 +127,10 @@ impl RRSet {
         mut values: Vec<String>,
         properties: Vec<(String, String)>,
     ) -> Result<RRSet, ModelError> {
-        let alias = routing::is_alias(properties.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-        let ttl = if alias { 0 } else { ttl };
+        let pairs = || properties.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let alias = routing::is_alias(pairs());
+        // An alias has no TTL of its own; a proxied record's is automatic.
+        let ttl = routing::fixed_ttl(pairs()).unwrap_or(ttl);
         values.sort();
         values.dedup();
         let problem = |p: String| ModelError::RRSet {
@@ -233,6 +235,28 @@ impl RRSet {
         if self.same_data(other) {
             self.values = other.values.clone();
         }
+    }
+
+    /// This desired RRSet as it compares with (and is written over) `observed`
+    /// ([`routing::settle`]): a property kept when absent taken from `observed`, one
+    /// restating absence dropped, the TTL those impose. `None` when nothing changes.
+    pub fn settled(&self, observed: &RRSet) -> Option<RRSet> {
+        let properties = routing::settle(self.properties(), observed.properties())?;
+        let pairs = || properties.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let ttl = routing::fixed_ttl(pairs()).unwrap_or(self.ttl);
+        // What it becomes is what is observed: share that (no allocation).
+        if ttl == observed.ttl
+            && self.values().eq(observed.values())
+            && pairs().eq(observed.properties())
+        {
+            return Some(observed.clone());
+        }
+        // Values already checked; a kept property changes no rule on them.
+        Some(RRSet {
+            key: self.key.clone(),
+            ttl,
+            values: Values::with_properties(ttl, &self.values_vec(), &properties),
+        })
     }
 
     /// Same TTL and values (the keys are assumed equal).
@@ -378,9 +402,13 @@ impl RRSetOp {
         same(self.before.as_ref(), current)
     }
 
-    /// True when `current` already is the target.
+    /// True when `current` already is the target (a property the target leaves to
+    /// the provider, [`routing::settle`], is whatever `current` holds).
     pub fn at_target(&self, current: Option<&RRSet>) -> bool {
-        same(self.after.as_ref(), current)
+        match (&self.after, current) {
+            (Some(after), Some(cur)) => after.settled(cur).as_ref().unwrap_or(after).same_data(cur),
+            (after, cur) => same(after.as_ref(), cur),
+        }
     }
 
     /// True when the op writes nothing (an assertion).
@@ -592,6 +620,50 @@ mod tests {
             RRSet::new(k(), 300, &["lb.example."]).is_err(),
             "a plain A holds an address"
         );
+    }
+
+    /// Cloudflare's proxy status: `true` fixes the TTL at 1 (automatic); a desired set
+    /// without it settles to what is observed (a set proxied by hand stays proxied, no
+    /// change planned), `false` over a DNS-only set (read without it) settles to
+    /// nothing, and `false` over a proxied one stays, to be written.
+    #[test]
+    fn the_proxy_status_settles_against_what_is_observed() {
+        const P: &str = routing::cloudflare::PROXIED;
+        let k = || {
+            RecordKey::new(
+                Name::parse("example.com").unwrap(),
+                Name::parse("www.example.com").unwrap(),
+                RecordType::A,
+            )
+        };
+        let rr = |ttl, props: &[(&str, &str)]| {
+            RRSet::with_properties(k(), ttl, &["192.0.2.1"], props).unwrap()
+        };
+        let proxied = rr(300, &[(P, "TRUE")]);
+        assert_eq!((proxied.ttl, proxied.property(P)), (1, Some("true")));
+        let plain = rr(300, &[]);
+        let off = rr(300, &[(P, "false")]);
+        assert_eq!(off.property(P), Some("false"), "an instruction, kept");
+        // Absent: whatever is there, with the TTL that imposes.
+        let kept = plain.settled(&proxied).unwrap();
+        assert!(kept.same_data(&proxied), "{kept}");
+        assert_eq!(plain.settled(&plain), None);
+        assert!(RRSetOp::update(proxied.clone(), plain.clone()).at_target(Some(&proxied)));
+        // `false` over DNS-only restates it; over proxied it is a change.
+        assert!(off.settled(&plain).unwrap().same_data(&plain));
+        assert!(RRSetOp::update(proxied.clone(), off.clone()).at_target(Some(&plain)));
+        assert_eq!(off.settled(&proxied), None);
+        assert!(!off.same_data(&proxied));
+        // `true` over DNS-only is a change too.
+        assert_eq!(proxied.settled(&plain), None);
+        assert!(!RRSetOp::create(proxied.clone()).at_target(Some(&plain)));
+        // Other values: settled, not the observed set.
+        let moved = RRSet::new(k(), 300, &["192.0.2.9"])
+            .unwrap()
+            .settled(&proxied)
+            .unwrap();
+        assert_eq!((moved.ttl, moved.property(P)), (1, Some("true")));
+        assert_eq!(moved.values(), ["192.0.2.9"]);
     }
 
     /// The TTL kept beside the values is the RRSet's, also for an RRSet whose TTL

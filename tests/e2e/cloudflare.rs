@@ -8,7 +8,12 @@ use dnsplane_applier::provider::call::CallCx;
 use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
 use dnsplane_applier::provider::{ErrorClass, Provider};
 use dnsplane_applier::retry::RetryPolicy;
-use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
+use dnsplane_common::routing::cloudflare::PROXIED;
+use dnsplane_common::{
+    Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType, pb,
+};
+use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
+use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN};
 use dnsplane_emulate::{FaultAction, FaultRule};
 use std::sync::Arc;
@@ -468,4 +473,135 @@ async fn a_steady_zone_is_listed_without_a_request() {
     let cx = CallCx::new("cf", Some(s.zone.clone())).with_fresh(true);
     stack.list(&cx, None).await.expect("fresh list");
     assert!(lists() > after_write, "a fresh read is a read");
+}
+
+/// One desired record of the proxy story, with `cloudflare-proxied` when given.
+fn desired(
+    zone: &str,
+    label: &str,
+    rtype: &str,
+    values: &[&str],
+    proxied: Option<&str>,
+) -> pb::DesiredRecord {
+    pb::DesiredRecord {
+        name: format!("{label}.{zone}"),
+        r#type: rtype.into(),
+        ttl: 60,
+        values: values.iter().map(|v| v.to_string()).collect(),
+        provider_specific: proxied
+            .map(|v| pb::Property {
+                name: PROXIED.into(),
+                value: v.into(),
+            })
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// external-dns's `cloudflare-proxied` through the planner, the applier and the
+/// emulator: `true` proxies a pushed A set (TTL automatic), and a fresh sync reads it
+/// back equal and writes nothing; a record without the property that someone proxies
+/// by hand in the dashboard stays proxied, also through that sync; `false` un-proxies
+/// the set in place, with its own TTL; `true` on a TXT ends INVALID, naming the
+/// property, and is never sent.
+#[test]
+fn proxied_records_are_written_read_back_equal_and_flipped() {
+    let Some(tools) = Tools::find() else { return };
+    let Some(server) = RealServer::start(Kind::Cloudflare) else {
+        return;
+    };
+    let s = RealStack::start(server, tools, Options::default());
+    let RealServer::Cloudflare(cf) = &s.server else {
+        unreachable!("started as Cloudflare")
+    };
+    let zone = s.zone().to_string();
+    let zone = zone.trim_end_matches('.').to_string();
+    let workload = |www: &str| {
+        vec![
+            desired(&zone, "www", "A", &["192.0.2.10", "192.0.2.11"], Some(www)),
+            desired(&zone, "hand", "A", &["192.0.2.20"], None),
+            desired(&zone, "txt", "TXT", &["\"v=1\""], Some("true")),
+        ]
+    };
+    let at = |label: &str| {
+        let name = format!("{label}.{zone}");
+        let mut recs: Vec<_> = cf
+            .emulator
+            .records(&cf.zone_id)
+            .into_iter()
+            .filter(|r| r.name == name && (r.rtype == "A" || r.content.contains("v=1")))
+            .collect();
+        recs.sort_by(|a, b| a.content.cmp(&b.content));
+        recs
+    };
+    s.push(workload("true"));
+    assert_eq!(s.sync(false).phase, "done");
+    s.wait_quiet();
+    s.assert_states(&[("converged", 2), ("invalid", 1)]);
+    let www = at("www");
+    assert_eq!(www.len(), 2, "{www:#?}");
+    assert!(www.iter().all(|r| r.proxied && r.ttl == 1), "{www:#?}");
+    let hand = at("hand");
+    assert!(
+        hand.len() == 1 && !hand[0].proxied && hand[0].ttl == 60,
+        "{hand:#?}"
+    );
+    assert!(at("txt").is_empty(), "the proxied TXT was never written");
+    let txt = s
+        .record_states(false)
+        .into_iter()
+        .find(|r| r.key.as_ref().is_some_and(|k| k.name.starts_with("txt.")))
+        .expect("the TXT's state");
+    assert_eq!(dnsplane_planner::service::kind_name(txt.state), "invalid");
+    let why = format!("{} {}", txt.reason, txt.last_error);
+    assert!(why.contains(PROXIED) && why.contains("TXT"), "{why}");
+
+    // Someone proxies `hand` in the dashboard.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let resp = rt
+        .block_on(
+            reqwest::Client::new()
+                .patch(format!(
+                    "{}/zones/{}/dns_records/{}",
+                    cf.emulator.endpoint(),
+                    cf.zone_id,
+                    hand[0].id
+                ))
+                .bearer_auth(DEFAULT_TOKEN)
+                .json(&serde_json::json!({ "proxied": true }))
+                .send(),
+        )
+        .expect("patch");
+    assert_eq!(resp.status(), 200);
+
+    // A fresh sync reads both back equal to what is desired: nothing is written.
+    let (writes, c0) = (s.soa_serial(), s.counters());
+    assert_eq!(s.sync(true).phase, "done");
+    s.wait_quiet();
+    let d = s.counters().since(&c0);
+    assert_eq!(d.outcome("APPLIED"), 0, "{d:?}");
+    assert_eq!(s.soa_serial(), writes, "a converged zone costs no write");
+    s.assert_states(&[("converged", 2), ("invalid", 1)]);
+    assert!(at("hand")[0].proxied, "proxied by hand, and left so");
+
+    // `false` un-proxies the set in place, with its TTL; then it stays converged.
+    s.push(workload("false"));
+    assert_eq!(s.sync(false).phase, "done");
+    s.wait_quiet();
+    s.assert_states(&[("converged", 2), ("invalid", 1)]);
+    let off = at("www");
+    assert!(off.iter().all(|r| !r.proxied && r.ttl == 60), "{off:#?}");
+    let ids = |v: &[dnsplane_emulate::cloudflare::RecordView]| {
+        v.iter().map(|r| r.id.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&off), ids(&www), "patched in place");
+    let (writes, c1) = (s.soa_serial(), s.counters());
+    assert_eq!(s.sync(true).phase, "done");
+    s.wait_quiet();
+    assert_eq!(s.counters().since(&c1).outcome("APPLIED"), 0);
+    assert_eq!(s.soa_serial(), writes);
 }

@@ -277,11 +277,6 @@ async fn records_follow_cloudflares_rules_and_texts() {
             9000,
             "DNS name is invalid.",
         ),
-        (
-            json!({"name": "bad", "type": "TXT", "content": "x", "proxied": true}),
-            9041,
-            "This record type cannot be proxied.",
-        ),
     ];
     for (body, code, text) in cases {
         let e = c.post_record(&z, body.clone()).await;
@@ -291,6 +286,21 @@ async fn records_follow_cloudflares_rules_and_texts() {
             "{body}"
         );
     }
+    // Proxying a type that cannot be proxied: the generic code, the detail chained.
+    let e = c
+        .post_record(
+            &z,
+            json!({"name": "bad", "type": "TXT", "content": "x", "proxied": true}),
+        )
+        .await;
+    assert_eq!(
+        (e.status.as_u16(), e.code(), e.message()),
+        (400, 1004, "DNS Validation Error")
+    );
+    assert_eq!(
+        e.body["errors"][0]["error_chain"][0],
+        json!({"code": 9004, "message": "This record type cannot be proxied."})
+    );
     c.post_record(
         &z,
         json!({"name": "alias", "type": "CNAME", "content": "t.example.net"}),

@@ -442,6 +442,20 @@ mod tests {
             why.starts_with("pdns cannot write provider-specific property \"aws/region\""),
             "{why}"
         );
+        // Cloudflare's proxy status, on a driver that is not Cloudflare's.
+        let proxied = rr(
+            key.clone(),
+            &[(dnsplane_common::routing::cloudflare::PROXIED, "true")],
+        );
+        let why = none
+            .refusal("pdns", &change(vec![RRSetOp::create(proxied)]))
+            .unwrap();
+        assert!(
+            why.starts_with(
+                "pdns cannot write provider-specific property \"external-dns.alpha.kubernetes.io/cloudflare-proxied\""
+            ),
+            "{why}"
+        );
         let some = Capabilities {
             routing_sets: true,
             properties: &["aws/weight"],

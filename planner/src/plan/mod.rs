@@ -104,6 +104,10 @@ pub fn plan_zone(
         while data.next_if(|(k, _)| *k < key).is_some() {}
         let cur = data.next_if(|(k, _)| *k == key).map(|(k, h)| h.rrset(k));
         let cur = cur.as_ref();
+        // A property the desired record leaves to the provider (Cloudflare's proxy
+        // status) is what is observed: never a change (`routing::settle`).
+        let settled = cur.and_then(|c| want_rr.settled(c));
+        let want_rr = settled.as_ref().unwrap_or(want_rr);
         while owners.next_if(|(k, _)| *k < key).is_some() {}
         let owner = owners.next_if(|(k, _)| *k == key).map(|(_, o)| o);
         let blocked = |reason: ConflictReason, observed: Option<&RRSet>, message: String| Blocked {
@@ -422,6 +426,37 @@ mod tests {
         let after = apply(&current, &plan.changes);
         assert_eq!(after.get(&heavier.key), Some(&heavier));
         assert!(!after.contains_key(&us.key));
+    }
+
+    /// Cloudflare's proxy status: a desired record without it leaves a set proxied by
+    /// hand as it is (no change, although its TTL reads 1); `false` un-proxies it and
+    /// then converges on the DNS-only set, which reads back without the property.
+    #[test]
+    fn a_proxy_status_left_out_is_never_a_change() {
+        use dnsplane_common::routing::cloudflare::PROXIED;
+        let z = zone_cfg(Policy::Sync, ConflictPolicy::Report);
+        let plain = rr("www.example.com", RecordType::A, "192.0.2.1");
+        let by_hand =
+            RRSet::with_properties(plain.key.clone(), 300, &["192.0.2.1"], &[(PROXIED, "true")])
+                .unwrap();
+        assert_eq!(by_hand.ttl, 1);
+        let view = ZoneView::new(owned(&by_hand, ME));
+        let plan = plan_zone(&z, ME, &desired(std::slice::from_ref(&plain)), &view);
+        assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+        assert_eq!(plan.converged, 1);
+        let off = RRSet::with_properties(
+            plain.key.clone(),
+            300,
+            &["192.0.2.1"],
+            &[(PROXIED, "false")],
+        )
+        .unwrap();
+        let plan = plan_zone(&z, ME, &desired(std::slice::from_ref(&off)), &view);
+        assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
+        assert_eq!(plan.changes[0].change.ops[0].after.as_ref(), Some(&off));
+        let view = ZoneView::new(owned(&plain, ME));
+        let plan = plan_zone(&z, ME, &desired(std::slice::from_ref(&off)), &view);
+        assert!(plan.changes.is_empty(), "{:?}", plan.changes);
     }
 
     #[test]

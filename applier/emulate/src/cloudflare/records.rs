@@ -7,7 +7,8 @@
 //!   9007 "Content for CNAME record is invalid."; MX needs a `priority`; SRV and CAA
 //!   take a structured `data` object;
 //! - TTL: 1 (automatic) or the plan's minimum (60; Enterprise 30) to 86,400; proxied
-//!   records always have TTL 1; only A, AAAA and CNAME can be proxied;
+//!   records always have TTL 1; only A, AAAA and CNAME can be proxied (1004 "DNS
+//!   Validation Error" with 9004 "This record type cannot be proxied." chained);
 //! - against the zone ([`check_rules`]): 81058 "An identical record already exists."
 //!   (same name, type and data); 81053 "An A, AAAA, or CNAME record with that host
 //!   already exists." (a CNAME where the name holds a record); 81054 "A CNAME record
@@ -314,10 +315,11 @@ pub(crate) fn build(
     let content = content(&rtype, input, edit)?;
     let proxied = input.proxied.or(edit.map(|b| b.proxied)).unwrap_or(false);
     if proxied && !proxiable(&rtype) {
-        return Err(ApiError::invalid(
-            9041,
-            "This record type cannot be proxied.",
-        ));
+        // As clients have quoted it: the generic validation code, the detail chained.
+        let mut e = ApiError::invalid(1004, "DNS Validation Error");
+        e.chain
+            .push((9004, "This record type cannot be proxied.".into()));
+        return Err(e);
     }
     let mut ttl = match (input.ttl, edit) {
         (Some(t), _) => {
@@ -462,9 +464,14 @@ mod tests {
             e(r#"{"name":"a","type":"CNAME","content":"1.1.1.1"}"#).code,
             9007
         );
+        let txt = e(r#"{"name":"a","type":"TXT","content":"x","proxied":true}"#);
         assert_eq!(
-            e(r#"{"name":"a","type":"TXT","content":"x","proxied":true}"#).code,
-            9041
+            (txt.status, txt.code, txt.chain.clone()),
+            (
+                400,
+                1004,
+                vec![(9004, "This record type cannot be proxied.".to_string())]
+            )
         );
         assert_eq!(
             e(r#"{"name":"a","type":"A","content":"1.2.3.4","ttl":5}"#).code,
@@ -513,6 +520,35 @@ mod tests {
             (u.proxied, u.comment.as_deref(), u.tags.len(), u.id == ok.id),
             (false, None, 0, true)
         );
+    }
+
+    /// Proxying (A, AAAA, CNAME, wildcards too) makes the TTL automatic; un-proxying
+    /// by PATCH keeps it at 1 unless a TTL is given, and keeps the comment and tags;
+    /// proxying a TXT by PATCH is refused as on creation.
+    #[test]
+    fn proxying_and_back() {
+        let z = zone();
+        let mk = |j: &str, mode| build(&z, &input(j), mode, LIMITS, SystemTime::now());
+        let plain = mk(
+            r#"{"name":"*.w","type":"CNAME","content":"t.example.net","ttl":300,"comment":"c"}"#,
+            Mode::Create,
+        )
+        .unwrap();
+        let on = mk(r#"{"proxied":true}"#, Mode::Edit(&plain)).unwrap();
+        assert_eq!(
+            (on.proxied, on.ttl, on.name.as_str()),
+            (true, 1, "*.w.example.com")
+        );
+        let off = mk(r#"{"proxied":false}"#, Mode::Edit(&on)).unwrap();
+        assert_eq!(
+            (off.proxied, off.ttl, off.comment.as_deref()),
+            (false, 1, Some("c"))
+        );
+        let off = mk(r#"{"proxied":false,"ttl":120}"#, Mode::Edit(&on)).unwrap();
+        assert_eq!(off.ttl, 120);
+        let txt = mk(r#"{"name":"t","type":"TXT","content":"x"}"#, Mode::Create).unwrap();
+        let e = mk(r#"{"proxied":true}"#, Mode::Edit(&txt)).unwrap_err();
+        assert_eq!((e.code, e.chain[0].0), (1004, 9004));
     }
 
     #[test]

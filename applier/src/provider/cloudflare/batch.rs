@@ -2,6 +2,7 @@
 //! behind each, and the one atomic batch built from it for a batch of ops (records
 //! patched in place, so dashboard settings survive).
 use super::*;
+use dnsplane_common::routing::cloudflare::PROXIED;
 
 /// A zone's records at the names read, grouped as dnsplane RRSets.
 #[derive(Default)]
@@ -41,8 +42,9 @@ impl Read {
                 .iter()
                 .map(|r| wire::record_value(key.rtype, r))
                 .collect();
-            let ttl = recs.iter().map(|r| r.ttl).min().unwrap_or(1);
-            match values.map(|v| RRSet::new(key.clone(), ttl, &v)) {
+            let (proxied, ttl) = proxy::read(key.rtype, recs);
+            let props: &[(&str, &str)] = if proxied { &[(PROXIED, "true")] } else { &[] };
+            match values.map(|v| RRSet::with_properties(key.clone(), ttl, &v, props)) {
                 Some(Ok(set)) => {
                     self.zone.rrsets.insert(key.clone(), set);
                 }
@@ -73,6 +75,22 @@ fn merged(mut base: Value, extra: Value) -> Value {
     base
 }
 
+/// Adds to a patch of record `r` the settings `after` changes: `proxied` when its
+/// status changes, `ttl` when it differs (a proxied record's is 1, automatic; one that
+/// stays proxied is left at it). Comments and tags are never touched.
+fn settings(patch: &mut Value, after: &RRSet, r: &WireRecord) {
+    let proxied = proxy::target(after, r);
+    if proxied != (r.proxied == Some(true)) {
+        patch["proxied"] = json!(proxied);
+    }
+    let ttl = if proxied { 1 } else { after.ttl };
+    if ttl != r.ttl {
+        patch["ttl"] = json!(ttl);
+    } else if let Some(p) = patch.as_object_mut() {
+        p.remove("ttl");
+    }
+}
+
 /// The batch that carries `ops` out on the records `read` found (preconditions
 /// already checked against it).
 pub(super) fn build_batch(ops: &[RRSetOp], read: &Read) -> Batch {
@@ -97,30 +115,36 @@ pub(super) fn build_batch(ops: &[RRSetOp], read: &Read) -> Batch {
         }
         let added: Vec<&str> = after.values().filter(|v| !seen.contains(*v)).collect();
         for r in kept {
-            if r.ttl != after.ttl {
-                batch.patches.push(json!({ "id": r.id, "ttl": after.ttl }));
+            let mut patch = json!({ "id": r.id });
+            settings(&mut patch, after, r);
+            if patch.as_object().is_some_and(|p| p.len() > 1) {
+                batch.patches.push(patch);
             }
         }
         let pairs = removed.len().min(added.len());
         for (r, v) in removed.iter().zip(&added) {
-            batch.patches.push(merged(
-                json!({ "id": r.id, "ttl": after.ttl }),
-                wire::value_fields(op.key.rtype, v),
-            ));
+            let mut patch = json!({ "id": r.id, "ttl": after.ttl });
+            settings(&mut patch, after, r);
+            batch
+                .patches
+                .push(merged(patch, wire::value_fields(op.key.rtype, v)));
         }
         batch
             .deletes
             .extend(removed[pairs..].iter().map(|r| json!({ "id": r.id })));
-        // New values of a proxied set are proxied too.
-        let proxied = current.iter().any(|r| r.proxied == Some(true));
+        // New values are proxied as asked, or (nothing asked) like the set.
+        let proxied =
+            proxy::wanted(after).unwrap_or_else(|| current.iter().any(|r| r.proxied == Some(true)));
         for v in &added[pairs..] {
             let mut post = json!({
                 "name": api_name(op.key.name.as_str()),
                 "type": op.key.rtype.as_str(),
-                "ttl": after.ttl,
+                "ttl": if proxied { 1 } else { after.ttl },
             });
             if proxied {
                 post["proxied"] = json!(true);
+            } else if proxy::wanted(after).is_some() {
+                post["proxied"] = json!(false);
             }
             batch
                 .posts

@@ -25,6 +25,9 @@
 //! precondition check never trusts a memory. A foreign write landing between the read
 //! and the batch is overwritten, as with any Cloudflare client.
 //!
+//! **Proxy status** is external-dns's `cloudflare-proxied` property, written and read
+//! back as [`proxy`] describes; absent, each record keeps its own.
+//!
 //! **Listings.** Cloudflare has no zone serial, so, as the `route53` driver, this one
 //! keeps each zone as it last read it whole ([`RecordCache`]), follows it with the
 //! batches it commits and the names each batch reads, and reports the cache's own
@@ -55,6 +58,7 @@ use std::time::Duration;
 mod batch;
 mod config;
 mod data;
+mod proxy;
 mod wire;
 
 use batch::{Read, build_batch};
@@ -441,7 +445,7 @@ impl Provider for CloudflareProvider {
             // The listing cache's own count (see `fill`), not Cloudflare's.
             has_serial: true,
             routing_sets: false,
-            properties: &[],
+            properties: &[dnsplane_common::routing::cloudflare::PROXIED],
         }
     }
 
@@ -525,6 +529,18 @@ impl Provider for CloudflareProvider {
         pacer: &Pacer,
     ) -> Result<(), ProviderError> {
         crate::provider::ensure_in_zone(zone, ops)?;
+        // What Cloudflare cannot write is refused before any request (the batch
+        // algorithm refuses an unknown property first; this guards a direct call, and
+        // catches a proxied type that cannot be proxied).
+        let caps = self.capabilities();
+        if let Some((op, why)) = ops.iter().find_map(|op| {
+            let why = caps
+                .op_refusal(self.driver(), op)
+                .or_else(|| proxy::refusal(op))?;
+            Some((op, why))
+        }) {
+            return Err(ProviderError::new(ErrorClass::Invalid, why).with_key(op.key.clone()));
+        }
         let lock = self.zone_lock(zone);
         let _guard = lock.lock().await;
 
@@ -532,6 +548,7 @@ impl Provider for CloudflareProvider {
         let read = self.read(zone, Some(&names), pacer).await?;
         self.cache.refresh(zone, &names, &read.zone);
         check(ops, &read.zone)?;
+        let ops = &proxy::settle(ops, &read.zone.rrsets);
         let batch = build_batch(ops, &read);
         if batch.len() == 0 {
             // Only assertions (or updates to what is there), and they hold.
@@ -564,8 +581,8 @@ impl Provider for CloudflareProvider {
         self.call(Method::POST, url, Some(body), pacer, single)
             .await
             .inspect_err(|e| self.forget_zone_id(zone, e))?;
-        // Committed: the listing cache follows.
-        self.cache.committed(zone, ops);
+        // Committed: the listing cache follows, with each set as a read shows it.
+        self.cache.committed(zone, &proxy::as_read(ops));
         Ok(())
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use dnsplane_common::routing::cloudflare::PROXIED;
 
 fn zone() -> Name {
     Name::parse("ex.test").unwrap()
@@ -61,7 +62,8 @@ fn an_update_patches_records_in_place_so_their_settings_stay() {
     assert_eq!(b.deletes.len(), 1);
     assert!(b.posts.is_empty());
 
-    // More values than before: posts, proxied like the set.
+    // More values than before: posts, proxied like the set (TTL automatic); the kept
+    // records stay proxied, so their TTL stays automatic: no patch.
     let before = set(
         "www",
         RecordType::A,
@@ -77,8 +79,141 @@ fn an_update_patches_records_in_place_so_their_settings_stay() {
     let b = build_batch(&[RRSetOp::update(before, after)], &r);
     assert_eq!(b.posts.len(), 1);
     assert_eq!(b.posts[0]["proxied"], true);
+    assert_eq!(b.posts[0]["ttl"], 1);
     assert_eq!(b.posts[0]["name"], "www.ex.test");
-    assert_eq!(b.patches.len(), 3, "the TTL of each kept record: {b:?}");
+    assert!(b.patches.is_empty(), "{b:?}");
+}
+
+fn proxied(label: &str, t: RecordType, ttl: u32, v: &[&str], on: &str) -> RRSet {
+    RRSet::with_properties(key(label, t), ttl, v, &[(PROXIED, on)]).unwrap()
+}
+
+/// A set whose records are all proxied reads with the property and TTL 1; a set whose
+/// records disagree reads without it, its TTL the DNS-only records' (a proxied
+/// record's TTL is always 1 and says nothing); a TXT never carries it.
+#[test]
+fn a_read_shows_the_proxy_status_of_a_set() {
+    let r = read_of(vec![
+        rec("1", "on", "A", "192.0.2.1", 1, true),
+        rec("2", "on", "A", "192.0.2.2", 1, true),
+        rec("3", "mixed", "A", "192.0.2.1", 1, true),
+        rec("4", "mixed", "A", "192.0.2.2", 300, false),
+        rec("5", "off", "CNAME", "t.example.net", 120, false),
+        rec("6", "off", "TXT", "\"x\"", 1, false),
+    ]);
+    let set_of = |l: &str, t| &r.zone.rrsets[&key(l, t)];
+    assert_eq!(
+        *set_of("on", RecordType::A),
+        proxied("on", RecordType::A, 1, &["192.0.2.1", "192.0.2.2"], "true")
+    );
+    let mixed = set_of("mixed", RecordType::A);
+    assert_eq!((mixed.ttl, mixed.property(PROXIED)), (300, None));
+    let cname = set_of("off", RecordType::Cname);
+    assert_eq!((cname.ttl, cname.property(PROXIED)), (120, None));
+    assert_eq!(set_of("off", RecordType::Txt).property(PROXIED), None);
+}
+
+/// `true` proxies every record (TTL automatic), `false` makes every one DNS-only
+/// (with the set's TTL), in place: ids, comments and tags stay. Nothing else is sent
+/// for a record already as asked.
+#[test]
+fn the_proxy_status_is_written_in_place() {
+    let r = read_of(vec![
+        rec("1", "www", "A", "192.0.2.1", 300, false),
+        rec("2", "www", "A", "192.0.2.2", 1, true),
+    ]);
+    let before = r.zone.rrsets[&key("www", RecordType::A)].clone();
+    let on = proxied(
+        "www",
+        RecordType::A,
+        300,
+        &["192.0.2.1", "192.0.2.2", "192.0.2.3"],
+        "true",
+    );
+    let b = build_batch(&[RRSetOp::update(before.clone(), on)], &r);
+    assert_eq!(
+        b.patches,
+        vec![json!({"id": "1", "proxied": true, "ttl": 1})]
+    );
+    assert_eq!(
+        (b.posts[0]["proxied"].clone(), b.posts[0]["ttl"].clone()),
+        (json!(true), json!(1))
+    );
+    let off = proxied(
+        "www",
+        RecordType::A,
+        300,
+        &["192.0.2.1", "192.0.2.2"],
+        "false",
+    );
+    let b = build_batch(&[RRSetOp::update(before.clone(), off)], &r);
+    assert_eq!(
+        b.patches,
+        vec![json!({"id": "2", "proxied": false, "ttl": 300})]
+    );
+    assert!(b.posts.is_empty() && b.deletes.is_empty());
+    // Created with the property: posted as asked.
+    let new = proxied("new", RecordType::Cname, 300, &["t.example.net."], "false");
+    let b = build_batch(&[RRSetOp::create(new)], &r);
+    assert_eq!(
+        (b.posts[0]["proxied"].clone(), b.posts[0]["ttl"].clone()),
+        (json!(false), json!(300))
+    );
+    // A target that leaves the status out takes the set's as read; the listing cache
+    // keeps `false` as a read shows it, without the property.
+    let all_on = read_of(vec![rec("7", "p", "A", "192.0.2.1", 1, true)]);
+    let cur = all_on.zone.rrsets[&key("p", RecordType::A)].clone();
+    let settled = proxy::settle(
+        &[RRSetOp::update(
+            cur.clone(),
+            set("p", RecordType::A, 300, &["192.0.2.9"]),
+        )],
+        &all_on.zone.rrsets,
+    );
+    let after = settled[0].after.as_ref().unwrap();
+    assert_eq!((after.ttl, after.property(PROXIED)), (1, Some("true")));
+    let read_as = proxy::as_read(&[RRSetOp::create(proxied(
+        "q",
+        RecordType::A,
+        60,
+        &["192.0.2.1"],
+        "false",
+    ))]);
+    assert_eq!(
+        read_as[0].after,
+        Some(set("q", RecordType::A, 60, &["192.0.2.1"]))
+    );
+}
+
+/// `true` on a type Cloudflare cannot proxy is refused before any request (the
+/// endpoint below has no server: a request would fail as transient), naming the
+/// property; `false` on it passes.
+#[tokio::test]
+async fn proxying_a_txt_is_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    std::fs::write(&path, "t").unwrap();
+    let p = CloudflareProvider::new(&CloudflareConfig {
+        endpoint: "http://127.0.0.1:1/client/v4".into(),
+        api_token_file: Some(path),
+        ..CloudflareConfig::default()
+    })
+    .unwrap();
+    let txt = proxied("t", RecordType::Txt, 300, &["\"v\""], "true");
+    let e = p
+        .apply(&zone(), &[RRSetOp::create(txt.clone())])
+        .await
+        .unwrap_err();
+    assert_eq!(e.class, ErrorClass::Invalid, "{e}");
+    assert!(
+        e.message.contains(PROXIED) && e.message.contains("TXT"),
+        "{e}"
+    );
+    assert_eq!(e.key.as_ref(), Some(&txt.key));
+    let off = proxied("t", RecordType::Txt, 300, &["\"v\""], "false");
+    let e = p.apply(&zone(), &[RRSetOp::create(off)]).await.unwrap_err();
+    assert_ne!(e.class, ErrorClass::Invalid, "{e}");
+    assert!(p.capabilities().properties.contains(&PROXIED));
 }
 
 #[test]
