@@ -19,7 +19,7 @@ fn zone() -> Name {
 }
 
 fn op(i: usize) -> RRSetOp {
-    let (name, rtype, value) = if i % 2 == 0 {
+    let (name, rtype, value) = if i.is_multiple_of(2) {
         (
             format!("h{}", i / 2),
             RecordType::A,
