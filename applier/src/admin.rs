@@ -17,7 +17,6 @@ use crate::account::Account;
 use crate::accounts::Accounts;
 use crate::quota::QuotaStatus;
 use dnsplane_common::metrics::{AdminServer, proto_json, register_build_info};
-use dnsplane_common::pb;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -244,6 +243,7 @@ mod tests {
     use crate::provider::memory::store::MemoryStore;
     use crate::retry::RetryPolicy;
     use crate::service::ApplierService;
+    use dnsplane_common::pb;
     use dnsplane_common::{Change, ChangeKind, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
     use std::time::Duration;
 

@@ -4,10 +4,10 @@
 use crate::error::ModelError;
 use crate::name::Name;
 use crate::outcome::{ConflictReason, Outcome, RecordResult};
-use crate::{pb, wkt};
 use crate::rdata::RecordType;
 use crate::routing::SetId;
 use crate::rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
+use crate::{pb, wkt};
 use std::time::{Duration, SystemTime};
 
 /// A request field that failed validation.

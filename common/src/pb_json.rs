@@ -22,7 +22,11 @@ impl Contract {
     }
 
     fn message(&self, full: &str) -> &DescriptorProto {
-        fn find<'a>(prefix: &str, ms: &'a [DescriptorProto], full: &str) -> Option<&'a DescriptorProto> {
+        fn find<'a>(
+            prefix: &str,
+            ms: &'a [DescriptorProto],
+            full: &str,
+        ) -> Option<&'a DescriptorProto> {
             ms.iter().find_map(|m| {
                 let name = format!("{prefix}.{}", m.name());
                 if name == full {
@@ -41,7 +45,10 @@ impl Contract {
 
     fn enumeration(&self, full: &str) -> &EnumDescriptorProto {
         let found = self.0.file.iter().find_map(|f| {
-            let top = f.enum_type.iter().map(|e| (format!(".{}.{}", f.package(), e.name()), e));
+            let top = f
+                .enum_type
+                .iter()
+                .map(|e| (format!(".{}.{}", f.package(), e.name()), e));
             let nested = f.message_type.iter().flat_map(|m| {
                 m.enum_type
                     .iter()
@@ -191,16 +198,28 @@ fn delimited(b: &[u8]) -> (WireType, Vec<u8>) {
 /// reads back equal; empty, it writes out every default.
 fn check<M>(full: &str)
 where
-    M: Message + Default + PartialEq + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+    M: Message
+        + Default
+        + PartialEq
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
 {
     let contract = Contract::load();
     let (wire, want) = contract.populated(full, 0);
     let message = M::decode(wire.as_slice()).expect("the populated message decodes");
     let got = proto_json(&message);
-    assert_eq!(got, want, "{full}: /status JSON vs the descriptors' proto3 JSON");
+    assert_eq!(
+        got, want,
+        "{full}: /status JSON vs the descriptors' proto3 JSON"
+    );
     let back: M = serde_json::from_value(got).expect("the JSON reads back");
     assert_eq!(back, message, "{full}: read back");
-    assert_eq!(proto_json(&M::default()), contract.defaults(full), "{full} empty");
+    assert_eq!(
+        proto_json(&M::default()),
+        contract.defaults(full),
+        "{full} empty"
+    );
 }
 
 #[test]
@@ -222,7 +241,10 @@ fn the_populated_planner_status_reaches_the_nested_messages() {
     assert_eq!(zone["recordsByState"], json!({ "x": 1 }));
     assert_eq!(zone["lastSync"], "1970-01-01T00:00:01Z");
     assert_eq!(zone["held"]["ownedRecords"], 1);
-    assert_eq!(json["appliers"][0]["accounts"][0]["quota"]["waitTotal"], "1s");
+    assert_eq!(
+        json["appliers"][0]["accounts"][0]["quota"]["waitTotal"],
+        "1s"
+    );
     assert_eq!(json["appliers"][0]["accounts"][0]["quota"]["granted"], "1");
     assert_eq!(json["lease"]["epoch"], "1");
 }

@@ -138,7 +138,13 @@ mod tests {
         assert_eq!(t(1_700_000_000, 5_000_000), "2023-11-14T22:13:20.005Z");
         assert_eq!(t(1_700_000_000, 5_000), "2023-11-14T22:13:20.000005Z");
         let back: Timestamp = serde_json::from_value("2023-11-14T22:13:20.005Z".into()).unwrap();
-        assert_eq!(back, Timestamp { seconds: 1_700_000_000, nanos: 5_000_000 });
+        assert_eq!(
+            back,
+            Timestamp {
+                seconds: 1_700_000_000,
+                nanos: 5_000_000
+            }
+        );
         let e = serde_json::from_value::<Timestamp>("yesterday".into()).unwrap_err();
         assert!(e.to_string().contains("timestamp \"yesterday\""), "{e}");
     }
@@ -152,6 +158,12 @@ mod tests {
         assert_eq!(d(3, 5), "3.000000005s");
         assert_eq!(d(-1, -500_000_000), "-1.500s");
         let back: Duration = serde_json::from_value("0.250s".into()).unwrap();
-        assert_eq!(back, Duration { seconds: 0, nanos: 250_000_000 });
+        assert_eq!(
+            back,
+            Duration {
+                seconds: 0,
+                nanos: 250_000_000
+            }
+        );
     }
 }

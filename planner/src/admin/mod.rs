@@ -16,7 +16,6 @@ use crate::metrics::{PlannerMetrics, ZoneGauges};
 use crate::service::PlannerService;
 use crate::state::RecordStateKind;
 use dnsplane_common::metrics::{AdminServer, proto_json, unix_seconds};
-use dnsplane_common::pb;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
@@ -79,6 +78,7 @@ fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dnsplane_common::pb;
 
     #[test]
     fn status_uses_the_proto3_json_names() {
