@@ -16,8 +16,7 @@
 use crate::account::Account;
 use crate::accounts::Accounts;
 use crate::quota::QuotaStatus;
-use dnsplane_common::metrics::{AdminServer, register_build_info};
-use dnsplane_common::{json, pb};
+use dnsplane_common::metrics::{AdminServer, proto_json, register_build_info};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -214,32 +213,6 @@ fn encode_quotas(
     Ok(())
 }
 
-/// `GetStatus` in the proto3 JSON mapping (camelCase names, 64-bit integers as
-/// strings, durations as `"1.500s"`), as `grpcurl` prints it, except that default
-/// values are written out too (`quota` is `null` for an account without one).
-pub fn status_json(s: &pb::ApplierStatus) -> serde_json::Value {
-    use serde_json::json;
-    let uptime = json::duration(s.uptime.as_ref());
-    json!({
-        "level": s.level,
-        "reason": s.reason,
-        "accounts": s.accounts.iter().map(|a| json!({
-            "name": a.name,
-            "driver": a.driver,
-            "zones": a.zones,
-            "callsByClass": json::u64_map(&a.calls_by_class),
-            "outcomes": json::u64_map(&a.outcomes),
-            "batches": a.batches.to_string(),
-            "serials": json::u64_map(&a.serials),
-            "circuit": a.circuit,
-            "lastError": a.last_error,
-            "faults": json::u64_map(&a.faults),
-            "quota": a.quota.as_ref().map_or(serde_json::Value::Null, json::quota_status),
-        })).collect::<Vec<_>>(),
-        "uptime": uptime,
-    })
-}
-
 /// A registry holding the process's build info, for the metric families to register
 /// into ([`crate::metrics::ApplierMetrics::register`]) and the admin server to serve.
 pub fn registry() -> Registry {
@@ -256,7 +229,7 @@ pub fn admin_server(mut registry: Registry, accounts: Arc<Accounts>) -> AdminSer
     }));
     AdminServer::new(registry).status(move || {
         let accounts = accounts.clone();
-        async move { status_json(&crate::service::status_to_pb(&accounts.status())) }
+        async move { proto_json(&crate::service::status_to_pb(&accounts.status())) }
     })
 }
 
@@ -270,6 +243,7 @@ mod tests {
     use crate::provider::memory::store::MemoryStore;
     use crate::retry::RetryPolicy;
     use crate::service::ApplierService;
+    use dnsplane_common::pb;
     use dnsplane_common::{Change, ChangeKind, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
     use std::time::Duration;
 
@@ -483,7 +457,7 @@ mod tests {
             .await
             .unwrap()
             .into_inner();
-        let json = status_json(&grpc);
+        let json = proto_json(&grpc);
         assert_eq!(json["level"], "healthy");
         let a = &json["accounts"][0];
         assert_eq!(a["name"], "metrics-unit");

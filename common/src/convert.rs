@@ -4,10 +4,10 @@
 use crate::error::ModelError;
 use crate::name::Name;
 use crate::outcome::{ConflictReason, Outcome, RecordResult};
-use crate::pb;
 use crate::rdata::RecordType;
 use crate::routing::SetId;
 use crate::rrset::{Change, ChangeKind, RRSet, RRSetOp, RecordKey};
+use crate::{pb, wkt};
 use std::time::{Duration, SystemTime};
 
 /// A request field that failed validation.
@@ -210,18 +210,18 @@ pub fn change_from_pb(field: &str, zone: &Name, c: &pb::Change) -> Result<Change
     Ok(change)
 }
 
-pub fn timestamp(t: SystemTime) -> prost_types::Timestamp {
-    prost_types::Timestamp::from(t)
+pub fn timestamp(t: SystemTime) -> wkt::Timestamp {
+    wkt::Timestamp::from(t)
 }
 
-pub fn duration(d: Duration) -> prost_types::Duration {
-    prost_types::Duration::try_from(d).unwrap_or(prost_types::Duration {
+pub fn duration(d: Duration) -> wkt::Duration {
+    wkt::Duration::try_from(d).unwrap_or(wkt::Duration {
         seconds: i64::MAX,
         nanos: 0,
     })
 }
 
-pub fn duration_from_pb(d: &prost_types::Duration) -> Duration {
+pub fn duration_from_pb(d: &wkt::Duration) -> Duration {
     Duration::try_from(*d).unwrap_or_default()
 }
 

@@ -6,8 +6,9 @@
 //!   change. Names are absolute, lower-case,
 //!   IDNA; values are canonical per type, so equality is exact. [`wire`]: what one DNS
 //!   answer can carry, checked wherever records come in.
-//! - [`pb`]: the generated `dnsplane.v1` contract; [`convert`] maps it to the model and
-//!   validates on the way in.
+//! - [`pb`]: the generated `dnsplane.v1` contract, with serde in the proto3 JSON
+//!   mapping (`/status`); [`wkt`]: its timestamps and durations; [`convert`] maps it to
+//!   the model and validates on the way in.
 //! - [`grpc`]: reflection, health and error mapping; [`runtime`]: logging and shutdown.
 //! - [`telemetry`]: logs plus OpenTelemetry traces over OTLP (off unless configured) and
 //!   W3C trace-context propagation; [`metrics`]: the admin HTTP port (`/metrics`,
@@ -19,10 +20,11 @@
 pub mod convert;
 pub mod error;
 pub mod grpc;
-pub mod json;
 pub mod metrics;
 pub mod name;
 pub mod outcome;
+#[cfg(test)]
+mod pb_json;
 pub mod rdata;
 pub mod redis;
 pub mod routing;
@@ -33,6 +35,7 @@ pub mod shared;
 pub mod telemetry;
 pub mod tls;
 pub mod wire;
+pub mod wkt;
 
 pub use error::ModelError;
 pub use name::Name;
@@ -47,6 +50,8 @@ pub use shared::SharedStr;
 pub mod pb {
     #![allow(missing_docs, clippy::all, missing_debug_implementations)]
     tonic::include_proto!("dnsplane.v1");
+    // serde in the proto3 JSON mapping (pbjson-build; see build.rs).
+    include!(concat!(env!("OUT_DIR"), "/dnsplane.v1.serde.rs"));
     /// Encoded descriptors, for gRPC server reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] =
         tonic::include_file_descriptor_set!("dnsplane_descriptor");

@@ -286,6 +286,17 @@ fn unauthorized() -> Response {
         .into_response()
 }
 
+/// A message as `/status` serves it: the proto3 JSON mapping of the serde impls that
+/// pbjson-build generates for [`crate::pb`] (what `grpcurl` prints: camelCase names,
+/// 64-bit integers as strings, RFC 3339 timestamps), default values written out, an
+/// absent message field left out.
+pub fn proto_json<M: serde::Serialize>(message: &M) -> serde_json::Value {
+    // Only a map with non-string keys could fail, and the contract has none; still,
+    // say so rather than answer an empty object.
+    serde_json::to_value(message)
+        .unwrap_or_else(|e| serde_json::json!({ "error": format!("status as JSON: {e}") }))
+}
+
 fn json(value: serde_json::Value) -> Response {
     let body = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into()) + "\n";
     (

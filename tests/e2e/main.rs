@@ -42,6 +42,7 @@ mod safety;
 mod secret_scan;
 mod slice;
 mod stack;
+mod status_json;
 mod status_page;
 mod tls;
 mod up;

@@ -139,7 +139,7 @@ fn list_status(e: ListError) -> Status {
 }
 
 /// The deadline as a monotonic instant (a passed deadline is "now").
-fn deadline(ts: Option<&prost_types::Timestamp>) -> Option<Instant> {
+fn deadline(ts: Option<&dnsplane_common::wkt::Timestamp>) -> Option<Instant> {
     let t = SystemTime::try_from(*ts?).ok()?;
     let left = t.duration_since(SystemTime::now()).unwrap_or_default();
     Some(Instant::now() + left)

@@ -2,7 +2,8 @@
 //! grows its own copy: finding tools and the workspace's binaries (and failing, not
 //! skipping, under `DNSPLANE_REQUIRE_SERVERS=1`), spawning processes, loopback ports,
 //! polling, the real `dig`/`grpcurl`/HTTP clients ([`tools`]), record and change
-//! builders ([`records`]), a real OTLP/gRPC trace receiver ([`otlp`]), and a fake
+//! builders ([`records`]), fully populated messages of the contract and their proto3
+//! JSON ([`proto_json`]), a real OTLP/gRPC trace receiver ([`otlp`]), and a fake
 //! Kubernetes API server for DNSEndpoints ([`kube_api`]) that prunes by a CRD's
 //! structural schema as a real one does ([`crd`]).
 //!
@@ -14,6 +15,7 @@ pub mod certs;
 pub mod crd;
 pub mod kube_api;
 pub mod otlp;
+pub mod proto_json;
 pub mod records;
 pub mod tools;
 

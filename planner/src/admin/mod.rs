@@ -15,8 +15,7 @@ use crate::engine::{Engine, Level, Snapshot};
 use crate::metrics::{PlannerMetrics, ZoneGauges};
 use crate::service::PlannerService;
 use crate::state::RecordStateKind;
-use dnsplane_common::metrics::{AdminServer, unix_seconds};
-use dnsplane_common::{json, pb};
+use dnsplane_common::metrics::{AdminServer, proto_json, unix_seconds};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
@@ -43,7 +42,7 @@ pub fn admin_server(
         .on_scrape(move || refresh(&metrics, &scraped.snapshot()))
         .status(move || {
             let engine = engine.clone();
-            async move { status_json(&crate::service::status(&engine).await) }
+            async move { proto_json(&crate::service::status(&engine).await) }
         })
 }
 
@@ -76,96 +75,20 @@ fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
     }
 }
 
-/// `GetStatus` in the proto3 JSON mapping (camelCase names, RFC 3339 timestamps), as
-/// `grpcurl` prints it, except that default values are written out too.
-pub fn status_json(s: &pb::PlannerStatus) -> serde_json::Value {
-    use serde_json::json;
-    json!({
-        "level": s.level,
-        "reason": s.reason,
-        "reasons": s.reasons.iter().map(|r| json!({
-            "rule": r.rule,
-            "level": r.level,
-            "zone": r.zone,
-            "message": r.message,
-        })).collect::<Vec<_>>(),
-        "safetyMode": s.safety_mode,
-        "zones": s.zones.iter().map(|z| json!({
-            "zone": z.zone,
-            "account": z.account,
-            "policy": z.policy,
-            "recordsByState": z.records_by_state,
-            "lastSync": json::timestamp(z.last_sync.as_ref()),
-            "lastSuccess": json::timestamp(z.last_success.as_ref()),
-            "lastError": z.last_error,
-            "initialSyncDone": z.initial_sync_done,
-            "desiredRecords": z.desired_records,
-            "observedRecords": z.observed_records,
-            "syncing": z.syncing,
-            "initialSyncStarted": json::timestamp(z.initial_sync_started.as_ref()),
-            "nextRetry": json::timestamp(z.next_retry.as_ref()),
-            "applier": z.applier,
-            "state": z.state,
-            "held": z.held.as_ref().map(|h| json!({
-                "digest": h.digest,
-                "deletes": h.deletes,
-                "updates": h.updates,
-                "apexNs": h.apex_ns,
-                "ownedRecords": h.owned_records,
-                "reason": h.reason,
-                "since": json::timestamp(h.since.as_ref()),
-            })),
-        })).collect::<Vec<_>>(),
-        "appliers": s.appliers.iter().map(|a| json!({
-            "address": a.address,
-            "healthy": a.healthy,
-            "lastError": a.last_error,
-            "zones": a.zones,
-            "accounts": a.accounts.iter().map(|acc| {
-                let mut v = json!({"name": acc.name, "circuit": acc.circuit});
-                if let Some(q) = &acc.quota {
-                    v["quota"] = json::quota_status(q);
-                }
-                v
-            }).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "sourceErrors": s.source_errors.iter().map(|e| json!({
-            "source": e.source,
-            "location": e.location,
-            "record": e.record,
-            "message": e.message,
-        })).collect::<Vec<_>>(),
-        "sources": s.sources.iter().map(|x| json!({
-            "name": x.name,
-            "ready": x.ready,
-            "reason": x.reason,
-        })).collect::<Vec<_>>(),
-        "lease": s.lease.as_ref().map(|l| json!({
-            "role": l.role,
-            "holder": l.holder,
-            "backend": l.backend,
-            "location": l.location,
-            "since": json::timestamp(l.since.as_ref()),
-            "identity": l.identity,
-            "epoch": l.epoch.to_string(),
-            "lastError": l.last_error,
-        })),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dnsplane_common::pb;
 
     #[test]
-    fn status_json_uses_the_proto3_json_names() {
+    fn status_uses_the_proto3_json_names() {
         let s = pb::PlannerStatus {
             level: "degraded".into(),
             reason: "zone example.com.: boom".into(),
             zones: vec![pb::ZoneStatus {
                 zone: "example.com.".into(),
                 records_by_state: [("converged".to_string(), 3)].into(),
-                last_sync: Some(prost_types::Timestamp {
+                last_sync: Some(dnsplane_common::wkt::Timestamp {
                     seconds: 1_700_000_000,
                     nanos: 5_000_000,
                 }),
@@ -186,11 +109,12 @@ mod tests {
             }),
             ..Default::default()
         };
-        let v = status_json(&s);
+        let v = proto_json(&s);
         assert_eq!(v["level"], "degraded");
         assert_eq!(v["zones"][0]["recordsByState"]["converged"], 3);
         assert_eq!(v["zones"][0]["lastSync"], "2023-11-14T22:13:20.005Z");
-        assert_eq!(v["zones"][0]["lastSuccess"], serde_json::Value::Null);
+        // An absent message is left out (grpcurl leaves it out too).
+        assert!(v["zones"][0].get("lastSuccess").is_none(), "{v}");
         assert_eq!(v["zones"][0]["desiredRecords"], 4);
         assert_eq!(v["zones"][0]["initialSyncDone"], false);
         assert_eq!(v["sourceErrors"][0]["location"], "web.yaml:3");

@@ -38,7 +38,7 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-fn ts(t: Option<&prost_types::Timestamp>) -> String {
+fn ts(t: Option<&dnsplane_common::wkt::Timestamp>) -> String {
     match t {
         None => "never".to_string(),
         Some(t) => SystemTime::try_from(*t).map_or_else(|_| t.to_string(), time),

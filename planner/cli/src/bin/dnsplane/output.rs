@@ -155,13 +155,13 @@ fn yaml_of(value: &serde_json::Value) -> yaml_rust2::Yaml {
 }
 
 /// A protobuf timestamp as RFC 3339 (UTC, seconds), for documents and tables.
-pub fn rfc3339(t: Option<prost_types::Timestamp>) -> Option<String> {
+pub fn rfc3339(t: Option<dnsplane_common::wkt::Timestamp>) -> Option<String> {
     let t = SystemTime::try_from(t?).ok()?;
     Some(humantime::format_rfc3339_seconds(t).to_string())
 }
 
 /// Whole seconds from then to now (0 for the future).
-pub fn age_seconds(t: Option<prost_types::Timestamp>) -> Option<u64> {
+pub fn age_seconds(t: Option<dnsplane_common::wkt::Timestamp>) -> Option<u64> {
     let t = SystemTime::try_from(t?).ok()?;
     Some(
         SystemTime::now()
@@ -172,7 +172,7 @@ pub fn age_seconds(t: Option<prost_types::Timestamp>) -> Option<u64> {
 }
 
 /// Whole seconds from now to then (0 for the past).
-pub fn in_seconds(t: Option<prost_types::Timestamp>) -> Option<u64> {
+pub fn in_seconds(t: Option<dnsplane_common::wkt::Timestamp>) -> Option<u64> {
     let t = SystemTime::try_from(t?).ok()?;
     Some(
         t.duration_since(SystemTime::now())
