@@ -181,6 +181,11 @@ const TABLE: &[(&str, &str, How)] = &[
     ),
     (
         "docs/scale.md",
+        "cargo bench -p dnsplane-applier --bench store",
+        How::Check(BENCH),
+    ),
+    (
+        "docs/scale.md",
         "cargo build --release --bins && target/release/dnsplane-bench-linear",
         How::Check(BENCH),
     ),
