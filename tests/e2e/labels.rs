@@ -3,13 +3,12 @@
 //! webhook come back from `dnsplane records -o json` and from the webhook's
 //! `GET /records`, after a `kill -9` of the planner too; a change of labels alone is
 //! read back and plans nothing for the provider.
+use crate::webhook_server::ExternalDns;
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-const MEDIA: &str = "application/external.dns.webhook+json;version=1";
 
 fn manifest(zone: &str, owner: &str) -> String {
     format!(
@@ -42,57 +41,9 @@ fn listed(s: &RealStack) -> BTreeMap<String, Value> {
         .collect()
 }
 
-struct Hook {
-    base: String,
-    http: reqwest::Client,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Hook {
-    fn new(port: u16) -> Hook {
-        Hook {
-            base: format!("http://127.0.0.1:{port}"),
-            // No idle connections kept: the planner is killed in between.
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(15))
-                .pool_max_idle_per_host(0)
-                .build()
-                .expect("client"),
-            rt: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime"),
-        }
-    }
-
-    fn records(&self) -> Vec<Value> {
-        self.rt.block_on(async {
-            let r = self
-                .http
-                .get(format!("{}/records", self.base))
-                .header("accept", MEDIA)
-                .send()
-                .await
-                .expect("GET /records");
-            assert_eq!(r.status().as_u16(), 200);
-            r.json().await.expect("a JSON list")
-        })
-    }
-
-    fn apply(&self, changes: Value) {
-        let status = self.rt.block_on(async {
-            self.http
-                .post(format!("{}/records", self.base))
-                .header("content-type", MEDIA)
-                .body(changes.to_string())
-                .send()
-                .await
-                .expect("POST /records")
-                .status()
-                .as_u16()
-        });
-        assert_eq!(status, 204, "{changes}");
-    }
+/// One webhook `POST /records`, which must be taken (204).
+fn apply(hook: &ExternalDns, changes: Value) {
+    assert_eq!(hook.apply(changes.to_string()), 204, "{changes}");
 }
 
 fn wait_listening(s: &RealStack, port: u16) {
@@ -126,8 +77,8 @@ fn labels_come_back_from_records_json_and_the_webhook_after_a_restart() {
         },
     );
     wait_listening(&s, port);
-    let hook = Hook::new(port);
-    hook.apply(json!({"create": [endpoint(&zone, "c1")]}));
+    let hook = ExternalDns::new(port);
+    apply(&hook, json!({"create": [endpoint(&zone, "c1")]}));
     s.assert_states(&[("converged", 2)]);
     assert_eq!(s.dig(&format!("web.{zone}"), "A"), ["192.0.2.10"]);
 
@@ -147,7 +98,10 @@ fn labels_come_back_from_records_json_and_the_webhook_after_a_restart() {
     // sync plans nothing for the provider: no batch since, automatic syncs included.
     let before = s.counters();
     std::fs::write(&file, manifest(&zone, "team-b")).expect("rewrite the manifest");
-    hook.apply(json!({"updateOld": [endpoint(&zone, "c1")], "updateNew": [endpoint(&zone, "c2")]}));
+    apply(
+        &hook,
+        json!({"updateOld": [endpoint(&zone, "c1")], "updateNew": [endpoint(&zone, "c2")]}),
+    );
     let moved = dnsplane_e2e::wait_for(Duration::from_secs(30), || {
         (listed(&s)[&web]["owner"] == "team-b").then_some(())
     });

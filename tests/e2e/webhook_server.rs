@@ -18,7 +18,8 @@ use std::time::Duration;
 const MEDIA: &str = "application/external.dns.webhook+json;version=1";
 const OWNER: &str = "e2e-cluster";
 
-struct ExternalDns {
+/// external-dns's webhook client, as it calls the planner (also used by the labels test).
+pub(crate) struct ExternalDns {
     base: String,
     http: reqwest::Client,
     rt: tokio::runtime::Runtime,
@@ -49,12 +50,14 @@ fn targets(e: &Value) -> BTreeSet<String> {
 }
 
 impl ExternalDns {
-    fn new(port: u16) -> ExternalDns {
+    pub(crate) fn new(port: u16) -> ExternalDns {
         ExternalDns {
             base: format!("http://127.0.0.1:{port}"),
-            // external-dns's one timeout for a round trip: read 5 s + write 10 s.
+            // external-dns's one timeout for a round trip: read 5 s + write 10 s. No
+            // idle connection is kept: tests kill the planner in between.
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(15))
+                .pool_max_idle_per_host(0)
                 .build()
                 .expect("client"),
             rt: tokio::runtime::Builder::new_current_thread()
@@ -86,7 +89,7 @@ impl ExternalDns {
         })
     }
 
-    fn records(&self) -> Vec<Value> {
+    pub(crate) fn records(&self) -> Vec<Value> {
         self.rt.block_on(async {
             let r = self
                 .http
@@ -120,7 +123,7 @@ impl ExternalDns {
         })
     }
 
-    fn apply(&self, body: String) -> u16 {
+    pub(crate) fn apply(&self, body: String) -> u16 {
         self.rt.block_on(async {
             self.http
                 .post(format!("{}/records", self.base))
