@@ -3,10 +3,9 @@
 //! file, per-caller rate limits, and a Sync naming one zone 500 times costing one read.
 //! Planner and applier are real processes; calls go through the real `grpcurl`.
 use crate::metrics::{parse_metrics, sum};
-use crate::stack::{Stack, Tools, ZONE, endpoints};
-use dnsplane_e2e::{binary, free_port, grpcurl, http_get, wait_for};
+use crate::stack::{Stack, Tools, ZONE, dnsplane_cli, endpoints};
+use dnsplane_e2e::{free_port, grpcurl, http_get, wait_for};
 use dnsplane_planner::auth::tokens::digest_hex;
-use std::process::Command;
 use std::time::Duration;
 
 /// A second zone, on an account of its own, outside the scoped token's zones.
@@ -129,18 +128,7 @@ fn http_get_bearer(port: u16, path: &str, bearer: &str) -> (u16, String) {
 
 /// The `dnsplane` CLI against the stack: (exit code, output).
 fn cli(s: &Stack, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
-    let out = Command::new(binary("dnsplane"))
-        .args(args)
-        .args(["--addr", &format!("http://127.0.0.1:{}", s.planner_port)])
-        .env("DNSPLANE_LOG", "warn")
-        .env_remove("DNSPLANE_TOKEN")
-        .env_remove("DNSPLANE_TOKEN_FILE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run dnsplane");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
+    dnsplane_cli(s.planner_port, args, env)
 }
 
 #[test]

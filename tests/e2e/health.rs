@@ -2,10 +2,9 @@
 //! applier as processes (embedded provider), read through the real `dnsplane` CLI
 //! (output and exit code), `GetStatus` over grpcurl, the planner's `/metrics`, the
 //! applier's own counters and `dig` against the provider.
-use crate::stack::{Stack, Tools, ZONE, endpoints};
-use dnsplane_e2e::{binary, free_port, http_get, wait_for};
+use crate::stack::{Stack, Tools, ZONE, dnsplane_cli, endpoints};
+use dnsplane_e2e::{free_port, http_get, wait_for};
 use serde_json::Value;
-use std::process::Command;
 use std::time::Duration;
 
 /// Safety net of every wait below; not a performance claim.
@@ -13,15 +12,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 /// `dnsplane ARGS` against the stack: (exit code, stdout + stderr).
 fn cli(s: &Stack, args: &[&str]) -> (i32, String) {
-    let out = Command::new(binary("dnsplane"))
-        .args(args)
-        .args(["--addr", &format!("http://127.0.0.1:{}", s.planner_port)])
-        .env("DNSPLANE_LOG", "warn")
-        .output()
-        .expect("run dnsplane");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
+    dnsplane_cli(s.planner_port, args, &[])
 }
 
 /// The planner's `GetStatus` once it has a reason of `rule`.

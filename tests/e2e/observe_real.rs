@@ -4,12 +4,11 @@
 //! changed, one added): `plan` shows the three changes, a forced sync sends no batch,
 //! and PowerDNS's zone transfer is byte for byte what it was. Back in automatic mode,
 //! the same three changes are applied.
-use crate::stack::{Tools, endpoints};
+use crate::stack::{Tools, dnsplane_cli, endpoints};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Safety net of every wait below; not a performance claim.
@@ -56,15 +55,7 @@ fn start_planner(dir: &Path, port: u16, run: &str) -> Proc {
 }
 
 fn cli(port: u16, args: &[&str]) -> (i32, String) {
-    let out = Command::new(binary("dnsplane"))
-        .args(args)
-        .args(["--addr", &format!("http://127.0.0.1:{port}")])
-        .env("DNSPLANE_LOG", "warn")
-        .output()
-        .expect("run dnsplane");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
+    dnsplane_cli(port, args, &[])
 }
 
 #[test]

@@ -350,3 +350,20 @@ pub fn seed(state_dir: &Path, records: &[(&str, &str, &str)]) {
         .collect();
     store.apply(&zone, &ops).expect("seed");
 }
+
+/// `dnsplane ARGS --addr http://127.0.0.1:PORT` with `env` added (and no token taken
+/// from the test's own environment): (exit code, stdout + stderr).
+pub fn dnsplane_cli(port: u16, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = std::process::Command::new(binary("dnsplane"))
+        .args(args)
+        .args(["--addr", &format!("http://127.0.0.1:{port}")])
+        .env("DNSPLANE_LOG", "warn")
+        .env_remove("DNSPLANE_TOKEN")
+        .env_remove("DNSPLANE_TOKEN_FILE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run dnsplane");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
