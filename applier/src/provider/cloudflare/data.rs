@@ -4,6 +4,10 @@
 //! type, fingerprint}`, NAPTR `{order, preference, flags, service, regex, replacement}`,
 //! DS `{key_tag, algorithm, digest_type, digest}`, SVCB/HTTPS `{priority, target,
 //! value}` with the parameters as text). PTR takes its target in `content`.
+//! These names are the `data` fields of Cloudflare's OpenAPI spec, as the models
+//! generated from it spell them (`DNSRecordDataModel` in Cloudflare's Terraform
+//! provider, `internal/services/dns_record/model.go`), and as Ansible's
+//! `cloudflare_dns` module sends them for TLSA, SSHFP and DS.
 use dnsplane_common::{RData, RecordType};
 use serde_json::{Value, json};
 
