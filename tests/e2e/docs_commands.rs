@@ -185,6 +185,11 @@ const TABLE: &[(&str, &str, How)] = &[
         How::Check(BENCH),
     ),
     (
+        "docs/observability.md",
+        "cargo bench -p dnsplane-planner --bench audit",
+        How::Check(BENCH),
+    ),
+    (
         "docs/scale.md",
         "cargo build --release --bins && target/release/dnsplane-bench-linear",
         How::Check(BENCH),
