@@ -1,6 +1,7 @@
 use super::*;
 use crate::config::{ConflictPolicy, Policy};
 use crate::source::Origin;
+use dnsplane_common::RecordType;
 
 fn zones() -> Vec<ZoneConfig> {
     ["example.com", "sub.example.com"]
