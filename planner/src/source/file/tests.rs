@@ -582,3 +582,44 @@ fn a_stored_source_reads_back_what_a_broken_file_keeps() {
     fs::remove_file(&path_a).unwrap();
     assert_eq!(step("a deleted").entries.len(), 1);
 }
+
+/// A label that becomes invalid refuses only its endpoint, and the endpoint keeps its
+/// last accepted version, labels included: a new rule on labels deletes nothing.
+#[test]
+fn a_record_whose_labels_become_invalid_keeps_its_last_good_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |labels: &str| {
+        format!(
+            "kind: DNSEndpoint\nmetadata: {{name: web}}\nspec:\n  endpoints:\n    - dnsName: app.example.com\n      recordType: A\n      targets: [192.0.2.10]\n      labels: {labels}\n    - dnsName: www.example.com\n      recordType: A\n      targets: [192.0.2.20]\n"
+        )
+    };
+    let path = write(dir.path(), "web.yaml", &file("{resource: ingress/web}"));
+    let mut src = FileSource::new([dir.path()]);
+    let snap = src.load().unwrap();
+    assert_eq!(snap.errors, vec![]);
+    assert_eq!(snap.entries.len(), 2);
+
+    fs::write(&path, file("[resource]")).unwrap();
+    let snap = src.load().unwrap();
+    assert_eq!(snap.entries.len(), 2, "{:?}", snap.entries);
+    let app = snap
+        .entries
+        .iter()
+        .find(|e| e.name.as_str() == "app.example.com.")
+        .expect("app kept");
+    assert_eq!(app.values, ["192.0.2.10"]);
+    assert_eq!(
+        app.labels.iter().collect::<Vec<_>>(),
+        [("resource", "ingress/web")],
+        "its last accepted labels"
+    );
+    assert_eq!(snap.errors.len(), 1, "{:?}", snap.errors);
+    assert!(
+        snap.errors[0].message.contains("labels")
+            && snap.errors[0]
+                .message
+                .ends_with("keeping the last accepted version of this record"),
+        "{}",
+        snap.errors[0]
+    );
+}
