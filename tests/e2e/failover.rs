@@ -4,21 +4,12 @@
 //! sync completes, every record converges, the zone equals the desired state, and
 //! after failover only one applier writes the zone; the planner's status is degraded
 //! under the `fallback` rule meanwhile.
-use crate::stack::{Tools, endpoints};
+use crate::stack::{Tools, endpoints, grpc_json};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
 use std::time::Duration;
 
 const RECORDS: usize = 10_000;
-
-fn call(tools: &Tools, port: u16, method: &str, body: &str) -> serde_json::Value {
-    let (ok, out) = grpcurl(
-        &tools.grpcurl,
-        &["-d", body, &format!("127.0.0.1:{port}"), method],
-    );
-    assert!(ok, "{method}: {out}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{method}: {e}: {out}"))
-}
 
 #[test]
 fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
@@ -115,7 +106,7 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
 
     // Wait until the sync is under way, then kill the zone's applier.
     let first = wait_for(Duration::from_secs(60), || {
-        let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
+        let st = grpc_json(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
         let conv = num(&st["zones"][0]["recordsByState"]["converged"]);
         let applier = st["zones"][0]["applier"].as_str().unwrap_or("").to_string();
         (conv >= 500 && conv < RECORDS as u64 && !applier.is_empty()).then_some(applier)
@@ -130,7 +121,7 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
 
     // The sync completes on the others.
     let done = wait_for(Duration::from_secs(120), || {
-        let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
+        let st = grpc_json(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
         (num(&st["zones"][0]["recordsByState"]["converged"]) == RECORDS as u64).then_some(st)
     })
     .unwrap_or_else(|| {
@@ -147,7 +138,7 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
     // The planner says so: the zone runs on another applier than its own, which is
     // down; status is degraded under the `fallback` rule, naming the zone.
     let fallback = wait_for(Duration::from_secs(30), || {
-        let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
+        let st = grpc_json(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
         let r = st["reasons"]
             .as_array()?
             .iter()
@@ -160,7 +151,7 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
     };
     assert_eq!(level, "degraded");
     assert_eq!(reason["zone"], zone.as_str(), "{reason}");
-    let stuck = call(
+    let stuck = grpc_json(
         &tools,
         planner_port,
         "dnsplane.v1.Planner/ListRecordStates",
@@ -196,7 +187,7 @@ fn killing_the_zones_applier_mid_sync_fails_over_to_the_next() {
         if appliers[i].is_none() {
             continue;
         }
-        let st = call(&tools, *p, "dnsplane.v1.Applier/GetStatus", "{}");
+        let st = grpc_json(&tools, *p, "dnsplane.v1.Applier/GetStatus", "{}");
         let acct = &st["accounts"][0];
         if num(&acct["batches"]) > 0 {
             writers += 1;

@@ -4,24 +4,14 @@
 //! changed, one added): `plan` shows the three changes, a forced sync sends no batch,
 //! and PowerDNS's zone transfer is byte for byte what it was. Back in automatic mode,
 //! the same three changes are applied.
-use crate::stack::{Tools, dnsplane_cli, endpoints};
+use crate::stack::{Tools, dnsplane_cli, endpoints, grpc_json};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
-use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
 /// Safety net of every wait below; not a performance claim.
 const WAIT: Duration = Duration::from_secs(60);
-
-fn call(tools: &Tools, port: u16, method: &str) -> Value {
-    let (ok, out) = grpcurl(
-        &tools.grpcurl,
-        &["-d", "{}", &format!("127.0.0.1:{port}"), method],
-    );
-    assert!(ok, "{method}: {out}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{method}: {e}: {out}"))
-}
 
 fn write_planner(dir: &Path, zone: &str, applier: u16, mode: &str) {
     std::fs::write(
@@ -123,14 +113,14 @@ fn observe_mode_leaves_a_real_powerdns_zone_untouched() {
     write_planner(dir.path(), &zone, applier_port, "automatic");
     let planner = start_planner(dir.path(), planner_port, "automatic");
     let converged = wait_for(WAIT, || {
-        let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus");
+        let st = grpc_json(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
         (num(&st["zones"][0]["recordsByState"]["converged"]) == 3).then_some(())
     });
     assert!(converged.is_some(), "never converged; logs:\n{}", logs());
     assert_eq!(server.dig(&tools.dig, &b, "A"), ["192.0.2.2"]);
     drop(planner);
     let batches = || {
-        let st = call(&tools, applier_port, "dnsplane.v1.Applier/GetStatus");
+        let st = grpc_json(&tools, applier_port, "dnsplane.v1.Applier/GetStatus", "{}");
         num(&st["accounts"][0]["batches"])
     };
     let batches_before = batches();
@@ -162,7 +152,7 @@ fn observe_mode_leaves_a_real_powerdns_zone_untouched() {
         "the plan lacks a change: {last}; logs:\n{}",
         logs()
     );
-    let st = call(&tools, planner_port, "dnsplane.v1.Planner/GetStatus");
+    let st = grpc_json(&tools, planner_port, "dnsplane.v1.Planner/GetStatus", "{}");
     assert_eq!(st["safetyMode"], "observe", "{st}");
     let (_, out) = cli(planner_port, &["sync"]);
     assert!(out.contains("done"), "{out}");

@@ -225,25 +225,21 @@ impl Stack {
 
     /// `grpcurl` against the planner; returns parsed JSON (panics on failure).
     pub fn planner_call(&self, method: &str, body: &str) -> serde_json::Value {
-        let addr = format!("127.0.0.1:{}", self.planner_port);
-        let (ok, out) = grpcurl(
-            &self.tools.grpcurl,
-            &["-d", body, &addr, &format!("dnsplane.v1.Planner/{method}")],
-        );
-        assert!(ok, "grpcurl {method} failed: {out}");
-        serde_json::from_str(&out)
-            .unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+        grpc_json(
+            &self.tools,
+            self.planner_port,
+            &format!("dnsplane.v1.Planner/{method}"),
+            body,
+        )
     }
 
     pub fn applier_call(&self, method: &str, body: &str) -> serde_json::Value {
-        let addr = format!("127.0.0.1:{}", self.applier_port);
-        let (ok, out) = grpcurl(
-            &self.tools.grpcurl,
-            &["-d", body, &addr, &format!("dnsplane.v1.Applier/{method}")],
-        );
-        assert!(ok, "grpcurl {method} failed: {out}");
-        serde_json::from_str(&out)
-            .unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+        grpc_json(
+            &self.tools,
+            self.applier_port,
+            &format!("dnsplane.v1.Applier/{method}"),
+            body,
+        )
     }
 
     pub fn write_desired(&self, name: &str, text: &str) {
@@ -366,4 +362,16 @@ pub fn dnsplane_cli(port: u16, args: &[&str], env: &[(&str, &str)]) -> (i32, Str
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.code().unwrap_or(-1), text)
+}
+
+/// `grpcurl -d BODY 127.0.0.1:PORT METHOD` (a full method name), which must succeed,
+/// as JSON.
+pub fn grpc_json(tools: &Tools, port: u16, method: &str, body: &str) -> serde_json::Value {
+    let (ok, out) = grpcurl(
+        &tools.grpcurl,
+        &["-d", body, &format!("127.0.0.1:{port}"), method],
+    );
+    assert!(ok, "grpcurl {method} failed: {out}");
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
 }

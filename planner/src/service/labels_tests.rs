@@ -1,29 +1,9 @@
 //! Labels through the gRPC edge: pushed and patched with a record, refused at their
 //! field when out of bounds, persisted with the desired state, read back by
 //! ListRecordStates, and never a change of data.
+use super::tests::service;
 use super::*;
-use crate::config::{ConflictPolicy, Policy, ZoneConfig};
 use pb::planner_server::Planner;
-
-fn service(dir: &std::path::Path) -> PlannerService {
-    let config = crate::config::PlannerConfig::with_zones(vec![ZoneConfig {
-        name: Name::parse("example.com").unwrap(),
-        account: "a".into(),
-        policy: Policy::Sync,
-        conflict: ConflictPolicy::Report,
-        default_ttl: 300,
-        external_dns: None,
-    }]);
-    let engine = Engine::new(
-        config,
-        crate::metrics::PlannerMetrics::unregistered(),
-        crate::lease::LeaseHandle::sole_writer(),
-    )
-    .unwrap();
-    engine.set_store(crate::store::DesiredStore::open(dir).unwrap());
-    engine.restore_pushes().unwrap();
-    PlannerService::new(engine)
-}
 
 fn labelled(name: &str, labels: &[(&str, &str)]) -> pb::DesiredRecord {
     pb::DesiredRecord {
@@ -120,8 +100,10 @@ async fn labels_are_pushed_listed_persisted_and_no_data() {
         "labels are no data"
     );
 
-    // A restart reads them back from the store (snapshot and journal).
+    // A restart reads them back from the store (snapshot and journal), as the planner
+    // restores pushes at start.
     let again = service(dir.path());
+    again.engine.restore_pushes().unwrap();
     assert_eq!(
         listed(&again).await,
         [

@@ -188,8 +188,9 @@ proptest! {
     }
 }
 
-/// A service over a real engine and a durable store in a temp dir.
-fn service(dir: &std::path::Path) -> PlannerService {
+/// A service over a real engine and a durable store in a temp dir (the labels tests
+/// use it too).
+pub(super) fn service(dir: &std::path::Path) -> PlannerService {
     let config = crate::config::PlannerConfig::with_zones(zones());
     let engine = Engine::new(
         config,
