@@ -14,6 +14,7 @@
 //! The backends on their own, and Redis going away: [`backends`].
 mod backends;
 mod fencing;
+mod takeover;
 
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::quota_proxy::{Patch, ProxyOptions, QuotaProxy};
