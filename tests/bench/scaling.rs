@@ -82,6 +82,7 @@ fn main() {
                     write_burst: quota.max(1.0),
                     latency: Duration::from_millis(args.latency_ms),
                     retry_after_secs: 1,
+                    all_requests: false,
                 },
             );
             let cluster = Cluster::start(

@@ -28,6 +28,7 @@ mod message_limits;
 mod metrics;
 mod observe_real;
 mod otlp_trace;
+mod pacing;
 mod push;
 mod quota;
 mod real_providers;

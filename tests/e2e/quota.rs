@@ -194,6 +194,7 @@ fn stack(redis: Option<&Redis>) -> Option<Stack> {
             write_burst: Q,
             latency: Duration::ZERO,
             retry_after_secs: 1,
+            all_requests: false,
         },
     );
     let quota = QuotaToml {

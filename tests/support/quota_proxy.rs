@@ -5,7 +5,8 @@
 //! - enforces a write quota the way cloud providers do: a token bucket of
 //!   `write_burst` PATCH requests refilled at `write_rate` per second; a PATCH that
 //!   finds it empty is answered `429 Too Many Requests` with `Retry-After` and never
-//!   reaches PowerDNS.
+//!   reaches PowerDNS; with `all_requests`, every request (reads too) takes from the
+//!   same bucket, as at a provider that limits requests, not writes.
 //!
 //! It records when each PATCH was let through and how many were refused: the
 //! test-side truth about the write rate, whatever the appliers believe; and each
@@ -30,6 +31,9 @@ pub struct ProxyOptions {
     pub latency: Duration,
     /// `Retry-After` of a 429, in seconds.
     pub retry_after_secs: u64,
+    /// Every request takes a token, reads included (a provider that limits requests,
+    /// like one behind a rate-limiting gateway); `false`: only PATCH.
+    pub all_requests: bool,
 }
 
 impl Default for ProxyOptions {
@@ -39,6 +43,7 @@ impl Default for ProxyOptions {
             write_burst: 1.0,
             latency: Duration::ZERO,
             retry_after_secs: 1,
+            all_requests: false,
         }
     }
 }
@@ -48,7 +53,7 @@ impl Default for ProxyOptions {
 pub struct ProxyCounts {
     /// When each PATCH was let through, in order.
     pub writes: Vec<Instant>,
-    /// PATCH requests answered 429.
+    /// Requests answered 429 (PATCH only, unless `all_requests`).
     pub rejected: u64,
     /// Every request, of any method.
     pub requests: u64,
@@ -116,14 +121,17 @@ struct Shared {
 }
 
 impl Shared {
-    /// Takes a write token; `false`: over the quota.
-    fn admit_write(&self) -> bool {
+    /// Takes a token for a request (`write`: a PATCH, which `writes` records);
+    /// `false`: over the quota.
+    fn admit(&self, write: bool) -> bool {
         if self.opts.write_rate <= 0.0 {
-            self.counts
-                .lock()
-                .expect("counts")
-                .writes
-                .push(Instant::now());
+            if write {
+                self.counts
+                    .lock()
+                    .expect("counts")
+                    .writes
+                    .push(Instant::now());
+            }
             return true;
         }
         let mut b = self.bucket.lock().expect("bucket");
@@ -134,7 +142,9 @@ impl Shared {
         let mut c = self.counts.lock().expect("counts");
         if b.tokens >= 1.0 {
             b.tokens -= 1.0;
-            c.writes.push(now);
+            if write {
+                c.writes.push(now);
+            }
             true
         } else {
             c.rejected += 1;
@@ -215,7 +225,8 @@ impl Drop for QuotaProxy {
 
 async fn forward(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     shared.counts.lock().expect("counts").requests += 1;
-    if req.method() == Method::PATCH && !shared.admit_write() {
+    let write = req.method() == Method::PATCH;
+    if (write || shared.opts.all_requests) && !shared.admit(write) {
         return Response::builder()
             .status(StatusCode::TOO_MANY_REQUESTS)
             .header(
