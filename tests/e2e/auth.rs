@@ -486,3 +486,74 @@ fn rate_limits_and_duplicate_zones() {
         exhausted.len() as f64
     );
 }
+
+/// The planner's GetStatus reason of rule `tokens_file`, asked with `bearer`.
+fn tokens_reason(s: &Stack, bearer: &str) -> Option<serde_json::Value> {
+    let (ok, out) = call(s, Some(bearer), "GetStatus", "{}");
+    let st: serde_json::Value = serde_json::from_str(&out).ok().filter(|_| ok)?;
+    st["reasons"]
+        .as_array()?
+        .iter()
+        .find(|r| r["rule"] == "tokens_file")
+        .cloned()
+}
+
+/// A tokens file that is garbage or empty keeps the tokens read before and makes
+/// status degraded with the reason; a deleted one revokes every token (fail closed)
+/// and says so in the refusal, the log and the health gauge; restoring it restores
+/// access and clears the reason. Before, status said `healthy` throughout and a
+/// deleted file silently kept every old token valid.
+#[test]
+fn a_broken_or_deleted_tokens_file_is_in_status_and_deletion_revokes() {
+    let Some(tools) = Tools::find() else { return };
+    let (mut s, _other) = auth_stack(tools, "metrics_open = true\n");
+    let admin = free_port();
+    s.start_applier();
+    s.start_planner_with_admin(admin);
+    let reader = token("reader");
+    assert!(tokens_reason(&s, reader).is_none(), "{}", s.logs());
+
+    for (text, says) in [
+        ("this is [[ not toml", "tokens.toml:1"),
+        ("", "no [[token]]"),
+    ] {
+        std::fs::write(s.path("tokens.toml"), text).expect("break");
+        let r = wait_for(Duration::from_secs(10), || tokens_reason(&s, reader))
+            .unwrap_or_else(|| panic!("no tokens_file reason for {text:?}; {}", s.logs()));
+        assert_eq!(r["level"], "degraded", "{r}");
+        let message = r["message"].as_str().unwrap();
+        assert!(message.contains(says), "{text:?}: {message}");
+        assert!(
+            message.contains("tokens read before stay in force"),
+            "{message}"
+        );
+        std::fs::write(s.path("tokens.toml"), tokens_file(TOKENS)).expect("restore");
+        wait_for(Duration::from_secs(10), || {
+            tokens_reason(&s, reader).is_none().then_some(())
+        })
+        .unwrap_or_else(|| panic!("the reason stayed after the fix; {}", s.logs()));
+    }
+
+    std::fs::remove_file(s.path("tokens.toml")).expect("delete");
+    let refusal = wait_for(Duration::from_secs(10), || {
+        let (ok, out) = call(&s, Some(reader), "GetStatus", "{}");
+        (!ok).then_some(out)
+    })
+    .unwrap_or_else(|| panic!("the old token still works; {}", s.logs()));
+    assert!(refusal.contains("Code: Unauthenticated"), "{refusal}");
+    assert!(refusal.contains("revoked"), "{refusal}");
+    let metrics = http_get(admin, "/metrics").1;
+    assert!(
+        metrics.contains("dnsplane_planner_health{level=\"degraded\"} 1"),
+        "{metrics}"
+    );
+    let log = s.planner.as_ref().expect("planner").log_text();
+    assert!(log.contains("revoked"), "{log}");
+
+    std::fs::write(s.path("tokens.toml"), tokens_file(TOKENS)).expect("restore");
+    wait_for(Duration::from_secs(10), || {
+        call(&s, Some(reader), "GetStatus", "{}").0.then_some(())
+    })
+    .unwrap_or_else(|| panic!("the restored file's tokens do not work; {}", s.logs()));
+    assert!(tokens_reason(&s, reader).is_none());
+}

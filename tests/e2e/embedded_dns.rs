@@ -192,3 +192,56 @@ fn tail_of(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(5)..].join("\n")
 }
+
+/// A set as large as the planner's size check accepts (240 TXT values, the answer
+/// right at 64 KiB with the OPT record) goes through a file source to the embedded
+/// server, and real `dig +tcp` gets all 240 records, without TC. Before, the server
+/// stopped compressing names after 120 of them: 239 of 240 came back, TC set.
+#[test]
+fn the_largest_txt_set_the_planner_accepts_is_served_whole_over_tcp() {
+    let Some(tools) = Tools::find() else { return };
+    let name = dnsplane_common::Name::parse("big.example.com").unwrap();
+    let txt = dnsplane_common::RecordType::Txt;
+    let canonical = |v: &str| dnsplane_common::rdata::canonicalize(txt, v).unwrap();
+    let mut values: Vec<String> = (0..239)
+        .map(|i| format!("{i:03}{}", "v".repeat(254)))
+        .collect();
+    let canonical_values: Vec<String> = values.iter().map(|v| canonical(v)).collect();
+    let fits = |len: usize| {
+        let mut all = canonical_values.clone();
+        all.push(canonical(&"w".repeat(len)));
+        dnsplane_common::wire::check_answer(&name, txt, &all).is_ok()
+    };
+    let last = (1..65_535).take_while(|&len| fits(len)).last().unwrap();
+    values.push("w".repeat(last));
+    let targets: Vec<&str> = values.iter().map(String::as_str).collect();
+    let desired = crate::stack::endpoints("big", &[("big.example.com", "TXT", &targets)]);
+    let mut s = Stack::new(tools.clone(), &[("big.yaml", &desired)], "report");
+    s.start();
+    let mut answers = Vec::new();
+    let mut out = String::new();
+    let done = dnsplane_e2e::wait_for(Duration::from_secs(30), || {
+        out = dig(
+            &tools,
+            s.dns_port,
+            "127.0.0.1",
+            &["+tcp", "big.example.com", "TXT"],
+        );
+        answers = out
+            .lines()
+            .filter(|l| !l.starts_with(';') && l.contains("\tTXT\t"))
+            .map(str::to_string)
+            .collect();
+        (answers.len() == 240).then_some(())
+    });
+    assert!(
+        done.is_some()
+            && !out
+                .lines()
+                .any(|l| l.contains("flags:") && l.contains(" tc")),
+        "dig +tcp big.example.com TXT: {} records; {}\n{}",
+        answers.len(),
+        tail_of(&out),
+        s.logs()
+    );
+}

@@ -311,3 +311,48 @@ fn approve_mode_holds_each_plan_until_approved() {
     assert_eq!(code, 0, "{out}");
     s.wait_dns("api.example.com", "A", &["192.0.2.20"]);
 }
+
+/// Records whose transient failures outlive the applier's retries (every write of
+/// the zone answered 503) are `failed`, and status says so with their count, for
+/// `GetStatus` and the CLI (exit 2). Before, status said `healthy` throughout.
+#[test]
+fn failed_records_degrade_status_with_their_count() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints(
+        "web",
+        &[
+            ("a.example.com", "A", &["192.0.2.1"]),
+            ("b.example.com", "A", &["192.0.2.2"]),
+        ],
+    );
+    let mut s = Stack::with_config(
+        tools,
+        &[("web.yaml", &desired)],
+        "report",
+        "[[accounts.faults]]\nop = \"apply\"\naction = \"unavailable\"\n\
+         [retry]\nmax_attempts = 2\nbase_delay = \"10ms\"\nmax_delay = \"20ms\"\n",
+        "",
+    );
+    s.start();
+    let (st, r) = wait_reason(&s, "records_failed");
+    assert_eq!(st["level"], "degraded", "{st}");
+    assert_eq!(
+        (&r["level"], &r["zone"]),
+        (&"degraded".into(), &ZONE.into())
+    );
+    assert!(
+        r["message"].as_str().unwrap().contains("record(s) failed"),
+        "{r}"
+    );
+    // The records are retried on their own clock, so one may be in flight at a given
+    // moment: the CLI is asked until it shows the rule.
+    let out = wait_for(WAIT, || {
+        let (code, out) = cli(&s, &["status"]);
+        (code == 2 && out.contains("degraded [records_failed]")).then_some(out)
+    });
+    assert!(
+        out.is_some_and(|o| o.contains("record(s) failed")),
+        "{}",
+        s.logs()
+    );
+}

@@ -12,6 +12,7 @@ mod cookbook;
 mod credentials;
 mod dashboards;
 mod deploy_files;
+mod disk_full;
 mod docs_commands;
 mod embedded_dns;
 mod external_dns_takeover;

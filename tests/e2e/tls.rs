@@ -626,3 +626,66 @@ async fn appliers_found_by_applier_dns_speak_mtls_to_the_dns_name() {
         "{status}"
     );
 }
+
+/// The planner's `/status` once `pred` holds for its JSON (over HTTPS, polled).
+async fn planner_status_until(
+    s: &TlsStack,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut last = serde_json::Value::Null;
+    while tokio::time::Instant::now() < deadline {
+        let reply = https_get(s.planner_admin, &s.ca.pem, "/status").await;
+        if let Some((_, body)) = reply.split_once("\r\n\r\n")
+            && let Ok(v) = serde_json::from_str::<serde_json::Value>(body.trim())
+        {
+            if pred(&v) {
+                return v;
+            }
+            last = v;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("status never matched; last {last}; logs:\n{}", s.logs());
+}
+
+/// TLS files that cannot be reloaded (a key overwritten with garbage) keep the ones
+/// in use, and status says so: degraded under `tls_files`, naming the file, until
+/// the files are good again. Before, status said `healthy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_files_that_cannot_be_loaded_degrade_status() {
+    let mut s = TlsStack::new();
+    s.start_applier(APPLIER_MTLS);
+    s.start_planner("https", PLANNER_TLS);
+    let tls_reason = |v: &serde_json::Value| {
+        v["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["rule"] == "tls_files")
+            .cloned()
+    };
+    planner_status_until(&s, |v| v["level"] == "healthy").await;
+
+    let good_key = std::fs::read(&s.planner_cert.key).expect("key");
+    std::fs::write(&s.planner_cert.key, "not a key").expect("write");
+    let st = planner_status_until(&s, |v| tls_reason(v).is_some()).await;
+    assert_eq!(st["level"], "degraded", "{st}");
+    let r = tls_reason(&st).expect("reason");
+    assert_eq!(r["level"], "degraded", "{r}");
+    assert!(
+        r["message"].as_str().unwrap().contains("planner.key"),
+        "{r}"
+    );
+    // The files in use still serve.
+    assert!(
+        https_get(s.planner_admin, &s.ca.pem, "/healthz")
+            .await
+            .starts_with("HTTP/1.1 200"),
+        "{}",
+        s.logs()
+    );
+
+    std::fs::write(&s.planner_cert.key, good_key).expect("restore");
+    planner_status_until(&s, |v| tls_reason(v).is_none()).await;
+}

@@ -38,11 +38,19 @@ pub enum Rule {
     NoApplier,
     /// A zone's last sync failed, or its provider account refuses writes.
     ZoneSync,
+    /// The tokens file cannot be used: unreadable or invalid (the tokens read before
+    /// stay in force), or deleted (every token is revoked).
+    TokensFile,
+    /// TLS files (the planner's certificate, its client certificate towards the
+    /// appliers) cannot be (re)loaded; the ones in use stay.
+    TlsFiles,
+    /// Records of a zone are `failed`: transient failures outlived the retries.
+    RecordsFailed,
 }
 
 impl Rule {
     /// Every rule, in the order the docs list them.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 15] = [
         Rule::Conflicts,
         Rule::HeldPlan,
         Rule::Fallback,
@@ -55,6 +63,9 @@ impl Rule {
         Rule::Lease,
         Rule::NoApplier,
         Rule::ZoneSync,
+        Rule::TokensFile,
+        Rule::TlsFiles,
+        Rule::RecordsFailed,
     ];
 
     /// The id status and alerts show.
@@ -72,6 +83,9 @@ impl Rule {
             Rule::Lease => "lease",
             Rule::NoApplier => "no_applier",
             Rule::ZoneSync => "zone_sync",
+            Rule::TokensFile => "tokens_file",
+            Rule::TlsFiles => "tls_files",
+            Rule::RecordsFailed => "records_failed",
         }
     }
 

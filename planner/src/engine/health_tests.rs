@@ -61,6 +61,8 @@ fn healthy() -> Snapshot {
         state_write_error: None,
         mode: SafetyMode::Automatic,
         audit_error: None,
+        tokens_error: None,
+        tls_errors: Vec::new(),
     }
 }
 
@@ -235,7 +237,61 @@ fn the_worst_reason_sets_the_level() {
 }
 
 #[test]
+fn a_tokens_file_problem_degrades_with_its_reason() {
+    let mut s = healthy();
+    s.tokens_error = Some(
+        "tokens file /etc/dnsplane/tokens.toml is missing: every token is revoked until it is back"
+            .into(),
+    );
+    let r = only(&s, Rule::TokensFile, None);
+    assert_eq!(r.level, Level::Degraded);
+    assert!(r.message.contains("every token is revoked"), "{r:?}");
+}
+
+#[test]
+fn tls_files_that_cannot_be_loaded_degrade() {
+    let mut s = healthy();
+    s.tls_errors = vec!["server certificate: /tls/cert.pem: no certificate in the file".into()];
+    let r = only(&s, Rule::TlsFiles, None);
+    assert_eq!(r.level, Level::Degraded);
+    assert!(r.message.contains("/tls/cert.pem"), "{r:?}");
+}
+
+#[test]
+fn failed_records_degrade_with_their_count() {
+    let mut s = healthy();
+    s.zones[0].records.insert(RecordStateKind::Failed, 500);
+    let r = only(&s, Rule::RecordsFailed, Some("example.com."));
+    assert_eq!(r.level, Level::Degraded);
+    assert!(r.message.contains("500 record(s) failed"), "{r:?}");
+}
+
+#[test]
 fn rule_ids_are_unique() {
     let ids: std::collections::BTreeSet<_> = Rule::ALL.iter().map(|r| r.id()).collect();
     assert_eq!(ids.len(), Rule::ALL.len());
+}
+
+/// docs/reliability.md's table lists every rule, with its level, and no other.
+#[test]
+fn the_docs_table_lists_every_rule_with_its_level() {
+    let doc = include_str!("../../../docs/reliability.md");
+    let section = doc
+        .split("## Health rules")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a Health rules section");
+    let rows: std::collections::BTreeSet<(String, String)> = section
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let id = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((id.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let want: std::collections::BTreeSet<(String, String)> = Rule::ALL
+        .iter()
+        .map(|r| (r.id().to_string(), r.level().as_str().to_string()))
+        .collect();
+    assert_eq!(rows, want);
 }

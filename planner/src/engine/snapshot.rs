@@ -183,6 +183,10 @@ pub struct Snapshot {
     pub mode: SafetyMode,
     /// Why audit events are not being written to the audit file, while they are not.
     pub audit_error: Option<String>,
+    /// Why the tokens file (`[auth] tokens_file`) cannot be used, while it cannot.
+    pub tokens_error: Option<String>,
+    /// Why TLS files cannot be (re)loaded, one line per set of files, while they cannot.
+    pub tls_errors: Vec<String>,
 }
 
 /// Bytes available to unprivileged writers on `dir`'s filesystem.
@@ -301,6 +305,8 @@ impl Engine {
             state_write_error: self.store.get().and_then(|s| s.write_error()),
             mode: self.config.safety.mode,
             audit_error: self.audit_write_error(),
+            tokens_error: None,
+            tls_errors: Vec::new(),
         }
     }
 

@@ -373,3 +373,91 @@ fn a_slipped_answer_is_empty_and_truncated() {
     assert!(m.answers.is_empty());
     assert_eq!(m.queries.len(), 1);
 }
+
+/// The largest set the planner's size check accepts (240 TXT records, the last one
+/// sized so that the answer is exactly the check's limit) is served whole over TCP,
+/// with every owner name compressed and the OPT record the check counts: the answer
+/// is exactly as long as the check says (hickory alone stops compressing after 120
+/// names, so the reported set came back 239 of 240 with TC set).
+#[test]
+fn the_largest_set_the_size_check_accepts_is_served_whole_over_tcp() {
+    let name = Name::parse("t.example.com").unwrap();
+    let canonical = |v: &str| dnsplane_common::rdata::canonicalize(RecordType::Txt, v).unwrap();
+    let mut values: Vec<String> = (0..239)
+        .map(|i| canonical(&format!("{i:03}{}", "v".repeat(254))))
+        .collect();
+    // The last value grows until the set no longer passes the check.
+    let fits = |values: &[String], len: usize| {
+        let mut all = values.to_vec();
+        all.push(canonical(&"w".repeat(len)));
+        dnsplane_common::wire::check_answer(&name, RecordType::Txt, &all).is_ok()
+    };
+    let last = (1..65_535)
+        .take_while(|&len| fits(&values, len))
+        .last()
+        .unwrap();
+    values.push(canonical(&"w".repeat(last)));
+    let set = RRSet::new(
+        RecordKey::new(zone(), name.clone(), RecordType::Txt),
+        300,
+        &values,
+    )
+    .expect("the size check accepts the set");
+    assert_eq!(set.values().count(), 240);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+    store.ensure_zones(&[zone()]).unwrap();
+    store
+        .apply(&zone(), &[RRSetOp::create(set.clone())])
+        .unwrap();
+    let a = Authority::new(store, &[zone()]);
+
+    let mut q = query("t.example.com.", rr::RecordType::TXT);
+    q.set_edns(Edns::new());
+    let bytes = a.respond(&q.to_vec().unwrap(), Transport::Tcp).unwrap();
+    let m = Message::from_vec(&bytes).unwrap();
+    assert!(!m.metadata.truncation, "TC set: {} octets", bytes.len());
+    assert_eq!(m.answers.len(), 240);
+    assert_eq!(
+        bytes.len(),
+        dnsplane_common::wire::answer_len(&name, RecordType::Txt, &set.values_vec()),
+        "the server and the size check agree"
+    );
+    // In the case a resolver randomised: owner names still point at the question.
+    let mut q = query("T.eXample.COM.", rr::RecordType::TXT);
+    q.set_edns(Edns::new());
+    let mixed = a.respond(&q.to_vec().unwrap(), Transport::Tcp).unwrap();
+    assert_eq!(mixed.len(), bytes.len());
+    let m = Message::from_vec(&mixed).unwrap();
+    assert_eq!(m.answers[0].name.to_ascii(), "T.eXample.COM.");
+}
+
+/// Names are compressed wherever they repeat, owner names and names inside the data
+/// alike, however many there are: 300 MX records at distinct names below one zone.
+#[test]
+fn every_name_is_compressed_past_hickorys_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+    store.ensure_zones(&[zone()]).unwrap();
+    let targets: Vec<String> = (0..300).map(|i| format!("10 mx{i}.example.com")).collect();
+    let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
+    store
+        .apply(
+            &zone(),
+            &[RRSetOp::create(rrset(
+                "example.com",
+                RecordType::Mx,
+                &targets,
+            ))],
+        )
+        .unwrap();
+    let a = Authority::new(store, &[zone()]);
+    let q = query("example.com.", rr::RecordType::MX);
+    let bytes = a.respond(&q.to_vec().unwrap(), Transport::Tcp).unwrap();
+    let m = Message::from_vec(&bytes).unwrap();
+    assert_eq!(m.answers.len(), 300);
+    // Each record: owner pointer 2, type/class/TTL/length 10, preference 2, and its
+    // target as one label plus a pointer to "example.com." (1 + len + 2).
+    let labels: usize = (0..300).map(|i| format!("mx{i}").len() + 3).sum();
+    assert_eq!(bytes.len(), 12 + (13 + 4) + 300 * 14 + labels);
+}
