@@ -13,6 +13,7 @@ mod credentials;
 mod dashboards;
 mod deploy_files;
 mod docs_commands;
+mod doubt;
 mod embedded_dns;
 mod external_dns_takeover;
 mod failing_zone;
