@@ -14,6 +14,7 @@ mod dashboards;
 mod deploy_files;
 mod disk_full;
 mod docs_commands;
+mod doubt;
 mod embedded_dns;
 mod external_dns_takeover;
 mod failing_zone;

@@ -13,10 +13,10 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Safety net of every wait below; not a performance claim.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A `DNSEndpoint` manifest named `resource` with one A record per name.
-fn manifest(zone: &Name, resource: &str, names: &[String]) -> String {
+pub(crate) fn manifest(zone: &Name, resource: &str, names: &[String]) -> String {
     let mut s = format!(
         "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {{name: {resource}, namespace: default}}\nspec:\n  endpoints:\n"
     );
@@ -29,12 +29,17 @@ fn manifest(zone: &Name, resource: &str, names: &[String]) -> String {
     s
 }
 
-fn names(prefix: &str, n: usize) -> Vec<String> {
+pub(crate) fn names(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i:03}")).collect()
 }
 
 /// A stack whose planner reads `desired` (a directory, or files) as its file source.
-fn stack_with_files(server: RealServer, tools: Tools, paths: &[&Path], extra: &str) -> RealStack {
+pub(crate) fn stack_with_files(
+    server: RealServer,
+    tools: Tools,
+    paths: &[&Path],
+    extra: &str,
+) -> RealStack {
     let paths: Vec<String> = paths
         .iter()
         .map(|p| format!("{:?}", p.display().to_string()))
@@ -54,7 +59,7 @@ fn stack_with_files(server: RealServer, tools: Tools, paths: &[&Path], extra: &s
 
 /// Names (first label) whose A record this planner owns in the zone, read from
 /// PowerDNS by AXFR: a data record with its ownership record beside it.
-fn owned_names(s: &RealStack) -> BTreeSet<String> {
+pub(crate) fn owned_names(s: &RealStack) -> BTreeSet<String> {
     let zone = s.zone().to_string();
     let lines = s.axfr();
     let marks: BTreeSet<String> = lines
@@ -73,7 +78,7 @@ fn owned_names(s: &RealStack) -> BTreeSet<String> {
         .collect()
 }
 
-fn wait_owned(s: &RealStack, want: &BTreeSet<String>) {
+pub(crate) fn wait_owned(s: &RealStack, want: &BTreeSet<String>) {
     s.wait_until("the zone to hold exactly the desired records", WAIT, |s| {
         (owned_names(s) == *want).then_some(())
     });
@@ -83,12 +88,12 @@ fn cli(s: &RealStack, args: &[&str]) -> (i32, String) {
     s.cli(args)
 }
 
-fn set(v: &[String]) -> BTreeSet<String> {
+pub(crate) fn set(v: &[String]) -> BTreeSet<String> {
     v.iter().cloned().collect()
 }
 
 /// Pushes one A record per name (`PutDesired`, source `bench`).
-fn push_a(s: &RealStack, names: &[String], value: &str) -> u32 {
+pub(crate) fn push_a(s: &RealStack, names: &[String], value: &str) -> u32 {
     let zone = s.zone().to_string();
     s.push(
         names
@@ -104,7 +109,7 @@ fn push_a(s: &RealStack, names: &[String], value: &str) -> u32 {
     )
 }
 
-fn start_pdns() -> Option<(RealServer, Tools, tempfile::TempDir)> {
+pub(crate) fn start_pdns() -> Option<(RealServer, Tools, tempfile::TempDir)> {
     let tools = Tools::find()?;
     let server = RealServer::start(Kind::Pdns)?;
     Some((server, tools, tempfile::tempdir().expect("temp dir")))
