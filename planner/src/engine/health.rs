@@ -38,11 +38,13 @@ pub enum Rule {
     NoApplier,
     /// A zone's last sync failed, or its provider account refuses writes.
     ZoneSync,
+    /// An applier serves another writer of this owner id: this planner sends nothing.
+    Fenced,
 }
 
 impl Rule {
     /// Every rule, in the order the docs list them.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::Conflicts,
         Rule::HeldPlan,
         Rule::Fallback,
@@ -55,6 +57,7 @@ impl Rule {
         Rule::Lease,
         Rule::NoApplier,
         Rule::ZoneSync,
+        Rule::Fenced,
     ];
 
     /// The id status and alerts show.
@@ -72,13 +75,14 @@ impl Rule {
             Rule::Lease => "lease",
             Rule::NoApplier => "no_applier",
             Rule::ZoneSync => "zone_sync",
+            Rule::Fenced => "fenced",
         }
     }
 
     /// The level the rule raises the planner to.
     pub fn level(self) -> Level {
         match self {
-            Rule::DiskLow | Rule::StateWrite | Rule::NoApplier => Level::Failing,
+            Rule::DiskLow | Rule::StateWrite | Rule::NoApplier | Rule::Fenced => Level::Failing,
             _ => Level::Degraded,
         }
     }
@@ -261,6 +265,21 @@ pub fn evaluate(s: &Snapshot) -> Health {
             format!(
                 "lease ({} {}): {}",
                 s.lease.backend, s.lease.location, s.lease.last_error
+            ),
+        );
+    }
+    if let Some(f) = s
+        .lease
+        .fenced
+        .as_ref()
+        .filter(|_| s.lease.role == Role::Fenced)
+    {
+        add(
+            Rule::Fenced,
+            None,
+            format!(
+                "lease: fenced by epoch {} (holder {}): {}",
+                f.epoch, f.holder, f.message
             ),
         );
     }
