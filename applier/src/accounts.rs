@@ -5,6 +5,7 @@ use crate::account::Account;
 use crate::apply::{self, BatchReport, Verdict};
 use crate::cache::ListingCache;
 use crate::circuit::{Admission, CircuitStatus};
+use crate::claims::{Claims, Passed};
 use crate::events;
 use crate::provider::call::CallCx;
 use crate::provider::record_cache::SerialPosition;
@@ -13,7 +14,7 @@ use crate::quota::QuotaStatus;
 use crate::retry::RetryPolicy;
 use dnsplane_common::{Change, Name, RecordResult};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -69,13 +70,15 @@ pub struct BatchRequest {
     pub fence: Option<Fence>,
 }
 
-/// Fencing: a batch sent under lease `epoch` by a planner of `owner`. Epochs grow
-/// with every acquisition of the owner's lease, so a batch whose epoch is older than
-/// one this applier has already run comes from a planner that has lost the lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fence {
-    pub owner: String,
-    pub epoch: u64,
+pub use crate::claims::{Fence, Fenced};
+
+/// One batch's answer: a result per change, the provider calls it cost, and, when the
+/// owner's claim refused it, who holds that claim.
+#[derive(Debug, Default)]
+pub struct BatchAnswer {
+    pub results: Vec<RecordResult>,
+    pub calls: u32,
+    pub fenced: Option<Fenced>,
 }
 
 /// One account as `GetStatus` shows it.
@@ -113,10 +116,10 @@ pub struct Accounts {
     retry: RetryPolicy,
     lifecycle: Lifecycle,
     started: Instant,
-    /// The latest lease epoch each owner's batches came with. Checked and raised under
-    /// the zone's lock, so a stale planner's batch cannot run after (or during) the
-    /// new leader's batch for the same zone on this applier.
-    fences: Mutex<HashMap<String, u64>>,
+    /// Each owner's writer ([`crate::claims`]). Checked under the zone's lock, so a
+    /// fenced planner's batch cannot run after (or during) the new writer's batch for
+    /// the same zone on this applier.
+    claims: Claims,
 }
 
 impl Accounts {
@@ -128,7 +131,7 @@ impl Accounts {
             retry: options.retry,
             lifecycle,
             started: Instant::now(),
-            fences: Mutex::default(),
+            claims: Claims::default(),
         }
     }
 
@@ -214,7 +217,7 @@ impl Accounts {
     /// Runs one batch to one result per change, in order, and the provider calls it
     /// cost. Never fails: an unknown account, a zone it does not host, a draining
     /// applier, a malformed or repeated change are all answered per change.
-    pub async fn apply(&self, batch: BatchRequest) -> (Vec<RecordResult>, u32) {
+    pub async fn apply(&self, batch: BatchRequest) -> BatchAnswer {
         let span = events::batch_span(
             &batch.account,
             batch.zone.as_ref().map_or("", |z| z.as_str()),
@@ -222,7 +225,7 @@ impl Accounts {
             batch.changes.len(),
         );
         let account = self.accounts.get(&batch.account);
-        let (results, calls) = self
+        let answer = self
             .apply_in(account, &batch)
             .instrument(span.clone())
             .await;
@@ -231,49 +234,45 @@ impl Accounts {
                 metrics: account.map(|a| &a.metrics),
                 span: &span,
                 changes: batch.changes.len(),
-                provider_calls: calls,
-                results: &results,
+                provider_calls: answer.calls,
+                results: &answer.results,
             }
             .emit()
         });
-        (results, calls)
+        answer
     }
 
-    async fn apply_in(
-        &self,
-        account: Option<&Arc<Account>>,
-        batch: &BatchRequest,
-    ) -> (Vec<RecordResult>, u32) {
-        let all = |v: Verdict| -> Vec<RecordResult> {
-            batch
-                .changes
-                .iter()
-                .map(|(id, _)| v.clone().into_result(id.clone()))
-                .collect()
+    /// Takes or refreshes `f`'s claim on its owner without a batch (a leader's
+    /// heartbeat, and a fenced planner asking whether it may write again).
+    pub fn claim(&self, f: &Fence) -> Result<(), Fenced> {
+        self.pass_fence(f, false)
+    }
+
+    async fn apply_in(&self, account: Option<&Arc<Account>>, batch: &BatchRequest) -> BatchAnswer {
+        let all = |v: Verdict| -> BatchAnswer {
+            BatchAnswer {
+                results: batch
+                    .changes
+                    .iter()
+                    .map(|(id, _)| v.clone().into_result(id.clone()))
+                    .collect(),
+                ..Default::default()
+            }
         };
         match (account, &batch.zone) {
-            (None, _) => (
-                all(Verdict::RejectedPermanent(format!(
-                    "account {:?} is not configured on this applier",
-                    batch.account
-                ))),
-                0,
-            ),
-            (Some(_), Err(e)) => (all(Verdict::Invalid(e.clone())), 0),
-            (Some(a), Ok(z)) if !a.hosts(z) => (
-                all(Verdict::RejectedPermanent(format!(
-                    "zone {z} is not hosted by account {:?}",
-                    a.name
-                ))),
-                0,
-            ),
-            (Some(_), Ok(_)) if self.lifecycle.draining.is_cancelled() => (
-                all(Verdict::Deferred {
-                    retry_after: self.retry.deferred_retry_after,
-                    message: "not attempted: the applier is shutting down".into(),
-                }),
-                0,
-            ),
+            (None, _) => all(Verdict::RejectedPermanent(format!(
+                "account {:?} is not configured on this applier",
+                batch.account
+            ))),
+            (Some(_), Err(e)) => all(Verdict::Invalid(e.clone())),
+            (Some(a), Ok(z)) if !a.hosts(z) => all(Verdict::RejectedPermanent(format!(
+                "zone {z} is not hosted by account {:?}",
+                a.name
+            ))),
+            (Some(_), Ok(_)) if self.lifecycle.draining.is_cancelled() => all(Verdict::Deferred {
+                retry_after: self.retry.deferred_retry_after,
+                message: "not attempted: the applier is shutting down".into(),
+            }),
             (Some(a), Ok(z)) => self.apply_changes(a, z, batch).await,
         }
     }
@@ -285,7 +284,7 @@ impl Accounts {
         account: &Account,
         zone: &Name,
         batch: &BatchRequest,
-    ) -> (Vec<RecordResult>, u32) {
+    ) -> BatchAnswer {
         let mut results: Vec<Option<RecordResult>> = vec![None; batch.changes.len()];
         let mut valid: Vec<(usize, Change)> = Vec::new();
         let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -305,16 +304,18 @@ impl Accounts {
             }
         }
         let mut calls = 0;
+        let mut fenced = None;
         if !valid.is_empty() {
             let (idx, changes): (Vec<usize>, Vec<Change>) = valid.into_iter().unzip();
             // A batch without a deadline still gets one: retries are bounded in time too.
             let deadline = batch
                 .deadline
                 .unwrap_or_else(|| Instant::now() + self.retry.batch_deadline);
-            let report = self
+            let (report, refused) = self
                 .execute(account, zone, &changes, deadline, batch.fence.as_ref())
                 .await;
             calls = report.provider_calls;
+            fenced = refused;
             for (i, r) in idx.into_iter().zip(report.results) {
                 results[i] = Some(r);
             }
@@ -332,13 +333,17 @@ impl Accounts {
                 })
             })
             .collect();
-        (results, calls)
+        BatchAnswer {
+            results,
+            calls,
+            fenced,
+        }
     }
 
     /// Runs the changes under the zone's lock and a global permit; a deadline that
     /// passes while waiting for either defers the batch untouched, so does a `fence`
-    /// older than the owner's latest, and an open circuit rejects it without a provider
-    /// call.
+    /// that the owner's claim refuses (and then says who holds it), and an open circuit
+    /// rejects it without a provider call.
     async fn execute(
         &self,
         account: &Account,
@@ -346,7 +351,7 @@ impl Accounts {
         changes: &[Change],
         deadline: Instant,
         fence: Option<&Fence>,
-    ) -> BatchReport {
+    ) -> (BatchReport, Option<Fenced>) {
         let all = |v: Verdict| BatchReport {
             results: changes
                 .iter()
@@ -361,32 +366,25 @@ impl Accounts {
             (guard, permit)
         };
         let Ok((_guard, Some(_permit))) = tokio::time::timeout_at(deadline, wait).await else {
-            return all(Verdict::Deferred {
+            let v = Verdict::Deferred {
                 retry_after: self.retry.deferred_retry_after,
                 message: "not attempted: the deadline passed while waiting for the zone".into(),
-            });
+            };
+            return (all(v), None);
         };
         if let Some(f) = fence
-            && let Err(newer) = self.pass_fence(f)
+            && let Err(fenced) = self.pass_fence(f, true)
         {
-            events::BatchFenced {
-                owner: &f.owner,
-                epoch: f.epoch,
-                newer,
-            }
-            .emit();
-            return all(Verdict::Deferred {
+            let v = Verdict::Deferred {
                 retry_after: self.retry.deferred_retry_after,
-                message: format!(
-                    "not attempted: sent under lease epoch {} of owner {:?}, and a planner with epoch {newer} has written since (this planner lost the lease)",
-                    f.epoch, f.owner
-                ),
-            });
+                message: format!("not attempted (fenced): {}", fenced.message),
+            };
+            return (all(v), Some(fenced));
         }
         let admission = account.circuit.admit(Operation::Apply);
         if let Admission::Reject(why) = &admission {
             tracing::debug!(reason = %why, "Batch rejected by the open circuit.");
-            return all(Verdict::RejectedPermanent(why.clone()));
+            return (all(Verdict::RejectedPermanent(why.clone())), None);
         }
         let cx =
             CallCx::new(account.name.as_str(), Some(zone.clone())).with_deadline(Some(deadline));
@@ -396,25 +394,41 @@ impl Accounts {
         if report.provider_calls > 0 {
             self.cache.invalidate(&account.name, zone);
         }
-        report
+        (report, None)
     }
 
-    /// Records `f` as the owner's latest epoch, or `Err(latest)` when it is older.
-    /// Epoch 0 is not fenced (a planner without a lease).
-    fn pass_fence(&self, f: &Fence) -> Result<(), u64> {
+    /// Passes `f` through its owner's claim (epoch 0: a planner without a lease, not
+    /// fenced); each takeover is an event, so is each refused batch (a refused claim,
+    /// which a fenced planner repeats, is logged at debug).
+    fn pass_fence(&self, f: &Fence, batch: bool) -> Result<(), Fenced> {
         if f.epoch == 0 {
             return Ok(());
         }
-        let mut fences = self
-            .fences
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let latest = fences.entry(f.owner.clone()).or_insert(0);
-        if f.epoch < *latest {
-            return Err(*latest);
+        match self.claims.pass(f, Instant::now()) {
+            Ok(Passed::Kept) => Ok(()),
+            Ok(Passed::TookOver { from, stale }) => {
+                events::ClaimTakenOver {
+                    owner: &f.owner,
+                    holder: &f.holder,
+                    epoch: f.epoch,
+                    from: &from,
+                    stale,
+                }
+                .emit();
+                Ok(())
+            }
+            Err(fenced) => {
+                events::BatchFenced {
+                    owner: &f.owner,
+                    holder: &f.holder,
+                    epoch: f.epoch,
+                    fenced: &fenced,
+                    batch,
+                }
+                .emit();
+                Err(fenced)
+            }
         }
-        *latest = f.epoch;
-        Ok(())
     }
 
     /// Every account's counters, circuit, faults and quota, and the applier's level.

@@ -158,18 +158,43 @@ impl BatchFinished<'_> {
     }
 }
 
-/// A batch came with a lease epoch older than one its owner's batches have already
-/// come with: its planner lost the lease. Answered DEFERRED without a provider call.
+/// A batch or claim was refused by its owner's claim ([`crate::claims`]): another
+/// planner writes for the owner. Answered DEFERRED (with who fenced it) without a
+/// provider call.
 #[derive(Debug)]
 pub struct BatchFenced<'a> {
     pub owner: &'a str,
+    /// The refused planner's lease holder and epoch.
+    pub holder: &'a str,
     pub epoch: u64,
-    /// The owner's latest epoch.
-    pub newer: u64,
+    pub fenced: &'a crate::claims::Fenced,
+    /// A batch (else a claim, which a fenced planner repeats: debug).
+    pub batch: bool,
 }
 
 impl BatchFenced<'_> {
     pub fn emit(self) {
-        tracing::warn!(owner = %self.owner, epoch = self.epoch, newer = self.newer, "Batch from a planner that lost its lease; not attempted.");
+        if !self.batch {
+            tracing::debug!(owner = %self.owner, holder = %self.holder, epoch = self.epoch, claim.holder = %self.fenced.holder, "Claim refused: another planner writes for this owner.");
+            return;
+        }
+        tracing::warn!(owner = %self.owner, holder = %self.holder, epoch = self.epoch, claim.holder = %self.fenced.holder, claim.epoch = self.fenced.epoch, shared_backend = self.fenced.shared_backend, reason = %self.fenced.message, "Fenced: another planner writes for this owner; not attempted.");
+    }
+}
+
+/// A planner took its owner's claim over from another holder: that one's lease backend
+/// issued a larger epoch, or it was silent for its ttl (`stale`).
+#[derive(Debug)]
+pub struct ClaimTakenOver<'a> {
+    pub owner: &'a str,
+    pub holder: &'a str,
+    pub epoch: u64,
+    pub from: &'a str,
+    pub stale: bool,
+}
+
+impl ClaimTakenOver<'_> {
+    pub fn emit(self) {
+        tracing::info!(owner = %self.owner, holder = %self.holder, epoch = self.epoch, from = %self.from, stale = self.stale, "Writer of the owner changed.");
     }
 }

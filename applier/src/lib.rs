@@ -48,6 +48,7 @@ pub mod admin;
 pub mod apply;
 pub mod cache;
 pub mod circuit;
+pub mod claims;
 pub mod config;
 pub mod events;
 pub mod layers;
@@ -256,7 +257,13 @@ impl Applier {
             },
             lifecycle.clone(),
         ));
-        let service = ApplierService::new(accounts.clone());
+        let service = ApplierService::new(accounts.clone()).with_writers(
+            config
+                .tls
+                .as_ref()
+                .map(|t| t.writer_names.clone())
+                .unwrap_or_default(),
+        );
         let admin = admin.map(|l| {
             let server = admin::admin_server(registry, accounts.clone()).tls(
                 tls.as_ref()

@@ -1,8 +1,9 @@
 //! The planner's edge towards appliers: the only place that builds `dnsplane.v1`
 //! requests to an applier and reads its answers. Everything above speaks domain types
 //! (RRSets, changes, [`RecordResult`]s).
+use crate::lease::{ClaimInfo, FencedBy};
 use crate::pool::Member;
-use dnsplane_common::convert::{result_from_pb, rrset_from_pb, timestamp};
+use dnsplane_common::convert::{duration, result_from_pb, rrset_from_pb, timestamp};
 use dnsplane_common::{Change, Name, RRSet, RecordResult, pb};
 use std::fmt;
 use std::time::SystemTime;
@@ -172,8 +173,8 @@ pub fn batch_channel() -> (BatchSender, BatchReceiver) {
 }
 
 impl BatchSender {
-    /// Sends one batch, fenced by `owner`'s lease `epoch` (0: not fenced); `false`
-    /// when the stream is gone.
+    /// Sends one batch, fenced by `owner`'s lease `claim` (epoch 0: not fenced);
+    /// `false` when the stream is gone.
     pub async fn send<'a>(
         &self,
         batch_id: String,
@@ -181,7 +182,7 @@ impl BatchSender {
         zone: &Name,
         changes: impl IntoIterator<Item = &'a Change>,
         deadline: SystemTime,
-        (owner, epoch): (&str, u64),
+        (owner, claim): (&str, &ClaimInfo),
     ) -> bool {
         let req = pb::ApplyRequest {
             batch: Some(pb::Batch {
@@ -191,7 +192,10 @@ impl BatchSender {
                 changes: changes.into_iter().map(Into::into).collect(),
                 deadline: Some(timestamp(deadline)),
                 owner: owner.to_string(),
-                lease_epoch: epoch,
+                lease_epoch: claim.epoch,
+                lease_holder: claim.holder.clone(),
+                lease_ttl: Some(duration(claim.ttl)),
+                lease_backend: claim.backend.clone(),
             }),
         };
         self.0.send(req).await.is_ok()
@@ -208,6 +212,8 @@ pub struct BatchResults {
     /// On the last message: the zone's serial before and after the batch, when the
     /// applier vouches that every move between them was the batch's own writes.
     pub serials: Option<(u64, u64)>,
+    /// On the last message: the owner's claim at the applier refused the batch.
+    pub fenced: Option<FencedBy>,
 }
 
 /// The receiving half of an `Apply` stream.
@@ -230,8 +236,50 @@ impl ResultStream<'_> {
             results: m.results.iter().map(result_from_pb).collect(),
             done: m.done,
             serials: (m.serial_after != 0).then_some((m.serial_before, m.serial_after)),
+            fenced: m.fenced.as_ref().map(fenced_from_pb),
         }))
     }
+}
+
+fn fenced_from_pb(f: &pb::Fenced) -> FencedBy {
+    FencedBy {
+        epoch: f.epoch,
+        holder: f.holder.clone(),
+        shared_backend: f.shared_backend,
+        message: f.message.clone(),
+    }
+}
+
+/// Claims `owner`'s writer claim at `member` under `claim`: `None` when granted, else
+/// who holds it.
+pub async fn claim(
+    member: &Member,
+    owner: &str,
+    claim: &ClaimInfo,
+) -> Result<Option<FencedBy>, ApplierCallError> {
+    let answer = member
+        .client()
+        .claim(pb::ClaimRequest {
+            owner: owner.to_string(),
+            lease_epoch: claim.epoch,
+            lease_holder: claim.holder.clone(),
+            lease_ttl: Some(duration(claim.ttl)),
+            lease_backend: claim.backend.clone(),
+        })
+        .await
+        .map_err(|s| ApplierCallError::new(member, &s))?
+        .into_inner();
+    Ok((!answer.granted).then(|| {
+        answer.fenced.as_ref().map_or_else(
+            || FencedBy {
+                epoch: 0,
+                holder: String::new(),
+                shared_backend: false,
+                message: "the applier refused the claim without saying who holds it".into(),
+            },
+            fenced_from_pb,
+        )
+    }))
 }
 
 /// Opens an `Apply` stream on `member` carrying what is sent into `batches`.

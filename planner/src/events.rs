@@ -274,6 +274,42 @@ impl SerialMoved<'_> {
     }
 }
 
+/// An applier refused this planner's batch or claim: another planner writes for the
+/// owner. It sends nothing until it takes over again ([`LeaseTookOver`]).
+#[derive(Debug)]
+pub struct LeaseFenced<'a> {
+    pub identity: &'a str,
+    /// The epoch this planner was refused under.
+    pub epoch: u64,
+    pub by: &'a crate::lease::FencedBy,
+}
+
+impl LeaseFenced<'_> {
+    pub fn emit(self, metrics: Option<&PlannerMetrics>) {
+        if let Some(m) = metrics {
+            m.fenced(true);
+        }
+        warn!(identity = %self.identity, epoch = self.epoch, fenced_by.holder = %self.by.holder, fenced_by.epoch = self.by.epoch, shared_backend = self.by.shared_backend, reason = %self.by.message, "Fenced by another planner at the appliers; sending nothing until it has been silent for the lease ttl.");
+    }
+}
+
+/// A fenced planner took over at the appliers again (the other writer was silent for
+/// the lease ttl), under a new epoch from its backend.
+#[derive(Debug)]
+pub struct LeaseTookOver<'a> {
+    pub identity: &'a str,
+    pub epoch: u64,
+    /// The writer that had fenced it.
+    pub from: &'a str,
+}
+
+impl LeaseTookOver<'_> {
+    pub fn emit(self, metrics: &PlannerMetrics) {
+        metrics.fenced(false);
+        info!(identity = %self.identity, epoch = self.epoch, from = %self.from, "Took over at the appliers: the other writer has been silent for the lease ttl; writing again under a new epoch.");
+    }
+}
+
 /// A standby saw a (new) holder of the lease.
 #[derive(Debug)]
 pub struct LeaseHeldElsewhere<'a> {

@@ -25,6 +25,7 @@ pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod batcher;
+pub mod claimer;
 pub mod client;
 pub mod config;
 pub mod desired;
@@ -142,6 +143,11 @@ pub async fn run(
         metrics.clone(),
     );
     let engine = Engine::new(config.clone(), metrics.clone(), lease_handle)?;
+    let lease = lease.with_claimer(Box::new(claimer::PoolClaimer {
+        pool: engine.pool().clone(),
+        owner: config.owner_id.clone(),
+        timeout: config.lease.renew_interval(),
+    }));
     if let Some(file) = open_audit_file(&config)? {
         engine.attach_audit_file(file);
     }

@@ -20,7 +20,8 @@
 //! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
 //! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
 //! | `dnsplane_planner_lease_leader` | gauge | — | `LeaseChanged`: 1 while this planner holds the lease and may write, 0 on standby |
-//! | `dnsplane_planner_lease_transitions_total` | counter | `to` (`leader` `standby`), `reason` (`acquired` `lost` `expired` `released`) | `LeaseChanged`, per role change |
+//! | `dnsplane_planner_fenced` | gauge | — | `LeaseFenced`, `LeaseTookOver`: 1 while an applier serves another writer of this owner and this planner sends nothing |
+//! | `dnsplane_planner_lease_transitions_total` | counter | `to` (`leader` `standby`), `reason` (`acquired` `took_over` `lost` `expired` `released`) | `LeaseChanged`, per role change |
 //! | `dnsplane_planner_api_calls_total` | counter | `caller` (a token name of the tokens file, or `anonymous`), `call` (the gRPC method), `code` (the gRPC code, e.g. `OK` `UNAUTHENTICATED` `PERMISSION_DENIED` `RESOURCE_EXHAUSTED`) | every call of the `dnsplane.v1.Planner` API ([`crate::auth`]) |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
 use dnsplane_common::{ChangeKind, Name, Outcome};
@@ -90,6 +91,7 @@ pub struct PlannerMetrics {
     syncing: Family<ZoneLabels, Gauge>,
     source_errors: Gauge,
     lease_leader: Gauge,
+    fenced: Gauge,
     lease_transitions: Family<TransitionLabels, Counter>,
     zone_held: Family<ZoneLabels, Gauge>,
     source_ready: Family<SourceLabels, Gauge>,
@@ -167,6 +169,7 @@ impl PlannerMetrics {
             plans_held: Family::default(),
             plans_released: Family::default(),
             lease_leader: Gauge::default(),
+            fenced: Gauge::default(),
             lease_transitions: Family::default(),
             webhook_requests: Family::default(),
             webhook_refused: Counter::default(),
@@ -257,6 +260,11 @@ impl PlannerMetrics {
             "dnsplane_planner_lease_leader",
             "1 while this planner holds the lease for its owner id and may write, 0 on standby",
             m.lease_leader.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_fenced",
+            "1 while an applier serves another writer of this owner id and this planner sends nothing (fenced), else 0",
+            m.fenced.clone(),
         );
         registry.register(
             "dnsplane_planner_lease_transitions",
@@ -377,8 +385,17 @@ impl PlannerMetrics {
             .inc();
     }
 
+    /// An applier fenced this planner (`true`), or it leads or stands by again.
+    pub(crate) fn fenced(&self, fenced: bool) {
+        self.fenced.set(i64::from(fenced));
+        if fenced {
+            self.lease_leader.set(0);
+        }
+    }
+
     /// This planner became leader or standby, for `reason`.
     pub(crate) fn lease_changed(&self, leader: bool, reason: &str) {
+        self.fenced.set(0);
         self.lease_leader.set(i64::from(leader));
         self.lease_transitions
             .get_or_create(&TransitionLabels {

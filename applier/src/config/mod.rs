@@ -129,6 +129,13 @@ pub struct ApplierTlsConfig {
     /// certificate of `client_ca`. Needs `client_ca`.
     #[serde(default)]
     pub allowed_names: Vec<String>,
+    /// Only client certificates with one of these DNS names may send batches (`Apply`)
+    /// and claims (`Claim`): the planners'. Other certificates the connection lets in
+    /// may only read (`ListRecords`, `GetStatus`), so an operator's certificate can
+    /// never write or fence a planner out. Empty: every client may write. Needs
+    /// `client_ca`.
+    #[serde(default)]
+    pub writer_names: Vec<String>,
 }
 
 impl ApplierTlsConfig {
@@ -346,6 +353,20 @@ impl ApplierConfig {
                 problems.push(
                     "tls.allowed_names needs tls.client_ca: names are read from verified client certificates".to_string(),
                 );
+            }
+            if !tls.writer_names.is_empty() && tls.client_ca.is_none() {
+                problems.push(
+                    "tls.writer_names needs tls.client_ca: names are read from verified client certificates".to_string(),
+                );
+            }
+            if let Some(n) = tls
+                .writer_names
+                .iter()
+                .find(|n| !tls.allowed_names.is_empty() && !tls.allowed_names.contains(n))
+            {
+                problems.push(format!(
+                    "tls.writer_names has {n:?}, which is not in tls.allowed_names (it could not connect)"
+                ));
             }
             if tls.allowed_names.iter().any(|n| n.trim().is_empty()) {
                 problems.push("tls.allowed_names has an empty name".to_string());

@@ -9,7 +9,7 @@
 //! finishes. Nothing a batch carries can end the stream: a malformed change is
 //! answered INVALID on its own.
 use crate::accounts::{
-    AccountStatus, Accounts, ApplierStatus, BatchRequest, Fence, Lifecycle, ListError,
+    AccountStatus, Accounts, ApplierStatus, BatchRequest, Fence, Fenced, Lifecycle, ListError,
 };
 use crate::provider::record_cache::SerialPosition;
 use crate::provider::{ErrorClass, ProviderError};
@@ -47,11 +47,43 @@ const RESULTS_PER_MESSAGE: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct ApplierService {
     accounts: Arc<Accounts>,
+    /// Who may send batches and claims (`[tls] writer_names`); empty: every client the
+    /// connection lets in.
+    writers: Arc<[String]>,
 }
 
 impl ApplierService {
     pub fn new(accounts: Arc<Accounts>) -> Self {
-        ApplierService { accounts }
+        ApplierService {
+            accounts,
+            writers: Arc::new([]),
+        }
+    }
+
+    /// Only clients whose verified certificate carries one of `names` may `Apply` and
+    /// `Claim`; others may only read. Empty: everyone.
+    pub fn with_writers(mut self, names: Vec<String>) -> Self {
+        self.writers = names.into();
+        self
+    }
+
+    /// PERMISSION_DENIED, naming why, unless the client may write.
+    fn may_write<T>(&self, request: &Request<T>, what: &str) -> Result<(), Status> {
+        if self.writers.is_empty() {
+            return Ok(());
+        }
+        let names = dnsplane_common::tls::client_identity(request).map(|id| id.dns_names.clone());
+        match names {
+            Some(n) if n.iter().any(|n| self.writers.contains(n)) => Ok(()),
+            Some(n) => Err(Status::permission_denied(format!(
+                "{what} is for planners: client certificate names {n:?} may read but not write (tls.writer_names {:?}); `dnsplane up` gives the planner planner.pem and operators client.pem",
+                &*self.writers
+            ))),
+            None => Err(Status::permission_denied(format!(
+                "{what} is for planners: it needs a client certificate named one of {:?} (tls.writer_names)",
+                &*self.writers
+            ))),
+        }
     }
 
     /// Runs one batch request to its responses; never fails.
@@ -71,9 +103,13 @@ impl ApplierService {
                 .and_then(|z| self.accounts.serial_position(&account, z))
         };
         let before = position();
-        let (results, calls) = self.accounts.apply(batch_from_pb(batch)).await;
+        let answer = self.accounts.apply(batch_from_pb(batch)).await;
         let serials = SerialPosition::span(before, position());
-        respond(batch_id, &results, calls, serials)
+        let mut out = respond(batch_id, &answer.results, answer.calls, serials);
+        if let Some(last) = out.last_mut() {
+            last.fenced = answer.fenced.as_ref().map(fenced_to_pb);
+        }
+        out
     }
 
     fn lifecycle(&self) -> &Lifecycle {
@@ -105,10 +141,30 @@ fn batch_from_pb(batch: pb::Batch) -> BatchRequest {
         zone,
         changes,
         deadline: deadline(batch.deadline.as_ref()),
-        fence: (batch.lease_epoch != 0).then_some(Fence {
+        fence: (batch.lease_epoch != 0).then(|| Fence {
             owner: batch.owner,
             epoch: batch.lease_epoch,
+            holder: batch.lease_holder,
+            backend: batch.lease_backend,
+            ttl: claim_ttl(batch.lease_ttl.as_ref()),
         }),
+    }
+}
+
+/// A claim's ttl from the wire (unset or unreadable: the default).
+fn claim_ttl(ttl: Option<&dnsplane_common::wkt::Duration>) -> std::time::Duration {
+    ttl.and_then(|d| std::time::Duration::try_from(*d).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(crate::claims::DEFAULT_TTL)
+}
+
+fn fenced_to_pb(f: &Fenced) -> pb::Fenced {
+    pb::Fenced {
+        epoch: f.epoch,
+        holder: f.holder.clone(),
+        backend: f.backend.clone(),
+        shared_backend: f.shared_backend,
+        message: f.message.clone(),
     }
 }
 
@@ -171,6 +227,7 @@ fn respond(
             provider_calls: if i == last { provider_calls } else { 0 },
             serial_before: if i == last { serial_before } else { 0 },
             serial_after: if i == last { serial_after } else { 0 },
+            fenced: None,
         })
         .collect()
 }
@@ -326,6 +383,7 @@ impl pb::applier_server::Applier for ApplierService {
         &self,
         request: Request<Streaming<pb::ApplyRequest>>,
     ) -> Result<Response<Self::ApplyStream>, Status> {
+        self.may_write(&request, "Apply")?;
         let mut inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(64);
         let service = self.clone();
@@ -398,6 +456,54 @@ impl pb::applier_server::Applier for ApplierService {
         _request: Request<pb::GetApplierStatusRequest>,
     ) -> Result<Response<pb::ApplierStatus>, Status> {
         Ok(Response::new(status_to_pb(&self.accounts.status())))
+    }
+
+    async fn claim(
+        &self,
+        request: Request<pb::ClaimRequest>,
+    ) -> Result<Response<pb::ClaimResponse>, Status> {
+        self.may_write(&request, "Claim")?;
+        let req = request.into_inner();
+        let mut errors = Vec::new();
+        if req.owner.is_empty() {
+            errors.push(FieldError::new(
+                "owner",
+                "empty: name the planner's owner_id",
+            ));
+        }
+        if req.lease_epoch == 0 {
+            errors.push(FieldError::new(
+                "lease_epoch",
+                "0: a claim needs the lease's epoch",
+            ));
+        }
+        if req.lease_holder.is_empty() {
+            errors.push(FieldError::new(
+                "lease_holder",
+                "empty: name the lease holder",
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(invalid_argument(&errors));
+        }
+        let fence = Fence {
+            owner: req.owner,
+            epoch: req.lease_epoch,
+            holder: req.lease_holder,
+            backend: req.lease_backend,
+            ttl: claim_ttl(req.lease_ttl.as_ref()),
+        };
+        let answer = match self.accounts.claim(&fence) {
+            Ok(()) => pb::ClaimResponse {
+                granted: true,
+                fenced: None,
+            },
+            Err(f) => pb::ClaimResponse {
+                granted: false,
+                fenced: Some(fenced_to_pb(&f)),
+            },
+        };
+        Ok(Response::new(answer))
     }
 }
 

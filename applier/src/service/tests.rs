@@ -122,6 +122,58 @@ async fn a_batch_of_an_older_lease_epoch_is_not_attempted() {
     }
 }
 
+/// `fenced(label, "me", epoch)` from the lease `holder` of `backend`.
+fn claimed(label: &str, holder: &str, backend: &str, epoch: u64) -> pb::ApplyRequest {
+    let mut req = fenced(label, "me", epoch);
+    if let Some(b) = req.batch.as_mut() {
+        b.lease_holder = holder.into();
+        b.lease_backend = backend.into();
+        b.lease_ttl = Some(duration(Duration::from_secs(60)));
+    }
+    req
+}
+
+#[tokio::test]
+async fn a_second_writer_without_a_shared_lease_is_told_who_writes_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), Lifecycle::default());
+    let resp = svc.run_batch(claimed("a", "h/1/a", "file h:/a", 1)).await;
+    assert_eq!(resp[0].results[0].outcome(), pb::Outcome::Applied);
+    assert_eq!(resp[0].fenced, None);
+    // Another holder of another backend, however large its epoch: fenced.
+    let resp = svc
+        .run_batch(claimed("b", "h/2/b", "file h:/b", u64::MAX))
+        .await;
+    let last = resp.last().unwrap();
+    assert_eq!(last.results[0].outcome(), pb::Outcome::Deferred);
+    assert_eq!(last.provider_calls, 0);
+    let f = last.fenced.as_ref().expect("fenced");
+    assert_eq!(
+        (f.holder.as_str(), f.epoch, f.shared_backend),
+        ("h/1/a", 1, false)
+    );
+    assert!(
+        f.message.contains("[lease] redis") && f.message.contains("state_dir"),
+        "{}",
+        f.message
+    );
+    // The writer's heartbeat is granted; the other's claim is refused the same way.
+    let claim = |holder: &str, backend: &str, epoch: u64| {
+        svc.accounts.claim(&Fence {
+            owner: "me".into(),
+            epoch,
+            holder: holder.into(),
+            backend: backend.into(),
+            ttl: Duration::from_secs(60),
+        })
+    };
+    assert!(claim("h/1/a", "file h:/a", 1).is_ok());
+    assert_eq!(claim("h/2/b", "file h:/b", 5).unwrap_err().holder, "h/1/a");
+    // The same backend with a larger epoch: the backend says the old holder lost it.
+    assert!(claim("h/3/c", "file h:/a", 2).is_ok());
+    assert!(claim("h/1/a", "file h:/a", 1).unwrap_err().shared_backend);
+}
+
 #[test]
 fn large_result_sets_are_split_over_messages() {
     let results = vec![RecordResult::new("c", Outcome::Applied); RESULTS_PER_MESSAGE * 2 + 1];

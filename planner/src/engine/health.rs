@@ -46,11 +46,13 @@ pub enum Rule {
     TlsFiles,
     /// Records of a zone are `failed`: transient failures outlived the retries.
     RecordsFailed,
+    /// An applier serves another writer of this owner id: this planner sends nothing.
+    Fenced,
 }
 
 impl Rule {
     /// Every rule, in the order the docs list them.
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::Conflicts,
         Rule::HeldPlan,
         Rule::Fallback,
@@ -66,6 +68,7 @@ impl Rule {
         Rule::TokensFile,
         Rule::TlsFiles,
         Rule::RecordsFailed,
+        Rule::Fenced,
     ];
 
     /// The id status and alerts show.
@@ -86,13 +89,14 @@ impl Rule {
             Rule::TokensFile => "tokens_file",
             Rule::TlsFiles => "tls_files",
             Rule::RecordsFailed => "records_failed",
+            Rule::Fenced => "fenced",
         }
     }
 
     /// The level the rule raises the planner to.
     pub fn level(self) -> Level {
         match self {
-            Rule::DiskLow | Rule::StateWrite | Rule::NoApplier => Level::Failing,
+            Rule::DiskLow | Rule::StateWrite | Rule::NoApplier | Rule::Fenced => Level::Failing,
             _ => Level::Degraded,
         }
     }
@@ -275,6 +279,21 @@ pub fn evaluate(s: &Snapshot) -> Health {
             format!(
                 "lease ({} {}): {}",
                 s.lease.backend, s.lease.location, s.lease.last_error
+            ),
+        );
+    }
+    if let Some(f) = s
+        .lease
+        .fenced
+        .as_ref()
+        .filter(|_| s.lease.role == Role::Fenced)
+    {
+        add(
+            Rule::Fenced,
+            None,
+            format!(
+                "lease: fenced by epoch {} (holder {}): {}",
+                f.epoch, f.holder, f.message
             ),
         );
     }

@@ -52,6 +52,7 @@ fn healthy() -> Snapshot {
             epoch: 1,
             since: SystemTime::UNIX_EPOCH,
             last_error: String::new(),
+            fenced: None,
         },
         disk: Some(DiskStatus {
             path: "/state".into(),
@@ -294,4 +295,23 @@ fn the_docs_table_lists_every_rule_with_its_level() {
         .map(|r| (r.id().to_string(), r.level().as_str().to_string()))
         .collect();
     assert_eq!(rows, want);
+}
+
+#[test]
+fn fenced_is_failing_and_names_the_holder() {
+    let mut s = healthy();
+    s.lease.role = Role::Fenced;
+    s.lease.fenced = Some(crate::lease::FencedBy {
+        epoch: 7,
+        holder: "h/1/abc".into(),
+        shared_backend: false,
+        message: "configure [lease] redis".into(),
+    });
+    let h = evaluate(&s);
+    assert_eq!(h.level, Level::Failing);
+    assert_eq!(h.reasons[0].rule, Rule::Fenced);
+    assert_eq!(
+        h.reasons[0].message,
+        "lease: fenced by epoch 7 (holder h/1/abc): configure [lease] redis"
+    );
 }

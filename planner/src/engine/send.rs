@@ -10,7 +10,7 @@ use crate::plan::PlannedChange;
 use dnsplane_common::Outcome;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::SystemTime;
 use tokio::sync::Semaphore;
 
@@ -66,7 +66,10 @@ impl Engine {
         // Batches sent, and `total` unless the lease stopped the sender.
         let stopped_at = Arc::new(AtomicUsize::new(total));
         let window = Arc::new(Semaphore::new(BATCHES_IN_FLIGHT));
+        // The lease epoch each batch left under: a fenced answer fences that epoch.
+        let epochs: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
         let sender = {
+            let epochs = epochs.clone();
             let window = window.clone();
             let zone = zone.clone();
             let batches = batches.clone();
@@ -94,6 +97,8 @@ impl Engine {
                             states.in_flight(c.change.key(), now);
                         }
                     }
+                    let claim = lease.claim_info(&permit);
+                    epochs[i].store(permit.epoch, Ordering::SeqCst);
                     let sent = tx
                         .send(
                             format!("{prefix}-{i}"),
@@ -101,7 +106,7 @@ impl Engine {
                             &zone.cfg.name,
                             batch.iter().map(|c| &c.change),
                             permit.cap(SystemTime::now() + deadline),
-                            (&owner, permit.epoch),
+                            (&owner, &claim),
                         )
                         .await;
                     if !sent {
@@ -142,6 +147,10 @@ impl Engine {
                     });
                 };
                 self.fold_results(zone, &batches, &by_id, &audit, &resp.results, summary);
+                if let Some(by) = resp.fenced {
+                    // Another planner writes for the owner: nothing more goes out.
+                    self.lease.fence(batch_epoch(&epochs, &resp.batch_id), by);
+                }
                 if resp.done {
                     done += 1;
                     window.add_permits(1);
@@ -175,4 +184,14 @@ impl Engine {
         }
         outcome
     }
+}
+
+/// The epoch the batch `<prefix>-<i>` was sent under (0 when unknown).
+fn batch_epoch(epochs: &[AtomicU64], batch_id: &str) -> u64 {
+    batch_id
+        .rsplit('-')
+        .next()
+        .and_then(|i| i.parse::<usize>().ok())
+        .and_then(|i| epochs.get(i))
+        .map_or(0, |e| e.load(Ordering::SeqCst))
 }

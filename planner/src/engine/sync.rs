@@ -260,6 +260,9 @@ impl Engine {
         Err(SyncError::NotLeader {
             zone: zone.clone(),
             held: match st.holder {
+                Some(h) if st.role == crate::lease::Role::Fenced => {
+                    format!("this planner is fenced: the appliers serve {h}")
+                }
                 Some(h) => format!("the lease is held by {h}"),
                 None => format!("the {} lease is not held", st.backend),
             },

@@ -4,8 +4,8 @@
 //! backend call is raced against the window's end, so a hung backend cannot stretch
 //! it). On shutdown it closes the window, then releases.
 use super::{
-    Acquire, Identity, LeaseBackend, LeaseError, LeaseHandle, LeaseSettings, LeaseStatus, Permit,
-    Role,
+    Acquire, Claimer, FencedBy, Identity, LeaseBackend, LeaseError, LeaseHandle, LeaseSettings,
+    LeaseStatus, Permit, Role,
 };
 use crate::events;
 use crate::metrics::PlannerMetrics;
@@ -29,6 +29,8 @@ pub struct Lease {
     settings: LeaseSettings,
     handle: LeaseHandle,
     metrics: PlannerMetrics,
+    /// The appliers, for claims and heartbeats; `None`: batches alone carry the claim.
+    claimer: Option<Box<dyn Claimer>>,
 }
 
 impl Lease {
@@ -49,15 +51,37 @@ impl Lease {
             epoch: 0,
             since: SystemTime::now(),
             last_error: String::new(),
+            fenced: None,
         };
-        let handle = LeaseHandle::new(identity, status, None);
+        let handle = LeaseHandle::new(
+            identity,
+            status,
+            None,
+            (settings.ttl, backend.claim_id()),
+            Some(metrics.clone()),
+        );
         let lease = Lease {
             backend,
             settings,
             handle: handle.clone(),
             metrics,
+            claimer: None,
         };
         (lease, handle)
+    }
+
+    /// Claims at the appliers through `claimer`: before leading, at every renewal (the
+    /// heartbeat), and while fenced (to take over again).
+    pub fn with_claimer(mut self, claimer: Box<dyn Claimer>) -> Lease {
+        self.claimer = Some(claimer);
+        self
+    }
+
+    /// Asks the appliers for the claim under `epoch`; `None`: granted (or nobody to ask).
+    async fn claim(&self, epoch: u64, until: Option<Instant>) -> Option<FencedBy> {
+        let claimer = self.claimer.as_ref()?;
+        let info = self.handle.claim_info(&Permit { epoch, until });
+        claimer.claim(&info).await
     }
 
     /// Runs until `cancel`; then, if leader, closes the window and releases the lease.
@@ -84,7 +108,18 @@ impl Lease {
                                     until,
                                     next_renew: started + s.renew_interval,
                                 });
-                                self.lead(epoch, until);
+                                // Another writer the appliers serve: fenced from the start.
+                                let refused = tokio::select! {
+                                    _ = cancel.cancelled() => break,
+                                    f = self.claim(epoch, until) => f,
+                                };
+                                match refused {
+                                    None => self.lead(epoch, until, false),
+                                    Some(by) => {
+                                        self.handle.open_fenced(Permit { epoch, until });
+                                        self.handle.fence(epoch, by);
+                                    }
+                                }
                                 continue;
                             }
                         }
@@ -129,7 +164,11 @@ impl Lease {
                                 epoch: h.epoch,
                                 until: h.until,
                             }));
-                            held = Some(h);
+                            let next = tokio::select! {
+                                _ = cancel.cancelled() => { held = Some(h); break }
+                                n = self.at_the_appliers(h) => n,
+                            };
+                            held = next;
                         }
                         Some(Ok(false)) => {
                             self.step_down(h.epoch, "lost");
@@ -156,9 +195,55 @@ impl Lease {
         }
     }
 
-    /// Opens the window, then tells everyone.
-    fn lead(&self, epoch: u64, until: Option<Instant>) {
-        self.handle.set_window(Some(Permit { epoch, until }));
+    /// After a renewal: the leader's heartbeat (a refused one fences it), or, while
+    /// fenced, a try to take over: when the appliers grant the claim again, a new epoch
+    /// from the backend and leading under it. `None`: the lease is lost.
+    async fn at_the_appliers(&self, mut h: Held) -> Option<Held> {
+        if !self.handle.is_fenced() {
+            if let Some(by) = self.claim(h.epoch, h.until).await {
+                self.handle.fence(h.epoch, by);
+            }
+            return Some(h);
+        }
+        if self.claim(h.epoch, h.until).await.is_some() {
+            return Some(h);
+        }
+        let holder = self.handle.identity().to_string();
+        match bounded(
+            self.settings.op_timeout(),
+            self.backend.bump(&holder, self.settings.ttl),
+        )
+        .await
+        {
+            Ok(Some(epoch)) => {
+                h.epoch = epoch;
+                if let Some(by) = self.claim(epoch, h.until).await {
+                    // Someone came back in between: still fenced, under the new epoch.
+                    self.handle.set_window(Some(Permit {
+                        epoch,
+                        until: h.until,
+                    }));
+                    self.handle.fence(epoch, by);
+                    return Some(h);
+                }
+                self.lead(epoch, h.until, true);
+                Some(h)
+            }
+            Ok(None) => {
+                self.step_down(h.epoch, "lost");
+                None
+            }
+            Err(e) => {
+                self.failed(&e, true);
+                Some(h)
+            }
+        }
+    }
+
+    /// Opens the window, then tells everyone; `took_over`: after being fenced.
+    fn lead(&self, epoch: u64, until: Option<Instant>, took_over: bool) {
+        let was = self.handle.status().fenced;
+        self.handle.unfence(Permit { epoch, until });
         let identity = self.handle.identity().to_string();
         self.handle.shared.status.send_modify(|st| {
             st.role = Role::Leader;
@@ -166,13 +251,22 @@ impl Lease {
             st.epoch = epoch;
             st.since = SystemTime::now();
             st.last_error.clear();
+            st.fenced = None;
         });
+        if took_over {
+            events::LeaseTookOver {
+                identity: &identity,
+                epoch,
+                from: was.as_ref().map_or("", |f| f.holder.as_str()),
+            }
+            .emit(&self.metrics);
+        }
         events::LeaseChanged {
             backend: self.backend.kind(),
             identity: &identity,
             leader: true,
             epoch,
-            reason: "acquired",
+            reason: if took_over { "took_over" } else { "acquired" },
         }
         .emit(&self.metrics);
     }
@@ -189,11 +283,12 @@ impl Lease {
     /// Closes the window first (no batch passes [`LeaseHandle::permit`] from here on),
     /// then tells everyone.
     fn step_down(&self, epoch: u64, reason: &'static str) {
-        self.handle.set_window(None);
+        self.handle.close();
         self.handle.shared.status.send_modify(|st| {
             st.role = Role::Standby;
             st.holder = None;
             st.since = SystemTime::now();
+            st.fenced = None;
         });
         events::LeaseChanged {
             backend: self.backend.kind(),

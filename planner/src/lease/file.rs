@@ -7,9 +7,9 @@
 //! a lock belongs to the open file description, so two opens of the path exclude each
 //! other even inside one process.
 //!
-//! The file holds `epoch=<n>` and `holder=<identity>`: the epoch grows with every
-//! acquisition (read and rewritten under the lock: the clock in ms, at least the last
-//! one + 1); the holder is what a standby shows.
+//! The file holds `epoch=<n>` and `holder=<identity>`: the epoch is a counter, one up
+//! with every acquisition (read and rewritten under the lock; never a clock, which can
+//! step back); the holder is what a standby shows.
 //! A renewal checks that the path still names the locked file: if the state
 //! directory was removed or replaced, another planner could lock a new file there, so
 //! the lease counts as lost.
@@ -135,11 +135,7 @@ impl LeaseBackend for FileBackend {
         match file.try_lock() {
             Ok(()) => {
                 let (last, _) = read(&file).map_err(|e| self.io(e))?;
-                // As in Redis: the clock in ms, at least the last epoch + 1.
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-                let epoch = (last + 1).max(now);
+                let epoch = last.saturating_add(1);
                 write(&file, epoch, Some(holder)).map_err(|e| self.io(e))?;
                 *held = Some((file, epoch));
                 Ok(Acquire::Acquired { epoch })
@@ -165,6 +161,29 @@ impl LeaseBackend for FileBackend {
                 Ok(false)
             }
         }
+    }
+
+    async fn bump(&self, holder: &str, _ttl: Duration) -> Result<Option<u64>, LeaseError> {
+        let mut held = self.held();
+        match held.as_mut() {
+            Some((file, epoch)) if self.still_there(file) => {
+                let (last, _) = read(file).map_err(|e| self.io(e))?;
+                let next = last.max(*epoch).saturating_add(1);
+                write(file, next, Some(holder)).map_err(|e| self.io(e))?;
+                *epoch = next;
+                Ok(Some(next))
+            }
+            _ => {
+                *held = None;
+                Ok(None)
+            }
+        }
+    }
+
+    fn claim_id(&self) -> String {
+        // The host too: two machines may have the same path, and never share a lock.
+        let path = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        format!("file {}:{}", super::Identity::new().host, path.display())
     }
 
     async fn release(&self, _holder: &str) -> Result<(), LeaseError> {
@@ -224,7 +243,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn epochs_grow_even_when_the_clock_is_behind_the_last_one() {
+    async fn epochs_are_a_counter_and_a_bump_takes_the_next() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(LOCK_FILE),
@@ -236,6 +255,14 @@ mod tests {
         assert_eq!(
             acquired(a.try_acquire("a", ttl).await.unwrap()),
             u64::MAX / 2 + 1
+        );
+        assert_eq!(a.bump("a", ttl).await.unwrap(), Some(u64::MAX / 2 + 2));
+        a.release("a").await.unwrap();
+        assert_eq!(a.bump("a", ttl).await.unwrap(), None, "not held");
+        let b = FileBackend::new(dir.path()).unwrap();
+        assert_eq!(
+            acquired(b.try_acquire("b", ttl).await.unwrap()),
+            u64::MAX / 2 + 3
         );
     }
 

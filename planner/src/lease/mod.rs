@@ -23,6 +23,15 @@
 //! applier will not start work for it later (a provider call already under way at
 //! that instant may still finish: the margin, `ttl / 5`, is there for it).
 //!
+//! **Fencing at the appliers.** Each applier keeps one writer per owner id, its
+//! *claim* (holder, epoch, backend, last seen): batches carry it, and the leader
+//! refreshes it with a `Claim` heartbeat at every renewal ([`Claimer`]). A planner that
+//! an applier refuses (another holder's claim is fresh: two planners with no shared
+//! lease, or this one lost the lease) becomes [`Role::Fenced`]: it sends nothing,
+//! status says why (failing), and it asks again at every renewal; once the other has
+//! been silent for its ttl the claim is granted, and it takes a new epoch from the
+//! backend and leads again ([`fence`](LeaseHandle::fence), the driver).
+//!
 //! **A third backend.** A Kubernetes `coordination.k8s.io/v1` Lease maps onto the
 //! trait as it is: `try_acquire` reads the Lease and, when `renewTime +
 //! leaseDurationSeconds` has passed (or the holder is us), replaces it with our
@@ -147,6 +156,45 @@ pub trait LeaseBackend: Send + Sync + fmt::Debug {
     /// Lets the lease go if `holder` holds it, so a standby need not wait for it to
     /// lapse.
     async fn release(&self, holder: &str) -> Result<(), LeaseError>;
+    /// A new epoch, larger than every one before, for `holder` while it holds the
+    /// lease (`None` when it does not): a fenced leader takes one when it takes over
+    /// at the appliers again.
+    async fn bump(&self, holder: &str, ttl: Duration) -> Result<Option<u64>, LeaseError>;
+    /// The backend as the appliers tell backends apart (`redis host:port`,
+    /// `file host:/path`): epochs of different backends are never compared.
+    fn claim_id(&self) -> String {
+        format!("{} {}", self.kind(), self.location())
+    }
+}
+
+/// What a planner's batches and heartbeats tell the appliers about its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimInfo {
+    pub epoch: u64,
+    /// This planner as a holder (`host/pid/run`).
+    pub holder: String,
+    /// [`LeaseBackend::claim_id`].
+    pub backend: String,
+    pub ttl: Duration,
+}
+
+/// An applier refused this planner's batch or claim: another holds the owner's claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedBy {
+    pub epoch: u64,
+    pub holder: String,
+    /// The two planners share a lease backend (this one lost the lease).
+    pub shared_backend: bool,
+    /// The applier's words: what happened, what to do.
+    pub message: String,
+}
+
+/// Claims this planner's lease at the appliers (the pool, in the planner).
+#[async_trait::async_trait]
+pub trait Claimer: Send + Sync + fmt::Debug {
+    /// Claims `claim` at every applier; `Some` when one of them refused it. An applier
+    /// that does not answer refuses nothing (its batches will carry the claim).
+    async fn claim(&self, claim: &ClaimInfo) -> Option<FencedBy>;
 }
 
 /// The backend `config` asks for: Redis when `[lease] redis` is set, else the lock
@@ -197,11 +245,13 @@ impl LeaseSettings {
     }
 }
 
-/// Leader (may write) or standby (must not).
+/// Leader (may write), standby (must not), or fenced: holds its lease, but an applier
+/// serves another writer of the owner (it must not write either).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Leader,
     Standby,
+    Fenced,
 }
 
 impl Role {
@@ -209,6 +259,7 @@ impl Role {
         match self {
             Role::Leader => "leader",
             Role::Standby => "standby",
+            Role::Fenced => "fenced",
         }
     }
 }
@@ -232,6 +283,8 @@ pub struct LeaseStatus {
     pub since: SystemTime,
     /// The backend's last error, until an operation succeeds again.
     pub last_error: String,
+    /// While [`Role::Fenced`]: who fenced this planner, and the applier's words.
+    pub fenced: Option<FencedBy>,
 }
 
 /// Leave to write, for one batch: the epoch under which it is sent, and until when.
@@ -256,13 +309,25 @@ impl Permit {
     }
 }
 
+/// The leader's window and whether an applier fenced it, under one lock: a renewal
+/// moves the window on, but only [`LeaseHandle::unfence`] reopens a fenced one.
+#[derive(Debug, Default)]
+struct Window {
+    /// `Some` only while leader.
+    permit: Option<Permit>,
+    fenced: bool,
+}
+
 /// What the driver and the engine share.
 #[derive(Debug)]
 struct Shared {
     identity: Identity,
-    /// `Some` only while leader.
-    window: Mutex<Option<Permit>>,
+    window: Mutex<Window>,
     status: watch::Sender<LeaseStatus>,
+    /// The claim's ttl and the backend's [`LeaseBackend::claim_id`].
+    ttl: Duration,
+    backend_id: String,
+    metrics: Option<crate::metrics::PlannerMetrics>,
 }
 
 /// The engine's view of the lease. Cheap to clone.
@@ -272,12 +337,24 @@ pub struct LeaseHandle {
 }
 
 impl LeaseHandle {
-    fn new(identity: Identity, status: LeaseStatus, window: Option<Permit>) -> LeaseHandle {
+    fn new(
+        identity: Identity,
+        status: LeaseStatus,
+        window: Option<Permit>,
+        (ttl, backend_id): (Duration, String),
+        metrics: Option<crate::metrics::PlannerMetrics>,
+    ) -> LeaseHandle {
         LeaseHandle {
             shared: Arc::new(Shared {
                 identity,
-                window: Mutex::new(window),
+                window: Mutex::new(Window {
+                    permit: window,
+                    fenced: false,
+                }),
                 status: watch::Sender::new(status),
+                ttl,
+                backend_id,
+                metrics,
             }),
         }
     }
@@ -296,6 +373,7 @@ impl LeaseHandle {
             epoch: 0,
             since: SystemTime::now(),
             last_error: String::new(),
+            fenced: None,
         };
         LeaseHandle::new(
             identity,
@@ -304,6 +382,8 @@ impl LeaseHandle {
                 epoch: 0,
                 until: None,
             }),
+            (Duration::from_secs(10), "none".into()),
+            None,
         )
     }
 
@@ -314,12 +394,67 @@ impl LeaseHandle {
     /// Leave to send one batch now: `None` on standby, and once the leader's window
     /// has closed (even before the driver notices).
     pub fn permit(&self) -> Option<Permit> {
-        let w = *self
-            .shared
+        let w = self.window();
+        w.permit
+            .filter(|_| !w.fenced)
+            .filter(|p| p.until.is_none_or(|u| Instant::now() < u))
+    }
+
+    /// What batches sent under `permit` tell the appliers.
+    pub fn claim_info(&self, permit: &Permit) -> ClaimInfo {
+        ClaimInfo {
+            epoch: permit.epoch,
+            holder: self.shared.identity.to_string(),
+            backend: self.shared.backend_id.clone(),
+            ttl: self.shared.ttl,
+        }
+    }
+
+    /// An applier refused a batch sent under `epoch`: another planner writes for the
+    /// owner. Closes the window (no batch passes [`LeaseHandle::permit`] from here on)
+    /// until the driver takes over again; said once, however many batches come back
+    /// refused. A refusal of an epoch this planner no longer leads under is old news.
+    pub fn fence(&self, epoch: u64, by: FencedBy) {
+        {
+            let mut w = self.window();
+            if w.permit.is_none_or(|p| p.epoch != epoch) {
+                return;
+            }
+            w.fenced = true;
+        }
+        let mut first = false;
+        self.shared.status.send_if_modified(|st| {
+            first = st.role != Role::Fenced;
+            let changed = first || st.fenced.as_ref() != Some(&by);
+            st.role = Role::Fenced;
+            st.holder = Some(by.holder.clone());
+            st.epoch = by.epoch;
+            if first {
+                st.since = SystemTime::now();
+            }
+            st.fenced = Some(by.clone());
+            changed
+        });
+        if first {
+            crate::events::LeaseFenced {
+                identity: &self.shared.identity.to_string(),
+                epoch,
+                by: &by,
+            }
+            .emit(self.shared.metrics.as_ref());
+        }
+    }
+
+    /// Whether an applier has fenced this planner (and it has not taken over since).
+    pub fn is_fenced(&self) -> bool {
+        self.window().fenced
+    }
+
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.shared
             .window
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        w.filter(|p| p.until.is_none_or(|u| Instant::now() < u))
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn status(&self) -> LeaseStatus {
@@ -332,11 +467,29 @@ impl LeaseHandle {
         self.shared.status.subscribe()
     }
 
+    /// Moves the window (`None`: closes it); a fenced one stays fenced.
     fn set_window(&self, window: Option<Permit>) {
-        *self
-            .shared
-            .window
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = window;
+        self.window().permit = window;
+    }
+
+    /// Holds `permit` but fenced from the start: nothing passes until [`Self::unfence`].
+    fn open_fenced(&self, permit: Permit) {
+        let mut w = self.window();
+        w.permit = Some(permit);
+        w.fenced = true;
+    }
+
+    /// Closes the window and forgets any fencing (standing by).
+    fn close(&self) {
+        let mut w = self.window();
+        w.permit = None;
+        w.fenced = false;
+    }
+
+    /// Opens the window under `permit` and forgets any fencing (leading anew).
+    fn unfence(&self, permit: Permit) {
+        let mut w = self.window();
+        w.permit = Some(permit);
+        w.fenced = false;
     }
 }

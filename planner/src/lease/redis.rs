@@ -9,18 +9,20 @@
 //! applier's quota does it) is the same for every planner whatever their clocks say.
 //! The hash never expires; it is a few bytes per owner id.
 //!
-//! The epoch is Redis's clock in ms at acquisition (or the last one + 1), not a plain
-//! counter: appliers refuse batches of an epoch older than one they have seen, so it
-//! must keep growing when a Redis without persistence restarts empty.
+//! The epoch is a counter in the hash (`HINCRBY`), one up per acquisition, never a
+//! clock: a clock can step back, and an epoch made of it can be outbid by anyone with
+//! a larger number. A Redis without persistence that restarts empty starts counting
+//! again; the appliers' claims ([`dnsplane_applier::claims`] in the applier crate)
+//! then let the new holder in once the old one has been silent for the ttl.
 use super::{Acquire, LeaseBackend, LeaseError};
 use ::redis::Script;
 use dnsplane_common::redis::{LazyRedis, RedisCallError};
 use std::time::Duration;
 
 /// KEYS[1]: the lease. ARGV: holder, ttl (ms). Takes the lease when nobody holds it,
-/// it has expired, or `holder` holds it; every acquisition gets a new epoch: Redis's
-/// clock in ms, or the last epoch + 1 if that is larger. Returns {1, epoch} when
-/// taken, {0, epoch, holder} when someone else holds it.
+/// it has expired, or `holder` holds it; every acquisition gets a new epoch, the
+/// counter's next. Returns {1, epoch} when taken, {0, epoch, holder} when someone else
+/// holds it.
 const ACQUIRE_LUA: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -28,11 +30,24 @@ local h = redis.call('HMGET', KEYS[1], 'holder', 'expires', 'epoch')
 if h[1] and h[1] ~= ARGV[1] and (tonumber(h[2]) or 0) > now then
   return {0, tonumber(h[3]) or 0, h[1]}
 end
-local epoch = math.max((tonumber(h[3]) or 0) + 1, now)
+local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 redis.call('HSET', KEYS[1], 'holder', ARGV[1],
-  'expires', string.format('%.0f', now + tonumber(ARGV[2])),
-  'epoch', string.format('%.0f', epoch))
+  'expires', string.format('%.0f', now + tonumber(ARGV[2])))
 return {1, epoch}
+";
+
+/// KEYS[1]: the lease. ARGV: holder, ttl (ms). A new epoch (the counter's next) for
+/// `holder`, when it holds the lease and it has not expired; extends it too. Returns
+/// the epoch, or 0.
+const BUMP_LUA: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local h = redis.call('HMGET', KEYS[1], 'holder', 'expires')
+if h[1] ~= ARGV[1] or (tonumber(h[2]) or 0) <= now then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'expires', string.format('%.0f', now + tonumber(ARGV[2])))
+return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 ";
 
 /// KEYS[1]: the lease. ARGV: holder, ttl (ms). Extends the lease when `holder` holds
@@ -67,6 +82,7 @@ pub struct RedisBackend {
     acquire: Script,
     renew: Script,
     release: Script,
+    bump: Script,
 }
 
 /// Never the URL: it may carry a password.
@@ -98,6 +114,7 @@ impl RedisBackend {
             acquire: Script::new(ACQUIRE_LUA),
             renew: Script::new(RENEW_LUA),
             release: Script::new(RELEASE_LUA),
+            bump: Script::new(BUMP_LUA),
         })
     }
 
@@ -151,6 +168,14 @@ impl LeaseBackend for RedisBackend {
         inv.arg(holder).arg(millis(ttl));
         let renewed: i64 = self.redis.bounded(inv.invoke_async(&mut conn)).await?;
         Ok(renewed == 1)
+    }
+
+    async fn bump(&self, holder: &str, ttl: Duration) -> Result<Option<u64>, LeaseError> {
+        let mut conn = self.redis.conn().await?;
+        let mut inv = self.bump.key(&self.key);
+        inv.arg(holder).arg(millis(ttl));
+        let epoch: i64 = self.redis.bounded(inv.invoke_async(&mut conn)).await?;
+        Ok(u64::try_from(epoch).ok().filter(|e| *e > 0))
     }
 
     async fn release(&self, holder: &str) -> Result<(), LeaseError> {

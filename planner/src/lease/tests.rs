@@ -94,6 +94,15 @@ impl LeaseBackend for Fake {
         s.last_ok = Some(now);
         Ok(true)
     }
+    async fn bump(&self, holder: &str, _ttl: Duration) -> Result<Option<u64>, LeaseError> {
+        self.gate().await?;
+        let mut s = self.state();
+        if s.holder.as_deref() != Some(holder) {
+            return Ok(None);
+        }
+        s.epoch += 1;
+        Ok(Some(s.epoch))
+    }
     async fn release(&self, holder: &str) -> Result<(), LeaseError> {
         self.gate().await?;
         let mut s = self.state();

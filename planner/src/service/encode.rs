@@ -111,6 +111,11 @@ pub(super) fn lease_to_pb(l: &LeaseStatus) -> pb::LeaseStatus {
         identity: l.identity.clone(),
         epoch: l.epoch,
         last_error: l.last_error.clone(),
+        fenced: l
+            .fenced
+            .as_ref()
+            .map(|f| f.message.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -292,6 +292,11 @@ fn lease_line(l: &pb::LeaseStatus) -> String {
             "leader ({} {}, since {since}, epoch {})",
             l.backend, l.location, l.epoch
         )
+    } else if l.role == "fenced" {
+        format!(
+            "fenced by epoch {} (holder {}; {} {}, since {since}): {}",
+            l.epoch, l.holder, l.backend, l.location, l.fenced
+        )
     } else {
         let holder = if l.holder.is_empty() {
             "nobody known".to_string()

@@ -1,14 +1,18 @@
 //! `dnsplane up`'s security, made once per state directory and kept: a private CA,
-//! a certificate for the two servers and one for their clients (all signed by it),
-//! and an admin token, so that the planner speaks TLS with token auth and the applier
-//! takes only mTLS clients, with nothing to set up by hand (docs/security.md).
+//! a certificate for the two servers, one for the planner as the applier's client (the
+//! only one that may write batches) and one for operators (read-only at the applier),
+//! all signed by it, and an admin token, so that the planner speaks TLS with token auth
+//! and the applier takes only mTLS clients, with nothing to set up by hand
+//! (docs/security.md).
 //!
 //! ```text
 //! <state>/ca.pem           the CA (trust it: grpcurl -cacert, dnsplane --ca-file)
 //! <state>/ca-key.pem       its key (0600)
 //! <state>/server.pem       planner and applier server certificate (localhost, 127.0.0.1, ::1)
 //! <state>/server-key.pem   (0600)
-//! <state>/client.pem       client certificate the applier accepts (the planner's, and yours)
+//! <state>/planner.pem      the planner's client certificate: the applier's only writer
+//! <state>/planner-key.pem  (0600)
+//! <state>/client.pem       your client certificate for the applier (grpcurl): read-only
 //! <state>/client-key.pem   (0600)
 //! <state>/token            the admin token (role approve) (0600)
 //! <state>/tokens.toml      the planner's tokens file: the token's SHA-256 only
@@ -31,12 +35,17 @@ pub struct Secured {
     pub server_key: PathBuf,
     pub client_cert: PathBuf,
     pub client_key: PathBuf,
+    pub planner_cert: PathBuf,
+    pub planner_key: PathBuf,
     pub token: PathBuf,
     pub tokens_file: PathBuf,
 }
 
-/// The name in the client certificate; the applier under `up` takes only it.
+/// The name in the operators' client certificate: the applier under `up` lets it read.
 pub const CLIENT_NAME: &str = "dnsplane-client";
+/// The name in the planner's client certificate: the applier under `up` lets only it
+/// write (`[tls] writer_names`), so an operator's certificate can never fence it out.
+pub const PLANNER_NAME: &str = "dnsplane-planner";
 
 impl Secured {
     /// The files under `state`, made or not.
@@ -47,6 +56,8 @@ impl Secured {
             server_key: state.join("server-key.pem"),
             client_cert: state.join("client.pem"),
             client_key: state.join("client-key.pem"),
+            planner_cert: state.join("planner.pem"),
+            planner_key: state.join("planner-key.pem"),
             token: state.join("token"),
             tokens_file: state.join("tokens.toml"),
         }
@@ -78,6 +89,8 @@ impl Secured {
             &s.server_key,
             &s.client_cert,
             &s.client_key,
+            &s.planner_cert,
+            &s.planner_key,
         ];
         if !certs.iter().all(|p| p.exists()) {
             let (ca_params, ca) = ca()?;
@@ -102,6 +115,13 @@ impl Secured {
             )?;
             write(&s.client_cert, &cert, false)?;
             write(&s.client_key, &key, true)?;
+            let (cert, key) = leaf(
+                &issuer,
+                vec![PLANNER_NAME.into()],
+                ExtendedKeyUsagePurpose::ClientAuth,
+            )?;
+            write(&s.planner_cert, &cert, false)?;
+            write(&s.planner_key, &key, true)?;
         }
         if !s.token.exists() {
             let bytes: [u8; 32] = rand::random();
@@ -189,7 +209,7 @@ pub fn certs(dir: &Path, names: &[String]) -> anyhow::Result<std::process::ExitC
     }
     let s = Secured::ensure_for(dir, &[], names)?;
     println!(
-        "{}: CA {}, server and client certificates, admin token {} (kept if already there)",
+        "{}: CA {}, server, planner and client certificates, admin token {} (kept if already there)",
         dir.display(),
         s.ca.display(),
         s.token.display()
@@ -220,6 +240,7 @@ mod tests {
             for p in [
                 &s.server_key,
                 &s.client_key,
+                &s.planner_key,
                 &s.token,
                 &dir.path().join("ca-key.pem"),
             ] {

@@ -240,7 +240,12 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             cert: s.server_cert.clone(),
             key: s.server_key.clone(),
             client_ca: Some(s.ca.clone()),
-            allowed_names: vec![crate::secure::CLIENT_NAME.into()],
+            allowed_names: vec![
+                crate::secure::PLANNER_NAME.into(),
+                crate::secure::CLIENT_NAME.into(),
+            ],
+            // Operators read with client.pem; only the planner writes batches.
+            writer_names: vec![crate::secure::PLANNER_NAME.into()],
         });
     }
     let planner_config = PlannerConfig {
@@ -256,8 +261,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         }),
         applier_tls: secured.as_ref().map(|s| ApplierTlsConfig {
             ca: s.ca.clone(),
-            cert: Some(s.client_cert.clone()),
-            key: Some(s.client_key.clone()),
+            cert: Some(s.planner_cert.clone()),
+            key: Some(s.planner_key.clone()),
             server_name: None,
         }),
         auth: secured.as_ref().map(|s| AuthConfig {

@@ -326,6 +326,8 @@ pub struct Lease {
     pub since: Option<String>,
     pub epoch: u64,
     pub last_error: String,
+    /// When `role` is `fenced`: the applier's words, with the fix.
+    pub fenced: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -425,6 +427,7 @@ impl From<&pb::PlannerStatus> for Status {
             since: rfc3339(l.since),
             epoch: l.epoch,
             last_error: l.last_error.clone(),
+            fenced: l.fenced.clone(),
         });
         let converged = zones.iter().all(ZoneStatus::converged);
         let standby = lease.as_ref().is_some_and(|l| l.role == "standby");
