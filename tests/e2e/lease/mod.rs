@@ -13,6 +13,7 @@
 //!
 //! The backends on their own, and Redis going away: [`backends`].
 mod backends;
+mod redis_store;
 mod takeover;
 
 use crate::stack::{Tools, endpoints};
