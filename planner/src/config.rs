@@ -136,6 +136,11 @@ pub struct LeaseConfig {
     /// How often a standby tries to take the lease.
     #[serde(with = "humantime_serde", default = "default_lease_retry")]
     pub retry_interval: Duration,
+    /// `host:port` at which other replicas' clients reach this planner's gRPC port:
+    /// a standby names it when it refuses a write. Default: the `--listen` address
+    /// (the host name in place of an unspecified IP).
+    #[serde(default)]
+    pub advertise: Option<String>,
 }
 
 impl Default for LeaseConfig {
@@ -145,6 +150,7 @@ impl Default for LeaseConfig {
             ttl: default_lease_ttl(),
             renew_interval: None,
             retry_interval: default_lease_retry(),
+            advertise: None,
         }
     }
 }
@@ -164,6 +170,7 @@ impl std::fmt::Debug for LeaseConfig {
             .field("ttl", &self.ttl)
             .field("renew_interval", &self.renew_interval)
             .field("retry_interval", &self.retry_interval)
+            .field("advertise", &self.advertise)
             .finish()
     }
 }

@@ -20,7 +20,8 @@
 //!   holds the lease (Redis, or a lock file in the state directory);
 //! - leaves: [`audit`] (the audit trail: events, file, rotation), [`events`] (log +
 //!   metric per event), [`metrics`] (the families),
-//!   [`config`], [`error`], [`store`] (the durable desired state).
+//!   [`config`], [`error`], [`store`] (the durable desired state), [`redis_store`]
+//!   (pushes in the lease's Redis, for replicas without a shared state directory).
 pub mod admin;
 pub mod audit;
 pub mod auth;
@@ -40,6 +41,7 @@ pub mod observed;
 pub mod ownership;
 pub mod plan;
 pub mod pool;
+pub mod redis_store;
 pub mod service;
 pub mod source;
 pub mod state;
@@ -218,7 +220,19 @@ pub async fn run(
     // The durable desired state first: pushes and each file source's last accepted
     // files are back in force before the first plan, so a restart deletes nothing.
     let store = DesiredStore::open(&config.state_dir)?;
+    if let Some(url) = &config.lease.redis {
+        // Replicas with a state directory each: pushes live in the lease's Redis.
+        engine.set_push_store(engine::PushStore::Redis(redis_store::RedisStore::new(
+            url,
+            &config.owner_id,
+            config.lease.renew_interval().max(Duration::from_secs(2)),
+        )?));
+    }
     engine.set_store(store.clone());
+    engine.set_advert(
+        lease::Advert::new(&config).map_err(PlannerError::Lease)?,
+        lease::advertised(&config, addr),
+    );
     let released = engine.restore_releases()?;
     if released > 0 {
         info!(
@@ -226,9 +240,15 @@ pub async fn run(
             "Zones released to external-dns stay released until resumed."
         );
     }
-    let restored = engine.restore_pushes()?;
-    if restored > 0 {
-        info!(records = restored, "Pushed desired state restored.");
+    match engine.restore_pushes() {
+        Ok(0) => {}
+        Ok(restored) => info!(records = restored, "Pushed desired state restored."),
+        // Redis not answering yet: this read only serves a standby's reads; the
+        // leader reads the store again before it plans anything.
+        Err(e) if config.lease.redis.is_some() => {
+            tracing::warn!(error = %e, "Pushed desired state not read from Redis yet; it is read again before this planner plans.")
+        }
+        Err(e) => return Err(e.into()),
     }
     for source in &config.sources {
         match source {

@@ -113,6 +113,15 @@ impl PlannerService {
         Ok(Response::new(pb::PutDesiredResponse { accepted }))
     }
 
+    /// `UNAVAILABLE` unless this planner takes writes now: a standby names the
+    /// leader's address, where the client retries ([`crate::engine::NotWritable`]).
+    async fn writable(&self) -> Result<(), Status> {
+        self.engine
+            .writable()
+            .await
+            .map_err(|e| Status::unavailable(e.to_string()))
+    }
+
     /// The zones a request names (all when empty), or INVALID_ARGUMENT for unknown ones.
     fn zones(&self, names: &[String]) -> Result<Vec<Name>, Status> {
         if names.is_empty() {
@@ -539,7 +548,10 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::PutDesiredResponse>, Status> {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::PutDesired, &meta)?;
-        let result = self.push(&mut t, req);
+        let result = match self.writable().await {
+            Ok(()) => self.push(&mut t, req),
+            Err(e) => Err(e),
+        };
         self.finish(t, result)
     }
 
@@ -550,7 +562,10 @@ impl pb::planner_server::Planner for PlannerService {
         // Admitted before the first chunk is read: an unknown caller streams nothing.
         let (meta, _, stream) = request.into_parts();
         let mut t = self.admit(Call::PutDesiredStream, &meta)?;
-        let result = self.put_desired_stream_admitted(&mut t, stream).await;
+        let result = match self.writable().await {
+            Ok(()) => self.put_desired_stream_admitted(&mut t, stream).await,
+            Err(e) => Err(e),
+        };
         self.finish(t, result)
     }
 
@@ -560,7 +575,10 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::PatchDesiredResponse>, Status> {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::PatchDesired, &meta)?;
-        let result = self.patch_desired_admitted(&mut t, req).await;
+        let result = match self.writable().await {
+            Ok(()) => self.patch_desired_admitted(&mut t, req).await,
+            Err(e) => Err(e),
+        };
         self.finish(t, result)
     }
 
@@ -570,7 +588,10 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::ApproveResponse>, Status> {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::Approve, &meta)?;
-        let result = self.approve_admitted(&mut t, req).await;
+        let result = match self.writable().await {
+            Ok(()) => self.approve_admitted(&mut t, req).await,
+            Err(e) => Err(e),
+        };
         self.finish(t, result)
     }
 
@@ -580,7 +601,11 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::ReleaseResponse>, Status> {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::Release, &meta)?;
-        let result = self.release_admitted(&mut t, req).await;
+        // A dry run writes nothing: a standby answers it too.
+        let result = match (req.dry_run, self.writable().await) {
+            (false, Err(e)) => Err(e),
+            _ => self.release_admitted(&mut t, req).await,
+        };
         self.finish(t, result)
     }
 
@@ -590,7 +615,10 @@ impl pb::planner_server::Planner for PlannerService {
     ) -> Result<Response<pb::ResumeResponse>, Status> {
         let (meta, _, req) = request.into_parts();
         let mut t = self.admit(Call::Resume, &meta)?;
-        let result = self.resume_admitted(&mut t, req).await;
+        let result = match self.writable().await {
+            Ok(()) => self.resume_admitted(&mut t, req).await,
+            Err(e) => Err(e),
+        };
         self.finish(t, result)
     }
 

@@ -43,6 +43,13 @@ pub enum StoreError {
     },
     #[error("{path}: not a desired-state file this planner can read: {message}")]
     Corrupt { path: PathBuf, message: String },
+    /// The Redis-backed store ([`crate::redis_store`]) did not answer or refused.
+    #[error("Redis {addr}: {message}")]
+    Redis { addr: String, message: String },
+    /// A write refused because this planner no longer holds the lease it was made
+    /// under: another planner leads now (and read the store when it took over).
+    #[error("not written: this planner no longer holds the lease ({message})")]
+    Fenced { message: String },
 }
 
 /// The on-disk envelope of one source's state.

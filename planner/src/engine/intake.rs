@@ -1,6 +1,7 @@
 //! The desired state coming in: each source's snapshot, pushes and patches (persisted
 //! before they are acknowledged, [`crate::store`]), restored at start, and each
 //! source's readiness (no zone plans before every source has loaded once).
+use super::pushes::PushStore;
 use super::{Engine, lock};
 use crate::desired::{Checked, DesiredIndex};
 use crate::events;
@@ -53,7 +54,14 @@ impl Engine {
 
     /// Persists accepted pushes in `store` from now on (set once, before serving).
     pub fn set_store(&self, store: DesiredStore) {
+        let _ = self.pushes.set(PushStore::Dir(store.clone()));
         let _ = self.store.set(store);
+    }
+
+    /// Persists accepted pushes in `pushes` rather than the state directory (`[lease]
+    /// redis`: Redis); before [`Engine::set_store`].
+    pub fn set_push_store(&self, pushes: PushStore) {
+        let _ = self.pushes.set(pushes);
     }
 
     /// Replaces a pushed source's desired state, persisted first: an `Err` means
@@ -69,8 +77,8 @@ impl Engine {
     ) -> Result<(), StoreError> {
         Engine::cpu(|| {
             let _one = lock(&self.push_lock);
-            if let Some(store) = self.store.get() {
-                store.put(name, &entries)?;
+            if let Some(store) = self.pushes.get() {
+                store.put(self.writer().as_ref().map(|w| w.get()), name, &entries)?;
             }
             let touched = self
                 .desired
@@ -170,21 +178,8 @@ impl Engine {
                 .filter(|k| desired.holds(name, &k.name, k.rtype, k.set))
                 .count()
         };
-        if let Some(store) = self.store.get() {
-            match store.append(name, &patch)? {
-                Some(false) => {}
-                Some(true) => {
-                    // The patch is durable; a failed rewrite only leaves a longer
-                    // journal, tried again at the next patch.
-                    if let Err(e) = compact(store, name) {
-                        tracing::warn!(source = name, error = %e, "cannot rewrite a pushed source's snapshot; its journal keeps growing until it can");
-                    }
-                }
-                None => {
-                    let current = stored_push(store, name)?;
-                    store.put(name, &merge(current, &patch).0)?;
-                }
-            }
+        if let Some(store) = self.pushes.get() {
+            store.patch(self.writer().as_ref().map(|w| w.get()), name, &patch)?;
         }
         let touched = self
             .desired
@@ -199,15 +194,12 @@ impl Engine {
     /// Puts every persisted push (`push:*`) back in force; before the first plan, so
     /// that a restart deletes nothing that was pushed. Returns the records restored.
     pub fn restore_pushes(&self) -> Result<usize, StoreError> {
-        let Some(store) = self.store.get() else {
+        let Some(store) = self.pushes.get() else {
             return Ok(0);
         };
         Engine::cpu(|| {
             let mut n = 0;
-            for (name, entries, patches) in
-                store.all_journaled::<Vec<DesiredEntry>, Patch>("push:")?
-            {
-                let entries = replay(entries, &patches);
+            for (name, entries) in store.read_all()? {
                 n += entries.len();
                 self.set_source(&name, entries, Vec::new());
             }
@@ -251,33 +243,16 @@ impl Engine {
     }
 }
 
-/// A pushed source's stored entries: its snapshot with its journal replayed.
-pub(crate) fn stored_push(
-    store: &DesiredStore,
-    name: &str,
-) -> Result<Vec<DesiredEntry>, StoreError> {
-    Ok(store
-        .get_journaled::<Vec<DesiredEntry>, Patch>(name)?
-        .map(|(entries, patches)| replay(entries, &patches))
-        .unwrap_or_default())
-}
-
 /// A pushed source's snapshot with its journaled patches applied, in order.
-fn replay(entries: Vec<DesiredEntry>, patches: &[Patch]) -> Vec<DesiredEntry> {
+pub(super) fn replay(entries: Vec<DesiredEntry>, patches: &[Patch]) -> Vec<DesiredEntry> {
     patches
         .iter()
         .fold(entries, |entries, patch| merge(entries, patch).0)
 }
 
-/// Writes a pushed source's journal into a new snapshot.
-fn compact(store: &DesiredStore, name: &str) -> Result<(), StoreError> {
-    let entries = stored_push(store, name)?;
-    store.put(name, &entries)
-}
-
 /// `current` with `patch` applied, in order (an upsert of a new key goes last), and
 /// how many deletes matched. A patch names each key once (the service checks that).
-fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
+pub(super) fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
     use std::collections::HashMap;
     let mut upserts: HashMap<EntryKey, &DesiredEntry> =
         patch.upserts.iter().map(|e| (e.entry_key(), e)).collect();

@@ -43,24 +43,28 @@ mod fold;
 mod follow;
 mod health;
 mod intake;
+mod pushes;
 mod read;
 mod release;
 mod schedule;
 mod send;
 mod snapshot;
 mod sync;
+mod takeover;
 
 pub use approve::ApproveError;
 pub use audit::HistoryError;
 pub use health::{Health, HealthReason, Rule};
-#[cfg(test)]
-pub(crate) use intake::stored_push;
 pub use intake::{Patch, Patched};
+pub use pushes::PushStore;
+#[cfg(test)]
+pub(crate) use pushes::stored_push;
 pub use release::{ReleaseError, ReleaseOutcome, Released};
 pub use snapshot::{
     DiskStatus, Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };
 pub use sync::{Phase, Preview, Scope, SyncError, SyncProgress, SyncSummary};
+pub use takeover::{NotWritable, Reload};
 
 /// Everything the engine keeps per zone. Private: read through [`Engine::snapshot`]
 /// and the other read-model methods.
@@ -152,6 +156,11 @@ pub struct Engine {
     syncs: AtomicU64,
     /// Where accepted pushes are persisted before they are acknowledged.
     store: std::sync::OnceLock<DesiredStore>,
+    /// Where accepted pushes are persisted: the state directory, or Redis.
+    pushes: std::sync::OnceLock<PushStore>,
+    /// A takeover's re-read of the push store, and the leader's address
+    /// ([`takeover`]).
+    takeover: takeover::Takeover,
     /// Per source: why it is not ready (empty while it is), as status shows it.
     readiness: Mutex<BTreeMap<String, Vec<String>>>,
     /// Sources whose first complete load has not come yet ([`Engine::await_first_load`]):
@@ -235,6 +244,8 @@ impl Engine {
             tasks: TaskTracker::new(),
             syncs: AtomicU64::new(0),
             store: std::sync::OnceLock::new(),
+            pushes: std::sync::OnceLock::new(),
+            takeover: takeover::Takeover::default(),
             readiness: Mutex::new(BTreeMap::new()),
             first_loads: tokio::sync::watch::Sender::new(BTreeSet::new()),
             last_errors: Mutex::new(Vec::new()),
@@ -304,6 +315,7 @@ impl Engine {
     /// counts, and the applier pool's health and discovery loop, until `cancel`;
     /// [`Engine::shutdown`] waits for them.
     pub fn start(self: &Arc<Self>, cancel: CancellationToken) {
+        self.spawn_takeover(cancel.clone());
         for zone in self.zones.values() {
             let engine = self.clone();
             let zone = zone.clone();

@@ -89,6 +89,16 @@ impl Engine {
                     continue;
                 }
                 Some(e) if led != Some(e) => {
+                    // Newly leader: nothing is planned before the push store is read
+                    // again (what the old leader acknowledged, [`super::takeover`]).
+                    if !self.reloaded(e) {
+                        tokio::select! {
+                            _ = cancel.cancelled() => return,
+                            () = self.wait_reloaded(e) => {}
+                            _ = lease.changed() => {}
+                        }
+                        continue;
+                    }
                     // Newly leader: everything afresh, no backoff left from before.
                     led = Some(e);
                     next = Some((Scope::Zone, true));

@@ -300,7 +300,7 @@ impl Engine {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            lease: self.lease.status(),
+            lease: self.lease_with_takeover(),
             disk: self.store.get().map(|_| self.disk()),
             state_write_error: self.store.get().and_then(|s| s.write_error()),
             mode: self.config.safety.mode,

@@ -253,8 +253,14 @@ impl Engine {
 
     /// `Ok` while this planner holds the lease.
     pub(super) fn leading(&self, zone: &Name) -> Result<(), SyncError> {
-        if self.lease.permit().is_some() {
-            return Ok(());
+        if let Some(p) = self.lease.permit() {
+            if self.reloaded(p.epoch) {
+                return Ok(());
+            }
+            return Err(SyncError::NotLeader {
+                zone: zone.clone(),
+                held: "it holds the lease but has not read the pushed desired state since it took over".into(),
+            });
         }
         let st = self.lease.status();
         Err(SyncError::NotLeader {

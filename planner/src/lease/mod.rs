@@ -48,12 +48,14 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod advert;
 mod driver;
 mod file;
 mod redis;
 #[cfg(test)]
 mod tests;
 
+pub use self::advert::{ADDRESS_FILE, Advert, advertised};
 pub use self::driver::Lease;
 pub use self::file::FileBackend;
 pub use self::redis::RedisBackend;

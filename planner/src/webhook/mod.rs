@@ -370,6 +370,10 @@ async fn adjust(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
 }
 
 async fn apply(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
+    // Only the leader takes changes: a standby names it (external-dns retries).
+    if let Err(e) = w.engine.writable().await {
+        return refuse(&w, "apply", StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+    }
     let parsed: Result<Changes, _> = Engine::cpu(|| serde_json::from_slice(&body));
     let changes = match parsed {
         Ok(c) => c,
