@@ -222,11 +222,13 @@ pub async fn run(
     let store = DesiredStore::open(&config.state_dir)?;
     if let Some(url) = &config.lease.redis {
         // Replicas with a state directory each: pushes live in the lease's Redis.
-        engine.set_push_store(engine::PushStore::Redis(redis_store::RedisStore::new(
-            url,
-            &config.owner_id,
-            config.lease.renew_interval().max(Duration::from_secs(2)),
-        )?));
+        engine.set_push_store(engine::PushStore::Redis(Box::new(
+            redis_store::RedisStore::new(
+                url,
+                &config.owner_id,
+                config.lease.renew_interval().max(Duration::from_secs(2)),
+            )?,
+        )));
     }
     engine.set_store(store.clone());
     engine.set_advert(

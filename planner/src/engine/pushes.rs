@@ -15,7 +15,7 @@ use crate::store::{DesiredStore, StoreError};
 #[derive(Debug)]
 pub enum PushStore {
     Dir(DesiredStore),
-    Redis(RedisStore),
+    Redis(Box<RedisStore>),
 }
 
 /// A record's field in its source's hash: its key.

@@ -35,9 +35,9 @@ return 1
 #[derive(Debug)]
 pub enum Advert {
     Redis {
-        redis: LazyRedis,
+        redis: Box<LazyRedis>,
         key: String,
-        publish: Script,
+        publish: Box<Script>,
     },
     File {
         path: PathBuf,
@@ -49,9 +49,9 @@ impl Advert {
     pub fn new(config: &PlannerConfig) -> Result<Advert, LeaseError> {
         Ok(match &config.lease.redis {
             Some(url) => Advert::Redis {
-                redis: LazyRedis::new(url, Duration::from_secs(2))?,
+                redis: Box::new(LazyRedis::new(url, Duration::from_secs(2))?),
                 key: format!("dnsplane:lease:{}", config.owner_id),
-                publish: Script::new(PUBLISH_LUA),
+                publish: Box::new(Script::new(PUBLISH_LUA)),
             },
             None => Advert::File {
                 path: config.state_dir.join(ADDRESS_FILE),
