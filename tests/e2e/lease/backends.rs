@@ -111,7 +111,18 @@ fn the_redis_backend_is_compare_and_set_on_the_holder() {
         let fourth = acquired(a.try_acquire("a", Duration::from_secs(30)).await.unwrap());
         assert!(fourth > third);
 
-        // A Redis that restarts empty still hands out later epochs (its clock in ms).
+        // A bump (a fenced leader taking over again) is the next epoch, for the holder
+        // only.
+        assert_eq!(
+            a.bump("a", Duration::from_secs(30)).await.unwrap(),
+            Some(fourth + 1)
+        );
+        assert_eq!(b.bump("b", ttl).await.unwrap(), None, "b does not hold it");
+
+        // Epochs are a counter, never a clock (which can step back, and which anyone
+        // can outbid): a Redis that restarts empty counts from 1 again. The appliers'
+        // claims let the new holder in once the old writer has been silent for its ttl
+        // (tests/e2e/lease/fencing.rs).
         redis.restart();
         let fifth = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
@@ -124,7 +135,7 @@ fn the_redis_backend_is_compare_and_set_on_the_holder() {
         })
         .await
         .expect("Redis is back");
-        assert!(fifth > fourth, "{fifth} after {fourth}");
+        assert_eq!(fifth, 1, "{fifth} after {fourth}");
 
         // Redis gone: every operation fails (the driver then stands by).
         redis.stop();
