@@ -299,6 +299,16 @@ pub async fn run(
             start_kubernetes_source(&engine, k, work.clone()).await?;
         }
     }
+    // Until it is the leader, the engine answers reads and sends nothing.
+    let lease_stop = CancellationToken::new();
+    let lease_task = tokio::spawn(lease.run(lease_stop.clone()));
+    engine.start(work.clone());
+    // Writes are served once this planner knows its role: leader with the push store
+    // read, or standby naming the holder (bounded: a lease backend that does not
+    // answer leaves it standby, refusing writes with that reason).
+    engine
+        .settled(config.lease.retry_interval.max(Duration::from_secs(3)))
+        .await;
     let webhook_task = match (&config.webhook, webhook_listener) {
         (Some(w), Some(l)) => {
             let server = webhook::Webhook::new(engine.clone(), metrics_for_webhook.clone(), w);
@@ -307,10 +317,6 @@ pub async fn run(
         }
         _ => None,
     };
-    // Until it is the leader, the engine answers reads and sends nothing.
-    let lease_stop = CancellationToken::new();
-    let lease_task = tokio::spawn(lease.run(lease_stop.clone()));
-    engine.start(work.clone());
 
     let appliers: Vec<String> = engine
         .pool()

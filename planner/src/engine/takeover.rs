@@ -153,6 +153,20 @@ impl Engine {
         Err(NotWritable::Standby { leader })
     }
 
+    /// Waits (at most `limit`) until this planner takes writes, or stands by behind a
+    /// known holder: so that a client calling right after the start is not refused
+    /// only because the first lease attempt has not finished.
+    pub async fn settled(&self, limit: std::time::Duration) {
+        let until = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < until {
+            let st = self.lease.status();
+            if (st.role == Role::Standby && st.holder.is_some()) || self.writable().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Re-reads the push store into the desired state (and the zones released to
     /// external-dns); with Redis, first imports the state directory's pushes once.
     fn reload(&self) -> Result<usize, StoreError> {
