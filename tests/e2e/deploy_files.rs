@@ -1240,11 +1240,13 @@ fn compose_tls_comes_from_the_certs_service() {
         "the applier's certificate names {}: {server}",
         host_of(&planner.applier)
     );
+    // The planner's certificate is let in, and is a writer's (operators' client.pem
+    // only reads).
     let client = sans(atls.cert.as_ref().expect("client cert"));
-    for name in &a.allowed_names {
+    for names in [&a.allowed_names, &a.writer_names] {
         assert!(
-            client.contains(&format!("DNS:{name}")),
-            "{name} in {client}"
+            names.iter().any(|n| client.contains(&format!("DNS:{n}"))),
+            "one of {names:?} in {client}"
         );
     }
 }
