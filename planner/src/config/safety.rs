@@ -124,3 +124,19 @@ fn default_max_change_fraction() -> f64 {
 fn default_min_zone_records() -> usize {
     10
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_defaults_to_ten_minutes_and_is_bounded() {
+        let c: SafetyConfig = toml::from_str("").unwrap();
+        assert_eq!(c.window, Duration::from_secs(600));
+        let c: SafetyConfig = toml::from_str("window = \"0s\"").unwrap();
+        assert!(c.validate().is_ok());
+        let c: SafetyConfig = toml::from_str("window = \"8d\"").unwrap();
+        let e = c.validate().unwrap_err();
+        assert!(e.contains("safety.window") && e.contains("7days"), "{e}");
+    }
+}
