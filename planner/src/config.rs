@@ -387,7 +387,7 @@ impl PlannerConfig {
         }
         for source in &mut config.sources {
             match source {
-                SourceConfig::File { paths } => {
+                SourceConfig::File { paths, .. } => {
                     for p in paths.iter_mut() {
                         if p.is_relative() {
                             *p = base.join(&*p);
@@ -569,12 +569,7 @@ impl PlannerConfig {
         if self.sync.retry_min.is_zero() || self.sync.retry_max < self.sync.retry_min {
             return Err("sync.retry_min must be > 0 and ≤ sync.retry_max".into());
         }
-        let f = self.safety.max_change_fraction;
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(format!(
-                "safety.max_change_fraction = {f} must be in (0, 1]; 1.0 turns the guard off"
-            ));
-        }
+        self.safety.validate()?;
         if self.sync.interval < Duration::from_secs(1) {
             return Err("sync.interval must be at least 1s".into());
         }
@@ -839,7 +834,7 @@ mod tests {
         )
         .unwrap();
         let c = PlannerConfig::load(&p).unwrap();
-        let SourceConfig::File { paths } = &c.sources[0] else {
+        let SourceConfig::File { paths, .. } = &c.sources[0] else {
             panic!("a file source: {:?}", c.sources[0]);
         };
         assert_eq!(paths[0], dir.path().join("desired"));

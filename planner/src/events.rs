@@ -429,3 +429,17 @@ impl TokensReloaded<'_> {
         }
     }
 }
+
+/// Changes of a sync were dropped just before their batch left: the desired state no
+/// longer asks for them (a push withdrawn meanwhile); their names are planned again.
+#[derive(Debug)]
+pub struct ChangesWithdrawn<'a> {
+    pub zone: &'a Name,
+    pub count: usize,
+}
+
+impl ChangesWithdrawn<'_> {
+    pub fn emit(self) {
+        info!(zone = %self.zone, withdrawn = self.count, "Changes no longer desired were dropped before sending; their names are planned again.");
+    }
+}

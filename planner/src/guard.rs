@@ -22,6 +22,10 @@ use dnsplane_common::{ChangeKind, Name, RecordKey, RecordType};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
+pub mod window;
+
+pub use window::{Tally, Window};
+
 /// One change the guard weighs: a delete or update of an owned record, or any change
 /// of the zone's apex NS.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,12 +115,15 @@ fn to_items<'a>(zone: &Name, changes: impl Iterator<Item = &'a PlannedChange>) -
 
 /// The guard's verdict on `items` (the guarded changes of one sync's plan of a zone,
 /// plus those still held at names the sync did not plan); `owned` counts the records
-/// we own in the zone, asked only when there is something to weigh. `None`: let it
-/// through. `Some`: hold.
+/// we own in the zone, asked only when there is something to weigh; `remembered` is
+/// what the window ([`window`]) let through lately at other records, weighed together
+/// with `items` against the records owned before it (`owned` plus its deletes).
+/// `None`: let it through. `Some`: hold.
 pub fn check(
     cfg: &SafetyConfig,
     items: Vec<Guarded>,
     owned: impl FnOnce() -> usize,
+    remembered: Tally,
 ) -> Option<HeldPlan> {
     if items.is_empty() {
         return None;
@@ -136,13 +143,23 @@ pub fn check(
     let count = |k: ChangeKind| items.iter().filter(|g| g.kind == k).count();
     let (deletes, updates) = (count(ChangeKind::Delete), count(ChangeKind::Update));
     let apex_ns = items.iter().filter(|g| g.apex_ns).count();
-    let destructive = deletes + updates;
-    let over = owned >= cfg.min_zone_records
-        && destructive as f64 > cfg.max_change_fraction * owned as f64;
+    // The window's deletes were owned when it began.
+    let before = owned + remembered.deletes;
+    let destructive = deletes + updates + remembered.total();
+    let over = before >= cfg.min_zone_records
+        && destructive as f64 > cfg.max_change_fraction * before as f64;
     if !over && apex_ns == 0 {
         return None;
     }
-    let reason = if over {
+    let reason = if over && remembered.total() > 0 {
+        format!(
+            "the plan would delete {deletes} and update {updates} records, which with the {} deleted and {} updated in the last {} makes {destructive} of the zone's {before} owned records (more than {:.0}%)",
+            remembered.deletes,
+            remembered.updates,
+            humantime::format_duration(cfg.window),
+            cfg.max_change_fraction * 100.0
+        )
+    } else if over {
         format!(
             "the plan would delete {deletes} and update {updates} of the zone's {owned} owned records (more than {:.0}%)",
             cfg.max_change_fraction * 100.0
@@ -236,7 +253,15 @@ mod tests {
     #[test]
     fn small_changes_and_creates_pass() {
         // 3 of 10 is not more than 30%.
-        assert_eq!(check(&cfg(), guarded(&zone(), &deletes(3)), || 10), None);
+        assert_eq!(
+            check(
+                &cfg(),
+                guarded(&zone(), &deletes(3)),
+                || 10,
+                Tally::default()
+            ),
+            None
+        );
         // Creates are never held, however many.
         let creates: Vec<_> = (0..100)
             .map(|i| {
@@ -248,9 +273,20 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(check(&cfg(), guarded(&zone(), &creates), || 10), None);
+        assert_eq!(
+            check(&cfg(), guarded(&zone(), &creates), || 10, Tally::default()),
+            None
+        );
         // Zones below min_zone_records are not weighed.
-        assert_eq!(check(&cfg(), guarded(&zone(), &deletes(9)), || 9), None);
+        assert_eq!(
+            check(
+                &cfg(),
+                guarded(&zone(), &deletes(9)),
+                || 9,
+                Tally::default()
+            ),
+            None
+        );
     }
 
     #[test]
@@ -268,7 +304,7 @@ mod tests {
             RecordType::A,
             "192.0.2.9",
         ));
-        let held = check(&cfg(), guarded(&zone(), &plan), || 10).expect("held");
+        let held = check(&cfg(), guarded(&zone(), &plan), || 10, Tally::default()).expect("held");
         assert_eq!((held.deletes, held.updates, held.owned), (4, 1, 10));
         assert_eq!(held.names().len(), 5);
         assert!(
@@ -287,12 +323,24 @@ mod tests {
 
     #[test]
     fn the_digest_names_the_exact_plan() {
-        let a = check(&cfg(), guarded(&zone(), &deletes(5)), || 10).unwrap();
+        let a = check(
+            &cfg(),
+            guarded(&zone(), &deletes(5)),
+            || 10,
+            Tally::default(),
+        )
+        .unwrap();
         let mut reversed = deletes(5);
         reversed.reverse();
-        let b = check(&cfg(), guarded(&zone(), &reversed), || 10).unwrap();
+        let b = check(&cfg(), guarded(&zone(), &reversed), || 10, Tally::default()).unwrap();
         assert_eq!(a.digest, b.digest, "order does not matter");
-        let c = check(&cfg(), guarded(&zone(), &deletes(6)), || 10).unwrap();
+        let c = check(
+            &cfg(),
+            guarded(&zone(), &deletes(6)),
+            || 10,
+            Tally::default(),
+        )
+        .unwrap();
         assert_ne!(a.digest, c.digest, "another plan, another digest");
     }
 
@@ -304,7 +352,7 @@ mod tests {
             RecordType::Ns,
             "ns1.example.net.",
         )];
-        let held = check(&cfg(), guarded(&zone(), &ns), || 1000).expect("held");
+        let held = check(&cfg(), guarded(&zone(), &ns), || 1000, Tally::default()).expect("held");
         assert_eq!(held.apex_ns, 1);
         assert!(held.reason.contains("apex NS"), "{}", held.reason);
         // A create of apex NS too.
@@ -314,7 +362,7 @@ mod tests {
             RecordType::Ns,
             "ns1.example.net.",
         )];
-        assert!(check(&cfg(), guarded(&zone(), &ns), || 0).is_some());
+        assert!(check(&cfg(), guarded(&zone(), &ns), || 0, Tally::default()).is_some());
         // NS below the apex is an ordinary record (a delegation).
         let sub = vec![change(
             ChangeKind::Update,
@@ -322,14 +370,28 @@ mod tests {
             RecordType::Ns,
             "ns1.example.net.",
         )];
-        assert_eq!(check(&cfg(), guarded(&zone(), &sub), || 1000), None);
+        assert_eq!(
+            check(&cfg(), guarded(&zone(), &sub), || 1000, Tally::default()),
+            None
+        );
 
         let off = SafetyConfig {
             max_change_fraction: 1.0,
             ..cfg()
         };
-        assert_eq!(check(&off, guarded(&zone(), &ns), || 0), None);
-        assert_eq!(check(&off, guarded(&zone(), &deletes(10)), || 10), None);
+        assert_eq!(
+            check(&off, guarded(&zone(), &ns), || 0, Tally::default()),
+            None
+        );
+        assert_eq!(
+            check(
+                &off,
+                guarded(&zone(), &deletes(10)),
+                || 10,
+                Tally::default()
+            ),
+            None
+        );
     }
 
     /// Approve mode holds every non-empty plan, creates included, whatever its size;
@@ -346,12 +408,31 @@ mod tests {
             RecordType::A,
             "192.0.2.9",
         )];
-        assert_eq!(check(&cfg(), weighed(&cfg(), &zone(), &plan), || 100), None);
-        let held = check(&approve, weighed(&approve, &zone(), &plan), || 100).expect("held");
+        assert_eq!(
+            check(
+                &cfg(),
+                weighed(&cfg(), &zone(), &plan),
+                || 100,
+                Tally::default()
+            ),
+            None
+        );
+        let held = check(
+            &approve,
+            weighed(&approve, &zone(), &plan),
+            || 100,
+            Tally::default(),
+        )
+        .expect("held");
         assert_eq!((held.creates, held.deletes, held.updates), (1, 0, 0));
         assert!(held.reason.contains("approve mode"), "{}", held.reason);
         assert_eq!(
-            check(&approve, weighed(&approve, &zone(), &[]), || 100),
+            check(
+                &approve,
+                weighed(&approve, &zone(), &[]),
+                || 100,
+                Tally::default()
+            ),
             None
         );
         let taken = take_weighed(&approve, &zone(), &mut plan);
@@ -361,6 +442,60 @@ mod tests {
             max_change_fraction: 1.0,
             ..approve
         };
-        assert!(check(&off, weighed(&off, &zone(), &taken), || 100).is_some());
+        assert!(
+            check(
+                &off,
+                weighed(&off, &zone(), &taken),
+                || 100,
+                Tally::default()
+            )
+            .is_some()
+        );
+    }
+
+    /// The issue-28 slices: 42 owned, then 8 deletes (19 %) let through; 8 more are
+    /// 24 % of the 34 left but, with the window's 8, 16 of the 42 owned before it
+    /// (38 %): held, and the reason says why.
+    #[test]
+    fn slices_add_up_in_the_window() {
+        let first = check(
+            &cfg(),
+            guarded(&zone(), &deletes(8)),
+            || 42,
+            Tally::default(),
+        );
+        assert_eq!(first, None);
+        let remembered = Tally {
+            deletes: 8,
+            updates: 0,
+        };
+        assert_eq!(
+            check(
+                &cfg(),
+                guarded(&zone(), &deletes(8)),
+                || 34,
+                Tally::default()
+            ),
+            None,
+            "alone, the second slice passes"
+        );
+        let held = check(&cfg(), guarded(&zone(), &deletes(8)), || 34, remembered).expect("held");
+        assert_eq!((held.deletes, held.owned), (8, 34));
+        assert!(
+            held.reason
+                .contains("8 deleted and 0 updated in the last 10m")
+                && held.reason.contains("16 of the zone's 42 owned records"),
+            "{}",
+            held.reason
+        );
+        // Off is off, whatever the window holds.
+        let off = SafetyConfig {
+            max_change_fraction: 1.0,
+            ..cfg()
+        };
+        assert_eq!(
+            check(&off, guarded(&zone(), &deletes(8)), || 34, remembered),
+            None
+        );
     }
 }

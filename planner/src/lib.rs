@@ -80,7 +80,7 @@ pub struct Listeners {
 pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
     for source in &config.sources {
         match source {
-            SourceConfig::File { paths } => source::FileSource::new(paths.clone())
+            SourceConfig::File { paths, .. } => source::FileSource::new(paths.clone())
                 .preflight()
                 .map_err(PlannerError::SourceNotReady)?,
             // Reached at run time: an API that does not answer yet makes the source
@@ -254,8 +254,12 @@ pub async fn run(
     }
     for source in &config.sources {
         match source {
-            SourceConfig::File { paths } => {
-                let mut src = source::FileSource::new(paths.clone());
+            SourceConfig::File {
+                paths,
+                outside_zones,
+            } => {
+                let mut src = source::FileSource::new(paths.clone())
+                    .with_zones(source::zones::ZoneCheck::new(&config.zones, *outside_zones));
                 let name = src.store_key();
                 let restored = Engine::cpu(|| src.with_store(store.clone()))?;
                 if restored > 0 {
@@ -429,7 +433,9 @@ async fn start_kubernetes_source(
     let client = kubernetes::client(config)
         .await
         .map_err(|e| PlannerError::SourceNotReady(e.to_string()))?;
-    let src = kubernetes::KubernetesSource::new(config.clone());
+    let src = kubernetes::KubernetesSource::new(config.clone()).with_zones(
+        source::zones::ZoneCheck::new(&engine.config().zones, config.outside_zones),
+    );
     let name = src.store_key();
     let initial = src.initial();
     engine.await_first_load(&name);

@@ -18,6 +18,7 @@
 //! | `dnsplane_planner_source_ready` | gauge | `source` | 1 while the source is ready, 0 while it keeps its last accepted records |
 //! | `dnsplane_planner_zone_held` | gauge | `zone` | 1 while the mass-change guard holds a plan of the zone |
 //! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
+//! | `dnsplane_planner_guard_window_changes` | gauge | `zone` | deletes and updates the mass-change guard let through within `[safety] window`, at scrape time |
 //! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
 //! | `dnsplane_planner_lease_leader` | gauge | — | `LeaseChanged`: 1 while this planner holds the lease and may write, 0 on standby |
 //! | `dnsplane_planner_fenced` | gauge | — | `LeaseFenced`, `LeaseTookOver`: 1 while an applier serves another writer of this owner and this planner sends nothing |
@@ -97,6 +98,7 @@ pub struct PlannerMetrics {
     source_ready: Family<SourceLabels, Gauge>,
     health: Family<LevelLabels, Gauge>,
     held_changes: Family<ChangeLabels, Gauge>,
+    guard_window: Family<ZoneLabels, Gauge>,
     plans_held: Family<ZoneLabels, Counter>,
     plans_released: Family<ReleaseLabels, Counter>,
     webhook_requests: Family<WebhookLabels, Counter>,
@@ -146,6 +148,8 @@ pub struct ZoneGauges {
     pub last_success: Option<f64>,
     /// The held plan's (deletes, updates), while there is one.
     pub held: Option<(usize, usize)>,
+    /// Deletes and updates the guard let through within `[safety] window`.
+    pub guard_window: usize,
 }
 
 impl PlannerMetrics {
@@ -166,6 +170,7 @@ impl PlannerMetrics {
             source_ready: Family::default(),
             health: Family::default(),
             held_changes: Family::default(),
+            guard_window: Family::default(),
             plans_held: Family::default(),
             plans_released: Family::default(),
             lease_leader: Gauge::default(),
@@ -245,6 +250,11 @@ impl PlannerMetrics {
             "dnsplane_planner_held_changes",
             "Deletes and updates of the zone's held plan",
             m.held_changes.clone(),
+        );
+        registry.register(
+            "dnsplane_planner_guard_window_changes",
+            "Deletes and updates the mass-change guard let through in the zone within [safety] window; each new plan is weighed together with them",
+            m.guard_window.clone(),
         );
         registry.register(
             "dnsplane_planner_plans_held",
@@ -444,6 +454,9 @@ impl PlannerMetrics {
         self.zone_held
             .get_or_create(&labels)
             .set(i64::from(g.held.is_some()));
+        self.guard_window
+            .get_or_create(&labels)
+            .set(g.guard_window as i64);
     }
 
     /// Sets whether source `name` is ready.

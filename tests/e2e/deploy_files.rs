@@ -902,7 +902,7 @@ fn file_source(planner: &dnsplane_planner::config::PlannerConfig) -> &[PathBuf] 
         .sources
         .iter()
         .find_map(|s| match s {
-            dnsplane_planner::config::SourceConfig::File { paths } => Some(paths.as_slice()),
+            dnsplane_planner::config::SourceConfig::File { paths, .. } => Some(paths.as_slice()),
             _ => None,
         })
         .expect("the planner config has a file source")

@@ -198,7 +198,8 @@ fn unowned_existing_record_is_reported_not_touched() {
 }
 
 /// Bad input: a malformed YAML file, an invalid IP, a CNAME beside other data and an
-/// unknown zone are each reported with file and line; everything else converges.
+/// unknown zone are each reported with file and line; everything else converges. (A
+/// name in no zone refuses its whole object, so it sits in an object of its own.)
 #[test]
 fn bad_input_is_reported_and_the_rest_converges() {
     let Some(tools) = Tools::find() else { return };
@@ -209,10 +210,10 @@ fn bad_input_is_reported_and_the_rest_converges() {
             ("badip.example.com", "A", &["300.1.1.1"]),
             ("clash.example.com", "CNAME", &["target.example.net"]),
             ("clash.example.com", "TXT", &["beside"]),
-            ("elsewhere.example.org", "A", &["192.0.2.3"]),
             ("fine.example.com", "A", &["192.0.2.4"]),
         ],
     );
+    let outside = endpoints("outside", &[("elsewhere.example.org", "A", &["192.0.2.3"])]);
     let broken =
         "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nspec:\n  endpoints: [\n";
     let mut s = Stack::new(
@@ -220,6 +221,7 @@ fn bad_input_is_reported_and_the_rest_converges() {
         &[
             ("good.yaml", &good),
             ("bad.yaml", &bad),
+            ("outside.yaml", &outside),
             ("broken.yaml", broken),
         ],
         "report",
@@ -252,7 +254,12 @@ fn bad_input_is_reported_and_the_rest_converges() {
     find(&["broken.yaml:"]);
     find(&["bad.yaml:", "300.1.1.1"]);
     find(&["bad.yaml:", "clash.example.com", "CNAME"]);
-    find(&["bad.yaml:", "elsewhere.example.org", "zone"]);
+    find(&[
+        "outside.yaml:",
+        "elsewhere.example.org",
+        "zone",
+        "did you mean example.com?",
+    ]);
     assert_eq!(status["level"], "degraded", "{status}");
     assert!(s.dig("badip.example.com", "A").is_empty());
     assert!(s.dig("clash.example.com", "CNAME").is_empty());

@@ -70,6 +70,7 @@ fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
                 last_sync: z.status.last_sync.map(unix_seconds),
                 last_success: z.status.last_success.map(unix_seconds),
                 held: z.held.as_ref().map(|(h, _)| (h.deletes, h.updates)),
+                guard_window: z.status.guard_window,
             },
         );
     }

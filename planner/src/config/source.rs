@@ -10,6 +10,11 @@ pub enum SourceConfig {
     File {
         /// Files or directories (relative paths are relative to the config file).
         paths: Vec<PathBuf>,
+        /// An endpoint whose name falls in no configured zone: `error` (its object
+        /// keeps its last accepted version) or `ignore` (left out: one source fed to
+        /// several planners of different zones).
+        #[serde(default)]
+        outside_zones: crate::source::zones::OutsideZones,
     },
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.
@@ -50,6 +55,11 @@ pub struct KubernetesSourceConfig {
     /// read-only account.
     #[serde(default = "default_true")]
     pub write_status: bool,
+    /// An endpoint whose name falls in no configured zone: `error` (its object keeps
+    /// its last accepted version) or `ignore` (left out: one source fed to several
+    /// planners of different zones).
+    #[serde(default)]
+    pub outside_zones: crate::source::zones::OutsideZones,
 }
 
 fn default_status_interval() -> Duration {

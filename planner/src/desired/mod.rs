@@ -381,10 +381,9 @@ impl DesiredIndex {
                 continue;
             }
             let Some(zone) = self.zone_of(&e.name) else {
-                let known: Vec<&str> = self.zones_cfg.iter().map(|z| z.name.as_str()).collect();
-                errors.push(error(format!(
-                    "no configured zone holds this name (zones: {})",
-                    known.join(", ")
+                errors.push(error(crate::source::zones::outside_message(
+                    &self.zones_cfg,
+                    &e.name,
                 )));
                 continue;
             };

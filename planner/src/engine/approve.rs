@@ -58,6 +58,7 @@ impl Engine {
             return;
         }
         let mut items = guard::weighed(&self.config.safety, name, &plan.changes);
+        let own = items.clone();
         let carried: Vec<_> = held
             .as_ref()
             .map(|(h, _)| {
@@ -69,11 +70,24 @@ impl Engine {
             })
             .unwrap_or_default();
         items.extend(carried.iter().cloned());
-        let verdict = guard::check(&self.config.safety, items, || match full_view {
-            Some(v) => v.owned_by(owner),
-            None => lock(&zone.view).as_ref().map_or(0, |v| v.owned_by(owner)),
-        });
+        let now = SystemTime::now();
+        let remembered = {
+            let mut w = lock(&zone.window);
+            w.expire(self.config.safety.window, now);
+            w.tally(&items)
+        };
+        let verdict = guard::check(
+            &self.config.safety,
+            items,
+            || match full_view {
+                Some(v) => v.owned_by(owner),
+                None => lock(&zone.view).as_ref().map_or(0, |v| v.owned_by(owner)),
+            },
+            remembered,
+        );
         let Some(verdict) = verdict else {
+            // Let through: remembered, so that the next slices are weighed with it.
+            lock(&zone.window).record(&own, now);
             // Nothing to hold any more: release the hold, and re-plan the names it
             // held that this sync did not cover.
             if let Some((h, _)) = held.take() {
@@ -100,6 +114,8 @@ impl Engine {
         };
         if approved {
             *held = None;
+            // The person saw the total and agreed: the window starts afresh.
+            lock(&zone.window).clear();
             events::PlanReleased {
                 zone: name,
                 digest: &verdict.digest,
@@ -108,7 +124,6 @@ impl Engine {
             .emit(&self.metrics);
             return;
         }
-        let now = SystemTime::now();
         let taken = guard::take_weighed(&self.config.safety, name, &mut plan.changes);
         let by = match self.config.safety.mode {
             SafetyMode::Approve => "held for approval",

@@ -8,8 +8,9 @@
 //!   after a failed sync; nothing while standby;
 //! - [`sync`]: *what* one sync does, in order; [`read`]: reading through the applier and
 //!   planning (also the `Plan` dry run); [`send`]: the batches over one `Apply` stream,
-//!   each only with the lease's permit; [`approve`]: the mass-change guard in the sync,
-//!   and `Approve`;
+//!   each only with the lease's permit; [`recheck`]: each batch against the desired
+//!   state as it is when the batch leaves; [`approve`]: the mass-change guard in the
+//!   sync (with its window), and `Approve`;
 //! - [`release`]: `Release` and `Resume`, handing a zone to external-dns and back;
 //! - [`intake`]: the desired state coming in (sources, pushes and patches, persisted
 //!   first) and the sources' readiness;
@@ -45,6 +46,7 @@ mod health;
 mod intake;
 mod pushes;
 mod read;
+mod recheck;
 mod release;
 mod schedule;
 mod send;
@@ -98,6 +100,8 @@ struct ZoneRuntime {
     held: Mutex<Option<(HeldPlan, SystemTime)>>,
     /// The digest of the held plan a person approved; taken by the sync that applies it.
     approved: Mutex<Option<String>>,
+    /// The guard's memory: what it let through lately ([`crate::guard::window`]).
+    window: Mutex<crate::guard::Window>,
     /// The zone's serial at its last full read (`None`: unknown, or no serial).
     serial: Mutex<Option<u64>>,
     /// The zone's counts as status last computed them, shown while the desired index
@@ -113,6 +117,13 @@ impl ZoneRuntime {
     /// The zone's release to external-dns, while it is released ([`release`]).
     fn released(&self) -> Option<Released> {
         lock(&self.status).released.clone()
+    }
+
+    /// Deletes and updates the guard let through within `span`.
+    fn guard_window(&self, span: Duration) -> usize {
+        let mut w = lock(&self.window);
+        w.expire(span, SystemTime::now());
+        w.len()
     }
 
     /// `Err(SyncError::Released)` while the zone is released: nothing may plan it.
@@ -141,8 +152,9 @@ struct LastCounts {
 pub struct Engine {
     config: PlannerConfig,
     zones: BTreeMap<Name, Arc<ZoneRuntime>>,
-    /// The merged desired state of every source, maintained incrementally.
-    desired: RwLock<DesiredIndex>,
+    /// The merged desired state of every source, maintained incrementally. Shared
+    /// with the batch senders, which check each batch against it ([`recheck`]).
+    desired: Arc<RwLock<DesiredIndex>>,
     /// The appliers, and which one each zone goes to.
     pool: Arc<ApplierPool>,
     metrics: PlannerMetrics,
@@ -224,6 +236,7 @@ impl Engine {
                         dirty: Mutex::new(BTreeSet::new()),
                         held: Mutex::new(None),
                         approved: Mutex::new(None),
+                        window: Mutex::new(crate::guard::Window::default()),
                         serial: Mutex::new(None),
                         last_counts: Mutex::new(LastCounts::default()),
                         counts_stale: std::sync::atomic::AtomicBool::new(false),
@@ -231,7 +244,7 @@ impl Engine {
                 )
             })
             .collect();
-        let desired = RwLock::new(DesiredIndex::new(&config.zones));
+        let desired = Arc::new(RwLock::new(DesiredIndex::new(&config.zones)));
         let audit = Arc::new(crate::audit::AuditTrail::new(metrics.clone()));
         Ok(Arc::new(Engine {
             config,

@@ -160,9 +160,18 @@ impl Engine {
         plan.changes.retain(|c| !held.contains(c.change.key()));
         drop(held);
         let items = crate::guard::weighed(&self.config.safety, zone, &plan.changes);
-        let guarded = crate::guard::check(&self.config.safety, items, || {
-            view.owned_by(&self.config.owner_id)
-        })
+        // Weighed with what the guard let through lately, as a sync would weigh it.
+        let remembered = {
+            let mut w = lock(&z.window);
+            w.expire(self.config.safety.window, SystemTime::now());
+            w.tally(&items)
+        };
+        let guarded = crate::guard::check(
+            &self.config.safety,
+            items,
+            || view.owned_by(&self.config.owner_id),
+            remembered,
+        )
         .filter(|h| lock(&z.approved).as_deref() != Some(h.digest.as_str()));
         Ok(Preview {
             plan,

@@ -1,6 +1,8 @@
 //! Sending a plan: its changes cut into batches, streamed over one `Apply` stream to
-//! the zone's applier, each batch only while this planner holds the lease, and every
-//! result folded back ([`super::fold`]).
+//! the zone's applier, each batch only while this planner holds the lease and only
+//! with what is still desired when it leaves ([`super::recheck`]), and every result
+//! folded back ([`super::fold`]).
+use super::recheck::recheck;
 use super::sync::{Phase, Progress, SerialTrail, SyncError, SyncProgress, SyncSummary, send};
 use super::{Engine, ZoneRuntime, lock};
 use crate::batcher;
@@ -65,6 +67,8 @@ impl Engine {
         let (tx, rx) = client::batch_channel();
         // Batches sent, and `total` unless the lease stopped the sender.
         let stopped_at = Arc::new(AtomicUsize::new(total));
+        // Batches left with nothing to send once checked against the desired state.
+        let skipped = Arc::new(AtomicUsize::new(0));
         let window = Arc::new(Semaphore::new(BATCHES_IN_FLIGHT));
         // The lease epoch each batch left under: a fenced answer fences that epoch.
         let epochs: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
@@ -78,6 +82,8 @@ impl Engine {
             let stopped_at = stopped_at.clone();
             let audit = audit.clone();
             let trail = self.audit_sink();
+            let desired = self.desired.clone();
+            let skipped = skipped.clone();
             tokio::spawn(async move {
                 for (i, batch) in batches.iter().enumerate() {
                     // A slot frees when an earlier batch's last result arrives.
@@ -85,6 +91,35 @@ impl Engine {
                         Ok(slot) => slot.forget(),
                         Err(_) => return,
                     }
+                    // Only what is still desired (recheck.rs); off the runtime, since it
+                    // waits for a push being indexed.
+                    let checked = {
+                        let (desired, batches, zone) =
+                            (desired.clone(), batches.clone(), zone.cfg.name.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let desired = desired
+                                .read()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            recheck(&desired, &zone, &batches[i])
+                        })
+                        .await
+                    };
+                    let Ok(checked) = checked else { return };
+                    if !checked.dropped.is_empty() {
+                        events::ChangesWithdrawn {
+                            zone: &zone.cfg.name,
+                            count: checked.keep.iter().filter(|k| !**k).count(),
+                        }
+                        .emit();
+                        lock(&zone.dirty).extend(checked.dropped.iter().cloned());
+                        zone.trigger.notify_one();
+                    }
+                    if checked.is_empty() {
+                        skipped.fetch_add(1, Ordering::SeqCst);
+                        window.add_permits(1);
+                        continue;
+                    }
+                    let kept = || batch.iter().enumerate().filter(|(j, _)| checked.keep[*j]);
                     // The last moment before the batch leaves this planner.
                     let Some(permit) = lease.permit() else {
                         stopped_at.store(i, Ordering::SeqCst);
@@ -93,7 +128,7 @@ impl Engine {
                     {
                         let now = SystemTime::now();
                         let mut states = lock(&zone.states);
-                        for c in batch {
+                        for (_, c) in kept() {
                             states.in_flight(c.change.key(), now);
                         }
                     }
@@ -104,7 +139,7 @@ impl Engine {
                             format!("{prefix}-{i}"),
                             &zone.cfg.account,
                             &zone.cfg.name,
-                            batch.iter().map(|c| &c.change),
+                            kept().map(|(_, c)| &c.change),
                             permit.cap(SystemTime::now() + deadline),
                             (&owner, &claim),
                         )
@@ -112,9 +147,7 @@ impl Engine {
                     if !sent {
                         return;
                     }
-                    let attempts: Vec<_> = batch
-                        .iter()
-                        .enumerate()
+                    let attempts: Vec<_> = kept()
                         .map(|(j, c)| audit.event(crate::audit::ATTEMPT, c, i, j))
                         .collect();
                     trail.record(&attempts);
@@ -138,8 +171,12 @@ impl Engine {
             let mut responses = client::apply(&member, rx).await.map_err(stream_err)?;
             let mut done = 0;
             let mut trail = SerialTrail::Followed;
-            while done < total {
+            while done + skipped.load(Ordering::SeqCst) < total {
                 let Some(resp) = responses.next().await.map_err(stream_err)? else {
+                    // The sender skipped the last batches and closed the stream.
+                    if done + skipped.load(Ordering::SeqCst) >= total {
+                        break;
+                    }
                     return Err(SyncError::StreamEnded {
                         zone: name.clone(),
                         done,

@@ -90,6 +90,9 @@ pub struct ZoneStatus {
     /// Set while the zone is released to external-dns ([`super::release`]): nothing
     /// is planned or written until `Resume`.
     pub released: Option<super::Released>,
+    /// Deletes and updates the mass-change guard let through within `[safety]
+    /// window` ([`crate::guard::window`]), as the snapshot counted them.
+    pub guard_window: usize,
 }
 
 /// One zone as the status API shows it.
@@ -241,7 +244,8 @@ impl Engine {
             .zones
             .values()
             .map(|z| {
-                let status = lock(&z.status).clone();
+                let mut status = lock(&z.status).clone();
+                status.guard_window = z.guard_window(self.config.safety.window);
                 let fresh = desired
                     .as_ref()
                     .and_then(|desired| z.count(desired, &status, Some(INLINE_COUNT_WORK)));

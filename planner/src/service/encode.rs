@@ -156,7 +156,7 @@ pub(super) fn zone_to_pb(z: &ZoneSnapshot) -> pb::ZoneStatus {
             external_dns_owner: r.owner.clone(),
             at: Some(timestamp(r.at)),
         }),
-        guard_window_changes: 0,
+        guard_window_changes: st.guard_window as u32,
     }
 }
 

@@ -11,7 +11,9 @@
 //!   version of what breaks;
 //! - [`kubernetes`]: DNSEndpoint objects listed and watched in the Kubernetes API,
 //!   kept last-good per object, their results written to their status;
-//! - [`labels`]: an endpoint's labels, metadata kept beside a record, never planned.
+//! - [`labels`]: an endpoint's labels, metadata kept beside a record, never planned;
+//! - [`zones`]: each endpoint checked against the configured zones before its object
+//!   is accepted (a name in no zone is an error, not a deletion).
 use dnsplane_common::{Name, RecordType, SetId};
 use std::fmt;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ pub mod dnsendpoint;
 pub mod file;
 pub mod kubernetes;
 pub mod labels;
+pub mod zones;
 
 pub use dnsendpoint::parse_manifests;
 pub use file::FileSource;

@@ -18,7 +18,8 @@
 //!   not, succeed) and answers 204 once the change is stored, whatever its size: an
 //!   endpoint dnsplane cannot take is refused alone (in the source errors of
 //!   `/status`, `dnsplane status`, the metrics and the log) and the rest applied; a
-//!   body external-dns would never send is 400 and changes nothing; 5xx only while
+//!   body external-dns would never send (a name in no configured zone among them:
+//!   its domain filter excludes it) is 400 and changes nothing; 5xx only while
 //!   something is worth retrying (the store cannot be written).
 use crate::config::{WebhookConfig, ZoneConfig};
 use crate::engine::{Engine, Patch};
@@ -258,6 +259,25 @@ fn describe(errors: &[dnsplane_common::convert::FieldError]) -> String {
 }
 
 /// An endpoint's key, when its name, type and set identifier can be read.
+/// The first created or updated endpoint whose name falls in no zone, named by its
+/// field, with the nearest zone ([`crate::source::zones`]).
+fn outside_zones(zones: &[ZoneConfig], changes: &Changes) -> Option<String> {
+    let named = [
+        ("create", &changes.create),
+        ("updateNew", &changes.update_new),
+    ];
+    named.into_iter().find_map(|(field, eps)| {
+        eps.iter().enumerate().find_map(|(i, ep)| {
+            let name = dnsplane_common::Name::parse(&ep.dns_name).ok()?;
+            // Short: the answer's body is cut at 80 characters; the hint goes first.
+            convert::zone_of(zones, &name).is_none().then(|| {
+                let hint = crate::source::zones::did_you_mean(zones, &name).unwrap_or_default();
+                format!("{field}[{i}].dnsName: in no configured zone, {hint} ({name})")
+            })
+        })
+    })
+}
+
 fn key_of(ep: &Endpoint) -> Option<EntryKey> {
     Some(EntryKey {
         name: dnsplane_common::Name::parse(&ep.dns_name).ok()?,
@@ -397,6 +417,12 @@ async fn apply(State(w): State<Arc<Webhook>>, body: Bytes) -> Response {
                 changes.update_new.len()
             ),
         );
+    }
+    // A name in no configured zone: external-dns filters by the zones `GET /` gave
+    // it, so this is a body it would never send (a typo in a domain, another
+    // planner's zone). Refused whole: a delete beside it must not go through alone.
+    if let Some(why) = outside_zones(&w.zones, &changes) {
+        return refuse(&w, "apply", StatusCode::BAD_REQUEST, why);
     }
     let w2 = w.clone();
     let result = Engine::cpu(move || w2.apply_changes(&changes));

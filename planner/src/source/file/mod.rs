@@ -27,7 +27,10 @@
 //!   resource's last accepted entries;
 //! - an invalid endpoint keeps the last accepted entry with the same (name, type) from the
 //!   same file; when its name or type itself is unreadable, the entry that sat at the same
-//!   position (resource, endpoint index) is kept instead.
+//!   position (resource, endpoint index) is kept instead;
+//! - an endpoint whose name falls in no configured zone, or whose zone refuses its RRSet
+//!   (a typo in the domain: `www.exmaple.com`), keeps its whole resource's last accepted
+//!   entries ([`super::zones`]).
 //!
 //! Every such problem is reported in the snapshot with its file and line. Entries are only
 //! dropped by a valid change: an endpoint removed from a valid document, an explicit
@@ -76,6 +79,8 @@ pub struct FileSource {
     stamps: HashMap<PathBuf, Stamp>,
     /// Hash of the snapshot the last `load` returned: `watch` does not send it again.
     last_loaded: Option<u64>,
+    /// The configured zones each endpoint is checked against ([`super::zones`]).
+    zones: Option<super::zones::ZoneCheck>,
 }
 
 impl FileSource {
@@ -90,7 +95,16 @@ impl FileSource {
             last_good: LastGood::default(),
             stamps: HashMap::new(),
             last_loaded: None,
+            zones: None,
         }
+    }
+
+    /// Checks every endpoint against `zones` before its object is accepted: one in no
+    /// zone, or that its zone refuses, keeps the object's last accepted version
+    /// ([`super::zones`]).
+    pub fn with_zones(mut self, zones: super::zones::ZoneCheck) -> FileSource {
+        self.zones = Some(zones);
+        self
     }
 
     pub fn paths(&self) -> &[PathBuf] {
@@ -156,7 +170,7 @@ impl FileSource {
                         with_kept_note(message, old.count(path)),
                     )],
                 ),
-                Ok(text) => load_text(&label, &text, path, &old)?,
+                Ok(text) => load_text(&label, &text, path, &old, self.zones.as_ref())?,
             };
             cap_errors(&label, &mut file_errors);
             errors.append(&mut file_errors);
@@ -350,6 +364,7 @@ fn load_text(
     text: &str,
     path: &std::path::Path,
     old: &Old<'_>,
+    zones: Option<&super::zones::ZoneCheck>,
 ) -> Result<(Vec<Accepted>, Vec<SourceError>), StoreError> {
     let count = old.count(path);
     let kept = |message: String| -> Result<_, StoreError> {
@@ -381,6 +396,9 @@ fn load_text(
         )?;
         errors.append(&mut parsed.errors);
         return Ok((entries, errors));
+    }
+    if let Some(zones) = zones {
+        zones.check_parsed(&mut parsed);
     }
     let before = if parsed.rejected.is_empty() {
         None

@@ -120,6 +120,15 @@ impl KubernetesSource {
         }
     }
 
+    /// Checks every endpoint against `zones` ([`crate::source::zones`]).
+    pub fn with_zones(self, zones: crate::source::zones::ZoneCheck) -> KubernetesSource {
+        self.objects
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_zones(zones);
+        self
+    }
+
     /// Renews watches (and detects dead ones) after `secs` instead of 290 s: for tests.
     pub fn with_watch_timeout(mut self, secs: u32) -> KubernetesSource {
         self.watch_timeout = secs.max(1);

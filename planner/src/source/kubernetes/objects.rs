@@ -44,9 +44,17 @@ impl ObjectState {
 #[derive(Debug, Default)]
 pub struct Objects {
     objects: BTreeMap<ObjectName, ObjectState>,
+    /// The configured zones each endpoint is checked against ([`crate::source::zones`]).
+    zones: Option<crate::source::zones::ZoneCheck>,
 }
 
 impl Objects {
+    /// Checks every endpoint against `zones`: an object with one in no zone (or that
+    /// its zone refuses) keeps its last accepted version.
+    pub fn set_zones(&mut self, zones: crate::source::zones::ZoneCheck) {
+        self.zones = Some(zones);
+    }
+
     pub fn len(&self) -> usize {
         self.objects.len()
     }
@@ -67,7 +75,7 @@ impl Objects {
     /// endpoints replace the object's; what is broken keeps its last accepted version.
     pub fn apply(&mut self, name: &str, generation: Option<i64>, text: &str) {
         let old = self.objects.remove(name).unwrap_or_default();
-        let state = accept(name, generation, text, old);
+        let state = accept(name, generation, text, old, self.zones.as_ref());
         self.objects.insert(name.to_string(), state);
     }
 
@@ -92,7 +100,7 @@ impl Objects {
         self.objects = kept;
         for (name, generation, text) in listed {
             let before = old.remove(&name).unwrap_or_default();
-            let state = accept(&name, generation, &text, before);
+            let state = accept(&name, generation, &text, before, self.zones.as_ref());
             self.objects.insert(name, state);
         }
     }
@@ -126,9 +134,18 @@ pub fn resource_of(name: &str) -> String {
 }
 
 /// The new state of object `name` from its `text`, given its previous state.
-fn accept(name: &str, generation: Option<i64>, text: &str, old: ObjectState) -> ObjectState {
+fn accept(
+    name: &str,
+    generation: Option<i64>,
+    text: &str,
+    old: ObjectState,
+    zones: Option<&crate::source::zones::ZoneCheck>,
+) -> ObjectState {
     let kind: Arc<str> = SOURCE_KIND.into();
     let mut parsed: ParsedFile = parse_file(name, text);
+    if let (Some(zones), true) = (zones, parsed.fatal.is_empty()) {
+        zones.check_parsed(&mut parsed);
+    }
     let kept_note = |n: usize| match n {
         0 => String::new(),
         n => format!("; keeping this object's {n} last accepted record(s)"),

@@ -278,6 +278,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         },
         sources: vec![SourceConfig::File {
             paths: args.desired.clone(),
+            outside_zones: Default::default(),
         }],
         state_dir: args.state_dir.join("planner"),
         // A second `dnsplane up` on the same state directory stands by.
