@@ -38,11 +38,14 @@ pub enum Rule {
     NoApplier,
     /// A zone's last sync failed, or its provider account refuses writes.
     ZoneSync,
+    /// An applier reports a provider account throttled (429) for longer than its
+    /// `[accounts.pacing] degraded_after`.
+    Throttled,
 }
 
 impl Rule {
     /// Every rule, in the order the docs list them.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::Conflicts,
         Rule::HeldPlan,
         Rule::Fallback,
@@ -55,6 +58,7 @@ impl Rule {
         Rule::Lease,
         Rule::NoApplier,
         Rule::ZoneSync,
+        Rule::Throttled,
     ];
 
     /// The id status and alerts show.
@@ -72,6 +76,7 @@ impl Rule {
             Rule::Lease => "lease",
             Rule::NoApplier => "no_applier",
             Rule::ZoneSync => "zone_sync",
+            Rule::Throttled => "throttled",
         }
     }
 
@@ -198,6 +203,11 @@ pub fn evaluate(s: &Snapshot) -> Health {
                     a.addr
                 ),
             );
+        }
+    }
+    for a in s.appliers.iter().filter(|a| a.healthy) {
+        for why in &a.throttled {
+            add(Rule::Throttled, None, format!("applier {}: {why}", a.addr));
         }
     }
     if let Some(d) = &s.disk {
