@@ -3,7 +3,8 @@
 //! breaker, quota and fault rules.
 //!
 //! The stack ([`crate::layers`]), from the top: [`Traced`] (the `provider.call` span)
-//! → [`Limited`] (only with a quota) → [`Observed`] (metrics, circuit, serials) →
+//! → [`Limited`] (only with a quota) → [`Paced`] (pacing after a 429, every account)
+//! → [`Observed`] (metrics, circuit, serials) →
 //! [`FaultInjector`] (only with `[[accounts.faults]]`) → the driver.
 use crate::circuit::{Circuit, CircuitConfig};
 use crate::config::AccountConfig;
@@ -14,7 +15,7 @@ use crate::provider::Provider;
 use crate::provider::call::{Driver, Layer, Stack};
 use crate::provider::fault::{FaultInjector, FaultRule, compile_rules};
 use crate::provider::record_cache::SerialPosition;
-use crate::quota::{Limited, Quota, QuotaSettings};
+use crate::quota::{Limited, Paced, Pacer, PacingConfig, Quota, QuotaSettings};
 use dnsplane_common::Name;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +32,8 @@ pub struct AccountOptions {
     pub quota: Option<Arc<Quota>>,
     /// The families the account records into (by default: registered nowhere).
     pub metrics: ApplierMetrics,
+    /// `[accounts.pacing]` (on by default).
+    pub pacing: PacingConfig,
 }
 
 impl AccountOptions {
@@ -55,6 +58,7 @@ impl AccountOptions {
             circuit: account.circuit.clone(),
             quota,
             metrics: ApplierMetrics::default(),
+            pacing: account.pacing.clone(),
         })
     }
 
@@ -79,6 +83,8 @@ pub struct Account {
     pub faults: Option<Arc<FaultInjector>>,
     /// The quota in front of the provider, when the account has one.
     pub quota: Option<Arc<Quota>>,
+    /// Its pacing after the provider's 429 answers.
+    pub pacer: Arc<Pacer>,
     zones: BTreeMap<Name, Arc<Mutex<()>>>,
     /// The driver itself, for what it knows without a call (every call goes through
     /// `stack`).
@@ -118,6 +124,8 @@ impl Account {
             circuit.clone(),
             seen.clone(),
         ));
+        let pacer = Arc::new(Pacer::new(name.clone(), options.pacing));
+        layer = Arc::new(Paced::new(layer, pacer.clone()));
         if let Some(q) = &options.quota {
             layer = Arc::new(Limited::new(layer, q.clone(), metrics.clone()));
         }
@@ -134,6 +142,7 @@ impl Account {
             circuit,
             faults,
             quota: options.quota,
+            pacer,
             zones: zones.iter().map(|z| (z.clone(), Arc::default())).collect(),
             provider,
         }

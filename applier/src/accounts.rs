@@ -10,7 +10,7 @@ use crate::events;
 use crate::provider::call::CallCx;
 use crate::provider::record_cache::SerialPosition;
 use crate::provider::{Listing, Operation, ProviderError};
-use crate::quota::QuotaStatus;
+use crate::quota::{PacingStatus, QuotaStatus};
 use crate::retry::RetryPolicy;
 use dnsplane_common::{Change, Name, RecordResult};
 use std::collections::{BTreeMap, HashMap};
@@ -95,6 +95,8 @@ pub struct AccountStatus {
     pub last_error: Option<String>,
     pub faults: BTreeMap<&'static str, u64>,
     pub quota: Option<QuotaStatus>,
+    /// Its pacing after the provider's 429 answers.
+    pub pacing: PacingStatus,
 }
 
 /// The whole applier as `GetStatus` shows it.
@@ -440,6 +442,8 @@ impl Accounts {
             reasons.extend(circuit.reason.clone());
             let quota = account.quota.as_ref().map(|q| q.status());
             reasons.extend(quota.as_ref().and_then(|q| q.reason(&account.name)));
+            let pacing = account.pacer.status();
+            reasons.extend(pacing.reason(&account.name));
             accounts.push(AccountStatus {
                 name: account.name.clone(),
                 driver: account.driver(),
@@ -452,6 +456,7 @@ impl Accounts {
                 last_error: account.seen.last_error(),
                 faults: account.faults_fired(),
                 quota,
+                pacing,
             });
         }
         ApplierStatus {

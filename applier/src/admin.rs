@@ -13,6 +13,8 @@
 //! | `dnsplane_applier_quota_granted_total`, `dnsplane_applier_quota_denied_total`, `dnsplane_applier_quota_throttled_total`, `dnsplane_applier_quota_fallbacks_total` | counter | `account` |
 //! | `dnsplane_applier_quota_rate` | gauge | `account`, `kind` (`configured` `current`) |
 //! | `dnsplane_applier_quota_mode` | gauge | `account`, `mode` (`local` `shared` `fallback`; 1 for the current one) |
+//! | `dnsplane_applier_pacing_rate`, `dnsplane_applier_pacing_throttled_seconds` | gauge | `account` |
+//! | `dnsplane_applier_pacing_throttles_total` | counter | `account` |
 use crate::account::Account;
 use crate::accounts::Accounts;
 use crate::quota::QuotaStatus;
@@ -114,6 +116,7 @@ impl Collector for StateCollector {
             }),
         )?;
         encode_quotas(&mut encoder, &accounts)?;
+        encode_pacing(&mut encoder, &accounts)?;
         let cache = self.accounts.cache().stats();
         let hits = encoder.encode_descriptor(
             "dnsplane_applier_cache_hits",
@@ -209,6 +212,47 @@ fn encode_quotas(
             ConstGauge::new(i64::from(q.mode.as_str() == m))
                 .encode(mode.encode_family(&labels)?)?;
         }
+    }
+    Ok(())
+}
+
+/// Every account's pacing after its provider's 429 answers.
+fn encode_pacing(
+    encoder: &mut DescriptorEncoder,
+    accounts: &[Arc<Account>],
+) -> Result<(), std::fmt::Error> {
+    let all: Vec<(AccountLabels, crate::quota::PacingStatus)> = accounts
+        .iter()
+        .map(|a| {
+            let labels = AccountLabels {
+                account: a.name.clone(),
+            };
+            (labels, a.pacer.status())
+        })
+        .collect();
+    counter_family(
+        encoder,
+        "dnsplane_applier_pacing_throttles",
+        "Throttle answers (429) from the provider, each of which halves the account's request rate, by account",
+        all.iter().map(|(l, p)| (l.clone(), p.throttles)),
+    )?;
+    let mut rate = encoder.encode_descriptor(
+        "dnsplane_applier_pacing_rate",
+        "Requests per second the account is paced at after its provider's 429 answers; 0 while it is not paced",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (labels, p) in &all {
+        ConstGauge::new(p.current_rate.unwrap_or(0.0)).encode(rate.encode_family(labels)?)?;
+    }
+    let mut since = encoder.encode_descriptor(
+        "dnsplane_applier_pacing_throttled_seconds",
+        "How long the provider has kept throttling the account (429s within [accounts.pacing] recover of each other); 0 while it is not paced",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (labels, p) in &all {
+        ConstGauge::new(p.throttled_for.as_secs_f64()).encode(since.encode_family(labels)?)?;
     }
     Ok(())
 }

@@ -115,6 +115,36 @@ impl QuotaDenied<'_> {
     }
 }
 
+/// The provider throttled an account and its pacing halved the rate
+/// ([`crate::quota::pacer`]).
+#[derive(Debug)]
+pub struct PacingHalved<'a> {
+    pub account: &'a str,
+    /// Requests per second from now on (then climbing back).
+    pub rate: f64,
+    pub retry_after: Option<Duration>,
+}
+
+impl PacingHalved<'_> {
+    pub fn emit(self) {
+        tracing::warn!(account = %self.account, rate = self.rate, retry_after = ?self.retry_after, "The provider throttled the account (429); pacing its requests.");
+    }
+}
+
+/// An account's pacing ended: no throttle for `recover`.
+#[derive(Debug)]
+pub struct PacingEnded<'a> {
+    pub account: &'a str,
+    /// How long the account was paced.
+    pub lasted: Duration,
+}
+
+impl PacingEnded<'_> {
+    pub fn emit(self) {
+        tracing::info!(account = %self.account, lasted = ?self.lasted, "No throttle for a while; the account is not paced any more.");
+    }
+}
+
 /// A batch has every result.
 #[derive(Debug)]
 pub struct BatchFinished<'a> {

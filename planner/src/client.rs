@@ -305,6 +305,8 @@ pub struct ApplierAccount {
     /// The account's quota, when it has one (kept in the applier's wire form: the
     /// planner only passes it on to its own status).
     pub quota: Option<pb::QuotaStatus>,
+    /// Its pacing after the provider's 429 answers (`reason` set: throttled for long).
+    pub pacing: Option<pb::PacingStatus>,
 }
 
 /// The accounts of `member`, asked with a deadline so a stuck applier cannot stall a
@@ -322,6 +324,7 @@ pub async fn accounts(member: &Member, within: std::time::Duration) -> Vec<Appli
                 name: a.name,
                 circuit: a.circuit,
                 quota: a.quota,
+                pacing: a.pacing,
             })
             .collect(),
         _ => Vec::new(),

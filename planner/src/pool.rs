@@ -34,6 +34,9 @@ pub struct Member {
     /// Its provider accounts whose circuit is not closed, as it last told us (the
     /// engine's circuit watch and `GetStatus` ask): status degrades while any is open.
     open_circuits: Mutex<Vec<String>>,
+    /// Its accounts throttled by their provider for long, as it last told us (the
+    /// reasons it gives): status degrades under `throttled` while any is.
+    throttled: Mutex<Vec<String>>,
 }
 
 /// Why the pool cannot be built.
@@ -68,6 +71,7 @@ impl Member {
             healthy: AtomicBool::new(true),
             last_error: Mutex::new(String::new()),
             open_circuits: Mutex::new(Vec::new()),
+            throttled: Mutex::new(Vec::new()),
         }))
     }
 
@@ -108,6 +112,24 @@ impl Member {
             .collect();
         if let Ok(mut c) = self.open_circuits.lock() {
             *c = open;
+        }
+    }
+
+    /// Its accounts throttled for long (see the field).
+    pub fn throttled(&self) -> Vec<String> {
+        self.throttled.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Records the reasons of its throttled accounts, as it reported them (empty
+    /// reasons: not throttled for long).
+    pub fn set_throttled<'a>(&self, reasons: impl IntoIterator<Item = &'a str>) {
+        let throttled = reasons
+            .into_iter()
+            .filter(|r| !r.is_empty())
+            .map(str::to_string)
+            .collect();
+        if let Ok(mut t) = self.throttled.lock() {
+            *t = throttled;
         }
     }
 

@@ -45,7 +45,7 @@ use crate::provider::pdns::PdnsConfig;
 use crate::provider::rfc2136::Rfc2136Config;
 use crate::provider::route53::Route53Config;
 use crate::provider::webhook::WebhookConfig;
-use crate::quota::{QuotaConfig, QuotaSettings};
+use crate::quota::{PacingConfig, QuotaConfig, QuotaSettings};
 use crate::retry::RetryPolicy;
 use dnsplane_common::Name;
 use serde::de::{DeserializeOwned, Error as _};
@@ -176,6 +176,9 @@ pub struct AccountConfig {
     pub faults: Vec<FaultRuleConfig>,
     /// The account's provider quota (`[accounts.quota]`, see [`crate::quota`]).
     pub quota: Option<QuotaConfig>,
+    /// How the account paces itself after its provider's 429 answers
+    /// (`[accounts.pacing]`, see [`crate::quota::pacer`]); on by default.
+    pub pacing: PacingConfig,
     /// `driver = "…"` and the driver's own keys.
     pub driver: DriverConfig,
 }
@@ -256,6 +259,7 @@ impl<'de> Deserialize<'de> for AccountConfig {
         let circuit = take(&mut table, "circuit")?.unwrap_or_default();
         let faults = take(&mut table, "faults")?.unwrap_or_default();
         let quota = take(&mut table, "quota")?;
+        let pacing = take(&mut table, "pacing")?.unwrap_or_default();
         let driver = DriverConfig::deserialize(toml::Value::Table(table))
             .map_err(|e| D::Error::custom(e.message()))?;
         Ok(AccountConfig {
@@ -264,6 +268,7 @@ impl<'de> Deserialize<'de> for AccountConfig {
             circuit,
             faults,
             quota,
+            pacing,
             driver,
         })
     }
@@ -302,6 +307,7 @@ impl ApplierConfig {
                 circuit: CircuitConfig::default(),
                 faults: Vec::new(),
                 quota: None,
+                pacing: PacingConfig::default(),
                 driver: DriverConfig::Memory(MemoryConfig {
                     state_dir: state_dir.into(),
                     dns_listen,
@@ -403,6 +409,7 @@ impl ApplierConfig {
             if let Err(ps) = QuotaSettings::resolve(account.driver.name(), account.quota.as_ref()) {
                 problems.extend(ps.into_iter().map(|p| format!("{at}.{p}")));
             }
+            problems.extend(account.pacing.problems(&format!("{at}.pacing")));
             account.driver.check(&at, &account.zones, &mut problems);
             if let DriverConfig::Memory(m) = &account.driver {
                 if !m.state_dir.as_os_str().is_empty() && !dirs.insert(&m.state_dir) {

@@ -32,12 +32,16 @@
 //! - [`config`]: the `[accounts.quota]` table and the drivers' documented defaults;
 //! - [`limiter`]: one account's quota (local, shared, fallback) and its status;
 //! - [`layer`]: the layer of the provider stack that makes each call take a token;
-//! - [`gcra`], [`shared`]: the bucket arithmetic, in process and in Redis.
+//! - [`gcra`], [`shared`]: the bucket arithmetic, in process and in Redis;
+//! - [`pacer`], [`paced`]: pacing after a 429 for every account, with or without a
+//!   quota (`[accounts.pacing]`), and its layer.
 
 pub mod config;
 pub mod gcra;
 pub mod layer;
 pub mod limiter;
+pub mod paced;
+pub mod pacer;
 pub mod shared;
 
 pub use config::{
@@ -47,6 +51,8 @@ pub use config::{
 use config::{default_max_wait, default_probe_interval, default_recover, default_redis_timeout};
 pub use layer::Limited;
 pub use limiter::{Mode, Quota, QuotaStatus};
+pub use paced::Paced;
+pub use pacer::{Pacer, PacingConfig, PacingStatus};
 
 #[cfg(test)]
 use dnsplane_common::RRSetOp;

@@ -13,7 +13,7 @@ use crate::accounts::{
 };
 use crate::provider::record_cache::SerialPosition;
 use crate::provider::{ErrorClass, ProviderError};
-use crate::quota::QuotaStatus;
+use crate::quota::{PacingStatus, QuotaStatus};
 use dnsplane_common::convert::{FieldError, change_from_pb, duration, name_from_pb};
 use dnsplane_common::grpc::invalid_argument;
 use dnsplane_common::{RecordResult, pb};
@@ -252,6 +252,18 @@ pub(crate) fn quota_to_pb(q: &QuotaStatus) -> pb::QuotaStatus {
     }
 }
 
+/// An account's pacing in the wire form (`AccountStatus.pacing`).
+pub(crate) fn pacing_to_pb(account: &str, p: &PacingStatus) -> pb::PacingStatus {
+    pb::PacingStatus {
+        enabled: p.enabled,
+        current_rate: p.current_rate.unwrap_or(0.0),
+        throttled_since: p.throttled_since.map(dnsplane_common::convert::timestamp),
+        throttles: p.throttles,
+        denied: p.denied,
+        reason: p.reason(account).unwrap_or_default(),
+    }
+}
+
 fn account_to_pb(a: &AccountStatus) -> pb::AccountStatus {
     pb::AccountStatus {
         name: a.name.clone(),
@@ -273,6 +285,7 @@ fn account_to_pb(a: &AccountStatus) -> pb::AccountStatus {
         last_error: a.last_error.clone().unwrap_or_default(),
         faults: a.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         quota: a.quota.as_ref().map(quota_to_pb),
+        pacing: Some(pacing_to_pb(&a.name, &a.pacing)),
     }
 }
 

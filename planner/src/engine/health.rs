@@ -48,11 +48,14 @@ pub enum Rule {
     RecordsFailed,
     /// An applier serves another writer of this owner id: this planner sends nothing.
     Fenced,
+    /// An applier reports a provider account throttled (429) for longer than its
+    /// `[accounts.pacing] degraded_after`.
+    Throttled,
 }
 
 impl Rule {
     /// Every rule, in the order the docs list them.
-    pub const ALL: [Rule; 16] = [
+    pub const ALL: [Rule; 17] = [
         Rule::Conflicts,
         Rule::HeldPlan,
         Rule::Fallback,
@@ -69,6 +72,7 @@ impl Rule {
         Rule::TlsFiles,
         Rule::RecordsFailed,
         Rule::Fenced,
+        Rule::Throttled,
     ];
 
     /// The id status and alerts show.
@@ -90,6 +94,7 @@ impl Rule {
             Rule::TlsFiles => "tls_files",
             Rule::RecordsFailed => "records_failed",
             Rule::Fenced => "fenced",
+            Rule::Throttled => "throttled",
         }
     }
 
@@ -216,6 +221,11 @@ pub fn evaluate(s: &Snapshot) -> Health {
                     a.addr
                 ),
             );
+        }
+    }
+    for a in s.appliers.iter().filter(|a| a.healthy) {
+        for why in &a.throttled {
+            add(Rule::Throttled, None, format!("applier {}: {why}", a.addr));
         }
     }
     if let Some(d) = &s.disk {

@@ -33,6 +33,7 @@ fn applier(addr: &str) -> ApplierSnapshot {
         healthy: true,
         last_error: String::new(),
         open_circuits: Vec::new(),
+        throttled: Vec::new(),
     }
 }
 
@@ -137,6 +138,21 @@ fn an_open_circuit_degrades_unless_its_applier_is_down() {
     let r = only(&s, Rule::CircuitOpen, None);
     assert!(r.message.contains("pdns (open)"), "{}", r.message);
     // An unhealthy applier's circuits are stale: no_applier speaks instead.
+    s.appliers[0].healthy = false;
+    only(&s, Rule::NoApplier, None);
+}
+
+#[test]
+fn a_throttled_account_degrades_unless_its_applier_is_down() {
+    let mut s = healthy();
+    s.appliers[0].throttled = vec!["account pdns: throttled by its provider (429) for 75s".into()];
+    let r = only(&s, Rule::Throttled, None);
+    assert_eq!(r.level, Level::Degraded);
+    assert!(
+        r.message.contains("http://a1") && r.message.contains("account pdns: throttled"),
+        "{}",
+        r.message
+    );
     s.appliers[0].healthy = false;
     only(&s, Rule::NoApplier, None);
 }

@@ -363,6 +363,11 @@ impl Engine {
                 for m in pool.members().into_iter().filter(|m| m.healthy()) {
                     let accounts = crate::client::accounts(&m, Duration::from_secs(1)).await;
                     m.set_circuits(accounts.iter().map(|a| (&*a.name, &*a.circuit)));
+                    m.set_throttled(
+                        accounts
+                            .iter()
+                            .filter_map(|a| Some(&*a.pacing.as_ref()?.reason)),
+                    );
                 }
                 tokio::select! {
                     () = stop.cancelled() => return,

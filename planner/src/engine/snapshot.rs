@@ -125,6 +125,8 @@ pub struct ApplierSnapshot {
     pub last_error: String,
     /// Its accounts whose circuit is not closed, `account (state)`.
     pub open_circuits: Vec<String>,
+    /// Why its accounts are throttled for long (the applier's own reasons).
+    pub throttled: Vec<String>,
 }
 
 /// How the planner is doing, as one word; ordered from best to worst.
@@ -294,6 +296,7 @@ impl Engine {
                 healthy: m.healthy(),
                 last_error: m.last_error(),
                 open_circuits: m.open_circuits(),
+                throttled: m.throttled(),
             })
             .collect();
         Snapshot {

@@ -31,6 +31,12 @@ pub async fn status(engine: &Engine) -> pb::PlannerStatus {
         if member.healthy() && member.addr == app.addr {
             member.set_circuits(accounts.iter().map(|a| (&*a.name, &*a.circuit)));
             app.open_circuits = member.open_circuits();
+            member.set_throttled(
+                accounts
+                    .iter()
+                    .filter_map(|a| Some(&*a.pacing.as_ref()?.reason)),
+            );
+            app.throttled = member.throttled();
         }
     }
     let mut st = status_to_pb(&snapshot);
@@ -41,6 +47,7 @@ pub async fn status(engine: &Engine) -> pb::PlannerStatus {
                 name: a.name,
                 circuit: a.circuit,
                 quota: a.quota,
+                pacing: a.pacing,
             })
             .collect();
     }

@@ -3,7 +3,8 @@ use dnsplane_e2e::servers::Kind;
 
 /// Every phase, in the order they run.
 pub const PHASES: &[&str] = &[
-    "create", "change", "noop", "oneshot", "conflict", "wrongkey", "quota", "large", "rss",
+    "create", "change", "noop", "oneshot", "conflict", "wrongkey", "quota", "pacing", "large",
+    "rss",
 ];
 
 #[derive(Clone, Debug)]

@@ -19,6 +19,7 @@ mod dnsq;
 mod failures;
 mod floor;
 mod large;
+mod pacing;
 mod probe;
 mod quick;
 mod stats;
@@ -188,6 +189,9 @@ fn main() {
         }
         if ctx.args.has("quota") {
             failures::quota(&mut ctx, kind);
+        }
+        if ctx.args.has("pacing") {
+            pacing::run(&mut ctx, kind);
         }
         if ctx.args.has("large") || ctx.args.has("rss") {
             large::run(&mut ctx, kind);

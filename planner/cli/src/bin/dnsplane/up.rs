@@ -132,6 +132,7 @@ async fn route53_emulator(
         circuit: Default::default(),
         faults: Vec::new(),
         quota: None,
+        pacing: Default::default(),
         driver: DriverConfig::Route53(Route53Config {
             endpoint: emulator.endpoint(),
             profile: Some("default".into()),
