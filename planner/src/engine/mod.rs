@@ -49,6 +49,7 @@ mod schedule;
 mod send;
 mod snapshot;
 mod sync;
+mod watched;
 
 pub use approve::ApproveError;
 pub use audit::HistoryError;
@@ -61,6 +62,7 @@ pub use snapshot::{
     DiskStatus, Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,
 };
 pub use sync::{Phase, Preview, Scope, SyncError, SyncProgress, SyncSummary};
+pub use watched::Watched;
 
 /// Everything the engine keeps per zone. Private: read through [`Engine::snapshot`]
 /// and the other read-model methods.
@@ -168,6 +170,8 @@ pub struct Engine {
     /// Per pushed source (`push:<name>`), the caller of its last accepted push (with
     /// `[auth]` only), for the audit events of its records.
     pushers: Mutex<std::collections::HashMap<String, String>>,
+    /// The tokens file and TLS files, for status ([`watched`]).
+    watched: std::sync::OnceLock<Watched>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -241,6 +245,7 @@ impl Engine {
             push_lock: Mutex::new(()),
             audit,
             pushers: Mutex::new(std::collections::HashMap::new()),
+            watched: std::sync::OnceLock::new(),
         }))
     }
 
