@@ -182,7 +182,6 @@ impl FileSource {
                 good.insert(path.clone(), old.kept(path)?);
             }
         }
-        drop(old);
         let stored = self.store.is_some();
         let key = self.store_key();
         self.unpersisted = false;
