@@ -21,24 +21,38 @@ const TYPE_CLASS: usize = 4;
 const POINTER: usize = 2;
 /// TTL and RDLENGTH after a record's type and class.
 const TTL_RDLENGTH: usize = 6;
+/// The EDNS OPT record a server adds to its answer to an EDNS client (RFC 6891): the
+/// root name, type, class, TTL and an empty RDATA.
+const OPT: usize = 1 + TYPE_CLASS + TTL_RDLENGTH;
 
 /// The size of the DNS answer that carries the whole RRSet `name`/`rtype` with `values`
-/// (canonical): header, the question, and one record per value.
+/// (canonical): header, the question, one record per value and the EDNS OPT record.
 ///
 /// Assumptions, chosen so that a set that passes fits any server's answer: each
-/// record's owner name is compressed to a pointer to the question (every server does
-/// that; it is two octets), names *inside* the data (CNAME, NS, MX and SRV targets) are
-/// counted uncompressed (SRV targets must not be compressed, RFC 2782, and a server
-/// need not compress the others), and nothing else is in the message (no authority or
-/// additional records, no EDNS OPT record, no DNSSEC signatures: a signed zone's
-/// answer is larger, which the provider's own limits catch).
+/// record's owner name is compressed to a pointer (two octets; the embedded server
+/// compresses every name, however many), but one is counted in full, for a question
+/// asked in another case than the records' (`WWW.example.com`): its owner names keep
+/// their case, so they point at the first record's, not at the question; names *inside* the data
+/// (CNAME, NS, MX and SRV targets) are counted uncompressed (SRV targets must not be
+/// compressed, RFC 2782, and a server need not compress the others), the answer
+/// carries the OPT record (without options) that a server adds for an EDNS client
+/// such as `dig`, and nothing else (no authority or additional records, no DNSSEC
+/// signatures: a signed zone's answer is larger, which the provider's own limits
+/// catch). For the embedded server's answer to an EDNS query in another case this is
+/// its exact size; in the same case, one name smaller.
 pub fn answer_len(name: &Name, rtype: RecordType, values: &[String]) -> usize {
     let question = name_len(name) + TYPE_CLASS;
+    // The first record's owner in full when the question's case differs.
+    let first_owner = if values.is_empty() {
+        0
+    } else {
+        name_len(name).saturating_sub(POINTER)
+    };
     let records: usize = values
         .iter()
         .map(|v| POINTER + TYPE_CLASS + TTL_RDLENGTH + wire_len(rtype, v))
         .sum();
-    HEADER + question + records
+    HEADER + question + first_owner + records + OPT
 }
 
 /// Checks that every value of the RRSet fits one record and the whole set one TCP

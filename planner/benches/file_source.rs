@@ -2,7 +2,9 @@
 //! in files of 100, loaded once, then one record of one file changed and the source
 //! loaded again (what the watcher does at its next poll). Printed: the load after the
 //! edit, the same load with nothing changed (reading and parsing every file, which
-//! the edit costs too), and the bytes written to the state directory by the edit.
+//! the edit costs too), and the bytes written to the state directory by the edit;
+//! then, for comparison, what persisting the same state cost before issue 28: the
+//! whole source as one JSON file (written, `fsync`ed and renamed by the store).
 //!
 //! `cargo bench -p dnsplane-planner --bench file_source -- 160000`
 use dnsplane_planner::source::FileSource;
@@ -52,9 +54,9 @@ fn main() {
         sizes
     };
     println!(
-        "| records | files | load, nothing changed | load after a one-record edit | written by the edit |"
+        "| records | files | load, nothing changed | load after a one-record edit | written by the edit | before: the whole source written |"
     );
-    println!("|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|");
     for n in sizes {
         let top = tempfile::tempdir().expect("tempdir");
         let src = top.path().join("desired");
@@ -95,9 +97,35 @@ fn main() {
             .filter(|(p, v)| before.get(*p) != Some(v))
             .map(|(_, (_, len))| len)
             .sum();
+        // Before: every file's entries in one state, replaced whole on every edit.
+        let parts = after
+            .keys()
+            .find(|p| p.ends_with("index.json"))
+            .and_then(|p| p.parent())
+            .expect("the per-file state")
+            .to_path_buf();
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(parts.join("index.json")).expect("index"))
+                .expect("index json");
+        let mut whole = BTreeMap::new();
+        for (path, r) in index["files"].as_object().expect("files") {
+            let part = parts.join(r["part"].as_str().expect("part"));
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(part).expect("part")).expect("part json");
+            whole.insert(path.clone(), v);
+        }
+        let before_dir = top.path().join("before");
+        let store = DesiredStore::open(&before_dir).expect("store");
+        let t = Instant::now();
+        store.put("file:before", &whole).expect("put");
+        let before_ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut before_files = BTreeMap::new();
+        files(&before_dir, &mut before_files);
+        let before_bytes: u64 = before_files.values().map(|(_, len)| len).sum();
         println!(
-            "| {n} | {nfiles} | {unchanged:.0} ms | {edit:.0} ms | {:.1} KB |",
-            written as f64 / 1e3
+            "| {n} | {nfiles} | {unchanged:.0} ms | {edit:.0} ms | {:.1} KB | {:.1} MB in {before_ms:.0} ms |",
+            written as f64 / 1e3,
+            before_bytes as f64 / 1e6
         );
     }
 }

@@ -412,7 +412,7 @@ impl ApiCall<'_> {
 pub struct TokensReloaded<'a> {
     pub file: &'a std::path::Path,
     /// The error names the file and line.
-    pub result: Result<Option<usize>, String>,
+    pub result: Result<Option<usize>, crate::auth::TokensError>,
 }
 
 impl TokensReloaded<'_> {
@@ -422,6 +422,10 @@ impl TokensReloaded<'_> {
             Ok(Some(n)) => {
                 info!(file = %self.file.display(), tokens = n, "Tokens file reloaded.")
             }
+            Err(e @ crate::auth::TokensError::Deleted { .. }) => tracing::error!(
+                error = %e,
+                "Tokens file deleted; every token is revoked until it is back."
+            ),
             Err(e) => tracing::error!(
                 error = %e,
                 "Tokens file not reloaded; the tokens read before stay in force."

@@ -164,6 +164,10 @@ pub async fn run(
         config.auth.as_ref(),
         zone_names(&config),
     )?);
+    engine.attach_watched(engine::Watched {
+        auth: Some(authenticator.clone()),
+        server_tls: tls.clone(),
+    });
     let service = service::PlannerService::new(Arc::clone(&engine))
         .with_auth(authenticator.clone(), metrics.clone());
     let admin_stop = CancellationToken::new();

@@ -176,6 +176,8 @@ pub struct ApplierPool {
     members: RwLock<Vec<Arc<Member>>>,
     /// For members found by `applier_dns` (`server_name`, else the DNS name's host).
     dns_connector: Option<TlsConnector>,
+    /// `[applier_tls]`, for status: whether its files can be (re)loaded.
+    client_tls: Option<Arc<ClientTls>>,
 }
 
 /// A stable 64-bit hash (FNV-1a, then a splitmix finaliser): every planner, of every
@@ -198,9 +200,11 @@ impl ApplierPool {
     /// now and, inside a Tokio runtime, re-reads them when they change.
     pub fn new(cfg: PoolConfig) -> Result<Arc<ApplierPool>, PoolError> {
         // Static members verify the address's host (or `server_name`).
+        let mut client_tls = None;
         let (connector, dns_connector) = match &cfg.tls {
             Some(t) => {
                 let client = ClientTls::load(&t.settings)?;
+                client_tls = Some(client.clone());
                 let dns_host = cfg
                     .dns
                     .as_deref()
@@ -221,7 +225,13 @@ impl ApplierPool {
             cfg,
             members: RwLock::new(members),
             dns_connector,
+            client_tls,
         }))
+    }
+
+    /// Why `[applier_tls]`'s files cannot be (re)loaded now, while they cannot.
+    pub fn tls_problem(&self) -> Option<String> {
+        self.client_tls.as_ref().and_then(|t| t.problem())
     }
 
     pub fn members(&self) -> Vec<Arc<Member>> {

@@ -140,6 +140,22 @@ impl DesiredStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Where `key`'s whole state is stored (`<dir>/<hash>.json`); other layouts of a
+    /// key's state live beside it under the same name (the file source's per-file
+    /// state: `<hash>.files/`).
+    pub(crate) fn path_of(&self, key: &str) -> PathBuf {
+        self.path(key)
+    }
+
+    /// Removes `key`'s whole state (a source that moved to another layout), durably.
+    pub(crate) fn remove_whole(&self, key: &str) -> std::io::Result<()> {
+        match fs::remove_file(self.path(key)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            r => r?,
+        }
+        File::open(&self.dir)?.sync_all()
+    }
+
     fn path(&self, key: &str) -> PathBuf {
         let h = Sha256::digest(key.as_bytes());
         let name: String = h[..10].iter().map(|b| format!("{b:02x}")).collect();
@@ -155,7 +171,7 @@ impl DesiredStore {
     }
 
     /// Remembers how a write ended, for [`Self::write_error`].
-    fn noted<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+    pub(crate) fn noted<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
         *self
             .write_error
             .lock()
@@ -187,12 +203,18 @@ impl DesiredStore {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        {
-            let mut f = File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(&bytes).map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
+        let written = (|| {
+            let mut f = File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()
+        })()
+        .and_then(|()| fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            // A full disk leaves a partial temporary file: never let it outlive the
+            // failed write (it holds space the next write needs).
+            let _ = fs::remove_file(&tmp);
+            return Err(io(&path)(e));
         }
-        fs::rename(&tmp, &path).map_err(io(&path))?;
         // The rename itself is durable only once the directory is.
         File::open(&self.dir)
             .and_then(|d| d.sync_all())

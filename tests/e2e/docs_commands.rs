@@ -181,6 +181,11 @@ const TABLE: &[(&str, &str, How)] = &[
     ),
     (
         "docs/scale.md",
+        "cargo bench -p dnsplane-planner --bench file_source",
+        How::Check(BENCH),
+    ),
+    (
+        "docs/scale.md",
         "cargo bench -p dnsplane-applier --bench store",
         How::Check(BENCH),
     ),

@@ -67,6 +67,12 @@ impl ClientTls {
         self.files.reload()
     }
 
+    /// Why the files cannot be (re)loaded now (the ones read before stay in use);
+    /// `None` while they can.
+    pub fn problem(&self) -> Option<String> {
+        self.files.problem()
+    }
+
     /// A connector for tonic. `server_name`: the name the server's certificate must
     /// carry, when it is not the host of the address (an address found by DNS).
     pub fn connector(self: &Arc<Self>, server_name: Option<String>) -> TlsConnector {

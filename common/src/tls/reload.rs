@@ -2,7 +2,8 @@
 //! [`RELOAD_INTERVAL`](super::RELOAD_INTERVAL) (contents, not mtimes: a rotation inside
 //! the same second, or a symlink swap as Kubernetes does, is seen all the same). A new
 //! set of files that does not build keeps the old value and logs an error naming the
-//! file, once per new content.
+//! file, once per new content; [`Reloading::problem`] says why until the files build
+//! again (the planner's status shows it).
 use super::TlsError;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -18,6 +19,18 @@ pub(crate) struct Reloading<T> {
     current: RwLock<Arc<T>>,
     /// The contents last tried, good or not.
     seen: Mutex<Vec<Vec<u8>>>,
+    /// Why the files cannot be used now: the last read failed, or the contents last
+    /// tried do not build.
+    problem: Mutex<Problem>,
+}
+
+/// What is wrong with the files, as last seen.
+#[derive(Debug, Default)]
+struct Problem {
+    /// The last read failed (a file missing or unreadable).
+    read: Option<String>,
+    /// The contents last tried (`seen`) do not build.
+    build: Option<String>,
 }
 
 impl<T> std::fmt::Debug for Reloading<T> {
@@ -48,6 +61,7 @@ impl<T: Send + Sync + 'static> Reloading<T> {
             build: Box::new(build),
             current: RwLock::new(Arc::new(value)),
             seen: Mutex::new(contents),
+            problem: Mutex::default(),
         }))
     }
 
@@ -58,6 +72,21 @@ impl<T: Send + Sync + 'static> Reloading<T> {
         }
     }
 
+    /// Why the files cannot be (re)loaded now, naming what they are for and the
+    /// file; `None` while the value in force is built from the files as they are.
+    pub(crate) fn problem(&self) -> Option<String> {
+        let p = self.problem.lock().unwrap_or_else(|e| e.into_inner());
+        let why = p.read.as_ref().or(p.build.as_ref())?;
+        Some(format!(
+            "{} files cannot be loaded: {why}; the ones read before stay in use",
+            self.what
+        ))
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Problem)) {
+        f(&mut self.problem.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
     /// Reads the files; builds and swaps in a new value when they changed. `true` when
     /// a new value is in force.
     pub(crate) fn reload(&self) -> bool {
@@ -66,9 +95,11 @@ impl<T: Send + Sync + 'static> Reloading<T> {
             Err(e) => {
                 // Mid-rotation a file may be missing for a moment: keep the old one.
                 tracing::warn!(what = self.what, error = %e, "Cannot read a TLS file; keeping the one in use.");
+                self.note(|p| p.read = Some(e.to_string()));
                 return false;
             }
         };
+        self.note(|p| p.read = None);
         {
             let Ok(mut seen) = self.seen.lock() else {
                 return false;
@@ -83,11 +114,13 @@ impl<T: Send + Sync + 'static> Reloading<T> {
                 if let Ok(mut c) = self.current.write() {
                     *c = Arc::new(value);
                 }
+                self.note(|p| p.build = None);
                 tracing::info!(what = self.what, files = ?self.paths, "TLS files changed; new connections use them.");
                 true
             }
             Err(e) => {
                 tracing::error!(what = self.what, error = %e, "New TLS files are not usable; keeping the ones in use.");
+                self.note(|p| p.build = Some(e.to_string()));
                 false
             }
         }

@@ -68,6 +68,12 @@ impl ServerTls {
         self.files.reload()
     }
 
+    /// Why the files cannot be (re)loaded now (the ones read before stay in use);
+    /// `None` while they can.
+    pub fn problem(&self) -> Option<String> {
+        self.files.problem()
+    }
+
     /// One port's view: rustls config with `alpn` (and the client CA, if any),
     /// rebuilt after a reload.
     pub fn port(self: &Arc<Self>, alpn: &[&[u8]]) -> PortTls {

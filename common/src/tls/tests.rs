@@ -169,6 +169,30 @@ async fn reload_takes_a_new_certificate_and_keeps_the_old_one_when_broken() {
     assert_eq!(client(addr, &s.ca.pem, None).await.unwrap(), second);
 }
 
+/// While the files cannot be used (garbage, missing), `problem` names the file; once
+/// they build again it is gone.
+#[test]
+fn problem_says_why_the_files_cannot_be_loaded_until_they_can() {
+    let s = setup();
+    let tls = ServerTls::load_unwatched(&server_settings(&s, ClientAuth::Optional)).unwrap();
+    assert_eq!(tls.problem(), None);
+    let good = std::fs::read(&s.server.key).unwrap();
+    std::fs::write(&s.server.key, "garbage").unwrap();
+    assert!(!tls.reload());
+    let p = tls.problem().expect("a problem");
+    assert!(
+        p.contains("server certificate") && p.contains("server.key"),
+        "{p}"
+    );
+    std::fs::remove_file(&s.server.key).unwrap();
+    assert!(!tls.reload());
+    assert!(tls.problem().unwrap().contains("server.key"));
+    // Back as it was in use: nothing to rebuild, and nothing wrong any more.
+    std::fs::write(&s.server.key, &good).unwrap();
+    tls.reload();
+    assert_eq!(tls.problem(), None);
+}
+
 #[test]
 fn bad_files_are_named() {
     let s = setup();

@@ -113,7 +113,10 @@ fn text(code: StatusCode, body: String) -> Response {
 /// The HTTP status of a refused token.
 fn refused(e: &AuthError) -> Response {
     let code = match e {
-        AuthError::Missing | AuthError::Malformed | AuthError::Unknown => StatusCode::UNAUTHORIZED,
+        AuthError::Missing
+        | AuthError::Malformed
+        | AuthError::Unknown
+        | AuthError::Revoked { .. } => StatusCode::UNAUTHORIZED,
         AuthError::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::FORBIDDEN,
     };

@@ -127,6 +127,11 @@ pub enum AuthError {
         "the bearer token is not one of the planner's tokens (its [auth] tokens_file); send `authorization: Bearer <token>` with a token it lists"
     )]
     Unknown,
+    /// The tokens file was deleted: every token is revoked until it is back.
+    #[error(
+        "every token is revoked: the planner's tokens file {file} was deleted; restore it (or remove [auth] to open the API)"
+    )]
+    Revoked { file: String },
     #[error("{call} needs the {needs} role; caller {caller:?} has {has}", needs = .needs.as_str(), has = .has.as_str())]
     Forbidden {
         caller: Arc<str>,
@@ -156,7 +161,10 @@ impl AuthError {
     /// The caller to count the refusal under (`anonymous` when there is no token).
     pub fn caller(&self) -> &str {
         match self {
-            AuthError::Missing | AuthError::Malformed | AuthError::Unknown => ANONYMOUS,
+            AuthError::Missing
+            | AuthError::Malformed
+            | AuthError::Unknown
+            | AuthError::Revoked { .. } => ANONYMOUS,
             AuthError::Forbidden { caller, .. }
             | AuthError::OutOfScope { caller, .. }
             | AuthError::Limited { caller, .. } => caller,
@@ -179,6 +187,10 @@ struct Loaded {
     tokens: Arc<TokenSet>,
     /// (modification time, length) of the file last read, good or not.
     stamp: Option<(SystemTime, u64)>,
+    /// Why the file's last version cannot be used (status shows it), until one can.
+    problem: Option<String>,
+    /// The file was deleted: every token is revoked (fail closed).
+    revoked: bool,
 }
 
 /// The API's gatekeeper: the tokens (re-read when their file changes) and the
@@ -209,6 +221,8 @@ impl Authenticator {
             loaded: RwLock::new(Loaded {
                 tokens: Arc::default(),
                 stamp: None,
+                problem: None,
+                revoked: false,
             }),
             limiter: None,
         }
@@ -235,6 +249,8 @@ impl Authenticator {
             loaded: RwLock::new(Loaded {
                 tokens: Arc::new(tokens),
                 stamp,
+                problem: None,
+                revoked: false,
             }),
             limiter: Some(RateLimiter::keyed(
                 Quota::per_second(rate).allow_burst(burst),
@@ -249,11 +265,26 @@ impl Authenticator {
 
     /// The tokens in force.
     pub fn tokens(&self) -> Arc<TokenSet> {
+        self.read().tokens.clone()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Loaded> {
         self.loaded
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .tokens
-            .clone()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Loaded> {
+        self.loaded
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Why the tokens file cannot be used now, for status (`tokens_file` rule):
+    /// unreadable or invalid (the tokens read before stay in force), or deleted
+    /// (every token is revoked).
+    pub fn problem(&self) -> Option<String> {
+        self.read().problem.clone()
     }
 
     /// Who calls with the `authorization` value given, if they may make `call` now:
@@ -264,8 +295,19 @@ impl Authenticator {
             return Ok(Caller::anonymous());
         };
         let presented = bearer(authorization.ok_or(AuthError::Missing)?)?;
-        let tokens = self.tokens();
-        let token = tokens.find(presented).ok_or(AuthError::Unknown)?;
+        let (tokens, revoked) = {
+            let loaded = self.read();
+            (loaded.tokens.clone(), loaded.revoked)
+        };
+        let token = tokens.find(presented).ok_or_else(|| {
+            if revoked {
+                AuthError::Revoked {
+                    file: config.tokens_file.display().to_string(),
+                }
+            } else {
+                AuthError::Unknown
+            }
+        })?;
         if let Some(limiter) = &self.limiter
             && let Err(not_until) = limiter.check_key(&token.name)
         {
@@ -312,29 +354,56 @@ impl Authenticator {
     }
 
     /// Re-reads the tokens file if its modification time or length changed. A file
-    /// that cannot be used leaves the tokens in force as they were (`Err` says why,
-    /// once per version of the file).
+    /// that cannot be read or parsed leaves the tokens in force as they were; a
+    /// deleted file revokes them all (fail closed: deleting the file is how a leaked
+    /// token list is withdrawn in a hurry). `Err` says why, once per version of the
+    /// file, and [`Authenticator::problem`] until a good version is read.
     pub fn reload_if_changed(&self) -> Result<Option<usize>, TokensError> {
         let Some(config) = &self.config else {
             return Ok(None);
         };
         let now = stamp(&config.tokens_file);
         {
-            let mut loaded = self
-                .loaded
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut loaded = self.write();
             if loaded.stamp == now {
                 return Ok(None);
             }
             loaded.stamp = now;
         }
-        let tokens = TokenSet::load(&config.tokens_file, &self.zones)?;
+        let file = config.tokens_file.display();
+        let tokens = match TokenSet::load(&config.tokens_file, &self.zones) {
+            Ok(tokens) => tokens,
+            Err(TokensError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                let mut loaded = self.write();
+                loaded.tokens = Arc::default();
+                loaded.revoked = true;
+                loaded.problem = Some(format!(
+                    "tokens file {file} was deleted: every token is revoked until it is back (remove [auth] to open the API)"
+                ));
+                return Err(TokensError::Deleted {
+                    path: file.to_string(),
+                });
+            }
+            Err(e) => {
+                let mut loaded = self.write();
+                let revoked = loaded.revoked;
+                loaded.problem = Some(if revoked {
+                    format!("tokens file {e}; every token stays revoked")
+                } else {
+                    format!("tokens file {e}; the tokens read before stay in force")
+                });
+                return Err(e);
+            }
+        };
         let n = tokens.len();
-        self.loaded
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .tokens = Arc::new(tokens);
+        {
+            let mut loaded = self.write();
+            loaded.tokens = Arc::new(tokens);
+            loaded.problem = None;
+            loaded.revoked = false;
+        }
         if let Some(l) = &self.limiter {
             // Forget the buckets of callers that are gone.
             l.retain_recent();
@@ -359,7 +428,7 @@ impl Authenticator {
                 let result = tokio::task::spawn_blocking(move || me.reload_if_changed()).await;
                 crate::events::TokensReloaded {
                     file: &file,
-                    result: result.unwrap_or(Ok(None)).map_err(|e| e.to_string()),
+                    result: result.unwrap_or(Ok(None)),
                 }
                 .emit();
             }

@@ -303,3 +303,41 @@ fn the_admin_port_asks_for_a_read_token_for_status() {
     assert!(auth.admits_admin("/readyz", None));
     assert!(Authenticator::open().admits_admin("/status", None));
 }
+
+/// A deleted tokens file revokes every token (fail closed) and says so, in the
+/// refusal and in `problem`; a broken one keeps the tokens and says so; a good one
+/// clears both.
+#[test]
+fn a_deleted_tokens_file_revokes_every_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = auth_with(&dir, &file(&[("one", "t1", "read", "")]), 100, 100);
+    let path = dir.path().join("tokens.toml");
+    assert_eq!(auth.problem(), None);
+
+    std::fs::write(&path, "").unwrap();
+    assert!(auth.reload_if_changed().is_err());
+    assert!(auth.admit(Some(b"Bearer t1"), Call::GetStatus).is_ok());
+    let p = auth.problem().unwrap();
+    assert!(
+        p.contains("no [[token]]") && p.contains("stay in force"),
+        "{p}"
+    );
+
+    std::fs::remove_file(&path).unwrap();
+    let err = auth.reload_if_changed().unwrap_err();
+    assert!(matches!(err, TokensError::Deleted { .. }), "{err}");
+    let refused = auth.admit(Some(b"Bearer t1"), Call::GetStatus).unwrap_err();
+    assert!(matches!(refused, AuthError::Revoked { .. }), "{refused}");
+    assert!(refused.to_string().contains("revoked"), "{refused}");
+    assert!(!auth.admits_admin("/status", Some(b"Bearer t1")));
+    let p = auth.problem().unwrap();
+    assert!(
+        p.contains("deleted") && p.contains("every token is revoked"),
+        "{p}"
+    );
+
+    std::fs::write(&path, file(&[("one", "t1", "read", "")])).unwrap();
+    assert_eq!(auth.reload_if_changed().unwrap(), Some(1));
+    assert!(auth.admit(Some(b"Bearer t1"), Call::GetStatus).is_ok());
+    assert_eq!(auth.problem(), None);
+}

@@ -36,6 +36,9 @@ pub enum TokensError {
         line: usize,
         message: String,
     },
+    /// Seen at a reload: every token is revoked until the file is back.
+    #[error("{path}: deleted: every token is revoked until the file is back")]
+    Deleted { path: String },
 }
 
 #[derive(Debug, Deserialize)]

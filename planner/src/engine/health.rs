@@ -310,6 +310,29 @@ pub fn evaluate(s: &Snapshot) -> Health {
     if !s.appliers.is_empty() && !s.appliers.iter().any(|a| a.healthy) {
         add(Rule::NoApplier, None, "no applier is healthy".into());
     }
+    if let Some(e) = &s.tokens_error {
+        add(Rule::TokensFile, None, e.clone());
+    }
+    for e in &s.tls_errors {
+        add(Rule::TlsFiles, None, e.clone());
+    }
+    for z in &s.zones {
+        let failed = z
+            .records
+            .get(&RecordStateKind::Failed)
+            .copied()
+            .unwrap_or(0);
+        if failed > 0 {
+            add(
+                Rule::RecordsFailed,
+                Some(&z.name),
+                format!(
+                    "zone {}: {failed} record(s) failed (transient provider errors outlived the retries; retried on their own clock); see `dnsplane records --state failed`",
+                    z.name
+                ),
+            );
+        }
+    }
     reasons.sort_by(|a, b| (a.rule, &a.zone).cmp(&(b.rule, &b.zone)));
     let leader = s.lease.role == Role::Leader;
     // Only the first sync and full syncs make the planner "syncing": the per-record

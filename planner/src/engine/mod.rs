@@ -53,6 +53,7 @@ mod send;
 mod snapshot;
 mod sync;
 mod takeover;
+mod watched;
 
 pub use approve::ApproveError;
 pub use audit::HistoryError;
@@ -67,6 +68,7 @@ pub use snapshot::{
 };
 pub use sync::{Phase, Preview, Scope, SyncError, SyncProgress, SyncSummary};
 pub use takeover::{NotWritable, Reload};
+pub use watched::Watched;
 
 /// Everything the engine keeps per zone. Private: read through [`Engine::snapshot`]
 /// and the other read-model methods.
@@ -189,6 +191,8 @@ pub struct Engine {
     /// Per pushed source (`push:<name>`), the caller of its last accepted push (with
     /// `[auth]` only), for the audit events of its records.
     pushers: Mutex<std::collections::HashMap<String, String>>,
+    /// The tokens file and TLS files, for status ([`watched`]).
+    watched: std::sync::OnceLock<Watched>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -265,6 +269,7 @@ impl Engine {
             push_lock: Mutex::new(()),
             audit,
             pushers: Mutex::new(std::collections::HashMap::new()),
+            watched: std::sync::OnceLock::new(),
         }))
     }
 

@@ -312,8 +312,8 @@ impl Engine {
             state_write_error: self.store.get().and_then(|s| s.write_error()),
             mode: self.config.safety.mode,
             audit_error: self.audit_write_error(),
-            tokens_error: None,
-            tls_errors: Vec::new(),
+            tokens_error: self.tokens_problem(),
+            tls_errors: self.tls_problems(),
         }
     }
 

@@ -216,9 +216,10 @@ impl PlannerService {
 /// token; RESOURCE_EXHAUSTED carries a RetryInfo with the wait.
 pub(super) fn auth_status(e: &AuthError) -> Status {
     match e {
-        AuthError::Missing | AuthError::Malformed | AuthError::Unknown => {
-            Status::unauthenticated(e.to_string())
-        }
+        AuthError::Missing
+        | AuthError::Malformed
+        | AuthError::Unknown
+        | AuthError::Revoked { .. } => Status::unauthenticated(e.to_string()),
         AuthError::Forbidden { .. } | AuthError::OutOfScope { .. } => {
             Status::permission_denied(e.to_string())
         }

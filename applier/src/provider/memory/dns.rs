@@ -30,6 +30,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub mod axfr;
+mod encode;
 pub mod rrl;
 use axfr::Transfer;
 use rrl::{DnsRateLimit, ResponseLimiter, Verdict};
@@ -108,7 +109,7 @@ impl Authority {
         } else {
             self.answer(&req.queries[0], &mut resp);
         }
-        let bytes = resp.to_vec().ok()?;
+        let bytes = encode::to_vec(&resp).ok()?;
         if bytes.len() <= max_size {
             return Some(bytes);
         }
@@ -116,7 +117,7 @@ impl Authority {
         resp.authorities.clear();
         resp.additionals.clear();
         resp.metadata.truncation = true;
-        resp.to_vec().ok()
+        encode::to_vec(&resp).ok()
     }
 
     /// The empty TC=1 answer a rate-limited UDP client gets instead of the real one

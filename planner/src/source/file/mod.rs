@@ -42,12 +42,16 @@
 //! the directory keeps its last accepted entries, and the error says so.
 //!
 //! - [`scan`]: which files, and whether they changed (and what is never read);
-//! - [`merge`]: keep-last-good per file.
+//! - [`merge`]: keep-last-good per file;
+//! - [`states`]: what was accepted, persisted per file (a one-record edit writes its
+//!   file's part, not the whole source); a write that fails (a full disk) is tried
+//!   again on a backoff until it succeeds, without waiting for the files to change.
 use super::dnsendpoint::{Accepted, ParsedFile, file_error, parse_file};
 use super::{Snapshot, SourceError};
 use crate::store::{DesiredStore, StoreError};
 use merge::{merge, with_kept_note};
 use scan::{Stamp, hash_content, hash_of, inode, read_manifest, scan};
+use states::FileStates;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -59,6 +63,12 @@ use tokio_util::sync::CancellationToken;
 
 pub(super) mod merge;
 mod scan;
+mod states;
+
+/// The longest wait between two tries to persist a change that could not be
+/// persisted (a full disk): it is tried at the next poll, then after twice as long
+/// each time, up to this.
+pub const PERSIST_RETRY_MAX: Duration = Duration::from_secs(30);
 
 pub use super::dnsendpoint::SOURCE_KIND;
 
@@ -71,8 +81,8 @@ pub use super::dnsendpoint::SOURCE_KIND;
 #[derive(Debug)]
 pub struct FileSource {
     paths: Vec<PathBuf>,
-    /// Where the accepted state is persisted (before it is handed on), and its key.
-    store: Option<(DesiredStore, String)>,
+    /// Where the accepted state is persisted (before it is handed on), per file.
+    store: Option<FileStates>,
     /// Per file: what the last load accepted (including entries kept from before).
     last_good: LastGood,
     /// Per file: the metadata and content hash seen by the last fingerprint.
@@ -81,6 +91,9 @@ pub struct FileSource {
     last_loaded: Option<u64>,
     /// The configured zones each endpoint is checked against ([`super::zones`]).
     zones: Option<super::zones::ZoneCheck>,
+    /// The last load's accepted state could not be persisted, so it is not in force:
+    /// `watch` loads again (on a backoff) even if the files do not change.
+    unpersisted: bool,
 }
 
 impl FileSource {
@@ -96,6 +109,7 @@ impl FileSource {
             stamps: HashMap::new(),
             last_loaded: None,
             zones: None,
+            unpersisted: false,
         }
     }
 
@@ -122,11 +136,10 @@ impl FileSource {
     /// there before [`load`](Self::load) returns it. Returns how many records were
     /// restored.
     pub fn with_store(&mut self, store: DesiredStore) -> Result<usize, StoreError> {
-        let key = self.store_key();
-        let restored: BTreeMap<PathBuf, Vec<Accepted>> = store.get(&key)?.unwrap_or_default();
+        let (states, restored) = FileStates::open(store, self.store_key())?;
         let n = restored.values().map(Vec::len).sum();
         self.last_good = LastGood::remember(&restored, false);
-        self.store = Some((store, key));
+        self.store = Some(states);
         Ok(n)
     }
 
@@ -183,21 +196,26 @@ impl FileSource {
                 good.insert(path.clone(), old.kept(path)?);
             }
         }
-        drop(old);
         let stored = self.store.is_some();
-        if let Some((store, key)) = &self.store
+        let key = self.store_key();
+        self.unpersisted = false;
+        if let Some(states) = &mut self.store
             && !self.last_good.same(&good)
-            && let Err(e) = store.put(key, &good)
         {
-            // Not persisted, not accepted: the previous state (as stored) stays in force.
-            errors.push(file_error(
-                &key["file:".len()..],
-                None,
-                format!(
-                    "cannot persist the accepted desired state ({e}); keeping the previous state"
-                ),
-            ));
-            good = store.get(key)?.unwrap_or_default();
+            let last = &self.last_good;
+            if let Err(e) = states.put(&good, |p| last.changed(p, good.get(p))) {
+                // Not persisted, not accepted: the previous state (as stored) stays in
+                // force, and the change is tried again (see `watch`).
+                errors.push(file_error(
+                    &key["file:".len()..],
+                    None,
+                    format!(
+                        "cannot persist the accepted desired state ({e}); keeping the previous state until a write succeeds"
+                    ),
+                ));
+                good = states.all()?;
+                self.unpersisted = true;
+            }
         }
         self.last_good = LastGood::remember(&good, !stored);
         let unready = scan
@@ -254,6 +272,8 @@ impl FileSource {
             let mut last_fingerprint: Option<u64> = None;
             // Compared by hash: a snapshot can be large.
             let mut last_sent: Option<u64> = self.last_loaded.take();
+            // Until the accepted state is persisted: the wait before the next try.
+            let mut backoff = poll;
             loop {
                 let polled = tokio::task::spawn_blocking(move || {
                     let fingerprint = self.fingerprint();
@@ -280,6 +300,16 @@ impl FileSource {
                 if fingerprint.is_some() {
                     last_fingerprint = fingerprint;
                 }
+                let wait = if self.unpersisted {
+                    // Loaded again after the wait, whether the files change or not: a
+                    // change made while the disk was full is applied once it is not.
+                    last_fingerprint = None;
+                    backoff = (backoff * 2).min(PERSIST_RETRY_MAX.max(poll));
+                    backoff
+                } else {
+                    backoff = poll;
+                    poll
+                };
                 if let Some(snapshot) = snapshot.filter(|s| last_sent != Some(hash_of(s))) {
                     tracing::debug!(
                         entries = snapshot.entries.len(),
@@ -296,7 +326,7 @@ impl FileSource {
                 tokio::select! {
                     biased;
                     () = cancel.cancelled() => return,
-                    () = tokio::time::sleep(poll) => {}
+                    () = tokio::time::sleep(wait) => {}
                 }
             }
         })
@@ -405,7 +435,7 @@ fn load_text(
     } else {
         old.entries(path)?
     };
-    let entries = merge(&mut parsed, before);
+    let entries = merge(&mut parsed, before.as_ref());
     Ok((entries, parsed.errors))
 }
 
@@ -446,6 +476,15 @@ impl LastGood {
         }
     }
 
+    /// Whether `path`'s entries (`now`) differ from what it last had accepted.
+    fn changed(&self, path: &std::path::Path, now: Option<&Vec<Accepted>>) -> bool {
+        let now = now.map(|a| FileMemo {
+            count: a.len(),
+            digest: hash_of(a),
+        });
+        self.files.get(path) != now.as_ref()
+    }
+
     /// Whether `good` is what was accepted last.
     fn same(&self, good: &BTreeMap<PathBuf, Vec<Accepted>>) -> bool {
         self.files.len() == good.len()
@@ -463,17 +502,12 @@ impl LastGood {
 /// file that needs them.
 struct Old<'a> {
     last: &'a LastGood,
-    store: Option<&'a (DesiredStore, String)>,
-    read: std::cell::OnceCell<BTreeMap<PathBuf, Vec<Accepted>>>,
+    store: Option<&'a FileStates>,
 }
 
 impl<'a> Old<'a> {
-    fn new(last: &'a LastGood, store: Option<&'a (DesiredStore, String)>) -> Old<'a> {
-        Old {
-            last,
-            store,
-            read: std::cell::OnceCell::new(),
-        }
+    fn new(last: &'a LastGood, store: Option<&'a FileStates>) -> Old<'a> {
+        Old { last, store }
     }
 
     fn count(&self, path: &std::path::Path) -> usize {
@@ -482,24 +516,22 @@ impl<'a> Old<'a> {
 
     /// A copy of what `path` last had accepted (none: nothing), for a file that keeps it.
     fn kept(&self, path: &std::path::Path) -> Result<Vec<Accepted>, StoreError> {
-        Ok(self.entries(path)?.cloned().unwrap_or_default())
+        Ok(self.entries(path)?.unwrap_or_default())
     }
 
-    fn entries(&self, path: &std::path::Path) -> Result<Option<&Vec<Accepted>>, StoreError> {
+    /// What `path` last had accepted: from memory without a store, else its part read
+    /// back (that file's only).
+    fn entries(&self, path: &std::path::Path) -> Result<Option<Vec<Accepted>>, StoreError> {
         if let Some(entries) = &self.last.entries {
-            return Ok(entries.get(path));
+            return Ok(entries.get(path).cloned());
         }
         if self.count(path) == 0 {
             return Ok(None);
         }
-        let Some((store, key)) = self.store else {
-            return Ok(None);
-        };
-        if self.read.get().is_none() {
-            let stored: BTreeMap<PathBuf, Vec<Accepted>> = store.get(key)?.unwrap_or_default();
-            let _ = self.read.set(stored);
+        match self.store {
+            Some(states) => states.get(path),
+            None => Ok(None),
         }
-        Ok(self.read.get().and_then(|r| r.get(path)))
     }
 }
 
@@ -518,5 +550,7 @@ fn cap_errors(label: &str, errors: &mut Vec<SourceError>) {
 
 #[cfg(test)]
 mod hostile_tests;
+#[cfg(test)]
+mod persist_tests;
 #[cfg(test)]
 mod tests;
