@@ -411,8 +411,16 @@ impl ApiCall<'_> {
 #[derive(Debug)]
 pub struct TokensReloaded<'a> {
     pub file: &'a std::path::Path,
-    /// The error names the file and line.
-    pub result: Result<Option<usize>, crate::auth::TokensError>,
+    pub result: Result<Option<usize>, TokensRefused>,
+}
+
+/// Why the tokens file was not taken.
+#[derive(Debug)]
+pub struct TokensRefused {
+    /// Names the file and line.
+    pub error: String,
+    /// The file is gone: every token is revoked, not kept.
+    pub deleted: bool,
 }
 
 impl TokensReloaded<'_> {
@@ -422,12 +430,15 @@ impl TokensReloaded<'_> {
             Ok(Some(n)) => {
                 info!(file = %self.file.display(), tokens = n, "Tokens file reloaded.")
             }
-            Err(e @ crate::auth::TokensError::Deleted { .. }) => tracing::error!(
-                error = %e,
+            Err(TokensRefused {
+                error,
+                deleted: true,
+            }) => tracing::error!(
+                error = %error,
                 "Tokens file deleted; every token is revoked until it is back."
             ),
-            Err(e) => tracing::error!(
-                error = %e,
+            Err(TokensRefused { error, .. }) => tracing::error!(
+                error = %error,
                 "Tokens file not reloaded; the tokens read before stay in force."
             ),
         }

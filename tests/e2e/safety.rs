@@ -418,17 +418,14 @@ fn the_accepted_state_survives_kill_9_at_any_moment() {
     )
     .unwrap();
     let stored = || -> Option<usize> {
-        // The store's own reader; the file source's state is one list per file.
+        // The file source's own reader: one part per file, every part read whole.
         let store =
             dnsplane_planner::store::DesiredStore::open(&dir.path().join(".dnsplane-state"))
                 .expect("the state directory opens");
         let key = format!("file:{}", desired.display());
-        let state: Option<serde_json::Value> = store.get(&key).expect("a complete, readable state");
-        state.map(|s| {
-            s.as_object().map_or(0, |m| {
-                m.values().map(|v| v.as_array().map_or(0, Vec::len)).sum()
-            })
-        })
+        dnsplane_planner::source::file::stored_counts(&store, &key)
+            .expect("a complete, readable state")
+            .map(|files| files.values().sum())
     };
     // A planner process on `config` (no applier: what is under test is its state).
     let start = |log: &str| {

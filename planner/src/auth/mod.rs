@@ -428,7 +428,12 @@ impl Authenticator {
                 let result = tokio::task::spawn_blocking(move || me.reload_if_changed()).await;
                 crate::events::TokensReloaded {
                     file: &file,
-                    result: result.unwrap_or(Ok(None)),
+                    result: result
+                        .unwrap_or(Ok(None))
+                        .map_err(|e| crate::events::TokensRefused {
+                            deleted: matches!(e, TokensError::Deleted { .. }),
+                            error: e.to_string(),
+                        }),
                 }
                 .emit();
             }

@@ -14,7 +14,7 @@ pub enum SourceConfig {
         /// keeps its last accepted version) or `ignore` (left out: one source fed to
         /// several planners of different zones).
         #[serde(default)]
-        outside_zones: crate::source::zones::OutsideZones,
+        outside_zones: OutsideZones,
     },
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.
@@ -59,7 +59,7 @@ pub struct KubernetesSourceConfig {
     /// its last accepted version) or `ignore` (left out: one source fed to several
     /// planners of different zones).
     #[serde(default)]
-    pub outside_zones: crate::source::zones::OutsideZones,
+    pub outside_zones: OutsideZones,
 }
 
 fn default_status_interval() -> Duration {
@@ -67,4 +67,15 @@ fn default_status_interval() -> Duration {
 }
 fn default_true() -> bool {
     true
+}
+
+/// `[[sources]] outside_zones`: what a name in no configured zone means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutsideZones {
+    /// An error: the object keeps its last accepted version.
+    #[default]
+    Error,
+    /// Left out without an error (a source shared by planners of different zones).
+    Ignore,
 }

@@ -82,6 +82,9 @@ impl Engine {
             };
             match epoch {
                 None => {
+                    // Leading again later is a new leadership even under the same epoch
+                    // number (a Redis that restarted empty counts from 1 again).
+                    led = None;
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         r = lease.wait_for(|st| st.role == Role::Leader) => if r.is_err() { return },

@@ -16,19 +16,9 @@ use super::DesiredEntry;
 use super::dnsendpoint::{ParsedFile, Rejected, RejectedWhat};
 use crate::config::ZoneConfig;
 use dnsplane_common::{Name, RRSet};
-use serde::Deserialize;
 use std::collections::BTreeSet;
 
-/// `[[sources]] outside_zones`: what a name in no configured zone means.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutsideZones {
-    /// An error: the object keeps its last accepted version.
-    #[default]
-    Error,
-    /// Left out without an error (a source shared by planners of different zones).
-    Ignore,
-}
+pub use crate::config::OutsideZones;
 
 /// The configured zones, as a source checks its endpoints against them.
 #[derive(Debug, Clone)]

@@ -213,7 +213,16 @@ fn redis_down_the_leader_stops_when_its_window_closes_and_writes_again_after() {
     // Redis is back (empty): the planner takes the lease again and writes.
     redis.restart();
     planner.wait_lease(&tools, "leader again", |l| role(l) == "leader");
-    s.wait_dns("www.example.com", "A", &["192.0.2.11"]);
+    wait_for(Duration::from_secs(30), || {
+        (s.dig("www.example.com", "A") == ["192.0.2.11"]).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the leader again did not write 192.0.2.11; planner log:\n{}\n{}",
+            std::fs::read_to_string(planner.dir.join("planner.log")).unwrap_or_default(),
+            s.logs()
+        )
+    });
     let st = planner.status(&tools).expect("status");
     assert_ne!(text(&st, "level"), "degraded", "{st}");
 }

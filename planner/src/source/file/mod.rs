@@ -64,6 +64,7 @@ use tokio_util::sync::CancellationToken;
 pub(super) mod merge;
 mod scan;
 mod states;
+pub use self::states::stored_counts;
 
 /// The longest wait between two tries to persist a change that could not be
 /// persisted (a full disk): it is tried at the next poll, then after twice as long

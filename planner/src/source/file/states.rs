@@ -75,6 +75,37 @@ fn corrupt(path: &Path, e: impl ToString) -> StoreError {
     }
 }
 
+/// How many entries each file of the file source `key` has stored in `store`, read
+/// as a standby or a tool would: nothing converted or written, every part read and
+/// parsed (a torn or missing part is an error, never "no records"). `None`: nothing
+/// stored yet.
+pub fn stored_counts(
+    store: &DesiredStore,
+    key: &str,
+) -> Result<Option<BTreeMap<PathBuf, usize>>, StoreError> {
+    let dir = store.path_of(key).with_extension("files");
+    let index = dir.join(INDEX);
+    let bytes = match fs::read(&index) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // The layout of before: one file for the whole source.
+            let old: Option<BTreeMap<PathBuf, Vec<serde_json::Value>>> = store.get(key)?;
+            return Ok(old.map(|m| m.into_iter().map(|(p, v)| (p, v.len())).collect()));
+        }
+        Err(e) => return Err(io(&index)(e)),
+    };
+    let read: Index = serde_json::from_slice(&bytes).map_err(|e| corrupt(&index, e))?;
+    let mut out = BTreeMap::new();
+    for (path, r) in read.files {
+        let part = dir.join(&r.part);
+        let bytes = fs::read(&part).map_err(io(&part))?;
+        let entries: Vec<serde_json::Value> =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(&part, e))?;
+        out.insert(path, entries.len());
+    }
+    Ok(Some(out))
+}
+
 impl FileStates {
     /// Opens `key`'s state in `store` and reads it back whole; a state in the format
     /// of before (one file for the whole source) is converted. Returns the entries
