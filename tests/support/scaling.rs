@@ -75,6 +75,11 @@ pub struct ClusterOptions {
     /// The planner's `sync.interval` (full re-read) and `sync.retry_max`.
     pub sync_interval: String,
     pub retry_max: String,
+    /// Planner replicas (same `owner_id`, sources and `[lease]`, a config and state
+    /// dir each: `planner{i}/`); 1: one planner with `planner.toml` in the cluster dir.
+    pub planners: usize,
+    /// `[lease] redis` of every planner (`redis://…`), for `planners > 1`.
+    pub lease_redis: Option<String>,
 }
 
 impl Default for ClusterOptions {
@@ -90,6 +95,8 @@ impl Default for ClusterOptions {
             planner_extra: String::new(),
             sync_interval: "10m".into(),
             retry_max: "1s".into(),
+            planners: 1,
+            lease_redis: None,
         }
     }
 }
@@ -107,8 +114,12 @@ pub struct Cluster {
     /// Starts of each applier so far (its log is `applier{i}.log`, then
     /// `applier{i}.{n}.log` after the n-th restart).
     starts: Vec<usize>,
+    /// The first planner's port (the only one's, with one planner).
     pub planner_port: u16,
-    planner: Option<Proc>,
+    /// Every planner's port; with several, status calls go to the leader.
+    pub planner_ports: Vec<u16>,
+    planners: Vec<Option<Proc>>,
+    planner_starts: Vec<usize>,
     opts: ClusterOptions,
     rt: tokio::runtime::Runtime,
 }
@@ -133,7 +144,8 @@ impl Cluster {
         );
         std::fs::write(dir.path().join("applier.toml"), applier_toml).expect("applier.toml");
         let applier_ports: Vec<u16> = (0..opts.appliers).map(|_| free_port()).collect();
-        let planner_port = free_port();
+        let planner_ports: Vec<u16> = (0..opts.planners.max(1)).map(|_| free_port()).collect();
+        let planner_port = planner_ports[0];
         let addrs: Vec<String> = applier_ports
             .iter()
             .map(|p| format!("\"http://127.0.0.1:{p}\""))
@@ -142,20 +154,26 @@ impl Cluster {
             .iter()
             .map(|z| format!("[[zones]]\nname = \"{z}\"\naccount = \"{ACCOUNT}\"\n"))
             .collect();
-        std::fs::write(
-            dir.path().join("planner.toml"),
-            format!(
-                "owner_id = \"e2e\"\nappliers = [{}]\n[pool]\nhealth_interval = \"200ms\"\n\
-                 [sync]\ninterval = \"{}\"\nmin_interval = \"100ms\"\nretry_min = \"200ms\"\nretry_max = \"{}\"\n\
-                 [batch]\nmax_changes = {}\n{zones_toml}{}",
-                addrs.join(", "),
-                opts.sync_interval,
-                opts.retry_max,
-                opts.batch_max_changes,
-                opts.planner_extra
-            ),
-        )
-        .expect("planner.toml");
+        let lease = opts
+            .lease_redis
+            .as_ref()
+            .map(|r| format!("[lease]\nredis = \"{r}\"\n"))
+            .unwrap_or_default();
+        let planner_toml = format!(
+            "owner_id = \"e2e\"\nappliers = [{}]\n[pool]\nhealth_interval = \"200ms\"\n\
+             [sync]\ninterval = \"{}\"\nmin_interval = \"100ms\"\nretry_min = \"200ms\"\nretry_max = \"{}\"\n\
+             [batch]\nmax_changes = {}\n{zones_toml}{}{lease}",
+            addrs.join(", "),
+            opts.sync_interval,
+            opts.retry_max,
+            opts.batch_max_changes,
+            opts.planner_extra
+        );
+        for i in 0..planner_ports.len() {
+            let d = planner_dir(dir.path(), &opts, i);
+            std::fs::create_dir_all(&d).expect("planner dir");
+            std::fs::write(d.join("planner.toml"), &planner_toml).expect("planner.toml");
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -180,7 +198,9 @@ impl Cluster {
             applier_ports,
             planner_port,
             // Started below, once the appliers serve.
-            planner: None,
+            planners: planner_ports.iter().map(|_| None).collect(),
+            planner_starts: vec![1; planner_ports.len()],
+            planner_ports,
             dir,
             opts,
             rt,
@@ -188,20 +208,9 @@ impl Cluster {
         for i in 0..c.applier_ports.len() {
             c.wait_applier(i);
         }
-        c.planner = Some(spawn(
-            &c.opts,
-            c.dir.path(),
-            "planner",
-            planner_port,
-            "planner",
-        ));
-        let planner_up = wait_for(Duration::from_secs(30), || {
-            let mut client = c.planner()?;
-            c.rt.block_on(client.get_status(pb::GetStatusRequest {}))
-                .ok()
-                .map(drop)
-        });
-        assert!(planner_up.is_some(), "planner not up; {}", c.logs());
+        for i in 0..c.planner_ports.len() {
+            c.start_planner(i);
+        }
         c
     }
 
@@ -233,8 +242,86 @@ impl Cluster {
         self.appliers[i].is_some()
     }
 
+    /// Starts planner `i` (its log `planner.log`, or `planner{i}.log` then
+    /// `planner{i}.{n}.log` after the n-th restart with several); returns once it
+    /// answers `GetStatus`.
+    fn start_planner(&mut self, i: usize) {
+        let name = match (self.planner_ports.len(), self.planner_starts[i]) {
+            (1, 1) => "planner".to_string(),
+            (1, n) => format!("planner.{}", n - 1),
+            (_, 1) => format!("planner{i}"),
+            (_, n) => format!("planner{i}.{}", n - 1),
+        };
+        self.planner_starts[i] += 1;
+        let config = planner_dir(self.dir.path(), &self.opts, i).join("planner.toml");
+        self.planners[i] = Some(spawn_with(
+            &self.opts,
+            &config,
+            self.dir.path(),
+            &name,
+            self.planner_ports[i],
+            "planner",
+        ));
+        let up = wait_for(Duration::from_secs(30), || {
+            let mut client = self.planner_at(i)?;
+            self.rt
+                .block_on(client.get_status(pb::GetStatusRequest {}))
+                .ok()
+                .map(drop)
+        });
+        assert!(up.is_some(), "planner{i} not up; {}", self.logs());
+    }
+
+    /// Kills planner `i` (SIGKILL).
+    pub fn kill_planner(&mut self, i: usize) {
+        if let Some(mut p) = self.planners[i].take() {
+            p.kill();
+        }
+    }
+
+    /// Starts planner `i` again on its port and state dir (killing it first if it
+    /// runs), logging into a new file; returns once it answers.
+    pub fn restart_planner(&mut self, i: usize) {
+        self.kill_planner(i);
+        self.start_planner(i);
+    }
+
+    /// Planner `i`'s status (`None` when it is not running or does not answer).
+    pub fn planner_status_at(&self, i: usize) -> Option<pb::PlannerStatus> {
+        self.planners[i].as_ref()?;
+        let mut c = self.planner_at(i)?;
+        self.rt
+            .block_on(c.get_status(pb::GetStatusRequest {}))
+            .ok()
+            .map(tonic::Response::into_inner)
+    }
+
+    /// The running planner whose lease role is `leader`, if one is.
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.planner_ports.len()).find(|&i| {
+            self.planner_status_at(i)
+                .and_then(|s| s.lease)
+                .is_some_and(|l| l.role == "leader")
+        })
+    }
+
+    /// The planner status calls go to: the only one, or the leader (else the first
+    /// that runs).
+    fn active(&self) -> usize {
+        if self.planner_ports.len() == 1 {
+            return 0;
+        }
+        self.leader()
+            .or_else(|| (0..self.planners.len()).find(|&i| self.planners[i].is_some()))
+            .unwrap_or(0)
+    }
+
     fn planner(&self) -> Option<PlannerClient<Channel>> {
-        let addr = format!("http://127.0.0.1:{}", self.planner_port);
+        self.planner_at(self.active())
+    }
+
+    fn planner_at(&self, i: usize) -> Option<PlannerClient<Channel>> {
+        let addr = format!("http://127.0.0.1:{}", self.planner_ports[i]);
         self.rt
             .block_on(PlannerClient::connect(addr))
             .ok()
@@ -242,6 +329,24 @@ impl Cluster {
                 c.max_decoding_message_size(64 << 20)
                     .max_encoding_message_size(64 << 20)
             })
+    }
+
+    /// `PatchDesired` at planner `i`; the gRPC error as is (a standby answers
+    /// `UNAVAILABLE` naming the leader).
+    pub fn patch_at(
+        &self,
+        i: usize,
+        req: pb::PatchDesiredRequest,
+    ) -> Result<pb::PatchDesiredResponse, tonic::Status> {
+        let mut c = self
+            .planner_at(i)
+            .ok_or_else(|| tonic::Status::unavailable(format!("planner{i}: cannot connect")))?;
+        let call = async {
+            tokio::time::timeout(Duration::from_secs(30), c.patch_desired(req))
+                .await
+                .map_err(|_| tonic::Status::deadline_exceeded("no answer within 30s"))?
+        };
+        self.rt.block_on(call).map(tonic::Response::into_inner)
     }
 
     /// Replaces the records of push source `source` (gRPC `PutDesired`).
@@ -368,7 +473,12 @@ impl Cluster {
     /// The tails of every process log, for failure messages.
     pub fn logs(&self) -> String {
         let mut s = String::from("logs:\n");
-        for p in self.appliers.iter().flatten().chain(&self.planner) {
+        for p in self
+            .appliers
+            .iter()
+            .flatten()
+            .chain(self.planners.iter().flatten())
+        {
             let text = p.log_text();
             let lines: Vec<&str> = text.lines().collect();
             s.push_str(&format!(
@@ -399,7 +509,29 @@ impl Cluster {
     }
 }
 
+/// Planner `i`'s config (and so state) dir: the cluster dir with one planner,
+/// `planner{i}/` in it with several.
+fn planner_dir(dir: &std::path::Path, opts: &ClusterOptions, i: usize) -> PathBuf {
+    if opts.planners <= 1 {
+        dir.to_path_buf()
+    } else {
+        dir.join(format!("planner{i}"))
+    }
+}
+
 fn spawn(opts: &ClusterOptions, dir: &std::path::Path, name: &str, port: u16, bin: &str) -> Proc {
+    let config = dir.join(format!("{bin}.toml"));
+    spawn_with(opts, &config, dir, name, port, bin)
+}
+
+fn spawn_with(
+    opts: &ClusterOptions,
+    config: &std::path::Path,
+    dir: &std::path::Path,
+    name: &str,
+    port: u16,
+    bin: &str,
+) -> Proc {
     let path = opts.bin_dir.join(format!("dnsplane-{bin}"));
     assert!(
         path.exists(),
@@ -410,7 +542,7 @@ fn spawn(opts: &ClusterOptions, dir: &std::path::Path, name: &str, port: u16, bi
     let file = std::fs::File::create(&log).expect("log file");
     let child = std::process::Command::new(&path)
         .arg("--config")
-        .arg(dir.join(format!("{bin}.toml")))
+        .arg(config)
         .args([
             "--listen",
             &format!("127.0.0.1:{port}"),

@@ -26,6 +26,13 @@ pub struct Args {
     pub p503: f64,
     pub ptimeout: f64,
     pub timeout_delay: Duration,
+    /// Planner replicas: 1 (no lease backend), or 2 sharing a Redis lease, each with
+    /// its own state dir, the leader killed every `failover_interval`.
+    pub planners: usize,
+    pub failover_interval: Duration,
+    /// Failover mode: a `PatchDesired` of `push_size` changes every `push_interval`.
+    pub push_interval: Duration,
+    pub push_size: usize,
     /// Keep the temp dirs (configs, logs, source) even when the run passes.
     pub keep: bool,
 }
@@ -49,6 +56,10 @@ const FLAGS: &[(&str, &str)] = &[
     ("--p503", "0.05"),
     ("--ptimeout", "0.02"),
     ("--timeout-delay", "2s"),
+    ("--planners", "1"),
+    ("--failover-interval", "2m"),
+    ("--push-interval", "5s"),
+    ("--push-size", "20"),
 ];
 
 pub fn parse() -> Args {
@@ -110,10 +121,17 @@ pub fn parse() -> Args {
         p503: num("--p503"),
         ptimeout: num("--ptimeout"),
         timeout_delay: dur("--timeout-delay"),
+        planners: num("--planners") as usize,
+        failover_interval: dur("--failover-interval"),
+        push_interval: dur("--push-interval"),
+        push_size: num("--push-size") as usize,
         keep,
     };
     if a.records < 10 || a.zones == 0 || a.files == 0 || a.files > a.records {
         usage("need --records >= 10, --zones >= 1 and 1 <= --files <= --records");
+    }
+    if !(1..=2).contains(&a.planners) || a.push_size == 0 {
+        usage("need --planners 1 or 2 and --push-size >= 1");
     }
     a
 }

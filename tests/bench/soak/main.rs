@@ -21,16 +21,27 @@
 //! record was lost or doubled, a broken file lost records, another writer's record
 //! was overwritten, or the conflicts reported are not the ones injected.
 //!
+//! With `--planners 2` (failover mode, [`failover`]): two planners share a Redis
+//! lease, each with its own state dir; every `--failover-interval` the leader is
+//! killed (SIGKILL) and restarted `--restart-after` later, and every `--push-interval`
+//! a `PatchDesired` goes to the leader (to the other planner on a refusal); every
+//! acknowledged push enters the model. The zones are audited every 3 s. The bench also
+//! exits 1 when an acknowledged pushed change is lost, a record desired at the end was
+//! deleted at some point, or a push was never acknowledged. It needs `redis-server`.
+//!
 //! It needs `pdns_server` (tests/run-all.sh installs it) and `dnsplane-planner` and
 //! `dnsplane-applier` next to its own binary.
 mod args;
+mod failover;
 mod model;
 mod report;
 mod zone;
 
 use args::Args;
+use dnsplane_e2e::redis::Redis;
 use dnsplane_e2e::scaling::{Cluster, ClusterOptions, create_zones};
 use dnsplane_e2e::servers::PowerDns;
+use failover::Failover;
 use model::{Break, Model, Taken};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -54,6 +65,15 @@ fn run(args: &Args) -> bool {
     let pdns = PowerDns::start().unwrap_or_else(|| {
         eprintln!("dnsplane-bench-soak: PowerDNS is not installed (tests/run-all.sh installs it)");
         std::process::exit(2)
+    });
+    // Failover mode's lease: declared before the cluster, so it outlives the planners.
+    let redis = (args.planners > 1).then(|| {
+        Redis::start().unwrap_or_else(|| {
+            eprintln!(
+                "dnsplane-bench-soak: redis-server is not installed (tests/run-all.sh installs it)"
+            );
+            std::process::exit(2)
+        })
     });
     let zones = create_zones(&pdns, "soak", args.zones);
     let mut rng = StdRng::seed_from_u64(args.seed);
@@ -83,6 +103,8 @@ fn run(args: &Args) -> bool {
             ),
             sync_interval: humantime::format_duration(args.sync_interval).to_string(),
             retry_max: humantime::format_duration(args.retry_max).to_string(),
+            planners: args.planners,
+            lease_redis: redis.as_ref().map(Redis::url),
             ..ClusterOptions::default()
         },
     );
@@ -199,7 +221,16 @@ fn chaos(
     let mut next_takeover = t0 + every;
     let mut taken = 0;
     let mut next_scrape = t0;
+    let mut failover = (args.planners > 1).then(|| Failover::new(args, cluster, t0));
+    let mut next_audit = t0;
     while Instant::now() < end {
+        if let Some(f) = failover.as_mut() {
+            f.step(args, cluster, model, rng, out, t0);
+            if Instant::now() >= next_audit {
+                next_audit = Instant::now() + Duration::from_secs(3);
+                check(pdns, model, &mut audit, out, t0);
+            }
+        }
         let now = Instant::now();
         if now >= next_scrape {
             for i in 0..2 {
@@ -291,6 +322,9 @@ fn chaos(
     }
     check(pdns, model, &mut audit, out, t0);
     fix(model, source, t0);
+    if let Some(f) = failover.as_mut() {
+        f.finish(cluster, t0);
+    }
     if let Some((i, _)) = restart {
         cluster.restart_applier(i);
         log(t0, &format!("applier{i} restarted; chaos over"));
@@ -302,6 +336,7 @@ fn chaos(
 /// was deleted by mistake (the end state cannot show it: a fixed file brings it back).
 fn check(pdns: &PowerDns, model: &Model, audit: &mut zone::Audit, out: &mut Outcome, t0: Instant) {
     let gone = audit.run(pdns, model);
+    out.vanished_slots.extend(&gone);
     for &i in &gone {
         let s = &model.slots[i];
         let file = Model::file_name(s.file);

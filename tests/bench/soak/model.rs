@@ -46,6 +46,9 @@ pub struct Slot {
     pub zone: usize,
     pub file: usize,
     pub live: bool,
+    /// Pushed through `PatchDesired` (failover mode), not in a file; its changes
+    /// enter the model once the planner acknowledged them.
+    pub pushed: bool,
     /// Taken by another writer: the schedule never changes or removes it, so what the
     /// zone must hold there stays known.
     pub foreign: Option<Foreign>,
@@ -61,8 +64,27 @@ impl Slot {
             zone: i % zones,
             file,
             live: true,
+            pushed: false,
             foreign: None,
         }
+    }
+}
+
+/// One `PatchDesired` of the pushed source, planned: applied to the model only once
+/// a planner acknowledged it.
+#[derive(Clone, Debug, Default)]
+pub struct PushPlan {
+    /// Existing pushed slots with a new value (slot, its new version).
+    pub updates: Vec<(usize, u32)>,
+    /// New pushed records, as slots not yet in the model.
+    pub added: Vec<Slot>,
+    /// Pushed slots withdrawn.
+    pub deletes: Vec<usize>,
+}
+
+impl PushPlan {
+    pub fn changes(&self) -> usize {
+        self.updates.len() + self.added.len() + self.deletes.len()
     }
 }
 
@@ -105,6 +127,7 @@ pub struct Model {
     /// The broken file, if one is.
     pub broken: Option<(usize, Break)>,
     next_added: usize,
+    next_pushed: usize,
     /// Record changes the desired state asked for: the initial creates, then every
     /// update, removal and addition of a rewrite.
     pub changes: usize,
@@ -154,6 +177,7 @@ impl Model {
             files,
             broken: None,
             next_added: 0,
+            next_pushed: 0,
             changes: records,
         }
     }
@@ -214,7 +238,7 @@ impl Model {
         let candidates: Vec<usize> = (0..self.slots.len())
             .filter(|&i| {
                 let s = &self.slots[i];
-                s.live && s.foreign.is_none() && Some(s.file) != broken
+                s.live && !s.pushed && s.foreign.is_none() && Some(s.file) != broken
             })
             .collect();
         let total = (self.live() as f64 * fraction).round().max(4.0) as usize;
@@ -247,6 +271,96 @@ impl Model {
         }
         self.changes += churn.updated + churn.removed + churn.added;
         (churn, touched)
+    }
+
+    /// A push of `size` changes: half new records, a third value changes, the rest
+    /// withdrawals (of pushed records only; A records, named `p…`).
+    pub fn plan_push(&self, rng: &mut StdRng, size: usize) -> PushPlan {
+        let pushed: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].live && self.slots[i].pushed)
+            .collect();
+        let mut plan = PushPlan::default();
+        let mut chosen = BTreeSet::new();
+        let old = (size / 2).min(pushed.len());
+        while chosen.len() < old {
+            chosen.insert(pushed[rng.random_range(0..pushed.len())]);
+        }
+        for (n, i) in chosen.into_iter().enumerate() {
+            let s = &self.slots[i];
+            // The A value's second octet is 18 + version.
+            if n % 3 == 2 || s.version >= 200 {
+                plan.deletes.push(i);
+            } else {
+                plan.updates.push((i, s.version + 1));
+            }
+        }
+        for k in 0..size - old {
+            // Indices ending in 3..9 are A records (see `rec`).
+            let j = self.next_pushed + k;
+            let i = j / 7 * 10 + 3 + j % 7;
+            let mut slot = Slot::new("p", i, self.zones.len(), usize::MAX);
+            slot.pushed = true;
+            plan.added.push(slot);
+        }
+        plan
+    }
+
+    /// The desired record of a pushed slot as `PatchDesired` takes it.
+    pub fn desired(&self, s: &Slot) -> dnsplane_common::pb::DesiredRecord {
+        dnsplane_common::pb::DesiredRecord {
+            name: self.name(s).trim_end_matches('.').to_string(),
+            r#type: s.rec.rtype.into(),
+            ttl: TTL,
+            values: vec![s.rec.value.clone()],
+            ..Default::default()
+        }
+    }
+
+    /// The plan as a `PatchDesired` of source `source`.
+    pub fn push_request(
+        &self,
+        source: &str,
+        plan: &PushPlan,
+    ) -> dnsplane_common::pb::PatchDesiredRequest {
+        let mut upserts: Vec<_> = plan.added.iter().map(|s| self.desired(s)).collect();
+        for &(i, v) in &plan.updates {
+            let mut s = self.slots[i].clone();
+            s.version = v;
+            s.rec = rec(s.prefix, s.i, v);
+            upserts.push(self.desired(&s));
+        }
+        let deletes = plan
+            .deletes
+            .iter()
+            .map(|&i| {
+                let s = &self.slots[i];
+                dnsplane_common::pb::DesiredRecordRef {
+                    name: self.name(s).trim_end_matches('.').to_string(),
+                    r#type: s.rec.rtype.into(),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        dnsplane_common::pb::PatchDesiredRequest {
+            source: source.into(),
+            upserts,
+            deletes,
+        }
+    }
+
+    /// Applies an acknowledged push to the model.
+    pub fn commit_push(&mut self, plan: PushPlan) {
+        self.changes += plan.changes();
+        for (i, v) in plan.updates {
+            let s = &mut self.slots[i];
+            s.version = v;
+            s.rec = rec(s.prefix, s.i, v);
+        }
+        for i in plan.deletes {
+            self.slots[i].live = false;
+        }
+        self.next_pushed += plan.added.len();
+        self.slots.extend(plan.added);
     }
 
     pub fn live(&self) -> usize {

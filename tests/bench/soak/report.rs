@@ -100,6 +100,17 @@ pub struct Outcome {
     pub takeovers: usize,
     /// Desired records that vanished between two audits during the chaos.
     pub vanished: Vec<String>,
+    /// Their slots: those desired at the end are records deleted that were desired at
+    /// the end.
+    pub vanished_slots: Vec<usize>,
+    /// Failover mode: leaders killed, the longest wait for the next leader, pushes
+    /// acknowledged and their changes, refusals retried, pushes never acknowledged.
+    pub failovers: usize,
+    pub takeover_max: Duration,
+    pub pushes: usize,
+    pub pushed_changes: usize,
+    pub push_retries: usize,
+    pub push_unacked: Vec<String>,
     pub counts: Counts,
     /// The planner's non-converged records at the end.
     pub states: Vec<pb::RecordState>,
@@ -151,9 +162,26 @@ pub fn print(a: &Args, model: &Model, out: &Outcome) -> bool {
     let z = &out.zone;
 
     println!(
-        "\nChaos soak: {} records in {} zones ({} DNSEndpoint files), one PowerDNS (sqlite), 2 appliers, 1 planner; seed {}\n",
-        a.records, a.zones, a.files, a.seed
+        "\nChaos soak: {} records in {} zones ({} DNSEndpoint files), one PowerDNS (sqlite), 2 appliers, {}; seed {}\n",
+        a.records,
+        a.zones,
+        a.files,
+        if a.planners > 1 {
+            "2 planners (one Redis lease, a state dir each)"
+        } else {
+            "1 planner"
+        },
+        a.seed
     );
+    if a.planners > 1 {
+        println!(
+            "- failovers: every {} the leader planner is killed (SIGKILL) and restarted {} later (as the standby); every {} a `PatchDesired` of {} changes (new records, new values, withdrawals) goes to the leader, retried at the other planner until acknowledged",
+            humantime::format_duration(a.failover_interval),
+            humantime::format_duration(a.restart_after),
+            humantime::format_duration(a.push_interval),
+            a.push_size
+        );
+    }
     println!(
         "- chaos for {}: an applier killed (SIGKILL) every {} and restarted {} later, in turn; every {} the source is rewritten ({} of the records: values changed, removed, added), or a file is broken (invalid YAML, zero bytes, NUL bytes, in turn), or it is fixed",
         humantime::format_duration(a.duration),
@@ -221,7 +249,42 @@ pub fn print(a: &Args, model: &Model, out: &Outcome) -> bool {
         out.counts.batches
     );
 
+    let deleted_desired: Vec<String> = out
+        .vanished_slots
+        .iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|&i| &model.slots[i])
+        .filter(|s| s.live)
+        .map(|s| format!("{} {}", model.name(s), s.rec.rtype))
+        .collect();
+    if a.planners > 1 {
+        println!(
+            "\n| leader kills | longest takeover | pushes acknowledged | pushed changes acknowledged | refusals retried | acknowledged pushed changes lost | records deleted that were desired at the end |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|---:|");
+        println!(
+            "| {} | {:.1} s | {} | {} | {} | {} | {} |",
+            out.failovers,
+            out.takeover_max.as_secs_f64(),
+            out.pushes,
+            out.pushed_changes,
+            out.push_retries,
+            z.pushed_lost.len(),
+            deleted_desired.len()
+        );
+    }
+
     let mut problems: Vec<(String, Vec<String>)> = vec![
+        (
+            "acknowledged pushed changes lost".into(),
+            z.pushed_lost.clone(),
+        ),
+        (
+            "records deleted that were desired at the end".into(),
+            deleted_desired,
+        ),
+        ("pushes never acknowledged".into(), out.push_unacked.clone()),
         ("lost".into(), z.lost.clone()),
         ("doubled".into(), z.doubled.clone()),
         (

@@ -105,6 +105,8 @@ pub struct Report {
     /// Desired records absent, with another value or TTL, or without dnsplane's
     /// ownership record (a record without it is no longer managed).
     pub lost: Vec<String>,
+    /// Pushed records (acknowledged) missing or with another value: lost pushes.
+    pub pushed_lost: Vec<String>,
     /// Duplicate values, values beside the desired one, records neither desired nor
     /// taken (not deleted), ownership records without their record.
     pub doubled: Vec<String>,
@@ -121,6 +123,7 @@ pub fn compare(model: &Model, stored: &BTreeMap<Key, Stored>) -> Report {
     let mut accounted: BTreeSet<Key> = BTreeSet::new();
     for s in model.slots.iter().filter(|s| s.live) {
         r.desired += 1;
+        let lost_before = r.lost.len();
         let name = model.name(s);
         let key: Key = (name.clone(), s.rec.rtype.to_string());
         let okey = owner_key(&name, s.rec.rtype);
@@ -184,6 +187,10 @@ pub fn compare(model: &Model, stored: &BTreeMap<Key, Stored>) -> Report {
                     }
                 }
             }
+        }
+        if s.pushed {
+            let lost: Vec<String> = r.lost.drain(lost_before..).collect();
+            r.pushed_lost.extend(lost);
         }
     }
     let apex: BTreeSet<&str> = model.zones.iter().map(String::as_str).collect();
