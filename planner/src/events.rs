@@ -281,7 +281,12 @@ pub struct LeaseFenced<'a> {
     pub identity: &'a str,
     /// The epoch this planner was refused under.
     pub epoch: u64,
-    pub by: &'a crate::lease::FencedBy,
+    /// The writer the appliers serve instead, its epoch, whether both share a lease
+    /// backend, and the applier's words.
+    pub by_holder: &'a str,
+    pub by_epoch: u64,
+    pub shared_backend: bool,
+    pub reason: &'a str,
 }
 
 impl LeaseFenced<'_> {
@@ -289,7 +294,7 @@ impl LeaseFenced<'_> {
         if let Some(m) = metrics {
             m.fenced(true);
         }
-        warn!(identity = %self.identity, epoch = self.epoch, fenced_by.holder = %self.by.holder, fenced_by.epoch = self.by.epoch, shared_backend = self.by.shared_backend, reason = %self.by.message, "Fenced by another planner at the appliers; sending nothing until it has been silent for the lease ttl.");
+        warn!(identity = %self.identity, epoch = self.epoch, fenced_by.holder = %self.by_holder, fenced_by.epoch = self.by_epoch, shared_backend = self.shared_backend, reason = %self.reason, "Fenced by another planner at the appliers; sending nothing until it has been silent for the lease ttl.");
     }
 }
 

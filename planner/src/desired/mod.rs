@@ -86,13 +86,7 @@ pub struct DesiredIndex {
     pub interner: Interner,
 }
 
-/// The configured zone that holds `name`: the longest matching suffix.
-pub fn zone_for<'a>(zones: &'a [ZoneConfig], name: &Name) -> Option<&'a ZoneConfig> {
-    zones
-        .iter()
-        .filter(|z| name.is_within(&z.name))
-        .max_by_key(|z| z.name.as_str().len())
-}
+pub use crate::source::zones::zone_for;
 
 impl DesiredIndex {
     pub fn new(zones: &[ZoneConfig]) -> DesiredIndex {

@@ -1,31 +1,15 @@
 //! The desired state coming in: each source's snapshot, pushes and patches (persisted
 //! before they are acknowledged, [`crate::store`]), restored at start, and each
 //! source's readiness (no zone plans before every source has loaded once).
+use super::patch::{Patch, Patched};
 use super::pushes::PushStore;
 use super::{Engine, lock};
 use crate::desired::{Checked, DesiredIndex};
 use crate::events;
-use crate::source::{DesiredEntry, EntryKey, SourceError};
+use crate::source::{DesiredEntry, SourceError};
 use crate::store::{DesiredStore, StoreError};
 use dnsplane_common::RecordKey;
 use std::collections::BTreeSet;
-
-/// A change of part of a pushed source: `upserts` replace or add the entries at their
-/// (name, type), `deletes` withdraw them; the rest of the source stays.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Patch {
-    pub upserts: Vec<DesiredEntry>,
-    pub deletes: Vec<EntryKey>,
-}
-
-/// What a patch did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Patched {
-    /// Deletes that matched an entry of the source.
-    pub deleted: usize,
-    /// Entries of the source after the patch.
-    pub records: usize,
-}
 
 impl Engine {
     /// Replaces one source's snapshot in the desired state and wakes the zones whose
@@ -241,42 +225,4 @@ impl Engine {
         let mut rx = self.first_loads.subscribe();
         let _ = rx.wait_for(BTreeSet::is_empty).await;
     }
-}
-
-/// A pushed source's snapshot with its journaled patches applied, in order.
-pub(super) fn replay(entries: Vec<DesiredEntry>, patches: &[Patch]) -> Vec<DesiredEntry> {
-    patches
-        .iter()
-        .fold(entries, |entries, patch| merge(entries, patch).0)
-}
-
-/// `current` with `patch` applied, in order (an upsert of a new key goes last), and
-/// how many deletes matched. A patch names each key once (the service checks that).
-pub(super) fn merge(current: Vec<DesiredEntry>, patch: &Patch) -> (Vec<DesiredEntry>, usize) {
-    use std::collections::HashMap;
-    let mut upserts: HashMap<EntryKey, &DesiredEntry> =
-        patch.upserts.iter().map(|e| (e.entry_key(), e)).collect();
-    let deletes: std::collections::HashSet<&EntryKey> = patch.deletes.iter().collect();
-    let mut deleted = 0;
-    let mut out = Vec::with_capacity(current.len() + upserts.len());
-    for e in current {
-        let key = e.entry_key();
-        if deletes.contains(&key) {
-            deleted += 1;
-            continue;
-        }
-        match upserts.remove(&key) {
-            Some(u) => out.push(u.clone()),
-            None => out.push(e),
-        }
-    }
-    // The new keys, in the order the patch gave them.
-    out.extend(
-        patch
-            .upserts
-            .iter()
-            .filter(|e| upserts.contains_key(&e.entry_key()))
-            .cloned(),
-    );
-    (out, deleted)
 }

@@ -44,6 +44,7 @@ mod fold;
 mod follow;
 mod health;
 mod intake;
+mod patch;
 mod pushes;
 mod read;
 mod recheck;
@@ -58,7 +59,7 @@ mod watched;
 pub use approve::ApproveError;
 pub use audit::HistoryError;
 pub use health::{Health, HealthReason, Rule};
-pub use intake::{Patch, Patched};
+pub use patch::{Patch, Patched};
 pub use pushes::PushStore;
 #[cfg(test)]
 pub(crate) use pushes::stored_push;

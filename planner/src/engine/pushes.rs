@@ -6,7 +6,7 @@
 //! - [`PushStore::Redis`]: with `[lease] redis` the replicas have a state directory
 //!   each, so pushes live in the lease's Redis ([`RedisStore`]), every write fenced by
 //!   the lease. The state directory's pushes are imported into it once.
-use super::intake::{Patch, merge, replay};
+use super::patch::{Patch, merge, replay};
 use crate::redis_store::{RedisStore, Writer, block_on};
 use crate::source::{DesiredEntry, EntryKey};
 use crate::store::{DesiredStore, StoreError};

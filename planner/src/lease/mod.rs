@@ -441,7 +441,10 @@ impl LeaseHandle {
             crate::events::LeaseFenced {
                 identity: &self.shared.identity.to_string(),
                 epoch,
-                by: &by,
+                by_holder: &by.holder,
+                by_epoch: by.epoch,
+                shared_backend: by.shared_backend,
+                reason: &by.message,
             }
             .emit(self.shared.metrics.as_ref());
         }

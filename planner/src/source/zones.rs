@@ -20,6 +20,14 @@ use std::collections::BTreeSet;
 
 pub use crate::config::OutsideZones;
 
+/// The configured zone that holds `name`: the longest matching suffix.
+pub fn zone_for<'a>(zones: &'a [ZoneConfig], name: &Name) -> Option<&'a ZoneConfig> {
+    zones
+        .iter()
+        .filter(|z| name.is_within(&z.name))
+        .max_by_key(|z| z.name.as_str().len())
+}
+
 /// The configured zones, as a source checks its endpoints against them.
 #[derive(Debug, Clone)]
 pub struct ZoneCheck {
@@ -47,7 +55,7 @@ impl ZoneCheck {
 
     /// The zone that holds `name`: the longest configured suffix.
     fn zone_of(&self, name: &Name) -> Option<&ZoneConfig> {
-        crate::desired::zone_for(&self.zones, name)
+        zone_for(&self.zones, name)
     }
 
     /// Checks one entry: placed in its zone, it must make an RRSet.
