@@ -9,10 +9,10 @@
 //! epoch and backend, when it was last seen): a planner whose batches the claim of
 //! another refuses is `fenced` (status failing, `dnsplane status` exit 2) and takes
 //! over once the other has been silent for the lease ttl.
-use super::{Planner, manifest, planner_toml, role, text};
+use super::{Planner, manifest, planner_toml, role, start_applier, text};
 use crate::stack::Tools;
 use dnsplane_e2e::servers::{PowerDns, dig_sorted};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, free_port, wait_for};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -34,39 +34,9 @@ impl Setup {
         let tools = Tools::find()?;
         let pdns = PowerDns::start()?;
         let dir = tempfile::tempdir().expect("tempdir");
-        let applier_port = free_port();
-        std::fs::write(
-            dir.path().join("applier.toml"),
-            format!(
-                "[[accounts]]\nname = \"pdns\"\ndriver = \"pdns\"\nzones = [\"{}\"]\n\
-                 api_url = \"{}\"\napi_key_file = \"{}\"\n",
-                pdns.zone,
-                pdns.api_url(),
-                pdns.api_key_file.display()
-            ),
-        )
-        .expect("applier.toml");
-        let applier = Proc::spawn(
-            "applier",
-            &binary("dnsplane-applier"),
-            &[
-                "--config",
-                dir.path().join("applier.toml").to_str().expect("utf8"),
-                "--listen",
-                &format!("127.0.0.1:{applier_port}"),
-                "--admin-listen",
-                "off",
-            ],
-            dir.path().join("applier.log"),
-        );
-        wait_for(Duration::from_secs(20), || {
-            let (ok, out) = grpcurl(
-                &tools.grpcurl,
-                &[&format!("127.0.0.1:{applier_port}"), "list"],
-            );
-            (ok && out.contains("dnsplane.v1.Applier")).then_some(())
-        })
-        .expect("applier up");
+        let zone = pdns.zone.to_string();
+        let (applier, applier_port) =
+            start_applier(&tools, dir.path(), &zone, &pdns.api_url(), &pdns, &[]);
         Some(Setup {
             tools,
             pdns,

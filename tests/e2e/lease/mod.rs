@@ -96,6 +96,51 @@ impl Planner {
     }
 }
 
+/// A `dnsplane-applier` with one PowerDNS account `pdns` for `zone` at `api_url`,
+/// serving gRPC on the port it returns once it answers (logs in `<dir>/applier.log`).
+fn start_applier(
+    tools: &Tools,
+    dir: &Path,
+    zone: &str,
+    api_url: &str,
+    pdns: &PowerDns,
+    env: &[(&str, &str)],
+) -> (Proc, u16) {
+    let applier_port = free_port();
+    std::fs::write(
+        dir.join("applier.toml"),
+        format!(
+            "[[accounts]]\nname = \"pdns\"\ndriver = \"pdns\"\nzones = [\"{zone}\"]\n\
+             api_url = \"{api_url}\"\napi_key_file = \"{}\"\n",
+            pdns.api_key_file.display()
+        ),
+    )
+    .expect("applier.toml");
+    let applier = Proc::spawn_with_env(
+        "applier",
+        &binary("dnsplane-applier"),
+        &[
+            "--config",
+            dir.join("applier.toml").to_str().expect("utf8"),
+            "--listen",
+            &format!("127.0.0.1:{applier_port}"),
+            "--admin-listen",
+            "off",
+        ],
+        env,
+        dir.join("applier.log"),
+    );
+    wait_for(Duration::from_secs(20), || {
+        let (ok, out) = grpcurl(
+            &tools.grpcurl,
+            &[&format!("127.0.0.1:{applier_port}"), "list"],
+        );
+        (ok && out.contains("dnsplane.v1.Applier")).then_some(())
+    })
+    .expect("applier up");
+    (applier, applier_port)
+}
+
 fn role(lease: &Value) -> &str {
     lease["role"].as_str().unwrap_or("")
 }
@@ -206,39 +251,14 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
     let base = zone.trim_end_matches('.').to_string();
     let dir = tempfile::tempdir().expect("tempdir");
 
-    let applier_port = free_port();
-    std::fs::write(
-        dir.path().join("applier.toml"),
-        format!(
-            "[[accounts]]\nname = \"pdns\"\ndriver = \"pdns\"\nzones = [\"{zone}\"]\n\
-             api_url = \"{}\"\napi_key_file = \"{}\"\n",
-            proxy.url(),
-            pdns.api_key_file.display()
-        ),
-    )
-    .expect("applier.toml");
-    let applier = Proc::spawn_with_env(
-        "applier",
-        &binary("dnsplane-applier"),
-        &[
-            "--config",
-            dir.path().join("applier.toml").to_str().expect("utf8"),
-            "--listen",
-            &format!("127.0.0.1:{applier_port}"),
-            "--admin-listen",
-            "off",
-        ],
+    let (applier, applier_port) = start_applier(
+        &tools,
+        dir.path(),
+        &zone,
+        &proxy.url(),
+        &pdns,
         &[("DNSPLANE_LOG_FORMAT", "json")],
-        dir.path().join("applier.log"),
     );
-    wait_for(Duration::from_secs(20), || {
-        let (ok, out) = grpcurl(
-            &tools.grpcurl,
-            &[&format!("127.0.0.1:{applier_port}"), "list"],
-        );
-        (ok && out.contains("dnsplane.v1.Applier")).then_some(())
-    })
-    .expect("applier up");
 
     // The first planner's source: shared names and names only it has. The second's:
     // the shared names with other values, nothing else (the smaller source).

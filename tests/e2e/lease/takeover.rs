@@ -9,11 +9,11 @@
 //! setup). The mass-change guard is off (`max_change_fraction = 1.0`) so that it cannot
 //! hide a deletion behind a held plan: what is under test is what the new leader
 //! desires.
-use super::{Planner, planner_toml, role};
+use super::{Planner, planner_toml, role, start_applier};
 use crate::stack::{Tools, endpoints};
 use dnsplane_e2e::redis::Redis;
 use dnsplane_e2e::servers::{PowerDns, dig_sorted};
-use dnsplane_e2e::{Proc, binary, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, free_port, grpcurl, wait_for};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -50,38 +50,8 @@ impl Replicas {
         let zone = pdns.zone.to_string();
         let base = zone.trim_end_matches('.').to_string();
         let dir = tempfile::tempdir().expect("tempdir");
-        let applier_port = free_port();
-        std::fs::write(
-            dir.path().join("applier.toml"),
-            format!(
-                "[[accounts]]\nname = \"pdns\"\ndriver = \"pdns\"\nzones = [\"{zone}\"]\n\
-                 api_url = \"{}\"\napi_key_file = \"{}\"\n",
-                pdns.api_url(),
-                pdns.api_key_file.display()
-            ),
-        )
-        .expect("applier.toml");
-        let applier = Proc::spawn(
-            "applier",
-            &binary("dnsplane-applier"),
-            &[
-                "--config",
-                dir.path().join("applier.toml").to_str().expect("utf8"),
-                "--listen",
-                &format!("127.0.0.1:{applier_port}"),
-                "--admin-listen",
-                "off",
-            ],
-            dir.path().join("applier.log"),
-        );
-        wait_for(Duration::from_secs(20), || {
-            let (ok, out) = grpcurl(
-                &tools.grpcurl,
-                &[&format!("127.0.0.1:{applier_port}"), "list"],
-            );
-            (ok && out.contains("dnsplane.v1.Applier")).then_some(())
-        })
-        .expect("applier up");
+        let (applier, applier_port) =
+            start_applier(&tools, dir.path(), &zone, &pdns.api_url(), &pdns, &[]);
         let dirs = match setup {
             Setup::RedisSeparateDirs => [dir.path().join("first"), dir.path().join("second")],
             Setup::SharedStateDir => [dir.path().join("both"), dir.path().join("both")],
