@@ -25,7 +25,9 @@ async fn replay() -> Replay {
             Route::get(
                 format!("/client/v4/zones/{ZONE_ID}/dns_records"),
                 "application/json",
-                fixture(&format!("cloudflare/cloudflare-dns_records-page-{page}.json")),
+                fixture(&format!(
+                    "cloudflare/cloudflare-dns_records-page-{page}.json"
+                )),
             )
             .with_query("page", page),
         );

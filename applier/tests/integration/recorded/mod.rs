@@ -5,9 +5,11 @@
 //! tests expect there — the types dnsplane models, with octoDNS's TTLs and values.
 //! Provenance and licences: `applier/tests/fixtures/octodns/README.md`.
 
+mod clouddns;
 mod cloudflare;
 mod pdns;
 mod replay;
+mod route53;
 
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use std::collections::BTreeMap;
@@ -34,8 +36,7 @@ pub fn rrsets(zone: &Name, expected: Expected<'_>) -> BTreeMap<RecordKey, RRSet>
 
 /// Fails naming each record missing, unexpected or different.
 pub fn assert_same(got: &[RRSet], want: &BTreeMap<RecordKey, RRSet>) {
-    let got: BTreeMap<RecordKey, RRSet> =
-        got.iter().map(|r| (r.key.clone(), r.clone())).collect();
+    let got: BTreeMap<RecordKey, RRSet> = got.iter().map(|r| (r.key.clone(), r.clone())).collect();
     let mut diffs = Vec::new();
     for (k, w) in want {
         match got.get(k) {
@@ -49,5 +50,10 @@ pub fn assert_same(got: &[RRSet], want: &BTreeMap<RecordKey, RRSet>) {
             diffs.push(format!("unexpected {k:?}: {g:?}"));
         }
     }
-    assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
 }

@@ -7,7 +7,8 @@ use dnsplane_applier::provider::Provider;
 use dnsplane_applier::provider::pdns::{PdnsConfig, PdnsProvider};
 use dnsplane_common::Name;
 
-const ZONES: &str = r#"[{"id":"unit.tests.","name":"unit.tests.","kind":"Master","serial":2017012803}]"#;
+const ZONES: &str =
+    r#"[{"id":"unit.tests.","name":"unit.tests.","kind":"Master","serial":2017012803}]"#;
 
 #[tokio::test]
 async fn pdns_parses_octodns_recorded_zone() {
