@@ -211,14 +211,16 @@ fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, Mode
             ),
         ));
     }
+    // `/` is in the names of classless reverse zones (RFC 2317 §4: `0/25.2.0.192.
+    // in-addr.arpa`), which PowerDNS, BIND and Route 53 (as `\057`) all serve.
     if let Some(c) = ascii
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '/')))
     {
         return Err(ModelError::name(
             input,
             format!(
-                "character {c:?} is not allowed (letters, digits, '-', '_' and a leading '*' label)"
+                "character {c:?} is not allowed (letters, digits, '-', '_', '/' and a leading '*' label)"
             ),
         ));
     }
@@ -363,6 +365,11 @@ mod tests {
             Name::parse("_acme-challenge.example.com").unwrap().as_str(),
             "_acme-challenge.example.com."
         );
+        // A classless reverse zone (RFC 2317).
+        assert_eq!(
+            Name::parse("1.0/25.2.0.192.in-addr.arpa").unwrap().as_str(),
+            "1.0/25.2.0.192.in-addr.arpa."
+        );
     }
 
     #[test]
@@ -374,6 +381,7 @@ mod tests {
             "a.*.b",
             "-a.b",
             "a b.c",
+            "a\\057b.c",
             &format!("{}.com", "x".repeat(64)),
         ] {
             assert!(Name::parse(bad).is_err(), "{bad:?} should be rejected");

@@ -372,6 +372,47 @@ async fn pdns_create_update_delete_round_trip() {
     );
 }
 
+/// A classless reverse zone (RFC 2317 §4: `0/25.2.0.192.in-addr.arpa`), which
+/// PowerDNS serves under the id `0=2F25…`: dnsplane lists, writes and deletes a PTR in
+/// it, and `dig` answers it. (octoDNS's Route 53 fixtures hold such a zone; dnsplane
+/// refused the `/` until applier/tests/integration/recorded.)
+#[tokio::test]
+async fn pdns_classless_reverse_zone_round_trip() {
+    let Some(srv) = PowerDns::start() else { return };
+    let p = PdnsProvider::new(&srv.config()).expect("provider");
+    // Through the API, so that the server's zone cache knows it at once.
+    let (status, body) = srv.api(
+        "POST",
+        "/api/v1/servers/localhost/zones",
+        r#"{"name":"0/25.2.0.192.in-addr.arpa.","kind":"Native","nameservers":["ns1.pdns.test."],"soa_edit_api":"DEFAULT"}"#,
+    );
+    assert_eq!(status, 201, "{body}");
+    let zone = Name::parse("0/25.2.0.192.in-addr.arpa").expect("name");
+    assert!(p.zones().await.expect("zones").contains(&zone));
+    let ptr = rrset(&zone, "1", RecordType::Ptr, 300, &["host1.example.com."]);
+    p.apply(&zone, &[RRSetOp::create(ptr.clone())])
+        .await
+        .expect("create");
+    let ns = "0/25.2.0.192.in-addr.arpa. 3600 NS ns1.pdns.test.".to_string();
+    // PowerDNS's id for the zone escapes the `/`.
+    assert!(
+        body.contains(r#""id": "0=2F25.2.0.192.in-addr.arpa.""#),
+        "{body}"
+    );
+    assert_eq!(listing(&p, &zone).await, [ns.clone(), ptr.to_string()]);
+    assert_eq!(get(&p, &ptr.key).await, Some(ptr.clone()));
+    if let Some(d) = dig_binary() {
+        assert_eq!(
+            dig(&d, srv.dns_port, "1.0/25.2.0.192.in-addr.arpa", "PTR"),
+            ["host1.example.com."]
+        );
+    }
+    p.apply(&zone, &[RRSetOp::delete(ptr)])
+        .await
+        .expect("delete");
+    assert_eq!(listing(&p, &zone).await, [ns]);
+}
+
 #[tokio::test]
 async fn pdns_failed_precondition_is_a_conflict_and_writes_nothing() {
     let Some(srv) = PowerDns::start() else { return };

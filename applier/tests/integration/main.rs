@@ -4,5 +4,6 @@ mod apply;
 mod dns;
 mod lifecycle;
 mod list;
+mod recorded;
 mod routing;
 mod support;
