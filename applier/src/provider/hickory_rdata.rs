@@ -2,8 +2,8 @@
 //! richer than a constructor call (PTR, SVCB, HTTPS, TLSA, SSHFP, NAPTR, DS): both
 //! sides go through the one wire encoding of `dnsplane_common::RData`, so the RFC 2136
 //! driver and the embedded DNS server cannot disagree on a type's octets.
-use dnsplane_common::{RData, RecordType};
-use hickory_proto::rr::{RData as HRData, RecordType as HRecordType};
+use dnsplane_common::{Name, RData, RecordType};
+use hickory_proto::rr::{Name as HName, RData as HRData, RecordType as HRecordType};
 use hickory_proto::serialize::binary::{BinDecoder, BinEncodable, Restrict};
 
 /// hickory's code for a dnsplane type.
@@ -25,6 +25,33 @@ pub(crate) fn htype(t: RecordType) -> HRecordType {
         RecordType::Naptr => HRecordType::NAPTR,
         RecordType::Ds => HRecordType::DS,
     }
+}
+
+/// A dnsplane name as hickory's, label by label from its octets: hickory's text parser
+/// refuses octets a label may hold that it does not expect, such as the `/` of a
+/// classless reverse zone (RFC 2317 §4, `0/25.2.0.192.in-addr.arpa`).
+pub(crate) fn to_hname(n: &Name) -> Result<HName, String> {
+    let body = n.as_str().trim_end_matches('.');
+    let labels = body.split('.').filter(|l| !l.is_empty()).map(str::as_bytes);
+    HName::from_labels(labels).map_err(|e| format!("name {n}: {e}"))
+}
+
+/// hickory's name as dnsplane's text, its labels' octets as they are (hickory's own
+/// text escapes `/` as `\/`); `None` for a label that holds a dot or octets outside
+/// printable ASCII, which no dnsplane name holds.
+pub(crate) fn hname_text(h: &HName) -> Option<String> {
+    let mut out = String::new();
+    for label in h.iter() {
+        if label.iter().any(|b| *b == b'.' || !b.is_ascii_graphic()) {
+            return None;
+        }
+        out.push_str(std::str::from_utf8(label).ok()?);
+        out.push('.');
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    Some(out)
 }
 
 /// `data` as hickory record data, decoded from its wire form.

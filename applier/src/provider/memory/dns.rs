@@ -17,6 +17,7 @@
 //! the sockets, but has no cap on TCP connections ([`MAX_TCP_CONNECTIONS`] here) and
 //! logs every query at info: 940 lines became 917, for two more crates and a lost
 //! limit. Not worth it.
+use crate::provider::hickory_rdata::{hname_text, to_hname};
 use crate::provider::memory::store::{MemoryStore, ZoneData};
 use dnsplane_common::{Name, RData, RRSet, RecordType};
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
@@ -61,7 +62,7 @@ impl Authority {
     pub fn new(store: Arc<MemoryStore>, zones: &[Name]) -> Self {
         let zones = zones
             .iter()
-            .filter_map(|z| Some((z.clone(), rr::Name::from_ascii(z.as_str()).ok()?)))
+            .filter_map(|z| Some((z.clone(), to_hname(z).ok()?)))
             .collect();
         Authority {
             store,
@@ -159,7 +160,8 @@ impl Authority {
             t => RecordType::parse(&t.to_string()).map_or(QType::Other, QType::Known),
         };
         // A name our model cannot hold has no data, but is still inside the zone.
-        let resolution = match Name::parse(&qname.to_ascii()) {
+        let text = hname_text(qname).unwrap_or_else(|| qname.to_ascii());
+        let resolution = match Name::parse(&text) {
             Ok(name) => self.store.read(zone, |z| resolve(z, zone, &name, qtype)),
             Err(_) => self.store.read(zone, |z| {
                 Resolution::negative(z, zone, ResponseCode::NXDomain)
@@ -344,12 +346,13 @@ fn wildcard<'z>(z: &'z ZoneData, zone: &Name, name: &Name) -> Option<Vec<&'z RRS
 
 /// The synthesized SOA of `zone`: serial from the store, primary from the apex NS.
 fn soa(z: &ZoneData, zone: &Name) -> Option<Record> {
-    let hz = rr::Name::from_ascii(zone.as_str()).ok()?;
+    let hz = to_hname(zone).ok()?;
     let mname = z
         .node(zone)
         .and_then(|n| n.rrsets.get(&RecordType::Ns))
         .and_then(|ns| ns.values().next())
-        .and_then(|v| rr::Name::from_ascii(v).ok())
+        .and_then(|v| Name::parse(v).ok())
+        .and_then(|v| to_hname(&v).ok())
         .or_else(|| rr::Name::from_ascii("localhost.").ok())?;
     let rname = hz.prepend_label("hostmaster").ok()?;
     // SOA serials are 32 bits and wrap (RFC 1982).
@@ -361,7 +364,7 @@ fn soa(z: &ZoneData, zone: &Name) -> Option<Record> {
 /// The wire records of one RRSet at `owner` (which differs from the RRSet's own name
 /// for wildcard answers).
 fn records(owner: &Name, rrset: &RRSet) -> Vec<Record> {
-    let Ok(name) = rr::Name::from_ascii(owner.as_str()) else {
+    let Ok(name) = to_hname(owner) else {
         return Vec::new();
     };
     rrset
@@ -378,7 +381,7 @@ fn records(owner: &Name, rrset: &RRSet) -> Vec<Record> {
 
 /// A canonical value as hickory record data.
 pub fn to_rdata(rtype: RecordType, value: &str) -> Option<rr::RData> {
-    let host = |n: &Name| rr::Name::from_ascii(n.as_str()).ok();
+    let host = |n: &Name| to_hname(n).ok();
     Some(match RData::parse(rtype, value).ok()? {
         RData::A(ip) => rr::RData::A(rdata::A(ip)),
         RData::Aaaa(ip) => rr::RData::AAAA(rdata::AAAA(ip)),

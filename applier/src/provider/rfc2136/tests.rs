@@ -65,6 +65,18 @@ fn values_round_trip_through_hickory() {
     }
 }
 
+/// Names of classless reverse zones (RFC 2317) hold `/`: they go to the wire and come
+/// back from it as they are.
+#[test]
+fn names_with_a_slash_round_trip_through_hickory() {
+    let n = Name::parse("1.0/25.2.0.192.in-addr.arpa").unwrap();
+    let h = hname(&n).unwrap();
+    let text = crate::provider::hickory_rdata::hname_text(&h).unwrap();
+    assert_eq!(Name::parse(&text).unwrap(), n);
+    let (t, back) = from_rdata(&to_rdata(RecordType::Ptr, n.as_str()).unwrap()).unwrap();
+    assert_eq!((t, back.as_str()), (RecordType::Ptr, n.as_str()));
+}
+
 #[test]
 fn update_carries_one_prerequisite_per_precondition() {
     let zone = Name::parse("ex.test").unwrap();

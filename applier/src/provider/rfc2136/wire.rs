@@ -7,8 +7,14 @@ use hickory_net::proto::rr::{DNSClass, Name as HName, RData as HRData, Record};
 use std::collections::BTreeMap;
 
 pub(super) fn hname(n: &Name) -> Result<HName, ProviderError> {
-    HName::from_ascii(n.as_str())
-        .map_err(|e| ProviderError::new(ErrorClass::Invalid, format!("name {n}: {e}")))
+    crate::provider::hickory_rdata::to_hname(n)
+        .map_err(|e| ProviderError::new(ErrorClass::Invalid, e))
+}
+
+/// A name from the wire as dnsplane's text (see [`crate::provider::hickory_rdata::hname_text`]);
+/// hickory's escaped text when it has none, which then fails to parse where it is used.
+fn text(h: &HName) -> String {
+    crate::provider::hickory_rdata::hname_text(h).unwrap_or_else(|| h.to_ascii())
 }
 
 pub(super) use crate::provider::hickory_rdata::htype;
@@ -55,8 +61,8 @@ pub(super) fn from_rdata(data: &HRData) -> Option<(RecordType, String)> {
     Some(match data {
         HRData::A(a) => (RecordType::A, a.0.to_string()),
         HRData::AAAA(a) => (RecordType::Aaaa, a.0.to_string()),
-        HRData::CNAME(n) => (RecordType::Cname, n.0.to_ascii()),
-        HRData::NS(n) => (RecordType::Ns, n.0.to_ascii()),
+        HRData::CNAME(n) => (RecordType::Cname, text(&n.0)),
+        HRData::NS(n) => (RecordType::Ns, text(&n.0)),
         HRData::TXT(t) => (
             RecordType::Txt,
             t.txt_data
@@ -67,17 +73,11 @@ pub(super) fn from_rdata(data: &HRData) -> Option<(RecordType, String)> {
         ),
         HRData::MX(mx) => (
             RecordType::Mx,
-            format!("{} {}", mx.preference, mx.exchange.to_ascii()),
+            format!("{} {}", mx.preference, text(&mx.exchange)),
         ),
         HRData::SRV(s) => (
             RecordType::Srv,
-            format!(
-                "{} {} {} {}",
-                s.priority,
-                s.weight,
-                s.port,
-                s.target.to_ascii()
-            ),
+            format!("{} {} {} {}", s.priority, s.weight, s.port, text(&s.target)),
         ),
         HRData::CAA(c) => (
             RecordType::Caa,
@@ -113,7 +113,7 @@ pub(super) fn to_rrsets(zone: &Name, records: Vec<Record>, names: Option<&[Name]
         let Some((rtype, value)) = from_rdata(&r.data) else {
             continue;
         };
-        let Ok(name) = Name::parse(&r.name.to_ascii()) else {
+        let Ok(name) = Name::parse(&text(&r.name)) else {
             tracing::warn!(zone = %zone, record.name = %r.name, "Skipped a record whose name dnsplane cannot represent.");
             continue;
         };

@@ -464,3 +464,40 @@ fn every_name_is_compressed_past_hickorys_limits() {
     let labels: usize = (0..300).map(|i| format!("mx{i}").len() + 3).sum();
     assert_eq!(bytes.len(), 12 + (13 + 4) + 300 * 14 + labels);
 }
+
+/// A classless reverse zone (RFC 2317 §4): its `/` goes out and comes back as an octet
+/// of the label, so a query for `1.0/25.2.0.192.in-addr.arpa` finds the PTR.
+#[test]
+fn answers_in_a_classless_reverse_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MemoryStore::open(dir.path()).unwrap());
+    let zone = Name::parse("0/25.2.0.192.in-addr.arpa").unwrap();
+    store.ensure_zones(std::slice::from_ref(&zone)).unwrap();
+    let ptr = RRSet::new(
+        RecordKey::new(
+            zone.clone(),
+            Name::parse("1.0/25.2.0.192.in-addr.arpa").unwrap(),
+            RecordType::Ptr,
+        ),
+        300,
+        &["host1.example.com."],
+    )
+    .unwrap();
+    store.apply(&zone, &[RRSetOp::create(ptr)]).unwrap();
+    let a = Authority::new(store, std::slice::from_ref(&zone));
+    let qname = to_hname(&Name::parse("1.0/25.2.0.192.IN-ADDR.arpa").unwrap()).unwrap();
+    let mut q = Message::query();
+    q.add_query(Query::query(qname, rr::RecordType::PTR));
+    let m = ask(&a, &q, Transport::Udp);
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+    assert!(m.metadata.authoritative);
+    assert_eq!(m.answers.len(), 1, "{:?}", m.answers);
+    assert_eq!(
+        hname_text(&m.answers[0].name).as_deref(),
+        Some("1.0/25.2.0.192.in-addr.arpa.")
+    );
+    assert_eq!(
+        crate::provider::hickory_rdata::from_hickory(&m.answers[0].data),
+        Some((RecordType::Ptr, "host1.example.com.".to_string()))
+    );
+}
