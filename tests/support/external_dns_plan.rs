@@ -95,7 +95,7 @@ fn targets_less(a: &str, b: &str) -> bool {
     }
 }
 
-fn by_less(a: &String, b: &String) -> Ordering {
+fn by_less(a: &str, b: &str) -> Ordering {
     if targets_less(a, b) {
         Ordering::Less
     } else if targets_less(b, a) {
@@ -115,8 +115,8 @@ pub fn targets_same(t: &[String], o: &[String]) -> bool {
         return false;
     }
     let (mut t, mut o) = (t.to_vec(), o.to_vec());
-    t.sort_by(by_less);
-    o.sort_by(by_less);
+    t.sort_by(|a, b| by_less(a, b));
+    o.sort_by(|a, b| by_less(a, b));
     for (a, b) in t.iter().zip(&o) {
         if !a.eq_ignore_ascii_case(b) && a.to_lowercase() != b.to_lowercase() {
             return match (ip(a), ip(b)) {
@@ -144,8 +144,8 @@ pub fn targets_is_less(t: &[String], o: &[String]) -> bool {
         return t.len() < o.len();
     }
     let (mut t, mut o) = (t.to_vec(), o.to_vec());
-    t.sort_by(by_less);
-    o.sort_by(by_less);
+    t.sort_by(|a, b| by_less(a, b));
+    o.sort_by(|a, b| by_less(a, b));
     for (a, b) in t.iter().zip(&o) {
         if a != b {
             return match (ip(a), ip(b)) {

@@ -40,7 +40,18 @@ pub(crate) fn is_reserved(key: &str) -> bool {
 /// Adds `posted` to `labels`, cut in parts a label can hold; `Err` says why it cannot
 /// be kept (too many labels).
 pub(crate) fn keep(labels: &mut BTreeMap<String, String>, posted: &[String]) -> Result<(), String> {
-    let json = serde_json::to_string(posted).map_err(|e| e.to_string())?;
+    // JSON escapes C0 controls; C1 ones (U+0080..U+009F), which a label may not hold
+    // either, are escaped here (only strings hold characters, and `\uXXXX` is one).
+    let json = serde_json::to_string(posted)
+        .map_err(|e| e.to_string())?
+        .chars()
+        .fold(String::new(), |mut out, c| {
+            match c.is_control() {
+                true => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                false => out.push(c),
+            }
+            out
+        });
     let mut parts = Vec::new();
     let mut rest = json.as_str();
     while !rest.is_empty() {
@@ -101,11 +112,16 @@ mod tests {
 
     #[test]
     fn kept_parts_read_back_and_leave_the_other_labels() {
-        let posted: Vec<String> = vec!["v=spf1 -all".into(), "é\"\\".repeat(700)];
+        let posted: Vec<String> = vec![
+            "v=spf1 -all".into(),
+            "é\"\\".repeat(700),
+            "tab\tnext\u{85}line".into(),
+        ];
         let mut labels: BTreeMap<String, String> = [("owner".to_string(), "c1".to_string())].into();
         keep(&mut labels, &posted).unwrap();
         assert!(labels.len() > 3, "cut in parts: {labels:?}");
         assert!(labels.values().all(|v| v.len() <= MAX_LABEL_VALUE));
+        crate::source::Labels::new(labels.clone()).expect("labels a record can hold");
         assert!(labels.keys().filter(|k| is_reserved(k)).count() == labels.len() - 1);
         assert_eq!(take(&mut labels), Some(posted));
         assert_eq!(labels, [("owner".to_string(), "c1".to_string())].into());
