@@ -50,4 +50,5 @@ mod status_page;
 mod tls;
 mod up;
 mod webhook;
+mod webhook_plan;
 mod webhook_server;

@@ -6,13 +6,15 @@
 //! never sends, 5xx only while it is worth retrying, and a 5,000-endpoint change set.
 //!
 //! The client is written from the protocol text, not from dnsplane's webhook types:
-//! its own JSON, its own plan (external-dns's rules: targets compared as sets without
-//! regard to case, a TTL only when the desired one is set, provider-specific
-//! properties), its own TXT registry records.
+//! its own JSON, external-dns v0.22's own planner (support/external_dns_plan.rs), its
+//! own TXT registry records. After every `POST /records` the endpoints as given (not as
+//! adjusted) must plan nothing against `GET /records`; user TXT records (unquoted) sit
+//! beside the registry's (quoted), and a planner restart changes nothing.
+use dnsplane_e2e::external_dns_plan::{self as edns_plan, Endpoint};
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 const MEDIA: &str = "application/external.dns.webhook+json;version=1";
@@ -23,30 +25,6 @@ pub(crate) struct ExternalDns {
     base: String,
     http: reqwest::Client,
     rt: tokio::runtime::Runtime,
-}
-
-/// external-dns's plan key: name (case-folded, no final dot), type, set identifier.
-fn key(e: &Value) -> (String, String, String) {
-    let s = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or("").to_string();
-    (
-        s("dnsName")
-            .to_lowercase()
-            .trim_end_matches('.')
-            .to_string(),
-        s("recordType"),
-        s("setIdentifier"),
-    )
-}
-
-fn targets(e: &Value) -> BTreeSet<String> {
-    e["targets"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|v| v.as_str().unwrap_or("").to_lowercase())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl ExternalDns {
@@ -137,40 +115,30 @@ impl ExternalDns {
         })
     }
 
-    /// One reconcile loop as external-dns runs it: records, adjust, plan, apply when
-    /// the plan has changes. Returns (the plan's changes, the apply's status).
+    /// One reconcile loop as external-dns runs it: records, adjust, plan (external-dns's
+    /// planner, every type managed), apply when the plan has changes. Returns (the
+    /// plan's changes, the apply's status).
     fn reconcile(&self, desired: &[Value]) -> (Value, Option<u16>) {
-        let current: BTreeMap<_, Value> =
-            self.records().into_iter().map(|e| (key(&e), e)).collect();
-        let desired: BTreeMap<_, Value> = self
+        let current: Vec<Endpoint> = self.records().iter().map(Endpoint::from_json).collect();
+        let adjusted: Vec<Endpoint> = self
             .adjust(desired)
-            .into_iter()
-            .map(|e| (key(&e), e))
+            .iter()
+            .map(Endpoint::from_json)
             .collect();
-        let (mut create, mut old, mut new, mut delete) = (vec![], vec![], vec![], vec![]);
-        for (k, d) in &desired {
-            match current.get(k) {
-                None => create.push(d.clone()),
-                Some(c) => {
-                    let ttl_differs = d["recordTTL"].as_i64().unwrap_or(0) != 0
-                        && d["recordTTL"] != c["recordTTL"];
-                    let props = |e: &Value| e.get("providerSpecific").cloned().unwrap_or(json!([]));
-                    if targets(d) != targets(c) || ttl_differs || props(d) != props(c) {
-                        old.push(c.clone());
-                        new.push(d.clone());
-                    }
-                }
-            }
-        }
-        for (k, c) in &current {
-            if !desired.contains_key(k) {
-                delete.push(c.clone());
-            }
-        }
-        let plan = json!({"create": create, "updateOld": old, "updateNew": new, "delete": delete});
-        let empty = create.is_empty() && new.is_empty() && delete.is_empty();
-        let status = (!empty).then(|| self.apply(plan.to_string()));
-        (plan, status)
+        let plan = edns_plan::plan_strict(&adjusted, &current);
+        let status = plan
+            .has_changes()
+            .then(|| self.apply(serde_json::to_string(&plan).expect("json")));
+        (serde_json::to_value(&plan).expect("json"), status)
+    }
+
+    /// external-dns plans nothing for `desired` as given (not adjusted) against what the
+    /// webhook lists: every target came back as it was posted.
+    fn assert_converged(&self, desired: &[Value], what: &str) {
+        let current: Vec<Endpoint> = self.records().iter().map(Endpoint::from_json).collect();
+        let want: Vec<Endpoint> = desired.iter().map(Endpoint::from_json).collect();
+        let plan = edns_plan::plan_strict(&want, &current);
+        assert_eq!(plan.count(), 0, "{what}: external-dns would plan {plan:#?}");
     }
 }
 
@@ -184,8 +152,18 @@ fn changes(plan: &Value) -> usize {
 /// An A endpoint and the TXT registry's record for it (new format, `a-` prefix), as
 /// external-dns's registry adds them to the desired state.
 fn with_registry(zone: &str, label: &str, ip: &str) -> [Value; 2] {
+    with_registry_of(zone, label, "A", &[ip])
+}
+
+/// A user's SPF record (unquoted, as users write it) and the registry's record for it.
+fn txt_with_registry(zone: &str, label: &str, ip: &str) -> [Value; 2] {
+    let spf = format!("v=spf1 ip4:{ip} include:_spf.example.com ~all");
+    with_registry_of(zone, label, "TXT", &[&spf])
+}
+
+fn with_registry_of(zone: &str, label: &str, rtype: &str, targets: &[&str]) -> [Value; 2] {
     [
-        json!({"dnsName": format!("{label}.{zone}"), "recordType": "A", "targets": [ip],
+        json!({"dnsName": format!("{label}.{zone}"), "recordType": rtype, "targets": targets,
                "labels": {"owner": OWNER, "resource": "ingress/default/web"}}),
         json!({"dnsName": format!("a-{label}.{zone}"), "recordType": "TXT",
                "targets": [format!("\"heritage=external-dns,external-dns/owner={OWNER},external-dns/resource=ingress/default/web\"")],
@@ -201,7 +179,10 @@ fn desired(zone: &str, n: usize, first_ip: &str) -> Vec<Value> {
             } else {
                 format!("192.0.2.{}", i % 250 + 1)
             };
-            with_registry(zone, &format!("app{i}"), &ip)
+            match i % 5 {
+                4 => txt_with_registry(zone, &format!("app{i}"), &ip),
+                _ => with_registry(zone, &format!("app{i}"), &ip),
+            }
         })
         .collect()
 }
@@ -226,7 +207,7 @@ fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
         return;
     };
     let port = dnsplane_testing::tools::free_port();
-    let s = RealStack::start(
+    let mut s = RealStack::start(
         server,
         tools,
         Options {
@@ -252,7 +233,13 @@ fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
     let want = desired(&zone, 50, "192.0.2.200");
     let (plan, status) = edns.reconcile(&want);
     assert_eq!((changes(&plan), status), (100, Some(204)), "{plan}");
+    edns.assert_converged(&want, "after the creates");
     wait_converged(&s, 100);
+    assert_eq!(
+        s.dig(&format!("app4.{zone}"), "TXT"),
+        ["\"v=spf1 ip4:192.0.2.5 include:_spf.example.com ~all\""],
+        "the provider gets the TXT data quoted"
+    );
     assert_eq!(s.dig(&format!("app0.{zone}"), "A"), ["192.0.2.200"]);
     assert_eq!(
         s.dig(&format!("a-app0.{zone}"), "TXT"),
@@ -266,6 +253,23 @@ fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
         let (plan, status) = edns.reconcile(&want);
         assert_eq!((changes(&plan), status), (0, None), "loop {i}: {plan}");
     }
+    // A planner restart (kill -9) changes nothing external-dns sees.
+    s.restart_planner_with(|| {});
+    let up = dnsplane_e2e::wait_for(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    assert!(
+        up.is_some(),
+        "the webhook listens again; logs:\n{}",
+        s.logs()
+    );
+    edns.assert_converged(&want, "after a planner restart");
+    let (plan, status) = edns.reconcile(&want);
+    assert_eq!(
+        (changes(&plan), status),
+        (0, None),
+        "after a restart: {plan}"
+    );
     let records = edns.records();
     assert_eq!(records.len(), 100);
     assert!(
@@ -278,12 +282,14 @@ fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
     let changed = desired(&zone, 50, "192.0.2.201");
     let (plan, status) = edns.reconcile(&changed);
     assert_eq!((changes(&plan), status), (1, Some(204)), "{plan}");
+    edns.assert_converged(&changed, "after an update");
     wait_converged(&s, 100);
     assert_eq!(s.dig(&format!("app0.{zone}"), "A"), ["192.0.2.201"]);
 
     // Idempotent: the same creates posted again are no error and change nothing.
     let creates = json!({"create": edns.adjust(&changed)}).to_string();
     assert_eq!(edns.apply(creates), 204);
+    edns.assert_converged(&changed, "after a re-post");
     assert_eq!(edns.reconcile(&changed).0["create"], json!([]));
 
     // One endpoint dnsplane cannot take: 204, the rest applied, the refusal in status.
@@ -322,6 +328,7 @@ fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
     std::fs::rename(&aside, &desired_dir).expect("put the store back");
     let (_, status) = edns.reconcile(&later);
     assert_eq!(status, Some(204));
+    edns.assert_converged(&later, "once the store is back");
     wait_converged(&s, 102);
 
     // 5,000 endpoints in one change set: acknowledged (its time is in the benchmark).
@@ -329,5 +336,6 @@ fn external_dns_drives_dnsplane_through_the_webhook_protocol() {
     let (plan, status) = edns.reconcile(&big);
     assert_eq!(status, Some(204), "{}", changes(&plan));
     assert_eq!(edns.records().len(), 5000);
+    edns.assert_converged(&big, "5,000 endpoints");
     wait_converged(&s, 5000);
 }

@@ -9,6 +9,7 @@
 //! `dnsplane-testing` and is re-exported here.
 pub use dnsplane_testing::*;
 
+pub mod external_dns_plan;
 pub mod moto;
 pub mod quota_proxy;
 pub mod redis;

@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use wire::{Changes, DomainFilter, Endpoint, MEDIA_TYPE};
 
 pub(crate) mod convert;
+pub(crate) mod posted;
 pub mod wire;
 
 /// Largest request body: external-dns caps what it decodes at 32 MiB (about 60,000
