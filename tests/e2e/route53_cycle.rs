@@ -141,6 +141,14 @@ fn update_cycle(kind: Kind) {
     s.wait_quiet();
     assert_eq!(s.counters().since(&c).batches, 0, "no write");
     check_zone(&s, &before, KEPT);
+    // moto's behaviour is named once in the applier's log; AWS's (the emulator's)
+    // never.
+    let log = std::fs::read_to_string(s.dir().join("applier.log")).expect("applier log");
+    let named = log
+        .matches("checks each CREATE against the zone as it was before the batch")
+        .count();
+    let want = usize::from(kind == Kind::Route53Moto);
+    assert_eq!(named, want, "the UPSERT fallback logged {named} times");
 }
 
 #[test]
