@@ -40,6 +40,7 @@ mod record_types;
 mod reliability;
 mod requeue;
 mod route53;
+mod route53_cycle;
 mod routing_sets;
 mod safety;
 mod secret_scan;

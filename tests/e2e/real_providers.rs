@@ -700,6 +700,7 @@ fn spoil_credentials(server: &RealServer) {
         // An API token Cloudflare does not know.
         RealServer::Cloudflare(c) => (&c.token_file, "not-the-emulator-token\n".to_string()),
         RealServer::Bind(_) => unreachable!("BIND's TSIG key is not spoilt here"),
+        RealServer::Route53Moto(_) => unreachable!("moto checks no signature"),
     };
     std::fs::write(file, text).expect("write the credentials");
 }

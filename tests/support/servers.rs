@@ -23,6 +23,7 @@ pub mod clouddns;
 pub mod cloudflare;
 pub mod emulated;
 pub mod route53;
+pub mod route53_moto;
 pub mod stack;
 
 /// How long a server may take to come up before the test fails.
@@ -613,6 +614,8 @@ pub enum Kind {
     Bind,
     /// Route 53 through the `route53` driver, served by dnsplane's emulator.
     Route53,
+    /// Route 53 through the `route53` driver, served by moto (as LocalStack serves it).
+    Route53Moto,
     /// Google Cloud DNS through the `clouddns` driver, served by dnsplane's emulator.
     CloudDns,
     /// Cloudflare through the `cloudflare` driver, served by dnsplane's emulator.
@@ -625,7 +628,7 @@ impl Kind {
         match self {
             Kind::Pdns => "pdns",
             Kind::Bind => "rfc2136",
-            Kind::Route53 => "route53",
+            Kind::Route53 | Kind::Route53Moto => "route53",
             Kind::CloudDns => "clouddns",
             Kind::Cloudflare => "cloudflare",
         }
@@ -637,6 +640,7 @@ impl Kind {
             Kind::Pdns => "PowerDNS",
             Kind::Bind => "BIND",
             Kind::Route53 => "Route 53 (emulated)",
+            Kind::Route53Moto => "Route 53 (moto)",
             Kind::CloudDns => "Cloud DNS (emulated)",
             Kind::Cloudflare => "Cloudflare (emulated)",
         }
@@ -645,7 +649,10 @@ impl Kind {
     /// A cloud API served by dnsplane's emulator in-process: no DNS is served, the
     /// emulator's listing stands for `dig` and AXFR, its own faults for the decorator's.
     pub fn emulated(self) -> bool {
-        matches!(self, Kind::Route53 | Kind::CloudDns | Kind::Cloudflare)
+        matches!(
+            self,
+            Kind::Route53 | Kind::Route53Moto | Kind::CloudDns | Kind::Cloudflare
+        )
     }
 
     /// A benchmark's `--servers` value: `pdns,bind,route53,clouddns,cloudflare` (also
@@ -656,6 +663,7 @@ impl Kind {
                 "pdns" | "powerdns" => Ok(Kind::Pdns),
                 "bind" | "rfc2136" => Ok(Kind::Bind),
                 "route53" => Ok(Kind::Route53),
+                "route53-moto" | "moto" => Ok(Kind::Route53Moto),
                 "clouddns" => Ok(Kind::CloudDns),
                 "cloudflare" => Ok(Kind::Cloudflare),
                 other => Err(format!("unknown server {other:?}")),
@@ -679,6 +687,7 @@ pub enum RealServer {
     Pdns(PowerDns),
     Bind(Bind),
     Route53(route53::EmulatedRoute53),
+    Route53Moto(route53_moto::MotoRoute53),
     CloudDns(clouddns::EmulatedCloudDns),
     Cloudflare(cloudflare::EmulatedCloudflare),
 }
@@ -690,6 +699,7 @@ impl RealServer {
             Kind::Pdns => PowerDns::start().map(RealServer::Pdns),
             Kind::Bind => Bind::start().map(RealServer::Bind),
             Kind::Route53 => Some(RealServer::Route53(route53::EmulatedRoute53::start())),
+            Kind::Route53Moto => route53_moto::MotoRoute53::start().map(RealServer::Route53Moto),
             Kind::CloudDns => Some(RealServer::CloudDns(clouddns::EmulatedCloudDns::start())),
             Kind::Cloudflare => Some(RealServer::Cloudflare(
                 cloudflare::EmulatedCloudflare::start(),
@@ -702,6 +712,7 @@ impl RealServer {
             RealServer::Pdns(_) => Kind::Pdns,
             RealServer::Bind(_) => Kind::Bind,
             RealServer::Route53(_) => Kind::Route53,
+            RealServer::Route53Moto(_) => Kind::Route53Moto,
             RealServer::CloudDns(_) => Kind::CloudDns,
             RealServer::Cloudflare(_) => Kind::Cloudflare,
         }
@@ -712,6 +723,7 @@ impl RealServer {
             RealServer::Pdns(s) => &s.zone,
             RealServer::Bind(s) => &s.zone,
             RealServer::Route53(s) => &s.zone,
+            RealServer::Route53Moto(s) => &s.zone,
             RealServer::CloudDns(s) => &s.zone,
             RealServer::Cloudflare(s) => &s.zone,
         }
@@ -722,7 +734,10 @@ impl RealServer {
         match self {
             RealServer::Pdns(s) => Some(s.dns_port),
             RealServer::Bind(s) => Some(s.port),
-            RealServer::Route53(_) | RealServer::CloudDns(_) | RealServer::Cloudflare(_) => None,
+            RealServer::Route53(_)
+            | RealServer::Route53Moto(_)
+            | RealServer::CloudDns(_)
+            | RealServer::Cloudflare(_) => None,
         }
     }
 
@@ -730,6 +745,7 @@ impl RealServer {
     pub fn dig(&self, dig: &Path, name: &str, rtype: &str) -> Vec<String> {
         match (self, self.dns_port()) {
             (RealServer::Route53(s), _) => s.dig(name, rtype),
+            (RealServer::Route53Moto(s), _) => s.dig(name, rtype),
             (RealServer::CloudDns(s), _) => s.dig(name, rtype),
             (RealServer::Cloudflare(s), _) => s.dig(name, rtype),
             (_, Some(port)) => dig_sorted(dig, port, name, rtype),
@@ -757,6 +773,7 @@ impl RealServer {
                 s.key_file.display()
             ),
             RealServer::Route53(s) => s.account_toml(account),
+            RealServer::Route53Moto(s) => s.account_toml(account),
             RealServer::CloudDns(s) => s.account_toml(account),
             RealServer::Cloudflare(s) => s.account_toml(account),
         }
@@ -768,6 +785,7 @@ impl RealServer {
             RealServer::Pdns(s) => s.add_records(records),
             RealServer::Bind(s) => s.add_records(records),
             RealServer::Route53(s) => s.add_records(records),
+            RealServer::Route53Moto(s) => s.add_records(records),
             RealServer::CloudDns(s) => s.add_records(records),
             RealServer::Cloudflare(s) => s.add_records(records),
         }
@@ -779,6 +797,7 @@ impl RealServer {
             RealServer::Pdns(s) => s.axfr(dig),
             RealServer::Bind(s) => s.axfr(dig),
             RealServer::Route53(s) => s.axfr(),
+            RealServer::Route53Moto(s) => s.axfr(),
             RealServer::CloudDns(s) => s.axfr(),
             RealServer::Cloudflare(s) => s.axfr(),
         }
@@ -790,7 +809,7 @@ impl RealServer {
             RealServer::Route53(s) => s.add_fault(rule),
             RealServer::CloudDns(s) => s.add_fault(rule),
             RealServer::Cloudflare(s) => s.add_fault(rule),
-            RealServer::Pdns(_) | RealServer::Bind(_) => {
+            RealServer::Pdns(_) | RealServer::Bind(_) | RealServer::Route53Moto(_) => {
                 panic!(
                     "{} is no emulator: it has no fault rules",
                     self.kind().server()
@@ -817,7 +836,7 @@ impl RealServer {
                 let st = s.emulator.stats();
                 (st.throttled, st.faults)
             }
-            RealServer::Pdns(_) | RealServer::Bind(_) => {
+            RealServer::Pdns(_) | RealServer::Bind(_) | RealServer::Route53Moto(_) => {
                 panic!("{} is no emulator: it counts nothing", self.kind().server())
             }
         };
@@ -840,6 +859,7 @@ impl RealServer {
     pub fn soa_serial(&self, dig: &Path) -> u64 {
         let port = match (self, self.dns_port()) {
             (RealServer::Route53(s), _) => return s.writes(),
+            (RealServer::Route53Moto(s), _) => return s.listing_hash(),
             (RealServer::CloudDns(s), _) => return s.writes(),
             (RealServer::Cloudflare(s), _) => return s.writes(),
             (_, Some(port)) => port,

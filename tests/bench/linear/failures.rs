@@ -69,6 +69,7 @@ fn other_writer(s: &RealStack, recs: &[(String, Option<String>)]) {
             );
         }
         RealServer::Route53(r) => r.set_a_records(recs, TTL),
+        RealServer::Route53Moto(r) => r.set_a_records(recs, TTL),
         RealServer::CloudDns(r) => r.set_a_records(recs, TTL),
         RealServer::Cloudflare(r) => r.set_a_records(recs, TTL),
     }
@@ -180,6 +181,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
             .to_string(),
         ),
         RealServer::Cloudflare(r) => std::fs::write(&r.token_file, "not-the-token\n"),
+        RealServer::Route53Moto(_) => unreachable!("moto checks no signature"),
     }
     .expect("write the wrong key");
     let mut opts = ctx.options();
@@ -208,7 +210,9 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
     let with_message = match kind {
         Kind::Pdns => reason.contains("401"),
         Kind::Bind => !reason.is_empty(),
-        Kind::Route53 => reason.contains("403") && reason.contains("SignatureDoesNotMatch"),
+        Kind::Route53 | Kind::Route53Moto => {
+            reason.contains("403") && reason.contains("SignatureDoesNotMatch")
+        }
         Kind::CloudDns => reason.contains("invalid_grant"),
         Kind::Cloudflare => reason.contains("403") && reason.contains("9109"),
     };
@@ -220,7 +224,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
         goal: match kind {
             Kind::Pdns => "≤ 10 s, with the 401".into(),
             Kind::Bind => "≤ 10 s, with the server's answer".into(),
-            Kind::Route53 | Kind::Cloudflare => "≤ 10 s, with the 403".into(),
+            Kind::Route53 | Kind::Route53Moto | Kind::Cloudflare => "≤ 10 s, with the 403".into(),
             Kind::CloudDns => "≤ 10 s, with the token endpoint's invalid_grant".into(),
         },
         pass: Some(time.is_some_and(|t| t <= Duration::from_secs(10)) && with_message),

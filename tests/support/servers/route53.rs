@@ -128,3 +128,80 @@ impl EmulatedRoute53 {
         self.emulator.stats().changes_committed
     }
 }
+
+impl EmulatedRoute53 {
+    /// The zone as `name ttl type value` lines, read by the real AWS CLI (`aws route53
+    /// list-resource-record-sets`, which signs with SigV4 and parses the emulator's
+    /// XML itself); `None` when the CLI is not installed (and skipping is allowed).
+    pub fn aws_axfr(&self) -> Option<Vec<String>> {
+        let lines = aws_listing(
+            &self.emulator.endpoint(),
+            &self.zone_id,
+            DEFAULT_ACCESS_KEY_ID,
+            DEFAULT_SECRET_ACCESS_KEY,
+        )?;
+        Some(emulated::axfr(lines))
+    }
+}
+
+/// Every set of hosted zone `zone_id` at `endpoint`, as the real AWS CLI reads it
+/// (`$DNSPLANE_AWS_CLI`, JSON output, all pages): one line per value, aliases as their
+/// target's name with TTL 0, `*` as DNS tools print it. `None`: no CLI (skipping
+/// allowed).
+pub fn aws_listing(
+    endpoint: &str,
+    zone_id: &str,
+    access_key: &str,
+    secret: &str,
+) -> Option<Vec<emulated::Line>> {
+    let aws = crate::tool("DNSPLANE_AWS_CLI", "aws")?;
+    let out = std::process::Command::new(aws)
+        .args([
+            "route53",
+            "list-resource-record-sets",
+            "--hosted-zone-id",
+            zone_id,
+            "--endpoint-url",
+            endpoint,
+            "--output",
+            "json",
+        ])
+        .env("AWS_ACCESS_KEY_ID", access_key)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env_remove("AWS_PROFILE")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .output()
+        .expect("run aws");
+    assert!(
+        out.status.success(),
+        "aws route53 list-resource-record-sets: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "aws printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let mut lines = Vec::new();
+    for set in v["ResourceRecordSets"]
+        .as_array()
+        .expect("ResourceRecordSets")
+    {
+        let name = set["Name"].as_str().expect("Name").replace("\\052", "*");
+        let rtype = set["Type"].as_str().expect("Type").to_string();
+        if let Some(alias) = set.get("AliasTarget") {
+            let target = alias["DNSName"].as_str().expect("DNSName").to_string();
+            lines.push((name, 0, rtype, target));
+            continue;
+        }
+        let ttl = set["TTL"].as_u64().unwrap_or(0) as u32;
+        for r in set["ResourceRecords"].as_array().into_iter().flatten() {
+            let value = r["Value"].as_str().expect("Value").to_string();
+            lines.push((name.clone(), ttl, rtype.clone(), value));
+        }
+    }
+    Some(lines)
+}

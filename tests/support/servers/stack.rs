@@ -158,7 +158,7 @@ impl RealStack {
         let account = match server.kind() {
             Kind::Pdns => "pdns",
             Kind::Bind => "bind",
-            Kind::Route53 => "route53",
+            Kind::Route53 | Kind::Route53Moto => "route53",
             Kind::CloudDns => "clouddns",
             Kind::Cloudflare => "cloudflare",
         }

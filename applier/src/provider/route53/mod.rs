@@ -13,6 +13,10 @@
 //! | assert present | `DELETE before`, `CREATE before` (a no-op that fails unless it holds) |
 //! | assert absent | checked by a read of the name first (Route 53 cannot say "absent") |
 //!
+//! A server that checks each CREATE against the zone as it was before the batch
+//! (moto, LocalStack) gets `UPSERT` for a CREATE that follows its set's DELETE, once it
+//! was seen refusing one ([`upsert`]).
+//!
 //! A refused batch is `InvalidChangeBatch` naming every failing change
 //! ([`wire::failures`]): a conflict when the zone holds something else, invalid when
 //! the request is wrong. Throttling comes as HTTP 400 `Throttling` (transient, fed back
@@ -56,12 +60,14 @@ mod cover;
 pub mod credentials;
 mod listing;
 mod sets;
+mod upsert;
 mod wire;
 mod zones;
 
 pub use config::{DEFAULT_ENDPOINT, DEFAULT_STS_ENDPOINT, Route53Config, ZoneVisibility};
 use credentials::{CredentialChain, EnvReader};
 use sets::Spellings;
+use upsert::UpsertFallback;
 use wire::{Action, OutChange};
 
 /// RRSet ops one change batch may carry. Route 53 allows 1,000 `ResourceRecord`
@@ -94,6 +100,9 @@ pub struct Route53Provider {
     /// its reads of names; read whole again by the drift check.
     cache: Arc<RecordCache>,
     wait_insync: Option<Duration>,
+    /// Set once the server refused a CREATE after the DELETE of its set in one batch
+    /// (moto, LocalStack): such CREATEs are sent as UPSERT from then on ([`upsert`]).
+    upsert: Arc<UpsertFallback>,
 }
 
 impl std::fmt::Debug for Route53Provider {
@@ -165,6 +174,7 @@ impl Route53Provider {
             spellings: Arc::default(),
             cache: Arc::default(),
             wait_insync: cfg.wait_insync.then_some(cfg.insync_timeout),
+            upsert: Arc::default(),
         })
     }
 
@@ -234,6 +244,21 @@ impl Route53Provider {
         zone: Option<&Name>,
         pacer: &Pacer,
     ) -> Result<String, ProviderError> {
+        self.exchange(method, url, body, zone, pacer)
+            .await
+            .map_err(|(e, _)| e)
+    }
+
+    /// [`call`](Self::call), a refusal given with the answer's body.
+    async fn exchange(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<String>,
+        zone: Option<&Name>,
+        pacer: &Pacer,
+    ) -> Result<String, (ProviderError, String)> {
+        let unanswered = |e: ProviderError| (e, String::new());
         let write = method == Method::POST;
         pacer
             .request(if write {
@@ -241,17 +266,24 @@ impl Route53Provider {
             } else {
                 Operation::List
             })
-            .await?;
-        let creds = self.credentials.get().await?;
+            .await
+            .map_err(unanswered)?;
+        let creds = self.credentials.get().await.map_err(unanswered)?;
         let what = format!("{method} {}", url.path());
         let body = body.unwrap_or_default();
         let signed = self.sign(&method, &url, &body, &creds).map_err(|e| {
-            ProviderError::new(ErrorClass::Invalid, format!("{what}: cannot sign: {e}"))
+            unanswered(ProviderError::new(
+                ErrorClass::Invalid,
+                format!("{what}: cannot sign: {e}"),
+            ))
         })?;
         let mut req = self.http.request(method, url);
         for (k, v) in signed {
             let mut value = reqwest::header::HeaderValue::from_str(&v).map_err(|_| {
-                ProviderError::new(ErrorClass::Invalid, format!("{what}: cannot sign"))
+                unanswered(ProviderError::new(
+                    ErrorClass::Invalid,
+                    format!("{what}: cannot sign"),
+                ))
             })?;
             // The signature and the session token: never printed by the HTTP stack.
             value.set_sensitive(
@@ -268,7 +300,8 @@ impl Route53Provider {
         if !body.is_empty() {
             req = req.header("content-type", "application/xml").body(body);
         }
-        let transport = |e: reqwest::Error| crate::provider::transport_error(&what, &e, write);
+        let transport =
+            |e: reqwest::Error| unanswered(crate::provider::transport_error(&what, &e, write));
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
         let text = resp.text().await.map_err(transport)?;
@@ -286,7 +319,7 @@ impl Route53Provider {
         {
             self.lock_ids().remove(z);
         }
-        Err(err)
+        Err((err, text))
     }
 
     /// The SigV4 headers of a request (`host` is reqwest's; the rest is added).
@@ -534,11 +567,31 @@ impl Provider for Route53Provider {
                 });
             }
         }
-        let body = wire::change_batch("dnsplane", &changes);
+        if self.upsert.on() {
+            upsert::upsert_after_delete(&mut changes);
+        }
         let url = self.url(&["hostedzone", &id, "rrset"], &[]);
-        let answer = self
-            .call(Method::POST, url, Some(body), Some(zone), pacer)
-            .await?;
+        let send = |changes: &[OutChange<'_>]| {
+            let body = wire::change_batch("dnsplane", changes);
+            self.exchange(Method::POST, url.clone(), Some(body), Some(zone), pacer)
+        };
+        let answer = match send(&changes).await {
+            Ok(answer) => answer,
+            Err((_, body))
+                if !self.upsert.on() && upsert::refused_in_order(zone, &changes, &body) =>
+            {
+                if self.upsert.learn() {
+                    tracing::warn!(
+                        zone = %zone,
+                        endpoint = %self.api,
+                        "This Route 53 endpoint refused a CREATE that follows the DELETE of the same record set in one change batch (\"… but it already exists\"): it checks each CREATE against the zone as it was before the batch, as moto and LocalStack do (AWS applies a batch in order). From now on this account sends UPSERT after such a DELETE; the DELETE still checks the set's values."
+                    );
+                }
+                upsert::upsert_after_delete(&mut changes);
+                send(&changes).await.map_err(|(e, _)| e)?
+            }
+            Err((e, _)) => return Err(e),
+        };
         // Committed: the cache follows. (A failed batch leaves it: Route 53 checks
         // every precondition itself, so a stale entry costs a conflict and the read
         // that settles it, never a wrong write.)

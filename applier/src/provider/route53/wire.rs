@@ -44,12 +44,15 @@ pub fn decode_name(name: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One `Change` of a `ChangeBatch`. No `UPSERT`: it writes whatever is there, and every
-/// dnsplane op has a precondition, which `DELETE` (exact) then `CREATE` enforces.
+/// One `Change` of a `ChangeBatch`. `UPSERT` writes whatever is there, and every
+/// dnsplane op has a precondition, which `DELETE` (exact) then `CREATE` enforces; it is
+/// sent only after the `DELETE` of its own set, to servers that check a batch's CREATEs
+/// before the batch (`super::upsert`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     Create,
     Delete,
+    Upsert,
 }
 
 impl Action {
@@ -57,6 +60,7 @@ impl Action {
         match self {
             Action::Create => "CREATE",
             Action::Delete => "DELETE",
+            Action::Upsert => "UPSERT",
         }
     }
 }
