@@ -42,6 +42,8 @@ mod requeue;
 mod route53;
 mod routing_sets;
 mod safety;
+mod sdk_clouddns;
+mod sdk_cloudflare;
 mod secret_scan;
 mod slice;
 mod stack;

@@ -10,6 +10,7 @@
 pub use dnsplane_testing::*;
 
 pub mod moto;
+pub mod python_sdk;
 pub mod quota_proxy;
 pub mod redis;
 pub mod scaling;
