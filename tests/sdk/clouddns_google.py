@@ -399,7 +399,11 @@ def api_python_client():
         assert ids == ["2", "1", "0"], ids
 
     with step("api-client: managedZones.delete of an emptied zone"):
-        sets = rr.list(project=P, managedZone=Z).execute()["rrsets"]
+        sets, req = [], rr.list(project=P, managedZone=Z)
+        while req is not None:
+            resp = req.execute()
+            sets += resp.get("rrsets", [])
+            req = rr.list_next(req, resp)
         dels = [s for s in sets if s["type"] not in ("SOA", "NS")]
         if dels:
             create_change({"deletions": dels})

@@ -211,7 +211,7 @@ def main():
     for name, call in [
         ("PATCH /zones/{zone_id}", lambda: cf.zones.edit(zone_id=zone_id, paused=True)),
         ("GET /zones/{zone_id}/dns_records/export", lambda: rec.export(zone_id=zone_id)),
-        ("POST /zones/{zone_id}/dns_records/scan", lambda: rec.scan(zone_id=zone_id)),
+        ("POST /zones/{zone_id}/dns_records/scan/trigger", lambda: rec.scan_trigger(zone_id=zone_id)),
     ]:
         expect_error(
             f"{name} is InternalServerError 501 naming it",
