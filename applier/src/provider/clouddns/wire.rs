@@ -533,6 +533,20 @@ mod tests {
                 true,
                 (Ambiguous, None, false),
             ),
+            // A method the server does not implement: nothing was done, and asking
+            // again cannot help (the emulator answers it for what it does not model).
+            (
+                501,
+                body(
+                    501,
+                    &[(
+                        "notImplemented",
+                        "The Cloud DNS emulator does not implement dns.resourceRecordSets.get",
+                    )],
+                ),
+                true,
+                (Permanent, None, false),
+            ),
             (
                 502,
                 "<html>x</html>".to_string(),

@@ -339,6 +339,10 @@ mod tests {
         assert_eq!(c(400, 1004, true), Invalid);
         assert_eq!(c(400, 6007, true), Invalid);
         assert_eq!(c(404, 7000, false), Permanent);
+        // A call the server does not implement: nothing was done, and retrying cannot
+        // help (the emulator answers it for calls it does not model).
+        assert_eq!(c(501, 7000, true), Permanent);
+        assert_eq!(c(501, 7000, false), Permanent);
         assert_eq!(c(502, 10013, true), Ambiguous);
         assert_eq!(c(502, 10013, false), Transient);
         assert_eq!(c(504, 0, true), Ambiguous);
