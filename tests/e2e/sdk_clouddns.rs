@@ -12,8 +12,15 @@ fn google_cloud_dns_and_the_discovery_client_drive_the_emulator_as_google() {
     let Some(python) = python_sdk::python() else {
         return;
     };
-    // Two items a page, so every listing of the script pages.
-    let emu = Emulator::start("clouddns", Some("page_size = 2\n"));
+    // Two items a page, so every listing of the script pages; a second token, for
+    // another project only (the 403 `forbidden` case).
+    let emu = Emulator::start(
+        "clouddns",
+        Some(
+            "page_size = 2\n\
+             tokens = [\"emulator-token\", { token = \"other-project-token\", projects = [\"other-project\"] }]\n",
+        ),
+    );
     let run = python_sdk::run(
         &python,
         &python_sdk::script("clouddns_google.py"),

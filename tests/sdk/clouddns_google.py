@@ -32,6 +32,8 @@ from sdkcheck import check, control, expect_error, step
 ENDPOINT = os.environ["EMULATOR_ENDPOINT"].rstrip("/")
 PROJECT = os.environ.get("EMULATOR_PROJECT", "emulator-project")
 TOKEN = os.environ.get("EMULATOR_TOKEN", "emulator-token")
+# A token the emulator's config gives another project only.
+OTHER_PROJECT_TOKEN = os.environ.get("EMULATOR_OTHER_PROJECT_TOKEN", "other-project-token")
 
 recorder = discovery.Recorder()
 
@@ -191,9 +193,16 @@ def google_cloud_dns():
         client.zone("no-such-zone").exists() is False,
     )
     expect_error(
-        "cloud-dns: an unknown token is Unauthorized (401)",
+        "cloud-dns: an unknown token is Unauthorized (401 authError)",
         lambda: cloud_dns_client("not-a-token").quotas(),
         gexc.Unauthorized,
+        reason_is("authError"),
+    )
+    expect_error(
+        "cloud-dns: a token of another project is Forbidden (403 forbidden)",
+        lambda: cloud_dns_client(OTHER_PROJECT_TOKEN).quotas(),
+        gexc.Forbidden,
+        reason_is("forbidden"),
     )
 
     control(ENDPOINT, "POST", "/faults", {"action": "throttle", "op": "change", "times": 1})
@@ -242,7 +251,8 @@ class RecordingHttp:
 
     def request(self, uri, method="GET", body=None, headers=None, **kwargs):
         headers = dict(headers or {})
-        headers["authorization"] = f"Bearer {self.token}"
+        if self.token is not None:
+            headers["authorization"] = f"Bearer {self.token}"
         resp, content = self.inner.request(uri, method=method, body=body, headers=headers, **kwargs)
         recorder.add(method, uri, resp.status, content.decode("utf-8", "replace"))
         return resp, content
@@ -369,10 +379,22 @@ def api_python_client():
         http_error(429, "rateLimitExceeded"),
     )
     expect_error(
-        "api-client: an unknown token is HttpError 401",
+        "api-client: an unknown token is HttpError 401 authError",
         lambda: api_client("not-a-token").projects().get(project=P).execute(),
         HttpError,
-        lambda e: None if e.status_code == 401 else f"status {e.status_code}",
+        http_error(401, "authError"),
+    )
+    expect_error(
+        "api-client: no credentials at all is HttpError 401 required",
+        lambda: api_client(None).projects().get(project=P).execute(),
+        HttpError,
+        http_error(401, "required"),
+    )
+    expect_error(
+        "api-client: a token of another project is HttpError 403 forbidden",
+        lambda: api_client(OTHER_PROJECT_TOKEN).projects().get(project=P).execute(),
+        HttpError,
+        http_error(403, "forbidden"),
     )
     # Methods the emulator does not reproduce: 501 naming the method, never a 404 a
     # client would take for "zone gone".
