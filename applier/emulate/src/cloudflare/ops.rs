@@ -41,7 +41,9 @@ pub(crate) const FAULT_OPS: &[&str] = &[
 ];
 
 impl Op {
-    /// Routes `method path`; an unknown path or method is Cloudflare's routing error.
+    /// Routes `method path`: outside `/client/v4`, and for a method the path does not
+    /// have, Cloudflare's routing errors (404 7000, 405 7001); a call of Cloudflare's
+    /// API the emulator does not reproduce, 501 naming it.
     pub fn route(method: &Method, path: &str) -> Result<Op, ApiError> {
         let no_route = || ApiError::new(404, 7000, "No route for that URI");
         let rest = path.strip_prefix(BASE).ok_or_else(no_route)?;
