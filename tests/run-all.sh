@@ -108,6 +108,14 @@ if ! "$TOOLS/venv/bin/python" -c 'import jsonschema, yaml' 2>/dev/null; then
     "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'jsonschema==4.26.0' 'PyYAML==6.0.4'
 fi
 export DNSPLANE_JSONSCHEMA_PYTHON="$TOOLS/venv/bin/python"
+# The official SDKs against the Cloud DNS and Cloudflare emulators
+# (tests/e2e/sdk_clouddns.rs, sdk_cloudflare.rs; scripts in tests/sdk/).
+if ! "$TOOLS/venv/bin/python" -c 'import google.cloud.dns, googleapiclient, cloudflare' 2>/dev/null; then
+    say "installing google-cloud-dns, google-api-python-client and cloudflare into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check \
+        'google-cloud-dns==0.37.2' 'google-api-python-client==2.202.0' 'cloudflare==5.9.0'
+fi
+export DNSPLANE_SDK_PYTHON="$TOOLS/venv/bin/python"
 export DNSPLANE_KUBERNETES_VALIDATE="$KUBE_VALIDATE"
 export DNSPLANE_DOCKER_COMPOSE="$COMPOSE"
 

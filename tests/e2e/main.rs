@@ -43,6 +43,8 @@ mod route53;
 mod route53_cycle;
 mod routing_sets;
 mod safety;
+mod sdk_clouddns;
+mod sdk_cloudflare;
 mod secret_scan;
 mod slice;
 mod stack;

@@ -11,6 +11,7 @@ pub use dnsplane_testing::*;
 
 pub mod external_dns_plan;
 pub mod moto;
+pub mod python_sdk;
 pub mod quota_proxy;
 pub mod redis;
 pub mod scaling;

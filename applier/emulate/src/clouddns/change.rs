@@ -15,7 +15,7 @@
 //! 5. All or nothing: only a change with no error touches the zone.
 use super::errors::{ApiError, ErrorItem, invalid_value};
 use super::model::{ChangeRec, RRSet, Zone};
-use super::values::{RR_TYPES, parse_name, rrdata_ok, within};
+use super::values::{RR_TYPES, json_int, parse_name, rrdata_ok, within};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -167,8 +167,7 @@ fn parse_entry(
             ));
             None
         }
-        Some(t) => match t
-            .as_i64()
+        Some(t) => match json_int(t)
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| *n <= i32::MAX as u32)
         {
@@ -176,7 +175,10 @@ fn parse_entry(
             None => {
                 problems.push(item(
                     "invalid",
-                    invalid_value(&format!("{field}.ttl"), &t.to_string()),
+                    invalid_value(
+                        &format!("{field}.ttl"),
+                        &t.as_str().map_or_else(|| t.to_string(), str::to_string),
+                    ),
                 ));
                 None
             }

@@ -42,6 +42,7 @@ use axum::response::Response;
 use errors::ApiError;
 use ops::{Ctx, FAULT_OPS, Op};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -268,7 +269,7 @@ pub struct Stats {
     pub requests: BTreeMap<String, u64>,
     /// `rateLimitExceeded` answers (the quota's and the `throttle` fault's).
     pub throttled: u64,
-    /// Calls that changed state: changes applied, zones created.
+    /// Calls that changed state: changes applied, zones created or deleted.
     pub changes_committed: u64,
     /// Requests refused for their token (401) or project (403).
     pub auth_failures: u64,
@@ -767,6 +768,11 @@ async fn handle(
     let result = inner.run(&op, &ctx);
     inner.stopping.sleep(decision.delay_after).await;
     match result {
+        Ok(Value::Null) => {
+            let mut resp = Response::new(Body::empty());
+            *resp.status_mut() = http::StatusCode::NO_CONTENT;
+            resp
+        }
         Ok(v) => json_response(200, v.to_string()),
         Err(e) => {
             tracing::debug!(

@@ -15,10 +15,14 @@ pub(crate) enum Op {
     CreateZone,
     ListZones,
     GetZone(String),
+    DeleteZone(String),
     ListRRSets(String),
     CreateChange(String),
     ListChanges(String),
     GetChange(String, String),
+    /// A method of Cloud DNS's API the emulator does not reproduce (its Google name):
+    /// 501, so that a client never takes it for "zone gone".
+    Unimplemented(&'static str),
 }
 
 /// The operation names fault rules use.
@@ -66,13 +70,14 @@ impl Op {
             (Method::POST, ["managedZones"]) => Op::CreateZone,
             (Method::GET, ["managedZones"]) => Op::ListZones,
             (Method::GET, ["managedZones", z]) => Op::GetZone(z.to_string()),
+            (Method::DELETE, ["managedZones", z]) => Op::DeleteZone(z.to_string()),
             (Method::GET, ["managedZones", z, "rrsets"]) => Op::ListRRSets(z.to_string()),
             (Method::POST, ["managedZones", z, "changes"]) => Op::CreateChange(z.to_string()),
             (Method::GET, ["managedZones", z, "changes"]) => Op::ListChanges(z.to_string()),
             (Method::GET, ["managedZones", z, "changes", id]) => {
                 Op::GetChange(z.to_string(), id.to_string())
             }
-            _ => return None,
+            (m, tail) => Op::Unimplemented(unimplemented(&m, tail)?),
         };
         Some((project.to_string(), op))
     }
@@ -84,10 +89,12 @@ impl Op {
             Op::CreateZone => "dns.managedZones.create",
             Op::ListZones => "dns.managedZones.list",
             Op::GetZone(_) => "dns.managedZones.get",
+            Op::DeleteZone(_) => "dns.managedZones.delete",
             Op::ListRRSets(_) => "dns.resourceRecordSets.list",
             Op::CreateChange(_) => "dns.changes.create",
             Op::ListChanges(_) => "dns.changes.list",
             Op::GetChange(..) => "dns.changes.get",
+            Op::Unimplemented(name) => name,
         }
     }
 
@@ -104,13 +111,17 @@ impl Op {
 
     /// Writes count against the write quota (and its message).
     pub fn is_write(&self) -> bool {
-        matches!(self, Op::CreateZone | Op::CreateChange(_))
+        matches!(
+            self,
+            Op::CreateZone | Op::DeleteZone(_) | Op::CreateChange(_)
+        )
     }
 
     /// The managed zone the call is on, if any.
     pub fn zone(&self) -> Option<&str> {
         match self {
             Op::GetZone(z)
+            | Op::DeleteZone(z)
             | Op::ListRRSets(z)
             | Op::CreateChange(z)
             | Op::ListChanges(z)
@@ -118,6 +129,55 @@ impl Op {
             _ => None,
         }
     }
+}
+
+/// The Google name of a project-scoped `dns/v1` method the emulator does not
+/// reproduce (from the discovery document), or `None` for a path the API does not have
+/// (a 404, as Google answers it).
+fn unimplemented(method: &Method, tail: &[&str]) -> Option<&'static str> {
+    // `…/managedZones/z:getIamPolicy` and its kin.
+    if let ["managedZones", z] = tail
+        && let Some((_, verb)) = z.split_once(':')
+    {
+        return match (method.clone(), verb) {
+            (Method::POST, "getIamPolicy") => Some("dns.managedZones.getIamPolicy"),
+            (Method::POST, "setIamPolicy") => Some("dns.managedZones.setIamPolicy"),
+            (Method::POST, "testIamPermissions") => Some("dns.managedZones.testIamPermissions"),
+            _ => None,
+        };
+    }
+    let name = match (method.clone(), tail) {
+        (Method::PATCH, ["managedZones", _]) => "dns.managedZones.patch",
+        (Method::PUT, ["managedZones", _]) => "dns.managedZones.update",
+        (Method::POST, ["managedZones", _, "rrsets"]) => "dns.resourceRecordSets.create",
+        (Method::GET, ["managedZones", _, "rrsets", _, _]) => "dns.resourceRecordSets.get",
+        (Method::PATCH, ["managedZones", _, "rrsets", _, _]) => "dns.resourceRecordSets.patch",
+        (Method::DELETE, ["managedZones", _, "rrsets", _, _]) => "dns.resourceRecordSets.delete",
+        (Method::GET, ["managedZones", _, "dnsKeys"]) => "dns.dnsKeys.list",
+        (Method::GET, ["managedZones", _, "dnsKeys", _]) => "dns.dnsKeys.get",
+        (Method::GET, ["managedZones", _, "operations"]) => "dns.managedZoneOperations.list",
+        (Method::GET, ["managedZones", _, "operations", _]) => "dns.managedZoneOperations.get",
+        (Method::GET, ["policies"]) => "dns.policies.list",
+        (Method::POST, ["policies"]) => "dns.policies.create",
+        (Method::GET, ["policies", _]) => "dns.policies.get",
+        (Method::PATCH, ["policies", _]) => "dns.policies.patch",
+        (Method::PUT, ["policies", _]) => "dns.policies.update",
+        (Method::DELETE, ["policies", _]) => "dns.policies.delete",
+        (Method::GET, ["responsePolicies"]) => "dns.responsePolicies.list",
+        (Method::POST, ["responsePolicies"]) => "dns.responsePolicies.create",
+        (Method::GET, ["responsePolicies", _]) => "dns.responsePolicies.get",
+        (Method::PATCH, ["responsePolicies", _]) => "dns.responsePolicies.patch",
+        (Method::PUT, ["responsePolicies", _]) => "dns.responsePolicies.update",
+        (Method::DELETE, ["responsePolicies", _]) => "dns.responsePolicies.delete",
+        (Method::GET, ["responsePolicies", _, "rules"]) => "dns.responsePolicyRules.list",
+        (Method::POST, ["responsePolicies", _, "rules"]) => "dns.responsePolicyRules.create",
+        (Method::GET, ["responsePolicies", _, "rules", _]) => "dns.responsePolicyRules.get",
+        (Method::PATCH, ["responsePolicies", _, "rules", _]) => "dns.responsePolicyRules.patch",
+        (Method::PUT, ["responsePolicies", _, "rules", _]) => "dns.responsePolicyRules.update",
+        (Method::DELETE, ["responsePolicies", _, "rules", _]) => "dns.responsePolicyRules.delete",
+        _ => return None,
+    };
+    Some(name)
 }
 
 /// What a call needs besides the state.
@@ -333,6 +393,42 @@ impl Inner {
                 .zone(project, z)
                 .map(Zone::json)
                 .ok_or_else(|| ApiError::no_such_zone(z)),
+            Op::DeleteZone(z) => {
+                let mut st = self.lock();
+                let zone = st
+                    .zone(project, z)
+                    .ok_or_else(|| ApiError::no_such_zone(z))?;
+                // Google refuses to delete a zone holding more than its apex SOA and NS.
+                let apex_only = zone
+                    .rrsets
+                    .values()
+                    .all(|r| r.name == zone.dns_name && matches!(r.rtype.as_str(), "SOA" | "NS"));
+                if !apex_only {
+                    return Err(ApiError::new(
+                        400,
+                        "containerNotEmpty",
+                        format!(
+                            "The resource named '{}' cannot be deleted because it is not empty",
+                            zone.name
+                        ),
+                    ));
+                }
+                let name = zone.name.clone();
+                if let Some(p) = st.projects.get_mut(project) {
+                    p.remove(&name);
+                }
+                drop(st);
+                self.count_commit();
+                // 204 No Content, as Google answers a deletion.
+                Ok(Value::Null)
+            }
+            Op::Unimplemented(name) => Err(ApiError::new(
+                501,
+                "notImplemented",
+                format!(
+                    "The Cloud DNS emulator does not implement {name}; see docs/emulators.md for the methods it serves"
+                ),
+            )),
             Op::ListRRSets(z) => {
                 let max = ctx.max_results(self.opts.page_size)?;
                 let after = ctx.page_after()?;

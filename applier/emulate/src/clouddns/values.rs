@@ -57,6 +57,29 @@ fn host(s: &str) -> bool {
     parse_name(&full).is_some_and(|n| !n.starts_with("*."))
 }
 
+/// An integer field of a request body, as proto3 JSON allows it: a JSON number or
+/// a decimal string (`"ttl": "300"`, which Google's own `google-cloud-dns` sends and
+/// Google's API accepts). `None` for anything else (`"soon"`, `1.5`, `true`).
+pub(crate) fn json_int(v: &serde_json::Value) -> Option<i64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| f as i64)
+        }),
+        serde_json::Value::String(s) => {
+            let t = s.strip_prefix('+').unwrap_or(s);
+            (!t.is_empty()
+                && t.trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()))
+            .then(|| t.parse().ok())
+            .flatten()
+        }
+        _ => None,
+    }
+}
+
 fn num<T: std::str::FromStr>(s: &str) -> bool {
     s.parse::<T>().is_ok()
 }
@@ -146,6 +169,25 @@ mod tests {
         assert!(within("a.example.com.", "example.com."));
         assert!(within("example.com.", "example.com."));
         assert!(!within("badexample.com.", "example.com."));
+    }
+
+    #[test]
+    fn integers_may_come_as_strings() {
+        use serde_json::json;
+        assert_eq!(json_int(&json!(300)), Some(300));
+        assert_eq!(json_int(&json!("300")), Some(300));
+        assert_eq!(json_int(&json!("-1")), Some(-1));
+        assert_eq!(json_int(&json!(300.0)), Some(300));
+        for bad in [
+            json!("soon"),
+            json!(""),
+            json!("3 00"),
+            json!(1.5),
+            json!(true),
+            json!(null),
+        ] {
+            assert_eq!(json_int(&bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -60,14 +60,14 @@ pub(crate) fn run(
     for d in &batch.deletes {
         let rec = existing(&z, d)?.clone();
         z.records.remove(&rec.id);
-        deleted.push(rec.to_json(&z));
+        deleted.push(rec.to_json());
     }
     let mut patched = Vec::with_capacity(batch.patches.len());
     for p in &batch.patches {
         let base = existing(&z, p)?.clone();
         let rec = build(&z, p, Mode::Edit(&base), limits, now)?;
         check_rules(&z, &rec)?;
-        patched.push(rec.to_json(&z));
+        patched.push(rec.to_json());
         z.records.insert(rec.id.clone(), rec);
     }
     let mut put = Vec::with_capacity(batch.puts.len());
@@ -75,14 +75,14 @@ pub(crate) fn run(
         let base = existing(&z, p)?.clone();
         let rec = build(&z, p, Mode::Overwrite(&base), limits, now)?;
         check_rules(&z, &rec)?;
-        put.push(rec.to_json(&z));
+        put.push(rec.to_json());
         z.records.insert(rec.id.clone(), rec);
     }
     let mut posted = Vec::with_capacity(batch.posts.len());
     for p in &batch.posts {
         let rec = build(&z, p, Mode::Create, limits, now)?;
         check_rules(&z, &rec)?;
-        posted.push(rec.to_json(&z));
+        posted.push(rec.to_json());
         z.records.insert(rec.id.clone(), rec);
     }
     Ok((

@@ -76,6 +76,19 @@ impl ApiError {
         e
     }
 
+    /// 501 (code 7000, "no route", Cloudflare's own for a path it does not serve): a
+    /// call of Cloudflare's API the emulator does not reproduce, named as the API
+    /// reference names it, so that a client never takes it for a missing zone.
+    pub fn unimplemented(method: &http::Method, template: &str) -> ApiError {
+        ApiError::new(
+            501,
+            7000,
+            format!(
+                "The Cloudflare emulator does not implement {method} {template}; see docs/emulators.md for the calls it serves"
+            ),
+        )
+    }
+
     /// 429 971: the rate limit.
     pub fn rate_limited(limit: u32, window: Duration, retry_after: Duration) -> ApiError {
         let mut e = ApiError::new(

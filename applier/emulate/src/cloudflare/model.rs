@@ -1,6 +1,7 @@
 //! Zones and records as Cloudflare keeps them: one record per value (not record sets),
 //! each with its own id, TTL (1 = automatic), proxy status, comment and tags. Names are
 //! stored lower case, without the trailing dot, always fully qualified.
+use super::options::Plan;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -108,12 +109,12 @@ impl Record {
         self.name == other.name && self.rtype == other.rtype && self.content == other.content
     }
 
-    /// The record as the API returns it.
-    pub fn to_json(&self, zone: &Zone) -> Value {
+    /// The record as the API returns it: the fields of Cloudflare's schema for its
+    /// type (no `zone_id`/`zone_name`, which Cloudflare removed from records; SRV's
+    /// priority only in `data`).
+    pub fn to_json(&self) -> Value {
         let mut o = json!({
             "id": self.id,
-            "zone_id": zone.id,
-            "zone_name": zone.name,
             "name": self.name,
             "type": self.rtype,
             "content": self.content.content(),
@@ -127,8 +128,8 @@ impl Record {
             "created_on": crate::timefmt::iso8601_millis(self.created_on),
             "modified_on": crate::timefmt::iso8601_millis(self.modified_on),
         });
-        if let Some(p) = self.content.priority() {
-            o["priority"] = json!(p);
+        if let Content::Mx { priority, .. } = &self.content {
+            o["priority"] = json!(priority);
         }
         if let Some(d) = self.content.data() {
             o["data"] = d;
@@ -150,8 +151,41 @@ pub(crate) struct Zone {
 }
 
 impl Zone {
-    pub fn to_json(&self) -> Value {
+    /// The zone as the API returns it, with every field Cloudflare's schema requires
+    /// (`meta`, `owner` and `plan` among them); the plan's id and price, the quotas
+    /// and the owner are the emulator's.
+    pub fn to_json(&self, plan: Plan) -> Value {
         let on = crate::timefmt::iso8601_millis(self.created_on);
+        let (plan_id, legacy, plan_name, price, page_rules) = match plan {
+            Plan::Free => (
+                "0feeeeeeeeeeeeeeeeeeeeeeeeeeeeee",
+                "free",
+                "Free Website",
+                0,
+                3,
+            ),
+            Plan::Pro => (
+                "94f3b7b768b0458b56d2cac4fe5ec0f9",
+                "pro",
+                "Pro Website",
+                20,
+                20,
+            ),
+            Plan::Business => (
+                "6d3d1b3d4d2b4d5f8b7a4c3e2f1a0b9c",
+                "business",
+                "Business Website",
+                200,
+                50,
+            ),
+            Plan::Enterprise => (
+                "enterprise0000000000000000000000",
+                "enterprise",
+                "Enterprise Website",
+                0,
+                125,
+            ),
+        };
         json!({
             "id": self.id,
             "name": self.name,
@@ -162,6 +196,28 @@ impl Zone {
             "name_servers": ["ada.ns.cloudflare.com", "bob.ns.cloudflare.com"],
             "original_name_servers": null,
             "account": { "id": self.account_id, "name": "dnsplane emulator account" },
+            "meta": {
+                "cdn_only": false,
+                "custom_certificate_quota": 0,
+                "dns_only": false,
+                "foundation_dns": false,
+                "page_rule_quota": page_rules,
+                "phishing_detected": false,
+                "step": 2,
+            },
+            "owner": { "id": self.account_id, "name": "dnsplane emulator account", "type": "organization" },
+            "plan": {
+                "id": plan_id,
+                "name": plan_name,
+                "legacy_id": legacy,
+                "price": price,
+                "currency": "USD",
+                "frequency": if price == 0 { "" } else { "monthly" },
+                "is_subscribed": true,
+                "can_subscribe": false,
+                "externally_managed": false,
+                "legacy_discount": false,
+            },
             "created_on": on,
             "modified_on": on,
             "activated_on": on,

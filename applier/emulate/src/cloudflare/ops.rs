@@ -19,6 +19,7 @@ pub(crate) enum Op {
     ListZones,
     CreateZone,
     GetZone(String),
+    DeleteZone(String),
     ListRecords(String),
     CreateRecord(String),
     Batch(String),
@@ -40,7 +41,9 @@ pub(crate) const FAULT_OPS: &[&str] = &[
 ];
 
 impl Op {
-    /// Routes `method path`; an unknown path or method is Cloudflare's routing error.
+    /// Routes `method path`: outside `/client/v4`, and for a method the path does not
+    /// have, Cloudflare's routing errors (404 7000, 405 7001); a call of Cloudflare's
+    /// API the emulator does not reproduce, 501 naming it.
     pub fn route(method: &Method, path: &str) -> Result<Op, ApiError> {
         let no_route = || ApiError::new(404, 7000, "No route for that URI");
         let rest = path.strip_prefix(BASE).ok_or_else(no_route)?;
@@ -53,6 +56,7 @@ impl Op {
                 format!("Method {method} not available for that URI."),
             )
         };
+        let unimplemented = || ApiError::unimplemented(method, &template(&segs));
         let id_ok = |id: &str| {
             if is_identifier(id) {
                 Ok(id.to_string())
@@ -68,6 +72,8 @@ impl Op {
             },
             ["zones", z] => match *method {
                 Method::GET => Op::GetZone(id_ok(z)?),
+                Method::DELETE => Op::DeleteZone(id_ok(z)?),
+                Method::PATCH => return Err(unimplemented()),
                 _ => return Err(bad_method()),
             },
             ["zones", z, "dns_records"] => match *method {
@@ -79,6 +85,14 @@ impl Op {
                 Method::POST => Op::Batch(id_ok(z)?),
                 _ => return Err(bad_method()),
             },
+            [
+                "zones",
+                _,
+                "dns_records",
+                "export" | "import" | "scan" | "usage",
+            ] => {
+                return Err(unimplemented());
+            }
             ["zones", z, "dns_records", r] => {
                 let (z, r) = (id_ok(z)?, id_ok(r)?);
                 match *method {
@@ -89,7 +103,10 @@ impl Op {
                     _ => return Err(bad_method()),
                 }
             }
-            _ => return Err(no_route()),
+            // Cloudflare's API is far larger than the emulator: a path it does not
+            // know may well be real, so it is 501, never a 404 a client would take
+            // for "zone gone".
+            _ => return Err(unimplemented()),
         })
     }
 
@@ -99,6 +116,7 @@ impl Op {
             Op::ListZones => "ListZones",
             Op::CreateZone => "CreateZone",
             Op::GetZone(_) => "GetZone",
+            Op::DeleteZone(_) => "DeleteZone",
             Op::ListRecords(_) => "ListDnsRecords",
             Op::CreateRecord(_) => "CreateDnsRecord",
             Op::Batch(_) => "BatchDnsRecords",
@@ -112,7 +130,7 @@ impl Op {
     /// The fault-rule operation name.
     pub fn fault_op(&self) -> &'static str {
         match self {
-            Op::ListZones | Op::CreateZone | Op::GetZone(_) => "zones",
+            Op::ListZones | Op::CreateZone | Op::GetZone(_) | Op::DeleteZone(_) => "zones",
             Op::ListRecords(_) => "list_records",
             Op::GetRecord(..) => "get_record",
             Op::CreateRecord(_) => "create_record",
@@ -127,6 +145,7 @@ impl Op {
         match self {
             Op::ListZones | Op::CreateZone => None,
             Op::GetZone(z)
+            | Op::DeleteZone(z)
             | Op::ListRecords(z)
             | Op::CreateRecord(z)
             | Op::Batch(z)
@@ -144,6 +163,27 @@ impl Op {
             Op::ListZones | Op::GetZone(_) | Op::ListRecords(_) | Op::GetRecord(..)
         )
     }
+}
+
+/// A path with its identifiers as the API reference names them:
+/// `/zones/{zone_id}/dns_records/{dns_record_id}`.
+fn template(segs: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, seg) in segs.iter().enumerate() {
+        let named = match i.checked_sub(1).map(|j| segs[j]) {
+            Some("zones") => "{zone_id}",
+            Some("accounts") => "{account_id}",
+            Some("dns_records")
+                if !matches!(*seg, "batch" | "export" | "import" | "scan" | "usage") =>
+            {
+                "{dns_record_id}"
+            }
+            _ => seg,
+        };
+        out.push('/');
+        out.push_str(named);
+    }
+    out
 }
 
 /// What a call needs beside the state.
@@ -242,7 +282,7 @@ impl Inner {
                     .filter(|z| want.as_ref().is_none_or(|n| &z.name == n))
                     .collect();
                 zones.sort_by(|a, b| a.name.cmp(&b.name));
-                let all: Vec<Value> = zones.iter().map(|z| z.to_json()).collect();
+                let all: Vec<Value> = zones.iter().map(|z| z.to_json(self.opts.plan)).collect();
                 let (page, per_page) = paging(ctx.query, 20, 50);
                 let (slice, info) = page_of(&all, page, per_page);
                 Ok(Reply {
@@ -269,11 +309,19 @@ impl Inner {
                     .map(str::to_string);
                 let id = self.create_zone(&nz.name, None, account.as_deref())?;
                 let st = self.lock();
-                Ok(Reply::one(st.zones[&id].to_json()))
+                Ok(Reply::one(st.zones[&id].to_json(self.opts.plan)))
             }
             Op::GetZone(id) => {
                 let st = self.lock();
-                Ok(Reply::one(zone(&st, ctx.token, id)?.to_json()))
+                Ok(Reply::one(
+                    zone(&st, ctx.token, id)?.to_json(self.opts.plan),
+                ))
+            }
+            Op::DeleteZone(id) => {
+                let mut st = self.lock();
+                zone(&st, ctx.token, id)?;
+                st.zones.remove(id);
+                Ok(Reply::one(json!({ "id": id })))
             }
             Op::ListRecords(id) => {
                 let st = self.lock();
@@ -291,7 +339,7 @@ impl Inner {
                     .filter(|r| name.as_ref().is_none_or(|n| &r.name == n))
                     .filter(|r| rtype.as_ref().is_none_or(|t| &r.rtype == t))
                     .filter(|r| content.is_none_or(|c| &r.content.content() == c))
-                    .map(|r| r.to_json(z))
+                    .map(|r| r.to_json())
                     .collect();
                 let (page, per_page) = paging(q, self.opts.page_default, MAX_PER_PAGE);
                 let (slice, info) = page_of(&matching, page, per_page);
@@ -304,7 +352,7 @@ impl Inner {
                 let st = self.lock();
                 let z = zone(&st, ctx.token, id)?;
                 let r = z.records.get(rid).ok_or_else(ApiError::no_record)?;
-                Ok(Reply::one(r.to_json(z)))
+                Ok(Reply::one(r.to_json()))
             }
             Op::CreateRecord(id) => {
                 let input: RecordInput = parse_body(ctx.body)?;
@@ -312,7 +360,7 @@ impl Inner {
                 let z = zone_mut(&mut st, ctx.token, id)?;
                 let rec = build(z, &input, Mode::Create, limits, now)?;
                 check_rules(z, &rec)?;
-                let out = rec.to_json(z);
+                let out = rec.to_json();
                 z.records.insert(rec.id.clone(), rec);
                 Ok(Reply::one(out))
             }
@@ -328,7 +376,7 @@ impl Inner {
                 };
                 let rec = build(z, &input, mode, limits, now)?;
                 check_rules(z, &rec)?;
-                let out = rec.to_json(z);
+                let out = rec.to_json();
                 z.records.insert(rec.id.clone(), rec);
                 Ok(Reply::one(out))
             }
@@ -422,6 +470,37 @@ mod tests {
         );
         let e = r(Method::GET, "/client/v4/zones/a..b/dns_records").unwrap_err();
         assert_eq!((e.status, e.code), (400, 7003));
+        assert_eq!(
+            r(Method::DELETE, "/client/v4/zones/abc").unwrap(),
+            Op::DeleteZone("abc".into())
+        );
+        // Calls of Cloudflare's API the emulator does not reproduce: 501 naming them.
+        for (m, p, named) in [
+            (
+                Method::PATCH,
+                "/client/v4/zones/abc",
+                "PATCH /zones/{zone_id}",
+            ),
+            (
+                Method::GET,
+                "/client/v4/zones/abc/dns_records/export",
+                "GET /zones/{zone_id}/dns_records/export",
+            ),
+            (
+                Method::GET,
+                "/client/v4/zones/abc/dns_records/r1/x",
+                "GET /zones/{zone_id}/dns_records/{dns_record_id}/x",
+            ),
+            (
+                Method::GET,
+                "/client/v4/user/tokens/verify",
+                "GET /user/tokens/verify",
+            ),
+        ] {
+            let e = r(m, p).unwrap_err();
+            assert_eq!(e.status, 501, "{p}");
+            assert!(e.message.contains(named), "{p}: {}", e.message);
+        }
     }
 
     #[test]

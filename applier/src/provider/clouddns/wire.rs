@@ -302,7 +302,9 @@ pub fn classify(
                 None => (ErrorClass::for_http_status(status), None),
             }
         }
-        404 => (ErrorClass::Permanent, None),
+        // 501: a method the server does not implement (the emulator's answer for what
+        // it does not model): nothing was done, and asking again cannot help.
+        404 | 501 => (ErrorClass::Permanent, None),
         // 503 is documented as "not processed, back off" for reads; a change that
         // got it may still have been committed by a backend that answered late.
         500..=599 if write => (ErrorClass::Ambiguous, None),
@@ -532,6 +534,20 @@ mod tests {
                 "<html><p>Please try again in 30 seconds.</html>".to_string(),
                 true,
                 (Ambiguous, None, false),
+            ),
+            // A method the server does not implement: nothing was done, and asking
+            // again cannot help (the emulator answers it for what it does not model).
+            (
+                501,
+                body(
+                    501,
+                    &[(
+                        "notImplemented",
+                        "The Cloud DNS emulator does not implement dns.resourceRecordSets.get",
+                    )],
+                ),
+                true,
+                (Permanent, None, false),
             ),
             (
                 502,

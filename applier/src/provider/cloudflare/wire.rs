@@ -266,6 +266,7 @@ const AUTH_CODES: &[u64] = &[6003, 6100, 6101, 6102, 6103, 6111, 9103, 9106, 910
 /// | 5xx after sending a write | ambiguous |
 /// | 5xx of a read, 408 | transient |
 /// | 404 routing (7000, 7003) | permanent: a wrong endpoint or zone id |
+/// | 501 (a call the server does not implement) | permanent |
 /// | other 400s (1004, 9000–9999 validation, 6007) | invalid |
 ///
 /// `key`: the record a batch of one op was about, named in the message and the error.
@@ -286,7 +287,9 @@ pub(super) fn classify(
         (_, Some(c)) if CONFLICT_CODES.contains(&c) => ErrorClass::Conflict,
         (401 | 403, _) => ErrorClass::Permanent,
         (_, Some(c)) if AUTH_CODES.contains(&c) && status < 500 => ErrorClass::Permanent,
-        (404, _) => ErrorClass::Permanent,
+        // 501: a call the server does not implement (the emulator's answer for what
+        // it does not model): nothing was done, and asking again cannot help.
+        (404 | 501, _) => ErrorClass::Permanent,
         (408, _) => ErrorClass::Transient,
         (500..=599, _) if write => ErrorClass::Ambiguous,
         (500..=599, _) => ErrorClass::Transient,
@@ -339,6 +342,10 @@ mod tests {
         assert_eq!(c(400, 1004, true), Invalid);
         assert_eq!(c(400, 6007, true), Invalid);
         assert_eq!(c(404, 7000, false), Permanent);
+        // A call the server does not implement: nothing was done, and retrying cannot
+        // help (the emulator answers it for calls it does not model).
+        assert_eq!(c(501, 7000, true), Permanent);
+        assert_eq!(c(501, 7000, false), Permanent);
         assert_eq!(c(502, 10013, true), Ambiguous);
         assert_eq!(c(502, 10013, false), Transient);
         assert_eq!(c(504, 0, true), Ambiguous);

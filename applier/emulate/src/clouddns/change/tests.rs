@@ -113,3 +113,26 @@ fn limits_are_quota_errors() {
     );
     assert_eq!(e.reason(), "quotaExceeded");
 }
+
+/// proto3 JSON lets a client send integers as strings; google-cloud-dns always does.
+#[test]
+fn a_ttl_sent_as_a_string_is_the_same_ttl() {
+    let mut z = zone();
+    let set =
+        json!({"name": "s.example.com.", "type": "A", "ttl": "300", "rrdatas": ["192.0.2.1"]});
+    run(&mut z, json!({"additions": [set.clone()]})).unwrap();
+    // Deleting with the number matches what the string wrote.
+    run(
+        &mut z,
+        json!({"deletions": [a("s.example.com.", 300, &["192.0.2.1"])]}),
+    )
+    .unwrap();
+    let bad =
+        json!({"name": "t.example.com.", "type": "A", "ttl": "soon", "rrdatas": ["192.0.2.1"]});
+    let e = run(&mut z, json!({"additions": [bad]})).unwrap_err();
+    assert_eq!((e.status, e.reason()), (400, "invalid"));
+    assert_eq!(
+        e.message,
+        "Invalid value for 'entity.change.additions[0].ttl': 'soon'"
+    );
+}
