@@ -338,6 +338,13 @@ def api_python_client():
         z = mz.get(project=P, managedZone=Z, fields="id").execute()
         assert set(z) == {"id"}, z
 
+    expect_error(
+        "api-client: a malformed fields= is HttpError 400 invalidParameter",
+        lambda: rr.list(project=P, managedZone=Z, fields="rrsets(name").execute(),
+        HttpError,
+        http_error(400, "invalidParameter"),
+    )
+
     with step("api-client: resourceRecordSets.list by name and type"):
         resp = rr.list(project=P, managedZone=Z, name="h1.api.example.com.", type="A").execute()
         assert [s["rrdatas"] for s in resp["rrsets"]] == [["192.0.2.1"]], resp
