@@ -331,6 +331,20 @@ def api_python_client():
         assert pages >= 4, pages
         assert len(names) == 8, names  # SOA, NS, h0..h4, s
 
+    with step("api-client: fields= answers only the fields asked for (a partial response)"):
+        resp = rr.list(project=P, managedZone=Z, maxResults=2, fields="rrsets(name,type),nextPageToken").execute()
+        assert set(resp) == {"rrsets", "nextPageToken"}, resp
+        assert all(set(x) == {"name", "type"} for x in resp["rrsets"]), resp
+        z = mz.get(project=P, managedZone=Z, fields="id").execute()
+        assert set(z) == {"id"}, z
+
+    expect_error(
+        "api-client: a malformed fields= is HttpError 400 invalidParameter",
+        lambda: rr.list(project=P, managedZone=Z, fields="rrsets(name").execute(),
+        HttpError,
+        http_error(400, "invalidParameter"),
+    )
+
     with step("api-client: resourceRecordSets.list by name and type"):
         resp = rr.list(project=P, managedZone=Z, name="h1.api.example.com.", type="A").execute()
         assert [s["rrdatas"] for s in resp["rrsets"]] == [["192.0.2.1"]], resp

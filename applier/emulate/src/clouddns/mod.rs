@@ -18,13 +18,14 @@
 //! ```
 //!
 //! The request pipeline ([`handle`]): body size limit → route → bearer token →
-//! project access → quota → fault rules → the call → answer. Modules: [`values`]
-//! (names and rrdatas), [`model`] (projects, zones, record sets, changes), [`change`]
-//! (the Change engine), [`errors`] (googleapis error bodies), [`ops`] (the calls),
-//! [`control`] (`/_emulator/`).
+//! project access → quota → fault rules → the call → answer (cut to `fields`).
+//! Modules: [`values`] (names and rrdatas), [`model`] (projects, zones, record sets,
+//! changes), [`change`] (the Change engine), [`errors`] (googleapis error bodies),
+//! [`ops`] (the calls), [`fields`] (partial responses), [`control`] (`/_emulator/`).
 mod change;
 mod control;
 mod errors;
+mod fields;
 mod model;
 mod ops;
 mod values;
@@ -732,6 +733,22 @@ async fn handle(
     }
 
     let query = ops::parse_query(parts.uri.query().unwrap_or(""));
+    let fields_param = query
+        .iter()
+        .find(|(k, _)| k == "fields")
+        .map(|(_, v)| v.as_str());
+    let selection = match fields::selection(fields_param) {
+        Ok(sel) => sel,
+        Err(()) => {
+            let mut e = ApiError::new(
+                400,
+                "invalidParameter",
+                format!("Invalid field selection {}", fields_param.unwrap_or("")),
+            );
+            e.items[0].location = Some(("fields".into(), "parameter".into()));
+            return error_response(&e);
+        }
+    };
     let ctx = Ctx {
         project: &project,
         query: &query,
@@ -773,7 +790,7 @@ async fn handle(
             *resp.status_mut() = http::StatusCode::NO_CONTENT;
             resp
         }
-        Ok(v) => json_response(200, v.to_string()),
+        Ok(v) => json_response(200, fields::cut(v, selection.as_deref()).to_string()),
         Err(e) => {
             tracing::debug!(
                 op = op.name(),
