@@ -53,7 +53,8 @@ pub(crate) fn to_entry(
             false => text,
         }
     })?;
-    if reported_targets(entry.rtype, is_alias(&entry), &entry.values) != ep.targets {
+    let values = entry.values.iter().map(String::as_str);
+    if reported_targets(entry.rtype, is_alias(&entry), values) != ep.targets {
         let mut labels: std::collections::BTreeMap<String, String> = entry.labels.to_map();
         posted::keep(&mut labels, &ep.targets).map_err(|e| format!("{field}[{i}].targets: {e}"))?;
         entry.labels = Labels::new(labels).map_err(|e| format!("{field}[{i}].targets: {e}"))?;
@@ -131,11 +132,7 @@ pub(crate) fn report_labelled(r: &RRSet, labels: &Labels) -> Endpoint {
 pub(crate) fn report(r: &RRSet) -> Endpoint {
     Endpoint {
         dns_name: without_dot(r.key.name.as_str()).to_string(),
-        targets: reported_targets(
-            r.key.rtype,
-            r.is_alias(),
-            &r.values().map(str::to_string).collect::<Vec<_>>(),
-        ),
+        targets: reported_targets(r.key.rtype, r.is_alias(), r.values()),
         record_type: r.key.rtype.as_str().to_string(),
         set_identifier: r.key.set.as_str().to_string(),
         record_ttl: i64::from(r.ttl),
@@ -152,14 +149,18 @@ pub(crate) fn report(r: &RRSet) -> Endpoint {
 
 /// Canonical values as targets: names without their final dot, as external-dns
 /// spells them.
-fn reported_targets(rtype: RecordType, alias: bool, values: &[String]) -> Vec<String> {
+fn reported_targets<'a>(
+    rtype: RecordType,
+    alias: bool,
+    values: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
     let names_end_in_dot = alias
         || matches!(
             rtype,
             RecordType::Cname | RecordType::Ns | RecordType::Mx | RecordType::Srv
         );
     values
-        .iter()
+        .into_iter()
         .map(|v| match names_end_in_dot {
             true => without_dot(v).to_string(),
             false => v.to_string(),
