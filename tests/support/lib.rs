@@ -13,6 +13,7 @@ pub mod moto;
 pub mod quota_proxy;
 pub mod redis;
 pub mod scaling;
+pub mod sdk;
 pub mod servers;
 pub mod webdriver;
 pub mod webhook_reference;

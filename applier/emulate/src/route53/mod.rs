@@ -26,6 +26,7 @@ mod model;
 mod names;
 mod ops;
 mod sigv4;
+mod unimplemented;
 mod values;
 mod wire;
 
@@ -670,14 +671,30 @@ async fn handle(
     };
     let raw_path = parts.uri.path();
     let Some(op) = Op::route(&parts.method, raw_path) else {
-        let e = ApiError::new(
-            404,
-            "UnknownOperationException",
-            format!(
-                "The Route 53 emulator has no operation for {} {raw_path}",
-                parts.method
+        // A Route 53 call the emulator does not answer: 501 naming it (a 404 would
+        // read as "no such zone"); anything else is no Route 53 call at all.
+        let segs: Vec<&str> = raw_path
+            .strip_prefix("/2013-04-01/")
+            .map(|r| r.trim_end_matches('/').split('/').collect())
+            .unwrap_or_default();
+        let e = match unimplemented::operation(parts.method.as_str(), &segs) {
+            Some(name) => ApiError::new(
+                501,
+                "NotImplemented",
+                format!(
+                    "The Route 53 emulator does not implement {name} ({} {raw_path}).",
+                    parts.method
+                ),
             ),
-        );
+            None => ApiError::new(
+                404,
+                "UnknownOperationException",
+                format!(
+                    "The Route 53 emulator has no operation for {} {raw_path}",
+                    parts.method
+                ),
+            ),
+        };
         return error_response(&e, &rid);
     };
     *inner
