@@ -4,5 +4,6 @@ mod apply;
 mod dns;
 mod lifecycle;
 mod list;
+mod route53_order;
 mod routing;
 mod support;

@@ -146,6 +146,11 @@ pub struct Route53Options {
     /// …'`), the batch with it. For testing how a client isolates records the
     /// provider rejects although they are valid DNS (Route 53 refuses few of those).
     pub reject_values: Vec<String>,
+    /// moto's order (LocalStack's too): each CREATE is checked against the zone as it
+    /// was before the batch, so a CREATE of a set the zone held fails with "already
+    /// exists" even after the batch's DELETE of it. AWS applies a batch in order; this
+    /// lets a client's handling of such servers be tested. Default false.
+    pub creates_checked_before_batch: bool,
 }
 
 impl Default for Route53Options {
@@ -160,6 +165,7 @@ impl Default for Route53Options {
             zones: Vec::new(),
             faults: Vec::new(),
             reject_values: Vec::new(),
+            creates_checked_before_batch: false,
         }
     }
 }
