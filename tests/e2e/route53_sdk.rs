@@ -66,3 +66,36 @@ fn boto3_and_the_aws_cli_drive_the_route53_emulator_as_aws_describes_it() {
         run.stdout
     );
 }
+
+/// docs/emulators.md's table of where moto differs from AWS, row by row: the emulator
+/// answers each as AWS documents, moto as the table says (a moto release that changes
+/// a row fails here).
+#[test]
+fn moto_differs_from_aws_exactly_where_docs_emulators_md_says() {
+    let Some(moto) = dnsplane_e2e::moto::Moto::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let (_emulator, endpoint) = emulator(dir.path(), "emulator", "");
+    let moto_endpoint = format!("http://127.0.0.1:{}", moto.port);
+    for (server, endpoint) in [("aws", endpoint.as_str()), ("moto", moto_endpoint.as_str())] {
+        let Some(run) = sdk::run(
+            &sdk::script("route53_moto_rows.py"),
+            &[
+                ("DNSPLANE_R53_ENDPOINT", endpoint),
+                ("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID),
+                ("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY),
+            ],
+            &[server],
+        ) else {
+            return;
+        };
+        assert!(
+            run.ok,
+            "route53_moto_rows.py {server}:\n{}\n{}\nmoto's log:\n{}",
+            run.stdout,
+            run.stderr,
+            moto.log_tail()
+        );
+    }
+}
