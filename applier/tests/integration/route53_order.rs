@@ -89,6 +89,11 @@ async fn updates_apply_where_creates_are_checked_before_the_batch() {
         .await
         .expect("applied by UPSERT after the DELETE");
     assert_eq!(batches(&emulator), 3, "the refused batch and its resend");
+    let notes = driver.notes();
+    assert!(
+        notes.len() == 1 && notes[0].contains("sent as UPSERT"),
+        "the account's status says so: {notes:?}"
+    );
     let held: Vec<_> = emulator
         .rrsets(&id)
         .into_iter()
@@ -129,4 +134,5 @@ async fn in_aws_order_an_update_is_one_batch() {
     driver.apply(&z, &[update(&v1, &v2)]).await.unwrap();
     driver.apply(&z, &[update(&v2, &v1)]).await.unwrap();
     assert_eq!(batches(&emulator), 3, "no batch refused or resent");
+    assert!(driver.notes().is_empty());
 }
