@@ -158,6 +158,11 @@ impl Account {
         self.stack.driver()
     }
 
+    /// What the driver learnt of its server ([`Provider::notes`]).
+    pub fn notes(&self) -> Vec<String> {
+        self.provider.notes()
+    }
+
     pub fn zones(&self) -> impl Iterator<Item = &Name> {
         self.zones.keys()
     }

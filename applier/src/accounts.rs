@@ -97,6 +97,8 @@ pub struct AccountStatus {
     pub quota: Option<QuotaStatus>,
     /// Its pacing after the provider's 429 answers.
     pub pacing: PacingStatus,
+    /// What the driver learnt of its server ([`crate::provider::Provider::notes`]).
+    pub notes: Vec<String>,
 }
 
 /// The whole applier as `GetStatus` shows it.
@@ -457,6 +459,7 @@ impl Accounts {
                 faults: account.faults_fired(),
                 quota,
                 pacing,
+                notes: account.notes(),
             });
         }
         ApplierStatus {

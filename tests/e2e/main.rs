@@ -41,6 +41,7 @@ mod reliability;
 mod requeue;
 mod route53;
 mod route53_cycle;
+mod route53_sdk;
 mod routing_sets;
 mod safety;
 mod sdk_clouddns;

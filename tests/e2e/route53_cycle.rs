@@ -149,6 +149,13 @@ fn update_cycle(kind: Kind) {
         .count();
     let want = usize::from(kind == Kind::Route53Moto);
     assert_eq!(named, want, "the UPSERT fallback logged {named} times");
+    // … and the account's status says so (GetStatus through grpcurl).
+    let status = s.applier_status_grpcurl();
+    let notes = status["accounts"][0]["notes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(notes.len(), want, "{status}");
 }
 
 #[test]

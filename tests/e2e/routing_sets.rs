@@ -87,8 +87,17 @@ fn states(s: &RealStack) -> BTreeMap<String, (String, String)> {
 
 #[test]
 fn route53_writes_weighted_failover_and_alias_sets_and_reads_them_back_equal() {
+    routing_sets_round_trip(Kind::Route53);
+}
+
+#[test]
+fn route53_moto_writes_weighted_failover_and_alias_sets_and_reads_them_back_equal() {
+    routing_sets_round_trip(Kind::Route53Moto);
+}
+
+fn routing_sets_round_trip(kind: Kind) {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Route53) else {
+    let Some(server) = RealServer::start(kind) else {
         return;
     };
     let s = RealStack::start(server, tools, Options::default());

@@ -1,8 +1,10 @@
 //! moto's standalone server (`moto_server`, PyPI `moto[server]`): AWS's APIs served
 //! locally by a project that is not dnsplane's, so the `route53` driver is judged by
 //! more than dnsplane's own emulator. moto is faithful on the happy path only (it
-//! applies a change batch change by change, lets a CREATE duplicate a set; see
-//! `../shared/design/INTEROP.md` §2.3), so only the happy path is asked of it.
+//! applies a change batch change by change, lets a CREATE duplicate a set, checks each
+//! CREATE against the zone before the batch; docs/emulators.md, "moto and
+//! LocalStack"), so only the happy path is asked of it: the driver's tests here, and
+//! the full-stack stories through `servers::route53_moto`.
 use crate::servers::{Daemon, http_exchange};
 use crate::{free_port, tool};
 use dnsplane_applier::provider::route53::Route53Config;

@@ -289,6 +289,12 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// serial validates (PowerDNS) is the provider's word already.
     fn forget(&self, _zone: &Name) {}
 
+    /// What this driver learnt of its server's ways that an operator should see in
+    /// the account's status (e.g. route53's UPSERT fallback); no call.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Where this driver's own writes put `zone`'s serial, when it keeps count (see
     /// [`record_cache::RecordCache::position`]); no provider call. `None`: it cannot
     /// vouch for any serial.

@@ -286,6 +286,7 @@ fn account_to_pb(a: &AccountStatus) -> pb::AccountStatus {
         faults: a.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         quota: a.quota.as_ref().map(quota_to_pb),
         pacing: Some(pacing_to_pb(&a.name, &a.pacing)),
+        notes: a.notes.clone(),
     }
 }
 

@@ -5,5 +5,6 @@ mod dns;
 mod lifecycle;
 mod list;
 mod recorded;
+mod route53_order;
 mod routing;
 mod support;

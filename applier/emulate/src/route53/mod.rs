@@ -26,6 +26,7 @@ mod model;
 mod names;
 mod ops;
 mod sigv4;
+mod unimplemented;
 mod values;
 mod wire;
 
@@ -145,6 +146,11 @@ pub struct Route53Options {
     /// …'`), the batch with it. For testing how a client isolates records the
     /// provider rejects although they are valid DNS (Route 53 refuses few of those).
     pub reject_values: Vec<String>,
+    /// moto's order (LocalStack's too): each CREATE is checked against the zone as it
+    /// was before the batch, so a CREATE of a set the zone held fails with "already
+    /// exists" even after the batch's DELETE of it. AWS applies a batch in order; this
+    /// lets a client's handling of such servers be tested. Default false.
+    pub creates_checked_before_batch: bool,
 }
 
 impl Default for Route53Options {
@@ -159,6 +165,7 @@ impl Default for Route53Options {
             zones: Vec::new(),
             faults: Vec::new(),
             reject_values: Vec::new(),
+            creates_checked_before_batch: false,
         }
     }
 }
@@ -670,14 +677,30 @@ async fn handle(
     };
     let raw_path = parts.uri.path();
     let Some(op) = Op::route(&parts.method, raw_path) else {
-        let e = ApiError::new(
-            404,
-            "UnknownOperationException",
-            format!(
-                "The Route 53 emulator has no operation for {} {raw_path}",
-                parts.method
+        // A Route 53 call the emulator does not answer: 501 naming it (a 404 would
+        // read as "no such zone"); anything else is no Route 53 call at all.
+        let segs: Vec<&str> = raw_path
+            .strip_prefix("/2013-04-01/")
+            .map(|r| r.trim_end_matches('/').split('/').collect())
+            .unwrap_or_default();
+        let e = match unimplemented::operation(parts.method.as_str(), &segs) {
+            Some(name) => ApiError::new(
+                501,
+                "NotImplemented",
+                format!(
+                    "The Route 53 emulator does not implement {name} ({} {raw_path}).",
+                    parts.method
+                ),
             ),
-        );
+            None => ApiError::new(
+                404,
+                "UnknownOperationException",
+                format!(
+                    "The Route 53 emulator has no operation for {} {raw_path}",
+                    parts.method
+                ),
+            ),
+        };
         return error_response(&e, &rid);
     };
     *inner

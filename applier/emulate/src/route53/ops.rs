@@ -359,11 +359,25 @@ impl Inner {
                 }
             }
         }
+        let before_batch = self.opts.creates_checked_before_batch;
         let mut st = self.lock();
         let zone = st
             .zones
             .get_mut(id)
             .ok_or_else(|| ApiError::no_such_zone(id))?;
+        if before_batch {
+            // moto's order (Route53Options::creates_checked_before_batch).
+            for change in &mut req.changes {
+                if change.action == batch::Action::Create
+                    && zone.rrsets.contains_key(&change.rrset.key())
+                {
+                    change.problems.push(format!(
+                        "Tried to create resource record set {} but it already exists",
+                        change.rrset.describe()
+                    ));
+                }
+            }
+        }
         batch::apply(zone, &req.changes).map_err(|m| ApiError::invalid_change_batch(&m))?;
         let (cid, rec) = st.new_change(
             self.insync_at(ctx.pending_forever),

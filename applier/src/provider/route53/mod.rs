@@ -465,6 +465,14 @@ impl Provider for Route53Provider {
         self.cache.invalidate(zone);
     }
 
+    fn notes(&self) -> Vec<String> {
+        if self.upsert.on() {
+            vec![upsert::NOTE.to_string()]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
         self.cache.position(zone)
     }

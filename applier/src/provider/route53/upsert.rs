@@ -18,6 +18,9 @@ use super::wire::{self, Action, OutChange};
 use dnsplane_common::{Name, RecordKey};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The account status note once the fallback is on.
+pub const NOTE: &str = "this Route 53 endpoint checks each CREATE against the zone as it was before the batch (moto, LocalStack; AWS applies a batch in order): a CREATE that follows its set's DELETE is sent as UPSERT";
+
 /// Whether this account's server checks CREATEs before the batch (learnt once).
 #[derive(Debug, Default)]
 pub struct UpsertFallback(AtomicBool);

@@ -588,7 +588,12 @@ async fn malformed_requests() {
         (r.status, r.code().as_str()),
         (413, "RequestEntityTooLarge")
     );
+    // A Route 53 call the emulator does not reproduce is named (501), not a 404 a
+    // client would read as "no such zone"; a path that is no call stays 404.
     let r = c.get("/2013-04-01/healthcheck").await;
+    assert_eq!((r.status, r.code().as_str()), (501, "NotImplemented"));
+    assert!(r.message().contains("ListHealthChecks"), "{}", r.message());
+    let r = c.get("/2013-04-01/nothing-here").await;
     assert_eq!(
         (r.status, r.code().as_str()),
         (404, "UnknownOperationException")
