@@ -15,7 +15,6 @@ pub mod python_sdk;
 pub mod quota_proxy;
 pub mod redis;
 pub mod scaling;
-pub mod sdk;
 pub mod servers;
 pub mod webdriver;
 pub mod webhook_reference;

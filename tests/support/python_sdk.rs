@@ -52,6 +52,11 @@ pub fn run(
     let mut child = Command::new(python)
         .arg(script)
         .args(args)
+        // The test's own environment must not steer the SDKs elsewhere.
+        .env_remove("AWS_PROFILE")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .env("NO_PROXY", "127.0.0.1,localhost")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1")
