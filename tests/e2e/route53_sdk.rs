@@ -11,8 +11,7 @@ const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[test]
 fn boto3_and_the_aws_cli_drive_the_route53_emulator_as_aws_describes_it() {
-    let (Some(python), Some(aws)) = (python_sdk::python(), tool("DNSPLANE_AWS_CLI", "aws"))
-    else {
+    let (Some(python), Some(aws)) = (python_sdk::python(), tool("DNSPLANE_AWS_CLI", "aws")) else {
         return;
     };
     // No quota for the story itself; a second emulator with one request a second for
@@ -27,7 +26,10 @@ fn boto3_and_the_aws_cli_drive_the_route53_emulator_as_aws_describes_it() {
             ("DNSPLANE_R53_THROTTLED_ENDPOINT", slow.endpoint()),
             ("DNSPLANE_AWS_CLI", aws.display().to_string()),
             ("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID.to_string()),
-            ("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY.to_string()),
+            (
+                "AWS_SECRET_ACCESS_KEY",
+                DEFAULT_SECRET_ACCESS_KEY.to_string(),
+            ),
         ],
         &[],
         SCRIPT_TIMEOUT,
@@ -51,14 +53,20 @@ fn moto_differs_from_aws_exactly_where_docs_emulators_md_says() {
     };
     let emulator = Emulator::start("route53", None);
     let moto_endpoint = format!("http://127.0.0.1:{}", moto.port);
-    for (server, endpoint) in [("aws", emulator.endpoint()), ("moto", moto_endpoint.clone())] {
+    for (server, endpoint) in [
+        ("aws", emulator.endpoint()),
+        ("moto", moto_endpoint.clone()),
+    ] {
         let run = python_sdk::run(
             &python,
             &python_sdk::script("route53_moto_rows.py"),
             &[
                 ("DNSPLANE_R53_ENDPOINT", endpoint),
                 ("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY_ID.to_string()),
-                ("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_ACCESS_KEY.to_string()),
+                (
+                    "AWS_SECRET_ACCESS_KEY",
+                    DEFAULT_SECRET_ACCESS_KEY.to_string(),
+                ),
             ],
             &[server],
             SCRIPT_TIMEOUT,
