@@ -85,24 +85,33 @@ got = batch(rr("CREATE", "b", ["192.0.2.2"]), rr("CREATE", "x", ["192.0.2.3"], n
 row("a batch with a failing change fails", got is not None)
 row("… and leaves nothing applied" if AWS else "… and leaves the change before it applied", (sets("b") == []) == AWS)
 
-# 3. A CREATE of a set that exists with other values.
+# 3. A CREATE of a set deleted since, created again as it was (another set after it).
+assert batch(rr("CREATE", "e0", ["192.0.2.6"]), rr("CREATE", "e1", ["192.0.2.7"])) is None
+assert batch(rr("DELETE", "e0", ["192.0.2.6"])) is None
+got = batch(rr("CREATE", "e0", ["192.0.2.6"]))
+row(
+    "CREATE of a set deleted since, as it was",
+    got is None if AWS else (got is not None and "already exists" in got[1] and sets("e0") == []),
+)
+
+# 4. A CREATE of a set that exists with other values.
 got = batch(rr("CREATE", "a", ["192.0.2.9"]))
 row(
     "CREATE over a set with other values",
     (got is not None and "already exists" in got[1]) if AWS else (got is None and len(sets("a")) == 2),
 )
 
-# 4. A DELETE with values the set held before, not now.
+# 5. A DELETE with values the set held before, not now.
 assert batch(rr("CREATE", "c", ["192.0.2.4"])) is None
 assert batch(rr("UPSERT", "c", ["192.0.2.5"])) is None
 got = batch(rr("DELETE", "c", ["192.0.2.4"]))
 row("DELETE with the values of an earlier state", (got is not None) if AWS else (got is None and sets("c") == []))
 
-# 5. Record values.
+# 6. Record values.
 got = batch(rr("CREATE", "d", ["1.2.3"]))
 row("an A value that is no address", (got is not None and got[0] == "InvalidChangeBatch") if AWS else got is None)
 
-# 6. Signatures.
+# 7. Signatures.
 try:
     client(secret="not-the-secret").list_hosted_zones()
     signed = None
@@ -110,7 +119,7 @@ except ClientError as e:
     signed = e.response["Error"]["Code"]
 row("a wrong secret", signed == "SignatureDoesNotMatch" if AWS else signed is None)
 
-# 7. Request rate (the emulator at AWS's five a second): 30 requests at once.
+# 8. Request rate (the emulator at AWS's five a second): 30 requests at once.
 once = client()
 
 

@@ -49,7 +49,7 @@ use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, Pr
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
-use dnsplane_common::{Name, RRSetOp};
+use dnsplane_common::{Name, RRSetOp, RecordType};
 use reqwest::{Method, Url};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -596,6 +596,40 @@ impl Provider for Route53Provider {
                     );
                 }
                 upsert::upsert_after_delete(&mut changes);
+                send(&changes).await.map_err(|(e, _)| e)?
+            }
+            // Only where the server was seen checking CREATEs before the batch (moto):
+            // against AWS a refused CREATE is a conflict, settled without this read.
+            Err((e, body)) if self.upsert.on() => {
+                let refused = upsert::refused_creates(zone, &changes, &body);
+                if refused.is_empty() {
+                    return Err(e);
+                }
+                // Refused as existing: a read says whether the server is right (a
+                // conflict) or checks against sets it held before (moto). moto names
+                // only the first CREATE it refuses, so every set the batch CREATEs is
+                // read, and each one found absent goes again as UPSERT.
+                let creates: Vec<(Name, RecordType)> = changes
+                    .iter()
+                    .filter(|c| c.action == Action::Create)
+                    .map(|c| (c.key.name.clone(), c.key.rtype))
+                    .collect();
+                let names: BTreeSet<Name> = creates.iter().map(|(n, _)| n.clone()).collect();
+                let read = self.read(zone, Some(&names), pacer).await?;
+                let held = |n: &Name, t: RecordType| {
+                    read.zone
+                        .rrsets
+                        .keys()
+                        .chain(read.zone.opaque.iter())
+                        .any(|k| &k.name == n && k.rtype == t)
+                };
+                if refused.iter().any(|(n, t)| held(n, *t)) {
+                    return Err(e);
+                }
+                let absent: Vec<(Name, RecordType)> =
+                    creates.into_iter().filter(|(n, t)| !held(n, *t)).collect();
+                tracing::info!(zone = %zone, sets = absent.len(), "This Route 53 endpoint refused a CREATE of a record set a read finds absent (it checks CREATEs against sets it held before, as moto does): sent again as UPSERT.");
+                upsert::upsert_creates(&mut changes, &absent);
                 send(&changes).await.map_err(|(e, _)| e)?
             }
             Err((e, _)) => return Err(e),

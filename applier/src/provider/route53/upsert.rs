@@ -15,11 +15,11 @@
 //! the DELETE still checks the set exactly, and after it the set is absent, where
 //! UPSERT and CREATE do the same. A CREATE alone stays a CREATE everywhere.
 use super::wire::{self, Action, OutChange};
-use dnsplane_common::{Name, RecordKey};
+use dnsplane_common::{Name, RecordKey, RecordType};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The account status note once the fallback is on.
-pub const NOTE: &str = "this Route 53 endpoint checks each CREATE against the zone as it was before the batch (moto, LocalStack; AWS applies a batch in order): a CREATE that follows its set's DELETE is sent as UPSERT";
+pub const NOTE: &str = "this Route 53 endpoint checks each CREATE against the zone as it was before the batch (moto, LocalStack; AWS applies a batch in order): a CREATE that follows its set's DELETE is sent as UPSERT, and a CREATE refused as existing that a read finds absent is sent again as UPSERT";
 
 /// Whether this account's server checks CREATEs before the batch (learnt once).
 #[derive(Debug, Default)]
@@ -77,11 +77,61 @@ pub fn refused_in_order(zone: &Name, changes: &[OutChange<'_>], body: &str) -> b
         })
 }
 
+/// The sets of the CREATEs an error answer refused as existing (name and type; moto
+/// names no set identifier), when every failure is one: `InvalidChangeBatch … but it
+/// already exists`. Empty for any other answer.
+///
+/// moto also checks a lone CREATE against record sets it held before: a set deleted
+/// and created again as it was is refused while another set follows it in the zone.
+/// AWS refuses such a CREATE only when the set exists, so on an account that has seen
+/// its server check CREATEs before the batch, the caller reads the batch's sets back
+/// and, when none it was refused is there, sends the batch again with the CREATEs of
+/// absent sets as UPSERT: the read is the "absent" precondition, as it is for
+/// Cloudflare's writes. (Not before: against AWS that read would be one more request
+/// for every conflict.)
+pub fn refused_creates(
+    zone: &Name,
+    changes: &[OutChange<'_>],
+    body: &str,
+) -> Vec<(Name, RecordType)> {
+    let err = wire::parse_error(body);
+    if err.code != "InvalidChangeBatch" {
+        return Vec::new();
+    }
+    let failures = wire::failures(zone, &err);
+    let mut refused = Vec::new();
+    for f in &failures {
+        let created = f.text.contains("but it already exists")
+            && f.key.as_ref().is_some_and(|k| {
+                changes.iter().any(|c| {
+                    c.action == Action::Create && c.key.name == k.name && c.key.rtype == k.rtype
+                })
+            });
+        match (&f.key, created) {
+            (Some(k), true) => refused.push((k.name.clone(), k.rtype)),
+            _ => return Vec::new(),
+        }
+    }
+    refused
+}
+
+/// UPSERT for the CREATEs of `sets` (name and type).
+pub fn upsert_creates(changes: &mut [OutChange<'_>], sets: &[(Name, RecordType)]) {
+    for c in changes.iter_mut() {
+        if c.action == Action::Create
+            && sets
+                .iter()
+                .any(|(n, t)| *n == c.key.name && *t == c.key.rtype)
+        {
+            c.action = Action::Upsert;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::provider::route53::wire::SetBody;
-    use dnsplane_common::RecordType;
 
     fn key(label: &str) -> RecordKey {
         let zone = Name::parse("example.com").unwrap();
@@ -159,5 +209,29 @@ mod tests {
         assert!(f.learn());
         assert!(!f.learn());
         assert!(f.on());
+    }
+
+    #[test]
+    fn refused_creates_names_only_answers_that_refuse_creates() {
+        let zone = Name::parse("example.com").unwrap();
+        let (mark, other) = (key("_dnsplane-a.www"), key("other"));
+        let batch = [
+            change(Action::Create, &mark),
+            change(Action::Delete, &other),
+        ];
+        assert_eq!(
+            refused_creates(&zone, &batch, &moto_refusal("_dnsplane-a.www.example.com.")),
+            [(mark.name.clone(), RecordType::Txt)]
+        );
+        // A set the batch does not CREATE, or another error: not this case.
+        assert!(refused_creates(&zone, &batch, &moto_refusal("other.example.com.")).is_empty());
+        let throttled = r#"<ErrorResponse><Error><Code>Throttling</Code><Message>Rate exceeded</Message></Error></ErrorResponse>"#;
+        assert!(refused_creates(&zone, &batch, throttled).is_empty());
+        let mut changes = batch;
+        upsert_creates(&mut changes, &[(mark.name.clone(), RecordType::Txt)]);
+        assert_eq!(
+            changes.iter().map(|c| c.action).collect::<Vec<_>>(),
+            [Action::Upsert, Action::Delete]
+        );
     }
 }
