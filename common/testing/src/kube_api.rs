@@ -342,12 +342,12 @@ fn query_map(query: &str) -> BTreeMap<String, String> {
         .split('&')
         .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
         .filter(|(k, _)| !k.is_empty())
-        .map(|(k, v)| (k.to_string(), decode(v)))
+        .map(|(k, v)| (k.to_string(), percent_decode(v)))
         .collect()
 }
 
 /// Percent-decoding of a query value (`%3D` → `=`, `+` → space).
-fn decode(v: &str) -> String {
+pub fn percent_decode(v: &str) -> String {
     let bytes = v.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
