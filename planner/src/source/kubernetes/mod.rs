@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Snapshot;
 
+pub mod kinds;
 pub mod objects;
 pub mod status;
 
