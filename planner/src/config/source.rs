@@ -25,7 +25,7 @@ pub enum SourceConfig {
 /// With neither `kubeconfig` nor `api_server`, the in-cluster service account is used
 /// (`KUBERNETES_SERVICE_HOST`/`PORT`, token and CA under
 /// `/var/run/secrets/kubernetes.io/serviceaccount`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct KubernetesSourceConfig {
     /// Namespaces to read; empty: all (a cluster-wide list and watch).
@@ -60,6 +60,138 @@ pub struct KubernetesSourceConfig {
     /// planners of different zones).
     #[serde(default)]
     pub outside_zones: OutsideZones,
+    /// What objects to read: `DNSEndpoint` (the default), `Service`, `Ingress`,
+    /// `HTTPRoute`, `GRPCRoute`, `TLSRoute`, `TCPRoute`, `UDPRoute`.
+    #[serde(default = "default_kinds")]
+    pub kinds: Vec<String>,
+    /// A Service or Ingress whose load balancer loses its address keeps its last
+    /// targets this long before its records go (a controller restart empties
+    /// `status.loadBalancer` for a moment).
+    #[serde(with = "humantime_serde", default = "default_target_loss_grace")]
+    pub target_loss_grace: Duration,
+    /// Write Kubernetes Events to the Services, Ingresses and routes that produce
+    /// records (Published, Conflict, Invalid, …); off for a read-only account.
+    #[serde(default = "default_true")]
+    pub write_events: bool,
+    /// external-dns's flags of the same meaning, for the translated kinds.
+    #[serde(default)]
+    pub annotation_filter: Option<String>,
+    #[serde(default)]
+    pub fqdn_template: Option<String>,
+    #[serde(default)]
+    pub combine_fqdn_annotation: bool,
+    #[serde(default)]
+    pub ignore_hostname_annotation: bool,
+    #[serde(default)]
+    pub publish_internal_services: bool,
+    #[serde(default)]
+    pub publish_host_ip: bool,
+    #[serde(default)]
+    pub always_publish_not_ready_addresses: bool,
+    #[serde(default)]
+    pub service_types: Vec<String>,
+    #[serde(default)]
+    pub expose_internal_ipv6: bool,
+    #[serde(default)]
+    pub exclude_unschedulable: bool,
+    #[serde(default)]
+    pub ingress_classes: Vec<String>,
+    #[serde(default)]
+    pub ignore_ingress_tls_spec: bool,
+    #[serde(default)]
+    pub ignore_ingress_rules_spec: bool,
+    #[serde(default)]
+    pub gateway_name: Option<String>,
+    #[serde(default)]
+    pub gateway_namespace: Option<String>,
+    #[serde(default)]
+    pub gateway_label_filter: Option<String>,
+}
+
+impl KubernetesSourceConfig {
+    /// The kinds configured, parsed (the config loader has refused unknown ones).
+    pub fn kinds(&self) -> Vec<crate::source::kubernetes::kinds::Kind> {
+        use crate::source::kubernetes::kinds::Kind;
+        let mut kinds: Vec<Kind> = self.kinds.iter().filter_map(|k| Kind::parse(k)).collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+
+    /// The translation options these keys give.
+    pub fn options(&self) -> crate::source::kubernetes::kinds::Options {
+        crate::source::kubernetes::kinds::Options {
+            annotation_filter: self.annotation_filter.clone(),
+            fqdn_template: self.fqdn_template.clone(),
+            combine_fqdn_annotation: self.combine_fqdn_annotation,
+            ignore_hostname_annotation: self.ignore_hostname_annotation,
+            publish_internal_services: self.publish_internal_services,
+            publish_host_ip: self.publish_host_ip,
+            always_publish_not_ready_addresses: self.always_publish_not_ready_addresses,
+            service_types: self.service_types.clone(),
+            expose_internal_ipv6: self.expose_internal_ipv6,
+            exclude_unschedulable: self.exclude_unschedulable,
+            ingress_classes: self.ingress_classes.clone(),
+            ignore_ingress_tls_spec: self.ignore_ingress_tls_spec,
+            ignore_ingress_rules_spec: self.ignore_ingress_rules_spec,
+            gateway_name: self.gateway_name.clone(),
+            gateway_namespace: self.gateway_namespace.clone(),
+            gateway_label_filter: self.gateway_label_filter.clone(),
+        }
+    }
+
+    /// What is wrong with the keys, each naming the key: an unknown kind, a selector
+    /// or service type that cannot be read.
+    pub fn check(&self) -> Vec<String> {
+        use crate::source::kubernetes::kinds::{Kind, annotations::Selector};
+        let mut errors = Vec::new();
+        if self.kinds.is_empty() {
+            errors.push(
+                "kinds is empty: name at least one kind (the default is [\"DNSEndpoint\"])"
+                    .to_string(),
+            );
+        }
+        for k in &self.kinds {
+            if Kind::parse(k).is_none() {
+                let known: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+                errors.push(format!(
+                    "kinds: {k:?} is not a kind this source reads (one of {})",
+                    known.join(", ")
+                ));
+            }
+        }
+        for (key, sel) in [
+            ("annotation_filter", &self.annotation_filter),
+            ("gateway_label_filter", &self.gateway_label_filter),
+        ] {
+            if let Some(Err(e)) = sel.as_deref().map(Selector::parse) {
+                errors.push(format!("{key}: {e}"));
+            }
+        }
+        for t in &self.service_types {
+            if !["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"].contains(&t.as_str()) {
+                errors.push(format!("service_types: {t:?} is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"));
+            }
+        }
+        if self.target_loss_grace > Duration::from_secs(24 * 3600) {
+            errors.push("target_loss_grace: at most 24h".to_string());
+        }
+        errors
+    }
+}
+
+impl Default for KubernetesSourceConfig {
+    /// Every key at its default, as an empty `[[sources]]` table reads.
+    fn default() -> KubernetesSourceConfig {
+        serde_json::from_value(serde_json::json!({})).expect("every key has a default")
+    }
+}
+
+fn default_kinds() -> Vec<String> {
+    vec!["DNSEndpoint".to_string()]
+}
+fn default_target_loss_grace() -> Duration {
+    Duration::from_secs(300)
 }
 
 fn default_status_interval() -> Duration {

@@ -17,8 +17,8 @@
 //! - [`status`]: `status.conditions` and `observedGeneration` from the records' states,
 //!   written by server-side apply, rate-limited per object.
 use crate::config::KubernetesSourceConfig;
-use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kinds::Kind;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use objects::{ObjectName, Objects};
 use std::sync::{Arc, Mutex};
@@ -26,12 +26,16 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use translated::{Dependency, Translated};
+use watch::{Feed, Progress, Seen, Watch};
 
 use super::Snapshot;
 
 pub mod kinds;
 pub mod objects;
 pub mod status;
+pub mod translated;
+pub mod watch;
 
 pub use objects::SOURCE_KIND;
 
@@ -53,13 +57,7 @@ pub enum KubeSourceError {
 
 /// The DNSEndpoint resource, without generated types.
 pub fn dnsendpoint_resource() -> ApiResource {
-    ApiResource {
-        group: "externaldns.k8s.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "externaldns.k8s.io/v1alpha1".into(),
-        kind: "DNSEndpoint".into(),
-        plural: "dnsendpoints".into(),
-    }
+    Feed::Kind(Kind::DnsEndpoint).resource()
 }
 
 /// A client for the API as `config` says: `api_server` (+ `token_file`, `ca_file`),
@@ -90,23 +88,17 @@ pub async fn client(config: &KubernetesSourceConfig) -> Result<kube::Client, Kub
     Ok(kube::Client::try_from(kube_config)?)
 }
 
-/// What one scope's watcher saw.
-#[derive(Debug)]
-enum Seen {
-    /// A complete list of the scope.
-    Listed(Option<String>, Vec<DynamicObject>),
-    Applied(DynamicObject),
-    Deleted(DynamicObject),
-    /// The scope's watch broke; it lists again after a pause.
-    Failed(Option<String>, String),
-}
-
-/// Desired state from DNSEndpoint objects in the Kubernetes API.
+/// Desired state from objects in the Kubernetes API: DNSEndpoints, and the kinds
+/// translated to endpoints ([`kinds`]).
 #[derive(Debug)]
 pub struct KubernetesSource {
     config: KubernetesSourceConfig,
-    /// What is in force, shared with the status writer.
+    /// The DNSEndpoints in force, shared with the status writer.
     objects: Arc<Mutex<Objects>>,
+    /// The translated kinds in force, shared with the events writer.
+    translated: Arc<Mutex<Translated>>,
+    /// Every watch's progress, shared with status.
+    parts: Arc<Mutex<Vec<(String, bool, String)>>>,
     /// How long one watch request lasts before it is renewed; its idle timeout (a
     /// connection that died silently) is this plus 5 s.
     watch_timeout: u32,
@@ -114,19 +106,20 @@ pub struct KubernetesSource {
 
 impl KubernetesSource {
     pub fn new(config: KubernetesSourceConfig) -> KubernetesSource {
+        let translated = Translated::new(config.options(), config.target_loss_grace);
         KubernetesSource {
             config,
             objects: Arc::default(),
+            translated: Arc::new(Mutex::new(translated)),
+            parts: Arc::default(),
             watch_timeout: 290,
         }
     }
 
     /// Checks every endpoint against `zones` ([`crate::source::zones`]).
     pub fn with_zones(self, zones: crate::source::zones::ZoneCheck) -> KubernetesSource {
-        self.objects
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .set_zones(zones);
+        lock(&self.translated).set_zones(zones.clone());
+        lock(&self.objects).set_zones(zones);
         self
     }
 
@@ -136,22 +129,40 @@ impl KubernetesSource {
         self
     }
 
-    /// The name this source's state goes under in the planner: its scope.
+    /// The name this source's state goes under in the planner: its scope (and its kinds
+    /// when they are not the default DNSEndpoint alone, so that an existing planner's
+    /// state keeps its name).
     pub fn store_key(&self) -> String {
         let mut key = format!("kubernetes:{}", self.config.namespaces.join(","));
         if let Some(s) = &self.config.label_selector {
             key.push('?');
             key.push_str(s);
         }
+        let kinds = self.config.kinds();
+        if kinds != [Kind::DnsEndpoint] {
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            key.push('#');
+            key.push_str(&names.join(","));
+        }
         key
     }
 
-    /// The objects in force, for the status writer.
+    /// The DNSEndpoints in force, for the status writer.
     pub fn objects(&self) -> Arc<Mutex<Objects>> {
         Arc::clone(&self.objects)
     }
 
-    /// The scopes watched: every namespace (`None`), or each configured one.
+    /// The translated objects in force, for the events writer.
+    pub fn translated(&self) -> Arc<Mutex<Translated>> {
+        Arc::clone(&self.translated)
+    }
+
+    /// Each watch (kind or dependency, scope): listed, and its error: for status.
+    pub fn parts(&self) -> Arc<Mutex<Vec<(String, bool, String)>>> {
+        Arc::clone(&self.parts)
+    }
+
+    /// The namespaces watched: every namespace (`None`), or each configured one.
     fn scopes(&self) -> Vec<Option<String>> {
         if self.config.namespaces.is_empty() {
             vec![None]
@@ -160,21 +171,49 @@ impl KubernetesSource {
         }
     }
 
+    /// Every watch: each kind in each scope, then what their records depend on (Nodes
+    /// once, Gateways in `gateway_namespace` or everywhere: a route may attach to a
+    /// Gateway of another namespace).
+    pub fn watches(&self) -> Vec<Watch> {
+        let kinds = self.config.kinds();
+        let mut watches = Vec::new();
+        for kind in &kinds {
+            for scope in self.scopes() {
+                watches.push(Watch {
+                    feed: Feed::Kind(*kind),
+                    scope,
+                });
+            }
+        }
+        for dep in Dependency::needed_by(&kinds) {
+            let scopes = match dep {
+                Dependency::Node => vec![None],
+                Dependency::Gateway => vec![self.config.gateway_namespace.clone()],
+                Dependency::EndpointSlice | Dependency::Pod => self.scopes(),
+            };
+            for scope in scopes {
+                watches.push(Watch {
+                    feed: Feed::Dependency(dep),
+                    scope,
+                });
+            }
+        }
+        watches
+    }
+
     /// The snapshot before anything is listed: nothing, not ready.
     pub fn initial(&self) -> Snapshot {
+        let progress = Progress::new(&self.watches());
+        *lock(&self.parts) = progress.parts();
         Snapshot {
-            unready: self
-                .scopes()
-                .iter()
-                .map(|s| format!("{}: waiting for the first complete list", scope_name(s)))
-                .collect(),
+            unready: progress.unready(0),
             ..Snapshot::default()
         }
     }
 
-    /// Lists and watches every scope with `client`, sending a snapshot on `tx` after
-    /// each change (changes that arrive together make one snapshot), until `cancel`
-    /// or the receiver is dropped.
+    /// Lists and watches every feed in every scope with `client`, sending a snapshot on
+    /// `tx` after each change (changes that arrive together make one snapshot), and
+    /// when a load balancer's grace ends, until `cancel` or the receiver is dropped.
     pub fn watch(
         self,
         client: kube::Client,
@@ -182,48 +221,52 @@ impl KubernetesSource {
         cancel: CancellationToken,
     ) -> JoinHandle<()> {
         let (seen_tx, mut seen_rx) = mpsc::channel::<Seen>(256);
-        let scopes = self.scopes();
-        let mut wc = watcher::Config::default().timeout(self.watch_timeout);
-        if let Some(s) = &self.config.label_selector {
-            wc = wc.labels(s);
-        }
-        for scope in &scopes {
-            let ar = dnsendpoint_resource();
-            let api: Api<DynamicObject> = match scope {
-                Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-                None => Api::all_with(client.clone(), &ar),
-            };
-            tokio::spawn(watch_scope(
-                api,
-                scope.clone(),
-                wc.clone(),
+        let watches = self.watches();
+        let base = watcher::Config::default().timeout(self.watch_timeout);
+        for watch in &watches {
+            let mut wc = base.clone();
+            // The label selector chooses the objects that ask for records, not the
+            // cluster objects they are computed from.
+            if let (Feed::Kind(_), Some(s)) = (watch.feed, &self.config.label_selector) {
+                wc = wc.labels(s);
+            }
+            tokio::spawn(watch::watch_scope(
+                client.clone(),
+                watch.clone(),
+                wc,
                 seen_tx.clone(),
                 cancel.clone(),
             ));
         }
         drop(seen_tx);
         tokio::spawn(async move {
-            let mut progress = Progress::new(&scopes);
+            let mut progress = Progress::new(&watches);
             loop {
+                let deadline = lock(&self.translated).next_deadline();
                 let first = tokio::select! {
                     biased;
                     () = cancel.cancelled() => return,
-                    s = seen_rx.recv() => match s { Some(s) => s, None => return },
+                    s = seen_rx.recv() => match s { Some(s) => Some(s), None => return },
+                    () = sleep_until(deadline) => None,
                 };
                 // Whatever else has arrived goes into the same snapshot.
-                let mut batch = vec![first];
+                let mut batch: Vec<Seen> = first.into_iter().collect();
                 while let Ok(more) = seen_rx.try_recv() {
                     batch.push(more);
                 }
                 let snapshot = blocking(|| {
-                    let mut objects = self
-                        .objects
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let now = std::time::Instant::now();
+                    let mut objects = lock(&self.objects);
+                    let mut translated = lock(&self.translated);
                     for seen in batch {
-                        progress.take(&mut objects, seen);
+                        take(&mut progress, &mut objects, &mut translated, seen, now);
                     }
-                    objects.snapshot(progress.unready(objects.len()))
+                    translated.expire(now);
+                    *lock(&self.parts) = progress.parts();
+                    let mut snapshot =
+                        objects.snapshot(progress.unready(objects.len() + translated.len()));
+                    translated.extend_snapshot(&mut snapshot);
+                    snapshot
                 });
                 tracing::debug!(
                     records = snapshot.entries.len(),
@@ -241,6 +284,18 @@ impl KubernetesSource {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Until `deadline`, or for ever.
+async fn sleep_until(deadline: Option<std::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// `f` off the runtime's workers where it has several (parsing a large list takes a
 /// while); plain otherwise.
 fn blocking<R>(f: impl FnOnce() -> R) -> R {
@@ -252,93 +307,74 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
-fn scope_name(scope: &Option<String>) -> String {
-    match scope {
-        Some(ns) => format!("namespace {ns}"),
-        None => "all namespaces".into(),
-    }
-}
-
-/// Per scope: listed yet, and the error since the last complete list.
-#[derive(Debug)]
-struct Progress {
-    scopes: Vec<(Option<String>, ScopeState)>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum ScopeState {
-    NeverListed(Option<String>),
-    Listed,
-    Failing(String),
-}
-
-impl Progress {
-    fn new(scopes: &[Option<String>]) -> Progress {
-        Progress {
-            scopes: scopes
-                .iter()
-                .map(|s| (s.clone(), ScopeState::NeverListed(None)))
-                .collect(),
-        }
-    }
-
-    fn state(&mut self, scope: &Option<String>) -> Option<&mut ScopeState> {
-        self.scopes
-            .iter_mut()
-            .find(|(s, _)| s == scope)
-            .map(|(_, st)| st)
-    }
-
-    fn take(&mut self, objects: &mut Objects, seen: Seen) {
-        match seen {
-            Seen::Listed(scope, items) => {
-                let listed = items.iter().filter_map(object_text).collect();
-                objects.replace_scope(scope.as_deref(), listed);
-                if let Some(st) = self.state(&scope) {
-                    *st = ScopeState::Listed;
+/// One thing a watcher saw, into what is held.
+fn take(
+    progress: &mut Progress,
+    objects: &mut Objects,
+    translated: &mut Translated,
+    seen: Seen,
+    now: std::time::Instant,
+) {
+    let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or_default();
+    match seen {
+        Seen::Listed(w, items) => {
+            let scope = w.scope.as_deref();
+            match w.feed {
+                Feed::Kind(Kind::DnsEndpoint) => {
+                    let listed = items.iter().filter_map(object_text).collect();
+                    objects.replace_scope(scope, listed);
                 }
+                Feed::Kind(k) => {
+                    translated.replace_scope(k, scope, items.into_iter().map(value).collect(), now)
+                }
+                Feed::Dependency(d) => translated.replace_dependency_scope(
+                    d,
+                    scope,
+                    items.into_iter().map(value).collect(),
+                    now,
+                ),
             }
-            Seen::Applied(obj) => {
+            progress.listed(&w);
+        }
+        Seen::Applied(w, obj) => match w.feed {
+            Feed::Kind(Kind::DnsEndpoint) => {
                 if let Some((name, generation, text)) = object_text(&obj) {
                     objects.apply(&name, generation, &text);
                 }
             }
-            Seen::Deleted(obj) => {
+            Feed::Kind(k) => translated.apply(k, value(obj), now),
+            Feed::Dependency(d) => {
+                let name = dependency_name(d, &obj);
+                translated.dependency(d, &name, Some(value(obj)), now);
+            }
+        },
+        Seen::Deleted(w, obj) => match w.feed {
+            Feed::Kind(Kind::DnsEndpoint) => {
                 if let Some((name, _, _)) = object_text(&obj) {
                     objects.delete(&name);
                 }
             }
-            Seen::Failed(scope, error) => {
-                if let Some(st) = self.state(&scope) {
-                    *st = match st {
-                        ScopeState::NeverListed(_) => ScopeState::NeverListed(Some(error)),
-                        _ => ScopeState::Failing(error),
-                    };
-                }
+            Feed::Kind(k) => {
+                translated.delete(k, &kinds::object_key(&value(obj)));
             }
-        }
+            Feed::Dependency(d) => {
+                let name = dependency_name(d, &obj);
+                translated.dependency(d, &name, None, now);
+            }
+        },
+        Seen::Failed(w, error) => progress.failed(&w, error),
     }
+}
 
-    /// Why the source is not ready, one line per scope that is not.
-    fn unready(&self, objects: usize) -> Vec<String> {
-        self.scopes
-            .iter()
-            .filter_map(|(scope, st)| match st {
-                ScopeState::Listed => None,
-                ScopeState::NeverListed(None) => Some(format!(
-                    "{}: waiting for the first complete list",
-                    scope_name(scope)
-                )),
-                ScopeState::NeverListed(Some(e)) => Some(format!(
-                    "{}: not listed yet: {e}",
-                    scope_name(scope)
-                )),
-                ScopeState::Failing(e) => Some(format!(
-                    "{}: {e}; keeping the last accepted records of {objects} object(s) until a complete list succeeds",
-                    scope_name(scope)
-                )),
-            })
-            .collect()
+/// How a dependency is named: `namespace/name`, a Node by its name.
+fn dependency_name(dep: Dependency, obj: &DynamicObject) -> String {
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    match dep {
+        Dependency::Node => name,
+        _ => format!(
+            "{}/{name}",
+            obj.metadata.namespace.as_deref().unwrap_or("default")
+        ),
     }
 }
 
@@ -361,74 +397,6 @@ fn object_text(obj: &DynamicObject) -> Option<(ObjectName, Option<i64>, String)>
         obj.metadata.generation,
         doc.to_string(),
     ))
-}
-
-/// Lists and watches one scope for ever: a complete list is sent whole; a broken
-/// watch (an error event, 410 Gone, a dropped connection, a failed list) is reported
-/// and the scope is listed again after a pause (1 s, doubling to 30 s), so that only a
-/// complete list ever says which objects are gone.
-async fn watch_scope(
-    api: Api<DynamicObject>,
-    scope: Option<String>,
-    wc: watcher::Config,
-    tx: mpsc::Sender<Seen>,
-    cancel: CancellationToken,
-) {
-    let mut pause = Duration::from_secs(1);
-    loop {
-        let mut stream = watcher(api.clone(), wc.clone()).boxed();
-        let mut buffer = Vec::new();
-        let failure = loop {
-            let event = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return,
-                e = stream.next() => e,
-            };
-            let seen = match event {
-                None => break "the watch stream ended".to_string(),
-                Some(Ok(watcher::Event::Init)) => {
-                    buffer.clear();
-                    continue;
-                }
-                Some(Ok(watcher::Event::InitApply(obj))) => {
-                    buffer.push(obj);
-                    continue;
-                }
-                Some(Ok(watcher::Event::InitDone)) => {
-                    pause = Duration::from_secs(1);
-                    Seen::Listed(scope.clone(), std::mem::take(&mut buffer))
-                }
-                Some(Ok(watcher::Event::Apply(obj))) => Seen::Applied(obj),
-                Some(Ok(watcher::Event::Delete(obj))) => Seen::Deleted(obj),
-                Some(Err(e)) => break describe(&e),
-            };
-            if tx.send(seen).await.is_err() {
-                return;
-            }
-        };
-        tracing::warn!(scope = %scope_name(&scope), error = %failure, retry_in = ?pause, "Kubernetes watch failed; keeping the accepted DNSEndpoints and listing again.");
-        if tx.send(Seen::Failed(scope.clone(), failure)).await.is_err() {
-            return;
-        }
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = tokio::time::sleep(pause) => {}
-        }
-        pause = (pause * 2).min(Duration::from_secs(30));
-    }
-}
-
-/// A watcher error in words, its cause included (kube's own message stops at "failed
-/// to perform initial object list").
-fn describe(e: &watcher::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 #[cfg(test)]

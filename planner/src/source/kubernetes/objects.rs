@@ -5,6 +5,7 @@
 //! An object's text is its JSON (a JSON object is valid YAML), parsed by the shared
 //! manifest parser; locations then name the object and the endpoint
 //! (`default/web spec.endpoints[2]`) instead of a line of a JSON text nobody wrote.
+use super::kinds::Kind;
 use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, parse_file};
 use crate::source::file::merge::merge;
 use crate::source::{DesiredEntry, Snapshot, SourceError};
@@ -40,15 +41,30 @@ impl ObjectState {
     }
 }
 
-/// Every object the source holds, by `namespace/name`.
+/// Every object of one kind the source holds, by `namespace/name`.
 #[derive(Debug, Default)]
 pub struct Objects {
+    /// What the objects are: DNSEndpoints are read as manifests; any other kind is
+    /// translated to a DNSEndpoint spec first ([`super::kinds`]) and named by its kind.
+    kind: Kind,
     objects: BTreeMap<ObjectName, ObjectState>,
     /// The configured zones each endpoint is checked against ([`crate::source::zones`]).
     zones: Option<crate::source::zones::ZoneCheck>,
 }
 
 impl Objects {
+    /// The objects of `kind`.
+    pub fn of_kind(kind: Kind) -> Objects {
+        Objects {
+            kind,
+            ..Objects::default()
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
     /// Checks every endpoint against `zones`: an object with one in no zone (or that
     /// its zone refuses) keeps its last accepted version.
     pub fn set_zones(&mut self, zones: crate::source::zones::ZoneCheck) {
@@ -75,8 +91,17 @@ impl Objects {
     /// endpoints replace the object's; what is broken keeps its last accepted version.
     pub fn apply(&mut self, name: &str, generation: Option<i64>, text: &str) {
         let old = self.objects.remove(name).unwrap_or_default();
-        let state = accept(name, generation, text, old, self.zones.as_ref());
+        let state = accept(self.kind, name, generation, text, old, self.zones.as_ref());
         self.objects.insert(name.to_string(), state);
+    }
+
+    /// Keeps what `name` has in force and shows `errors` instead of its last ones: a
+    /// version that cannot be read at all (an annotation), or a load balancer that lost
+    /// its address within its grace.
+    pub fn hold(&mut self, name: &str, generation: Option<i64>, errors: Vec<SourceError>) {
+        let state = self.objects.entry(name.to_string()).or_default();
+        state.generation = generation;
+        state.errors = errors;
     }
 
     /// Withdraws an object that was deleted: the one way its records go.
@@ -100,7 +125,14 @@ impl Objects {
         self.objects = kept;
         for (name, generation, text) in listed {
             let before = old.remove(&name).unwrap_or_default();
-            let state = accept(&name, generation, &text, before, self.zones.as_ref());
+            let state = accept(
+                self.kind,
+                &name,
+                generation,
+                &text,
+                before,
+                self.zones.as_ref(),
+            );
             self.objects.insert(name, state);
         }
     }
@@ -135,13 +167,14 @@ pub fn resource_of(name: &str) -> String {
 
 /// The new state of object `name` from its `text`, given its previous state.
 fn accept(
+    kind: Kind,
     name: &str,
     generation: Option<i64>,
     text: &str,
     old: ObjectState,
     zones: Option<&crate::source::zones::ZoneCheck>,
 ) -> ObjectState {
-    let kind: Arc<str> = SOURCE_KIND.into();
+    let source_kind: Arc<str> = SOURCE_KIND.into();
     let mut parsed: ParsedFile = parse_file(name, text);
     if let (Some(zones), true) = (zones, parsed.fatal.is_empty()) {
         zones.check_parsed(&mut parsed);
@@ -175,7 +208,7 @@ fn accept(
         .zip(places)
         .map(|(mut e, index)| {
             e.source = SOURCE_KIND.into();
-            e.location = location(name, index);
+            e.location = location(kind, name, index);
             e
         })
         .collect();
@@ -189,14 +222,20 @@ fn accept(
             message: format!("{more} more error(s) in this object not shown"),
         });
     }
+    // A translated object's records name it (`Service default/web`), not the
+    // DNSEndpoint spec it was turned into.
+    let resource: Option<Arc<str>> =
+        (kind != Kind::DnsEndpoint).then(|| format!("{kind} {name}").into());
     let accepted = accepted
         .into_iter()
         .map(|mut a| {
             a.entry = DesiredEntry {
                 origin: crate::source::Origin {
-                    source: kind.clone(),
-                    location: location(name, Some(a.slot.index)),
-                    resource: a.entry.origin.resource.clone(),
+                    source: source_kind.clone(),
+                    location: location(kind, name, Some(a.slot.index)),
+                    resource: resource
+                        .clone()
+                        .unwrap_or_else(|| a.entry.origin.resource.clone()),
                 },
                 ..a.entry
             };
@@ -210,10 +249,12 @@ fn accept(
     }
 }
 
-/// `ns/name spec.endpoints[i]`, or `ns/name`.
-fn location(name: &str, index: Option<usize>) -> String {
-    match index {
-        Some(i) => format!("{name} spec.endpoints[{i}]"),
-        None => name.to_string(),
+/// `ns/name spec.endpoints[i]`, or `ns/name`; `Service ns/name` for a translated
+/// object (its endpoints are not written anywhere a user could find an index).
+fn location(kind: Kind, name: &str, index: Option<usize>) -> String {
+    match (kind, index) {
+        (Kind::DnsEndpoint, Some(i)) => format!("{name} spec.endpoints[{i}]"),
+        (Kind::DnsEndpoint, None) => name.to_string(),
+        (kind, _) => format!("{kind} {name}"),
     }
 }
