@@ -137,6 +137,11 @@ pub async fn run(
         env!("CARGO_PKG_VERSION"),
     );
     let metrics = metrics::PlannerMetrics::register(&mut registry);
+    let kube_metrics = config
+        .sources
+        .iter()
+        .any(|s| matches!(s, SourceConfig::Kubernetes(_)))
+        .then(|| source::kubernetes::metrics::KubeMetrics::register(&mut registry));
     let metrics_for_webhook = metrics.clone();
     let (lease, lease_handle) = lease::Lease::new(
         lease::backend(&config).map_err(PlannerError::Lease)?,
@@ -304,7 +309,7 @@ pub async fn run(
     }
     for source in &config.sources {
         if let SourceConfig::Kubernetes(k) = source {
-            start_kubernetes_source(&engine, k, work.clone()).await?;
+            start_kubernetes_source(&engine, k, kube_metrics.clone(), work.clone()).await?;
         }
     }
     // Until it is the leader, the engine answers reads and sends nothing.
@@ -431,9 +436,10 @@ pub async fn run(
 async fn start_kubernetes_source(
     engine: &Arc<Engine>,
     config: &config::KubernetesSourceConfig,
+    kube_metrics: Option<source::kubernetes::metrics::KubeMetrics>,
     work: CancellationToken,
 ) -> Result<(), PlannerError> {
-    use source::kubernetes::{self, status};
+    use source::kubernetes::{self, notify, status};
     let client = kubernetes::client(config)
         .await
         .map_err(|e| PlannerError::SourceNotReady(e.to_string()))?;
@@ -445,6 +451,8 @@ async fn start_kubernetes_source(
     engine.await_first_load(&name);
     engine.set_source_readiness(&name, initial.unready);
     let objects = src.objects();
+    let translated = src.translated();
+    engine.set_source_parts(&name, src.parts());
     let (tx, mut rx) = tokio::sync::mpsc::channel(4);
     let watcher = src.watch(client.clone(), tx, work.clone());
     let engine_ = engine.clone();
@@ -466,6 +474,37 @@ async fn start_kubernetes_source(
         }
         let _ = watcher.await;
     });
+    let kinds = config.kinds();
+    if config.write_events
+        && kinds
+            .iter()
+            .any(|k| *k != kubernetes::kinds::Kind::DnsEndpoint)
+    {
+        let engine_ = engine.clone();
+        let source_name = name.clone();
+        let mut writer = notify::EventWriter::new(client.clone(), engine.lease().status().identity);
+        if let Some(m) = &kube_metrics {
+            writer = writer.with_metrics(m.clone());
+        }
+        let m = kube_metrics.clone();
+        let task = notify::run_events(
+            writer,
+            translated,
+            move || {
+                (engine_.lease().status().role == lease::Role::Leader)
+                    .then(|| record_outcomes(&engine_, &source_name))
+            },
+            move |tally| {
+                if let Some(m) = &m {
+                    m.set_objects(&kinds, tally);
+                }
+            },
+            work.clone(),
+        );
+        engine.spawn(async move {
+            let _ = task.await;
+        });
+    }
     if config.write_status {
         let engine_ = engine.clone();
         let writer = status::StatusWriter::new(client, config.status_interval);
@@ -498,7 +537,8 @@ fn record_outcomes(
         .map(|(resource, key, state)| {
             let phase = match state.kind {
                 K::Converged => Phase::Converged,
-                K::Pending | K::InFlight | K::Deferred | K::Held => Phase::Pending,
+                K::Pending | K::InFlight | K::Deferred => Phase::Pending,
+                K::Held => Phase::Held,
                 K::Conflict => Phase::Conflict,
                 K::Invalid => Phase::Invalid,
                 K::Failed | K::Rejected => Phase::Failed,

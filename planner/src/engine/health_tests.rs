@@ -44,6 +44,7 @@ fn healthy() -> Snapshot {
         appliers: vec![applier("http://a1")],
         source_errors: Vec::new(),
         sources: Vec::new(),
+        source_parts: Default::default(),
         lease: LeaseStatus {
             role: Role::Leader,
             backend: "none",

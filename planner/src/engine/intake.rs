@@ -191,6 +191,12 @@ impl Engine {
         })
     }
 
+    /// Shows the parts of source `name` (a Kubernetes source's kinds) in status, as
+    /// `parts` holds them at each read.
+    pub fn set_source_parts(&self, name: &str, parts: crate::source::SourceParts) {
+        lock(&self.source_parts).insert(name.to_string(), parts);
+    }
+
     /// Records whether source `name` is ready: `unready` holds why not (a path that
     /// vanished, a directory that emptied). A source that is not ready keeps its last
     /// accepted state; this only makes it visible.

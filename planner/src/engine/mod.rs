@@ -178,6 +178,8 @@ pub struct Engine {
     takeover: takeover::Takeover,
     /// Per source: why it is not ready (empty while it is), as status shows it.
     readiness: Mutex<BTreeMap<String, Vec<String>>>,
+    /// Per source with parts (a Kubernetes source's kinds): each part's readiness.
+    source_parts: Mutex<BTreeMap<String, crate::source::SourceParts>>,
     /// Sources whose first complete load has not come yet ([`Engine::await_first_load`]):
     /// while any is left, no zone syncs, since a source that has not loaded yet only
     /// looks empty and a plan against it would delete its records.
@@ -265,6 +267,7 @@ impl Engine {
             pushes: std::sync::OnceLock::new(),
             takeover: takeover::Takeover::default(),
             readiness: Mutex::new(BTreeMap::new()),
+            source_parts: Mutex::new(BTreeMap::new()),
             first_loads: tokio::sync::watch::Sender::new(BTreeSet::new()),
             last_errors: Mutex::new(Vec::new()),
             push_lock: Mutex::new(()),

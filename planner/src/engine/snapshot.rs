@@ -178,6 +178,8 @@ pub struct Snapshot {
     pub source_errors: Vec<SourceError>,
     /// Configured sources by name, with why each is not ready (empty: ready).
     pub sources: Vec<(String, Vec<String>)>,
+    /// The parts of the sources that have them, by source name.
+    pub source_parts: BTreeMap<String, Vec<crate::source::SourcePart>>,
     /// Leader or standby, and who holds the lease.
     pub lease: LeaseStatus,
     /// The state directory's free space (absent: the engine keeps no state directory).
@@ -306,6 +308,10 @@ impl Engine {
             sources: lock(&self.readiness)
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            source_parts: lock(&self.source_parts)
+                .iter()
+                .map(|(k, v)| (k.clone(), lock(v).clone()))
                 .collect(),
             lease: self.lease_with_takeover(),
             disk: self.store.get().map(|_| self.disk()),

@@ -102,6 +102,17 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
                 name: name.clone(),
                 ready: why.is_empty(),
                 reason: why.join("; "),
+                parts: s
+                    .source_parts
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| pb::SourcePart {
+                        name: p.name.clone(),
+                        ready: p.ready,
+                        reason: p.reason.clone(),
+                    })
+                    .collect(),
             })
             .collect(),
         lease: Some(lease_to_pb(&s.lease)),

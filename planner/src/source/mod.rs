@@ -176,6 +176,20 @@ impl fmt::Display for SourceError {
 
 impl std::error::Error for SourceError {}
 
+/// One part of a source that is listed or read on its own (a Kubernetes source's
+/// kinds and namespaces): status shows each, ready or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcePart {
+    /// `Service in all namespaces`, `Node`.
+    pub name: String,
+    pub ready: bool,
+    /// Why it is not ready (the API's answer, with the fix), or empty.
+    pub reason: String,
+}
+
+/// A source's parts as it updates them.
+pub type SourceParts = Arc<std::sync::Mutex<Vec<SourcePart>>>;
+
 /// Everything a source currently declares: what it accepted and what it could not.
 ///
 /// A snapshot is complete: it replaces the previous snapshot of the same source.

@@ -32,6 +32,8 @@ use watch::{Feed, Progress, Seen, Watch};
 use super::Snapshot;
 
 pub mod kinds;
+pub mod metrics;
+pub mod notify;
 pub mod objects;
 pub mod status;
 pub mod translated;
@@ -98,7 +100,7 @@ pub struct KubernetesSource {
     /// The translated kinds in force, shared with the events writer.
     translated: Arc<Mutex<Translated>>,
     /// Every watch's progress, shared with status.
-    parts: Arc<Mutex<Vec<(String, bool, String)>>>,
+    parts: crate::source::SourceParts,
     /// How long one watch request lasts before it is renewed; its idle timeout (a
     /// connection that died silently) is this plus 5 s.
     watch_timeout: u32,
@@ -158,7 +160,7 @@ impl KubernetesSource {
     }
 
     /// Each watch (kind or dependency, scope): listed, and its error: for status.
-    pub fn parts(&self) -> Arc<Mutex<Vec<(String, bool, String)>>> {
+    pub fn parts(&self) -> crate::source::SourceParts {
         Arc::clone(&self.parts)
     }
 

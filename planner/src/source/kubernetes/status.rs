@@ -43,6 +43,8 @@ pub enum Phase {
     Conflict,
     /// The provider refuses the value.
     Invalid,
+    /// Held for approval by the mass-change guard (a status shows it as pending).
+    Held,
     /// Transient failures outlived their budget, or the account refuses writes: it is
     /// retried, so the object is pending, with the error shown.
     Failed,
@@ -104,6 +106,7 @@ pub fn condition(object: &ObjectState, name: &str, records: &[&RecordOutcome]) -
         lines.push(format!("{converged} of {expected} record(s) converged"));
         lines.extend(of(Phase::Failed).map(|r| describe(&r, "failing")));
         lines.extend(of(Phase::Pending).map(|r| describe(&r, "pending")));
+        lines.extend(of(Phase::Held).map(|r| describe(&r, "held for approval")));
         "Pending"
     } else {
         return Condition {

@@ -284,18 +284,21 @@ impl Progress {
     }
 
     /// Every watch with whether it is listed and its error: what status shows per kind.
-    pub fn parts(&self) -> Vec<(String, bool, String)> {
+    pub fn parts(&self) -> Vec<crate::source::SourcePart> {
         self.watches
             .iter()
-            .map(|(w, st)| match st {
-                ScopeState::Listed => (w.describe(), true, String::new()),
-                ScopeState::NeverListed(None) => (
-                    w.describe(),
-                    false,
-                    "waiting for the first complete list".into(),
-                ),
-                ScopeState::NeverListed(Some(e)) | ScopeState::Failing(e) => {
-                    (w.describe(), false, e.clone())
+            .map(|(w, st)| {
+                let (ready, reason) = match st {
+                    ScopeState::Listed => (true, String::new()),
+                    ScopeState::NeverListed(None) => {
+                        (false, "waiting for the first complete list".into())
+                    }
+                    ScopeState::NeverListed(Some(e)) | ScopeState::Failing(e) => (false, e.clone()),
+                };
+                crate::source::SourcePart {
+                    name: w.describe(),
+                    ready,
+                    reason,
                 }
             })
             .collect()

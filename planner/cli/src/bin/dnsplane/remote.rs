@@ -270,13 +270,38 @@ fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
             );
         }
     }
-    for src in doc.sources.iter().filter(|src| !src.ready) {
+    for src in doc
+        .sources
+        .iter()
+        .filter(|src| !src.ready && src.parts.is_empty())
+    {
         println!(
             "source {} {}: {} (its last accepted records are kept)",
             src.name,
             out.paint("NOT READY", Tone::Bad),
             src.reason
         );
+    }
+    // A source with parts (a Kubernetes source's kinds): every part, ready or not.
+    for src in doc.sources.iter().filter(|src| !src.parts.is_empty()) {
+        for p in &src.parts {
+            if p.ready {
+                println!(
+                    "source {} {}: {}",
+                    src.name,
+                    p.name,
+                    out.paint("ready", Tone::Good)
+                );
+            } else {
+                println!(
+                    "source {} {}: {}: {} (its last accepted records are kept)",
+                    src.name,
+                    p.name,
+                    out.paint("NOT READY", Tone::Bad),
+                    p.reason
+                );
+            }
+        }
     }
     for e in &doc.source_errors {
         println!("source error: {}: {}: {}", e.location, e.record, e.message);

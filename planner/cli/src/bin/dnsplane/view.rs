@@ -335,6 +335,17 @@ pub struct Source {
     pub name: String,
     pub ready: bool,
     pub reason: String,
+    /// A Kubernetes source's kinds (and what their records depend on), each ready or
+    /// not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<SourcePart>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SourcePart {
+    pub name: String,
+    pub ready: bool,
+    pub reason: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -394,6 +405,15 @@ impl From<&pb::PlannerStatus> for Status {
                 name: x.name.clone(),
                 ready: x.ready,
                 reason: x.reason.clone(),
+                parts: x
+                    .parts
+                    .iter()
+                    .map(|p| SourcePart {
+                        name: p.name.clone(),
+                        ready: p.ready,
+                        reason: p.reason.clone(),
+                    })
+                    .collect(),
             })
             .collect();
         sources.sort_by(|a, b| a.name.cmp(&b.name));
