@@ -1250,3 +1250,70 @@ fn compose_tls_comes_from_the_certs_service() {
         );
     }
 }
+
+/// deploy/k8s/16-rbac-kinds.yaml grants the planner's account list and watch on every
+/// resource a Kubernetes source with every kind watches (taken from the source itself,
+/// so a new kind or dependency without its rule fails here), create and patch on
+/// events, and nothing more: no get of secrets, no write to any object.
+#[test]
+fn the_kinds_rbac_grants_what_every_kind_watches_and_nothing_more() {
+    use dnsplane_planner::source::kubernetes::{KubernetesSource, kinds::Kind};
+    let r = k8s_resources();
+    let role = &r[&(
+        "ClusterRole".to_string(),
+        "dnsplane-planner-kinds".to_string(),
+    )];
+    let binding = &r[&(
+        "ClusterRoleBinding".to_string(),
+        "dnsplane-planner-kinds".to_string(),
+    )];
+    assert_eq!(str_of(binding, "/roleRef/name"), "dnsplane-planner-kinds");
+    assert_eq!(str_of(binding, "/subjects/0/name"), "dnsplane-planner");
+    let rules = role["rules"].as_array().expect("rules");
+    let allows = |group: &str, resource: &str, verb: &str| {
+        rules.iter().any(|rule| {
+            let has = |key: &str, want: &str| {
+                rule[key]
+                    .as_array()
+                    .is_some_and(|v| v.iter().any(|x| x == want))
+            };
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    };
+    let config = dnsplane_planner::config::KubernetesSourceConfig {
+        kinds: Kind::ALL.iter().map(|k| k.as_str().to_string()).collect(),
+        ..Default::default()
+    };
+    let watches = KubernetesSource::new(config).watches();
+    assert!(watches.len() >= 12, "{watches:?}");
+    for w in &watches {
+        let ar = w.feed.resource();
+        if ar.plural == "dnsendpoints" {
+            continue; // 15-rbac.yaml
+        }
+        for verb in ["list", "watch"] {
+            assert!(
+                allows(&ar.group, &ar.plural, verb),
+                "{verb} {} in group {:?}",
+                ar.plural,
+                ar.group
+            );
+        }
+    }
+    for verb in ["create", "patch"] {
+        assert!(allows("", "events", verb), "{verb} events");
+    }
+    for rule in rules {
+        for verb in rule["verbs"].as_array().expect("verbs") {
+            let verb = verb.as_str().unwrap();
+            let events = rule["resources"] == serde_json::json!(["events"]);
+            let ok =
+                matches!(verb, "list" | "watch") || (events && matches!(verb, "create" | "patch"));
+            assert!(
+                ok,
+                "{verb} on {:?} is more than the source needs",
+                rule["resources"]
+            );
+        }
+    }
+}
