@@ -205,7 +205,7 @@ fn describe(watch: &Watch, e: &watcher::Error) -> String {
     };
     match code {
         Some(403) => format!(
-            "{text}; the planner's account may not list and watch {} in API group {group}: grant the verbs list and watch on it (deploy/k8s/10-rbac.yaml)",
+            "{text}; the planner's account may not list and watch {} in API group {group}: grant the verbs list and watch on it (deploy/k8s/16-rbac-kinds.yaml)",
             ar.plural
         ),
         Some(404) => format!(
