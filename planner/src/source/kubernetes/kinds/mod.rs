@@ -19,6 +19,12 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub mod annotations;
+pub mod for_hostname;
+pub mod fqdn_template;
+pub mod ingress;
+#[cfg(test)]
+mod ingress_tests;
+pub mod object_filter;
 
 /// One endpoint, as external-dns's `endpoint.Endpoint` has it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -181,6 +187,7 @@ pub fn translate(kind: Kind, object: &Value, cluster: &Cluster, options: &Option
     let _ = (object, cluster, options);
     match kind {
         Kind::DnsEndpoint => Translation::default(),
+        Kind::Ingress => ingress::translate(object, cluster, options),
         _ => Translation {
             skipped: Some(format!("{kind} is not read yet")),
             ..Translation::default()
