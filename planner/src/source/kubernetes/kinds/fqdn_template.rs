@@ -6,6 +6,11 @@
 //!
 //! The output is split on commas; each name is trimmed of spaces and of a trailing
 //! dot, empties dropped, the rest deduplicated and sorted, as `execTemplate` does.
+//!
+//! TODO(merge): the Service translation's branch brings a fuller engine
+//! (`service::template::exec_fqdn`, with `range`, `if`, the v0.22 functions). Once both
+//! are in one tree, [`hosts`] should call it and this subset go; the four
+//! `ingress_fqdn_test.go` cases listed as not ported in `ingress_tests.rs` can then be.
 use super::Problem;
 use serde_json::Value;
 

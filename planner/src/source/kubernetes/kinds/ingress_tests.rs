@@ -1120,6 +1120,70 @@ fn ingress_source_errors() {
     assert_eq!(t.problems[0].field, "fqdn_template");
 }
 
+#[test]
+fn ingress_source_fqdn_templating_examples() {
+    // ingress_fqdn_test.go runs every case with `combine_fqdn_annotation`.
+    let c = |upstream, template: &str, lbs: Value, want| Case {
+        upstream,
+        items: vec![literal(
+            "my-ingress",
+            "default",
+            json!(null),
+            Some("my-ingress"),
+            &[],
+            &["example.org"],
+            lbs,
+        )],
+        options: Options {
+            fqdn_template: Some(template.to_string()),
+            combine_fqdn_annotation: true,
+            ..opts()
+        },
+        want: Want::Endpoints(want),
+    };
+    run(vec![
+        // TestIngressSourceFqdnTemplatingExamples/"templating resolve Ingress source hostnames to IP"
+        c(
+            "templating resolve Ingress source hostnames to IP",
+            "{{.Name }}.nip.io",
+            json!([{"hostname": "10.200.130.84.nip.io"}]),
+            vec![
+                ep("example.org", "CNAME", &["10.200.130.84.nip.io"]),
+                ep("my-ingress.nip.io", "CNAME", &["10.200.130.84.nip.io"]),
+            ],
+        ),
+        // TestIngressSourceFqdnTemplatingExamples/"templating resolve hostnames with nip.io and status IP"
+        c(
+            "templating resolve hostnames with nip.io and status IP",
+            "nip.io",
+            json!([{"ip": "10.200.130.84"}]),
+            vec![
+                ep("example.org", "A", &["10.200.130.84"]),
+                ep("nip.io", "A", &["10.200.130.84"]),
+            ],
+        ),
+        // Not upstream: a template dnsplane cannot evaluate (upstream's "templating
+        // resolve hostnames with nip.io") is refused, naming the option.
+        Case {
+            upstream: "dnsplane: a template with range/if is refused",
+            items: vec![literal(
+                "my-ingress",
+                "default",
+                json!(null),
+                None,
+                &[],
+                &[],
+                json!([{"ip": "10.0.0.1"}]),
+            )],
+            options: template(
+                r#"{{ range .Status.LoadBalancer.Ingress }}{{ if contains .Hostname "nip.io" }}example.org{{end}}{{end}}"#,
+                true,
+            ),
+            want: Want::Problem("fqdn_template"),
+        },
+    ]);
+}
+
 /// dnsplane's own cases: bad input is a problem naming the field, the alpha prefix is
 /// read, and an ingress waiting for its load balancer says so.
 #[test]
@@ -1185,7 +1249,10 @@ fn dnsplane_bad_input_and_waiting() {
 // - TestTransformerInIngressSource, TestNewIngressSource_Errors,
 //   TestIngressSource_AddEventHandler: informer plumbing external-dns has and dnsplane
 //   has not.
-// - ingress_fqdn_test.go (TestIngressSourceFqdnTemplatingExamples): its templates use
-//   `range`, `if`, `contains`, `replace` over `.Spec`/`.Status`; dnsplane's template
-//   reads `.Name`, `.Namespace`, `.Kind`, labels and annotations only and refuses the
-//   rest with a problem.
+// - ingress_fqdn_test.go, TestIngressSourceFqdnTemplatingExamples/"templating resolve
+//   hostnames with nip.io", "... and target annotation", "templating resolve with
+//   different hostnames and rules", "templating resolve with rules and tls": their
+//   templates use `range`, `if`, `contains`, `break`, `replace` over `.Spec`/`.Status`;
+//   dnsplane's template reads `.Name`, `.Namespace`, `.Kind`, labels and annotations
+//   only and refuses the rest with a problem (the last case of
+//   `ingress_source_fqdn_templating_examples`).
