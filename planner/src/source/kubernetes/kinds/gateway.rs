@@ -66,11 +66,12 @@ pub fn canonical_host(host: &str) -> Option<String> {
 }
 
 /// `isDNS1123Domain`: 1 to 255 octets of labels of 1 to 63 letters, digits and inner
-/// dashes.
+/// dashes. One trailing dot is accepted, as Go's label loop (`strings.Cut`) does.
 pub fn is_dns1123_domain(s: &str) -> bool {
     if s.is_empty() || s.len() > 255 {
         return false;
     }
+    let s = s.strip_suffix('.').unwrap_or(s);
     s.split('.').all(|label| {
         let b = label.as_bytes();
         !b.is_empty()
@@ -291,6 +292,10 @@ mod tests {
             ("brackets", "bra[k]ets.example.net", false),
             ("parens", "pa[re]ns.example.net", false),
             ("wild", "*.example.net", false),
+            // Not upstream cases: Go's loop accepts one trailing dot, not two.
+            ("trailing-dot", "example.net.", true),
+            ("two-trailing-dots", "example.net..", false),
+            ("dot", ".", false),
         ] {
             assert_eq!(is_dns1123_domain(input), ok, "{desc}");
         }

@@ -1088,6 +1088,24 @@ fn dnsplane_route_cases() {
         "Gateway default/test metadata.annotations[\"external-dns.kubernetes.io/target\"]"
     );
 
+    let dotted = web.clone().with(
+        "/metadata/annotations",
+        json!({HOSTNAME: "www.example.org."}),
+    );
+    let t = translate(
+        Kind::HttpRoute,
+        &dotted,
+        &cluster(gateway("default", "test", vec![lis("HTTP")], &["1.2.3.4"])),
+        &opts(),
+    );
+    assert_eq!(
+        normalised(t.endpoints),
+        normalised(vec![
+            a("web.example.org", &["1.2.3.4"]),
+            a("www.example.org", &["1.2.3.4"])
+        ])
+    );
+
     let ip_host = web
         .clone()
         .with("/metadata/annotations", json!({HOSTNAME: "10.0.0.1"}));
