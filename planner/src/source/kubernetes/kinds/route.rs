@@ -18,6 +18,7 @@ use super::for_hostname::{Shared, check_host, endpoints_for_hostname, merge_endp
 use super::gateway::{self, GROUP};
 use super::{Cluster, Kind, Options, Problem, Translation, fqdn_template, object_filter};
 use serde_json::Value;
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `gateway-hostname-source` values.
@@ -79,6 +80,7 @@ pub fn translate(kind: Kind, route: &Value, cluster: &Cluster, options: &Options
         cluster,
         options,
         gateway_labels,
+        missing_gateway: Cell::new(false),
     };
     let host_targets = resolver.resolve(&hosts, &mut found);
     if !found.is_empty() {
@@ -90,6 +92,8 @@ pub fn translate(kind: Kind, route: &Value, cluster: &Cluster, options: &Options
         waiting |= targets.is_empty();
         endpoints.extend(endpoints_for_hostname(host, targets, &shared));
     }
+    // No records because a Gateway has no address yet, or is gone for now.
+    waiting = endpoints.is_empty() && (waiting || resolver.missing_gateway.get());
     Translation {
         endpoints: merge_endpoints(endpoints),
         waiting_for_load_balancer: waiting,
@@ -196,6 +200,8 @@ struct Resolver<'a> {
     cluster: &'a Cluster,
     options: &'a Options,
     gateway_labels: Option<Selector>,
+    /// An accepted parent's Gateway is not in the cluster.
+    missing_gateway: Cell<bool>,
 }
 
 impl Resolver<'_> {
@@ -255,26 +261,13 @@ impl Resolver<'_> {
         if !named || group != GROUP || kind != "Gateway" {
             return None;
         }
-        let gateway = self.cluster.gateways.get(&format!("{ns}/{name}"))?;
-        if self
-            .options
-            .gateway_namespace
-            .as_deref()
-            .is_some_and(|g| !g.is_empty() && g != ns)
-        {
-            return None;
-        }
-        if let Some(sel) = &self.gateway_labels {
-            let labels = &gateway["metadata"]["labels"];
-            if !sel.matches(|k| labels[k].as_str()) {
-                return None;
-            }
-        }
-        if self
-            .options
-            .gateway_name
-            .as_deref()
-            .is_some_and(|g| !g.is_empty() && g != name)
+        let filtered_out = |filter: &Option<String>, value: &str| {
+            filter
+                .as_deref()
+                .is_some_and(|f| !f.is_empty() && f != value)
+        };
+        if filtered_out(&self.options.gateway_namespace, ns)
+            || filtered_out(&self.options.gateway_name, name)
         {
             return None;
         }
@@ -286,6 +279,19 @@ impl Resolver<'_> {
             .is_some_and(|c| c["status"] == "True");
         if !accepted {
             return None;
+        }
+        let Some(gateway) = self.cluster.gateways.get(&format!("{ns}/{name}")) else {
+            // Accepted by a Gateway the source does not have (deleted, or not listed
+            // yet): like a load balancer without an address, not a reason to delete
+            // at once.
+            self.missing_gateway.set(true);
+            return None;
+        };
+        if let Some(sel) = &self.gateway_labels {
+            let labels = &gateway["metadata"]["labels"];
+            if !sel.matches(|k| labels[k].as_str()) {
+                return None;
+            }
         }
         Some(Parent {
             gateway,

@@ -1065,6 +1065,13 @@ fn dnsplane_route_cases() {
     );
     assert!(t.waiting_for_load_balancer && t.endpoints.is_empty() && t.problems.is_empty());
 
+    let t = translate(Kind::HttpRoute, &web, &Cluster::default(), &opts());
+    assert!(t.waiting_for_load_balancer && t.endpoints.is_empty() && t.problems.is_empty());
+    let mut refused = web.clone();
+    refused["status"]["parents"][0]["conditions"][0]["status"] = json!("False");
+    let t = translate(Kind::HttpRoute, &refused, &Cluster::default(), &opts());
+    assert!(!t.waiting_for_load_balancer);
+
     let lb = gateway("default", "test", vec![lis("HTTP")], &[]).with(
         "/status/addresses",
         json!([{"type": "Hostname", "value": "lb.example.net"}]),
