@@ -15,6 +15,9 @@
 //!
 //! - [`annotations`]: external-dns's annotations (both the GA prefix
 //!   `external-dns.kubernetes.io/` and the older `external-dns.alpha.kubernetes.io/`);
+//! - [`ingress`]: Ingress; [`route`] and [`gateway`]: Gateway API routes and their
+//!   parent Gateways; [`for_hostname`]: names and targets to endpoints;
+//!   [`object_filter`]: annotation filter and controller; [`fqdn_template`].
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -27,6 +30,7 @@ pub mod ingress;
 mod ingress_tests;
 pub mod object_filter;
 pub mod route;
+pub use route::route_parents;
 #[cfg(test)]
 mod route_tests;
 
