@@ -272,6 +272,103 @@ mod tests {
         }
     }
 
+    /// Not upstream cases: `allowedRoutes.kinds` and a selector's `matchExpressions`.
+    #[test]
+    fn allowed_routes_kinds_and_selectors() {
+        use serde_json::json;
+        let namespaces: BTreeMap<String, Value> = [
+            (
+                "apps".to_string(),
+                json!({"metadata": {"name": "apps", "labels": {"tier": "web"}}}),
+            ),
+            ("ops".to_string(), json!({"metadata": {"name": "ops"}})),
+        ]
+        .into_iter()
+        .collect();
+        let grpc_only = json!({"allowedRoutes": {
+            "namespaces": {"from": "All"},
+            "kinds": [{"kind": "GRPCRoute"}],
+        }});
+        assert!(route_is_allowed(
+            "gw",
+            &grpc_only,
+            Kind::GrpcRoute,
+            "apps",
+            &namespaces
+        ));
+        assert!(!route_is_allowed(
+            "gw",
+            &grpc_only,
+            Kind::HttpRoute,
+            "apps",
+            &namespaces
+        ));
+        let other_group = json!({"allowedRoutes": {
+            "namespaces": {"from": "All"},
+            "kinds": [{"group": "example.com", "kind": "HTTPRoute"}],
+        }});
+        assert!(!route_is_allowed(
+            "gw",
+            &other_group,
+            Kind::HttpRoute,
+            "apps",
+            &namespaces
+        ));
+        let selector = |expr: Value| json!({"allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [expr]}}}});
+        let in_web = selector(json!({"key": "tier", "operator": "In", "values": ["web", "api"]}));
+        assert!(route_is_allowed(
+            "gw",
+            &in_web,
+            Kind::HttpRoute,
+            "apps",
+            &namespaces
+        ));
+        assert!(!route_is_allowed(
+            "gw",
+            &in_web,
+            Kind::HttpRoute,
+            "ops",
+            &namespaces
+        ));
+        let no_tier = selector(json!({"key": "tier", "operator": "DoesNotExist"}));
+        assert!(route_is_allowed(
+            "gw",
+            &no_tier,
+            Kind::HttpRoute,
+            "ops",
+            &namespaces
+        ));
+        assert!(!route_is_allowed(
+            "gw",
+            &no_tier,
+            Kind::HttpRoute,
+            "unknown",
+            &namespaces
+        ));
+        let unknown_from = json!({"allowedRoutes": {"namespaces": {"from": "Nowhere"}}});
+        assert!(!route_is_allowed(
+            "apps",
+            &unknown_from,
+            Kind::HttpRoute,
+            "apps",
+            &namespaces
+        ));
+        assert!(route_is_allowed(
+            "apps",
+            &json!({}),
+            Kind::HttpRoute,
+            "apps",
+            &namespaces
+        ));
+        assert!(!route_is_allowed(
+            "gw",
+            &json!({}),
+            Kind::HttpRoute,
+            "apps",
+            &namespaces
+        ));
+    }
+
     /// TestIsDNS1123Domain, every case.
     #[test]
     fn is_dns1123_domain_cases() {
