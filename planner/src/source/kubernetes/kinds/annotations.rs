@@ -317,9 +317,19 @@ fn split_set<'a>(part: &'a str, op: &str) -> Option<(&'a str, Result<Vec<String>
     let set = rest
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .map(|inner| inner.split(',').map(|s| s.trim().to_string()).collect())
-        .ok_or_else(|| format!("{rest:?}: a set is written (a, b)"));
+        .ok_or_else(|| format!("{rest:?}: a set is written (a, b)"))
+        .and_then(|inner| inner.split(',').map(set_value).collect());
     Some((k, set))
+}
+
+/// A value of a set: no spaces inside (`in (a b)` is a missing comma, as Kubernetes's
+/// parser says).
+fn set_value(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    if v.contains(char::is_whitespace) {
+        return Err(format!("{v:?} is not a value (a missing comma?)"));
+    }
+    Ok(v.to_string())
 }
 
 /// Splits on commas outside parentheses.

@@ -15,10 +15,24 @@
 //!
 //! - [`annotations`]: external-dns's annotations (both the GA prefix
 //!   `external-dns.kubernetes.io/` and the older `external-dns.alpha.kubernetes.io/`);
+//! - [`ingress`]: Ingress; [`route`] and [`gateway`]: Gateway API routes and their
+//!   parent Gateways; [`for_hostname`]: names and targets to endpoints;
+//!   [`object_filter`]: annotation filter and controller; [`fqdn_template`].
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub mod annotations;
+pub mod for_hostname;
+pub mod fqdn_template;
+pub mod gateway;
+pub mod ingress;
+#[cfg(test)]
+mod ingress_tests;
+pub mod object_filter;
+pub mod route;
+pub use route::route_parents;
+#[cfg(test)]
+mod route_tests;
 
 /// One endpoint, as external-dns's `endpoint.Endpoint` has it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -116,6 +130,9 @@ pub struct Cluster {
     pub pods: BTreeMap<String, Value>,
     /// Gateways (`gateway.networking.k8s.io`), by `namespace/name`.
     pub gateways: BTreeMap<String, Value>,
+    /// Namespaces, by name: a listener's `allowedRoutes.namespaces.from: Selector`
+    /// matches the labels of the route's namespace.
+    pub namespaces: BTreeMap<String, Value>,
 }
 
 /// The kinds of object a Kubernetes source can read.
@@ -182,6 +199,8 @@ pub fn translate(kind: Kind, object: &Value, cluster: &Cluster, options: &Option
     let _ = (object, cluster, options);
     match kind {
         Kind::DnsEndpoint => Translation::default(),
+        Kind::Ingress => ingress::translate(object, cluster, options),
+        k if k.is_route() => route::translate(k, object, cluster, options),
         _ => Translation {
             skipped: Some(format!("{kind} is not read yet")),
             ..Translation::default()
