@@ -173,6 +173,9 @@ impl KubernetesSourceConfig {
                 errors.push(format!("service_types: {t:?} is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"));
             }
         }
+        if let Err(e) = crate::source::kubernetes::kinds::ingress::check_options(&self.options()) {
+            errors.push(e);
+        }
         if self.target_loss_grace > Duration::from_secs(24 * 3600) {
             errors.push("target_loss_grace: at most 24h".to_string());
         }

@@ -173,9 +173,10 @@ impl KubernetesSource {
         }
     }
 
-    /// Every watch: each kind in each scope, then what their records depend on (Nodes
-    /// once, Gateways in `gateway_namespace` or everywhere: a route may attach to a
-    /// Gateway of another namespace).
+    /// Every watch: each kind in each scope, then what their records depend on (Nodes,
+    /// Namespaces and Gateways cluster-wide: a route may attach to a Gateway of another
+    /// namespace, and the gateway filters apply in the translation, where a Gateway
+    /// filtered out is told apart from one that is missing).
     pub fn watches(&self) -> Vec<Watch> {
         let kinds = self.config.kinds();
         let mut watches = Vec::new();
@@ -189,8 +190,7 @@ impl KubernetesSource {
         }
         for dep in Dependency::needed_by(&kinds) {
             let scopes = match dep {
-                Dependency::Node => vec![None],
-                Dependency::Gateway => vec![self.config.gateway_namespace.clone()],
+                Dependency::Node | Dependency::Namespace | Dependency::Gateway => vec![None],
                 Dependency::EndpointSlice | Dependency::Pod => self.scopes(),
             };
             for scope in scopes {
@@ -372,7 +372,7 @@ fn take(
 fn dependency_name(dep: Dependency, obj: &DynamicObject) -> String {
     let name = obj.metadata.name.clone().unwrap_or_default();
     match dep {
-        Dependency::Node => name,
+        Dependency::Node | Dependency::Namespace => name,
         _ => format!(
             "{}/{name}",
             obj.metadata.namespace.as_deref().unwrap_or("default")

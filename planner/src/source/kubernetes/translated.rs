@@ -29,6 +29,9 @@ pub enum Dependency {
     EndpointSlice,
     Pod,
     Gateway,
+    /// A listener's `allowedRoutes.namespaces.from: Selector` reads the labels of the
+    /// route's namespace.
+    Namespace,
 }
 
 impl Dependency {
@@ -38,6 +41,7 @@ impl Dependency {
             Dependency::EndpointSlice => "EndpointSlice",
             Dependency::Pod => "Pod",
             Dependency::Gateway => "Gateway",
+            Dependency::Namespace => "Namespace",
         }
     }
 
@@ -52,7 +56,7 @@ impl Dependency {
                     deps.extend([Dependency::Node, Dependency::EndpointSlice, Dependency::Pod])
                 }
                 k if k.is_route() => {
-                    deps.insert(Dependency::Gateway);
+                    deps.extend([Dependency::Gateway, Dependency::Namespace]);
                 }
                 _ => {}
             }
@@ -244,6 +248,7 @@ impl Translated {
             Dependency::Node => self.cluster.nodes.keys().cloned().collect(),
             Dependency::Pod => self.cluster.pods.keys().cloned().collect(),
             Dependency::Gateway => self.cluster.gateways.keys().cloned().collect(),
+            Dependency::Namespace => self.cluster.namespaces.keys().cloned().collect(),
             Dependency::EndpointSlice => self
                 .cluster
                 .endpoint_slices
@@ -260,6 +265,7 @@ impl Translated {
             Dependency::Node => &mut c.nodes,
             Dependency::Pod => &mut c.pods,
             Dependency::Gateway => &mut c.gateways,
+            Dependency::Namespace => &mut c.namespaces,
             Dependency::EndpointSlice => {
                 // Slices are kept by their service; a slice may move or go.
                 for slices in c.endpoint_slices.values_mut() {
@@ -305,6 +311,10 @@ impl Translated {
             }),
             Dependency::Gateway => of_kinds(&|k, _, v| {
                 k.is_route() && kinds::route_parents(v).iter().any(|p| p == name)
+            }),
+            // A namespace's labels: the routes in it.
+            Dependency::Namespace => of_kinds(&|k, n, _| {
+                k.is_route() && n.split_once('/').is_some_and(|(ns, _)| ns == name)
             }),
         }
     }
@@ -418,10 +428,10 @@ fn in_scope(scope: Option<&str>, name: &str) -> bool {
     scope.is_none_or(|ns| name.split_once('/').is_some_and(|(n, _)| n == ns))
 }
 
-/// Nodes are cluster-scoped: named by their name alone.
+/// Nodes and Namespaces are cluster-scoped: named by their name alone.
 fn dependency_key(dep: Dependency, object: &Value) -> String {
     match dep {
-        Dependency::Node => object["metadata"]["name"]
+        Dependency::Node | Dependency::Namespace => object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string(),

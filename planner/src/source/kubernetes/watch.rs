@@ -65,6 +65,7 @@ impl Feed {
             Feed::Dependency(Dependency::Gateway) => {
                 ("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
             }
+            Feed::Dependency(Dependency::Namespace) => ("", "v1", "Namespace", "namespaces"),
         };
         ApiResource {
             group: group.into(),
@@ -79,9 +80,12 @@ impl Feed {
         }
     }
 
-    /// Nodes have no namespace.
+    /// Nodes and Namespaces have no namespace.
     pub fn cluster_scoped(self) -> bool {
-        self == Feed::Dependency(Dependency::Node)
+        matches!(
+            self,
+            Feed::Dependency(Dependency::Node | Dependency::Namespace)
+        )
     }
 }
 

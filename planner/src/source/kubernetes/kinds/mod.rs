@@ -215,19 +215,3 @@ pub fn object_key(object: &Value) -> String {
     let name = meta["name"].as_str().unwrap_or_default();
     format!("{ns}/{name}")
 }
-
-/// The `namespace/name` of the Gateways a route names as parents (`spec.parentRefs`
-/// of kind Gateway; the route's namespace when a ref has none).
-pub fn route_parents(route: &Value) -> Vec<String> {
-    let ns = route["metadata"]["namespace"].as_str().unwrap_or("default");
-    route["spec"]["parentRefs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["kind"].as_str().is_none_or(|k| k == "Gateway"))
-        .filter_map(|r| {
-            let name = r["name"].as_str()?;
-            Some(format!("{}/{name}", r["namespace"].as_str().unwrap_or(ns)))
-        })
-        .collect()
-}
