@@ -133,6 +133,13 @@ impl Crd {
         })
     }
 
+    /// What the API server does to an object written: prunes it (and, later,
+    /// defaults and validates it); the errors are (field path, message).
+    pub fn admit(&self, object: &mut Value) -> Result<(), Vec<(String, String)>> {
+        self.prune(object);
+        Ok(())
+    }
+
     /// Prunes a whole object (its root: `apiVersion`, `kind` and `metadata` kept).
     pub fn prune(&self, object: &mut Value) {
         if let Value::Object(map) = object {
