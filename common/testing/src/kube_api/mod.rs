@@ -119,6 +119,11 @@ impl FakeKubeApi {
             ..State::default()
         };
         state.table(Resource::DnsEndpoint).crd = crd.map(Arc::new);
+        for crd in crate::crd::gateway_api() {
+            let r = Resource::find(&crd.group, &crd.version, &crd.plural)
+                .expect("the fake serves every vendored Gateway API CRD");
+            state.table(r).crd = Some(Arc::clone(crd));
+        }
         let state = Arc::new(Mutex::new(state));
         let st = Arc::clone(&state);
         let app = axum::Router::new().fallback(move |req: Request<Body>| {

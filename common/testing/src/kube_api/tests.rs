@@ -497,3 +497,59 @@ async fn twenty_five_thousand_objects_page_through() {
         e => panic!("{e:?}"),
     }
 }
+
+/// HTTPRoutes are pruned, defaulted and validated by the vendored Gateway API CRD: a
+/// wrong-typed field is refused with 422 and its path, over HTTP as to a test.
+#[tokio::test]
+async fn gateway_api_objects_are_held_to_their_crds() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    let routes: Api<DynamicObject> = Api::namespaced_with(c, "default", &ar(Resource::HttpRoute));
+    let good = json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["web.example.com"],
+                 "rules": [{"backendRefs": [{"name": "web", "port": 80}]}], "extra": 1},
+    });
+    let stored = routes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(good.clone()).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.data["spec"]["parentRefs"][0]["kind"], "Gateway",
+        "defaulted"
+    );
+    assert!(stored.data["spec"].get("extra").is_none(), "pruned");
+
+    let mut bad = good.clone();
+    bad["metadata"]["name"] = "bad".into();
+    bad["spec"]["rules"][0]["backendRefs"][0]["port"] = "eighty".into();
+    let kube::Error::Api(s) = routes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(bad.clone()).unwrap(),
+        )
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        s.message,
+        "HTTPRoute.gateway.networking.k8s.io \"bad\" is invalid: spec.rules[0].backendRefs[0].port: Invalid value: \"string\": spec.rules[0].backendRefs[0].port in body must be of type integer: \"string\""
+    );
+    let e = api.try_apply_object(Resource::HttpRoute, bad).unwrap_err();
+    assert_eq!(e.code, 422);
+    assert_eq!(
+        e.status["details"]["causes"][0]["field"],
+        "spec.rules[0].backendRefs[0].port"
+    );
+    assert!(
+        api.get_object(Resource::HttpRoute, "default", "bad")
+            .is_none()
+    );
+}
