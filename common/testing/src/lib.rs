@@ -3,9 +3,11 @@
 //! skipping, under `DNSPLANE_REQUIRE_SERVERS=1`), spawning processes, loopback ports,
 //! polling, the real `dig`/`grpcurl`/HTTP clients ([`tools`]), record and change
 //! builders ([`records`]), fully populated messages of the contract and their proto3
-//! JSON ([`proto_json`]), a real OTLP/gRPC trace receiver ([`otlp`]), and a fake
-//! Kubernetes API server for DNSEndpoints ([`kube_api`]) that prunes by a CRD's
-//! structural schema as a real one does ([`crd`]).
+//! JSON ([`proto_json`]), a real OTLP/gRPC trace receiver ([`otlp`]), a fake
+//! Kubernetes API server ([`kube_api`]: DNSEndpoints, Services, Ingresses, the Gateway
+//! API's routes, Events…) that prunes, defaults and validates by CRDs' structural
+//! schemas as a real one does ([`crd`]), and the real `kubectl` pointed at it
+//! ([`kubectl`]).
 //!
 //! It depends only on `dnsplane-common`, so every crate's integration tests and the
 //! cross-service tests can use it. (A crate's own unit tests cannot depend on a crate
@@ -14,6 +16,7 @@
 pub mod certs;
 pub mod crd;
 pub mod kube_api;
+pub mod kubectl;
 pub mod otlp;
 pub mod proto_json;
 pub mod records;

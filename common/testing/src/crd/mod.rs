@@ -21,13 +21,61 @@
 //! (a misspelling), a node without `type`, `properties` beside `additionalProperties`,
 //! an array without `items`, list-map keys that are not required properties.
 use serde_json::{Map, Value};
+use std::sync::{Arc, OnceLock};
+
+pub mod validate;
 
 /// dnsplane's DNSEndpoint CRD, as `deploy/k8s` ships it.
-pub const DNSPLANE_CRD: &str = include_str!("../../../deploy/k8s/05-crd-dnsendpoint.yaml");
+pub const DNSPLANE_CRD: &str = include_str!("../../../../deploy/k8s/05-crd-dnsendpoint.yaml");
 
 /// external-dns's DNSEndpoint CRD, its structure (see the fixture's header): the CRD
 /// whose status schema prunes dnsplane's `conditions`.
-pub const EXTERNAL_DNS_CRD: &str = include_str!("../fixtures/external-dns-dnsendpoint-crd.yaml");
+pub const EXTERNAL_DNS_CRD: &str = include_str!("../../fixtures/external-dns-dnsendpoint-crd.yaml");
+
+/// The Gateway API's CRDs as its standard install ships them (`crds/gateway-api/`,
+/// see its README for the release), by plural.
+pub const GATEWAY_API_CRDS: [(&str, &str); 6] = [
+    (
+        "gateways",
+        include_str!("../../crds/gateway-api/gateway.networking.k8s.io_gateways.yaml"),
+    ),
+    (
+        "httproutes",
+        include_str!("../../crds/gateway-api/gateway.networking.k8s.io_httproutes.yaml"),
+    ),
+    (
+        "grpcroutes",
+        include_str!("../../crds/gateway-api/gateway.networking.k8s.io_grpcroutes.yaml"),
+    ),
+    (
+        "tlsroutes",
+        include_str!("../../crds/gateway-api/gateway.networking.k8s.io_tlsroutes.yaml"),
+    ),
+    (
+        "tcproutes",
+        include_str!("../../crds/gateway-api/gateway.networking.k8s.io_tcproutes.yaml"),
+    ),
+    (
+        "udproutes",
+        include_str!("../../crds/gateway-api/gateway.networking.k8s.io_udproutes.yaml"),
+    ),
+];
+
+/// [`GATEWAY_API_CRDS`] parsed (once per process: they are 1 MB of YAML).
+pub fn gateway_api() -> &'static [Arc<Crd>] {
+    static PARSED: OnceLock<Vec<Arc<Crd>>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        GATEWAY_API_CRDS
+            .iter()
+            .map(|(plural, yaml)| {
+                let crd =
+                    Crd::parse(yaml).unwrap_or_else(|e| panic!("crds/gateway-api {plural}: {e}"));
+                assert_eq!(crd.plural, *plural);
+                Arc::new(crd)
+            })
+            .collect()
+    })
+}
 
 /// The keys of a JSON schema node (apiextensions.k8s.io/v1 `JSONSchemaProps`).
 const SCHEMA_KEYS: &[&str] = &[
@@ -131,6 +179,16 @@ impl Crd {
             status_subresource: version.pointer("/subresources/status").is_some(),
             schema,
         })
+    }
+
+    /// What the API server does to an object written: prunes it, sets its defaults
+    /// and validates it ([`validate`]); the errors are (field path, message).
+    pub fn admit(&self, object: &mut Value) -> Result<(), Vec<validate::FieldError>> {
+        self.prune(object);
+        validate::default(object, &self.schema);
+        let mut errs = Vec::new();
+        validate::validate(object, &self.schema, "", &mut errs);
+        if errs.is_empty() { Ok(()) } else { Err(errs) }
     }
 
     /// Prunes a whole object (its root: `apiVersion`, `kind` and `metadata` kept).
@@ -527,3 +585,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod gateway_tests;
