@@ -15,10 +15,13 @@
 //!
 //! - [`annotations`]: external-dns's annotations (both the GA prefix
 //!   `external-dns.kubernetes.io/` and the older `external-dns.alpha.kubernetes.io/`);
+//! - [`service`], Services (LoadBalancer, NodePort, ClusterIP, headless, ExternalName)
+//!   and the `fqdn_template` engine ([`service::check_template`]);
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub mod annotations;
+pub mod service;
 
 /// One endpoint, as external-dns's `endpoint.Endpoint` has it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -181,6 +184,7 @@ pub fn translate(kind: Kind, object: &Value, cluster: &Cluster, options: &Option
     let _ = (object, cluster, options);
     match kind {
         Kind::DnsEndpoint => Translation::default(),
+        Kind::Service => service::translate(object, cluster, options),
         _ => Translation {
             skipped: Some(format!("{kind} is not read yet")),
             ..Translation::default()
