@@ -157,6 +157,21 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
     }
 }
 
+/// `newServiceTypesFilter`'s check, for the config loader: every entry a known
+/// service type (an empty entry, as external-dns, turns the filter off).
+pub fn check_service_types(filter: &[String]) -> Result<(), String> {
+    match filter
+        .iter()
+        .find(|t| !t.is_empty() && !SERVICE_TYPES.contains(&t.as_str()))
+    {
+        Some(t) => Err(format!(
+            "unsupported service type {t:?}: the types are {}",
+            SERVICE_TYPES.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `newServiceTypesFilter` + `isProcessed`: an empty filter, or one holding `""`,
 /// takes every type.
 fn type_selected(filter: &[String], kind: &str) -> bool {
