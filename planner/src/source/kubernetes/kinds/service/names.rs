@@ -79,12 +79,22 @@ pub fn target_annotation(ann: &Annotations<'_>, problems: &mut Vec<Problem>) -> 
     targets
 }
 
-/// An IP address, or a host name of letters, digits, `-` and `_`.
+/// An IP address, or a host name of letters, digits, `-` and `_` whose last label is
+/// not all digits (no top-level domain is, RFC 3696 §2: `1.2.3` is a mistyped
+/// address, which external-dns would publish as a CNAME to `1.2.3`).
 pub fn check_target(target: &str) -> Result<(), String> {
     if target.parse::<std::net::IpAddr>().is_ok() {
         return Ok(());
     }
     check_hostname(target)?;
+    let last = target
+        .trim_end_matches('.')
+        .rsplit('.')
+        .next()
+        .unwrap_or_default();
+    if last.chars().all(|c| c.is_ascii_digit()) {
+        return Err("it looks like an IPv4 address but is not one".into());
+    }
     if let Some(c) = target
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
@@ -122,7 +132,14 @@ mod tests {
         ] {
             assert!(check_target(ok).is_ok(), "{ok}");
         }
-        for bad in ["1.2.3.4/24", "http://x", "2001:db8::g", "a b"] {
+        for bad in [
+            "1.2.3.4/24",
+            "http://x",
+            "2001:db8::g",
+            "a b",
+            "1.2.3",
+            "10.0.0.256",
+        ] {
             assert!(check_target(bad).is_err(), "{bad}");
         }
     }

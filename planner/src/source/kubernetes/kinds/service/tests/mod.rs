@@ -13,6 +13,7 @@ mod fqdn;
 mod headless;
 mod load_balancer;
 mod node_port;
+mod problems;
 
 pub const HOSTNAME: &str = "external-dns.kubernetes.io/hostname";
 pub const INTERNAL_HOSTNAME: &str = "external-dns.kubernetes.io/internal-hostname";
