@@ -74,76 +74,56 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
         )
     };
     let targets = names::target_annotation(&ann, &mut problems);
-    let template_names = match options.fqdn_template.as_deref() {
-        Some(t) if !t.trim().is_empty() => match template::exec_fqdn(t, object, "Service") {
-            Ok(names) => {
-                for n in &names {
-                    if let Err(why) = names::check_hostname(n) {
-                        problems.push(Problem {
-                            field: TEMPLATE_FIELD.into(),
-                            message: format!("the template gives {n:?}: {why}"),
-                        });
-                    }
-                }
-                Some(names)
-            }
-            Err(e) => {
-                problems.push(Problem {
-                    field: TEMPLATE_FIELD.into(),
-                    message: format!("cannot apply the template to this Service: {e}"),
-                });
-                None
-            }
-        },
-        _ => None,
-    };
-    let names_anything = !hostnames.0.is_empty()
-        || !hostnames.1.is_empty()
-        || template_names.as_ref().is_some_and(|n| !n.is_empty());
-    // A TTL nobody uses is no reason to refuse an object; one that would be used is.
-    let ttl = match ann.ttl() {
-        Ok(ttl) => ttl,
-        Err(p) if names_anything => {
-            problems.push(p);
-            None
-        }
-        Err(_) => None,
-    };
-    if !problems.is_empty() {
-        return Translation {
-            problems,
-            ..Translation::default()
-        };
-    }
-
+    let ttl = ann.ttl();
     let (provider_specific, set_identifier) = ann.provider_specific();
     let meta = Meta {
-        ttl,
+        ttl: ttl.clone().ok().flatten(),
         provider_specific,
         set_identifier,
         targets,
     };
     // serviceSource.endpoints: the annotations' names.
     let mut endpoints = Vec::new();
-    for host in &hostnames.0 {
-        endpoints.extend(svc.generate(host, &meta, false));
-    }
-    for host in &hostnames.1 {
-        endpoints.extend(svc.generate(host, &meta, true));
-    }
-    // Engine.CombineWithEndpoints: the template's names when the annotations gave no
-    // endpoint, or always with --combine-fqdn-annotation.
-    if let Some(names) = &template_names
-        && (options.combine_fqdn_annotation || endpoints.is_empty())
-    {
-        for host in names {
+    if problems.is_empty() {
+        for host in &hostnames.0 {
             endpoints.extend(svc.generate(host, &meta, false));
         }
+        for host in &hostnames.1 {
+            endpoints.extend(svc.generate(host, &meta, true));
+        }
+    }
+    // Engine.CombineWithEndpoints: the template's names when the annotations gave no
+    // endpoint, or always with --combine-fqdn-annotation (the template is not run
+    // otherwise, so it cannot fail then).
+    let mut template_names = Vec::new();
+    if let Some(t) = options
+        .fqdn_template
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        && (options.combine_fqdn_annotation || endpoints.is_empty())
+    {
+        template_names = template_names_of(t, object, &mut problems);
+        if problems.is_empty() {
+            for host in &template_names {
+                endpoints.extend(svc.generate(host, &meta, false));
+            }
+        }
+    }
+    // A TTL nobody uses is no reason to refuse an object; one that would be used is.
+    let names_external = !hostnames.0.is_empty() || !template_names.is_empty();
+    if let Err(p) = ttl
+        && (names_external || !hostnames.1.is_empty())
+    {
+        problems.push(p);
+    }
+    if !problems.is_empty() {
+        return Translation {
+            problems,
+            ..Translation::default()
+        };
     }
     // Names that want the load balancer's address, and no address: hold, do not
     // delete (a controller restart empties `status.loadBalancer` for a while).
-    let names_external =
-        !hostnames.0.is_empty() || template_names.as_ref().is_some_and(|n| !n.is_empty());
     let waiting = names_external && svc.waits_for_load_balancer(&meta);
     Translation {
         endpoints: if waiting {
@@ -154,6 +134,30 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
         problems: Vec::new(),
         waiting_for_load_balancer: waiting,
         skipped: None,
+    }
+}
+
+/// `Engine.ExecFQDN` on the Service, each name checked as the annotations' are.
+fn template_names_of(template: &str, object: &Value, problems: &mut Vec<Problem>) -> Vec<String> {
+    match template::exec_fqdn(template, object, "Service") {
+        Ok(names) => {
+            for n in &names {
+                if let Err(why) = names::check_hostname(n) {
+                    problems.push(Problem {
+                        field: TEMPLATE_FIELD.into(),
+                        message: format!("the template gives {n:?}: {why}"),
+                    });
+                }
+            }
+            names
+        }
+        Err(e) => {
+            problems.push(Problem {
+                field: TEMPLATE_FIELD.into(),
+                message: format!("cannot apply the template to this Service: {e}"),
+            });
+            Vec::new()
+        }
     }
 }
 

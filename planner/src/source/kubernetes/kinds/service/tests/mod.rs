@@ -318,13 +318,12 @@ pub fn opts() -> Options {
 //   TestNodeTransformerInServiceSource, TestServiceTransformerInServiceSource,
 //   TestServiceSource_AddEventHandler, TestConvertToEndpointSlices, TestServiceIndexer,
 //   BenchmarkServiceEndpoints: informer, indexer and transformer plumbing.
-// - TestIsPodStatusReady, TestFindPodForEndpoint, TestBuildHeadlessEndpoints,
-//   TestGetTargetsForDomain_*, TestProcessEndpointSlices_*: unit tests of Go helpers;
-//   their behaviour is covered through `translate` by the headless cases below
-//   (not-ready endpoints, missing targetRef, unsupported address type, host IP,
-//   node external IP, pod hostnames, deduplication, TTL).
+// - TestIsPodStatusReady, TestBuildHeadlessEndpoints, and TestFindPodForEndpoint's
+//   "finds matching pod", "returns nil for nil TargetRef", "returns nil for
+//   non-existent pod": unit tests of Go helpers, covered through `translate` by the
+//   headless tables (readiness, deduplication, sorting, TTL, a missing targetRef, a
+//   missing pod). The other helper tests are ported in headless.rs (headless_helpers).
 //
 // service_fqdn_test.go
-// - the seven "fqdn-target-template ..." cases and "fqdn-template can reference
-//   .Kind"'s `--fqdn-target-template` sibling: `--fqdn-target-template` and
+// - the seven "fqdn-target-template ..." cases: `--fqdn-target-template` and
 //   `--target-template` are not offered (only `fqdn_template`).

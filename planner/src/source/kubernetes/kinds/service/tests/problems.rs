@@ -199,3 +199,32 @@ fn kinds_translate_reads_services() {
         Want::Endpoints(vec![ep("foo.example.org", "A", &["1.2.3.4"])]),
     );
 }
+
+#[test]
+fn the_template_runs_only_when_its_names_are_used() {
+    // external-dns's CombineWithEndpoints: with annotation endpoints and no combine,
+    // the template is not run, so its failure on this Service does not matter.
+    let options = Options {
+        fqdn_template: Some("{{ index .Spec.Ports 5 }}.example.org".into()),
+        ..opts()
+    };
+    check(
+        "template not needed",
+        &run(lb().ann(HOSTNAME, "foo.example.org"), &options),
+        Want::Endpoints(vec![ep("foo.example.org", "A", &["1.2.3.4"])]),
+    );
+    check(
+        "template needed",
+        &run(lb(), &options),
+        Want::Problem("fqdn_template"),
+    );
+    let combine = Options {
+        combine_fqdn_annotation: true,
+        ..options
+    };
+    check(
+        "template combined",
+        &run(lb().ann(HOSTNAME, "foo.example.org"), &combine),
+        Want::Problem("fqdn_template"),
+    );
+}
