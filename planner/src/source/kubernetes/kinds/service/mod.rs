@@ -418,7 +418,10 @@ fn endpoints_for_hostname(hostname: &str, targets: &[String], meta: &Meta) -> Ve
 /// loop, then `endpoint.MergeEndpoints`): endpoints of one name, type and set
 /// identifier become one, targets sorted and deduplicated, the first one's TTL and
 /// properties kept; CNAMEs are never merged (one CNAME per name), only deduplicated.
-/// The result is sorted by name, then type.
+/// The result is sorted by name, then type. Across objects, pass the endpoints in
+/// the order of their objects' `namespace/name` (external-dns sorts by its resource
+/// label `service/<namespace>/<name>` first), so that the same object's TTL and
+/// properties win every time.
 pub fn merge_endpoints(endpoints: Vec<Endpoint>) -> Vec<Endpoint> {
     // The service source's loop: key = name, type, set identifier.
     let mut merged: Vec<Endpoint> = Vec::new();

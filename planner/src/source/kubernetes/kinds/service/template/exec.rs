@@ -11,7 +11,7 @@ impl<'a> Exec<'a> {
     pub(super) fn new(root: &'a Value) -> Exec<'a> {
         Exec {
             root,
-            vars: vec![("$".into(), root.clone())],
+            vars: Vec::new(),
         }
     }
 
@@ -145,16 +145,16 @@ impl<'a> Exec<'a> {
     fn arg(&mut self, a: &Arg, dot: &Value) -> Result<Value, String> {
         match a {
             Arg::Field(f) => walk(dot, f, std::ptr::eq(dot, self.root)),
+            Arg::Var(name, f) if name == "$" => walk(self.root, f, true),
             Arg::Var(name, f) => {
                 let v = self
                     .vars
                     .iter()
                     .rev()
                     .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())
+                    .map(|(_, v)| v)
                     .ok_or_else(|| format!("undefined variable {name}"))?;
-                let is_root = name == "$";
-                walk(&v, f, is_root)
+                walk(v, f, false)
             }
             Arg::Lit(v) => Ok(v.clone()),
             Arg::Func(name) => call(name, &[]),
@@ -169,38 +169,45 @@ impl<'a> Exec<'a> {
 /// Field access, Go names on JSON: `Name` → `metadata.name` at the top, otherwise
 /// the key as written or with its leading capitals lowered (`ClusterIP` →
 /// `clusterIP`, `APIVersion` → `apiVersion`).
-fn walk(v: &Value, fields: &[String], mut top: bool) -> Result<Value, String> {
-    let mut cur = v.clone();
-    for f in fields {
-        let next = if top {
-            if !TOP_FIELDS.contains(&f.as_str()) {
-                return Err(format!("can't evaluate field {f} in the object"));
-            }
-            match f.as_str() {
-                "ObjectMeta" => cur["metadata"].clone(),
-                "TypeMeta" => {
-                    serde_json::json!({"kind": cur["kind"], "apiVersion": cur["apiVersion"]})
-                }
-                "Kind" | "APIVersion" | "Spec" | "Status" => cur[go_to_json(f)].clone(),
-                _ => cur["metadata"][go_to_json(f)].clone(),
-            }
-        } else {
-            match &cur {
-                Value::Object(m) => m
-                    .get(f)
-                    .or_else(|| m.get(&go_to_json(f)))
-                    .cloned()
-                    .unwrap_or(Value::Null),
-                Value::Null => Value::Null,
-                other => {
-                    return Err(format!("can't evaluate field {f} in {}", print(other)));
-                }
-            }
-        };
-        cur = next;
-        top = false;
+fn walk(v: &Value, fields: &[String], top: bool) -> Result<Value, String> {
+    let Some((first, rest)) = fields.split_first() else {
+        return Ok(v.clone());
+    };
+    if !top {
+        return walk_from(field(v, first)?, rest);
     }
-    Ok(cur)
+    if !TOP_FIELDS.contains(&first.as_str()) {
+        return Err(format!("can't evaluate field {first} in the object"));
+    }
+    let next = match first.as_str() {
+        "ObjectMeta" => &v["metadata"],
+        "TypeMeta" => {
+            let meta = serde_json::json!({"kind": v["kind"], "apiVersion": v["apiVersion"]});
+            return walk_from(&meta, rest);
+        }
+        "Kind" | "APIVersion" | "Spec" | "Status" => &v[go_to_json(first)],
+        _ => &v["metadata"][go_to_json(first)],
+    };
+    walk_from(next, rest)
+}
+
+/// The rest of a field chain, by reference; only the end is copied.
+fn walk_from(v: &Value, fields: &[String]) -> Result<Value, String> {
+    let mut cur = v;
+    for f in fields {
+        cur = field(cur, f)?;
+    }
+    Ok(cur.clone())
+}
+
+/// One field of a (non-root) value: the key as written, or as JSON spells the Go name.
+fn field<'v>(v: &'v Value, f: &str) -> Result<&'v Value, String> {
+    static NULL: Value = Value::Null;
+    match v {
+        Value::Object(m) => Ok(m.get(f).or_else(|| m.get(&go_to_json(f))).unwrap_or(&NULL)),
+        Value::Null => Ok(&NULL),
+        other => Err(format!("can't evaluate field {f} in {}", print(other))),
+    }
 }
 
 /// `ClusterIP` → `clusterIP`, `APIVersion` → `apiVersion`, `UID` → `uid`.

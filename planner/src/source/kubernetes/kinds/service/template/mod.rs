@@ -93,23 +93,49 @@ pub fn check_template(template: &str) -> Result<(), String> {
 /// `ExecFQDN`: the names `template` gives for `object` (comma-separated, spaces and a
 /// trailing dot trimmed, empty ones dropped, deduplicated and sorted).
 pub fn exec_fqdn(template: &str, object: &Value, kind: &str) -> Result<Vec<String>, String> {
-    let nodes = parse(template)?;
+    let nodes = parsed(template)?;
     // The informer leaves kind/apiVersion empty; external-dns fills them in.
-    let mut obj = object.clone();
-    if obj["kind"].as_str().is_none_or(str::is_empty) {
-        obj["kind"] = Value::from(kind);
-    }
-    if obj["apiVersion"].as_str().is_none_or(str::is_empty) {
-        obj["apiVersion"] = Value::from("v1");
+    let filled;
+    let mut obj = object;
+    let missing = |k: &str| obj[k].as_str().is_none_or(str::is_empty);
+    if missing("kind") || missing("apiVersion") {
+        let mut o = object.clone();
+        if missing("kind") {
+            o["kind"] = Value::from(kind);
+        }
+        if missing("apiVersion") {
+            o["apiVersion"] = Value::from("v1");
+        }
+        filled = o;
+        obj = &filled;
     }
     let mut out = String::new();
-    Exec::new(&obj).run(&nodes, &obj, &mut out)?;
+    Exec::new(obj).run(&nodes, obj, &mut out)?;
     let names: BTreeSet<String> = out
         .split(',')
         .map(|n| n.trim().trim_end_matches('.').to_string())
         .filter(|n| !n.is_empty())
         .collect();
     Ok(names.into_iter().collect())
+}
+
+/// The last template parsed on this thread: a source applies one template to every
+/// object, and parsing it for each of 10,000 Services is most of the work.
+fn parsed(template: &str) -> Result<std::rc::Rc<Vec<Node>>, String> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, std::rc::Rc<Vec<Node>>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        if let Some((t, nodes)) = &*last.borrow()
+            && t == template
+        {
+            return Ok(nodes.clone());
+        }
+        let nodes = std::rc::Rc::new(parse(template)?);
+        *last.borrow_mut() = Some((template.to_string(), nodes.clone()));
+        Ok(nodes)
+    })
 }
 
 // ---- parsing ----
