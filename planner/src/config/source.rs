@@ -168,10 +168,12 @@ impl KubernetesSourceConfig {
                 errors.push(format!("{key}: {e}"));
             }
         }
-        for t in &self.service_types {
-            if !["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"].contains(&t.as_str()) {
-                errors.push(format!("service_types: {t:?} is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)"));
-            }
+        use crate::source::kubernetes::kinds::service;
+        if let Err(e) = service::check_service_types(&self.service_types) {
+            errors.push(format!("service_types: {e}"));
+        }
+        if let Some(Err(e)) = self.fqdn_template.as_deref().map(service::check_template) {
+            errors.push(format!("fqdn_template: {e}"));
         }
         if let Err(e) = crate::source::kubernetes::kinds::ingress::check_options(&self.options()) {
             errors.push(e);

@@ -18,6 +18,8 @@
 //! - [`ingress`]: Ingress; [`route`] and [`gateway`]: Gateway API routes and their
 //!   parent Gateways; [`for_hostname`]: names and targets to endpoints;
 //!   [`object_filter`]: annotation filter and controller; [`fqdn_template`].
+//! - [`service`], Services (LoadBalancer, NodePort, ClusterIP, headless, ExternalName)
+//!   and the `fqdn_template` engine ([`service::check_template`]);
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -33,6 +35,7 @@ pub mod route;
 pub use route::route_parents;
 #[cfg(test)]
 mod route_tests;
+pub mod service;
 
 /// One endpoint, as external-dns's `endpoint.Endpoint` has it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -201,6 +204,7 @@ pub fn translate(kind: Kind, object: &Value, cluster: &Cluster, options: &Option
         Kind::DnsEndpoint => Translation::default(),
         Kind::Ingress => ingress::translate(object, cluster, options),
         k if k.is_route() => route::translate(k, object, cluster, options),
+        Kind::Service => service::translate(object, cluster, options),
         _ => Translation {
             skipped: Some(format!("{kind} is not read yet")),
             ..Translation::default()
