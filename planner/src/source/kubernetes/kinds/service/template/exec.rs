@@ -9,6 +9,9 @@ pub(super) struct Exec<'a> {
     vars: Vec<(String, Value)>,
 }
 
+/// The most a template may count to with `range <n>`.
+const RANGE_MAX: i64 = 10_000;
+
 /// How a list of nodes ended: normally, or at `{{break}}`/`{{continue}}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Flow {
@@ -120,9 +123,14 @@ impl<'a> Exec<'a> {
                             kv
                         }
                         Value::Null => Vec::new(),
-                        Value::Number(n) => (0..n.as_i64().unwrap_or(0))
-                            .map(|i| (Value::from(i), Value::from(i)))
-                            .collect(),
+                        // Go 1.22's range over an integer, bounded: a name list is short.
+                        Value::Number(n) => {
+                            let n = n.as_i64().unwrap_or(0);
+                            if n > RANGE_MAX {
+                                return Err(format!("range over {n}: more than {RANGE_MAX}"));
+                            }
+                            (0..n).map(|i| (Value::from(i), Value::from(i))).collect()
+                        }
                         other => return Err(format!("range can't iterate over {}", print(other))),
                     };
                     let mut flow = Flow::Normal;

@@ -178,3 +178,22 @@ fn is_source_break_or_and_from_json() {
         Ok(vec!["web.svc.x".to_string()])
     );
 }
+
+/// Whatever a user writes, checking it answers (Ok or a message) and never panics.
+#[test]
+fn any_text_is_answered_without_panic() {
+    let alphabet: Vec<char> = "{}{}-. $\"`()|,=:abcN1\\/*\n".chars().collect();
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    for _ in 0..20_000 {
+        let len = (seed % 24) as usize;
+        let mut s = String::new();
+        for _ in 0..len {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            s.push(alphabet[(seed % alphabet.len() as u64) as usize]);
+        }
+        let _ = check_template(&s);
+        let _ = check_template(&format!("{{{{ {s} }}}}"));
+    }
+}
