@@ -343,7 +343,10 @@ fn parse_list(
                     Node::Continue
                 });
             }
-            "define" | "template" | "block" | "break" | "continue" => {
+            "break" | "continue" => {
+                return Err(format!("{{{{{word}}}}} outside {{{{range}}}}"));
+            }
+            "define" | "template" | "block" => {
                 return Err(format!(
                     "{{{{{word}}}}} is not supported in an fqdn template"
                 ));
