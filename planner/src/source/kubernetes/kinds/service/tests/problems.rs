@@ -251,3 +251,31 @@ fn a_service_that_gives_nothing_by_design_says_why() {
         .ann(HOSTNAME, "foo.example.org");
     assert_eq!(skipped(headless, &opts()), None);
 }
+
+#[test]
+fn a_pod_with_an_unreadable_target_is_left_out() {
+    let svc = Svc::foo("ClusterIP")
+        .cluster_ip("None")
+        .ann(HOSTNAME, "svc.example.org")
+        .build();
+    let cluster = Cluster::default()
+        .with_pods(vec![
+            Pod::new("testing", "good").pod_ip("10.0.0.1"),
+            Pod::new("testing", "bad")
+                .ann(TARGET, "http://x")
+                .pod_ip("10.0.0.2"),
+        ])
+        .with_slice(
+            "testing/foo",
+            "IPv4",
+            vec![
+                slice_ep("10.0.0.1", "good", true),
+                slice_ep("10.0.0.2", "bad", true),
+            ],
+        );
+    check(
+        "bad pod target",
+        &translate(&svc, &cluster, &opts()),
+        Want::Endpoints(vec![ep("svc.example.org", "A", &["10.0.0.1"])]),
+    );
+}
