@@ -3,6 +3,7 @@
 //! `spec.hostname`, under `<hostname>.<name>`.
 use super::super::Endpoint;
 use super::super::annotations::{Annotations, ENDPOINTS_TYPE};
+use super::names::check_target;
 use super::{Service, nodes_watched, suitable_type};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -88,8 +89,16 @@ fn pod_of<'a>(ep: &Value, pods: &[&'a Value]) -> Option<&'a Value> {
 
 /// `getTargetsForDomain`: the pod's own `target` annotation; else, by `endpoints-type`,
 /// its node's external addresses, its host IP, or the endpoint's first address.
+///
+/// A pod `target` annotation that does not read (neither IP nor name) is published
+/// by external-dns as a CNAME to it; here the pod is left out instead, as a pod that
+/// is not ready would be: the pod's owner wrote it, and one pod must neither publish
+/// garbage nor hold the Service's other records back.
 fn targets(svc: &Service<'_>, pod: &Value, ep: &Value, endpoints_type: &str) -> Vec<String> {
     let from_pod = Annotations::of(pod).targets();
+    if from_pod.iter().any(|t| check_target(t).is_err()) {
+        return Vec::new();
+    }
     if !from_pod.is_empty() {
         return from_pod;
     }

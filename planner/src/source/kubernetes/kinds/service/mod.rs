@@ -125,6 +125,11 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
     // Names that want the load balancer's address, and no address: hold, do not
     // delete (a controller restart empties `status.loadBalancer` for a while).
     let waiting = names_external && svc.waits_for_load_balancer(&meta);
+    let skipped = if endpoints.is_empty() && !waiting {
+        svc.why_nothing(options, names_external || !hostnames.1.is_empty(), &meta)
+    } else {
+        None
+    };
     Translation {
         endpoints: if waiting {
             Vec::new()
@@ -133,7 +138,7 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
         },
         problems: Vec::new(),
         waiting_for_load_balancer: waiting,
-        skipped: None,
+        skipped,
     }
 }
 
@@ -285,6 +290,35 @@ impl<'a> Service<'a> {
         }
         endpoints.extend(endpoints_for_hostname(hostname, &targets, meta));
         endpoints
+    }
+
+    /// Why a Service gives nothing by design (external-dns says nothing): it asks for
+    /// no name, or it is a ClusterIP Service and internal Services are not published.
+    /// `None` when the emptiness is the cluster's state (no ready endpoint, no node).
+    fn why_nothing(&self, options: &Options, names: bool, meta: &Meta) -> Option<String> {
+        if !names {
+            let hostname = if options.ignore_hostname_annotation {
+                "hostname annotations are ignored (ignore_hostname_annotation)"
+            } else {
+                "no hostname annotation"
+            };
+            let template = if options.fqdn_template.is_some() {
+                "the fqdn template gives no name"
+            } else {
+                "no fqdn template"
+            };
+            return Some(format!("asks for no name: {hostname}, {template}"));
+        }
+        let internal_only = self.kind == "ClusterIP"
+            && !self.is_headless()
+            && meta.targets.is_empty()
+            && !options.publish_internal_services
+            && self.ann.get(annotations::INTERNAL_HOSTNAME).is_none();
+        internal_only.then(|| {
+            "a ClusterIP Service is published only with publish_internal_services, an \
+             internal-hostname or a target annotation"
+                .to_string()
+        })
     }
 
     /// `extractServiceIps`: the cluster IP, none for a headless service.

@@ -4,13 +4,56 @@ use serde_json::Value;
 
 pub(super) struct Exec<'a> {
     root: &'a Value,
+    /// The external-dns source name `isSource` compares with (`service`).
+    source: &'a str,
     vars: Vec<(String, Value)>,
 }
 
+/// The most a template may count to with `range <n>`.
+const RANGE_MAX: i64 = 10_000;
+
+/// How a list of nodes ended: normally, or at `{{break}}`/`{{continue}}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flow {
+    Normal,
+    Break,
+    Continue,
+}
+
+/// external-dns's source names (`source/types`), for `isSource`.
+const SOURCES: [&str; 25] = [
+    "node",
+    "service",
+    "ingress",
+    "pod",
+    "gateway-httproute",
+    "gateway-grpcroute",
+    "gateway-tlsroute",
+    "gateway-tcproute",
+    "gateway-udproute",
+    "istio-gateway",
+    "istio-virtualservice",
+    "ambassador-host",
+    "contour-httpproxy",
+    "gloo-proxy",
+    "traefik-proxy",
+    "openshift-route",
+    "fake",
+    "empty",
+    "connector",
+    "crd",
+    "skipper-routegroup",
+    "kong-tcpingress",
+    "f5-virtualserver",
+    "f5-transportserver",
+    "unstructured",
+];
+
 impl<'a> Exec<'a> {
-    pub(super) fn new(root: &'a Value) -> Exec<'a> {
+    pub(super) fn new(root: &'a Value, source: &'a str) -> Exec<'a> {
         Exec {
             root,
+            source,
             vars: Vec::new(),
         }
     }
@@ -20,36 +63,40 @@ impl<'a> Exec<'a> {
         nodes: &[Node],
         dot: &Value,
         out: &mut String,
-    ) -> Result<(), String> {
+    ) -> Result<Flow, String> {
         let mark = self.vars.len();
+        let mut flow = Flow::Normal;
         for node in nodes {
-            match node {
-                Node::Text(t) => out.push_str(t),
+            let inner = match node {
+                Node::Text(t) => {
+                    out.push_str(t);
+                    Flow::Normal
+                }
+                Node::Break => Flow::Break,
+                Node::Continue => Flow::Continue,
                 Node::Action(p) => {
                     let v = self.pipe(p, dot)?;
                     if p.vars.is_empty() {
                         out.push_str(&print(&v));
                     }
+                    Flow::Normal
                 }
                 Node::If(branches, otherwise) => {
-                    let mut done = false;
+                    let mut taken = None;
                     for (cond, body) in branches {
                         if truthy(&self.pipe(cond, dot)?) {
-                            self.run(body, dot, out)?;
-                            done = true;
+                            taken = Some(body);
                             break;
                         }
                     }
-                    if !done {
-                        self.run(otherwise, dot, out)?;
-                    }
+                    self.run(taken.unwrap_or(otherwise), dot, out)?
                 }
                 Node::With(p, body, otherwise) => {
                     let v = self.pipe(p, dot)?;
                     if truthy(&v) {
-                        self.run(body, &v, out)?;
+                        self.run(body, &v, out)?
                     } else {
-                        self.run(otherwise, dot, out)?;
+                        self.run(otherwise, dot, out)?
                     }
                 }
                 Node::Range(p, body, otherwise) => {
@@ -76,13 +123,19 @@ impl<'a> Exec<'a> {
                             kv
                         }
                         Value::Null => Vec::new(),
-                        Value::Number(n) => (0..n.as_i64().unwrap_or(0))
-                            .map(|i| (Value::from(i), Value::from(i)))
-                            .collect(),
+                        // Go 1.22's range over an integer, bounded: a name list is short.
+                        Value::Number(n) => {
+                            let n = n.as_i64().unwrap_or(0);
+                            if n > RANGE_MAX {
+                                return Err(format!("range over {n}: more than {RANGE_MAX}"));
+                            }
+                            (0..n).map(|i| (Value::from(i), Value::from(i))).collect()
+                        }
                         other => return Err(format!("range can't iterate over {}", print(other))),
                     };
+                    let mut flow = Flow::Normal;
                     if items.is_empty() {
-                        self.run(otherwise, dot, out)?;
+                        flow = self.run(otherwise, dot, out)?;
                     }
                     for (k, x) in items {
                         let inner = self.vars.len();
@@ -95,14 +148,37 @@ impl<'a> Exec<'a> {
                             }
                             _ => return Err("too many variables in range".into()),
                         }
-                        self.run(body, &x, out)?;
+                        let f = self.run(body, &x, out)?;
                         self.vars.truncate(inner);
+                        if f == Flow::Break {
+                            break;
+                        }
                     }
+                    flow
                 }
+            };
+            if inner != Flow::Normal {
+                flow = inner;
+                break;
             }
         }
         self.vars.truncate(mark);
-        Ok(())
+        Ok(flow)
+    }
+
+    /// `isSource "name"`: whether this is external-dns's source of that name
+    /// (case-insensitive); an unknown name is an error, as in v0.22.
+    fn is_source(&self, args: &[Value]) -> Result<Value, String> {
+        let [Value::String(want)] = args else {
+            return Err("isSource: want one string argument".into());
+        };
+        if !SOURCES.iter().any(|s| s.eq_ignore_ascii_case(want)) {
+            return Err(format!(
+                "isSource: unknown source {want:?} (valid: {})",
+                SOURCES.join(", ")
+            ));
+        }
+        Ok(Value::Bool(self.source.eq_ignore_ascii_case(want)))
     }
 
     fn pipe(&mut self, p: &Pipe, dot: &Value) -> Result<Value, String> {
@@ -134,6 +210,9 @@ impl<'a> Exec<'a> {
                 args.push(self.arg(a, dot)?);
             }
             args.extend(piped);
+            if name == "isSource" {
+                return self.is_source(&args);
+            }
             return call(name, &args);
         }
         if cmd.len() != 1 || piped.is_some() {

@@ -5,10 +5,11 @@
 //! `.Namespace`, `.Kind`, `.APIVersion`, `.Labels`, `.Annotations`, `.ObjectMeta…`,
 //! `.Spec…`, `.Status…`, Go names mapped to the JSON ones: `.Spec.ClusterIP` →
 //! `spec.clusterIP`); variables (`$x := …`, `$x = …`, `$`); `if`/`else if`/`else`,
-//! `range` (with `$k, $v :=`), `with`; `{{-`/`-}}` trimming and `{{/* comments */}}`;
-//! the functions `eq ne lt le gt ge and or not len index printf print` and v0.22's
-//! own `contains trimPrefix trimSuffix trim toLower replace isIPv4 isIPv6 hasKey
-//! fromJson`. Anything else is refused when the configuration is read
+//! `range` (with `$k, $v :=`, `{{break}}`, `{{continue}}`), `with`; `{{-`/`-}}`
+//! trimming and `{{/* comments */}}`; the functions `eq ne lt le gt ge and or not len
+//! index printf print` and v0.22's own `contains trimPrefix trimSuffix trim toLower
+//! replace isIPv4 isIPv6 isSource hasKey fromJson`. Every template of external-dns's
+//! fqdn-templating guide is accepted (tests). Anything else is refused when the configuration is read
 //! ([`check_template`]), not at the first object.
 //!
 //! Differences from Go: a missing map key or struct field reads as an empty value
@@ -48,7 +49,8 @@ const TOP_FIELDS: [&str; 20] = [
 ];
 
 /// The functions a template may call.
-const FUNCTIONS: [&str; 23] = [
+const FUNCTIONS: [&str; 24] = [
+    "isSource",
     "eq",
     "ne",
     "lt",
@@ -87,7 +89,9 @@ pub fn check_template(template: &str) -> Result<(), String> {
         "status": {},
     });
     let mut out = String::new();
-    Exec::new(&sample).run(&nodes, &sample, &mut out)
+    Exec::new(&sample, "service")
+        .run(&nodes, &sample, &mut out)
+        .map(|_| ())
 }
 
 /// `ExecFQDN`: the names `template` gives for `object` (comma-separated, spaces and a
@@ -110,13 +114,24 @@ pub fn exec_fqdn(template: &str, object: &Value, kind: &str) -> Result<Vec<Strin
         obj = &filled;
     }
     let mut out = String::new();
-    Exec::new(obj).run(&nodes, obj, &mut out)?;
+    Exec::new(obj, &source_name(kind)).run(&nodes, obj, &mut out)?;
     let names: BTreeSet<String> = out
         .split(',')
         .map(|n| n.trim().trim_end_matches('.').to_string())
         .filter(|n| !n.is_empty())
         .collect();
     Ok(names.into_iter().collect())
+}
+
+/// external-dns's source name for a kind (`source/types`): `Service` → `service`,
+/// `HTTPRoute` → `gateway-httproute`.
+fn source_name(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    if lower.ends_with("route") {
+        format!("gateway-{lower}")
+    } else {
+        lower
+    }
 }
 
 /// The last template parsed on this thread: a source applies one template to every
@@ -147,6 +162,8 @@ enum Node {
     If(Vec<(Pipe, Vec<Node>)>, Vec<Node>),
     Range(Pipe, Vec<Node>, Vec<Node>),
     With(Pipe, Vec<Node>, Vec<Node>),
+    Break,
+    Continue,
 }
 
 #[derive(Debug, Clone)]
@@ -214,7 +231,7 @@ fn parse(src: &str) -> Result<Vec<Node>, String> {
     }
     items.push(Ok(rest.to_string()));
     let mut pos = 0;
-    let (nodes, end) = parse_list(&items, &mut pos)?;
+    let (nodes, end) = parse_list(&items, &mut pos, false)?;
     match end {
         None => Ok(nodes),
         Some(e) => Err(format!("unexpected {{{{{e}}}}}")),
@@ -252,6 +269,7 @@ fn find_close(s: &str) -> Option<usize> {
 fn parse_list(
     items: &[Result<String, String>],
     pos: &mut usize,
+    in_range: bool,
 ) -> Result<(Vec<Node>, Option<String>), String> {
     let mut nodes = Vec::new();
     while *pos < items.len() {
@@ -276,7 +294,7 @@ fn parse_list(
                 let mut branches = vec![(parse_pipe(rest)?, Vec::new())];
                 let mut otherwise = Vec::new();
                 loop {
-                    let (body, end) = parse_list(items, pos)?;
+                    let (body, end) = parse_list(items, pos, in_range)?;
                     let end = end.ok_or("{{if}} without {{end}}")?;
                     branches.last_mut().expect("one branch").1 = body;
                     if end == "end" {
@@ -289,7 +307,7 @@ fn parse_list(
                     if end != "else" {
                         return Err(format!("unexpected {{{{{end}}}}}"));
                     }
-                    let (body, end) = parse_list(items, pos)?;
+                    let (body, end) = parse_list(items, pos, in_range)?;
                     if end.as_deref() != Some("end") {
                         return Err("{{else}} without {{end}}".into());
                     }
@@ -300,11 +318,11 @@ fn parse_list(
             }
             "range" | "with" => {
                 let pipe = parse_pipe(rest)?;
-                let (body, end) = parse_list(items, pos)?;
+                let (body, end) = parse_list(items, pos, in_range || word == "range")?;
                 let otherwise = match end.as_deref() {
                     Some("end") => Vec::new(),
                     Some("else") => {
-                        let (b, end) = parse_list(items, pos)?;
+                        let (b, end) = parse_list(items, pos, in_range)?;
                         if end.as_deref() != Some("end") {
                             return Err(format!("{{{{{word}}}}} without {{{{end}}}}"));
                         }
@@ -318,7 +336,17 @@ fn parse_list(
                     Node::With(pipe, body, otherwise)
                 });
             }
-            "define" | "template" | "block" | "break" | "continue" => {
+            "break" | "continue" if in_range && rest.is_empty() => {
+                nodes.push(if word == "break" {
+                    Node::Break
+                } else {
+                    Node::Continue
+                });
+            }
+            "break" | "continue" => {
+                return Err(format!("{{{{{word}}}}} outside {{{{range}}}}"));
+            }
+            "define" | "template" | "block" => {
                 return Err(format!(
                     "{{{{{word}}}}} is not supported in an fqdn template"
                 ));

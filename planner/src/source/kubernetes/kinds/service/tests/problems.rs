@@ -228,3 +228,54 @@ fn the_template_runs_only_when_its_names_are_used() {
         Want::Problem("fqdn_template"),
     );
 }
+
+#[test]
+fn a_service_that_gives_nothing_by_design_says_why() {
+    let skipped = |svc: Svc, options: &Options| run(svc, options).skipped;
+    let no_name = skipped(lb(), &opts()).expect("no name");
+    assert!(no_name.contains("no hostname annotation"), "{no_name}");
+    let ignored = Options {
+        ignore_hostname_annotation: true,
+        ..opts()
+    };
+    let why = skipped(lb().ann(HOSTNAME, "foo.example.org"), &ignored).expect("ignored");
+    assert!(why.contains("ignore_hostname_annotation"), "{why}");
+    let cluster_ip = Svc::foo("ClusterIP")
+        .cluster_ip("10.0.0.1")
+        .ann(HOSTNAME, "foo.example.org");
+    let why = skipped(cluster_ip, &opts()).expect("cluster ip");
+    assert!(why.contains("publish_internal_services"), "{why}");
+    // A headless Service without ready endpoints is the cluster's state, not a design.
+    let headless = Svc::foo("ClusterIP")
+        .cluster_ip("None")
+        .ann(HOSTNAME, "foo.example.org");
+    assert_eq!(skipped(headless, &opts()), None);
+}
+
+#[test]
+fn a_pod_with_an_unreadable_target_is_left_out() {
+    let svc = Svc::foo("ClusterIP")
+        .cluster_ip("None")
+        .ann(HOSTNAME, "svc.example.org")
+        .build();
+    let cluster = Cluster::default()
+        .with_pods(vec![
+            Pod::new("testing", "good").pod_ip("10.0.0.1"),
+            Pod::new("testing", "bad")
+                .ann(TARGET, "http://x")
+                .pod_ip("10.0.0.2"),
+        ])
+        .with_slice(
+            "testing/foo",
+            "IPv4",
+            vec![
+                slice_ep("10.0.0.1", "good", true),
+                slice_ep("10.0.0.2", "bad", true),
+            ],
+        );
+    check(
+        "bad pod target",
+        &translate(&svc, &cluster, &opts()),
+        Want::Endpoints(vec![ep("svc.example.org", "A", &["10.0.0.1"])]),
+    );
+}
