@@ -1162,25 +1162,13 @@ fn ingress_source_fqdn_templating_examples() {
                 ep("nip.io", "A", &["10.200.130.84"]),
             ],
         ),
-        // Not upstream: a template dnsplane cannot evaluate (upstream's "templating
-        // resolve hostnames with nip.io") is refused, naming the option.
-        Case {
-            upstream: "dnsplane: a template with range/if is refused",
-            items: vec![literal(
-                "my-ingress",
-                "default",
-                json!(null),
-                None,
-                &[],
-                &[],
-                json!([{"ip": "10.0.0.1"}]),
-            )],
-            options: template(
-                r#"{{ range .Status.LoadBalancer.Ingress }}{{ if contains .Hostname "nip.io" }}example.org{{end}}{{end}}"#,
-                true,
-            ),
-            want: Want::Problem("fqdn_template"),
-        },
+        // TestIngressSourceFqdnTemplatingExamples/"templating resolve hostnames with nip.io"
+        c(
+            "templating resolve hostnames with nip.io",
+            r#"{{ range .Status.LoadBalancer.Ingress }}{{ if contains .Hostname "nip.io" }}example.org{{end}}{{end}}"#,
+            json!([{"hostname": "10.200.130.84.nip.io"}]),
+            vec![ep("example.org", "CNAME", &["10.200.130.84.nip.io"])],
+        ),
     ]);
 }
 
