@@ -15,6 +15,9 @@ pub enum Resource {
     Pod,
     /// core `v1` `nodes` (cluster-scoped): NodePort Services' addresses.
     Node,
+    /// core `v1` `namespaces` (cluster-scoped): their labels, for a Gateway listener's
+    /// `allowedRoutes.namespaces.from: Selector`.
+    Namespace,
     /// `networking.k8s.io/v1` `ingresses`.
     Ingress,
     /// `gateway.networking.k8s.io/v1` `gateways`.
@@ -51,12 +54,13 @@ pub struct ResourceInfo {
 
 impl Resource {
     /// Every resource served, in discovery order.
-    pub const ALL: [Resource; 14] = [
+    pub const ALL: [Resource; 15] = [
         Resource::DnsEndpoint,
         Resource::Service,
         Resource::EndpointSlice,
         Resource::Pod,
         Resource::Node,
+        Resource::Namespace,
         Resource::Ingress,
         Resource::Gateway,
         Resource::HttpRoute,
@@ -111,6 +115,15 @@ impl Resource {
             ),
             Resource::Pod => r("", "v1", "pods", "pod", "Pod", true, &["po"]),
             Resource::Node => r("", "v1", "nodes", "node", "Node", false, &["no"]),
+            Resource::Namespace => r(
+                "",
+                "v1",
+                "namespaces",
+                "namespace",
+                "Namespace",
+                false,
+                &["ns"],
+            ),
             Resource::Ingress => r(
                 "networking.k8s.io",
                 "v1",

@@ -91,6 +91,21 @@ async fn every_resource_is_listed_at_its_path() {
         names(&nodes.list(&ListParams::default()).await.unwrap()),
         ["/node-1"]
     );
+    // Namespaces are cluster-scoped, and `/api/v1/namespaces` is not mistaken for the
+    // start of a namespaced path.
+    api.apply_object(
+        Resource::Namespace,
+        json!({"metadata": {"name": "shop", "labels": {"team": "shop"}}}),
+    );
+    let nss: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Namespace));
+    assert_eq!(
+        names(&nss.list(&ListParams::default()).await.unwrap()),
+        ["/shop"]
+    );
+    assert_eq!(
+        names(&shop.list(&ListParams::default()).await.unwrap()),
+        ["shop/cart"]
+    );
     let ing: Api<DynamicObject> =
         Api::namespaced_with(c.clone(), "default", &ar(Resource::Ingress));
     let web = ing.get("web").await.unwrap();
@@ -155,7 +170,7 @@ async fn every_resource_is_listed_at_its_path() {
         api.get_object(Resource::Node, "", "node-1").unwrap()["kind"],
         "Node"
     );
-    assert_eq!(api.requests_of(Resource::Service), (3, 0));
+    assert_eq!(api.requests_of(Resource::Service), (4, 0));
 }
 
 /// kube's watcher over Services: the first list, then changes, a 410 after `expire`
