@@ -161,6 +161,23 @@ mod tests {
             assert!(events_section.contains(want), "{want} in:\n{}", out.stdout);
         }
 
+        let out = kubectl.run(&["get", "events"]).await;
+        assert!(out.success, "{out:?}");
+        let header: Vec<&str> = out
+            .stdout
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            header,
+            ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("service/web"), "{}", out.stdout);
+
         let out = kubectl.run(&["get", "events", "-o", "json"]).await;
         assert!(out.success, "{out:?}");
         let list: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();

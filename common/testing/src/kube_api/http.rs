@@ -105,6 +105,11 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
         )
         .response();
     }
+    let table = req
+        .headers()
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"));
     let content_type = req
         .headers()
         .get("content-type")
@@ -127,7 +132,9 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
     };
     let r = t.resource;
     let result = match (&method, t.name, t.subresource) {
-        (&Method::GET, None, None) => return list_or_watch(&state, r, t.namespace, &query),
+        (&Method::GET, None, None) => {
+            return list_or_watch(&state, r, t.namespace, &query, table);
+        }
         (&Method::GET, Some(name), None) => get(&state, r, t.namespace, name),
         (&Method::POST, None, None) => create(&state, r, t.namespace, body),
         (&Method::PATCH, Some(name), None) if r.storage() == Resource::Event => {
@@ -318,6 +325,7 @@ fn list_or_watch(
     r: Resource,
     namespace: Option<&str>,
     query: &BTreeMap<String, String>,
+    table: bool,
 ) -> Response<Body> {
     let mut st = lock(state);
     let watch = matches!(query.get("watch").map(String::as_str), Some("1" | "true"));
@@ -340,7 +348,7 @@ fn list_or_watch(
         Err(e) => return Refusal::new(400, "BadRequest", &e).response(),
     };
     if !watch {
-        return list(&st, r, namespace, &labels, &fields, query);
+        return list(&st, r, namespace, &labels, &fields, query, table);
     }
     let from: u64 = query
         .get("resourceVersion")
@@ -420,6 +428,7 @@ fn list(
     labels: &LabelSelector,
     fields: &FieldSelector,
     query: &BTreeMap<String, String>,
+    table: bool,
 ) -> Response<Body> {
     let limit: usize = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
     let (rv, after) = match query.get("continue").filter(|c| !c.is_empty()) {
@@ -443,6 +452,9 @@ fn list(
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if let Some(last) = &last {
         meta["continue"] = continue_token(rv, last).into();
+    }
+    if table && r == Resource::Event {
+        return reply(StatusCode::OK, &super::table::events(meta, &items));
     }
     let head = json!({"apiVersion": r.api_version(), "kind": format!("{}List", r.info().kind),
                       "metadata": meta});

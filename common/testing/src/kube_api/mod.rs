@@ -64,6 +64,7 @@ pub mod refusal;
 pub mod resource;
 pub mod selector;
 mod store;
+pub mod table;
 
 pub use refusal::Refusal;
 pub use resource::{Resource, ResourceInfo};
