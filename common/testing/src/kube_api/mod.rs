@@ -59,6 +59,7 @@ use std::sync::{Arc, Mutex};
 
 pub mod discovery;
 pub mod events;
+pub mod fixtures;
 mod http;
 pub mod refusal;
 pub mod resource;
