@@ -44,6 +44,21 @@
 //! from `deploy/k8s`, is [`crd::DNSPLANE_CRD`](crate::crd::DNSPLANE_CRD)); without it
 //! everything is kept. Built-in kinds (Service, Ingress, …) are kept as given.
 //!
+//! **Printing.** Events are answered as a `Table` when kubectl asks for one
+//! ([`table`]), so `kubectl get events` prints the columns it prints against a
+//! cluster; `kubectl describe service|ingress|httproute NAME` works from discovery,
+//! the object and the Events' field selector.
+//!
+//! **Fixtures** ([`fixtures`]): Services of every type, EndpointSlices, Pods, Nodes,
+//! Ingresses, Gateways and routes as a cluster holds them once controllers wrote
+//! their statuses.
+//!
+//! **Scale**: objects are shared (`Arc`) between the store, the history and the
+//! lists; a list page is a range of an ordered map and is written without building a
+//! JSON tree; a watch resumes by a binary search of its resource's history; so 25,000
+//! objects are seeded ([`FakeKubeApi::apply_objects`]) and listed in pages of 500 in
+//! linear time.
+//!
 //! **Tests** change objects with [`FakeKubeApi::apply_object`] (create or replace),
 //! [`FakeKubeApi::apply_objects`] (many at once, for benchmarks),
 //! [`FakeKubeApi::delete_object`], and for DNSEndpoints [`FakeKubeApi::apply`] and
