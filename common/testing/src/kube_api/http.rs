@@ -173,7 +173,11 @@ fn key(r: Resource, namespace: Option<&str>, name: &str) -> Key {
 }
 
 fn check_forbidden(st: &State, r: Resource, verb: &str, ns: Option<&str>) -> Result<(), Refusal> {
-    if st.forbidden.contains(&r) {
+    if st
+        .forbidden
+        .get(&r)
+        .is_some_and(|verbs| verbs.is_empty() || verbs.iter().any(|v| v == verb))
+    {
         return Err(Refusal::forbidden(r, verb, ns));
     }
     Ok(())
@@ -465,7 +469,11 @@ fn list(
         if i > 0 {
             out.push(b',');
         }
-        let _ = serde_json::to_writer(&mut out, &**o);
+        if r.is_builtin() {
+            let _ = serde_json::to_writer(&mut out, &WithoutTypeMeta(o));
+        } else {
+            let _ = serde_json::to_writer(&mut out, &**o);
+        }
     }
     out.extend_from_slice(b"]}");
     Response::builder()
@@ -473,4 +481,24 @@ fn list(
         .header("content-type", "application/json")
         .body(Body::from(Bytes::from(out)))
         .unwrap_or_default()
+}
+
+/// A built-in kind's list item: its fields without `apiVersion` and `kind` (a real
+/// API server's typed lists leave them out; only the list says the kind).
+struct WithoutTypeMeta<'a>(&'a Value);
+
+impl serde::Serialize for WithoutTypeMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(m) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in m {
+            if k != "apiVersion" && k != "kind" {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
 }

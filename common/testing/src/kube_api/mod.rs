@@ -223,10 +223,17 @@ impl FakeKubeApi {
     }
 
     /// Answers 403 Forbidden (the Status RBAC gives a service account without the
-    /// verb) to every request for `resource`; open watches stay open, as they do when
-    /// a role is removed.
+    /// verb) to every request for `resource` (get, list, watch, create, patch); open
+    /// watches stay open, as they do when a role is removed.
     pub fn forbid(&self, resource: Resource) {
-        self.lock().forbidden.insert(resource);
+        self.lock().forbidden.insert(resource, Vec::new());
+    }
+
+    /// [`forbid`](Self::forbid) for these verbs only (`"watch"`: a role that lists
+    /// but does not watch; `"patch"` of Events: one that creates but cannot update).
+    pub fn forbid_verbs(&self, resource: Resource, verbs: &[&str]) {
+        let verbs = verbs.iter().map(|v| v.to_string()).collect();
+        self.lock().forbidden.insert(resource, verbs);
     }
 
     /// Undoes [`forbid`](Self::forbid).

@@ -82,8 +82,8 @@ pub struct State {
     pub hanging: bool,
     /// (lists, watches) served, by resource as requested.
     pub counts: HashMap<Resource, (usize, usize)>,
-    /// Resources whose list and watch are answered 403.
-    pub forbidden: BTreeSet<Resource>,
+    /// Resources answered 403, with the verbs refused (empty: every verb).
+    pub forbidden: BTreeMap<Resource, Vec<String>>,
     /// Resources not installed (their CRD absent): 404 and absent from discovery.
     pub absent: BTreeSet<Resource>,
     /// For uids and watch ids.

@@ -553,3 +553,64 @@ async fn gateway_api_objects_are_held_to_their_crds() {
             .is_none()
     );
 }
+
+/// A role that lists but does not watch; Events that can be created but not patched.
+#[tokio::test]
+async fn one_verb_can_be_forbidden() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    api.forbid_verbs(Resource::Service, &["watch"]);
+    let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
+    assert_eq!(
+        svcs.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    let mut w = watcher(svcs, watcher::Config::default()).boxed();
+    let err = loop {
+        match tokio::time::timeout(Duration::from_secs(10), w.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            Ok(_) => continue,
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert!(err.contains("cannot watch resource \"services\""), "{err}");
+    assert_eq!(api.requests_of(Resource::Service).1, 1);
+}
+
+/// A real API server's list of a built-in kind leaves `apiVersion` and `kind` out of
+/// its items (only the list has them); a CRD's keeps them; a watch event has them.
+#[tokio::test]
+async fn built_in_list_items_have_no_type_meta() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    api.apply_object(
+        Resource::HttpRoute,
+        fixtures::route(
+            "HTTPRoute",
+            "default",
+            "web",
+            &[],
+            &[("default", "gw")],
+            &[],
+            true,
+        ),
+    );
+    let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
+    let list = svcs.list(&ListParams::default()).await.unwrap();
+    assert!(list.items[0].types.is_none());
+    assert_eq!(list.items[0].metadata.name.as_deref(), Some("web"));
+    let routes: Api<DynamicObject> = Api::all_with(c, &ar(Resource::HttpRoute));
+    let list = routes.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items[0].types.as_ref().unwrap().kind, "HTTPRoute");
+}
