@@ -249,6 +249,11 @@ impl FakeKubeApi {
         st.watchers.retain(|w| w.resource != resource);
     }
 
+    /// Undoes [`uninstall`](Self::uninstall): the CRD installed (again).
+    pub fn install(&self, resource: Resource) {
+        self.lock().absent.remove(&resource);
+    }
+
     /// (lists, watches) of `resource` served so far (403s included).
     pub fn requests_of(&self, resource: Resource) -> (usize, usize) {
         self.lock()

@@ -249,11 +249,19 @@ async fn a_watcher_follows_one_resource_among_many() {
 
     // A resource whose CRD is not installed: 404.
     api.uninstall(Resource::TlsRoute);
-    let tls: Api<DynamicObject> = Api::all_with(c, &ar(Resource::TlsRoute));
+    let tls: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::TlsRoute));
     let kube::Error::Api(s) = tls.list(&ListParams::default()).await.unwrap_err() else {
         panic!()
     };
     assert_eq!(s.code, 404);
+    api.install(Resource::TlsRoute);
+    assert!(
+        tls.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 /// `limit` and `continue` page a list in key order; a token older than a compaction
