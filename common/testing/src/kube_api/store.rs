@@ -152,7 +152,18 @@ impl State {
                 )],
             ));
         };
-        let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name.is_empty()
+            && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
+        {
+            // Five characters after the prefix, as the API server's name generator.
+            name = format!("{prefix}{:05x}", self.next_id() & 0xfffff);
+            object["metadata"]["name"] = name.clone().into();
+        }
         if name.is_empty() {
             return Err(Refusal::invalid(
                 resource,
@@ -163,9 +174,9 @@ impl State {
                 )],
             ));
         }
-        let name = name.to_string();
         let ns = if info.namespaced {
-            meta.get("namespace")
+            object["metadata"]
+                .get("namespace")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
                 .unwrap_or("default")

@@ -156,6 +156,12 @@ async fn every_resource_is_listed_at_its_path() {
         "Node"
     );
     assert_eq!(api.requests_of(Resource::Service), (3, 0));
+    let generated = api.apply_object(
+        Resource::Pod,
+        json!({"metadata": {"generateName": "web-", "namespace": "default"}}),
+    );
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
 }
 
 /// kube's watcher over Services: the first list, then changes, a 410 after `expire`
