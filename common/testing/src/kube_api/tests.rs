@@ -628,3 +628,61 @@ async fn built_in_list_items_have_no_type_meta() {
     let list = routes.list(&ListParams::default()).await.unwrap();
     assert_eq!(list.items[0].types.as_ref().unwrap().kind, "HTTPRoute");
 }
+
+/// kube-rs's own `Recorder` (what a controller built on kube uses): the first
+/// publish creates an events.k8s.io/v1 Event, the same one again patches its series;
+/// both are accepted, and the core shape counts two.
+#[tokio::test]
+async fn kube_rs_recorder_events_are_accepted() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    let svc = api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    let recorder = Recorder::new(
+        c,
+        Reporter {
+            controller: "dnsplane".into(),
+            instance: Some("planner-0".into()),
+        },
+    );
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Service".into()),
+        name: Some("web".into()),
+        namespace: Some("default".into()),
+        uid: svc["metadata"]["uid"].as_str().map(str::to_string),
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Published".into(),
+        note: Some("web.example.com. A 192.0.2.1: published".into()),
+        action: "Publish".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    let events = api.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e["series"]["count"], 2);
+    assert_eq!(e["involvedObject"]["uid"], svc["metadata"]["uid"]);
+    assert_eq!(e["reportingComponent"], "dnsplane");
+    assert_eq!(e["message"], "web.example.com. A 192.0.2.1: published");
+
+    // A note over 1 kB is refused, as the API server refuses it.
+    let long = Event {
+        note: Some("x".repeat(1025)),
+        reason: "Conflict".into(),
+        ..event
+    };
+    let err = recorder.publish(&long, &reference).await.unwrap_err();
+    assert!(
+        err.to_string().contains("can have at most 1024 characters"),
+        "{err}"
+    );
+}
