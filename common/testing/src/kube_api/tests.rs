@@ -156,12 +156,6 @@ async fn every_resource_is_listed_at_its_path() {
         "Node"
     );
     assert_eq!(api.requests_of(Resource::Service), (3, 0));
-    let generated = api.apply_object(
-        Resource::Pod,
-        json!({"metadata": {"generateName": "web-", "namespace": "default"}}),
-    );
-    let name = generated["metadata"]["name"].as_str().unwrap();
-    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
 }
 
 /// kube's watcher over Services: the first list, then changes, a 410 after `expire`
@@ -685,4 +679,16 @@ async fn kube_rs_recorder_events_are_accepted() {
         err.to_string().contains("can have at most 1024 characters"),
         "{err}"
     );
+}
+
+/// An object created with `generateName` only gets a name, as from the API server.
+#[tokio::test]
+async fn generate_name_names_the_object() {
+    let api = FakeKubeApi::start().await;
+    let generated = api.apply_object(
+        Resource::Pod,
+        json!({"metadata": {"generateName": "web-", "namespace": "default"}}),
+    );
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
 }
