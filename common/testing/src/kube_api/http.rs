@@ -97,6 +97,14 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
             .response();
         }
     };
+    if lock(&state).failing_resources.contains(&t.resource) {
+        return Refusal::new(
+            500,
+            "InternalError",
+            &format!("the fake API server is failing for {}", t.resource),
+        )
+        .response();
+    }
     if lock(&state).absent.contains(&t.resource) {
         return Refusal::new(
             404,

@@ -63,7 +63,7 @@
 //! [`FakeKubeApi::apply_objects`] (many at once, for benchmarks),
 //! [`FakeKubeApi::delete_object`], and for DNSEndpoints [`FakeKubeApi::apply`] and
 //! [`FakeKubeApi::delete`]; they break the server with [`FakeKubeApi::set_failing`]
-//! (500s), [`FakeKubeApi::set_hanging`] (no answer), [`FakeKubeApi::drop_watches`]
+//! (500s; [`FakeKubeApi::set_failing_for`] for one resource), [`FakeKubeApi::set_hanging`] (no answer), [`FakeKubeApi::drop_watches`]
 //! (connections cut mid-stream), [`FakeKubeApi::forbid`] (403 for one resource, with
 //! the Status RBAC answers) and [`FakeKubeApi::uninstall`] (a CRD not installed: 404).
 use crate::crd::Crd;
@@ -347,6 +347,26 @@ impl FakeKubeApi {
         if on {
             st.cut();
         }
+    }
+
+    /// [`set_failing`](Self::set_failing) for one resource (its requests answered
+    /// 500, its open watches cut): one kind's outage while the others are served.
+    pub fn set_failing_for(&self, resource: Resource, on: bool) {
+        let mut st = self.lock();
+        if on {
+            st.failing_resources.insert(resource);
+            st.cut_where(|w| w.resource == resource);
+        } else {
+            st.failing_resources.remove(&resource);
+        }
+    }
+
+    /// Deletes `namespace/name` of `resource` without telling any watch (see
+    /// [`delete_quietly`](Self::delete_quietly)); false if it did not exist.
+    pub fn delete_object_quietly(&self, resource: Resource, namespace: &str, name: &str) -> bool {
+        self.lock()
+            .delete(resource, &(namespace.into(), name.into()), true)
+            .is_some()
     }
 
     /// Cuts every open watch's connection mid-stream.

@@ -79,6 +79,8 @@ pub struct State {
     pub watchers: Vec<Watcher>,
     pub status_writes: Vec<StatusWrite>,
     pub failing: bool,
+    /// Resources answered 500 (one kind's outage: its storage, a webhook, a broken CRD).
+    pub failing_resources: BTreeSet<Resource>,
     pub hanging: bool,
     /// (lists, watches) served, by resource as requested.
     pub counts: HashMap<Resource, (usize, usize)>,
@@ -291,7 +293,17 @@ impl State {
 
     /// Cuts every open watch's connection mid-stream.
     pub fn cut(&mut self) {
-        for w in std::mem::take(&mut self.watchers) {
+        self.cut_where(|_| true);
+    }
+
+    /// Cuts the open watches `which` selects.
+    pub fn cut_where(&mut self, which: impl Fn(&Watcher) -> bool) {
+        let (cut, kept) = std::mem::take(&mut self.watchers)
+            .into_iter()
+            .partition(|w| which(w));
+        self.watchers = kept;
+        let cut: Vec<Watcher> = cut;
+        for w in cut {
             let _ = w.tx.send(Err(std::io::Error::new(
                 std::io::ErrorKind::ConnectionReset,
                 "cut by the test",

@@ -692,3 +692,59 @@ async fn generate_name_names_the_object() {
     let name = generated["metadata"]["name"].as_str().unwrap();
     assert!(name.starts_with("web-") && name.len() == 9, "{name}");
 }
+
+/// One kind's outage: its lists answer 500 and its watches are cut, the others go on;
+/// an object deleted quietly shows only in a relist.
+#[tokio::test]
+async fn one_resource_can_fail_alone() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    api.apply_object(Resource::Ingress, json!({"metadata": {"name": "web"}}));
+    let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
+    let ings: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Ingress));
+    // The watcher polled in a task of its own, so that its watch is open meanwhile.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut w = watcher(ings.clone(), watcher::Config::default()).boxed();
+    tokio::spawn(async move {
+        while let Some(e) = w.next().await {
+            let _ = tx.send(e.map_err(|e| e.to_string()));
+        }
+    });
+    let mut next = async || rx.recv().await.unwrap().unwrap();
+    while !matches!(next().await, watcher::Event::InitDone) {}
+    let open = async || {
+        for _ in 0..100 {
+            if api.open_watches() == 1 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    };
+    assert!(open().await, "the watch opens");
+    api.set_failing_for(Resource::Service, true);
+    let kube::Error::Api(s) = svcs.list(&ListParams::default()).await.unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(s.code, 500);
+    assert_eq!(
+        ings.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    assert_eq!(api.open_watches(), 1, "the Ingress watch is not cut");
+    api.set_failing_for(Resource::Service, false);
+    assert!(api.delete_object_quietly(Resource::Ingress, "default", "web"));
+    api.apply_object(Resource::Ingress, json!({"metadata": {"name": "next"}}));
+    match next().await {
+        watcher::Event::Apply(o) => assert_eq!(o.metadata.name.as_deref(), Some("next")),
+        e => panic!("only the new one is told: {e:?}"),
+    }
+    assert_eq!(
+        svcs.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+}
