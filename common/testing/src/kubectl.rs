@@ -161,11 +161,90 @@ mod tests {
             assert!(events_section.contains(want), "{want} in:\n{}", out.stdout);
         }
 
+        let out = kubectl.run(&["get", "events"]).await;
+        assert!(out.success, "{out:?}");
+        let header: Vec<&str> = out
+            .stdout
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            header,
+            ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("service/web"), "{}", out.stdout);
+
         let out = kubectl.run(&["get", "events", "-o", "json"]).await;
         assert!(out.success, "{out:?}");
         let list: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
         assert_eq!(list["items"][0]["reason"], "Published");
         let out = kubectl.run(&["get", "services"]).await;
         assert!(out.success && out.stdout.contains("web"), "{out:?}");
+
+        // An Ingress and an HTTPRoute (a CRD's generic describer), each with a Warning
+        // posted as client-go's old recorder posts it (core v1, count and timestamps).
+        use crate::kube_api::fixtures;
+        let ing = api.apply_object(
+            Resource::Ingress,
+            fixtures::ingress(
+                "default",
+                "web",
+                &[],
+                Some("nginx"),
+                &["web.example.com"],
+                &[],
+                &["192.0.2.1"],
+            ),
+        );
+        let route = api.apply_object(
+            Resource::HttpRoute,
+            fixtures::route(
+                "HTTPRoute",
+                "default",
+                "web",
+                &[],
+                &[("default", "gw")],
+                &["web.example.com"],
+                true,
+            ),
+        );
+        for (i, (kind, api_version, uid)) in [
+            ("Ingress", "networking.k8s.io/v1", &ing["metadata"]["uid"]),
+            (
+                "HTTPRoute",
+                "gateway.networking.k8s.io/v1",
+                &route["metadata"]["uid"],
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            api.apply_object(
+                Resource::Event,
+                json!({"metadata": {"name": format!("web.{i}"), "namespace": "default"},
+                       "involvedObject": {"apiVersion": api_version, "kind": kind, "name": "web",
+                                          "namespace": "default", "uid": uid},
+                       "reason": "Conflict", "type": "Warning", "count": 3,
+                       "message": format!("web.example.com. A: owned by another {kind}"),
+                       "firstTimestamp": "2026-11-29T03:00:00Z", "lastTimestamp": "2026-11-29T03:00:00Z",
+                       "source": {"component": "dnsplane"}}),
+            );
+        }
+        for what in ["ingress", "httproute"] {
+            let out = kubectl.run(&["describe", what, "web"]).await;
+            assert!(out.success, "{out:?}");
+            let events_section = out.stdout.split("Events:").nth(1).unwrap_or("");
+            assert!(
+                events_section.contains("Warning")
+                    && events_section.contains("Conflict")
+                    && events_section.contains("owned by another"),
+                "{what}:\n{}",
+                out.stdout
+            );
+        }
     }
 }

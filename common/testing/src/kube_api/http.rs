@@ -97,6 +97,14 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
             .response();
         }
     };
+    if lock(&state).failing_resources.contains(&t.resource) {
+        return Refusal::new(
+            500,
+            "InternalError",
+            &format!("the fake API server is failing for {}", t.resource),
+        )
+        .response();
+    }
     if lock(&state).absent.contains(&t.resource) {
         return Refusal::new(
             404,
@@ -105,6 +113,11 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
         )
         .response();
     }
+    let table = req
+        .headers()
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"));
     let content_type = req
         .headers()
         .get("content-type")
@@ -127,7 +140,9 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
     };
     let r = t.resource;
     let result = match (&method, t.name, t.subresource) {
-        (&Method::GET, None, None) => return list_or_watch(&state, r, t.namespace, &query),
+        (&Method::GET, None, None) => {
+            return list_or_watch(&state, r, t.namespace, &query, table);
+        }
         (&Method::GET, Some(name), None) => get(&state, r, t.namespace, name),
         (&Method::POST, None, None) => create(&state, r, t.namespace, body),
         (&Method::PATCH, Some(name), None) if r.storage() == Resource::Event => {
@@ -166,7 +181,11 @@ fn key(r: Resource, namespace: Option<&str>, name: &str) -> Key {
 }
 
 fn check_forbidden(st: &State, r: Resource, verb: &str, ns: Option<&str>) -> Result<(), Refusal> {
-    if st.forbidden.contains(&r) {
+    if st
+        .forbidden
+        .get(&r)
+        .is_some_and(|verbs| verbs.is_empty() || verbs.iter().any(|v| v == verb))
+    {
         return Err(Refusal::forbidden(r, verb, ns));
     }
     Ok(())
@@ -318,6 +337,7 @@ fn list_or_watch(
     r: Resource,
     namespace: Option<&str>,
     query: &BTreeMap<String, String>,
+    table: bool,
 ) -> Response<Body> {
     let mut st = lock(state);
     let watch = matches!(query.get("watch").map(String::as_str), Some("1" | "true"));
@@ -340,7 +360,7 @@ fn list_or_watch(
         Err(e) => return Refusal::new(400, "BadRequest", &e).response(),
     };
     if !watch {
-        return list(&st, r, namespace, &labels, &fields, query);
+        return list(&st, r, namespace, &labels, &fields, query, table);
     }
     let from: u64 = query
         .get("resourceVersion")
@@ -420,6 +440,7 @@ fn list(
     labels: &LabelSelector,
     fields: &FieldSelector,
     query: &BTreeMap<String, String>,
+    table: bool,
 ) -> Response<Body> {
     let limit: usize = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
     let (rv, after) = match query.get("continue").filter(|c| !c.is_empty()) {
@@ -444,6 +465,9 @@ fn list(
     if let Some(last) = &last {
         meta["continue"] = continue_token(rv, last).into();
     }
+    if table && r == Resource::Event {
+        return reply(StatusCode::OK, &super::table::events(meta, &items));
+    }
     let head = json!({"apiVersion": r.api_version(), "kind": format!("{}List", r.info().kind),
                       "metadata": meta});
     let mut out = head.to_string().into_bytes();
@@ -453,7 +477,11 @@ fn list(
         if i > 0 {
             out.push(b',');
         }
-        let _ = serde_json::to_writer(&mut out, &**o);
+        if r.is_builtin() {
+            let _ = serde_json::to_writer(&mut out, &WithoutTypeMeta(o));
+        } else {
+            let _ = serde_json::to_writer(&mut out, &**o);
+        }
     }
     out.extend_from_slice(b"]}");
     Response::builder()
@@ -461,4 +489,24 @@ fn list(
         .header("content-type", "application/json")
         .body(Body::from(Bytes::from(out)))
         .unwrap_or_default()
+}
+
+/// A built-in kind's list item: its fields without `apiVersion` and `kind` (a real
+/// API server's typed lists leave them out; only the list says the kind).
+struct WithoutTypeMeta<'a>(&'a Value);
+
+impl serde::Serialize for WithoutTypeMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(m) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in m {
+            if k != "apiVersion" && k != "kind" {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
 }

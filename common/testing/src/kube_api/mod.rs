@@ -44,11 +44,26 @@
 //! from `deploy/k8s`, is [`crd::DNSPLANE_CRD`](crate::crd::DNSPLANE_CRD)); without it
 //! everything is kept. Built-in kinds (Service, Ingress, …) are kept as given.
 //!
+//! **Printing.** Events are answered as a `Table` when kubectl asks for one
+//! ([`table`]), so `kubectl get events` prints the columns it prints against a
+//! cluster; `kubectl describe service|ingress|httproute NAME` works from discovery,
+//! the object and the Events' field selector.
+//!
+//! **Fixtures** ([`fixtures`]): Services of every type, EndpointSlices, Pods, Nodes,
+//! Ingresses, Gateways and routes as a cluster holds them once controllers wrote
+//! their statuses.
+//!
+//! **Scale**: objects are shared (`Arc`) between the store, the history and the
+//! lists; a list page is a range of an ordered map and is written without building a
+//! JSON tree; a watch resumes by a binary search of its resource's history; so 25,000
+//! objects are seeded ([`FakeKubeApi::apply_objects`]) and listed in pages of 500 in
+//! linear time.
+//!
 //! **Tests** change objects with [`FakeKubeApi::apply_object`] (create or replace),
 //! [`FakeKubeApi::apply_objects`] (many at once, for benchmarks),
 //! [`FakeKubeApi::delete_object`], and for DNSEndpoints [`FakeKubeApi::apply`] and
 //! [`FakeKubeApi::delete`]; they break the server with [`FakeKubeApi::set_failing`]
-//! (500s), [`FakeKubeApi::set_hanging`] (no answer), [`FakeKubeApi::drop_watches`]
+//! (500s; [`FakeKubeApi::set_failing_for`] for one resource), [`FakeKubeApi::set_hanging`] (no answer), [`FakeKubeApi::drop_watches`]
 //! (connections cut mid-stream), [`FakeKubeApi::forbid`] (403 for one resource, with
 //! the Status RBAC answers) and [`FakeKubeApi::uninstall`] (a CRD not installed: 404).
 use crate::crd::Crd;
@@ -59,11 +74,13 @@ use std::sync::{Arc, Mutex};
 
 pub mod discovery;
 pub mod events;
+pub mod fixtures;
 mod http;
 pub mod refusal;
 pub mod resource;
 pub mod selector;
 mod store;
+pub mod table;
 
 pub use refusal::Refusal;
 pub use resource::{Resource, ResourceInfo};
@@ -206,10 +223,17 @@ impl FakeKubeApi {
     }
 
     /// Answers 403 Forbidden (the Status RBAC gives a service account without the
-    /// verb) to every request for `resource`; open watches stay open, as they do when
-    /// a role is removed.
+    /// verb) to every request for `resource` (get, list, watch, create, patch); open
+    /// watches stay open, as they do when a role is removed.
     pub fn forbid(&self, resource: Resource) {
-        self.lock().forbidden.insert(resource);
+        self.lock().forbidden.insert(resource, Vec::new());
+    }
+
+    /// [`forbid`](Self::forbid) for these verbs only (`"watch"`: a role that lists
+    /// but does not watch; `"patch"` of Events: one that creates but cannot update).
+    pub fn forbid_verbs(&self, resource: Resource, verbs: &[&str]) {
+        let verbs = verbs.iter().map(|v| v.to_string()).collect();
+        self.lock().forbidden.insert(resource, verbs);
     }
 
     /// Undoes [`forbid`](Self::forbid).
@@ -223,6 +247,11 @@ impl FakeKubeApi {
         let mut st = self.lock();
         st.absent.insert(resource);
         st.watchers.retain(|w| w.resource != resource);
+    }
+
+    /// Undoes [`uninstall`](Self::uninstall): the CRD installed (again).
+    pub fn install(&self, resource: Resource) {
+        self.lock().absent.remove(&resource);
     }
 
     /// (lists, watches) of `resource` served so far (403s included).
@@ -318,6 +347,26 @@ impl FakeKubeApi {
         if on {
             st.cut();
         }
+    }
+
+    /// [`set_failing`](Self::set_failing) for one resource (its requests answered
+    /// 500, its open watches cut): one kind's outage while the others are served.
+    pub fn set_failing_for(&self, resource: Resource, on: bool) {
+        let mut st = self.lock();
+        if on {
+            st.failing_resources.insert(resource);
+            st.cut_where(|w| w.resource == resource);
+        } else {
+            st.failing_resources.remove(&resource);
+        }
+    }
+
+    /// Deletes `namespace/name` of `resource` without telling any watch (see
+    /// [`delete_quietly`](Self::delete_quietly)); false if it did not exist.
+    pub fn delete_object_quietly(&self, resource: Resource, namespace: &str, name: &str) -> bool {
+        self.lock()
+            .delete(resource, &(namespace.into(), name.into()), true)
+            .is_some()
     }
 
     /// Cuts every open watch's connection mid-stream.

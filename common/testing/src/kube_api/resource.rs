@@ -188,6 +188,15 @@ impl Resource {
         }
     }
 
+    /// A kind compiled into the API server (not a CRD's): its list items come without
+    /// `apiVersion` and `kind`, as a real server's do.
+    pub fn is_builtin(self) -> bool {
+        !matches!(
+            self.info().group,
+            "externaldns.k8s.io" | "gateway.networking.k8s.io"
+        )
+    }
+
     /// `services` or `ingresses.networking.k8s.io`: the name RBAC messages use.
     pub fn group_resource(self) -> String {
         let i = self.info();

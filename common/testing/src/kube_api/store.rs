@@ -79,11 +79,13 @@ pub struct State {
     pub watchers: Vec<Watcher>,
     pub status_writes: Vec<StatusWrite>,
     pub failing: bool,
+    /// Resources answered 500 (one kind's outage: its storage, a webhook, a broken CRD).
+    pub failing_resources: BTreeSet<Resource>,
     pub hanging: bool,
     /// (lists, watches) served, by resource as requested.
     pub counts: HashMap<Resource, (usize, usize)>,
-    /// Resources whose list and watch are answered 403.
-    pub forbidden: BTreeSet<Resource>,
+    /// Resources answered 403, with the verbs refused (empty: every verb).
+    pub forbidden: BTreeMap<Resource, Vec<String>>,
     /// Resources not installed (their CRD absent): 404 and absent from discovery.
     pub absent: BTreeSet<Resource>,
     /// For uids and watch ids.
@@ -152,7 +154,18 @@ impl State {
                 )],
             ));
         };
-        let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name.is_empty()
+            && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
+        {
+            // Five characters after the prefix, as the API server's name generator.
+            name = format!("{prefix}{:05x}", self.next_id() & 0xfffff);
+            object["metadata"]["name"] = name.clone().into();
+        }
         if name.is_empty() {
             return Err(Refusal::invalid(
                 resource,
@@ -163,9 +176,9 @@ impl State {
                 )],
             ));
         }
-        let name = name.to_string();
         let ns = if info.namespaced {
-            meta.get("namespace")
+            object["metadata"]
+                .get("namespace")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
                 .unwrap_or("default")
@@ -280,7 +293,17 @@ impl State {
 
     /// Cuts every open watch's connection mid-stream.
     pub fn cut(&mut self) {
-        for w in std::mem::take(&mut self.watchers) {
+        self.cut_where(|_| true);
+    }
+
+    /// Cuts the open watches `which` selects.
+    pub fn cut_where(&mut self, which: impl Fn(&Watcher) -> bool) {
+        let (cut, kept) = std::mem::take(&mut self.watchers)
+            .into_iter()
+            .partition(|w| which(w));
+        self.watchers = kept;
+        let cut: Vec<Watcher> = cut;
+        for w in cut {
             let _ = w.tx.send(Err(std::io::Error::new(
                 std::io::ErrorKind::ConnectionReset,
                 "cut by the test",

@@ -264,11 +264,19 @@ async fn a_watcher_follows_one_resource_among_many() {
 
     // A resource whose CRD is not installed: 404.
     api.uninstall(Resource::TlsRoute);
-    let tls: Api<DynamicObject> = Api::all_with(c, &ar(Resource::TlsRoute));
+    let tls: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::TlsRoute));
     let kube::Error::Api(s) = tls.list(&ListParams::default()).await.unwrap_err() else {
         panic!()
     };
     assert_eq!(s.code, 404);
+    api.install(Resource::TlsRoute);
+    assert!(
+        tls.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 /// `limit` and `continue` page a list in key order; a token older than a compaction
@@ -566,5 +574,192 @@ async fn gateway_api_objects_are_held_to_their_crds() {
     assert!(
         api.get_object(Resource::HttpRoute, "default", "bad")
             .is_none()
+    );
+}
+
+/// A role that lists but does not watch; Events that can be created but not patched.
+#[tokio::test]
+async fn one_verb_can_be_forbidden() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    api.forbid_verbs(Resource::Service, &["watch"]);
+    let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
+    assert_eq!(
+        svcs.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    let mut w = watcher(svcs, watcher::Config::default()).boxed();
+    let err = loop {
+        match tokio::time::timeout(Duration::from_secs(10), w.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            Ok(_) => continue,
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert!(err.contains("cannot watch resource \"services\""), "{err}");
+    assert_eq!(api.requests_of(Resource::Service).1, 1);
+}
+
+/// A real API server's list of a built-in kind leaves `apiVersion` and `kind` out of
+/// its items (only the list has them); a CRD's keeps them; a watch event has them.
+#[tokio::test]
+async fn built_in_list_items_have_no_type_meta() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    api.apply_object(
+        Resource::HttpRoute,
+        fixtures::route(
+            "HTTPRoute",
+            "default",
+            "web",
+            &[],
+            &[("default", "gw")],
+            &[],
+            true,
+        ),
+    );
+    let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
+    let list = svcs.list(&ListParams::default()).await.unwrap();
+    assert!(list.items[0].types.is_none());
+    assert_eq!(list.items[0].metadata.name.as_deref(), Some("web"));
+    let routes: Api<DynamicObject> = Api::all_with(c, &ar(Resource::HttpRoute));
+    let list = routes.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items[0].types.as_ref().unwrap().kind, "HTTPRoute");
+}
+
+/// kube-rs's own `Recorder` (what a controller built on kube uses): the first
+/// publish creates an events.k8s.io/v1 Event, the same one again patches its series;
+/// both are accepted, and the core shape counts two.
+#[tokio::test]
+async fn kube_rs_recorder_events_are_accepted() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    let svc = api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    let recorder = Recorder::new(
+        c,
+        Reporter {
+            controller: "dnsplane".into(),
+            instance: Some("planner-0".into()),
+        },
+    );
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Service".into()),
+        name: Some("web".into()),
+        namespace: Some("default".into()),
+        uid: svc["metadata"]["uid"].as_str().map(str::to_string),
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Published".into(),
+        note: Some("web.example.com. A 192.0.2.1: published".into()),
+        action: "Publish".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    let events = api.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e["series"]["count"], 2);
+    assert_eq!(e["involvedObject"]["uid"], svc["metadata"]["uid"]);
+    assert_eq!(e["reportingComponent"], "dnsplane");
+    assert_eq!(e["message"], "web.example.com. A 192.0.2.1: published");
+
+    // A note over 1 kB is refused, as the API server refuses it.
+    let long = Event {
+        note: Some("x".repeat(1025)),
+        reason: "Conflict".into(),
+        ..event
+    };
+    let err = recorder.publish(&long, &reference).await.unwrap_err();
+    assert!(
+        err.to_string().contains("can have at most 1024 characters"),
+        "{err}"
+    );
+}
+
+/// An object created with `generateName` only gets a name, as from the API server.
+#[tokio::test]
+async fn generate_name_names_the_object() {
+    let api = FakeKubeApi::start().await;
+    let generated = api.apply_object(
+        Resource::Pod,
+        json!({"metadata": {"generateName": "web-", "namespace": "default"}}),
+    );
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+}
+
+/// One kind's outage: its lists answer 500 and its watches are cut, the others go on;
+/// an object deleted quietly shows only in a relist.
+#[tokio::test]
+async fn one_resource_can_fail_alone() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    api.apply_object(
+        Resource::Service,
+        service("default", "web", "web", "192.0.2.1"),
+    );
+    api.apply_object(Resource::Ingress, json!({"metadata": {"name": "web"}}));
+    let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
+    let ings: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Ingress));
+    // The watcher polled in a task of its own, so that its watch is open meanwhile.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut w = watcher(ings.clone(), watcher::Config::default()).boxed();
+    tokio::spawn(async move {
+        while let Some(e) = w.next().await {
+            let _ = tx.send(e.map_err(|e| e.to_string()));
+        }
+    });
+    let mut next = async || rx.recv().await.unwrap().unwrap();
+    while !matches!(next().await, watcher::Event::InitDone) {}
+    let open = async || {
+        for _ in 0..100 {
+            if api.open_watches() == 1 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    };
+    assert!(open().await, "the watch opens");
+    api.set_failing_for(Resource::Service, true);
+    let kube::Error::Api(s) = svcs.list(&ListParams::default()).await.unwrap_err() else {
+        panic!()
+    };
+    assert_eq!(s.code, 500);
+    assert_eq!(
+        ings.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    assert_eq!(api.open_watches(), 1, "the Ingress watch is not cut");
+    api.set_failing_for(Resource::Service, false);
+    assert!(api.delete_object_quietly(Resource::Ingress, "default", "web"));
+    api.apply_object(Resource::Ingress, json!({"metadata": {"name": "next"}}));
+    match next().await {
+        watcher::Event::Apply(o) => assert_eq!(o.metadata.name.as_deref(), Some("next")),
+        e => panic!("only the new one is told: {e:?}"),
+    }
+    assert_eq!(
+        svcs.list(&ListParams::default()).await.unwrap().items.len(),
+        1
     );
 }
