@@ -611,3 +611,211 @@ fn a_long_message_is_cut_to_the_conditions_limit() {
         c.message
     );
 }
+
+mod kinds_through_the_api {
+    //! The translated kinds through the real watch machinery against the fake API
+    //! server: what a cluster holds becomes records; a dependency's change moves them;
+    //! a kind the account may not read makes the source not ready and deletes nothing.
+    use super::*;
+    use dnsplane_testing::kube_api::{Resource, fixtures};
+
+    const HOST: &str = "external-dns.alpha.kubernetes.io/hostname";
+
+    async fn source(
+        api: &FakeKubeApi,
+        kinds: &[&str],
+    ) -> (
+        mpsc::Receiver<Snapshot>,
+        CancellationToken,
+        crate::source::SourceParts,
+    ) {
+        let config = KubernetesSourceConfig {
+            api_server: Some(api.url()),
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
+            ..KubernetesSourceConfig::default()
+        };
+        let c = client(&config).await.expect("client");
+        let src = KubernetesSource::new(config).with_watch_timeout(5);
+        let parts = src.parts();
+        let (tx, rx) = mpsc::channel(16);
+        let cancel = CancellationToken::new();
+        src.watch(c, tx, cancel.clone());
+        (rx, cancel, parts)
+    }
+
+    fn record<'a>(s: &'a Snapshot, name: &str) -> Option<&'a crate::source::DesiredEntry> {
+        s.entries.iter().find(|e| e.name.to_string() == name)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn services_ingresses_and_routes_become_records_and_follow_their_gateway() {
+        let api = FakeKubeApi::start().await;
+        api.apply_object(
+            Resource::Service,
+            fixtures::service_load_balancer(
+                "web",
+                "app",
+                &[(HOST, "app.example.com")],
+                &["192.0.2.1"],
+            ),
+        );
+        api.apply_object(
+            Resource::Ingress,
+            fixtures::ingress(
+                "web",
+                "site",
+                &[],
+                Some("nginx"),
+                &["site.example.com"],
+                &[],
+                &["lb.example.net"],
+            ),
+        );
+        api.apply_object(
+            Resource::Gateway,
+            fixtures::gateway(
+                "infra",
+                "gw",
+                &[("http", Some("*.example.com"))],
+                &["192.0.2.50"],
+            ),
+        );
+        api.apply_object(
+            Resource::HttpRoute,
+            fixtures::route(
+                "HTTPRoute",
+                "web",
+                "r",
+                &[],
+                &[("infra", "gw")],
+                &["shop.example.com"],
+                true,
+            ),
+        );
+        let (mut rx, cancel, parts) = source(&api, &["Service", "Ingress", "HTTPRoute"]).await;
+        let s = until(&mut rx, "three records, ready", |s| {
+            s.unready.is_empty() && s.entries.len() == 3
+        })
+        .await;
+        let app = record(&s, "app.example.com.").expect("the Service's record");
+        assert_eq!(
+            (app.rtype.as_str(), app.values.clone()),
+            ("A", vec!["192.0.2.1".to_string()])
+        );
+        assert_eq!(app.origin.resource.as_ref(), "Service web/app");
+        let site = record(&s, "site.example.com.").expect("the Ingress's record");
+        assert_eq!(site.rtype.as_str(), "CNAME");
+        assert_eq!(site.origin.resource.as_ref(), "Ingress web/site");
+        let shop = record(&s, "shop.example.com.").expect("the route's record");
+        assert_eq!(shop.values, ["192.0.2.50"]);
+        // Every watch is named in the parts, all ready.
+        let names: Vec<String> = parts
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        for want in [
+            "Service in all namespaces",
+            "Ingress in all namespaces",
+            "HTTPRoute in all namespaces",
+            "Node",
+            "Gateway in all namespaces",
+            "Namespace",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+        }
+        assert!(parts.lock().unwrap().iter().all(|p| p.ready));
+
+        // The Gateway's address changes: the route's record follows.
+        api.apply_object(
+            Resource::Gateway,
+            fixtures::gateway(
+                "infra",
+                "gw",
+                &[("http", Some("*.example.com"))],
+                &["192.0.2.51"],
+            ),
+        );
+        until(&mut rx, "the route on the new address", |s| {
+            record(s, "shop.example.com.").is_some_and(|e| e.values == ["192.0.2.51"])
+        })
+        .await;
+        // The Service is deleted: its record goes, the others stay.
+        api.delete_object(Resource::Service, "web", "app");
+        let s = until(&mut rx, "the Service's record gone", |s| {
+            record(s, "app.example.com.").is_none()
+        })
+        .await;
+        assert_eq!(s.entries.len(), 2);
+        cancel.cancel();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_kind_the_account_may_not_read_is_not_ready_and_deletes_nothing() {
+        let api = FakeKubeApi::start().await;
+        api.apply_object(
+            Resource::Service,
+            fixtures::service_load_balancer(
+                "web",
+                "app",
+                &[(HOST, "app.example.com")],
+                &["192.0.2.1"],
+            ),
+        );
+        api.apply_object(
+            Resource::Ingress,
+            fixtures::ingress(
+                "web",
+                "site",
+                &[],
+                Some("nginx"),
+                &["site.example.com"],
+                &[],
+                &["192.0.2.9"],
+            ),
+        );
+        let (mut rx, cancel, parts) = source(&api, &["Service", "Ingress"]).await;
+        until(&mut rx, "both records", |s| {
+            s.unready.is_empty() && s.entries.len() == 2
+        })
+        .await;
+        // RBAC loses the Ingresses, and the watches break: relisting Ingresses is refused.
+        api.forbid(Resource::Ingress);
+        api.drop_watches();
+        let s = until(&mut rx, "the Ingress watch failing", |s| {
+            !s.unready.is_empty()
+        })
+        .await;
+        assert_eq!(s.entries.len(), 2, "nothing deleted: {:?}", s.entries);
+        assert_eq!(s.unready.len(), 1, "{:?}", s.unready);
+        let u = &s.unready[0];
+        assert!(u.starts_with("Ingress in all namespaces:"), "{u}");
+        assert!(u.contains("forbidden"), "{u}");
+        assert!(
+            u.contains("list and watch ingresses in API group \"networking.k8s.io\""),
+            "{u}"
+        );
+        let p = parts.lock().unwrap().clone();
+        let ing = p
+            .iter()
+            .find(|p| p.name == "Ingress in all namespaces")
+            .unwrap();
+        assert!(!ing.ready);
+        assert!(
+            p.iter()
+                .find(|p| p.name == "Service in all namespaces")
+                .unwrap()
+                .ready
+        );
+        // The Ingress deleted meanwhile is not seen, so it is kept; RBAC back: it goes.
+        api.delete_object(Resource::Ingress, "web", "site");
+        api.allow(Resource::Ingress);
+        let s = until(&mut rx, "ready again, the Ingress gone", |s| {
+            s.unready.is_empty() && s.entries.len() == 1
+        })
+        .await;
+        assert_eq!(s.entries[0].name.to_string(), "app.example.com.");
+        cancel.cancel();
+    }
+}
