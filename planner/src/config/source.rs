@@ -18,7 +18,7 @@ pub enum SourceConfig {
     },
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.
-    Kubernetes(KubernetesSourceConfig),
+    Kubernetes(Box<KubernetesSourceConfig>),
 }
 
 /// `[[sources]] type = "kubernetes"`: which DNSEndpoints, and how to reach the API.

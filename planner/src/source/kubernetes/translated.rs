@@ -254,7 +254,7 @@ impl Translated {
                 .endpoint_slices
                 .values()
                 .flatten()
-                .map(|s| kinds::object_key(s))
+                .map(kinds::object_key)
                 .collect(),
         }
     }
