@@ -102,6 +102,7 @@ fn stack(api: &FakeKubeApi, kinds: &[&str], extra: &str) -> Option<RealStack> {
     let server = RealServer::start(Kind::Pdns)?;
     let opts = Options {
         planner_extra: source_toml(api, kinds, extra),
+        log_filter: "info,dnsplane_planner::source::kubernetes=debug".into(),
         ..Options::default()
     };
     Some(RealStack::start(server, tools, opts))
@@ -140,7 +141,14 @@ fn status_text(s: &RealStack) -> String {
 
 /// Waits (30 s at most) for an event on `kind` `name` with `reason` whose message
 /// contains `contains`; returns it.
-fn wait_event(api: &FakeKubeApi, kind: &str, name: &str, reason: &str, contains: &str) -> Value {
+fn wait_event(
+    s: &RealStack,
+    api: &FakeKubeApi,
+    kind: &str,
+    name: &str,
+    reason: &str,
+    contains: &str,
+) -> Value {
     let find = || {
         api.events().into_iter().find(|e| {
             e["involvedObject"]["kind"] == kind
@@ -151,8 +159,9 @@ fn wait_event(api: &FakeKubeApi, kind: &str, name: &str, reason: &str, contains:
     };
     wait_for(Duration::from_secs(30), find).unwrap_or_else(|| {
         panic!(
-            "no {reason} event on {kind} {name} containing {contains:?}; events: {:#?}",
-            api.events()
+            "no {reason} event on {kind} {name} containing {contains:?}; events: {:#?}\nlogs:\n{}",
+            api.events(),
+            s.logs()
         )
     })
 }
@@ -288,7 +297,7 @@ fn kubectl_describe_shows_published_and_a_bad_annotation_keeps_the_last_record()
     );
     wait_dns(&s, &web, "A", &["192.0.2.10"]);
     wait_dns(&s, &blog, "A", &["192.0.2.60"]);
-    wait_event(&api, "Service", "web", "Published", &web);
+    wait_event(&s, &api, "Service", "web", "Published", &web);
 
     let out = kubectl.run_blocking(&["describe", "service", "web"]);
     assert!(out.success, "{out:?}");
@@ -306,7 +315,7 @@ fn kubectl_describe_shows_published_and_a_bad_annotation_keeps_the_last_record()
         Resource::Ingress,
         ingress("blog", &blog, "192.0.2.61", json!({TTL: "abc"})),
     );
-    let invalid = wait_event(&api, "Ingress", "blog", "Invalid", "ttl");
+    let invalid = wait_event(&s, &api, "Ingress", "blog", "Invalid", "ttl");
     assert_eq!(invalid["type"], "Warning", "{invalid:#}");
     let message = invalid["message"].as_str().unwrap_or_default();
     assert!(
@@ -351,7 +360,7 @@ fn a_flapping_load_balancer_keeps_its_record_for_the_grace() {
         lb_service("web", &web, Some("192.0.2.10")),
     );
     wait_dns(&s, &web, "A", &["192.0.2.10"]);
-    wait_event(&api, "Service", "web", "Published", &web);
+    wait_event(&s, &api, "Service", "web", "Published", &web);
 
     api.apply_object(Resource::Service, lb_service("web", &web, None));
     let mut last = String::new();
@@ -366,7 +375,7 @@ fn a_flapping_load_balancer_keeps_its_record_for_the_grace() {
         "{last}"
     );
     assert_eq!(dig(&s, &web, "A"), ["192.0.2.10"], "{}", s.logs());
-    wait_event(&api, "Service", "web", "Held", "");
+    wait_event(&s, &api, "Service", "web", "Held", "");
 
     // Back within the grace: the record never moved, the hold is gone.
     api.apply_object(
