@@ -370,6 +370,7 @@ fn a_flapping_load_balancer_keeps_its_record_for_the_grace() {
             .then_some(())
     });
     assert!(held.is_some(), "status does not say it is held:\n{last}");
+    eprintln!("held:\n{last}");
     assert!(
         last.contains("until") && last.contains("target_loss_grace 3s"),
         "{last}"
@@ -444,6 +445,7 @@ fn an_api_outage_during_a_restart_deletes_nothing() {
         not_ready.is_some(),
         "status does not name the kinds not ready:\n{text}"
     );
+    eprintln!("outage:\n{text}");
     std::thread::sleep(Duration::from_secs(3));
     for (name, ip) in all {
         assert_eq!(dig(&s, name, "A"), [ip], "{name}; logs:\n{}", s.logs());
@@ -503,6 +505,13 @@ fn a_kind_the_account_may_not_read_is_named_and_deletes_nothing() {
         assert!(
             named.is_some(),
             "status does not name the Ingress watch:\n{text}"
+        );
+        eprintln!("forbidden:\n{text}");
+        // Said once, in words: the API's message, not kube's debug dump of it.
+        let line = text.lines().find(|l| forbidden_line(l)).unwrap_or_default();
+        assert!(
+            line.matches("is forbidden").count() == 1 && !line.contains("Status {"),
+            "the 403 is not said once and plainly: {line}"
         );
         assert!(
             text.lines()
