@@ -553,3 +553,80 @@ fn a_kind_the_account_may_not_read_is_named_and_deletes_nothing() {
     assert_eq!(dig(&s, &shop, "A"), ["192.0.2.20"], "{}", s.logs());
     drop(s);
 }
+
+/// Only the lease holder writes events: a second planner with the same config (the
+/// same file lease) stands by; the Service's events, on creation and on a change, all
+/// name the leader as `reportingInstance`, none the standby.
+#[test]
+fn only_the_lease_holder_writes_events() {
+    use dnsplane_e2e::{Proc, binary, free_port, grpcurl};
+    let rt = runtime();
+    let _guard = rt.enter();
+    let api = rt.block_on(FakeKubeApi::start());
+    let Some(s) = stack(&api, &["Service"], "") else {
+        return;
+    };
+    let port = free_port();
+    let _standby = Proc::spawn(
+        "standby",
+        &binary("dnsplane-planner"),
+        &[
+            "--config",
+            s.dir.path().join("planner.toml").to_str().expect("utf8"),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+        s.dir.path().join("standby.log"),
+    );
+    let lease_of = |port: u16| -> Option<Value> {
+        let (ok, out) = grpcurl(
+            &s.tools.grpcurl,
+            &[
+                &format!("127.0.0.1:{port}"),
+                "dnsplane.v1.Planner/GetStatus",
+            ],
+        );
+        let v: Value = serde_json::from_str(&out).ok().filter(|_| ok)?;
+        Some(v["lease"].clone())
+    };
+    let standby = wait_for(Duration::from_secs(30), || {
+        lease_of(port).filter(|l| l["role"] == "standby")
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the second planner is not standing by: {:?}",
+            lease_of(port)
+        )
+    });
+    let leader = lease_of(s.planner_port).expect("the leader's status");
+    assert_eq!(leader["role"], "leader", "{leader}");
+    let leader_id = leader["identity"].as_str().unwrap_or_default().to_string();
+    let standby_id = standby["identity"].as_str().unwrap_or_default().to_string();
+    assert!(
+        !leader_id.is_empty() && leader_id != standby_id,
+        "{leader} / {standby}"
+    );
+
+    let z = zone(&s);
+    let web = format!("web.{z}");
+    api.apply_object(
+        Resource::Service,
+        lb_service("web", &web, Some("192.0.2.10")),
+    );
+    wait_dns(&s, &web, "A", &["192.0.2.10"]);
+    wait_event(&s, &api, "Service", "web", "Published", "web");
+    api.apply_object(Resource::Service, lb_service("web", &web, None));
+    wait_event(&s, &api, "Service", "web", "Held", "");
+    // A few of the standby's rounds (one a second) pass.
+    std::thread::sleep(Duration::from_secs(3));
+    let events = api.events();
+    assert!(events.len() >= 2, "{events:#?}");
+    for e in &events {
+        assert_eq!(
+            e["reportingInstance"].as_str(),
+            Some(leader_id.as_str()),
+            "an event not by the leader {leader_id} (standby {standby_id}): {e:#}"
+        );
+    }
+    drop(s);
+}
