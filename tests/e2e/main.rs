@@ -23,6 +23,7 @@ mod health;
 mod hostile;
 mod incremental;
 mod kubernetes;
+mod kubernetes_kinds;
 mod labels;
 mod layering;
 mod lease;

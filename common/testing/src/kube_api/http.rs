@@ -227,7 +227,13 @@ fn create(
             Some(_) => {}
         }
     }
-    let name = meta["name"].as_str().unwrap_or("").to_string();
+    let mut name = meta["name"].as_str().unwrap_or("").to_string();
+    if name.is_empty()
+        && let Some(prefix) = meta["generateName"].as_str().filter(|p| !p.is_empty())
+    {
+        name = generated_name(&st, r, ns, prefix);
+        meta["name"] = name.clone().into();
+    }
     if !name.is_empty() && st.get(r, &key(r, ns, &name)).is_some() {
         return Err(Refusal::new(
             409,
@@ -248,6 +254,27 @@ fn create(
     }
     let stored = st.put(r, body)?;
     Ok((StatusCode::CREATED, (*shape(r, &stored)).clone()))
+}
+
+/// A name for `metadata.generateName`, as the API server makes one: the prefix (cut
+/// to 58 characters) and 5 characters of its alphabet, not taken yet in `ns`.
+fn generated_name(st: &State, r: Resource, ns: Option<&str>, prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let prefix: String = prefix.chars().take(58).collect();
+    let mut n = st.rv.wrapping_mul(2_654_435_761);
+    loop {
+        let mut suffix = String::new();
+        let mut m = n;
+        for _ in 0..5 {
+            suffix.push(ALPHABET[(m % ALPHABET.len() as u64) as usize] as char);
+            m /= ALPHABET.len() as u64;
+        }
+        let name = format!("{prefix}{suffix}");
+        if st.get(r, &key(r, ns, &name)).is_none() {
+            return name;
+        }
+        n = n.wrapping_add(1);
+    }
 }
 
 fn patch_event(

@@ -448,6 +448,55 @@ async fn events_are_stored_validated_and_read_in_both_shapes() {
     assert_eq!(api.events().len(), 2);
 }
 
+/// `metadata.generateName` (what dnsplane's event writer sends, as client-go's
+/// `GenerateName` users do): the server names the object, prefix and 5 characters,
+/// a new name each time; neither name nor generateName is refused.
+#[tokio::test]
+async fn a_generated_name_is_made_by_the_server() {
+    let api = FakeKubeApi::start().await;
+    let c = client(&api).await;
+    let core: Api<DynamicObject> = Api::namespaced_with(c, "default", &ar(Resource::Event));
+    let event = |meta: serde_json::Value| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Event", "metadata": meta,
+            "involvedObject": {"kind": "Service", "name": "web", "namespace": "default"},
+            "reason": "Published", "message": "m", "type": "Normal", "count": 1,
+            "firstTimestamp": "2026-11-29T03:00:00Z", "lastTimestamp": "2026-11-29T03:00:00Z",
+            "source": {"component": "dnsplane"},
+        }))
+        .unwrap()
+    };
+    let generated = event(json!({"generateName": "web.", "namespace": "default"}));
+    let a = core
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
+    let b = core
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
+    let (a, b) = (a.metadata.name.unwrap(), b.metadata.name.unwrap());
+    assert!(a.starts_with("web.") && a.len() == "web.".len() + 5, "{a}");
+    assert_ne!(a, b);
+    assert!(api.get_object(Resource::Event, "default", &a).is_some());
+    let kube::Error::Api(s) = core
+        .create(
+            &PostParams::default(),
+            &event(json!({"namespace": "default"})),
+        )
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert_eq!(s.code, 422, "{}", s.message);
+    assert!(
+        s.message.contains("name or generateName is required"),
+        "{}",
+        s.message
+    );
+}
+
 /// A bulk seed of 25,000 objects, listed back through kube's paging (500 a page) and
 /// followed by a watch from the list's resourceVersion that sees only the change
 /// after it.

@@ -187,19 +187,32 @@ pub async fn watch_scope(
 /// (403: the verb and resource the RBAC rules lack) or does not serve the resource
 /// (404: a CRD not installed).
 fn describe(watch: &Watch, e: &watcher::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    let code = match e {
-        watcher::Error::InitialListFailed(kube::Error::Api(r))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(r))
-        | watcher::Error::WatchFailed(kube::Error::Api(r)) => Some(r.code),
-        watcher::Error::WatchError(r) => Some(r.code),
+    // The API's answer once, in its words (kube's text for it repeats the message
+    // and appends its debug form).
+    let answered = match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(r)) => {
+            Some(("failed to perform initial object list", r))
+        }
+        watcher::Error::WatchStartFailed(kube::Error::Api(r)) => {
+            Some(("failed to start watching object", r))
+        }
+        watcher::Error::WatchFailed(kube::Error::Api(r)) => Some(("watch stream failed", r)),
+        watcher::Error::WatchError(r) => Some(("error returned by apiserver during watch", r)),
         _ => None,
+    };
+    let code = answered.map(|(_, r)| r.code);
+    let text = match answered {
+        Some((what, r)) => format!("{what}: {} ({} {})", r.message, r.code, r.reason),
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            text
+        }
     };
     let ar = watch.feed.resource();
     let group = if ar.group.is_empty() {
