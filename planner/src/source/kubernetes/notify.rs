@@ -343,7 +343,7 @@ impl EventWriter {
                     if let Some(t) = self.told.get_mut(&key) {
                         t.bucket.tokens = (t.bucket.tokens + 1.0).min(BURST);
                     }
-                    tracing::debug!(object = %format!("{} {}", d.kind, d.name), error = %e, "Kubernetes event not written; trying again next round.");
+                    tracing::warn!(object = %format!("{} {}", d.kind, d.name), error = %e, "Kubernetes event not written; trying again next round.");
                 }
             }
         }

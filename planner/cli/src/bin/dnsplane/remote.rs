@@ -304,7 +304,13 @@ fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
         }
     }
     for e in &doc.source_errors {
-        println!("source error: {}: {}: {}", e.location, e.record, e.message);
+        // An error about a whole object (a Kubernetes Service's load balancer) names
+        // no record.
+        if e.record.is_empty() {
+            println!("source error: {}: {}", e.location, e.message);
+        } else {
+            println!("source error: {}: {}: {}", e.location, e.record, e.message);
+        }
     }
 }
 
