@@ -15,7 +15,9 @@
 //! that the bench's own RSS is the planner's.
 //!
 //! Run: `cargo bench -p dnsplane-e2e --bench kubernetes_kinds` (`-- 1000` for a tenth
-//! of the objects).
+//! of the objects). With `DNSPLANE_BENCH_EXIT_AFTER_MEMORY=1` it exits right after the
+//! memory figure, without freeing anything: under `heaptrack`, the "leaks" are then
+//! what the converged planner holds.
 use dnsplane_common::Name;
 use dnsplane_planner::config::{
     ConflictPolicy, KubernetesSourceConfig, PlannerConfig, Policy, SourceConfig, SyncConfig,
@@ -26,6 +28,10 @@ use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, Instant};
+
+/// The allocator of the `dnsplane-planner` binary, so that RSS is what it would be.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ZONE: &str = "bench.example.";
 const CHILD_ENV: &str = "DNSPLANE_BENCH_KUBE_CLUSTER";
@@ -485,6 +491,11 @@ fn main() {
         before as f64 / 1e6,
         after as f64 / 1e6
     );
+    if std::env::var_os("DNSPLANE_BENCH_EXIT_AFTER_MEMORY").is_some() {
+        // For a heap profiler: what is live now is reported as never freed.
+        let _ = cluster.kill();
+        std::process::exit(0);
+    }
 
     let mut dns = Dns::new(dns_port);
     let mut latencies = Vec::with_capacity(CHANGES);

@@ -184,12 +184,13 @@ impl Translated {
     }
 
     /// A complete list of `kind` in `scope` (a namespace; `None`: all): objects of the
-    /// scope absent from it were deleted.
+    /// scope absent from it were deleted. Each object is reduced as it is taken from
+    /// `listed`, so that a list of tens of thousands is never held whole.
     pub fn replace_scope(
         &mut self,
         kind: Kind,
         scope: Option<&str>,
-        listed: Vec<Value>,
+        listed: impl IntoIterator<Item = Value>,
         now: Instant,
     ) {
         let listed: BTreeMap<ObjectName, Value> = listed
