@@ -272,7 +272,7 @@ impl Translated {
                 .endpoint_slices
                 .values()
                 .flatten()
-                .map(|s| kinds::object_key(s))
+                .map(kinds::object_key)
                 .collect(),
         }
     }
