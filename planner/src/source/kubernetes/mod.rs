@@ -327,7 +327,7 @@ fn take(
                     objects.replace_scope(scope, listed);
                 }
                 Feed::Kind(k) => {
-                    translated.replace_scope(k, scope, items.into_iter().map(value).collect(), now)
+                    translated.replace_scope(k, scope, items.into_iter().map(value), now)
                 }
                 Feed::Dependency(d) => translated.replace_dependency_scope(
                     d,

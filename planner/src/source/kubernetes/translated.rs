@@ -3,9 +3,11 @@
 //! Pods, Gateways): pure and synchronous, like [`super::objects`], so that every rule
 //! is tested without a server.
 //!
-//! Each object is kept as it was last seen (trimmed: no managed fields, no
-//! last-applied annotation) so that it can be translated again when something it
-//! depends on changes: a Gateway's addresses change every route attached to it.
+//! Each object is kept as it was last seen, reduced to what its translation reads
+//! ([`kinds::kept`]) and held as compact JSON text (a few hundred bytes instead of a
+//! tree of maps of several kilobytes), so that it can be translated again when
+//! something it depends on changes: a Gateway's addresses change every route attached
+//! to it.
 //!
 //! What an object asks for ([`super::kinds::translate`]) is then accepted like a
 //! DNSEndpoint's spec ([`Objects`]): names, targets and TTLs validated by the shared
@@ -82,32 +84,41 @@ pub struct Standing {
 /// The translation function (the real one, or a test's).
 pub type Translate = fn(Kind, &Value, &Cluster, &Options) -> Translation;
 
+/// What of an object is kept for that translation ([`kinds::kept::keep_read`] for the
+/// real one).
+pub type Keep = fn(Kind, Value, &Options) -> Value;
+
 /// Everything the translated kinds hold.
 #[derive(Debug)]
 pub struct Translated {
     options: Options,
     grace: Duration,
     translate: Translate,
+    keep: Keep,
     cluster: Cluster,
     /// What each object asked for, accepted, per kind.
     accepted: BTreeMap<Kind, Objects>,
-    /// Each object as last seen.
-    raw: BTreeMap<Kind, BTreeMap<ObjectName, Value>>,
+    /// Each object as last seen: what its translation reads, as JSON text.
+    raw: BTreeMap<Kind, BTreeMap<ObjectName, Box<str>>>,
     standing: BTreeMap<(Kind, ObjectName), Standing>,
     zones: Option<crate::source::zones::ZoneCheck>,
 }
 
 impl Translated {
     pub fn new(options: Options, grace: Duration) -> Translated {
-        Translated::with_translate(options, grace, kinds::translate)
+        let mut t = Translated::with_translate(options, grace, kinds::translate);
+        t.keep = kinds::kept::keep_read;
+        t
     }
 
-    /// With another translation: for tests of the rules here.
+    /// With another translation (objects kept whole but for [`trim`]): for tests of
+    /// the rules here.
     pub fn with_translate(options: Options, grace: Duration, translate: Translate) -> Translated {
         Translated {
             options,
             grace,
             translate,
+            keep: |_, object, _| trim(object),
             cluster: Cluster::default(),
             accepted: BTreeMap::new(),
             raw: BTreeMap::new(),
@@ -155,11 +166,12 @@ impl Translated {
     /// A new version of an object of `kind`.
     pub fn apply(&mut self, kind: Kind, object: Value, now: Instant) {
         let name = kinds::object_key(&object);
+        let object = (self.keep)(kind, object, &self.options);
         self.raw
             .entry(kind)
             .or_default()
-            .insert(name.clone(), trim(object));
-        self.retranslate(kind, &name, now);
+            .insert(name.clone(), object.to_string().into_boxed_str());
+        self.translate_object(kind, &name, &object, now);
     }
 
     /// An object deleted: the one way its records go at once.
@@ -172,17 +184,21 @@ impl Translated {
     }
 
     /// A complete list of `kind` in `scope` (a namespace; `None`: all): objects of the
-    /// scope absent from it were deleted.
+    /// scope absent from it were deleted. Each object is reduced as it is taken from
+    /// `listed`, so that a list of tens of thousands is never held whole.
     pub fn replace_scope(
         &mut self,
         kind: Kind,
         scope: Option<&str>,
-        listed: Vec<Value>,
+        listed: impl IntoIterator<Item = Value>,
         now: Instant,
     ) {
         let listed: BTreeMap<ObjectName, Value> = listed
             .into_iter()
-            .map(|o| (kinds::object_key(&o), trim(o)))
+            .map(|o| {
+                let name = kinds::object_key(&o);
+                (name, (self.keep)(kind, o, &self.options))
+            })
             .collect();
         let gone: Vec<ObjectName> = self
             .raw
@@ -195,10 +211,12 @@ impl Translated {
         for name in gone {
             self.delete(kind, &name);
         }
-        let names: Vec<ObjectName> = listed.keys().cloned().collect();
-        self.raw.entry(kind).or_default().extend(listed);
-        for name in names {
-            self.retranslate(kind, &name, now);
+        let raw = self.raw.entry(kind).or_default();
+        for (name, object) in &listed {
+            raw.insert(name.clone(), object.to_string().into_boxed_str());
+        }
+        for (name, object) in &listed {
+            self.translate_object(kind, name, object, now);
         }
     }
 
@@ -291,15 +309,14 @@ impl Translated {
 
     /// The objects whose translation may change with dependency `name`.
     fn dependents(&self, dep: Dependency, name: &str) -> Vec<(Kind, ObjectName)> {
-        let of_kinds =
-            |pred: &dyn Fn(Kind, &ObjectName, &Value) -> bool| -> Vec<(Kind, ObjectName)> {
-                self.raw
-                    .iter()
-                    .flat_map(|(k, m)| m.iter().map(move |(n, v)| (*k, n, v)))
-                    .filter(|(k, n, v)| pred(*k, n, v))
-                    .map(|(k, n, _)| (k, n.clone()))
-                    .collect()
-            };
+        let of_kinds = |pred: &dyn Fn(Kind, &ObjectName, &str) -> bool| -> Vec<(Kind, ObjectName)> {
+            self.raw
+                .iter()
+                .flat_map(|(k, m)| m.iter().map(move |(n, v)| (*k, n, v)))
+                .filter(|(k, n, v)| pred(*k, n, v))
+                .map(|(k, n, _)| (k, n.clone()))
+                .collect()
+        };
         let namespace = name.split_once('/').map_or("", |(ns, _)| ns);
         match dep {
             // Nodes: every Service (NodePort, and headless with host IPs).
@@ -310,7 +327,7 @@ impl Translated {
                 k == Kind::Service && n.split_once('/').is_some_and(|(ns, _)| ns == namespace)
             }),
             Dependency::Gateway => of_kinds(&|k, _, v| {
-                k.is_route() && kinds::route_parents(v).iter().any(|p| p == name)
+                k.is_route() && kinds::route_parents(&parse(v)).iter().any(|p| p == name)
             }),
             // A namespace's labels: the routes in it.
             Dependency::Namespace => of_kinds(&|k, n, _| {
@@ -324,6 +341,12 @@ impl Translated {
         let Some(object) = self.raw.get(&kind).and_then(|m| m.get(name)) else {
             return;
         };
+        let object = parse(object);
+        self.translate_object(kind, name, &object, now);
+    }
+
+    /// Translates `object`, `name` of `kind` (as kept), and accepts the result.
+    fn translate_object(&mut self, kind: Kind, name: &str, object: &Value, now: Instant) {
         let t = (self.translate)(kind, object, &self.cluster, &self.options);
         let generation = object["metadata"]["generation"].as_i64();
         let uid = object["metadata"]["uid"].as_str().map(str::to_string);
@@ -411,6 +434,11 @@ impl Translated {
     pub fn iter(&self) -> impl Iterator<Item = (Kind, &ObjectName, &Standing)> {
         self.standing.iter().map(|((k, n), s)| (*k, n, s))
     }
+}
+
+/// An object as kept (JSON text this module wrote).
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_default()
 }
 
 fn kept_note(n: usize) -> String {

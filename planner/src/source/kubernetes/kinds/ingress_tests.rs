@@ -7,8 +7,26 @@
 use super::annotations::{ALPHA_PREFIX, PREFIX};
 use super::for_hostname::merge_endpoints;
 use super::ingress::check_options;
-use super::{Cluster, Endpoint, Kind, Options, translate};
+use super::{Cluster, Endpoint, Kind, Options};
 use serde_json::{Map, Value, json};
+
+/// [`super::translate`], checking that what the source keeps of the object
+/// ([`super::kept`]) translates alike: every case below checks the trimming too.
+fn translate(
+    kind: Kind,
+    object: &Value,
+    cluster: &Cluster,
+    options: &Options,
+) -> super::Translation {
+    let t = super::translate(kind, object, cluster, options);
+    let kept = super::kept::keep_read(kind, object.clone(), options);
+    assert_eq!(
+        super::translate(kind, &kept, cluster, options),
+        t,
+        "what is kept of {object} translates otherwise"
+    );
+    t
+}
 
 const HOSTNAME: &str = "external-dns.kubernetes.io/hostname";
 const TARGET: &str = "external-dns.kubernetes.io/target";

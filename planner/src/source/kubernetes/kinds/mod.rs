@@ -30,6 +30,7 @@ pub mod gateway;
 pub mod ingress;
 #[cfg(test)]
 mod ingress_tests;
+pub mod kept;
 pub mod object_filter;
 pub mod route;
 pub use route::route_parents;

@@ -6,8 +6,22 @@
 //! Compared as external-dns's `testutils.ValidateEndpoints` compares: both lists
 //! sorted, targets sorted and deduplicated.
 use super::super::{Cluster, Endpoint, Options, Translation};
-use super::{merge_endpoints, translate};
+use super::merge_endpoints;
 use serde_json::{Value, json};
+
+/// [`super::translate`], checking that what the source keeps of the Service
+/// ([`super::super::kept`]) translates alike: every case checks the trimming too.
+pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Translation {
+    let t = super::translate(object, cluster, options);
+    let kind = super::super::Kind::Service;
+    let kept = super::super::kept::keep_read(kind, object.clone(), options);
+    assert_eq!(
+        super::translate(&kept, cluster, options),
+        t,
+        "what is kept of {object} translates otherwise"
+    );
+    t
+}
 
 mod fqdn;
 mod headless;

@@ -1,0 +1,190 @@
+//! What of an object the translations read, and nothing else: the source keeps every
+//! object of the translated kinds to translate it again when a dependency changes (a
+//! Gateway's addresses), and a whole object (kubectl's last-applied copy, ports,
+//! route rules, conditions…) costs several kilobytes, a JSON tree of maps. The tests of
+//! every kind check that an object and what is kept of it translate alike.
+//!
+//! With `fqdn_template` the template may read any field (`.Spec…`, `.Status…`): then
+//! only what no template can want goes (managed fields, the last-applied copy).
+use super::{Kind, Options};
+use serde_json::{Map, Value};
+
+/// The metadata fields translations read (`generation` and `uid` the source itself).
+const METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "generation",
+    "labels",
+    "annotations",
+    "deletionTimestamp",
+];
+
+/// The `spec` fields a Service's translation reads.
+const SERVICE_SPEC: &[&str] = &[
+    "type",
+    "clusterIP",
+    "clusterIPs",
+    "externalIPs",
+    "externalName",
+    "ports",
+    "selector",
+    "externalTrafficPolicy",
+    "publishNotReadyAddresses",
+];
+
+/// `object` of `kind` with only what its translation under `options` reads.
+pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
+    let Value::Object(mut all) = object else {
+        return object;
+    };
+    if let Some(Value::Object(meta)) = all.get_mut("metadata") {
+        meta.remove("managedFields");
+        if let Some(Value::Object(a)) = meta.get_mut("annotations") {
+            a.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+    if options.fqdn_template.is_some() || kind == Kind::DnsEndpoint {
+        return Value::Object(all);
+    }
+    let mut kept = Map::new();
+    for key in ["apiVersion", "kind"] {
+        if let Some(v) = all.remove(key) {
+            kept.insert(key.to_string(), v);
+        }
+    }
+    if let Some(Value::Object(mut meta)) = all.remove("metadata") {
+        kept.insert("metadata".into(), Value::Object(only(&mut meta, METADATA)));
+    }
+    let mut spec = match all.remove("spec") {
+        Some(Value::Object(spec)) => spec,
+        _ => Map::new(),
+    };
+    let mut status = match all.remove("status") {
+        Some(Value::Object(status)) => status,
+        _ => Map::new(),
+    };
+    let (spec, status) = match kind {
+        Kind::Service => (
+            only(&mut spec, SERVICE_SPEC),
+            only(&mut status, &["loadBalancer"]),
+        ),
+        Kind::Ingress => (ingress_spec(spec), only(&mut status, &["loadBalancer"])),
+        _ => (
+            only(&mut spec, &["hostnames", "parentRefs"]),
+            only(&mut status, &["parents"]),
+        ),
+    };
+    kept.insert("spec".into(), Value::Object(spec));
+    kept.insert("status".into(), Value::Object(status));
+    Value::Object(kept)
+}
+
+/// The fields of `map` named in `keys`, taken out of it.
+fn only(map: &mut Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v)))
+        .collect()
+}
+
+/// An Ingress's class, its rules' hosts (each rule kept in its place: problems name
+/// `spec.rules[i].host`) and its TLS hosts.
+fn ingress_spec(mut spec: Map<String, Value>) -> Map<String, Value> {
+    let mut kept = only(&mut spec, &["ingressClassName"]);
+    for (key, field) in [("rules", "host"), ("tls", "hosts")] {
+        if let Some(Value::Array(items)) = spec.remove(key) {
+            let items = items
+                .into_iter()
+                .map(|item| match item {
+                    Value::Object(mut o) => Value::Object(only(&mut o, &[field])),
+                    other => other,
+                })
+                .collect();
+            kept.insert(key.to_string(), Value::Array(items));
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_service_keeps_what_its_translation_reads_and_loses_the_rest() {
+        let svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {
+                "name": "web", "namespace": "shop", "uid": "u1", "generation": 3,
+                "resourceVersion": "99", "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"app": "web"},
+                "annotations": {
+                    "external-dns.kubernetes.io/hostname": "web.example.com",
+                    "kubectl.kubernetes.io/last-applied-configuration": "{\"big\": true}",
+                },
+                "managedFields": [{"manager": "kubectl"}],
+            },
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}], "sessionAffinity": "None", "ipFamilies": ["IPv4"]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}, "conditions": []},
+        });
+        let kept = keep_read(Kind::Service, svc, &Options::default());
+        assert_eq!(
+            kept,
+            json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {
+                    "name": "web", "namespace": "shop", "uid": "u1", "generation": 3,
+                    "labels": {"app": "web"},
+                    "annotations": {"external-dns.kubernetes.io/hostname": "web.example.com"},
+                },
+                "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+                "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}},
+            })
+        );
+    }
+
+    #[test]
+    fn an_ingress_keeps_its_hosts_in_place_and_a_route_its_parents() {
+        let ing = json!({
+            "metadata": {"name": "web"},
+            "spec": {
+                "ingressClassName": "nginx",
+                "rules": [{"http": {"paths": []}}, {"host": "b.example.com", "http": {"paths": []}}],
+                "tls": [{"hosts": ["b.example.com"], "secretName": "s"}],
+                "defaultBackend": {"service": {"name": "x"}},
+            },
+        });
+        assert_eq!(
+            keep_read(Kind::Ingress, ing, &Options::default())["spec"],
+            json!({"ingressClassName": "nginx", "rules": [{}, {"host": "b.example.com"}], "tls": [{"hosts": ["b.example.com"]}]})
+        );
+        let route = json!({
+            "metadata": {"name": "r"},
+            "spec": {"hostnames": ["a.example.com"], "parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": []}]},
+            "status": {"parents": [{"parentRef": {"name": "gw"}}]},
+        });
+        let kept = keep_read(Kind::HttpRoute, route, &Options::default());
+        assert_eq!(
+            kept["spec"],
+            json!({"hostnames": ["a.example.com"], "parentRefs": [{"name": "gw"}]})
+        );
+        assert_eq!(kept["status"]["parents"][0]["parentRef"]["name"], "gw");
+    }
+
+    #[test]
+    fn with_a_template_every_field_stays_but_managed_fields_and_the_last_applied_copy() {
+        let options = Options {
+            fqdn_template: Some("{{.Spec.SessionAffinity}}.example.com".into()),
+            ..Options::default()
+        };
+        let svc = json!({
+            "metadata": {"name": "web", "managedFields": [], "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "spec": {"sessionAffinity": "None"},
+        });
+        assert_eq!(
+            keep_read(Kind::Service, svc, &options),
+            json!({"metadata": {"name": "web", "annotations": {}}, "spec": {"sessionAffinity": "None"}})
+        );
+    }
+}
