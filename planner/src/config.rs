@@ -545,9 +545,6 @@ impl PlannerConfig {
                         "a kubernetes source's token_file and ca_file go with api_server".into(),
                     );
                 }
-                if let Some(e) = k.check().into_iter().next() {
-                    return Err(format!("[[sources]] type = \"kubernetes\": {e}"));
-                }
             }
         }
         if self.zones.is_empty() {

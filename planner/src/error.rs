@@ -23,6 +23,10 @@ pub enum PlannerError {
     #[error("gRPC server: {0}")]
     Serve(#[source] tonic::transport::Error),
     /// A configured source path that is missing, unreadable or holds no manifest.
+    /// A key the config loader cannot judge alone (a Kubernetes source's kinds,
+    /// selectors, template), named with its table.
+    #[error("config: {0}")]
+    Config(String),
     #[error("source not ready: {0}")]
     SourceNotReady(String),
     /// `[webhook] listen` cannot be bound (in use, not this host's).

@@ -85,7 +85,13 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
                 .map_err(PlannerError::SourceNotReady)?,
             // Reached at run time: an API that does not answer yet makes the source
             // not ready, not the planner unable to start.
-            SourceConfig::Kubernetes(_) => {}
+            SourceConfig::Kubernetes(k) => {
+                if let Some(e) = source::kubernetes::settings::check(k).into_iter().next() {
+                    return Err(PlannerError::Config(format!(
+                        "[[sources]] type = \"kubernetes\": {e}"
+                    )));
+                }
+            }
         }
     }
     DesiredStore::open(&config.state_dir)?;
@@ -474,7 +480,7 @@ async fn start_kubernetes_source(
         }
         let _ = watcher.await;
     });
-    let kinds = config.kinds();
+    let kinds = kubernetes::settings::kinds(config);
     if config.write_events
         && kinds
             .iter()

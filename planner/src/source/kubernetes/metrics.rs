@@ -6,12 +6,14 @@
 //! | `dnsplane_planner_kubernetes_objects` | gauge | `kind` (`Service` `Ingress` `HTTPRoute` …), `outcome` (`Published` `Conflict` `Invalid` `Rejected` `Held` `Pending`) | each events round: the objects now in each outcome |
 //! | `dnsplane_planner_kubernetes_events` | counter | `kind`, `reason` | every Event written to an object |
 use super::kinds::Kind;
-use super::notify::Tally;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+/// Counts per (kind, verdict reason): the objects now in each, from an events round.
+pub type Tally = std::collections::BTreeMap<(Kind, &'static str), usize>;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ObjectLabels {

@@ -35,6 +35,7 @@ pub mod kinds;
 pub mod metrics;
 pub mod notify;
 pub mod objects;
+pub mod settings;
 pub mod status;
 pub mod translated;
 pub mod watch;
@@ -108,7 +109,7 @@ pub struct KubernetesSource {
 
 impl KubernetesSource {
     pub fn new(config: KubernetesSourceConfig) -> KubernetesSource {
-        let translated = Translated::new(config.options(), config.target_loss_grace);
+        let translated = Translated::new(settings::options(&config), config.target_loss_grace);
         KubernetesSource {
             config,
             objects: Arc::default(),
@@ -140,7 +141,7 @@ impl KubernetesSource {
             key.push('?');
             key.push_str(s);
         }
-        let kinds = self.config.kinds();
+        let kinds = settings::kinds(&self.config);
         if kinds != [Kind::DnsEndpoint] {
             let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
             key.push('#');
@@ -178,7 +179,7 @@ impl KubernetesSource {
     /// namespace, and the gateway filters apply in the translation, where a Gateway
     /// filtered out is told apart from one that is missing).
     pub fn watches(&self) -> Vec<Watch> {
-        let kinds = self.config.kinds();
+        let kinds = settings::kinds(&self.config);
         let mut watches = Vec::new();
         for kind in &kinds {
             for scope in self.scopes() {

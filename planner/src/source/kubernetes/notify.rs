@@ -180,8 +180,7 @@ struct Told {
     bucket: Bucket,
 }
 
-/// Counts per (kind, verdict reason): the objects now in each, for the metric.
-pub type Tally = BTreeMap<(Kind, &'static str), usize>;
+pub use super::metrics::Tally;
 
 /// Writes the objects' events, remembering what it wrote.
 pub struct EventWriter {
