@@ -222,8 +222,13 @@ fn describe(watch: &Watch, e: &watcher::Error) -> String {
     };
     match code {
         Some(403) => format!(
-            "{text}; the planner's account may not list and watch {} in API group {group}: grant the verbs list and watch on it (deploy/k8s/16-rbac-kinds.yaml)",
-            ar.plural
+            "{text}; the planner's account may not list and watch {} in API group {group}: grant the verbs list and watch on it ({})",
+            ar.plural,
+            if watch.feed == Feed::Kind(Kind::DnsEndpoint) {
+                "deploy/k8s/15-rbac.yaml"
+            } else {
+                "deploy/k8s/16-rbac-kinds.yaml"
+            }
         ),
         Some(404) => format!(
             "{text}; the API does not serve {} {}: install its CRD, or remove {} from kinds",
