@@ -42,12 +42,12 @@ pub fn check_options(options: &Options) -> Result<(), String> {
 /// The endpoints of one Ingress.
 pub fn translate(object: &Value, _cluster: &Cluster, options: &Options) -> Translation {
     match object_filter::skip_reason(object, options) {
-        Err(p) => return problems(vec![p]),
-        Ok(Some(why)) => return skipped(why),
+        Err(p) => return Translation::refused(vec![p]),
+        Ok(Some(why)) => return Translation::skipped(why),
         Ok(None) => {}
     }
     if let Some(why) = class_mismatch(object, options) {
-        return skipped(why);
+        return Translation::skipped(why);
     }
     let annotations = Annotations::of(object);
     let mut found = Vec::new();
@@ -89,7 +89,7 @@ pub fn translate(object: &Value, _cluster: &Cluster, options: &Options) -> Trans
         }
     }
     if !found.is_empty() {
-        return problems(found);
+        return Translation::refused(found);
     }
     Translation {
         endpoints: merge_endpoints(endpoints),
@@ -231,18 +231,4 @@ fn endpoints_for(
         }
     }
     out
-}
-
-fn skipped(why: String) -> Translation {
-    Translation {
-        skipped: Some(why),
-        ..Translation::default()
-    }
-}
-
-fn problems(problems: Vec<Problem>) -> Translation {
-    Translation {
-        problems,
-        ..Translation::default()
-    }
 }

@@ -82,6 +82,28 @@ pub struct Translation {
     pub skipped: Option<String>,
 }
 
+impl Translation {
+    /// Not for this source (a filter, another controller's): no records, no problem.
+    pub fn skipped(why: String) -> Translation {
+        Translation {
+            skipped: Some(why),
+            ..Translation::default()
+        }
+    }
+
+    /// Cannot be used as it is: the object keeps its last accepted records.
+    pub fn refused(problems: Vec<Problem>) -> Translation {
+        Translation {
+            problems,
+            ..Translation::default()
+        }
+    }
+
+    pub fn refused_one(problem: Problem) -> Translation {
+        Translation::refused(vec![problem])
+    }
+}
+
 /// The source's options, external-dns's flags of the same meaning.
 #[derive(Debug, Clone, Default)]
 pub struct Options {

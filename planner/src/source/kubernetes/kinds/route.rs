@@ -42,8 +42,8 @@ pub fn route_parents(route: &Value) -> Vec<String> {
 /// The endpoints of one route of `kind`.
 pub fn translate(kind: Kind, route: &Value, cluster: &Cluster, options: &Options) -> Translation {
     match object_filter::skip_reason(route, options) {
-        Err(p) => return problems(vec![p]),
-        Ok(Some(why)) => return skipped(why),
+        Err(p) => return Translation::refused(vec![p]),
+        Ok(Some(why)) => return Translation::skipped(why),
         Ok(None) => {}
     }
     let mut found = Vec::new();
@@ -71,7 +71,7 @@ pub fn translate(kind: Kind, route: &Value, cluster: &Cluster, options: &Options
     };
     let hosts = hosts(kind, route, &annotations, options, &mut found);
     if !found.is_empty() {
-        return problems(found);
+        return Translation::refused(found);
     }
 
     let resolver = Resolver {
@@ -84,7 +84,7 @@ pub fn translate(kind: Kind, route: &Value, cluster: &Cluster, options: &Options
     };
     let host_targets = resolver.resolve(&hosts, &mut found);
     if !found.is_empty() {
-        return problems(found);
+        return Translation::refused(found);
     }
     let mut endpoints = Vec::new();
     let mut waiting = false;
@@ -362,18 +362,4 @@ fn namespace_of(object: &Value) -> &str {
 /// external-dns's `strVal`: the string, or `default` when absent or empty.
 fn str_or<'a>(v: &'a Value, default: &'a str) -> &'a str {
     v.as_str().filter(|s| !s.is_empty()).unwrap_or(default)
-}
-
-fn skipped(why: String) -> Translation {
-    Translation {
-        skipped: Some(why),
-        ..Translation::default()
-    }
-}
-
-fn problems(problems: Vec<Problem>) -> Translation {
-    Translation {
-        problems,
-        ..Translation::default()
-    }
 }

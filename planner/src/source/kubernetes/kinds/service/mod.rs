@@ -40,13 +40,13 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
     if let Some(filter) = options.annotation_filter.as_deref() {
         match Selector::parse(filter) {
             Ok(sel) if !sel.matches(|k| ann.raw(k)) => {
-                return skipped(format!(
+                return Translation::skipped(format!(
                     "annotations do not match the annotation filter {filter:?}"
                 ));
             }
             Ok(_) => {}
             Err(e) => {
-                return refused(Problem {
+                return Translation::refused_one(Problem {
                     field: "annotation_filter".into(),
                     message: format!("{filter:?} is not a selector: {e}"),
                 });
@@ -54,13 +54,13 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
         }
     }
     if !type_selected(&options.service_types, svc.kind) {
-        return skipped(format!(
+        return Translation::skipped(format!(
             "service type {} is not in the service type filter {:?}",
             svc.kind, options.service_types
         ));
     }
     if let Some(why) = ann.controller_mismatch() {
-        return skipped(why);
+        return Translation::skipped(why);
     }
 
     let mut problems = Vec::new();
@@ -199,20 +199,6 @@ fn checked(ann: &Annotations<'_>, name: &str, problems: &mut Vec<Problem>) -> Ve
         return Vec::new();
     };
     names::hostname_annotation(&key, value, problems)
-}
-
-fn skipped(why: String) -> Translation {
-    Translation {
-        skipped: Some(why),
-        ..Translation::default()
-    }
-}
-
-fn refused(problem: Problem) -> Translation {
-    Translation {
-        problems: vec![problem],
-        ..Translation::default()
-    }
 }
 
 /// What every endpoint of the object carries.
