@@ -4,7 +4,7 @@ use super::events;
 use super::refusal::{Refusal, reply};
 use super::resource::Resource;
 use super::selector::{FieldSelector, LabelSelector, query_map};
-use super::store::{Key, State, StatusWrite, event_line, gone_status, shape};
+use super::store::{Key, State, StatusWrite, event_line, gone_status, key, shape};
 use axum::body::{Body, Bytes};
 use axum::http::{Method, Request, Response, StatusCode};
 use base64::Engine as _;
@@ -171,15 +171,6 @@ pub async fn handle(state: Shared, req: Request<Body>) -> Response<Body> {
     }
 }
 
-fn key(r: Resource, namespace: Option<&str>, name: &str) -> Key {
-    let ns = if r.info().namespaced {
-        namespace.unwrap_or("")
-    } else {
-        ""
-    };
-    (ns.to_string(), name.to_string())
-}
-
 fn check_forbidden(st: &State, r: Resource, verb: &str, ns: Option<&str>) -> Result<(), Refusal> {
     if st
         .forbidden
@@ -231,7 +222,7 @@ fn create(
     if name.is_empty()
         && let Some(prefix) = meta["generateName"].as_str().filter(|p| !p.is_empty())
     {
-        name = generated_name(&st, r, ns, prefix);
+        name = st.generated_name(r, ns, prefix);
         meta["name"] = name.clone().into();
     }
     if !name.is_empty() && st.get(r, &key(r, ns, &name)).is_some() {
@@ -254,27 +245,6 @@ fn create(
     }
     let stored = st.put(r, body)?;
     Ok((StatusCode::CREATED, (*shape(r, &stored)).clone()))
-}
-
-/// A name for `metadata.generateName`, as the API server makes one: the prefix (cut
-/// to 58 characters) and 5 characters of its alphabet, not taken yet in `ns`.
-fn generated_name(st: &State, r: Resource, ns: Option<&str>, prefix: &str) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let prefix: String = prefix.chars().take(58).collect();
-    let mut n = st.rv.wrapping_mul(2_654_435_761);
-    loop {
-        let mut suffix = String::new();
-        let mut m = n;
-        for _ in 0..5 {
-            suffix.push(ALPHABET[(m % ALPHABET.len() as u64) as usize] as char);
-            m /= ALPHABET.len() as u64;
-        }
-        let name = format!("{prefix}{suffix}");
-        if st.get(r, &key(r, ns, &name)).is_none() {
-            return name;
-        }
-        n = n.wrapping_add(1);
-    }
 }
 
 fn patch_event(

@@ -18,6 +18,16 @@ use tokio::sync::mpsc;
 /// is etcd's keys' order, which lists follow.
 pub type Key = (String, String);
 
+/// The key of `name` in `namespace` (none for a cluster-scoped resource).
+pub fn key(r: Resource, namespace: Option<&str>, name: &str) -> Key {
+    let ns = if r.info().namespaced {
+        namespace.unwrap_or("")
+    } else {
+        ""
+    };
+    (ns.to_string(), name.to_string())
+}
+
 /// One status write the server received.
 #[derive(Debug, Clone)]
 pub struct StatusWrite {
@@ -162,8 +172,11 @@ impl State {
         if name.is_empty()
             && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
         {
-            // Five characters after the prefix, as the API server's name generator.
-            name = format!("{prefix}{:05x}", self.next_id() & 0xfffff);
+            let ns = meta
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("default");
+            name = self.generated_name(storage, Some(ns), prefix);
             object["metadata"]["name"] = name.clone().into();
         }
         if name.is_empty() {
@@ -358,6 +371,27 @@ impl State {
                 &t.history[i..]
             }
             None => &[],
+        }
+    }
+
+    /// A name for `metadata.generateName`, as the API server makes one: the prefix (cut
+    /// to 58 characters) and 5 characters of its alphabet, not taken yet in `ns`.
+    pub fn generated_name(&self, r: Resource, ns: Option<&str>, prefix: &str) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let prefix: String = prefix.chars().take(58).collect();
+        let mut n = self.rv.wrapping_mul(2_654_435_761);
+        loop {
+            let mut suffix = String::new();
+            let mut m = n;
+            for _ in 0..5 {
+                suffix.push(ALPHABET[(m % ALPHABET.len() as u64) as usize] as char);
+                m /= ALPHABET.len() as u64;
+            }
+            let name = format!("{prefix}{suffix}");
+            if self.get(r, &key(r, ns, &name)).is_none() {
+                return name;
+            }
+            n = n.wrapping_add(1);
         }
     }
 
