@@ -520,6 +520,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
             }
             values.sort();
             values.dedup();
+            values.shrink_to_fit();
             if rtype == Some(RecordType::Cname) && values.len() > 1 {
                 problems.push((
                     line_of("targets"),

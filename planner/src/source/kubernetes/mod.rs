@@ -225,6 +225,8 @@ impl KubernetesSource {
     ) -> JoinHandle<()> {
         let (seen_tx, mut seen_rx) = mpsc::channel::<Seen>(256);
         let watches = self.watches();
+        let options = settings::options(&self.config);
+        let reduce: watch::Reduce = Arc::new(move |feed, object| reduce(feed, object, &options));
         let base = watcher::Config::default().timeout(self.watch_timeout);
         for watch in &watches {
             let mut wc = base.clone();
@@ -237,6 +239,7 @@ impl KubernetesSource {
                 client.clone(),
                 watch.clone(),
                 wc,
+                reduce.clone(),
                 seen_tx.clone(),
                 cancel.clone(),
             ));
@@ -310,6 +313,48 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// What is kept of an object of `feed` as the watcher takes it, as JSON text (a tree
+/// of maps costs several times its text): a DNSEndpoint's identity and spec, what a
+/// kind's translation reads ([`kinds::kept`]), a dependency without managed fields and
+/// the last-applied copy.
+fn reduce(feed: Feed, object: DynamicObject, options: &kinds::Options) -> Box<str> {
+    // The object's own fields moved, not copied: only its metadata is converted.
+    let mut value = match object.data {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    if let Some(types) = object.types {
+        value.insert("apiVersion".into(), types.api_version.into());
+        value.insert("kind".into(), types.kind.into());
+    }
+    value.insert(
+        "metadata".into(),
+        serde_json::to_value(object.metadata).unwrap_or_default(),
+    );
+    let value = serde_json::Value::Object(value);
+    let kept = match feed {
+        Feed::Kind(Kind::DnsEndpoint) => {
+            let meta = &value["metadata"];
+            serde_json::json!({
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "generation": meta["generation"],
+                },
+                "spec": value["spec"],
+            })
+        }
+        Feed::Kind(kind) => kinds::kept::keep_read(kind, value, options),
+        Feed::Dependency(_) => translated::trim(value),
+    };
+    kept.to_string().into_boxed_str()
+}
+
+/// An object as [`reduce`] wrote it.
+fn parse(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
 /// One thing a watcher saw, into what is held.
 fn take(
     progress: &mut Progress,
@@ -318,49 +363,45 @@ fn take(
     seen: Seen,
     now: std::time::Instant,
 ) {
-    let value = |o: DynamicObject| serde_json::to_value(o).unwrap_or_default();
     match seen {
         Seen::Listed(w, items) => {
             let scope = w.scope.as_deref();
+            // One object parsed at a time, as it is taken.
+            let items = items.into_iter().map(|text| parse(&text));
             match w.feed {
                 Feed::Kind(Kind::DnsEndpoint) => {
-                    let listed = items.iter().filter_map(object_text).collect();
+                    let listed = items.filter_map(|o| object_text(&o)).collect();
                     objects.replace_scope(scope, listed);
                 }
-                Feed::Kind(k) => {
-                    translated.replace_scope(k, scope, items.into_iter().map(value), now)
+                Feed::Kind(k) => translated.replace_scope(k, scope, items, now),
+                Feed::Dependency(d) => {
+                    translated.replace_dependency_scope(d, scope, items.collect(), now)
                 }
-                Feed::Dependency(d) => translated.replace_dependency_scope(
-                    d,
-                    scope,
-                    items.into_iter().map(value).collect(),
-                    now,
-                ),
             }
             progress.listed(&w);
         }
-        Seen::Applied(w, obj) => match w.feed {
-            Feed::Kind(Kind::DnsEndpoint) => {
+        Seen::Applied(w, obj) => match (w.feed, parse(&obj)) {
+            (Feed::Kind(Kind::DnsEndpoint), obj) => {
                 if let Some((name, generation, text)) = object_text(&obj) {
                     objects.apply(&name, generation, &text);
                 }
             }
-            Feed::Kind(k) => translated.apply(k, value(obj), now),
-            Feed::Dependency(d) => {
+            (Feed::Kind(k), obj) => translated.apply(k, obj, now),
+            (Feed::Dependency(d), obj) => {
                 let name = dependency_name(d, &obj);
-                translated.dependency(d, &name, Some(value(obj)), now);
+                translated.dependency(d, &name, Some(obj), now);
             }
         },
-        Seen::Deleted(w, obj) => match w.feed {
-            Feed::Kind(Kind::DnsEndpoint) => {
+        Seen::Deleted(w, obj) => match (w.feed, parse(&obj)) {
+            (Feed::Kind(Kind::DnsEndpoint), obj) => {
                 if let Some((name, _, _)) = object_text(&obj) {
                     objects.delete(&name);
                 }
             }
-            Feed::Kind(k) => {
-                translated.delete(k, &kinds::object_key(&value(obj)));
+            (Feed::Kind(k), obj) => {
+                translated.delete(k, &kinds::object_key(&obj));
             }
-            Feed::Dependency(d) => {
+            (Feed::Dependency(d), obj) => {
                 let name = dependency_name(d, &obj);
                 translated.dependency(d, &name, None, now);
             }
@@ -370,34 +411,34 @@ fn take(
 }
 
 /// How a dependency is named: `namespace/name`, a Node by its name.
-fn dependency_name(dep: Dependency, obj: &DynamicObject) -> String {
-    let name = obj.metadata.name.clone().unwrap_or_default();
+fn dependency_name(dep: Dependency, obj: &serde_json::Value) -> String {
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     match dep {
-        Dependency::Node | Dependency::Namespace => name,
+        Dependency::Node | Dependency::Namespace => name.to_string(),
         _ => format!(
             "{}/{name}",
-            obj.metadata.namespace.as_deref().unwrap_or("default")
+            obj["metadata"]["namespace"].as_str().unwrap_or("default")
         ),
     }
 }
 
-/// `(namespace/name, generation, the text the parser reads)` of an object: its
-/// identity and spec as JSON (valid YAML), without the metadata the parser does not
-/// need (managed fields would only cost time).
-fn object_text(obj: &DynamicObject) -> Option<(ObjectName, Option<i64>, String)> {
-    let name = obj.metadata.name.as_deref()?;
-    let namespace = obj.metadata.namespace.as_deref().unwrap_or("default");
+/// `(namespace/name, generation, the text the parser reads)` of a DNSEndpoint as
+/// [`reduce`] kept it: its identity and spec as JSON (valid YAML).
+fn object_text(obj: &serde_json::Value) -> Option<(ObjectName, Option<i64>, String)> {
+    let meta = &obj["metadata"];
+    let name = meta["name"].as_str()?;
+    let namespace = meta["namespace"].as_str().unwrap_or("default");
     let mut doc = serde_json::json!({
         "apiVersion": "externaldns.k8s.io/v1alpha1",
         "kind": "DNSEndpoint",
         "metadata": {"name": name, "namespace": namespace},
     });
-    if let Some(spec) = obj.data.get("spec") {
-        doc["spec"] = spec.clone();
+    if !obj["spec"].is_null() {
+        doc["spec"] = obj["spec"].clone();
     }
     Some((
         format!("{namespace}/{name}"),
-        obj.metadata.generation,
+        meta["generation"].as_i64(),
         doc.to_string(),
     ))
 }

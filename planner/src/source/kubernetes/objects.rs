@@ -226,7 +226,7 @@ fn accept(
     // DNSEndpoint spec it was turned into.
     let resource: Option<Arc<str>> =
         (kind != Kind::DnsEndpoint).then(|| format!("{kind} {name}").into());
-    let accepted = accepted
+    let mut accepted: Vec<Accepted> = accepted
         .into_iter()
         .map(|mut a| {
             a.entry = DesiredEntry {
@@ -242,6 +242,9 @@ fn accept(
             a
         })
         .collect();
+    // Held for as long as the object is: not with the parser's spare capacity (an
+    // object of one endpoint would hold room for four).
+    accepted.shrink_to_fit();
     ObjectState {
         generation,
         accepted,

@@ -3,11 +3,13 @@
 //! Pods, Gateways): pure and synchronous, like [`super::objects`], so that every rule
 //! is tested without a server.
 //!
-//! Each object is kept as it was last seen, reduced to what its translation reads
-//! ([`kinds::kept`]) and held as compact JSON text (a few hundred bytes instead of a
-//! tree of maps of several kilobytes), so that it can be translated again when
-//! something it depends on changes: a Gateway's addresses change every route attached
-//! to it.
+//! An object whose records depend on other objects (a route on its Gateways, a
+//! NodePort Service on the Nodes: its translation read them, [`Cluster::read`]), or
+//! whose load balancer is in its grace, is kept as it was last seen, reduced to what
+//! its translation reads ([`kinds::kept`]) and held as compact JSON text, so that it
+//! can be translated again when they change: a Gateway's addresses change every route
+//! attached to it. Any other object (a LoadBalancer Service, an Ingress) changes only
+//! with a new version of itself: it is not kept, its records are.
 //!
 //! What an object asks for ([`super::kinds::translate`]) is then accepted like a
 //! DNSEndpoint's spec ([`Objects`]): names, targets and TTLs validated by the shared
@@ -98,8 +100,10 @@ pub struct Translated {
     cluster: Cluster,
     /// What each object asked for, accepted, per kind.
     accepted: BTreeMap<Kind, Objects>,
-    /// Each object as last seen: what its translation reads, as JSON text.
+    /// The objects to translate again when something changes (see the module's
+    /// comment), as last seen: what their translation reads, as JSON text.
     raw: BTreeMap<Kind, BTreeMap<ObjectName, Box<str>>>,
+    /// Every object held, by kind and name.
     standing: BTreeMap<(Kind, ObjectName), Standing>,
     zones: Option<crate::source::zones::ZoneCheck>,
 }
@@ -156,6 +160,11 @@ impl Translated {
 
     /// How many objects of translated kinds are held.
     pub fn len(&self) -> usize {
+        self.standing.len()
+    }
+
+    /// How many objects are kept to be translated again (see the module's comment).
+    pub fn kept(&self) -> usize {
         self.raw.values().map(BTreeMap::len).sum()
     }
 
@@ -167,10 +176,6 @@ impl Translated {
     pub fn apply(&mut self, kind: Kind, object: Value, now: Instant) {
         let name = kinds::object_key(&object);
         let object = (self.keep)(kind, object, &self.options);
-        self.raw
-            .entry(kind)
-            .or_default()
-            .insert(name.clone(), object.to_string().into_boxed_str());
         self.translate_object(kind, &name, &object, now);
     }
 
@@ -184,8 +189,8 @@ impl Translated {
     }
 
     /// A complete list of `kind` in `scope` (a namespace; `None`: all): objects of the
-    /// scope absent from it were deleted. Each object is reduced as it is taken from
-    /// `listed`, so that a list of tens of thousands is never held whole.
+    /// scope absent from it were deleted. Each object is reduced and translated as it
+    /// is taken from `listed`, so that the list is never held whole.
     pub fn replace_scope(
         &mut self,
         kind: Kind,
@@ -193,30 +198,21 @@ impl Translated {
         listed: impl IntoIterator<Item = Value>,
         now: Instant,
     ) {
-        let listed: BTreeMap<ObjectName, Value> = listed
-            .into_iter()
-            .map(|o| {
-                let name = kinds::object_key(&o);
-                (name, (self.keep)(kind, o, &self.options))
-            })
-            .collect();
+        let mut names = std::collections::HashSet::new();
+        for object in listed {
+            let name = kinds::object_key(&object);
+            let object = (self.keep)(kind, object, &self.options);
+            self.translate_object(kind, &name, &object, now);
+            names.insert(name);
+        }
         let gone: Vec<ObjectName> = self
-            .raw
-            .get(&kind)
-            .into_iter()
-            .flat_map(|m| m.keys())
-            .filter(|n| in_scope(scope, n) && !listed.contains_key(*n))
-            .cloned()
+            .standing
+            .keys()
+            .filter(|(k, n)| *k == kind && in_scope(scope, n) && !names.contains(n))
+            .map(|(_, n)| n.clone())
             .collect();
         for name in gone {
             self.delete(kind, &name);
-        }
-        let raw = self.raw.entry(kind).or_default();
-        for (name, object) in &listed {
-            raw.insert(name.clone(), object.to_string().into_boxed_str());
-        }
-        for (name, object) in &listed {
-            self.translate_object(kind, name, object, now);
         }
     }
 
@@ -250,6 +246,8 @@ impl Translated {
             let name = dependency_key(dep, &o);
             self.set_dependency(dep, &name, Some(o));
         }
+        // Every object kept for translating again (an object that did not read the
+        // cluster cannot depend on it).
         let all: Vec<(Kind, ObjectName)> = self
             .raw
             .iter()
@@ -345,9 +343,17 @@ impl Translated {
         self.translate_object(kind, name, &object, now);
     }
 
-    /// Translates `object`, `name` of `kind` (as kept), and accepts the result.
+    /// Translates `object`, `name` of `kind` (as kept), accepts the result, and keeps
+    /// the object if it must be translated again when something else changes.
     fn translate_object(&mut self, kind: Kind, name: &str, object: &Value, now: Instant) {
         let t = (self.translate)(kind, object, &self.cluster, &self.options);
+        let keep = t.reads_cluster || t.waiting_for_load_balancer;
+        let raw = self.raw.entry(kind).or_default();
+        if keep {
+            raw.insert(name.to_string(), object.to_string().into_boxed_str());
+        } else {
+            raw.remove(name);
+        }
         let generation = object["metadata"]["generation"].as_i64();
         let uid = object["metadata"]["uid"].as_str().map(str::to_string);
         let key = (kind, name.to_string());

@@ -115,13 +115,18 @@ impl Watch {
     }
 }
 
-/// What one watcher saw.
+/// What of an object of a feed is kept ([`super::kinds::kept`] for the kinds): applied
+/// by the watcher to each object as it arrives, so that a list of tens of thousands of
+/// objects is never held whole as the API sent it.
+pub type Reduce = std::sync::Arc<dyn Fn(Feed, DynamicObject) -> Box<str> + Send + Sync>;
+
+/// What one watcher saw, each object reduced (JSON text).
 #[derive(Debug)]
 pub enum Seen {
     /// A complete list of the watch.
-    Listed(Watch, Vec<DynamicObject>),
-    Applied(Watch, DynamicObject),
-    Deleted(Watch, DynamicObject),
+    Listed(Watch, Vec<Box<str>>),
+    Applied(Watch, Box<str>),
+    Deleted(Watch, Box<str>),
     /// The watch broke; it lists again after a pause.
     Failed(Watch, String),
 }
@@ -134,10 +139,12 @@ pub async fn watch_scope(
     client: kube::Client,
     watch: Watch,
     wc: watcher::Config,
+    reduce: Reduce,
     tx: mpsc::Sender<Seen>,
     cancel: CancellationToken,
 ) {
     let api = watch.api(client);
+    let feed = watch.feed;
     let mut pause = Duration::from_secs(1);
     loop {
         let mut stream = watcher(api.clone(), wc.clone()).boxed();
@@ -155,15 +162,19 @@ pub async fn watch_scope(
                     continue;
                 }
                 Some(Ok(watcher::Event::InitApply(obj))) => {
-                    buffer.push(obj);
+                    buffer.push(reduce(feed, obj));
                     continue;
                 }
                 Some(Ok(watcher::Event::InitDone)) => {
                     pause = Duration::from_secs(1);
                     Seen::Listed(watch.clone(), std::mem::take(&mut buffer))
                 }
-                Some(Ok(watcher::Event::Apply(obj))) => Seen::Applied(watch.clone(), obj),
-                Some(Ok(watcher::Event::Delete(obj))) => Seen::Deleted(watch.clone(), obj),
+                Some(Ok(watcher::Event::Apply(obj))) => {
+                    Seen::Applied(watch.clone(), reduce(feed, obj))
+                }
+                Some(Ok(watcher::Event::Delete(obj))) => {
+                    Seen::Deleted(watch.clone(), reduce(feed, obj))
+                }
                 Some(Err(e)) => break describe(&watch, &e),
             };
             if tx.send(seen).await.is_err() {

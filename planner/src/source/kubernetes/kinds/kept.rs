@@ -6,19 +6,31 @@
 //!
 //! With `fqdn_template` the template may read any field (`.Spec…`, `.Status…`): then
 //! only what no template can want goes (managed fields, the last-applied copy).
+use super::annotations::{ALPHA_PREFIX, PREFIX};
+use super::ingress::INGRESS_CLASS_ANNOTATION;
 use super::{Kind, Options};
 use serde_json::{Map, Value};
 
 /// The metadata fields translations read (`generation` and `uid` the source itself).
+/// Not the object's labels: the label selector is the API server's to apply.
 const METADATA: &[&str] = &[
     "name",
     "namespace",
     "uid",
     "generation",
-    "labels",
     "annotations",
     "deletionTimestamp",
 ];
+
+/// Whether the translations read annotation `key`: external-dns's, under either
+/// prefix, and the ingress-class one (any, with an annotation filter, which may name
+/// any key).
+fn annotation_read(key: &str, options: &Options) -> bool {
+    options.annotation_filter.is_some()
+        || key.starts_with(PREFIX)
+        || key.starts_with(ALPHA_PREFIX)
+        || key == INGRESS_CLASS_ANNOTATION
+}
 
 /// The `spec` fields a Service's translation reads.
 const SERVICE_SPEC: &[&str] = &[
@@ -54,7 +66,11 @@ pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
         }
     }
     if let Some(Value::Object(mut meta)) = all.remove("metadata") {
-        kept.insert("metadata".into(), Value::Object(only(&mut meta, METADATA)));
+        let mut meta = only(&mut meta, METADATA);
+        if let Some(Value::Object(a)) = meta.get_mut("annotations") {
+            a.retain(|k, _| annotation_read(k, options));
+        }
+        kept.insert("metadata".into(), Value::Object(meta));
     }
     let mut spec = match all.remove("spec") {
         Some(Value::Object(spec)) => spec,
@@ -72,7 +88,7 @@ pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
         Kind::Ingress => (ingress_spec(spec), only(&mut status, &["loadBalancer"])),
         _ => (
             only(&mut spec, &["hostnames", "parentRefs"]),
-            only(&mut status, &["parents"]),
+            route_status(status),
         ),
     };
     kept.insert("spec".into(), Value::Object(spec));
@@ -85,6 +101,33 @@ fn only(map: &mut Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     keys.iter()
         .filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v)))
         .collect()
+}
+
+/// A route's `status.parents`: each parent's reference and its conditions' type and
+/// status (not their messages and times).
+fn route_status(mut status: Map<String, Value>) -> Map<String, Value> {
+    let mut kept = only(&mut status, &["parents"]);
+    for parent in kept
+        .get_mut("parents")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Value::Object(p) = parent {
+            *p = only(p, &["parentRef", "conditions"]);
+            for c in p
+                .get_mut("conditions")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Value::Object(c) = c {
+                    *c = only(c, &["type", "status"]);
+                }
+            }
+        }
+    }
+    kept
 }
 
 /// An Ingress's class, its rules' hosts (each rule kept in its place: problems name
@@ -135,7 +178,6 @@ mod tests {
                 "apiVersion": "v1", "kind": "Service",
                 "metadata": {
                     "name": "web", "namespace": "shop", "uid": "u1", "generation": 3,
-                    "labels": {"app": "web"},
                     "annotations": {"external-dns.kubernetes.io/hostname": "web.example.com"},
                 },
                 "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},

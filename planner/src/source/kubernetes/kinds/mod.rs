@@ -80,6 +80,9 @@ pub struct Translation {
     /// The object is not for this source (annotation filter, controller annotation,
     /// ingress class, service type): it gives no records, and that is not a problem.
     pub skipped: Option<String>,
+    /// The translation looked at other objects ([`Cluster::read`]): it must run again
+    /// when they change. Set by [`translate`].
+    pub reads_cluster: bool,
 }
 
 impl Translation {
@@ -159,6 +162,21 @@ pub struct Cluster {
     /// Namespaces, by name: a listener's `allowedRoutes.namespaces.from: Selector`
     /// matches the labels of the route's namespace.
     pub namespaces: BTreeMap<String, Value>,
+    /// Whether the translation under way has looked at any of the above ([`read`]).
+    ///
+    /// [`read`]: Cluster::read
+    looked: std::cell::Cell<bool>,
+}
+
+impl Cluster {
+    /// The cluster objects, for a translation that reads them: every read goes through
+    /// here, so that [`translate`] can tell whether an object's records depend on
+    /// other objects (the source then keeps it, to translate it again when they
+    /// change) or on itself alone (it is not kept).
+    pub fn read(&self) -> &Cluster {
+        self.looked.set(true);
+        self
+    }
 }
 
 /// The kinds of object a Kubernetes source can read.
@@ -222,8 +240,8 @@ impl std::fmt::Display for Kind {
 /// The endpoints of one object of `kind` (not DNSEndpoint: that one is parsed as a
 /// manifest).
 pub fn translate(kind: Kind, object: &Value, cluster: &Cluster, options: &Options) -> Translation {
-    let _ = (object, cluster, options);
-    match kind {
+    cluster.looked.set(false);
+    let mut t = match kind {
         Kind::DnsEndpoint => Translation::default(),
         Kind::Ingress => ingress::translate(object, cluster, options),
         k if k.is_route() => route::translate(k, object, cluster, options),
@@ -232,7 +250,9 @@ pub fn translate(kind: Kind, object: &Value, cluster: &Cluster, options: &Option
             skipped: Some(format!("{kind} is not read yet")),
             ..Translation::default()
         },
-    }
+    };
+    t.reads_cluster = cluster.looked.get();
+    t
 }
 
 /// `metadata.namespace/metadata.name` of an object (`default` when it has none).

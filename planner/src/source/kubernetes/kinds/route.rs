@@ -280,7 +280,7 @@ impl Resolver<'_> {
         if !accepted {
             return None;
         }
-        let Some(gateway) = self.cluster.gateways.get(&format!("{ns}/{name}")) else {
+        let Some(gateway) = self.cluster.read().gateways.get(&format!("{ns}/{name}")) else {
             // Accepted by a Gateway the source does not have (deleted, or not listed
             // yet): like a load balancer without an address, not a reason to delete
             // at once.
@@ -337,7 +337,7 @@ impl Resolver<'_> {
             listener,
             self.kind,
             route_ns,
-            &self.cluster.namespaces,
+            &self.cluster.read().namespaces,
         ) {
             return;
         }

@@ -25,6 +25,7 @@ fn fake(kind: Kind, o: &Value, cluster: &Cluster, _: &Options) -> Translation {
     };
     let host = o["spec"]["host"].as_str().unwrap_or_default();
     let _ = kind;
+    let reads_cluster = o["spec"]["gateway"].is_string();
     match ip {
         Some(ip) => Translation {
             endpoints: vec![Endpoint {
@@ -33,10 +34,12 @@ fn fake(kind: Kind, o: &Value, cluster: &Cluster, _: &Options) -> Translation {
                 targets: vec![ip.into()],
                 ..Endpoint::default()
             }],
+            reads_cluster,
             ..Translation::default()
         },
         None => Translation {
             waiting_for_load_balancer: true,
+            reads_cluster,
             ..Translation::default()
         },
     }
@@ -194,6 +197,42 @@ fn a_gateway_change_moves_the_routes_attached_to_it() {
 }
 
 #[test]
+fn only_objects_that_read_the_cluster_or_wait_for_their_load_balancer_are_kept() {
+    let mut t = Translated::with_translate(Options::default(), Duration::from_secs(300), fake);
+    let now = Instant::now();
+    let gw =
+        json!({"metadata": {"name": "gw", "namespace": "infra"}, "status": {"ip": "192.0.2.10"}});
+    t.replace_dependency_scope(Dependency::Gateway, None, vec![gw], now);
+    let route = json!({"metadata": {"name": "r", "namespace": "default"},
+        "spec": {"host": "r.example.com", "gateway": "infra/gw"}});
+    t.replace_scope(Kind::HttpRoute, None, vec![route], now);
+    t.apply(
+        Kind::Service,
+        svc("a", "a.example.com", Some("192.0.2.1")),
+        now,
+    );
+    assert_eq!(
+        (t.len(), t.kept()),
+        (2, 1),
+        "the route is kept, the Service not"
+    );
+    // The Service loses its load balancer: kept for its grace, records held.
+    t.apply(Kind::Service, svc("a", "a.example.com", None), now);
+    assert_eq!(t.kept(), 2);
+    assert_eq!(records(&t).len(), 2);
+    // It gets an address again: no longer kept; a relist without it still deletes it.
+    t.apply(
+        Kind::Service,
+        svc("a", "a.example.com", Some("192.0.2.2")),
+        now,
+    );
+    assert_eq!(t.kept(), 1);
+    t.replace_scope(Kind::Service, None, vec![], now);
+    assert_eq!((t.len(), t.kept()), (1, 1));
+    assert_eq!(records(&t).len(), 1);
+}
+
+#[test]
 fn a_relist_deletes_only_the_absent_objects_of_its_scope() {
     let mut t = Translated::with_translate(Options::default(), Duration::from_secs(300), fake);
     let now = Instant::now();
@@ -220,4 +259,35 @@ fn managed_fields_and_last_applied_are_not_kept() {
         t,
         json!({"metadata": {"name": "a", "annotations": {"keep": "me"}}})
     );
+}
+
+#[test]
+fn the_real_translations_say_which_objects_read_the_cluster() {
+    let cluster = Cluster::default();
+    let options = Options::default();
+    let reads = |kind: Kind, o: Value| kinds::translate(kind, &o, &cluster, &options).reads_cluster;
+    let service = |kind: &str| {
+        json!({"metadata": {"name": "web", "namespace": "default",
+                "annotations": {"external-dns.kubernetes.io/hostname": "web.example.com"}},
+               "spec": {"type": kind, "clusterIP": "10.0.0.1", "ports": [{"port": 80, "nodePort": 30080}]},
+               "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}})
+    };
+    assert!(!reads(Kind::Service, service("LoadBalancer")));
+    assert!(
+        reads(Kind::Service, service("NodePort")),
+        "the Nodes' addresses"
+    );
+    let mut headless = service("ClusterIP");
+    headless["spec"]["clusterIP"] = "None".into();
+    assert!(reads(Kind::Service, headless), "the EndpointSlices");
+    let ingress = json!({"metadata": {"name": "web", "namespace": "default"},
+        "spec": {"rules": [{"host": "web.example.com"}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}});
+    assert!(!reads(Kind::Ingress, ingress));
+    let parent = json!({"name": "gw", "namespace": "infra"});
+    let route = json!({"metadata": {"name": "r", "namespace": "default"},
+        "spec": {"hostnames": ["r.example.com"], "parentRefs": [parent]},
+        "status": {"parents": [{"parentRef": parent,
+            "conditions": [{"type": "Accepted", "status": "True"}]}]}});
+    assert!(reads(Kind::HttpRoute, route), "its Gateways");
 }

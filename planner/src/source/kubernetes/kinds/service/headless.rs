@@ -25,7 +25,14 @@ pub(super) fn endpoints(svc: &Service<'_>, hostname: &str, ttl: Option<i64>) -> 
     let pods = svc.pods();
     let key = format!("{}/{}", svc.namespace, svc.name);
     let mut by_key: BTreeMap<(String, &'static str), Vec<String>> = BTreeMap::new();
-    for slice in svc.cluster.endpoint_slices.get(&key).into_iter().flatten() {
+    for slice in svc
+        .cluster
+        .read()
+        .endpoint_slices
+        .get(&key)
+        .into_iter()
+        .flatten()
+    {
         let address_type = slice["addressType"].as_str().unwrap_or_default();
         for ep in slice["endpoints"].as_array().into_iter().flatten() {
             // conditionToBool: an absent `ready` counts as ready.
@@ -108,7 +115,7 @@ fn targets(svc: &Service<'_>, pod: &Value, ep: &Value, endpoints_type: &str) -> 
         }
         let Some(node) = pod["spec"]["nodeName"]
             .as_str()
-            .and_then(|n| svc.cluster.nodes.get(n))
+            .and_then(|n| svc.cluster.read().nodes.get(n))
         else {
             return Vec::new();
         };

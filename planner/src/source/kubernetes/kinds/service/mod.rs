@@ -139,6 +139,8 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
         problems: Vec::new(),
         waiting_for_load_balancer: waiting,
         skipped,
+        // Set by `kinds::translate`.
+        reads_cluster: false,
     }
 }
 
@@ -378,6 +380,7 @@ impl<'a> Service<'a> {
     fn pods(&self) -> Vec<&'a Value> {
         let prefix = format!("{}/", self.namespace);
         self.cluster
+            .read()
             .pods
             .range(prefix.clone()..)
             .take_while(|(k, _)| k.starts_with(&prefix))

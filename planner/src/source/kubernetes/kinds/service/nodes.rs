@@ -14,7 +14,7 @@ pub(super) fn node_port_targets(svc: &Service<'_>) -> Vec<String> {
     let nodes: Vec<&Value> = if svc.spec()["externalTrafficPolicy"].as_str() == Some("Local") {
         local_nodes(svc)
     } else {
-        svc.cluster.nodes.values().collect()
+        svc.cluster.read().nodes.values().collect()
     };
     let (mut internal, mut external, mut ipv6) = (Vec::new(), Vec::new(), Vec::new());
     for node in nodes {
@@ -67,7 +67,7 @@ fn local_nodes<'a>(svc: &Service<'a>) -> Vec<&'a Value> {
         let Some(node_name) = pod["spec"]["nodeName"].as_str() else {
             continue;
         };
-        let Some(node) = svc.cluster.nodes.get(node_name) else {
+        let Some(node) = svc.cluster.read().nodes.get(node_name) else {
             continue;
         };
         let p = if !pod_ready(pod) {
