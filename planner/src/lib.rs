@@ -536,7 +536,7 @@ fn record_outcomes(
     engine: &Engine,
     source: &str,
 ) -> Vec<source::kubernetes::status::RecordOutcome> {
-    use source::kubernetes::status::{Phase, RecordOutcome};
+    use source::kubernetes::status::{Phase, RecordName, RecordOutcome};
     use state::RecordStateKind as K;
     Engine::cpu(|| engine.source_record_states(source))
         .into_iter()
@@ -549,18 +549,14 @@ fn record_outcomes(
                 K::Invalid => Phase::Invalid,
                 K::Failed | K::Rejected => Phase::Failed,
             };
-            let mut record = format!("{} {}", key.name, key.rtype);
-            if !key.set.is_none() {
-                record = format!("{record} (set {})", key.set);
-            }
             let detail = [&state.reason, &state.last_error]
                 .into_iter()
                 .find(|s| !s.is_empty())
                 .cloned()
                 .unwrap_or_default();
             RecordOutcome {
-                resource: resource.to_string(),
-                record,
+                resource,
+                record: RecordName(key),
                 phase,
                 detail,
             }

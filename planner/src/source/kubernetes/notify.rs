@@ -170,14 +170,38 @@ struct Written {
     first: SystemTime,
 }
 
-/// What the writer knows of one object.
+/// What the writer knows of one object (held for every object: kept small).
 #[derive(Debug, Clone)]
 struct Told {
-    /// The verdict last written.
-    last: Option<Verdict>,
-    /// Every verdict written to it, with its Event.
-    events: HashMap<Verdict, Written>,
+    /// The verdicts written to it, with their Events, the last written last: a verdict
+    /// seen again bumps its Event's count. At most [`VERDICTS_KEPT`] (an object's
+    /// verdicts are few; past that the oldest is forgotten, and written anew if it
+    /// comes back).
+    events: Vec<(Verdict, Written)>,
     bucket: Bucket,
+}
+
+/// How many of an object's verdicts [`Told`] remembers.
+const VERDICTS_KEPT: usize = 4;
+
+impl Told {
+    fn last(&self) -> Option<&Verdict> {
+        self.events.last().map(|(v, _)| v)
+    }
+
+    fn event(&self, verdict: &Verdict) -> Option<&Written> {
+        self.events.iter().find(|(v, _)| v == verdict).map(|(_, w)| w)
+    }
+
+    /// `verdict` written as `written`: now the last.
+    fn wrote(&mut self, verdict: Verdict, written: Written) {
+        self.events.retain(|(v, _)| *v != verdict);
+        if self.events.len() >= VERDICTS_KEPT {
+            self.events.remove(0);
+        }
+        self.events.reserve_exact(1);
+        self.events.push((verdict, written));
+    }
 }
 
 pub use super::metrics::Tally;
@@ -234,7 +258,7 @@ impl EventWriter {
     ) -> (usize, Tally) {
         let mut by_resource: BTreeMap<&str, Vec<&RecordOutcome>> = BTreeMap::new();
         for o in outcomes {
-            by_resource.entry(&o.resource).or_default().push(o);
+            by_resource.entry(&*o.resource).or_default().push(o);
         }
         let now = Instant::now();
         let mut tally = Tally::new();
@@ -288,14 +312,13 @@ impl EventWriter {
                     .told
                     .entry((kind, name.clone()))
                     .or_insert_with(|| Told {
-                        last: None,
-                        events: HashMap::new(),
+                        events: Vec::new(),
                         bucket: Bucket {
                             tokens: BURST,
                             at: now,
                         },
                     });
-                if told.last.as_ref() == Some(&v) {
+                if told.last() == Some(&v) {
                     continue;
                 }
                 if !told.bucket.take(now) {
@@ -317,7 +340,7 @@ impl EventWriter {
             let previous = self
                 .told
                 .get(&key)
-                .and_then(|t| t.events.get(&d.verdict))
+                .and_then(|t| t.event(&d.verdict))
                 .cloned();
             let result = match &previous {
                 Some(w) => self.bump(&d, w).await.map(|()| Written {
@@ -333,8 +356,7 @@ impl EventWriter {
                         m.event(d.kind, d.verdict.reason);
                     }
                     if let Some(t) = self.told.get_mut(&key) {
-                        t.last = Some(d.verdict.clone());
-                        t.events.insert(d.verdict, w);
+                        t.wrote(d.verdict, w);
                     }
                 }
                 Err(e) => {
@@ -570,5 +592,38 @@ mod tests {
         assert!(!b.take(t0 + Duration::from_secs(299)));
         assert!(b.take(t0 + Duration::from_secs(301)));
         assert!(!b.take(t0 + Duration::from_secs(302)));
+    }
+
+    #[test]
+    fn an_object_remembers_its_last_verdicts_the_latest_last() {
+        let v = |m: &str| Verdict {
+            kind: "Normal",
+            reason: "Published",
+            message: m.into(),
+        };
+        let w = |count| Written {
+            name: "web.1".into(),
+            count,
+            first: SystemTime::UNIX_EPOCH,
+        };
+        let mut told = Told {
+            events: Vec::new(),
+            bucket: Bucket {
+                tokens: BURST,
+                at: Instant::now(),
+            },
+        };
+        told.wrote(v("a"), w(1));
+        told.wrote(v("b"), w(1));
+        told.wrote(v("a"), w(2));
+        assert_eq!(told.last(), Some(&v("a")));
+        assert_eq!(told.event(&v("a")).map(|w| w.count), Some(2));
+        assert_eq!(told.events.len(), 2, "a verdict seen again is one event");
+        for m in ["c", "d", "e"] {
+            told.wrote(v(m), w(1));
+        }
+        assert_eq!(told.events.len(), VERDICTS_KEPT);
+        assert!(told.event(&v("b")).is_none(), "the oldest is forgotten");
+        assert_eq!(told.last(), Some(&v("e")));
     }
 }

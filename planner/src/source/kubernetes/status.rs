@@ -16,6 +16,7 @@
 //! thousand writes a second.
 use super::dnsendpoint_resource;
 use super::objects::{ObjectName, ObjectState, Objects, resource_of};
+use dnsplane_common::{RecordKey, SharedStr};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -50,16 +51,42 @@ pub enum Phase {
     Failed,
 }
 
-/// One record of the source as the planner's state table has it.
+/// One record of the source as the planner's state table has it. Read for every record
+/// of the source each second: shares what the index holds instead of copying it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordOutcome {
     /// `DNSEndpoint namespace/name`: the object that asked for it.
-    pub resource: String,
-    /// `app.example.com. A`.
-    pub record: String,
+    pub resource: SharedStr,
+    pub record: RecordName,
     pub phase: Phase,
     /// Why it is not converged (the conflict, the provider's error), or empty.
     pub detail: String,
+}
+
+/// The record an outcome is about, written `app.example.com. A` (and `(set eu)` in a
+/// routing set) only when a message names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordName(pub RecordKey);
+
+impl std::fmt::Display for RecordName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.0.name, self.0.rtype)?;
+        if !self.0.set.is_none() {
+            write!(f, " (set {})", self.0.set)?;
+        }
+        Ok(())
+    }
+}
+
+/// `"web.example.com. A"`, for tests.
+#[cfg(test)]
+impl From<&str> for RecordName {
+    fn from(s: &str) -> RecordName {
+        let (name, rtype) = s.rsplit_once(' ').expect("name and type");
+        let name = dnsplane_common::Name::parse(name).expect("name");
+        let rtype = dnsplane_common::RecordType::parse(rtype).expect("type");
+        RecordName(RecordKey::new(name.clone(), name, rtype))
+    }
 }
 
 /// The `Ready` condition of one object.
@@ -185,7 +212,7 @@ impl StatusWriter {
     pub async fn round(&mut self, objects: &Mutex<Objects>, outcomes: &[RecordOutcome]) -> usize {
         let mut by_resource: BTreeMap<&str, Vec<&RecordOutcome>> = BTreeMap::new();
         for o in outcomes {
-            by_resource.entry(&o.resource).or_default().push(o);
+            by_resource.entry(&*o.resource).or_default().push(o);
         }
         let due: Vec<(ObjectName, Option<i64>, Condition)> = {
             let objects = objects
@@ -301,6 +328,14 @@ where
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            // No DNSEndpoint held (a source of other kinds): no record to read.
+            let none = objects
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_empty();
+            if none {
+                continue;
             }
             if let Some(outcomes) = outcomes() {
                 writer.round(&objects, &outcomes).await;
