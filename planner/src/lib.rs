@@ -459,7 +459,9 @@ async fn start_kubernetes_source(
     let objects = src.objects();
     let translated = src.translated();
     engine.set_source_parts(&name, src.parts());
-    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    // One snapshot waiting at most: each holds every record of the source, and the
+    // source folds what arrives meanwhile into the next.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
     let watcher = src.watch(client.clone(), tx, work.clone());
     let engine_ = engine.clone();
     let source_name = name.clone();

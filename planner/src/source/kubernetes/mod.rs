@@ -217,6 +217,11 @@ impl KubernetesSource {
     /// Lists and watches every feed in every scope with `client`, sending a snapshot on
     /// `tx` after each change (changes that arrive together make one snapshot), and
     /// when a load balancer's grace ends, until `cancel` or the receiver is dropped.
+    ///
+    /// A snapshot holds every record of the source: one is built only once `tx` has
+    /// room for it (what arrives meanwhile goes into it), so that no more than the
+    /// channel's capacity wait; and until the first complete list of every watch,
+    /// when nothing is planned yet, snapshots carry no records.
     pub fn watch(
         self,
         client: kube::Client,
@@ -247,6 +252,7 @@ impl KubernetesSource {
         drop(seen_tx);
         tokio::spawn(async move {
             let mut progress = Progress::new(&watches);
+            let mut was_ready = false;
             loop {
                 let deadline = lock(&self.translated).next_deadline();
                 let first = tokio::select! {
@@ -255,22 +261,37 @@ impl KubernetesSource {
                     s = seen_rx.recv() => match s { Some(s) => Some(s), None => return },
                     () = sleep_until(deadline) => None,
                 };
-                // Whatever else has arrived goes into the same snapshot.
                 let mut batch: Vec<Seen> = first.into_iter().collect();
+                let permit = loop {
+                    self.take_all(&mut progress, std::mem::take(&mut batch));
+                    // Room for a snapshot; what arrives until then goes into it.
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return,
+                        permit = tx.reserve() => match permit {
+                            Ok(p) => break p,
+                            Err(_) => return,
+                        },
+                        s = seen_rx.recv() => match s { Some(s) => batch.push(s), None => return },
+                    }
+                };
+                // Whatever else has arrived goes into the same snapshot.
                 while let Ok(more) = seen_rx.try_recv() {
                     batch.push(more);
                 }
+                self.take_all(&mut progress, batch);
                 let snapshot = blocking(|| {
-                    let now = std::time::Instant::now();
-                    let mut objects = lock(&self.objects);
-                    let mut translated = lock(&self.translated);
-                    for seen in batch {
-                        take(&mut progress, &mut objects, &mut translated, seen, now);
+                    let objects = lock(&self.objects);
+                    let translated = lock(&self.translated);
+                    let unready = progress.unready(objects.len() + translated.len());
+                    was_ready |= unready.is_empty();
+                    if !was_ready {
+                        return Snapshot {
+                            unready,
+                            ..Snapshot::default()
+                        };
                     }
-                    translated.expire(now);
-                    *lock(&self.parts) = progress.parts();
-                    let mut snapshot =
-                        objects.snapshot(progress.unready(objects.len() + translated.len()));
+                    let mut snapshot = objects.snapshot(unready);
                     translated.extend_snapshot(&mut snapshot);
                     snapshot
                 });
@@ -280,13 +301,23 @@ impl KubernetesSource {
                     unready = ?snapshot.unready,
                     "kubernetes source changed"
                 );
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return,
-                    sent = tx.send(snapshot) => if sent.is_err() { return },
-                }
+                permit.send(snapshot);
             }
         })
+    }
+
+    /// `batch` into what is held, and the graces that ended by now.
+    fn take_all(&self, progress: &mut Progress, batch: Vec<Seen>) {
+        blocking(|| {
+            let now = std::time::Instant::now();
+            let mut objects = lock(&self.objects);
+            let mut translated = lock(&self.translated);
+            for seen in batch {
+                take(progress, &mut objects, &mut translated, seen, now);
+            }
+            translated.expire(now);
+            *lock(&self.parts) = progress.parts();
+        });
     }
 }
 
