@@ -540,9 +540,8 @@ fn record_outcomes(
 ) -> Vec<source::kubernetes::status::RecordOutcome> {
     use source::kubernetes::status::{Phase, RecordName, RecordOutcome};
     use state::RecordStateKind as K;
-    Engine::cpu(|| engine.source_record_states(source))
-        .into_iter()
-        .map(|(resource, key, state)| {
+    Engine::cpu(|| {
+        engine.source_record_states(source, |resource, key, state| {
             let phase = match state.kind {
                 K::Converged => Phase::Converged,
                 K::Pending | K::InFlight | K::Deferred => Phase::Pending,
@@ -554,14 +553,14 @@ fn record_outcomes(
             let detail = [&state.reason, &state.last_error]
                 .into_iter()
                 .find(|s| !s.is_empty())
-                .cloned()
+                .map(|s| s.to_string())
                 .unwrap_or_default();
             RecordOutcome {
-                resource,
-                record: RecordName(key),
+                resource: resource.clone(),
+                record: RecordName(key.clone()),
                 phase,
                 detail,
             }
         })
-        .collect()
+    })
 }

@@ -444,14 +444,19 @@ impl Engine {
     /// for it: what a source that reports back to its objects (the Kubernetes source's
     /// status) needs, read from the same state tables as [`Engine::record_states`].
     /// Claims another source holds are left out (that source's records). O(size of
-    /// the source).
-    pub fn source_record_states(&self, source: &str) -> Vec<(SharedStr, RecordKey, RecordState)> {
+    /// the source). Each record as `read` makes it of (resource, key, state), so that
+    /// no copy of every state is made on the way (the writers read this each second).
+    pub fn source_record_states<T>(
+        &self,
+        source: &str,
+        read: impl Fn(&SharedStr, &RecordKey, &RecordState) -> T,
+    ) -> Vec<T> {
         let desired = self.desired();
         let mut by_zone: BTreeMap<&Name, Vec<&RecordKey>> = BTreeMap::new();
         for key in desired.source_keys(source) {
             by_zone.entry(&key.zone).or_default().push(key);
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(by_zone.values().map(Vec::len).sum());
         for (zone_name, keys) in by_zone {
             let (Some(zone), Some(zone_desired)) =
                 (self.zones.get(zone_name), desired.zone(zone_name))
@@ -466,16 +471,21 @@ impl Engine {
                 let Some(record) = zone_desired.get(key).filter(|r| &*r.source == source) else {
                     continue;
                 };
-                let state = states.get(key).cloned().unwrap_or_else(|| {
-                    states.without_entry(
+                let item = match states.get(key) {
+                    Some(state) => read(&record.resource, key, state),
+                    None => read(
+                        &record.resource,
                         key,
-                        &record.rrset(key),
-                        zone_read,
-                        unplanned.contains(&key.name),
-                        refused.as_deref(),
-                    )
-                });
-                out.push((record.resource.clone(), key.clone(), state));
+                        &states.without_entry(
+                            key,
+                            &record.rrset(key),
+                            zone_read,
+                            unplanned.contains(&key.name),
+                            refused.as_deref(),
+                        ),
+                    ),
+                };
+                out.push(item);
             }
         }
         out

@@ -165,7 +165,7 @@ impl Bucket {
 /// An event written: its name (to patch) and count.
 #[derive(Debug, Clone)]
 struct Written {
-    name: String,
+    name: Box<str>,
     count: i64,
     first: SystemTime,
 }
@@ -177,24 +177,42 @@ struct Told {
     /// seen again bumps its Event's count. At most [`VERDICTS_KEPT`] (an object's
     /// verdicts are few; past that the oldest is forgotten, and written anew if it
     /// comes back).
-    events: Vec<(Verdict, Written)>,
+    /// Each verdict by its [`fingerprint`] (its message is long and held for every
+    /// object).
+    events: Vec<(u64, Written)>,
     bucket: Bucket,
+}
+
+/// What tells verdicts apart, in 8 bytes.
+fn fingerprint(verdict: &Verdict) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    verdict.hash(&mut h);
+    h.finish()
 }
 
 /// How many of an object's verdicts [`Told`] remembers.
 const VERDICTS_KEPT: usize = 4;
 
 impl Told {
-    fn last(&self) -> Option<&Verdict> {
-        self.events.last().map(|(v, _)| v)
+    /// Whether `verdict` is the last one written.
+    fn is_last(&self, verdict: &Verdict) -> bool {
+        self.events
+            .last()
+            .is_some_and(|(v, _)| *v == fingerprint(verdict))
     }
 
     fn event(&self, verdict: &Verdict) -> Option<&Written> {
-        self.events.iter().find(|(v, _)| v == verdict).map(|(_, w)| w)
+        let verdict = fingerprint(verdict);
+        self.events
+            .iter()
+            .find(|(v, _)| *v == verdict)
+            .map(|(_, w)| w)
     }
 
     /// `verdict` written as `written`: now the last.
-    fn wrote(&mut self, verdict: Verdict, written: Written) {
+    fn wrote(&mut self, verdict: &Verdict, written: Written) {
+        let verdict = fingerprint(verdict);
         self.events.retain(|(v, _)| *v != verdict);
         if self.events.len() >= VERDICTS_KEPT {
             self.events.remove(0);
@@ -318,7 +336,7 @@ impl EventWriter {
                             at: now,
                         },
                     });
-                if told.last() == Some(&v) {
+                if told.is_last(&v) {
                     continue;
                 }
                 if !told.bucket.take(now) {
@@ -356,7 +374,7 @@ impl EventWriter {
                         m.event(d.kind, d.verdict.reason);
                     }
                     if let Some(t) = self.told.get_mut(&key) {
-                        t.wrote(d.verdict, w);
+                        t.wrote(&d.verdict, w);
                     }
                 }
                 Err(e) => {
@@ -393,7 +411,7 @@ impl EventWriter {
             .create(&PostParams::default(), &obj)
             .await?;
         Ok(Written {
-            name: created.metadata.name.unwrap_or_default(),
+            name: created.metadata.name.unwrap_or_default().into(),
             count: 1,
             first: now,
         })
@@ -613,17 +631,17 @@ mod tests {
                 at: Instant::now(),
             },
         };
-        told.wrote(v("a"), w(1));
-        told.wrote(v("b"), w(1));
-        told.wrote(v("a"), w(2));
-        assert_eq!(told.last(), Some(&v("a")));
+        told.wrote(&v("a"), w(1));
+        told.wrote(&v("b"), w(1));
+        told.wrote(&v("a"), w(2));
+        assert!(told.is_last(&v("a")));
         assert_eq!(told.event(&v("a")).map(|w| w.count), Some(2));
         assert_eq!(told.events.len(), 2, "a verdict seen again is one event");
         for m in ["c", "d", "e"] {
-            told.wrote(v(m), w(1));
+            told.wrote(&v(m), w(1));
         }
         assert_eq!(told.events.len(), VERDICTS_KEPT);
         assert!(told.event(&v("b")).is_none(), "the oldest is forgotten");
-        assert_eq!(told.last(), Some(&v("e")));
+        assert!(told.is_last(&v("e")));
     }
 }
