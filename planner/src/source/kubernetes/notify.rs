@@ -246,7 +246,7 @@ impl std::fmt::Debug for EventWriter {
 struct Due {
     kind: Kind,
     name: ObjectName,
-    uid: Option<String>,
+    uid: Option<Box<str>>,
     verdict: Verdict,
 }
 

@@ -69,18 +69,19 @@ impl Dependency {
     }
 }
 
-/// How an object of a translated kind stands, besides its records.
+/// How an object of a translated kind stands, besides its records (one per object:
+/// boxed strings and slice, no spare capacity).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Standing {
     /// `metadata.uid`: events name the object by it.
-    pub uid: Option<String>,
+    pub uid: Option<Box<str>>,
     /// Why the object gives no records although it was read (a filter, another
     /// controller's).
-    pub skipped: Option<String>,
+    pub skipped: Option<Box<str>>,
     /// Since when its load balancer has had no address while its records are kept.
     pub lost_load_balancer: Option<Instant>,
     /// The problems of its latest version (it keeps its last accepted records).
-    pub problems: Vec<kinds::Problem>,
+    pub problems: Box<[kinds::Problem]>,
 }
 
 /// The translation function (the real one, or a test's).
@@ -355,12 +356,12 @@ impl Translated {
             raw.remove(name);
         }
         let generation = object["metadata"]["generation"].as_i64();
-        let uid = object["metadata"]["uid"].as_str().map(str::to_string);
+        let uid = object["metadata"]["uid"].as_str().map(Box::from);
         let key = (kind, name.to_string());
         let mut standing = self.standing.remove(&key).unwrap_or_default();
         standing.uid = uid;
-        standing.skipped = t.skipped.clone();
-        standing.problems = t.problems.clone();
+        standing.skipped = t.skipped.as_deref().map(Box::from);
+        standing.problems = t.problems.clone().into_boxed_slice();
         let had = self.objects(kind).get(name).map_or(0, |s| s.records());
         if !t.problems.is_empty() {
             let kept = kept_note(had);
