@@ -7,9 +7,11 @@
 //!   names answered with its address on the embedded provider's DNS port;
 //! - one Service's load-balancer IP changed in the API → the new address answered on
 //!   the DNS port (p50 / p99 / max of 100);
-//! - the planner's resident memory per source object (RSS once converged minus RSS
-//!   before it started, over 25,000: it includes the records' desired and observed
-//!   state, not only the objects the source keeps).
+//! - the planner's resident memory per source object (RSS once converged, the median
+//!   of 9 readings, minus RSS before it started, over 25,000: it includes the records'
+//!   desired and observed state, not only the objects the source keeps, and the code
+//!   and buffers of a planner that runs at all; docs/scale.md gives the slope between
+//!   two sizes, what one more object costs).
 //!
 //! The fake API server and the applier run in a child process (this binary again), so
 //! that the bench's own RSS is the planner's.
@@ -477,9 +479,18 @@ fn main() {
     ));
     let converged = wait_all(dns_port, &want, started + Duration::from_secs(600));
     let initial = converged - started;
-    // Let the last batches' results and the status/event writes settle before reading.
+    // Let the last batches' results and the status/event writes settle before reading;
+    // then the median of 9 readings 250 ms apart (the writers' rounds come and go each
+    // second).
     std::thread::sleep(Duration::from_secs(2));
-    let after = rss_bytes();
+    let mut readings: Vec<u64> = (0..9)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(250));
+            rss_bytes()
+        })
+        .collect();
+    readings.sort_unstable();
+    let after = readings[readings.len() / 2];
     let per_object = after.saturating_sub(before) as f64 / objects as f64;
     println!(
         "initial convergence (planner start → all {} names answered on the DNS port): {:.2} s",

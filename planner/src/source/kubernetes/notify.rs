@@ -18,7 +18,7 @@ use super::objects::ObjectName;
 use super::status::{Phase, RecordOutcome};
 use super::translated::Translated;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
@@ -274,27 +274,19 @@ impl EventWriter {
         translated: &Mutex<Translated>,
         outcomes: &[RecordOutcome],
     ) -> (usize, Tally) {
-        let mut by_resource: BTreeMap<&str, Vec<&RecordOutcome>> = BTreeMap::new();
-        for o in outcomes {
-            by_resource.entry(&*o.resource).or_default().push(o);
-        }
+        let by_resource = super::status::ByResource::new(outcomes);
         let now = Instant::now();
         let mut tally = Tally::new();
         let due: Vec<Due> = {
             let t = translated
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut live = std::collections::HashSet::new();
             let mut due = Vec::new();
             for (kind, name, standing) in t.iter() {
                 if standing.skipped.is_some() {
                     continue;
                 }
-                live.insert((kind, name.clone()));
-                let resource = format!("{kind} {name}");
-                let records = by_resource
-                    .get(resource.as_str())
-                    .map_or(&[][..], Vec::as_slice);
+                let records = by_resource.get(&format!("{kind} {name}"));
                 let expected = t
                     .accepted(kind)
                     .and_then(|o| o.get(name))
@@ -349,7 +341,9 @@ impl EventWriter {
                     verdict: v,
                 });
             }
-            self.told.retain(|k, _| live.contains(k));
+            // Forgotten: the objects gone, and those now skipped.
+            self.told
+                .retain(|(k, n), _| t.standing(*k, n).is_some_and(|s| s.skipped.is_none()));
             due
         };
         let mut writes = 0;

@@ -18,7 +18,7 @@ use super::dnsendpoint_resource;
 use super::objects::{ObjectName, ObjectState, Objects, resource_of};
 use dnsplane_common::{RecordKey, SharedStr};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
@@ -61,6 +61,26 @@ pub struct RecordOutcome {
     pub phase: Phase,
     /// Why it is not converged (the conflict, the provider's error), or empty.
     pub detail: String,
+}
+
+/// Outcomes by the object that asked for them: sorted references, a few bytes per
+/// record, where a map would hold a node per object (this is built each second).
+#[derive(Debug)]
+pub struct ByResource<'a>(Vec<&'a RecordOutcome>);
+
+impl<'a> ByResource<'a> {
+    pub fn new(outcomes: &'a [RecordOutcome]) -> ByResource<'a> {
+        let mut sorted: Vec<&RecordOutcome> = outcomes.iter().collect();
+        sorted.sort_by(|a, b| a.resource.cmp(&b.resource));
+        ByResource(sorted)
+    }
+
+    /// The outcomes of the records `resource` asked for.
+    pub fn get(&self, resource: &str) -> &[&'a RecordOutcome] {
+        let start = self.0.partition_point(|o| &*o.resource < resource);
+        let len = self.0[start..].partition_point(|o| &*o.resource == resource);
+        &self.0[start..start + len]
+    }
 }
 
 /// The record an outcome is about, written `app.example.com. A` (and `(set eu)` in a
@@ -210,10 +230,7 @@ impl StatusWriter {
     /// round writes it). Returns how many were written; a failed write is retried by
     /// the next round.
     pub async fn round(&mut self, objects: &Mutex<Objects>, outcomes: &[RecordOutcome]) -> usize {
-        let mut by_resource: BTreeMap<&str, Vec<&RecordOutcome>> = BTreeMap::new();
-        for o in outcomes {
-            by_resource.entry(&*o.resource).or_default().push(o);
-        }
+        let by_resource = ByResource::new(outcomes);
         let due: Vec<(ObjectName, Option<i64>, Condition)> = {
             let objects = objects
                 .lock()
@@ -222,9 +239,7 @@ impl StatusWriter {
             objects
                 .iter()
                 .filter_map(|(name, state)| {
-                    let records = by_resource
-                        .get(resource_of(name).as_str())
-                        .map_or(&[][..], Vec::as_slice);
+                    let records = by_resource.get(&resource_of(name));
                     let c = condition(state, name, records);
                     let last = self.written.get(name);
                     let changed =

@@ -783,8 +783,9 @@ mod kinds_through_the_api {
         // RBAC loses the Ingresses, and the watches break: relisting Ingresses is refused.
         api.forbid(Resource::Ingress);
         api.drop_watches();
-        let s = until(&mut rx, "the Ingress watch failing", |s| {
-            !s.unready.is_empty()
+        // Every watch broke; the others list again, the Ingresses stay refused.
+        let s = until(&mut rx, "the Ingress watch failing alone", |s| {
+            s.unready.len() == 1 && s.unready[0].starts_with("Ingress")
         })
         .await;
         assert_eq!(s.entries.len(), 2, "nothing deleted: {:?}", s.entries);
@@ -818,4 +819,25 @@ mod kinds_through_the_api {
         assert_eq!(s.entries[0].name.to_string(), "app.example.com.");
         cancel.cancel();
     }
+}
+
+#[test]
+fn outcomes_are_found_by_the_object_that_asked_for_them() {
+    let outcomes = [
+        outcome("Service a/web2", "b.example.com. A", Phase::Converged, ""),
+        outcome("Service a/web", "a.example.com. A", Phase::Converged, ""),
+        outcome("Ingress a/web", "c.example.com. A", Phase::Pending, ""),
+        outcome("Service a/web", "a.example.com. AAAA", Phase::Conflict, "x"),
+    ];
+    let by = status::ByResource::new(&outcomes);
+    let records =
+        |r: &str| -> Vec<String> { by.get(r).iter().map(|o| o.record.to_string()).collect() };
+    assert_eq!(
+        records("Service a/web"),
+        ["a.example.com. A", "a.example.com. AAAA"]
+    );
+    assert_eq!(records("Service a/web2"), ["b.example.com. A"]);
+    assert_eq!(records("Ingress a/web"), ["c.example.com. A"]);
+    assert!(records("Service a/we").is_empty());
+    assert!(records("Service b/web").is_empty());
 }
