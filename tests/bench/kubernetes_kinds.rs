@@ -176,7 +176,8 @@ fn sizes(scale: usize) -> (usize, usize, usize) {
 
 /// The child: the fake API server seeded, the embedded provider answering DNS; prints
 /// `API_URL APPLIER_PORT DNS_PORT`, then takes `ip I GENERATION` lines on stdin (Service
-/// I's load balancer moves) and answers each with `ok`.
+/// I's load balancer moves) and answers each with `ok`, and `events` lines, answered
+/// with how many Events the API holds.
 fn child(scale: usize) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -248,6 +249,11 @@ fn child(scale: usize) {
     std::io::stdout().flush().expect("flush");
     for line in std::io::stdin().lock().lines() {
         let line = line.expect("stdin");
+        if line == "events" {
+            println!("{}", api.events().len());
+            std::io::stdout().flush().expect("flush");
+            continue;
+        }
         let words: Vec<usize> = line
             .split_whitespace()
             .skip(1)
@@ -479,6 +485,23 @@ fn main() {
     ));
     let converged = wait_all(dns_port, &want, started + Duration::from_secs(600));
     let initial = converged - started;
+    // Every object told its result (one Published event each) before memory is read:
+    // the events writer's memory grows with each object told.
+    let mut reply = String::new();
+    let told = loop {
+        writeln!(to_cluster, "events").expect("to cluster");
+        reply.clear();
+        from_cluster.read_line(&mut reply).expect("cluster events");
+        if reply.trim().parse::<usize>().unwrap_or(0) >= objects {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "the objects were never all told: {} events",
+            reply.trim()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     // Let the last batches' results and the status/event writes settle before reading;
     // then the median of 9 readings 250 ms apart (the writers' rounds come and go each
     // second).
@@ -498,6 +521,10 @@ fn main() {
         initial.as_secs_f64()
     );
     println!(
+        "every object told (one Published event each), from planner start: {:.2} s",
+        told.as_secs_f64()
+    );
+    println!(
         "planner RSS: {:.1} MB before, {:.1} MB converged: {per_object:.0} B per source object",
         before as f64 / 1e6,
         after as f64 / 1e6
@@ -510,7 +537,6 @@ fn main() {
 
     let mut dns = Dns::new(dns_port);
     let mut latencies = Vec::with_capacity(CHANGES);
-    let mut reply = String::new();
     for k in 0..CHANGES {
         let i = (k * 7919) % services;
         let name = format!("svc-{i}.bench.example");
