@@ -135,6 +135,13 @@ impl Objects {
             );
             self.objects.insert(name, state);
         }
+        self.compact();
+    }
+
+    /// Rebuilds the map of objects from its sorted run, after a list filled it in key
+    /// order (which leaves a B-tree's nodes half empty).
+    pub fn compact(&mut self) {
+        compact(&mut self.objects);
     }
 
     /// Everything in force, in object order, with `unready` saying why the source is
@@ -157,6 +164,12 @@ impl Objects {
     pub fn records(&self) -> usize {
         self.objects.values().map(|o| o.accepted.len()).sum()
     }
+}
+
+/// `map` rebuilt in one go from its sorted entries: a B-tree filled in key order (as a
+/// list fills it) has its nodes half empty, one built from a sorted run full.
+pub fn compact<K: Ord, V>(map: &mut BTreeMap<K, V>) {
+    *map = std::mem::take(map).into_iter().collect();
 }
 
 /// `DNSEndpoint namespace/name`, as the parser names a resource (and ownership records

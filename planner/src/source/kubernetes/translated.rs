@@ -20,7 +20,7 @@
 //! Here an object whose load balancer has no address keeps its last records for
 //! `grace` ([`Translated::next_deadline`] says when to look again), and says so.
 use super::kinds::{self, Cluster, Kind, Options, Translation};
-use super::objects::{ObjectName, Objects};
+use super::objects::{ObjectName, Objects, compact};
 use crate::source::{Snapshot, SourceError};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -215,6 +215,11 @@ impl Translated {
         for name in gone {
             self.delete(kind, &name);
         }
+        // A list fills these maps in key order, which leaves their nodes half empty;
+        // rebuilt from a sorted run they are full (a third less memory).
+        compact(&mut self.standing);
+        compact(self.raw.entry(kind).or_default());
+        self.objects(kind).compact();
     }
 
     /// A dependency changed (`object`: its new version; `None`: deleted, by `name`):

@@ -7,6 +7,7 @@
 //! With `fqdn_template` the template may read any field (`.Spec…`, `.Status…`): then
 //! only what no template can want goes (managed fields, the last-applied copy).
 use super::annotations::{ALPHA_PREFIX, PREFIX};
+use super::gateway::GROUP;
 use super::ingress::INGRESS_CLASS_ANNOTATION;
 use super::{Kind, Options};
 use serde_json::{Map, Value};
@@ -60,11 +61,6 @@ pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
         return Value::Object(all);
     }
     let mut kept = Map::new();
-    for key in ["apiVersion", "kind"] {
-        if let Some(v) = all.remove(key) {
-            kept.insert(key.to_string(), v);
-        }
-    }
     if let Some(Value::Object(mut meta)) = all.remove("metadata") {
         let mut meta = only(&mut meta, METADATA);
         if let Some(Value::Object(a)) = meta.get_mut("annotations") {
@@ -86,10 +82,13 @@ pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
             only(&mut status, &["loadBalancer"]),
         ),
         Kind::Ingress => (ingress_spec(spec), only(&mut status, &["loadBalancer"])),
-        _ => (
-            only(&mut spec, &["hostnames", "parentRefs"]),
-            route_status(status),
-        ),
+        _ => {
+            let mut spec = only(&mut spec, &["hostnames", "parentRefs"]);
+            if let Some(Value::Array(refs)) = spec.get_mut("parentRefs") {
+                refs.iter_mut().for_each(without_defaults);
+            }
+            (spec, route_status(status))
+        }
     };
     kept.insert("spec".into(), Value::Object(spec));
     kept.insert("status".into(), Value::Object(status));
@@ -103,8 +102,21 @@ fn only(map: &mut Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
         .collect()
 }
 
-/// A route's `status.parents`: each parent's reference and its conditions' type and
-/// status (not their messages and times).
+/// A parent reference without the group and kind it has when absent (the Gateway
+/// API's): 5,000 routes repeat them twice each.
+fn without_defaults(parent_ref: &mut Value) {
+    if let Value::Object(r) = parent_ref {
+        if r.get("group").and_then(Value::as_str) == Some(GROUP) {
+            r.remove("group");
+        }
+        if r.get("kind").and_then(Value::as_str) == Some("Gateway") {
+            r.remove("kind");
+        }
+    }
+}
+
+/// A route's `status.parents`: each parent's reference and its `Accepted` condition's
+/// type and status (the only one read; not its message and times).
 fn route_status(mut status: Map<String, Value>) -> Map<String, Value> {
     let mut kept = only(&mut status, &["parents"]);
     for parent in kept
@@ -115,14 +127,15 @@ fn route_status(mut status: Map<String, Value>) -> Map<String, Value> {
     {
         if let Value::Object(p) = parent {
             *p = only(p, &["parentRef", "conditions"]);
-            for c in p
-                .get_mut("conditions")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                if let Value::Object(c) = c {
-                    *c = only(c, &["type", "status"]);
+            if let Some(r) = p.get_mut("parentRef") {
+                without_defaults(r);
+            }
+            if let Some(Value::Array(conditions)) = p.get_mut("conditions") {
+                conditions.retain(|c| c["type"] == "Accepted");
+                for c in conditions.iter_mut() {
+                    if let Value::Object(c) = c {
+                        *c = only(c, &["type", "status"]);
+                    }
                 }
             }
         }
@@ -175,7 +188,6 @@ mod tests {
         assert_eq!(
             kept,
             json!({
-                "apiVersion": "v1", "kind": "Service",
                 "metadata": {
                     "name": "web", "namespace": "shop", "uid": "u1", "generation": 3,
                     "annotations": {"external-dns.kubernetes.io/hostname": "web.example.com"},
@@ -212,6 +224,33 @@ mod tests {
             json!({"hostnames": ["a.example.com"], "parentRefs": [{"name": "gw"}]})
         );
         assert_eq!(kept["status"]["parents"][0]["parentRef"]["name"], "gw");
+        // The Gateway API's default group and kind, and every condition but Accepted,
+        // are not kept; another group or kind is.
+        let route = json!({
+            "metadata": {"name": "r"},
+            "spec": {"parentRefs": [
+                {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"},
+                {"group": "example.com", "kind": "Mesh", "name": "m"},
+            ]},
+            "status": {"parents": [{
+                "parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"},
+                "controllerName": "example.com/c",
+                "conditions": [
+                    {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "ok"},
+                    {"type": "ResolvedRefs", "status": "True"},
+                ],
+            }]},
+        });
+        let kept = keep_read(Kind::HttpRoute, route, &Options::default());
+        assert_eq!(
+            kept["spec"]["parentRefs"],
+            json!([{"name": "gw"}, {"group": "example.com", "kind": "Mesh", "name": "m"}])
+        );
+        assert_eq!(
+            kept["status"],
+            json!({"parents": [{"parentRef": {"name": "gw"},
+                                "conditions": [{"type": "Accepted", "status": "True"}]}]})
+        );
     }
 
     #[test]
