@@ -346,8 +346,8 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
 
 /// What is kept of an object of `feed` as the watcher takes it, as JSON text (a tree
 /// of maps costs several times its text): a DNSEndpoint's identity and spec, what a
-/// kind's translation reads ([`kinds::kept`]), a dependency without managed fields and
-/// the last-applied copy.
+/// kind's translation reads ([`kinds::kept`]), what of a Pod a headless Service reads,
+/// any other dependency without managed fields and the last-applied copy.
 fn reduce(feed: Feed, object: DynamicObject, options: &kinds::Options) -> Box<str> {
     // The object's own fields moved, not copied: only its metadata is converted.
     let mut value = match object.data {
@@ -376,6 +376,7 @@ fn reduce(feed: Feed, object: DynamicObject, options: &kinds::Options) -> Box<st
             })
         }
         Feed::Kind(kind) => kinds::kept::keep_read(kind, value, options),
+        Feed::Dependency(Dependency::Pod) => kinds::kept::keep_pod(value),
         Feed::Dependency(_) => translated::trim(value),
     };
     kept.to_string().into_boxed_str()

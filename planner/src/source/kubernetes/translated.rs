@@ -302,6 +302,9 @@ impl Translated {
             }
         };
         match object {
+            Some(o) if dep == Dependency::Pod => {
+                map.insert(name.to_string(), kinds::kept::keep_pod(o));
+            }
             Some(o) => {
                 map.insert(name.to_string(), trim(o));
             }

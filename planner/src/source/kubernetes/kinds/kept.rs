@@ -95,6 +95,52 @@ pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
     Value::Object(kept)
 }
 
+/// What a headless Service's translation reads of a Pod (a Pod is several kilobytes,
+/// and a cluster may have tens of thousands): its name, labels (the Service's
+/// selector), external-dns annotations and deletion; its hostname and node; its phase,
+/// host IP and `Ready` condition.
+pub fn keep_pod(pod: Value) -> Value {
+    let Value::Object(mut all) = pod else {
+        return pod;
+    };
+    let mut kept = Map::new();
+    if let Some(Value::Object(mut meta)) = all.remove("metadata") {
+        let mut meta = only(
+            &mut meta,
+            &[
+                "name",
+                "namespace",
+                "labels",
+                "annotations",
+                "deletionTimestamp",
+            ],
+        );
+        if let Some(Value::Object(a)) = meta.get_mut("annotations") {
+            a.retain(|k, _| k.starts_with(PREFIX) || k.starts_with(ALPHA_PREFIX));
+        }
+        kept.insert("metadata".into(), Value::Object(meta));
+    }
+    if let Some(Value::Object(mut spec)) = all.remove("spec") {
+        kept.insert(
+            "spec".into(),
+            Value::Object(only(&mut spec, &["hostname", "nodeName"])),
+        );
+    }
+    if let Some(Value::Object(mut status)) = all.remove("status") {
+        let mut status = only(&mut status, &["phase", "hostIP", "conditions"]);
+        if let Some(Value::Array(conditions)) = status.get_mut("conditions") {
+            conditions.retain(|c| c["type"] == "Ready");
+            for c in conditions.iter_mut() {
+                if let Value::Object(c) = c {
+                    *c = only(c, &["type", "status"]);
+                }
+            }
+        }
+        kept.insert("status".into(), Value::Object(status));
+    }
+    Value::Object(kept)
+}
+
 /// The fields of `map` named in `keys`, taken out of it.
 fn only(map: &mut Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     keys.iter()
@@ -266,6 +312,35 @@ mod tests {
         assert_eq!(
             keep_read(Kind::Service, svc, &options),
             json!({"metadata": {"name": "web", "annotations": {}}, "spec": {"sessionAffinity": "None"}})
+        );
+    }
+
+    #[test]
+    fn a_pod_keeps_what_a_headless_service_reads() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": "web-0", "namespace": "shop", "uid": "u", "labels": {"app": "web"},
+                "annotations": {"external-dns.kubernetes.io/target": "192.0.2.7", "other": "x"},
+                "ownerReferences": [{"kind": "StatefulSet"}],
+            },
+            "spec": {"hostname": "web-0", "nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+            "status": {
+                "phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.244.0.5",
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"},
+                               {"type": "PodScheduled", "status": "True"}],
+                "containerStatuses": [{"name": "c"}],
+            },
+        });
+        assert_eq!(
+            keep_pod(pod),
+            json!({
+                "metadata": {"name": "web-0", "namespace": "shop", "labels": {"app": "web"},
+                             "annotations": {"external-dns.kubernetes.io/target": "192.0.2.7"}},
+                "spec": {"hostname": "web-0", "nodeName": "n1"},
+                "status": {"phase": "Running", "hostIP": "10.0.0.1",
+                           "conditions": [{"type": "Ready", "status": "True"}]},
+            })
         );
     }
 }

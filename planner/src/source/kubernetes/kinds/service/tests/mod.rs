@@ -20,6 +20,16 @@ pub fn translate(object: &Value, cluster: &Cluster, options: &Options) -> Transl
         t,
         "what is kept of {object} translates otherwise"
     );
+    // And with what the source keeps of the Pods.
+    let mut reduced = cluster.clone();
+    for pod in reduced.pods.values_mut() {
+        *pod = super::super::kept::keep_pod(pod.take());
+    }
+    assert_eq!(
+        super::translate(&kept, &reduced, options),
+        t,
+        "what is kept of the pods translates otherwise"
+    );
     t
 }
 
