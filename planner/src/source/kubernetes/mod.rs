@@ -345,9 +345,10 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// What is kept of an object of `feed` as the watcher takes it, as JSON text (a tree
-/// of maps costs several times its text): a DNSEndpoint's identity and spec, what a
-/// kind's translation reads ([`kinds::kept`]), what of a Pod a headless Service reads,
-/// any other dependency without managed fields and the last-applied copy.
+/// of maps costs several times its text): a DNSEndpoint as the manifest parser reads
+/// it (its identity, generation and spec), what a kind's translation reads
+/// ([`kinds::kept`]), what of a Pod a headless Service reads, any other dependency
+/// without managed fields and the last-applied copy.
 fn reduce(feed: Feed, object: DynamicObject, options: &kinds::Options) -> Box<str> {
     // The object's own fields moved, not copied: only its metadata is converted.
     let mut value = match object.data {
@@ -366,18 +367,23 @@ fn reduce(feed: Feed, object: DynamicObject, options: &kinds::Options) -> Box<st
     let kept = match feed {
         Feed::Kind(Kind::DnsEndpoint) => {
             let meta = &value["metadata"];
-            serde_json::json!({
+            let mut doc = serde_json::json!({
+                "apiVersion": "externaldns.k8s.io/v1alpha1",
+                "kind": "DNSEndpoint",
                 "metadata": {
                     "name": meta["name"],
-                    "namespace": meta["namespace"],
+                    "namespace": meta["namespace"].as_str().unwrap_or("default"),
                     "generation": meta["generation"],
                 },
-                "spec": value["spec"],
-            })
+            });
+            if !value["spec"].is_null() {
+                doc["spec"] = value["spec"].clone();
+            }
+            doc
         }
         Feed::Kind(kind) => kinds::kept::keep_read(kind, value, options),
         Feed::Dependency(Dependency::Pod) => kinds::kept::keep_pod(value),
-        Feed::Dependency(_) => translated::trim(value),
+        Feed::Dependency(_) => kinds::kept::trim(value),
     };
     kept.to_string().into_boxed_str()
 }
@@ -398,37 +404,40 @@ fn take(
     match seen {
         Seen::Listed(w, items) => {
             let scope = w.scope.as_deref();
-            // One object parsed at a time, as it is taken.
-            let items = items.into_iter().map(|text| parse(&text));
             match w.feed {
                 Feed::Kind(Kind::DnsEndpoint) => {
-                    let listed = items.filter_map(|o| object_text(&o)).collect();
+                    let listed = items.into_iter().filter_map(endpoint).collect();
                     objects.replace_scope(scope, listed);
                 }
-                Feed::Kind(k) => translated.replace_scope(k, scope, items, now),
-                Feed::Dependency(d) => {
-                    translated.replace_dependency_scope(d, scope, items.collect(), now)
+                // One object parsed at a time, as it is taken.
+                Feed::Kind(k) => {
+                    translated.replace_scope(k, scope, items.iter().map(|t| parse(t)), now)
                 }
+                Feed::Dependency(d) => translated.replace_dependency_scope(
+                    d,
+                    scope,
+                    items.iter().map(|t| parse(t)).collect(),
+                    now,
+                ),
             }
             progress.listed(&w);
         }
-        Seen::Applied(w, obj) => match (w.feed, parse(&obj)) {
-            (Feed::Kind(Kind::DnsEndpoint), obj) => {
-                if let Some((name, generation, text)) = object_text(&obj) {
+        Seen::Applied(w, text) => match w.feed {
+            Feed::Kind(Kind::DnsEndpoint) => {
+                if let Some((name, generation, text)) = endpoint(text) {
                     objects.apply(&name, generation, &text);
                 }
             }
-            (Feed::Kind(k), obj) => translated.apply(k, obj, now),
-            (Feed::Dependency(d), obj) => {
+            Feed::Kind(k) => translated.apply(k, parse(&text), now),
+            Feed::Dependency(d) => {
+                let obj = parse(&text);
                 let name = dependency_name(d, &obj);
                 translated.dependency(d, &name, Some(obj), now);
             }
         },
-        Seen::Deleted(w, obj) => match (w.feed, parse(&obj)) {
+        Seen::Deleted(w, text) => match (w.feed, parse(&text)) {
             (Feed::Kind(Kind::DnsEndpoint), obj) => {
-                if let Some((name, _, _)) = object_text(&obj) {
-                    objects.delete(&name);
-                }
+                objects.delete(&kinds::object_key(&obj));
             }
             (Feed::Kind(k), obj) => {
                 translated.delete(k, &kinds::object_key(&obj));
@@ -455,23 +464,14 @@ fn dependency_name(dep: Dependency, obj: &serde_json::Value) -> String {
 }
 
 /// `(namespace/name, generation, the text the parser reads)` of a DNSEndpoint as
-/// [`reduce`] kept it: its identity and spec as JSON (valid YAML).
-fn object_text(obj: &serde_json::Value) -> Option<(ObjectName, Option<i64>, String)> {
-    let meta = &obj["metadata"];
-    let name = meta["name"].as_str()?;
-    let namespace = meta["namespace"].as_str().unwrap_or("default");
-    let mut doc = serde_json::json!({
-        "apiVersion": "externaldns.k8s.io/v1alpha1",
-        "kind": "DNSEndpoint",
-        "metadata": {"name": name, "namespace": namespace},
-    });
-    if !obj["spec"].is_null() {
-        doc["spec"] = obj["spec"].clone();
-    }
+/// [`reduce`] wrote it (`None`: an object without a name).
+fn endpoint(text: Box<str>) -> Option<(ObjectName, Option<i64>, Box<str>)> {
+    let obj = parse(&text);
+    obj["metadata"]["name"].as_str()?;
     Some((
-        format!("{namespace}/{name}"),
-        meta["generation"].as_i64(),
-        doc.to_string(),
+        kinds::object_key(&obj),
+        obj["metadata"]["generation"].as_i64(),
+        text,
     ))
 }
 

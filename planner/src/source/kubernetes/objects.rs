@@ -112,10 +112,10 @@ impl Objects {
     /// A complete list of `scope` (a namespace; `None`: all): `listed` replaces the
     /// scope's objects (each kept-last-good against its previous version); objects of
     /// the scope absent from it were deleted.
-    pub fn replace_scope(
+    pub fn replace_scope<T: AsRef<str>>(
         &mut self,
         scope: Option<&str>,
-        listed: Vec<(ObjectName, Option<i64>, String)>,
+        listed: Vec<(ObjectName, Option<i64>, T)>,
     ) {
         let in_scope =
             |name: &str| scope.is_none_or(|ns| name.split_once('/').is_some_and(|(n, _)| n == ns));
@@ -129,7 +129,7 @@ impl Objects {
                 self.kind,
                 &name,
                 generation,
-                &text,
+                text.as_ref(),
                 before,
                 self.zones.as_ref(),
             );

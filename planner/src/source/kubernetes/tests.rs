@@ -120,7 +120,7 @@ fn a_relist_of_one_namespace_deletes_only_its_absent_objects() {
     );
     let names: Vec<_> = objects.iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(names, ["a/x", "b/z"]);
-    objects.replace_scope(None, Vec::new());
+    objects.replace_scope::<String>(None, Vec::new());
     assert!(objects.is_empty());
 }
 

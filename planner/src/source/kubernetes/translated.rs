@@ -87,17 +87,12 @@ pub struct Standing {
 /// The translation function (the real one, or a test's).
 pub type Translate = fn(Kind, &Value, &Cluster, &Options) -> Translation;
 
-/// What of an object is kept for that translation ([`kinds::kept::keep_read`] for the
-/// real one).
-pub type Keep = fn(Kind, Value, &Options) -> Value;
-
 /// Everything the translated kinds hold.
 #[derive(Debug)]
 pub struct Translated {
     options: Options,
     grace: Duration,
     translate: Translate,
-    keep: Keep,
     cluster: Cluster,
     /// What each object asked for, accepted, per kind.
     accepted: BTreeMap<Kind, Objects>,
@@ -111,19 +106,15 @@ pub struct Translated {
 
 impl Translated {
     pub fn new(options: Options, grace: Duration) -> Translated {
-        let mut t = Translated::with_translate(options, grace, kinds::translate);
-        t.keep = kinds::kept::keep_read;
-        t
+        Translated::with_translate(options, grace, kinds::translate)
     }
 
-    /// With another translation (objects kept whole but for [`trim`]): for tests of
-    /// the rules here.
+    /// With another translation: for tests of the rules here.
     pub fn with_translate(options: Options, grace: Duration, translate: Translate) -> Translated {
         Translated {
             options,
             grace,
             translate,
-            keep: |_, object, _| trim(object),
             cluster: Cluster::default(),
             accepted: BTreeMap::new(),
             raw: BTreeMap::new(),
@@ -173,10 +164,10 @@ impl Translated {
         self.len() == 0
     }
 
-    /// A new version of an object of `kind`.
+    /// A new version of an object of `kind`, as the watcher reduced it
+    /// ([`kinds::kept`]).
     pub fn apply(&mut self, kind: Kind, object: Value, now: Instant) {
         let name = kinds::object_key(&object);
-        let object = (self.keep)(kind, object, &self.options);
         self.translate_object(kind, &name, &object, now);
     }
 
@@ -190,8 +181,9 @@ impl Translated {
     }
 
     /// A complete list of `kind` in `scope` (a namespace; `None`: all): objects of the
-    /// scope absent from it were deleted. Each object is reduced and translated as it
-    /// is taken from `listed`, so that the list is never held whole.
+    /// scope absent from it were deleted. Each object (as the watcher reduced it) is
+    /// translated as it is taken from `listed`, so that the list is never held whole
+    /// as values.
     pub fn replace_scope(
         &mut self,
         kind: Kind,
@@ -202,7 +194,6 @@ impl Translated {
         let mut names = std::collections::HashSet::new();
         for object in listed {
             let name = kinds::object_key(&object);
-            let object = (self.keep)(kind, object, &self.options);
             self.translate_object(kind, &name, &object, now);
             names.insert(name);
         }
@@ -222,7 +213,8 @@ impl Translated {
         self.objects(kind).compact();
     }
 
-    /// A dependency changed (`object`: its new version; `None`: deleted, by `name`):
+    /// A dependency changed (`object`: its new version, as the watcher reduced it;
+    /// `None`: deleted, by `name`):
     /// the objects that depend on it are translated again.
     pub fn dependency(&mut self, dep: Dependency, name: &str, object: Option<Value>, now: Instant) {
         self.set_dependency(dep, name, object);
@@ -296,17 +288,14 @@ impl Translated {
                 c.endpoint_slices.retain(|_, v| !v.is_empty());
                 if let Some(o) = object {
                     let service = slice_service(&o);
-                    c.endpoint_slices.entry(service).or_default().push(trim(o));
+                    c.endpoint_slices.entry(service).or_default().push(o);
                 }
                 return;
             }
         };
         match object {
-            Some(o) if dep == Dependency::Pod => {
-                map.insert(name.to_string(), kinds::kept::keep_pod(o));
-            }
             Some(o) => {
-                map.insert(name.to_string(), trim(o));
+                map.insert(name.to_string(), o);
             }
             None => {
                 map.remove(name);
@@ -489,18 +478,6 @@ fn slice_service(slice: &Value) -> String {
         .as_str()
         .unwrap_or_default();
     format!("{ns}/{svc}")
-}
-
-/// An object without what no translation reads and every object carries: managed
-/// fields and the last-applied annotation (often larger than the object itself).
-pub fn trim(mut object: Value) -> Value {
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-        if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-            a.remove("kubectl.kubernetes.io/last-applied-configuration");
-        }
-    }
-    object
 }
 
 /// The DNSEndpoint spec (as JSON text the manifest parser reads) of a translation.

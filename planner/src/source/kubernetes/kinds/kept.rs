@@ -48,15 +48,10 @@ const SERVICE_SPEC: &[&str] = &[
 
 /// `object` of `kind` with only what its translation under `options` reads.
 pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
+    let object = trim(object);
     let Value::Object(mut all) = object else {
         return object;
     };
-    if let Some(Value::Object(meta)) = all.get_mut("metadata") {
-        meta.remove("managedFields");
-        if let Some(Value::Object(a)) = meta.get_mut("annotations") {
-            a.remove("kubectl.kubernetes.io/last-applied-configuration");
-        }
-    }
     if options.fqdn_template.is_some() || kind == Kind::DnsEndpoint {
         return Value::Object(all);
     }
@@ -93,6 +88,18 @@ pub fn keep_read(kind: Kind, object: Value, options: &Options) -> Value {
     kept.insert("spec".into(), Value::Object(spec));
     kept.insert("status".into(), Value::Object(status));
     Value::Object(kept)
+}
+
+/// An object without what no translation reads and every object carries: managed
+/// fields and the last-applied annotation (often larger than the object itself).
+pub fn trim(mut object: Value) -> Value {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+        if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+            a.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+    object
 }
 
 /// What a headless Service's translation reads of a Pod (a Pod is several kilobytes,
@@ -341,6 +348,17 @@ mod tests {
                 "status": {"phase": "Running", "hostIP": "10.0.0.1",
                            "conditions": [{"type": "Ready", "status": "True"}]},
             })
+        );
+    }
+
+    #[test]
+    fn managed_fields_and_last_applied_are_not_kept() {
+        let o = json!({"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}}});
+        let t = trim(o);
+        assert_eq!(
+            t,
+            json!({"metadata": {"name": "a", "annotations": {"keep": "me"}}})
         );
     }
 }

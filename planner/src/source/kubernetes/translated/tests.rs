@@ -251,17 +251,6 @@ fn a_relist_deletes_only_the_absent_objects_of_its_scope() {
 }
 
 #[test]
-fn managed_fields_and_last_applied_are_not_kept() {
-    let o = json!({"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}],
-        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}}});
-    let t = trim(o);
-    assert_eq!(
-        t,
-        json!({"metadata": {"name": "a", "annotations": {"keep": "me"}}})
-    );
-}
-
-#[test]
 fn the_real_translations_say_which_objects_read_the_cluster() {
     let cluster = Cluster::default();
     let options = Options::default();
