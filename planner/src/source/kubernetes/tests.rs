@@ -751,6 +751,48 @@ mod kinds_through_the_api {
         cancel.cancel();
     }
 
+    /// Never delete on doubt, before the first complete list: while one kind is
+    /// refused from the start, what the other kinds listed is not handed on as the
+    /// source's records (the planner plans nothing yet anyway); once every kind has
+    /// listed, all the records come together.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partial_first_list_hands_on_no_records() {
+        let api = FakeKubeApi::start().await;
+        api.apply_object(
+            Resource::Service,
+            fixtures::service_load_balancer(
+                "web",
+                "app",
+                &[(HOST, "app.example.com")],
+                &["192.0.2.1"],
+            ),
+        );
+        api.apply_object(
+            Resource::Ingress,
+            fixtures::ingress(
+                "web",
+                "site",
+                &[],
+                Some("nginx"),
+                &["site.example.com"],
+                &[],
+                &["192.0.2.9"],
+            ),
+        );
+        api.forbid(Resource::Ingress);
+        let (mut rx, cancel, _) = source(&api, &["Service", "Ingress"]).await;
+        let s = until(&mut rx, "the Ingresses refused, the rest listed", |s| {
+            s.unready.len() == 1 && s.unready[0].starts_with("Ingress")
+        })
+        .await;
+        assert!(s.entries.is_empty(), "{:?}", s.entries);
+        api.allow(Resource::Ingress);
+        let s = until(&mut rx, "ready", |s| s.unready.is_empty()).await;
+        assert!(record(&s, "app.example.com.").is_some(), "{:?}", s.entries);
+        assert!(record(&s, "site.example.com.").is_some(), "{:?}", s.entries);
+        cancel.cancel();
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_kind_the_account_may_not_read_is_not_ready_and_deletes_nothing() {
         let api = FakeKubeApi::start().await;
