@@ -425,6 +425,18 @@ fn wait_all(dns_port: u16, want: &[(String, Ipv4Addr)], deadline: Instant) -> In
     })
 }
 
+/// One request to the child (see [`child`]) and its one-line answer.
+fn ask(
+    to: &mut std::process::ChildStdin,
+    from: &mut std::io::BufReader<std::process::ChildStdout>,
+    request: &str,
+) -> String {
+    writeln!(to, "{request}").expect("to the cluster");
+    let mut reply = String::new();
+    from.read_line(&mut reply).expect("the cluster's answer");
+    reply
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
@@ -487,11 +499,8 @@ fn main() {
     let initial = converged - started;
     // Every object told its result (one Published event each) before memory is read:
     // the events writer's memory grows with each object told.
-    let mut reply = String::new();
     let told = loop {
-        writeln!(to_cluster, "events").expect("to cluster");
-        reply.clear();
-        from_cluster.read_line(&mut reply).expect("cluster events");
+        let reply = ask(&mut to_cluster, &mut from_cluster, "events");
         if reply.trim().parse::<usize>().unwrap_or(0) >= objects {
             break started.elapsed();
         }
@@ -542,9 +551,11 @@ fn main() {
         let name = format!("svc-{i}.bench.example");
         let new_ip = service_ip(i, k + 1);
         let t = Instant::now();
-        writeln!(to_cluster, "ip {i} {}", k + 1).expect("to cluster");
-        reply.clear();
-        from_cluster.read_line(&mut reply).expect("cluster ack");
+        ask(
+            &mut to_cluster,
+            &mut from_cluster,
+            &format!("ip {i} {}", k + 1),
+        );
         while dns.a(&name) != [new_ip] {
             assert!(
                 t.elapsed() < Duration::from_secs(60),

@@ -168,7 +168,18 @@ impl Translated {
     /// ([`kinds::kept`]).
     pub fn apply(&mut self, kind: Kind, object: Value, now: Instant) {
         let name = kinds::object_key(&object);
-        self.translate_object(kind, &name, &object, now);
+        let keep = self.translate_object(kind, &name, &object, now);
+        self.keep(kind, &name, keep.then_some(&object));
+    }
+
+    /// Keeps `object` (a version just seen) to translate it again, or (`None`) forgets
+    /// what was kept of `name`.
+    fn keep(&mut self, kind: Kind, name: &str, object: Option<&Value>) {
+        let raw = self.raw.entry(kind).or_default();
+        match object {
+            Some(o) => raw.insert(name.to_string(), o.to_string().into_boxed_str()),
+            None => raw.remove(name),
+        };
     }
 
     /// An object deleted: the one way its records go at once.
@@ -194,7 +205,8 @@ impl Translated {
         let mut names = std::collections::HashSet::new();
         for object in listed {
             let name = kinds::object_key(&object);
-            self.translate_object(kind, &name, &object, now);
+            let keep = self.translate_object(kind, &name, &object, now);
+            self.keep(kind, &name, keep.then_some(&object));
             names.insert(name);
         }
         let gone: Vec<ObjectName> = self
@@ -338,20 +350,17 @@ impl Translated {
             return;
         };
         let object = parse(object);
-        self.translate_object(kind, name, &object, now);
+        // Kept as it is (the same version), or no longer needed.
+        if !self.translate_object(kind, name, &object, now) {
+            self.keep(kind, name, None);
+        }
     }
 
-    /// Translates `object`, `name` of `kind` (as kept), accepts the result, and keeps
-    /// the object if it must be translated again when something else changes.
-    fn translate_object(&mut self, kind: Kind, name: &str, object: &Value, now: Instant) {
+    /// Translates `object`, `name` of `kind`, and accepts the result. Returns whether
+    /// the object must be kept, to translate it again when something else changes.
+    fn translate_object(&mut self, kind: Kind, name: &str, object: &Value, now: Instant) -> bool {
         let t = (self.translate)(kind, object, &self.cluster, &self.options);
         let keep = t.reads_cluster || t.waiting_for_load_balancer;
-        let raw = self.raw.entry(kind).or_default();
-        if keep {
-            raw.insert(name.to_string(), object.to_string().into_boxed_str());
-        } else {
-            raw.remove(name);
-        }
         let generation = object["metadata"]["generation"].as_i64();
         let uid = object["metadata"]["uid"].as_str().map(Box::from);
         let key = (kind, name.to_string());
@@ -400,6 +409,7 @@ impl Translated {
             self.objects(kind).apply(name, generation, &text);
         }
         self.standing.insert(key, standing);
+        keep
     }
 
     /// When the earliest grace ends (`None`: no object is in its grace).
