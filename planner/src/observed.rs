@@ -19,8 +19,10 @@ type OwnerData = (u32, Vec<String>, Vec<(String, String)>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owned {
     pub mark: OwnerMark,
-    /// The observed TXT data (its key is that of the first record seen with it).
-    template: RRSet,
+    /// The observed TXT data, without a key: each owned record's mark has its own
+    /// name, rebuilt from the owned key when needed (holding the first one's name
+    /// cost every record a name it never used).
+    template: RRData,
 }
 
 /// What the view holds at one key: the data record, the ownership record that marks
@@ -51,16 +53,53 @@ pub struct ExternalOwned {
     pub txts: Vec<RRSet>,
 }
 
+/// Shares what ownership records have in common, so that a record's mark costs
+/// little more than a pointer: one [`Owned`] per distinct TXT data, and one owner id
+/// per owner (every mark of a zone usually names the same few owners, and each used to
+/// hold its own copy).
+#[derive(Debug, Default, Clone)]
+struct SharedMarks {
+    by_data: HashMap<OwnerData, Arc<Owned>>,
+    owners: Vec<Arc<str>>,
+}
+
+/// How many owner ids [`SharedMarks`] shares; a zone with more shares the first ones.
+const SHARED_OWNERS: usize = 16;
+
+impl SharedMarks {
+    /// The shared [`Owned`] for ownership record `r`, whose mark is `mark`.
+    fn share(&mut self, r: &RRSet, mut mark: OwnerMark) -> Arc<Owned> {
+        if self.by_data.len() >= WRITTEN_MARKS {
+            self.by_data.clear();
+        }
+        let owners = &mut self.owners;
+        self.by_data
+            .entry((r.ttl, r.values_vec(), r.properties_vec()))
+            .or_insert_with(|| {
+                match owners.iter().find(|o| ***o == *mark.owner) {
+                    Some(o) => mark.owner = o.clone(),
+                    None if owners.len() < SHARED_OWNERS => owners.push(mark.owner.clone()),
+                    None => {}
+                }
+                Arc::new(Owned {
+                    mark,
+                    template: RRData::of(r),
+                })
+            })
+            .clone()
+    }
+}
+
 /// A zone's records split into data and ownership.
 #[derive(Debug, Default, Clone)]
 pub struct ZoneView {
     /// Data records (ownership records excluded) and ownership (by the key owned), by
     /// key.
     entries: BTreeMap<RecordKey, Seen>,
-    /// The ownership records written since the view was built, by their data, so that
+    /// The ownership records read or written, by their data, so that
     /// records written with the same mark share one [`Owned`] (a first sync of a
     /// million records would otherwise hold a million copies of a few marks).
-    written: HashMap<OwnerData, Arc<Owned>>,
+    written: SharedMarks,
     /// Entries inserted one by one since the map was last built in one go; see
     /// [`ZoneView::compact`].
     grown: usize,
@@ -124,9 +163,9 @@ impl ZoneView {
         // Collected first, then built in one go: a B-tree built from a sorted run has
         // full nodes, one filled key by key about half full nodes.
         let mut seen: Vec<(RecordKey, Seen)> = Vec::new();
-        let mut owner_values: HashMap<OwnerData, Arc<Owned>> = HashMap::new();
+        let mut marks = SharedMarks::default();
         for r in rrsets {
-            seen.push(ZoneView::place(r, desired, &mut owner_values));
+            seen.push(ZoneView::place(r, desired, &mut marks));
         }
         // A stable sort: of equal keys, the later data (or ownership) record wins, as
         // inserting one by one did.
@@ -141,14 +180,16 @@ impl ZoneView {
                 _ => entries.push((key, s)),
             }
         }
-        ZoneView::of(entries.into_iter().collect())
+        let mut view = ZoneView::of(entries.into_iter().collect());
+        view.written = marks;
+        view
     }
 
     fn of(entries: BTreeMap<RecordKey, Seen>) -> ZoneView {
         ZoneView {
             records: entries.values().map(Seen::records).sum(),
             entries,
-            written: HashMap::new(),
+            written: SharedMarks::default(),
             grown: 0,
             external: BTreeMap::new(),
             external_txt: BTreeSet::new(),
@@ -221,7 +262,7 @@ impl ZoneView {
     fn place(
         mut r: RRSet,
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
-        owner_values: &mut HashMap<OwnerData, Arc<Owned>>,
+        marks: &mut SharedMarks,
     ) -> (RecordKey, Seen) {
         match parse_owner_record(&r) {
             Some((owned, mark)) => {
@@ -229,10 +270,7 @@ impl ZoneView {
                     Some((k, _)) => k.clone(),
                     None => owned,
                 };
-                let shared = owner_values
-                    .entry((r.ttl, r.values_vec(), r.properties_vec()))
-                    .or_insert_with(|| Arc::new(Owned { mark, template: r }))
-                    .clone();
+                let shared = marks.share(&r, mark);
                 let seen = Seen {
                     data: None,
                     owner: Some(shared),
@@ -310,7 +348,7 @@ impl ZoneView {
     /// The ownership record of `key` as observed (rebuilt from the shared data).
     pub fn owner_rrset(&self, key: &RecordKey) -> Option<RRSet> {
         let owned = self.owner(key)?;
-        Some(owned.template.with_key(owner_record_key(key)?))
+        Some(owned.template.rrset(&owner_record_key(key)?))
     }
 
     pub fn owner_of(&self, key: &RecordKey) -> Option<&str> {
@@ -421,19 +459,7 @@ impl ZoneView {
         match (owner, &op.after) {
             (Some(owned), Some(after)) => {
                 if let Some((_, mark)) = parse_owner_record(after) {
-                    if self.written.len() >= WRITTEN_MARKS {
-                        self.written.clear();
-                    }
-                    let shared = self
-                        .written
-                        .entry((after.ttl, after.values_vec(), after.properties_vec()))
-                        .or_insert_with(|| {
-                            Arc::new(Owned {
-                                mark,
-                                template: after.clone(),
-                            })
-                        })
-                        .clone();
+                    let shared = self.written.share(after, mark);
                     self.update(&owned, |s| s.owner = Some(shared));
                 }
             }
@@ -526,10 +552,34 @@ mod tests {
         );
         let other = crate::ownership::owner_record(&keys[1], "me", "push/y").unwrap();
         view.apply_op(&RRSetOp::create(other), &keys[1]);
-        assert!(!Arc::ptr_eq(
-            view.owner(&keys[0]).unwrap(),
-            view.owner(&keys[1]).unwrap()
-        ));
+        let (a, b) = (view.owner(&keys[0]).unwrap(), view.owner(&keys[1]).unwrap());
+        assert!(!Arc::ptr_eq(a, b));
+        // Different marks of one owner still share the owner id.
+        assert!(Arc::ptr_eq(&a.mark.owner, &b.mark.owner));
+        assert_eq!(view.owner_rrset(&keys[1]).unwrap(), {
+            crate::ownership::owner_record(&keys[1], "me", "push/y").unwrap()
+        });
+    }
+
+    /// A view read from the zone shares owner ids the same way, and rebuilds each
+    /// mark exactly as read.
+    #[test]
+    fn read_marks_share_their_owner() {
+        let keys: Vec<RecordKey> = (0..3)
+            .map(|i| key(&format!("r{i}.example.com"), RecordType::A))
+            .collect();
+        let marks: Vec<RRSet> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| crate::ownership::owner_record(k, "me", &format!("push/{i}")).unwrap())
+            .collect();
+        let view = ZoneView::new(marks.clone());
+        for (k, mark) in keys.iter().zip(&marks) {
+            assert_eq!(view.owner_rrset(k).as_ref(), Some(mark));
+        }
+        let (a, c) = (view.owner(&keys[0]).unwrap(), view.owner(&keys[2]).unwrap());
+        assert!(!Arc::ptr_eq(a, c));
+        assert!(Arc::ptr_eq(&a.mark.owner, &c.mark.owner));
     }
 
     /// Compacting keeps every entry and its shared storage; it happens only once a
