@@ -17,6 +17,7 @@
 //!   re-read when they change (docs/security.md).
 //! - [`secret`]: [`Secret`], a value whose `Debug`/`Display` print `<redacted>`, and
 //!   [`secret::redact_url`].
+pub mod allocator;
 pub mod convert;
 pub mod error;
 pub mod grpc;

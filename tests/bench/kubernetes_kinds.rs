@@ -31,7 +31,8 @@ use std::io::{BufRead, Write};
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, Instant};
 
-/// The allocator of the `dnsplane-planner` binary, so that RSS is what it would be.
+/// The allocator of the `dnsplane-planner` binary, with its settings (`main` applies
+/// them), so that RSS is what it would be.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -442,6 +443,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
+    dnsplane_common::allocator::apply_settings();
     let scale: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())

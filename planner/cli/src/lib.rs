@@ -18,50 +18,17 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sets mimalloc's options for a long-running service, each unless the environment
-/// already says otherwise ([`ALLOCATOR_SETTINGS`]):
-///
-/// - `MIMALLOC_PURGE_DELAY=50`: return freed memory within 50 ms. Its default delay
-///   (1 s) only runs out when the thread that freed the pages allocates again, so what
-///   a large load's worker and blocking threads freed stayed resident: a planner that
-///   had taken in 200,000 records held 1.9 KB per record; with 50 ms, 0.9 KB. (0
-///   returns a little more, but every large push then faults its pages in again:
-///   `PutDesired` of 10,000 records took 8 ms longer.)
-/// - `MIMALLOC_ALLOW_THP=0`: no transparent huge pages. A 2 MiB huge page is resident
-///   whole however little of it is in use: an idle planner stood at 27 MiB with them
-///   and 11 MiB without, and one holding a million records at 284-325 bytes a record
-///   over runs, 260-277 without.
-///
-/// mimalloc reads its options from the environment before `main` runs, so the service
-/// re-executes itself once with the settings (same process id; `exec` only returns on
-/// failure, and then the service runs on without them). Called first thing in each
-/// binary's `main`.
+/// already says otherwise (`dnsplane_common::allocator`, which says why each is set:
+/// freed pages back within 50 ms, no transparent huge pages). The service re-executes
+/// itself once with them. Called first thing in each binary's `main`.
 pub fn tune_allocator() {
-    #[cfg(all(feature = "mimalloc", unix))]
-    {
-        let unset: Vec<_> = ALLOCATOR_SETTINGS
-            .iter()
-            .filter(|(name, _)| std::env::var_os(name).is_none())
-            .collect();
-        if unset.is_empty() {
-            return;
-        }
-        if let Ok(exe) = std::env::current_exe() {
-            use std::os::unix::process::CommandExt;
-            let err = std::process::Command::new(exe)
-                .args(std::env::args_os().skip(1))
-                .envs(unset.iter().map(|(name, value)| (name, value)))
-                .exec();
-            eprintln!(
-                "note: could not re-execute with the allocator settings {unset:?} ({err}); memory is returned to the system more slowly"
-            );
-        }
-    }
+    #[cfg(feature = "mimalloc")]
+    dnsplane_common::allocator::apply_settings();
 }
 
 /// The mimalloc options [`tune_allocator`] sets, and their values.
-#[cfg(all(feature = "mimalloc", unix))]
-pub const ALLOCATOR_SETTINGS: [(&str, &str); 2] =
-    [("MIMALLOC_PURGE_DELAY", "50"), ("MIMALLOC_ALLOW_THP", "0")];
+#[cfg(feature = "mimalloc")]
+pub use dnsplane_common::allocator::SETTINGS as ALLOCATOR_SETTINGS;
 
 /// sysexits.h `EX_USAGE`-style code: the config or the flags cannot be used.
 pub const EXIT_BAD_CONFIG: u8 = 64;
