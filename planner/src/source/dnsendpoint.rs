@@ -120,6 +120,17 @@ pub(crate) struct ParsedFile {
 
 /// Parses every document of `text`; `label` names it in locations (`label:line`).
 pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
+    parse_file_for(label, text, None)
+}
+
+/// [`parse_file`] for the objects of one `resource` whatever their metadata says (a
+/// Kubernetes object translated to a DNSEndpoint spec is `Service ns/name`): its
+/// entries and slots share that one allocation instead of each holding its own name.
+pub(crate) fn parse_file_for(
+    label: &str,
+    text: &str,
+    resource: Option<&std::sync::Arc<str>>,
+) -> ParsedFile {
     let mut out = ParsedFile::default();
     let fatal = |out: &mut ParsedFile, line: Option<usize>, message: String| {
         out.fatal.push(out.errors.len());
@@ -145,6 +156,7 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
             Ok(node) => {
                 let cx = Doc {
                     label,
+                    resource,
                     kind: &kind,
                     offset: doc.offset,
                     number: number + 1,
@@ -171,6 +183,8 @@ pub(crate) fn parse_file(label: &str, text: &str) -> ParsedFile {
 #[derive(Debug)]
 struct Doc<'a> {
     label: &'a str,
+    /// The resource every object of the document is, whatever its metadata says.
+    resource: Option<&'a std::sync::Arc<str>>,
     /// [`SOURCE_KIND`], one allocation shared by the file's entries.
     kind: &'a std::sync::Arc<str>,
     offset: usize,
@@ -228,12 +242,13 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
             .and_then(|m| scalar(m, key))
             .map(|s| s.as_str().trim().to_string())
     };
-    let resource = match meta("name") {
-        Some(name) => format!(
+    let resource = match (cx.resource, meta("name")) {
+        (Some(resource), _) => resource.to_string(),
+        (None, Some(name)) => format!(
             "DNSEndpoint {}/{name}",
             meta("namespace").unwrap_or_else(|| "default".into())
         ),
-        None => match item {
+        (None, None) => match item {
             None => format!("DNSEndpoint {}#{}", cx.label, cx.number),
             Some(i) => format!("DNSEndpoint {}#{}.{}", cx.label, cx.number, i + 1),
         },
@@ -361,7 +376,10 @@ fn parse_object(cx: &Doc<'_>, map: &MarkedMappingNode, item: Option<usize>, out:
             );
         }
     };
-    let resource: std::sync::Arc<str> = resource.into();
+    let resource: std::sync::Arc<str> = match cx.resource {
+        Some(shared) => shared.clone(),
+        None => resource.into(),
+    };
     for (index, node) in endpoints.iter().enumerate() {
         let slot = Slot {
             resource: resource.clone(),

@@ -6,7 +6,7 @@
 //! manifest parser; locations then name the object and the endpoint
 //! (`default/web spec.endpoints[2]`) instead of a line of a JSON text nobody wrote.
 use super::kinds::Kind;
-use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, parse_file};
+use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, parse_file_for};
 use crate::source::file::merge::merge;
 use crate::source::{DesiredEntry, Snapshot, SourceError};
 use std::collections::BTreeMap;
@@ -14,6 +14,10 @@ use std::sync::Arc;
 
 /// The `source` written into every origin and error of entries read from the API.
 pub const SOURCE_KIND: &str = "kubernetes";
+/// [`SOURCE_KIND`] in the one allocation every entry of the source points at (each
+/// object's entries used to allocate their own).
+static SHARED_SOURCE_KIND: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| SOURCE_KIND.into());
 
 /// The most errors one object reports; the rest are counted (as the file source does
 /// per file).
@@ -187,8 +191,12 @@ fn accept(
     old: ObjectState,
     zones: Option<&crate::source::zones::ZoneCheck>,
 ) -> ObjectState {
-    let source_kind: Arc<str> = SOURCE_KIND.into();
-    let mut parsed: ParsedFile = parse_file(name, text);
+    let source_kind: Arc<str> = SHARED_SOURCE_KIND.clone();
+    // A translated object's records name it (`Service default/web`), not the
+    // DNSEndpoint spec it was turned into; one allocation for all of them.
+    let resource: Option<Arc<str>> =
+        (kind != Kind::DnsEndpoint).then(|| format!("{kind} {name}").into());
+    let mut parsed: ParsedFile = parse_file_for(name, text, resource.as_ref());
     if let (Some(zones), true) = (zones, parsed.fatal.is_empty()) {
         zones.check_parsed(&mut parsed);
     }
@@ -235,10 +243,6 @@ fn accept(
             message: format!("{more} more error(s) in this object not shown"),
         });
     }
-    // A translated object's records name it (`Service default/web`), not the
-    // DNSEndpoint spec it was turned into.
-    let resource: Option<Arc<str>> =
-        (kind != Kind::DnsEndpoint).then(|| format!("{kind} {name}").into());
     let mut accepted: Vec<Accepted> = accepted
         .into_iter()
         .map(|mut a| {
