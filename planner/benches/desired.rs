@@ -41,7 +41,7 @@ fn entry(i: usize, last_octet: usize) -> DesiredEntry {
         labels: Default::default(),
         origin: Origin {
             source: "file".into(),
-            location: format!("bench.yaml:{i}"),
+            location: format!("bench.yaml:{i}").into(),
             resource: format!("DNSEndpoint default/e{}", i / 10).into(),
         },
     }

@@ -24,7 +24,7 @@ fn entry(i: usize, value: &str) -> DesiredEntry {
         labels: Labels::default(),
         origin: Origin {
             source: "push:bench".into(),
-            location: format!("records[{i}]"),
+            location: format!("records[{i}]").into(),
             resource: "push/bench".into(),
         },
     }

@@ -49,7 +49,7 @@ fn entries(z: usize, per_zone: usize) -> Vec<DesiredEntry> {
             labels: Default::default(),
             origin: Origin {
                 source: "push:bench".into(),
-                location: format!("records[{i}]"),
+                location: format!("records[{i}]").into(),
                 resource: format!("push/bulk-{z}").into(),
             },
         })

@@ -222,7 +222,7 @@ fn entries(records: &[(u8, u8)]) -> Vec<DesiredEntry> {
             labels: Default::default(),
             origin: Origin {
                 source: "test".into(),
-                location: String::new(),
+                location: "".into(),
                 resource: "r".into(),
             },
         })
@@ -374,7 +374,7 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
             labels: Default::default(),
             origin: Origin {
                 source: "test".into(),
-                location: String::new(),
+                location: "".into(),
                 resource: "r".into(),
             },
         })

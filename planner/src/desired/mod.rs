@@ -364,7 +364,7 @@ impl DesiredIndex {
         for e in entries {
             let error = |message: String| SourceError {
                 source: source.to_string(),
-                location: e.origin.location.clone(),
+                location: e.origin.location.to_string(),
                 record: format!("{} {}", e.name, e.rtype),
                 message,
             };

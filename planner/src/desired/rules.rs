@@ -54,7 +54,7 @@ impl<'a> Lines<'a> {
         self.index()
             .first
             .get(&(name, rtype))
-            .map(|&i| self.entries[i].origin.location.clone())
+            .map(|&i| self.entries[i].origin.location.to_string())
             .unwrap_or_default()
     }
 
@@ -64,7 +64,7 @@ impl<'a> Lines<'a> {
         self.index()
             .at_name
             .get(name)
-            .map(|&(i, _)| self.entries[i].origin.location.clone())
+            .map(|&(i, _)| self.entries[i].origin.location.to_string())
             .unwrap_or_default()
     }
 }

@@ -31,7 +31,7 @@ fn entry(name: &str, t: RecordType, values: &[&str], line: u32) -> DesiredEntry 
         labels: Default::default(),
         origin: Origin {
             source: "file".into(),
-            location: format!("x.yaml:{line}"),
+            location: format!("x.yaml:{line}").into(),
             resource: "DNSEndpoint default/x".into(),
         },
     }

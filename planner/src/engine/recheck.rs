@@ -110,7 +110,7 @@ mod tests {
                 labels: Default::default(),
                 origin: Origin {
                     source: "push".into(),
-                    location: String::new(),
+                    location: "".into(),
                     resource: "test".into(),
                 },
             })

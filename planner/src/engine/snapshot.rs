@@ -530,7 +530,7 @@ mod tests {
                 labels: Default::default(),
                 origin: Origin {
                     source: "push".into(),
-                    location: format!("records[{i}]"),
+                    location: format!("records[{i}]").into(),
                     resource: "test".into(),
                 },
             })

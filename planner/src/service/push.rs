@@ -375,7 +375,7 @@ pub(crate) fn check_record(
                 labels,
                 origin: Origin {
                     source: origin.source.clone(),
-                    location: format!("{field}[{i}]"),
+                    location: format!("{field}[{i}]").into(),
                     resource: origin.resource.clone(),
                 },
             })

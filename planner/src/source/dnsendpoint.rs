@@ -583,7 +583,7 @@ fn parse_endpoint(cx: &Doc<'_>, node: &Node, slot: Slot, out: &mut ParsedFile) {
                     labels,
                     origin: Origin {
                         source: cx.kind.clone(),
-                        location: location(cx.label, ep_line),
+                        location: location(cx.label, ep_line).into(),
                         resource: slot.resource.clone(),
                     },
                 },

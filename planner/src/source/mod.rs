@@ -136,8 +136,9 @@ impl From<EntryKey> for EntryKeyRepr {
 pub struct Origin {
     /// The kind of source, e.g. `file`. Shared by every entry of a load.
     pub source: Arc<str>,
-    /// `path/to/file.yaml:14`: the line of the endpoint.
-    pub location: String,
+    /// `path/to/file.yaml:14`: the line of the endpoint. Shared where it is the
+    /// resource itself (a Kubernetes object's entries are located by their object).
+    pub location: Arc<str>,
     /// The object that asked for the record, e.g. `DNSEndpoint default/web`. Shared by
     /// the entries of one resource (a source may hold a million entries).
     pub resource: Arc<str>,

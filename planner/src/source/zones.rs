@@ -96,7 +96,7 @@ impl ZoneCheck {
                     a.slot.resource.clone(),
                     super::SourceError {
                         source: a.entry.origin.source.to_string(),
-                        location: a.entry.origin.location.clone(),
+                        location: a.entry.origin.location.to_string(),
                         record: format!("{} {}", a.entry.name, a.entry.rtype),
                         message: format!("{why}; the whole object is refused"),
                     },

@@ -179,7 +179,7 @@ impl Webhook {
                     let at = |field: &str| {
                         upserts
                             .iter()
-                            .position(|u| field.starts_with(&u.origin.location))
+                            .position(|u| field.starts_with(&*u.origin.location))
                     };
                     let mut drop: Vec<(usize, String)> = errors
                         .iter()

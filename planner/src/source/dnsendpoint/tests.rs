@@ -57,13 +57,7 @@ fn parses_multi_document_files_and_skips_other_kinds() {
     );
     let origins: Vec<(&str, &str, &str)> = entries
         .iter()
-        .map(|e| {
-            (
-                &*e.origin.source,
-                e.origin.location.as_str(),
-                &*e.origin.resource,
-            )
-        })
+        .map(|e| (&*e.origin.source, &*e.origin.location, &*e.origin.resource))
         .collect();
     assert_eq!(
         origins,
@@ -84,7 +78,7 @@ fn list_objects_are_read_item_by_item() {
         keys(&entries),
         vec![entry("a.example.com.", "AAAA", &["2001:db8::1"])]
     );
-    assert_eq!(entries[0].origin.location, "l.yaml:7");
+    assert_eq!(&*entries[0].origin.location, "l.yaml:7");
     assert_eq!(&*entries[0].origin.resource, "DNSEndpoint default/a");
 }
 

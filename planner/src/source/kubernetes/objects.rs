@@ -249,7 +249,11 @@ fn accept(
             a.entry = DesiredEntry {
                 origin: crate::source::Origin {
                     source: source_kind.clone(),
-                    location: location(kind, name, Some(a.slot.index)),
+                    location: match &resource {
+                        // `location` says it too: `Service ns/name`, one allocation.
+                        Some(resource) => resource.clone(),
+                        None => location(kind, name, Some(a.slot.index)).into(),
+                    },
                     resource: resource
                         .clone()
                         .unwrap_or_else(|| a.entry.origin.resource.clone()),

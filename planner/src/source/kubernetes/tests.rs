@@ -43,7 +43,7 @@ fn a_broken_update_keeps_the_objects_last_accepted_records() {
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert_eq!(s.entries[0].origin.source.as_ref(), "kubernetes");
     assert_eq!(
-        s.entries[0].origin.location,
+        &*s.entries[0].origin.location,
         "default/web spec.endpoints[0]"
     );
     assert_eq!(
