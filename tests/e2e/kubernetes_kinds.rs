@@ -297,7 +297,15 @@ fn kubectl_describe_shows_published_and_a_bad_annotation_keeps_the_last_record()
     );
     wait_dns(&s, &web, "A", &["192.0.2.10"]);
     wait_dns(&s, &blog, "A", &["192.0.2.60"]);
-    wait_event(&s, &api, "Service", "web", "Published", &web);
+    let published = wait_event(&s, &api, "Service", "web", "Published", &web);
+    // The event names the object by its uid too (packed in 16 bytes while held).
+    let service = api
+        .get_object(Resource::Service, "default", "web")
+        .expect("the Service");
+    assert_eq!(
+        published["involvedObject"]["uid"], service["metadata"]["uid"],
+        "{published:#}"
+    );
 
     let out = kubectl.run_blocking(&["describe", "service", "web"]);
     assert!(out.success, "{out:?}");

@@ -38,6 +38,7 @@ pub mod objects;
 pub mod settings;
 pub mod status;
 pub mod translated;
+pub mod uid;
 pub mod watch;
 
 pub use objects::SOURCE_KIND;

@@ -246,7 +246,7 @@ impl std::fmt::Debug for EventWriter {
 struct Due {
     kind: Kind,
     name: ObjectName,
-    uid: Option<Box<str>>,
+    uid: Option<super::uid::Uid>,
     verdict: Verdict,
 }
 
@@ -394,7 +394,7 @@ impl EventWriter {
             d.kind,
             namespace,
             object,
-            d.uid.as_deref(),
+            d.uid.as_ref().map(ToString::to_string).as_deref(),
             &d.verdict,
             now,
             &self.instance,

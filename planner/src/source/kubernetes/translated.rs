@@ -74,7 +74,7 @@ impl Dependency {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Standing {
     /// `metadata.uid`: events name the object by it.
-    pub uid: Option<Box<str>>,
+    pub uid: Option<super::uid::Uid>,
     /// Why the object gives no records although it was read (a filter, another
     /// controller's).
     pub skipped: Option<Box<str>>,
@@ -362,7 +362,7 @@ impl Translated {
         let t = (self.translate)(kind, object, &self.cluster, &self.options);
         let keep = t.reads_cluster || t.waiting_for_load_balancer;
         let generation = object["metadata"]["generation"].as_i64();
-        let uid = object["metadata"]["uid"].as_str().map(Box::from);
+        let uid = object["metadata"]["uid"].as_str().map(super::uid::Uid::new);
         let key = (kind, name.to_string());
         let mut standing = self.standing.remove(&key).unwrap_or_default();
         standing.uid = uid;
