@@ -12,12 +12,12 @@ use dnsplane_testing::wait_for;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-const HOSTNAME: &str = "external-dns.alpha.kubernetes.io/hostname";
+pub(super) const HOSTNAME: &str = "external-dns.alpha.kubernetes.io/hostname";
 const TTL: &str = "external-dns.alpha.kubernetes.io/ttl";
-const CONDITION_TIME: &str = "2026-11-29T00:00:00Z";
+pub(super) const CONDITION_TIME: &str = "2026-11-29T00:00:00Z";
 
 /// The fake API server's runtime (it serves from this runtime's thread).
-fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -97,7 +97,7 @@ fn source_toml(api: &FakeKubeApi, kinds: &[&str], extra: &str) -> String {
 }
 
 /// PowerDNS, then the applier and planner in front of it reading `api`.
-fn stack(api: &FakeKubeApi, kinds: &[&str], extra: &str) -> Option<RealStack> {
+pub(super) fn stack(api: &FakeKubeApi, kinds: &[&str], extra: &str) -> Option<RealStack> {
     let tools = Tools::find()?;
     let server = RealServer::start(Kind::Pdns)?;
     let opts = Options {
@@ -109,7 +109,7 @@ fn stack(api: &FakeKubeApi, kinds: &[&str], extra: &str) -> Option<RealStack> {
 }
 
 /// The zone without its final dot (`pdns.test`).
-fn zone(s: &RealStack) -> String {
+pub(super) fn zone(s: &RealStack) -> String {
     s.zone().to_string().trim_end_matches('.').to_string()
 }
 
@@ -118,7 +118,7 @@ fn dig(s: &RealStack, name: &str, rtype: &str) -> Vec<String> {
 }
 
 /// Waits (30 s at most) until PowerDNS answers `name rtype` with exactly `want`.
-fn wait_dns(s: &RealStack, name: &str, rtype: &str, want: &[&str]) {
+pub(super) fn wait_dns(s: &RealStack, name: &str, rtype: &str, want: &[&str]) {
     let mut want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
     want.sort();
     let mut last = Vec::new();

@@ -24,6 +24,7 @@ mod hostile;
 mod incremental;
 mod kubernetes;
 mod kubernetes_kinds;
+mod kubernetes_routes;
 mod labels;
 mod layering;
 mod lease;
