@@ -23,6 +23,7 @@ mod health;
 mod hostile;
 mod incremental;
 mod kubernetes;
+mod kubernetes_headless;
 mod kubernetes_kinds;
 mod kubernetes_routes;
 mod labels;
