@@ -8,7 +8,7 @@
 use super::kinds::Kind;
 use crate::source::dnsendpoint::{Accepted, ParsedFile, RejectedWhat, parse_file_for};
 use crate::source::file::merge::merge;
-use crate::source::{DesiredEntry, Snapshot, SourceError};
+use crate::source::{Snapshot, SourceError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -246,19 +246,13 @@ fn accept(
     let mut accepted: Vec<Accepted> = accepted
         .into_iter()
         .map(|mut a| {
-            a.entry = DesiredEntry {
-                origin: crate::source::Origin {
-                    source: source_kind.clone(),
-                    location: match &resource {
-                        // `location` says it too: `Service ns/name`, one allocation.
-                        Some(resource) => resource.clone(),
-                        None => location(kind, name, Some(a.slot.index)).into(),
-                    },
-                    resource: resource
-                        .clone()
-                        .unwrap_or_else(|| a.entry.origin.resource.clone()),
-                },
-                ..a.entry
+            // The parser gave the entry its resource (the object's, for a translated
+            // one); a translated object's location says the same, in the same allocation.
+            let origin = &mut a.entry.origin;
+            origin.source = source_kind.clone();
+            origin.location = match kind {
+                Kind::DnsEndpoint => location(kind, name, Some(a.slot.index)).into(),
+                _ => origin.resource.clone(),
             };
             a
         })
