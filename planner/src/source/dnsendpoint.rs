@@ -116,6 +116,10 @@ pub(crate) struct ParsedFile {
     /// text with none declares nothing, which a source may not want to read as "no
     /// records".
     pub(crate) endpoint_documents: usize,
+    /// What was read but deliberately not used, e.g. a record type dnsplane does not
+    /// model in a zone file: named so nobody thinks it was planned, never an error
+    /// (it keeps nothing and breaks nothing).
+    pub(crate) warnings: Vec<SourceError>,
 }
 
 /// Parses every document of `text`; `label` names it in locations (`label:line`).
