@@ -21,6 +21,7 @@ have pdns_server || need_pkgs+=(pdns-server)
 have sqlite3 || need_pkgs+=(sqlite3)
 have redis-server || need_pkgs+=(redis-server)
 have nsupdate || need_pkgs+=(bind9-dnsutils)
+have named-checkzone || need_pkgs+=(bind9-utils)
 # tests/e2e/tls.rs: `openssl s_client` checks that every TLS port speaks TLS.
 have openssl || need_pkgs+=(openssl)
 # tests/e2e/dashboards.rs: promtool checks and unit-tests the alert rules and parses
@@ -136,6 +137,16 @@ if ! "$TOOLS/venv/bin/python" -c 'import google.cloud.dns, googleapiclient, clou
         'google-cloud-dns==0.37.2' 'google-api-python-client==2.202.0' 'cloudflare==5.9.0'
 fi
 export DNSPLANE_SDK_PYTHON="$TOOLS/venv/bin/python"
+# DNS as code checked against octoDNS itself (tests/e2e/octodns*.rs, the zone-file and
+# octoDNS-YAML parsers' comparisons): octoDNS's YamlProvider, octodns-bind's zone-file
+# source and octodns-powerdns for `octodns-dump` of a real PowerDNS zone.
+if ! "$TOOLS/venv/bin/python" -c 'import octodns, octodns_bind, octodns_powerdns' 2>/dev/null; then
+    say "installing octodns, octodns-bind and octodns-powerdns into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check \
+        'octodns==1.22.0' 'octodns-bind==1.1.0' 'octodns-powerdns==1.2.0'
+fi
+export DNSPLANE_OCTODNS_PYTHON="$TOOLS/venv/bin/python"
+export DNSPLANE_NAMED_CHECKZONE="$(command -v named-checkzone)"
 export DNSPLANE_KUBERNETES_VALIDATE="$KUBE_VALIDATE"
 export DNSPLANE_DOCKER_COMPOSE="$COMPOSE"
 
