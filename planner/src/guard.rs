@@ -194,7 +194,7 @@ pub fn take_guarded(zone: &Name, changes: &mut Vec<PlannedChange>) -> Vec<Planne
 }
 
 /// A digest of a set of change ids, independent of their order.
-fn digest<'a>(ids: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn digest<'a>(ids: impl Iterator<Item = &'a str>) -> String {
     let sorted: BTreeSet<&str> = ids.collect();
     let mut h = Sha256::new();
     for id in sorted {

@@ -16,7 +16,9 @@ use tonic::{Request, Response, Status};
 mod admission;
 mod encode;
 mod history;
+mod proposed;
 pub(crate) mod push;
+mod zone_records;
 
 use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
 pub use encode::{kind_from_pb, kind_name, kind_to_pb, status, status_to_pb};
@@ -24,6 +26,7 @@ pub use push::validate_push;
 use push::{
     PatchFailure, cross_check, patch_failure, push_as_patch, validate_patch, validate_push_checked,
 };
+use zone_records::ReadZoneStream;
 
 /// Page size limits for record-state listings.
 const DEFAULT_PAGE: usize = 500;
@@ -180,36 +183,10 @@ impl PlannerService {
                 Err(e) => zp.error = e.to_string(),
                 Ok(preview) => {
                     zp.held = preview.held.as_ref().map(|h| held_to_pb(h, None));
-                    let plan = &preview.plan;
-                    let total = plan.changes.len() + plan.blocked.len() + preview.withheld.len();
-                    let changes = plan.changes.iter().map(|c| {
-                        PlanItem::Change(pb::PlannedChange {
-                            change: Some((&c.change).into()),
-                            reason: c.reason.clone(),
-                        })
-                    });
-                    let blocked = plan.blocked.iter().map(|b| {
-                        PlanItem::Blocked(Box::new(pb::RecordState {
-                            key: Some((&b.key).into()),
-                            state: pb::RecordStateKind::Conflict as i32,
-                            desired: b.desired.as_ref().map(Into::into),
-                            observed: b.observed.as_ref().map(Into::into),
-                            observed_owner: b.observed_owner.clone().unwrap_or_default(),
-                            conflict_reason: pb::ConflictReason::from(b.reason) as i32,
-                            reason: b.message.clone(),
-                            ..Default::default()
-                        }))
-                    });
-                    let withheld = preview
-                        .withheld
-                        .iter()
-                        .map(|(k, s)| PlanItem::Blocked(Box::new(record_state_to_pb(k, s, None))));
-                    let taken: Vec<PlanItem> = changes
-                        .chain(blocked)
-                        .chain(withheld)
-                        .skip(skip)
-                        .take(room)
-                        .collect();
+                    let total = preview.plan.changes.len()
+                        + preview.plan.blocked.len()
+                        + preview.withheld.len();
+                    let taken: Vec<PlanItem> = plan_items(&preview).skip(skip).take(room).collect();
                     room -= taken.len();
                     for item in taken {
                         match item {
@@ -631,6 +608,43 @@ impl pb::planner_server::Planner for PlannerService {
         let result = self.history_admitted(&mut t, req).await;
         self.finish(t, result)
     }
+
+    async fn plan_proposed(
+        &self,
+        request: Request<tonic::Streaming<pb::PlanProposedChunk>>,
+    ) -> Result<Response<pb::PlanResponse>, Status> {
+        // Admitted before the first chunk is read: an unknown caller streams nothing.
+        let (meta, _, stream) = request.into_parts();
+        let mut t = self.admit(Call::PlanProposed, &meta)?;
+        let result = self.plan_proposed_admitted(&mut t, stream).await;
+        self.finish(t, result)
+    }
+
+    type ReadZoneStream = ReadZoneStream;
+
+    async fn read_zone(
+        &self,
+        request: Request<pb::ReadZoneRequest>,
+    ) -> Result<Response<ReadZoneStream>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::ReadZone, &meta)?;
+        let result = self.read_zone_admitted(&mut t, req).await;
+        self.finish(t, result)
+    }
+
+    async fn adopt(
+        &self,
+        request: Request<pb::AdoptRequest>,
+    ) -> Result<Response<pb::AdoptResponse>, Status> {
+        let (meta, _, req) = request.into_parts();
+        let mut t = self.admit(Call::Adopt, &meta)?;
+        // A dry run writes nothing: a standby answers it too.
+        let result = match (req.dry_run, self.writable().await) {
+            (false, Err(e)) => Err(e),
+            _ => self.adopt_admitted(&mut t, req).await,
+        };
+        self.finish(t, result)
+    }
 }
 
 /// The gRPC status of a refused release or resume.
@@ -648,6 +662,35 @@ fn release_status(e: ReleaseError) -> Status {
 enum PlanItem {
     Change(pb::PlannedChange),
     Blocked(Box<pb::RecordState>),
+}
+
+/// A preview's entries in the order a plan lists them: changes, then the records the
+/// plan leaves alone, then those waiting for their retry.
+fn plan_items(preview: &crate::engine::Preview) -> impl Iterator<Item = PlanItem> + '_ {
+    let plan = &preview.plan;
+    let changes = plan.changes.iter().map(|c| {
+        PlanItem::Change(pb::PlannedChange {
+            change: Some((&c.change).into()),
+            reason: c.reason.clone(),
+        })
+    });
+    let blocked = plan.blocked.iter().map(|b| {
+        PlanItem::Blocked(Box::new(pb::RecordState {
+            key: Some((&b.key).into()),
+            state: pb::RecordStateKind::Conflict as i32,
+            desired: b.desired.as_ref().map(Into::into),
+            observed: b.observed.as_ref().map(Into::into),
+            observed_owner: b.observed_owner.clone().unwrap_or_default(),
+            conflict_reason: pb::ConflictReason::from(b.reason) as i32,
+            reason: b.message.clone(),
+            ..Default::default()
+        }))
+    });
+    let withheld = preview
+        .withheld
+        .iter()
+        .map(|(k, s)| PlanItem::Blocked(Box::new(record_state_to_pb(k, s, None))));
+    changes.chain(blocked).chain(withheld)
 }
 
 #[cfg(test)]

@@ -61,6 +61,9 @@ pub enum Call {
     Release,
     Resume,
     History,
+    PlanProposed,
+    ReadZone,
+    Adopt,
 }
 
 impl Call {
@@ -77,17 +80,25 @@ impl Call {
             Call::Release => "Release",
             Call::Resume => "Resume",
             Call::History => "History",
+            Call::PlanProposed => "PlanProposed",
+            Call::ReadZone => "ReadZone",
+            Call::Adopt => "Adopt",
         }
     }
 
     /// The least role that may make this call.
     pub fn role(self) -> Role {
         match self {
-            Call::GetStatus | Call::ListRecordStates | Call::Plan | Call::History => Role::Read,
+            Call::GetStatus
+            | Call::ListRecordStates
+            | Call::Plan
+            | Call::History
+            | Call::PlanProposed
+            | Call::ReadZone => Role::Read,
             Call::Sync | Call::PutDesired | Call::PutDesiredStream | Call::PatchDesired => {
                 Role::Write
             }
-            Call::Approve | Call::Release | Call::Resume => Role::Approve,
+            Call::Approve | Call::Release | Call::Resume | Call::Adopt => Role::Approve,
         }
     }
 }

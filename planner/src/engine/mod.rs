@@ -12,6 +12,8 @@
 //!   state as it is when the batch leaves; [`approve`]: the mass-change guard in the
 //!   sync (with its window), and `Approve`;
 //! - [`release`]: `Release` and `Resume`, handing a zone to external-dns and back;
+//!   [`adopt`]: `Adopt`, taking unowned records equal to the desired ones;
+//!   [`read_zone`]: `ReadZone`, a zone's records and owners for import and export;
 //! - [`intake`]: the desired state coming in (sources, pushes and patches, persisted
 //!   first) and the sources' readiness;
 //! - [`fold`]: results from the applier into the observed view and the state table;
@@ -38,6 +40,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+mod adopt;
 mod approve;
 mod audit;
 mod fold;
@@ -47,6 +50,7 @@ mod intake;
 mod patch;
 mod pushes;
 mod read;
+mod read_zone;
 mod recheck;
 mod release;
 mod schedule;
@@ -56,6 +60,7 @@ mod sync;
 mod takeover;
 mod watched;
 
+pub use adopt::{AdoptError, AdoptOutcome};
 pub use approve::ApproveError;
 pub use audit::HistoryError;
 pub use health::{Health, HealthReason, Rule};
@@ -63,6 +68,7 @@ pub use patch::{Patch, Patched};
 pub use pushes::PushStore;
 #[cfg(test)]
 pub(crate) use pushes::stored_push;
+pub use read_zone::{OwnerKind, ZoneRecord};
 pub use release::{ReleaseError, ReleaseOutcome, Released};
 pub use snapshot::{
     DiskStatus, Level, RecordStatesPage, RecordStatesQuery, Snapshot, ZoneSnapshot, ZoneStatus,

@@ -140,12 +140,27 @@ impl Engine {
     /// through the applier (`fresh`: bypassing its cache), with the changes a sync
     /// would withhold now set apart. Changes nothing.
     pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
+        self.preview_against(zone, fresh, None).await
+    }
+
+    /// [`preview`](Self::preview) of a proposed desired state of `zone` (`None`: the
+    /// one in force): what a sync would do if `proposed` were the zone's desired
+    /// records (`dnsplane plan --desired`). Nothing is kept of it.
+    pub async fn preview_against(
+        &self,
+        zone: &Name,
+        fresh: bool,
+        proposed: Option<&BTreeMap<RecordKey, DesiredRecord>>,
+    ) -> Result<Preview, SyncError> {
         let z = self.zone_or_err(zone)?;
         z.not_released()?;
         let (current, _) = self.list_zone(zone, fresh, &[]).await?;
         let desired = self.desired();
         let empty = BTreeMap::new();
-        let zone_desired = desired.zone(zone).unwrap_or(&empty);
+        let zone_desired = match proposed {
+            Some(p) => p,
+            None => desired.zone(zone).unwrap_or(&empty),
+        };
         let view = ZoneView::read(current, None, z.cfg.external_dns.as_ref());
         let mut plan = plan_zone(&z.cfg, &self.config.owner_id, zone_desired, &view);
         let withheld: Vec<(RecordKey, RecordState)> = {
