@@ -80,7 +80,8 @@ pub struct Listeners {
 pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
     for source in &config.sources {
         match source {
-            SourceConfig::File { paths, .. } => source::FileSource::new(paths.clone())
+            SourceConfig::File { paths, format, .. } => source::FileSource::new(paths.clone())
+                .with_format(*format)
                 .preflight()
                 .map_err(PlannerError::SourceNotReady)?,
             // Reached at run time: an API that does not answer yet makes the source
@@ -272,8 +273,10 @@ pub async fn run(
             SourceConfig::File {
                 paths,
                 outside_zones,
+                format,
             } => {
                 let mut src = source::FileSource::new(paths.clone())
+                    .with_format(*format)
                     .with_zones(source::zones::ZoneCheck::new(&config.zones, *outside_zones));
                 let name = src.store_key();
                 let restored = Engine::cpu(|| src.with_store(store.clone()))?;

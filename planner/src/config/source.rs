@@ -15,6 +15,11 @@ pub enum SourceConfig {
         /// several planners of different zones).
         #[serde(default)]
         outside_zones: OutsideZones,
+        /// What the files are: `dnsendpoint`, `zone` (RFC 1035 zone files), `octodns`
+        /// (octoDNS YAML zone files) or `auto` (the default: `*.zone` a zone file,
+        /// `*.yaml`/`*.yml` a DNSEndpoint manifest).
+        #[serde(default)]
+        format: crate::source::FileFormat,
     },
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.

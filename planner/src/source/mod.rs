@@ -25,7 +25,7 @@ pub mod labels;
 pub mod zones;
 
 pub use dnsendpoint::parse_manifests;
-pub use file::FileSource;
+pub use file::{FileFormat, FileSource};
 pub use labels::{LabelError, Labels};
 
 /// One desired RRSet as a source declares it.

@@ -172,7 +172,7 @@ fn oversized_files_keep_their_records() {
             big.len()
         )
     );
-    let e = scan::read_manifest(&a).unwrap_err();
+    let e = scan::read_manifest(&a, crate::source::dnsendpoint::MAX_MANIFEST_BYTES).unwrap_err();
     assert!(e.contains("above the limit"), "{e}");
 }
 

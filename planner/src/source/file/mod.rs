@@ -46,7 +46,7 @@
 //! - [`states`]: what was accepted, persisted per file (a one-record edit writes its
 //!   file's part, not the whole source); a write that fails (a full disk) is tried
 //!   again on a backoff until it succeeds, without waiting for the files to change.
-use super::dnsendpoint::{Accepted, ParsedFile, file_error, parse_file};
+use super::dnsendpoint::{Accepted, ParsedFile, file_error};
 use super::{Snapshot, SourceError};
 use crate::store::{DesiredStore, StoreError};
 use merge::{merge, with_kept_note};
@@ -61,9 +61,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub mod format;
 pub(super) mod merge;
 mod scan;
 mod states;
+pub use self::format::FileFormat;
 pub use self::states::stored_counts;
 
 /// The longest wait between two tries to persist a change that could not be
@@ -95,6 +97,8 @@ pub struct FileSource {
     /// The last load's accepted state could not be persisted, so it is not in force:
     /// `watch` loads again (on a backoff) even if the files do not change.
     unpersisted: bool,
+    /// What the files are ([`format`]).
+    format: FileFormat,
 }
 
 impl FileSource {
@@ -111,7 +115,14 @@ impl FileSource {
             last_loaded: None,
             zones: None,
             unpersisted: false,
+            format: FileFormat::Auto,
         }
+    }
+
+    /// Reads the files as `format` ([`format`]; `auto` by default).
+    pub fn with_format(mut self, format: FileFormat) -> FileSource {
+        self.format = format;
+        self
     }
 
     /// Checks every endpoint against `zones` before its object is accepted: one in no
@@ -152,7 +163,7 @@ impl FileSource {
     /// last accepted entries a broken file must keep could not be read back from the
     /// store; nothing is accepted then (the previous state stays in force).
     pub fn load(&mut self) -> Result<Snapshot, StoreError> {
-        let scan = scan(&self.paths);
+        let scan = scan(&self.paths, self.format);
         let mut errors = scan.errors;
         let old = Old::new(&self.last_good, self.store.as_ref());
         let mut good: BTreeMap<PathBuf, Vec<Accepted>> = BTreeMap::new();
@@ -168,13 +179,16 @@ impl FileSource {
         }
         for path in &scan.files {
             let label = path.display().to_string();
-            let text = read_manifest(path).map_err(|e| (None, e)).and_then(|b| {
-                String::from_utf8(b).map_err(|e| {
-                    let at = e.utf8_error().valid_up_to();
-                    let line = e.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1;
-                    (Some(line), format!("not valid UTF-8: {}", e.utf8_error()))
-                })
-            });
+            let format = self.format.of(path);
+            let text = read_manifest(path, format.max_bytes())
+                .map_err(|e| (None, e))
+                .and_then(|b| {
+                    String::from_utf8(b).map_err(|e| {
+                        let at = e.utf8_error().valid_up_to();
+                        let line = e.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+                        (Some(line), format!("not valid UTF-8: {}", e.utf8_error()))
+                    })
+                });
             let (kept, mut file_errors) = match text {
                 Err((line, message)) => (
                     old.kept(path)?,
@@ -184,7 +198,7 @@ impl FileSource {
                         with_kept_note(message, old.count(path)),
                     )],
                 ),
-                Ok(text) => load_text(&label, &text, path, &old, self.zones.as_ref())?,
+                Ok(text) => load_text(&label, &text, path, format, &old, self.zones.as_ref())?,
             };
             cap_errors(&label, &mut file_errors);
             errors.append(&mut file_errors);
@@ -237,7 +251,7 @@ impl FileSource {
     /// manifest in it): the planner refuses to start rather than run on a source that
     /// only looks empty.
     pub fn preflight(&self) -> Result<(), String> {
-        let problems: Vec<String> = scan(&self.paths)
+        let problems: Vec<String> = scan(&self.paths, self.format)
             .unready
             .iter()
             .map(|(p, why)| format!("{}: {why}", p.display()))
@@ -336,7 +350,7 @@ impl FileSource {
     /// A hash of the set of files and of each file's (mtime, size, inode, content hash),
     /// plus the scan's errors. Updates the per-file stamps.
     fn fingerprint(&mut self) -> u64 {
-        let scan = scan(&self.paths);
+        let scan = scan(&self.paths, self.format);
         let mut h = DefaultHasher::new();
         for e in &scan.errors {
             e.location.hash(&mut h);
@@ -364,7 +378,7 @@ impl FileSource {
                 {
                     s.content
                 }
-                _ => hash_content(&path),
+                _ => hash_content(&path, self.format.of(&path).max_bytes()),
             };
             (modified, len, inode, content).hash(&mut h);
             stamps.insert(
@@ -383,6 +397,9 @@ impl FileSource {
     }
 }
 
+/// The most warnings of one file logged at a load; the rest are counted.
+const MAX_WARNINGS_LOGGED: usize = 10;
+
 /// The most errors one file reports; the rest are counted. A hostile file of 100,000
 /// broken endpoints must not make a status answer too large to be read.
 const MAX_ERRORS_PER_FILE: usize = 100;
@@ -394,6 +411,7 @@ fn load_text(
     label: &str,
     text: &str,
     path: &std::path::Path,
+    format: FileFormat,
     old: &Old<'_>,
     zones: Option<&super::zones::ZoneCheck>,
 ) -> Result<(Vec<Accepted>, Vec<SourceError>), StoreError> {
@@ -405,12 +423,23 @@ fn load_text(
         ))
     };
     if text.is_empty() {
-        return kept(
-            "the file is empty (0 bytes); to remove its records, delete the file or write `endpoints: []`"
-                .into(),
+        return kept(format!(
+            "the file is empty (0 bytes); to remove its records, delete the file or {}",
+            format.explicit_empty()
+        ));
+    }
+    let mut parsed: ParsedFile = format::parse(format, label, text, path);
+    // Logged at each load of the file (when it changed), the first few only.
+    for w in parsed.warnings.iter().take(MAX_WARNINGS_LOGGED) {
+        tracing::warn!(location = %w.location, record = %w.record, "file source: {}", w.message);
+    }
+    if parsed.warnings.len() > MAX_WARNINGS_LOGGED {
+        tracing::warn!(
+            file = label,
+            more = parsed.warnings.len() - MAX_WARNINGS_LOGGED,
+            "file source: more records not used in this file (see `dnsplane plan --desired`)"
         );
     }
-    let mut parsed: ParsedFile = parse_file(label, text);
     if !parsed.fatal.is_empty() {
         for &i in &parsed.fatal {
             let e = &mut parsed.errors[i];
@@ -421,10 +450,11 @@ fn load_text(
     // A file that had records and now declares no DNSEndpoint at all was most likely
     // overwritten by something else: that is not how records are deleted.
     if parsed.endpoint_documents == 0 && count > 0 {
-        let (entries, mut errors) = kept(
-            "no DNSEndpoint document in the file; to remove its records, delete the file or write `endpoints: []`"
-                .into(),
-        )?;
+        let (entries, mut errors) = kept(format!(
+            "no {} in the file; to remove its records, delete the file or {}",
+            format.document(),
+            format.explicit_empty()
+        ))?;
         errors.append(&mut parsed.errors);
         return Ok((entries, errors));
     }

@@ -10,7 +10,8 @@
 //! and no read takes more than [`MAX_MANIFEST_BYTES`] + 1 bytes, whatever the file's
 //! size claims.
 use super::super::SourceError;
-use crate::source::dnsendpoint::{MAX_MANIFEST_BYTES, file_error};
+use super::format::FileFormat;
+use crate::source::dnsendpoint::file_error;
 use std::collections::HashSet;
 use std::collections::hash_map::DefaultHasher;
 use std::fs::File;
@@ -59,9 +60,9 @@ pub(super) fn hash_of<T: Hash>(value: &T) -> u64 {
     h.finish()
 }
 
-pub(super) fn hash_content(path: &Path) -> u64 {
+pub(super) fn hash_content(path: &Path, max: usize) -> u64 {
     let mut h = DefaultHasher::new();
-    match read_manifest(path) {
+    match read_manifest(path, max) {
         Ok(bytes) => bytes.hash(&mut h),
         Err(e) => e.hash(&mut h),
     }
@@ -120,16 +121,16 @@ fn open_regular(path: &Path) -> Result<File, String> {
     Ok(file)
 }
 
-/// The bytes of the manifest at `path`: a regular file of at most
-/// [`MAX_MANIFEST_BYTES`]. Never reads more than one byte past the limit, so a file
-/// that lies about its size (or grows while read) costs no more memory than that.
-pub(super) fn read_manifest(path: &Path) -> Result<Vec<u8>, String> {
+/// The bytes of the manifest at `path`: a regular file of at most `max` bytes (its
+/// format's limit). Never reads more than one byte past the limit, so a file that
+/// lies about its size (or grows while read) costs no more memory than that.
+pub(super) fn read_manifest(path: &Path, max: usize) -> Result<Vec<u8>, String> {
     let file = open_regular(path)?;
-    let limit = MAX_MANIFEST_BYTES as u64;
+    let limit = max as u64;
     let too_big = |size: String| {
         format!(
             "{size} bytes, above the limit of {} MiB for a manifest file",
-            MAX_MANIFEST_BYTES >> 20
+            max >> 20
         )
     };
     let claimed = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -167,7 +168,7 @@ pub(super) struct Scan {
     pub(super) unready: Vec<(PathBuf, String)>,
 }
 
-pub(super) fn scan(paths: &[PathBuf]) -> Scan {
+pub(super) fn scan(paths: &[PathBuf], format: FileFormat) -> Scan {
     let mut scan = Scan::default();
     let mut visited = HashSet::new();
     for path in paths {
@@ -177,11 +178,11 @@ pub(super) fn scan(paths: &[PathBuf]) -> Scan {
                 let (listed, rejected) = (scan.unlisted.len(), scan.rejected.len());
                 // Links below are followed only while they stay inside this directory.
                 let root = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-                walk(path, &root, &mut scan, &mut visited);
+                walk(path, &root, format, &mut scan, &mut visited);
                 (scan.files.len() == found
                     && scan.unlisted.len() == listed
                     && scan.rejected.len() == rejected)
-                    .then(|| "matches no manifest (*.yaml, *.yml)".to_string())
+                    .then(|| format!("matches no manifest ({})", format.pattern()))
             }
             // Named explicitly: read wherever it is, if it is a regular file.
             Ok(m) if m.is_file() => {
@@ -217,7 +218,13 @@ pub(super) fn scan(paths: &[PathBuf]) -> Scan {
 }
 
 /// Walks `dir`, below the configured directory `root` (canonical).
-pub(super) fn walk(dir: &Path, root: &Path, scan: &mut Scan, visited: &mut HashSet<PathBuf>) {
+pub(super) fn walk(
+    dir: &Path,
+    root: &Path,
+    format: FileFormat,
+    scan: &mut Scan,
+    visited: &mut HashSet<PathBuf>,
+) {
     // Symlinked directories are followed, once each (no loops).
     if let Ok(real) = std::fs::canonicalize(dir)
         && !visited.insert(real)
@@ -248,7 +255,7 @@ pub(super) fn walk(dir: &Path, root: &Path, scan: &mut Scan, visited: &mut HashS
         if is_link {
             match std::fs::canonicalize(&child) {
                 Ok(target) if !target.starts_with(root) => {
-                    if is_manifest(&child) || meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                    if format.reads(&child) || meta.as_ref().is_ok_and(|m| m.is_dir()) {
                         scan.rejected.push((
                             child,
                             format!(
@@ -263,7 +270,7 @@ pub(super) fn walk(dir: &Path, root: &Path, scan: &mut Scan, visited: &mut HashS
                 Ok(_) => {}
                 // A dangling symlink, e.g. in the middle of a ConfigMap update.
                 Err(e) => {
-                    if is_manifest(&child) {
+                    if format.reads(&child) {
                         scan.rejected.push((child, format!("cannot read: {e}")));
                     }
                     continue;
@@ -271,20 +278,14 @@ pub(super) fn walk(dir: &Path, root: &Path, scan: &mut Scan, visited: &mut HashS
             }
         }
         match meta {
-            Ok(m) if m.is_dir() => walk(&child, root, scan, visited),
-            Ok(m) if is_manifest(&child) && m.is_file() => scan.files.push(child),
-            Ok(m) if is_manifest(&child) => scan.rejected.push((child, not_regular(&m))),
+            Ok(m) if m.is_dir() => walk(&child, root, format, scan, visited),
+            Ok(m) if format.reads(&child) && m.is_file() => scan.files.push(child),
+            Ok(m) if format.reads(&child) => scan.rejected.push((child, not_regular(&m))),
             Ok(_) => {}
-            Err(e) if is_manifest(&child) => {
+            Err(e) if format.reads(&child) => {
                 scan.rejected.push((child, format!("cannot read: {e}")));
             }
             Err(_) => {}
         }
     }
-}
-
-pub(super) fn is_manifest(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
 }

@@ -127,7 +127,9 @@ pub async fn connect(conn: &Conn) -> anyhow::Result<Client> {
             target.addr
         )
     })?;
-    Ok(PlannerClient::with_interceptor(channel, bearer))
+    // A plan of a proposed 100,000-record state is one answer of several MiB; the
+    // server sends at most 64 MiB.
+    Ok(PlannerClient::with_interceptor(channel, bearer).max_decoding_message_size(64 << 20))
 }
 
 /// A channel to the address: TLS for `https://`, trusting the CA or the system.

@@ -1,15 +1,23 @@
 //! `dnsplane`: the CLI for people. `up` runs planner and applier on loopback with the
-//! embedded provider ([`up`]); `plan`, `status`, `records`, `history`, `sync`, `approve`, `release` and `resume` talk to a running
-//! planner ([`remote`], [`act`], [`sync`], [`history`]) and print through [`output`] (tables, JSON,
-//! YAML); `emulate` serves a local emulator of a cloud DNS API; `completions` and `man`
-//! print the shell completion script and the man page ([`meta`]).
+//! embedded provider ([`up`]); `plan`, `status`, `records`, `history`, `sync`, `approve`,
+//! `release` and `resume` talk to a running planner ([`remote`], [`act`], [`sync`],
+//! [`history`]) and print through [`output`] (tables, JSON, YAML, Markdown
+//! ([`markdown`])); `import`, `export` and `adopt` turn a live zone into files and
+//! bring it under management, and `plan --desired` plans a proposed state ([`import`],
+//! [`proposed`], [`files`]); `emulate` serves a local emulator of a cloud DNS API;
+//! `completions` and `man` print the shell completion script and the man page
+//! ([`meta`]).
 use clap::{Parser, Subcommand};
 
 mod act;
 mod conn;
+mod files;
 mod history;
+mod import;
+mod markdown;
 mod meta;
 mod output;
+mod proposed;
 mod remote;
 mod secure;
 mod sync;
@@ -35,7 +43,8 @@ struct Cli {
 enum Command {
     /// Run planner and applier on loopback with the embedded provider.
     Up(UpArgs),
-    /// Print the changes a sync would make now (a dry run).
+    /// Print the changes a sync would make now (a dry run), or, with `--desired`, the
+    /// changes it would make if PATH were the desired state.
     Plan {
         #[command(flatten)]
         conn: Conn,
@@ -48,6 +57,47 @@ enum Command {
         /// an error: a CI gate, as Terraform's flag of the same name.
         #[arg(long)]
         detailed_exitcode: bool,
+        /// Plan this file or directory as the whole desired state of the zones planned
+        /// (a pull request's files): read here as the planner's file source reads it,
+        /// planned by the running planner, nothing changed or kept.
+        #[arg(long, value_name = "PATH")]
+        desired: Option<std::path::PathBuf>,
+        /// What the files under --desired are.
+        #[arg(long, value_enum, default_value_t, requires = "desired")]
+        format: files::FormatArg,
+    },
+    /// Write a live zone's records as files to commit (DNS as code): records of other
+    /// owners and ownership marks left out and listed.
+    Import(import::ImportArgs),
+    /// Print a zone's desired state (or, with --observed, what the provider holds) as
+    /// a zone file, octoDNS YAML or DNSEndpoint manifests.
+    Export {
+        #[command(flatten)]
+        conn: Conn,
+        /// The zone, e.g. `example.com`.
+        zone: String,
+        /// What to print.
+        #[arg(long, value_enum, default_value_t)]
+        format: files::WriteFormat,
+        /// What the provider holds (every data record, whoever owns it), not the
+        /// desired state.
+        #[arg(long)]
+        observed: bool,
+    },
+    /// Take ownership of a zone's unowned records that equal the desired state (one
+    /// atomic change each: data asserted unchanged, this planner's mark created); the
+    /// plan is shown first.
+    Adopt {
+        #[command(flatten)]
+        conn: Conn,
+        /// The zone, e.g. `example.com`.
+        zone: String,
+        /// Only show the plan.
+        #[arg(long, conflicts_with = "digest")]
+        dry_run: bool,
+        /// Write only if the plan is still this one (from a dry run).
+        #[arg(long)]
+        digest: Option<String>,
     },
     /// Print the planner's status per zone (exit 0 converged, 2 not converged or
     /// degraded, 3 a healthy standby, 1 the planner cannot be asked).
@@ -223,7 +273,40 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
             zone,
             output,
             detailed_exitcode,
+            desired: Some(path),
+            format,
+        } => {
+            proposed::plan_desired(
+                conn,
+                zone,
+                &path,
+                format,
+                Output::new(output),
+                detailed_exitcode,
+            )
+            .await
+        }
+        Command::Plan {
+            conn,
+            zone,
+            output,
+            detailed_exitcode,
+            desired: None,
+            ..
         } => remote::plan(conn, zone, Output::new(output), detailed_exitcode).await,
+        Command::Import(args) => import::import(args).await,
+        Command::Export {
+            conn,
+            zone,
+            format,
+            observed,
+        } => import::export(conn, zone, format, observed).await,
+        Command::Adopt {
+            conn,
+            zone,
+            dry_run,
+            digest,
+        } => import::adopt(conn, zone, dry_run, digest).await,
         Command::Status { conn, output } => remote::status(conn, Output::new(output)).await,
         Command::Records {
             conn,

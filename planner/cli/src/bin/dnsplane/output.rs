@@ -17,6 +17,9 @@ pub enum Format {
     Json,
     /// The same document as YAML.
     Yaml,
+    /// A pull-request comment (`plan` only): counts, the guard's verdict, a table per
+    /// zone.
+    Markdown,
 }
 
 /// The `-o/--output` flag every read command takes.
@@ -64,6 +67,7 @@ impl Output {
             Format::Json => println!("{}", serde_json::to_string_pretty(&value)?),
             Format::Yaml => print!("{}", to_yaml(&value)?),
             Format::Table => anyhow::bail!("a table has no document form"),
+            Format::Markdown => anyhow::bail!("-o markdown is for `plan`; use json, yaml or table"),
         }
         Ok(())
     }

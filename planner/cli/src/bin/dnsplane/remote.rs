@@ -61,11 +61,21 @@ pub async fn plan(
         }
         token = resp.next_page_token;
     }
-    let plan = view::Plan::new(pages);
-    if out.is_table() {
-        print_plan(&plan, out);
-    } else {
-        out.emit(&plan)?;
+    show_plan(&view::Plan::new(pages), out, false, detailed)
+}
+
+/// Prints a plan as `out` says and returns its exit code: 1 on a zone error; with
+/// `detailed`, 2 when there are changes (or a held plan), else 0.
+pub fn show_plan(
+    plan: &view::Plan,
+    out: Output,
+    proposed: bool,
+    detailed: bool,
+) -> anyhow::Result<ExitCode> {
+    match out.format {
+        crate::output::Format::Table => print_plan(plan, out, proposed),
+        crate::output::Format::Markdown => print!("{}", crate::markdown::render(plan, proposed)),
+        _ => out.emit(plan)?,
     }
     let errors = plan.zones.iter().any(|z| !z.error.is_empty());
     let changes = plan.changes > 0 || plan.zones.iter().any(|z| z.held.is_some());
@@ -80,7 +90,7 @@ pub async fn plan(
 
 /// The plan as a readable diff: `+` create, `-` delete, `~` update, `=` adopt, `>`
 /// release, `!` held back.
-fn print_plan(plan: &view::Plan, out: Output) {
+fn print_plan(plan: &view::Plan, out: Output, proposed: bool) {
     for z in &plan.zones {
         println!("zone {}", z.zone);
         if !z.error.is_empty() {
@@ -91,16 +101,18 @@ fn print_plan(plan: &view::Plan, out: Output) {
             println!("  {}", out.paint("in sync", Tone::Good));
         }
         if let Some(h) = &z.held {
-            println!(
-                "  {}",
-                out.paint(
-                    &format!(
-                        "HELD by the mass-change guard: {}; the deletes and updates below wait for `dnsplane approve {}` (digest {})",
-                        h.reason, z.zone, h.digest
-                    ),
-                    Tone::Bad
+            let text = if proposed {
+                format!(
+                    "would be HELD by the mass-change guard: {} deletes and {} updates of {} owned records ({}); a sync would wait for `dnsplane approve {}`",
+                    h.deletes, h.updates, h.owned_records, h.reason, z.zone
                 )
-            );
+            } else {
+                format!(
+                    "HELD by the mass-change guard: {}; the deletes and updates below wait for `dnsplane approve {}` (digest {})",
+                    h.reason, z.zone, h.digest
+                )
+            };
+            println!("  {}", out.paint(&text, Tone::Bad));
         }
         for c in &z.changes {
             let Some(op) = c.ops.first() else { continue };

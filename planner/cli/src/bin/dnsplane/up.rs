@@ -20,6 +20,11 @@ pub struct UpArgs {
     /// Desired state: DNSEndpoint manifests (file or directory).
     #[arg(long, default_value = "deploy/examples/desired")]
     desired: Vec<PathBuf>,
+    /// What the desired-state files are: `dnsendpoint`, `zone` (RFC 1035 zone files),
+    /// `octodns` (octoDNS YAML), or `auto` (`*.zone` a zone file, `*.yaml` a
+    /// DNSEndpoint manifest).
+    #[arg(long, value_enum, default_value_t = crate::files::FormatArg::Auto)]
+    format: crate::files::FormatArg,
     /// Zones to host in the embedded provider and keep in sync.
     #[arg(long, default_value = "example.com.")]
     zone: Vec<Name>,
@@ -280,6 +285,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         sources: vec![SourceConfig::File {
             paths: args.desired.clone(),
             outside_zones: Default::default(),
+            format: args.format.into(),
         }],
         state_dir: args.state_dir.join("planner"),
         // A second `dnsplane up` on the same state directory stands by.
