@@ -37,6 +37,9 @@ enum How {
 const CLUSTER: &str =
     "needs a Kubernetes cluster (the manifests are validated by tests/e2e/deploy_files.rs)";
 const DOCKER: &str = "needs a Docker engine (the compose file and Dockerfiles are checked by tests/e2e/deploy_files.rs)";
+/// The test that runs docs/dns-as-code.md's blocks in order against a real PowerDNS.
+const WALKTHROUGH: &str =
+    "dns_as_code::the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns";
 const BENCH: &str = "a benchmark of minutes in a release build: its figures are in the docs";
 
 /// (file, how the block's first command line starts, how). Order: blocks that
@@ -86,6 +89,26 @@ const TABLE: &[(&str, &str, How)] = &[
         "docs/cli.md",
         "cargo run -q --bin dnsplane -- completions bash",
         How::Plain,
+    ),
+    (
+        "docs/dns-as-code.md",
+        "dnsplane import example.com --out dns",
+        How::Elsewhere(WALKTHROUGH),
+    ),
+    (
+        "docs/dns-as-code.md",
+        "dnsplane adopt example.com --dry-run",
+        How::Elsewhere(WALKTHROUGH),
+    ),
+    (
+        "docs/dns-as-code.md",
+        "git clone -q dns review",
+        How::Elsewhere(WALKTHROUGH),
+    ),
+    (
+        "docs/dns-as-code.md",
+        "git -C dns pull -q --ff-only ../review move-www",
+        How::Elsewhere(WALKTHROUGH),
     ),
     ("docs/deploy.md", "docker build", How::Check(DOCKER)),
     ("docs/deploy.md", "docker compose", How::Check(DOCKER)),

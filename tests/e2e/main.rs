@@ -13,6 +13,7 @@ mod credentials;
 mod dashboards;
 mod deploy_files;
 mod disk_full;
+mod dns_as_code;
 mod docs_commands;
 mod doubt;
 mod embedded_dns;
