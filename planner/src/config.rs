@@ -14,7 +14,7 @@ mod zone;
 pub use audit::AuditConfig;
 pub use auth::AuthConfig;
 pub use safety::{SafetyConfig, SafetyMode, StateConfig};
-pub use source::{KubernetesSourceConfig, OutsideZones, SourceConfig};
+pub use source::{FileFormat, KubernetesSourceConfig, OutsideZones, SourceConfig};
 pub use tls::{ApplierTlsConfig, TlsConfig};
 pub use zone::{AesKey, AesKeyFile, ConflictPolicy, ExternalDnsConfig, Policy, ZoneConfig};
 

@@ -278,6 +278,8 @@ fn proto_types_stay_at_the_edges() {
         "planner/src/service/encode.rs",
         "planner/src/service/push.rs",
         "planner/src/service/history.rs",
+        "planner/src/service/proposed.rs",
+        "planner/src/service/zone_records.rs",
         "planner/src/client.rs",
         // The admin port (split in a folder for the status page), which shows
         // GetStatus and approves through the gRPC service.

@@ -19,7 +19,7 @@ pub enum SourceConfig {
         /// (octoDNS YAML zone files) or `auto` (the default: `*.zone` a zone file,
         /// `*.yaml`/`*.yml` a DNSEndpoint manifest).
         #[serde(default)]
-        format: crate::source::FileFormat,
+        format: FileFormat,
     },
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.
@@ -143,4 +143,16 @@ pub enum OutsideZones {
     Error,
     /// Left out without an error (a source shared by planners of different zones).
     Ignore,
+}
+
+/// `[[sources]] type = "file"`, `format`: what the files are (read as
+/// `crate::source::file::format` says).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileFormat {
+    #[default]
+    Auto,
+    Dnsendpoint,
+    Zone,
+    Octodns,
 }

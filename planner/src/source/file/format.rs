@@ -12,22 +12,12 @@
 //!   DNSEndpoint manifest; octoDNS's YAML is only read when asked for, as a
 //!   manifest that lost its `kind` must never be read as a zone of records.
 use super::super::dnsendpoint::{MAX_MANIFEST_BYTES, ParsedFile, file_error, parse_file};
+pub use crate::config::FileFormat;
 use dnsplane_common::Name;
 use std::path::Path;
 
 /// The largest zone file read.
 const MAX_ZONE_FILE_BYTES: usize = 64 << 20;
-
-/// A file source's `format`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FileFormat {
-    #[default]
-    Auto,
-    Dnsendpoint,
-    Zone,
-    Octodns,
-}
 
 impl FileFormat {
     /// The config and flag spelling.
