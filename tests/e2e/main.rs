@@ -35,6 +35,7 @@ mod metrics;
 mod observe_real;
 mod otlp_trace;
 mod pacing;
+mod proposed_plan;
 mod push;
 mod quota;
 mod real_providers;
