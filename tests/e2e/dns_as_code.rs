@@ -85,6 +85,13 @@ fn blocks(page: &str, zone: &str) -> Vec<String> {
 /// Runs one block with bash (`-euo pipefail`) in `dir`, `dnsplane` first on PATH and
 /// the planner's address in the environment; returns its output, asserting success.
 fn run_block(block: &str, dir: &Path, addr: &str) -> String {
+    let (ok, text) = try_block(block, dir, addr);
+    assert!(ok, "block failed:\n{block}\n---\n{text}");
+    text
+}
+
+/// [`run_block`] without the assertion: (succeeded, output).
+fn try_block(block: &str, dir: &Path, addr: &str) -> (bool, String) {
     let bin = dnsplane_testing::binary("dnsplane");
     let path = format!(
         "{}:{}",
@@ -104,12 +111,7 @@ fn run_block(block: &str, dir: &Path, addr: &str) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        out.status.success(),
-        "block failed ({}):\n{block}\n---\n{text}",
-        out.status
-    );
-    text
+    (out.status.success(), text)
 }
 
 /// The zone's data lines as AXFR shows them, without SOA and dnsplane's marks.
@@ -144,12 +146,12 @@ fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
     let mut s = RealStack::start(server, tools, opts);
     let addr = s.planner_addr();
     let work = tempfile::tempdir().expect("work dir");
-    let blocks = blocks("docs/dns-as-code.md", &zone);
-    assert_eq!(blocks.len(), 4, "the page's steps: {blocks:#?}");
+    let steps = blocks("docs/dns-as-code.md", &zone);
+    assert_eq!(steps.len(), 4, "the page's steps: {steps:#?}");
     let live = data_lines(&s);
 
     // 1. Import: every record but external-dns's, which is listed with its owner.
-    let out = run_block(&blocks[0], work.path(), &addr);
+    let out = run_block(&steps[0], work.path(), &addr);
     assert!(
         out.contains(&format!("wrote {IMPORTED} record(s) in 1 file(s)")),
         "{out}"
@@ -195,7 +197,7 @@ fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
         plan["blocked"], IMPORTED,
         "each imported record waits for adoption: {plan}"
     );
-    let out = run_block(&blocks[1], work.path(), &addr);
+    let out = run_block(&steps[1], work.path(), &addr);
     assert!(
         out.contains(&format!("{IMPORTED} record(s) to take")),
         "the adopt plan is every imported record: {out}"
@@ -213,7 +215,7 @@ fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
     assert_eq!(marks, IMPORTED, "one mark per adopted record");
 
     // 3. A pull request: its Markdown plan names the one change.
-    let out = run_block(&blocks[2], work.path(), &addr);
+    let out = run_block(&steps[2], work.path(), &addr);
     assert!(
         out.contains("**1 change(s)** in 1 zone(s): 0 create, 1 update"),
         "{out}"
@@ -260,9 +262,27 @@ fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
         "{out}"
     );
     assert_eq!(data_lines(&s), live, "plans changed nothing");
+    // docs/cli.md's CI job: passes on the pull request, fails on a held or broken one.
+    let ci = blocks("docs/cli.md", &zone)
+        .into_iter()
+        .find(|b| b.starts_with("dnsplane plan --desired ."))
+        .expect("docs/cli.md's CI job");
+    let review = work.path().join("review");
+    let (ok, out) = try_block(&ci, &review, &addr);
+    assert!(ok && out.contains("| update | www.pdns.test."), "{out}");
+    let (ok, out) = try_block(&ci, &most, &addr);
+    assert!(
+        !ok && out.contains("would be held by the mass-change guard"),
+        "{out}"
+    );
+    let (ok, out) = try_block(&ci, &broken, &addr);
+    assert!(
+        !ok && out.contains("cannot be planned") && out.contains("a.yaml:"),
+        "{out}"
+    );
 
     // 4. Merged: the planner reads it and applies it.
-    run_block(&blocks[3], work.path(), &addr);
+    run_block(&steps[3], work.path(), &addr);
     let after = data_lines(&s);
     assert!(
         after.contains(&format!("www.{zone} 300 A 192.0.2.20")),

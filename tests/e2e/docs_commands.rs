@@ -110,6 +110,11 @@ const TABLE: &[(&str, &str, How)] = &[
         "git -C dns pull -q --ff-only ../review move-www",
         How::Elsewhere(WALKTHROUGH),
     ),
+    (
+        "docs/cli.md",
+        "dnsplane plan --desired . -o markdown --detailed-exitcode",
+        How::Elsewhere(WALKTHROUGH),
+    ),
     ("docs/deploy.md", "docker build", How::Check(DOCKER)),
     ("docs/deploy.md", "docker compose", How::Check(DOCKER)),
     ("docs/deploy.md", "kubectl apply", How::Check(CLUSTER)),
