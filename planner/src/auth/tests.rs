@@ -186,7 +186,14 @@ fn roles_are_cumulative_and_errors_say_what_is_needed() {
         Call::Approve,
         Call::Release,
         Call::Resume,
+        Call::PlanProposed,
+        Call::ReadZone,
+        Call::Adopt,
     ];
+    // A pull request's plan and an import need only a read token; adopting writes.
+    assert_eq!(Call::PlanProposed.role(), Role::Read);
+    assert_eq!(Call::ReadZone.role(), Role::Read);
+    assert_eq!(Call::Adopt.role(), Role::Approve);
     for (token, role) in [("r", Role::Read), ("w", Role::Write), ("a", Role::Approve)] {
         for call in calls {
             let got = auth.admit(Some(&bearer_of(token)), call);
