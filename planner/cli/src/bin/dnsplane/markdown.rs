@@ -80,19 +80,19 @@ pub fn render(plan: &view::Plan, proposed: bool) -> String {
             "| Change | Name | Type | Before | After | Why |\n|---|---|---|---|---|---|\n",
         );
         let rows = z.changes.len() + z.blocked.len();
+        // A change's first op is its record; the others are ownership marks.
         for c in z.changes.iter().take(MAX_ROWS) {
-            for op in &c.ops {
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {} | {} |",
-                    c.kind,
-                    name_cell(op),
-                    op.r#type,
-                    rrset_cell(op.before.as_ref()),
-                    rrset_cell(op.after.as_ref()),
-                    cell(&c.reason)
-                );
-            }
+            let Some(op) = c.ops.first() else { continue };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                c.kind,
+                name_cell(op),
+                op.r#type,
+                rrset_cell(op.before.as_ref()),
+                rrset_cell(op.after.as_ref()),
+                cell(&c.reason)
+            );
         }
         for b in z
             .blocked
