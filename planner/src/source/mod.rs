@@ -13,7 +13,9 @@
 //!   kept last-good per object, their results written to their status;
 //! - [`labels`]: an endpoint's labels, metadata kept beside a record, never planned;
 //! - [`zones`]: each endpoint checked against the configured zones before its object
-//!   is accepted (a name in no zone is an error, not a deletion).
+//!   is accepted (a name in no zone is an error, not a deletion);
+//! - [`zonefile`]: RFC 1035 zone files read into entries (as BIND reads them), and
+//!   entries written back as one.
 use dnsplane_common::{Name, RecordType, SetId};
 use std::fmt;
 use std::sync::Arc;
@@ -22,6 +24,7 @@ pub mod dnsendpoint;
 pub mod file;
 pub mod kubernetes;
 pub mod labels;
+pub mod zonefile;
 pub mod zones;
 
 pub use dnsendpoint::parse_manifests;
