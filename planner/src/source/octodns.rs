@@ -368,7 +368,7 @@ impl Cx<'_> {
                         .and_then(scalar_text)
                         .is_some_and(|v| matches!(v, "true" | "True" | "TRUE" | "yes" | "on"));
                     if ignored {
-                        let message = "octodns.ignored: octoDNS loads this record but never creates, changes or deletes it; dnsplane skips it likewise (not planned)".into();
+                        let message = "octodns.ignored: octoDNS loads this record but never creates, changes or deletes it: skipped, not planned".into();
                         return self.warn(out, line_of("octodns"), record, message);
                     }
                     let names: Vec<String> = extras
