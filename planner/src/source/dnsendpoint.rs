@@ -49,7 +49,7 @@ pub use text::{MAX_DEPTH, MAX_MANIFEST_BYTES};
 
 mod labels;
 mod properties;
-mod text;
+pub(crate) mod text;
 pub mod write;
 
 /// The `source` written into every origin and error of entries read from files.

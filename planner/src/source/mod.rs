@@ -12,6 +12,7 @@
 //! - [`kubernetes`]: DNSEndpoint objects listed and watched in the Kubernetes API,
 //!   kept last-good per object, their results written to their status;
 //! - [`labels`]: an endpoint's labels, metadata kept beside a record, never planned;
+//! - [`octodns`]: octoDNS's YAML zone files (one per zone), read and written;
 //! - [`zones`]: each endpoint checked against the configured zones before its object
 //!   is accepted (a name in no zone is an error, not a deletion);
 //! - [`zonefile`]: RFC 1035 zone files read into entries (as BIND reads them), and
@@ -24,6 +25,7 @@ pub mod dnsendpoint;
 pub mod file;
 pub mod kubernetes;
 pub mod labels;
+pub mod octodns;
 pub mod zonefile;
 pub mod zones;
 

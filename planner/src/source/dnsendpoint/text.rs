@@ -17,7 +17,7 @@ pub const MAX_DEPTH: usize = 64;
 
 /// Refuses a text over [`MAX_MANIFEST_BYTES`] or holding a NUL byte (a file truncated
 /// or overwritten by a crash often is), with the line of the first NUL.
-pub(super) fn check_text(text: &str) -> Result<(), (Option<usize>, String)> {
+pub(crate) fn check_text(text: &str) -> Result<(), (Option<usize>, String)> {
     if text.len() > MAX_MANIFEST_BYTES {
         return Err((
             None,
@@ -42,7 +42,7 @@ pub(super) fn check_text(text: &str) -> Result<(), (Option<usize>, String)> {
 /// deep, before it is loaded. The check streams the parser's events (no tree, constant
 /// stack), so it stops at the first too-deep level whatever follows; a syntax error is
 /// left to the loader, which reports it with its own words.
-pub(super) fn check_depth(text: &str) -> Result<(), (usize, String)> {
+pub(crate) fn check_depth(text: &str) -> Result<(), (usize, String)> {
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
     loop {
@@ -67,15 +67,15 @@ pub(super) fn check_depth(text: &str) -> Result<(), (usize, String)> {
 
 /// One YAML document of a file: its text, and the number of lines before it.
 #[derive(Debug)]
-pub(super) struct Document {
-    pub(super) offset: usize,
-    pub(super) text: String,
+pub(crate) struct Document {
+    pub(crate) offset: usize,
+    pub(crate) text: String,
 }
 
 /// Splits a multi-document stream at `---` and `...` lines. Each document keeps its
 /// lines' columns (the marker is blanked, not removed), and `offset` maps its line
 /// numbers back to the file's. (`marked-yaml` loads one document per call.)
-pub(super) fn split_documents(text: &str) -> Vec<Document> {
+pub(crate) fn split_documents(text: &str) -> Vec<Document> {
     let is_marker = |line: &str, m: &str| {
         line.strip_prefix(m)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
@@ -104,14 +104,14 @@ pub(super) fn split_documents(text: &str) -> Vec<Document> {
 }
 
 /// True when a document holds nothing but blank lines, comments and directives.
-pub(super) fn is_blank(text: &str) -> bool {
+pub(crate) fn is_blank(text: &str) -> bool {
     text.lines().all(|l| {
         let t = l.trim();
         t.is_empty() || t.starts_with('#') || l.starts_with('%')
     })
 }
 
-pub(super) fn describe_load_error(e: &LoadError) -> (Option<usize>, String) {
+pub(crate) fn describe_load_error(e: &LoadError) -> (Option<usize>, String) {
     match e {
         LoadError::ScanError(m, se) => (Some(m.line()), format!("invalid YAML: {}", se.info())),
         LoadError::TopLevelMustBeMapping(m) | LoadError::TopLevelMustBeSequence(m) => (

@@ -1,0 +1,421 @@
+//! dnsplane's octoDNS zone file parser and writer checked against octoDNS itself.
+//!
+//! Each zone file of octoDNS's own test configuration (`tests/fixtures/octodns/`, see
+//! its README) is loaded by octoDNS's YamlProvider (`tests/octodns/load_zone.py`,
+//! run with `$DNSPLANE_OCTODNS_PYTHON`) and parsed by
+//! `dnsplane_planner::source::octodns::parse`; both must give the same records
+//! (name, type, TTL, values in dnsplane's canonical form, octoDNS's rendered as RFC
+//! presentation text by its `Record.to_rrset()`). What dnsplane does not plan is
+//! taken out of octoDNS's side by one explicit rule ([`not_planned`]), and dnsplane
+//! must name exactly those records in skip warnings. Then what `write` writes must
+//! load in octoDNS (its default `enforce_order: true`) as the entries written.
+//!
+//! Without octoDNS the test prints why and passes; under
+//! `DNSPLANE_REQUIRE_SERVERS=1` (tests/run-all.sh) it fails.
+use dnsplane_common::rdata::canonicalize;
+use dnsplane_common::{Name, RecordType};
+use dnsplane_planner::source::octodns::{UNMODELLED_TYPES, parse, write};
+use dnsplane_planner::source::{DesiredEntry, Origin};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One record: (name, type, ttl, sorted canonical values).
+type Record = (String, String, u32, Vec<String>);
+
+/// octoDNS's Python, or `None` (skip) when it is not installed.
+fn octodns_python() -> Option<PathBuf> {
+    let python = std::env::var_os("DNSPLANE_OCTODNS_PYTHON").map(PathBuf::from);
+    let usable = python.as_ref().is_some_and(|p| {
+        Command::new(p)
+            .args(["-c", "import octodns.provider.yaml"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !usable {
+        assert!(
+            !dnsplane_testing::require_servers(),
+            "octoDNS is required (DNSPLANE_REQUIRE_SERVERS=1): set $DNSPLANE_OCTODNS_PYTHON to a Python with octodns installed (tests/run-all.sh does)"
+        );
+        eprintln!(
+            "skipping: $DNSPLANE_OCTODNS_PYTHON is not a Python with octoDNS (run tests/run-all.sh)"
+        );
+        return None;
+    }
+    python
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/octodns")
+}
+
+/// One record as octoDNS loaded it.
+struct Loaded {
+    record: Record,
+    /// Why dnsplane does not plan it, if it does not.
+    skip: Option<&'static str>,
+}
+
+/// The one rule for what dnsplane does not plan (both sides are checked against it).
+fn not_planned(
+    zone: &str,
+    name: &str,
+    rtype: &str,
+    json: &serde_json::Value,
+) -> Option<&'static str> {
+    if UNMODELLED_TYPES.contains(&rtype) {
+        Some("a type dnsplane does not model")
+    } else if rtype == "NS" && name == zone {
+        Some("the apex NS")
+    } else if json["geo"] == true {
+        Some("geo routing")
+    } else if json["dynamic"] == true {
+        Some("dynamic routing")
+    } else if json["ignored"] == true {
+        Some("octodns.ignored")
+    } else {
+        None
+    }
+}
+
+/// The zone file `text` of `zone` as octoDNS's YamlProvider loads it, or octoDNS's
+/// reason for refusing it.
+fn octodns_load(
+    python: &Path,
+    zone: &str,
+    text: &str,
+    enforce_order: bool,
+) -> Result<Vec<Loaded>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(format!("{zone}yaml")), text).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/octodns/load_zone.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(&script).arg(dir.path()).arg(zone);
+    if enforce_order {
+        cmd.arg("--enforce-order");
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    if out.status.code() == Some(3) {
+        let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        return Err(json["refused"].as_str().unwrap_or_default().to_string());
+    }
+    assert!(
+        out.status.success(),
+        "load_zone.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut loaded = Vec::new();
+    for line in stdout.lines() {
+        let json: serde_json::Value = serde_json::from_str(line).unwrap();
+        let name = json["name"].as_str().unwrap().to_string();
+        let rtype = json["type"].as_str().unwrap().to_string();
+        let skip = not_planned(zone, &name, &rtype, &json);
+        let mut values: Vec<String> = json["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        if skip.is_none() {
+            let t = RecordType::parse(&rtype).unwrap();
+            values = values
+                .iter()
+                .map(|v| canonicalize(t, v).unwrap_or_else(|e| panic!("{name} {rtype} {v:?}: {e}")))
+                .collect();
+            values.sort();
+            values.dedup();
+        }
+        let ttl = json["ttl"].as_u64().unwrap() as u32;
+        loaded.push(Loaded {
+            record: (name, rtype, ttl, values),
+            skip,
+        });
+    }
+    Ok(loaded)
+}
+
+fn records(entries: &[DesiredEntry]) -> BTreeSet<Record> {
+    entries
+        .iter()
+        .map(|e| {
+            let ttl = e.ttl.expect("octoDNS records always have a TTL");
+            (
+                e.name.to_string(),
+                e.rtype.to_string(),
+                ttl,
+                e.values.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Parses `file` with dnsplane and loads it with octoDNS, and checks that both give
+/// the same records and that dnsplane names in a skip warning exactly what the
+/// rule leaves out. Returns dnsplane's entries.
+fn same_records(python: &Path, file: &str, zone: &str, enforce_order: bool) -> Vec<DesiredEntry> {
+    let text = std::fs::read_to_string(fixtures().join(file)).unwrap();
+    let parsed = parse(file, &text, &Name::parse(zone).unwrap());
+    assert_eq!(parsed.errors, vec![], "{file}: dnsplane's errors");
+    let loaded = octodns_load(python, zone, &text, enforce_order)
+        .unwrap_or_else(|e| panic!("{file}: octoDNS refused it: {e}"));
+    let planned: BTreeSet<Record> = loaded
+        .iter()
+        .filter(|l| l.skip.is_none())
+        .map(|l| l.record.clone())
+        .collect();
+    assert_eq!(records(&parsed.entries), planned, "{file}: records");
+    let skipped: BTreeSet<String> = loaded
+        .iter()
+        .filter(|l| l.skip.is_some())
+        .map(|l| format!("{} {}", l.record.0, l.record.1))
+        .collect();
+    let warned: BTreeSet<String> = parsed
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("skipped"))
+        .map(|w| w.record.clone())
+        .collect();
+    assert_eq!(
+        warned, skipped,
+        "{file}: what dnsplane skips, with a warning"
+    );
+    parsed.entries
+}
+
+/// What `write` writes loads in octoDNS, with its default key order check, as the
+/// entries written; and dnsplane reads it back as the same entries.
+fn written_loads_the_same(python: &Path, zone: &str, entries: &[DesiredEntry]) {
+    let (text, skipped) = write(&Name::parse(zone).unwrap(), entries);
+    assert!(skipped.is_empty(), "{zone}: skipped {skipped:?}");
+    let loaded = octodns_load(python, zone, &text, true)
+        .unwrap_or_else(|e| panic!("{zone}: octoDNS refused what dnsplane wrote: {e}\n{text}"));
+    assert!(loaded.iter().all(|l| l.skip.is_none()), "{text}");
+    let loaded: BTreeSet<Record> = loaded.into_iter().map(|l| l.record).collect();
+    assert_eq!(
+        loaded,
+        records(entries),
+        "{zone}: octoDNS loads what was written\n{text}"
+    );
+    let back = parse("written.yaml", &text, &Name::parse(zone).unwrap());
+    assert_eq!((back.errors, back.warnings), (vec![], vec![]), "{text}");
+    assert_eq!(records(&back.entries), records(entries), "{text}");
+}
+
+#[test]
+fn octodns_test_zones_read_as_octodns_loads_them() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let unit = same_records(&python, "unit.tests.yaml", "unit.tests.", true);
+    assert_eq!(unit.len(), 18, "the planned records of unit.tests.");
+    written_loads_the_same(&python, "unit.tests.", &unit);
+
+    // Every record of dynamic.tests. has dynamic routing: none is planned.
+    let dynamic = same_records(&python, "dynamic.tests.yaml", "dynamic.tests.", true);
+    assert!(dynamic.is_empty());
+
+    // Names written as YAML integers (`2:`, `12:`) are names all the same.
+    let sub = same_records(
+        &python,
+        "subzone.unit.tests.yaml",
+        "subzone.unit.tests.",
+        true,
+    );
+    assert_eq!(sub.len(), 3);
+    written_loads_the_same(&python, "subzone.unit.tests.", &sub);
+
+    for (file, zone) in [
+        ("hybrid/one.test.yaml", "one.test."),
+        ("split/unit.tests.yaml", "unit.tests."),
+    ] {
+        let entries = same_records(&python, file, zone, true);
+        assert_eq!(entries.len(), 1, "{file}");
+        written_loads_the_same(&python, zone, &entries);
+    }
+
+    // An empty document: octoDNS loads no records; dnsplane declares nothing
+    // (which its file source reads as doubt, not as "delete everything").
+    assert!(
+        same_records(
+            &python,
+            "sub.txt.unit.tests.yaml",
+            "sub.txt.unit.tests.",
+            true
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn where_octodns_refuses_a_fixture() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    // Keys out of octoDNS's order: its default (enforce_order) refuses the file;
+    // dnsplane reads it, as octoDNS does with enforce_order false, and warns.
+    let text = std::fs::read_to_string(fixtures().join("unordered.yaml")).unwrap();
+    let refused = octodns_load(&python, "unordered.", &text, true)
+        .err()
+        .expect("octoDNS refuses it");
+    assert!(refused.contains("keys out of order"), "{refused}");
+    let entries = same_records(&python, "unordered.yaml", "unordered.", false);
+    assert_eq!(entries.len(), 2);
+    let parsed = parse("unordered.yaml", &text, &Name::parse("unordered.").unwrap());
+    assert!(
+        parsed
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("enforce_order")),
+        "{:?}",
+        parsed.warnings
+    );
+
+    // An invalid healthcheck protocol: octoDNS refuses the record (this fixture
+    // tests that a zone can disable the validator). dnsplane has no health checks:
+    // it plans the record and names the setting it leaves out.
+    let file = "zone-disable-validators/zone-disable-validators-a.tests.yaml";
+    let zone = "zone-disable-validators-a.tests.";
+    let text = std::fs::read_to_string(fixtures().join(file)).unwrap();
+    let refused = octodns_load(&python, zone, &text, true)
+        .err()
+        .expect("octoDNS refuses it");
+    assert!(
+        refused.contains("invalid healthcheck protocol"),
+        "{refused}"
+    );
+    let parsed = parse(file, &text, &Name::parse(zone).unwrap());
+    assert_eq!(parsed.errors, vec![]);
+    assert_eq!(parsed.entries.len(), 1);
+    assert!(
+        parsed
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("octodns.healthcheck ignored")),
+        "{:?}",
+        parsed.warnings
+    );
+}
+
+fn entry(name: &str, rtype: RecordType, ttl: u32, values: &[&str]) -> DesiredEntry {
+    let mut values: Vec<String> = values
+        .iter()
+        .map(|v| canonicalize(rtype, v).unwrap())
+        .collect();
+    values.sort();
+    DesiredEntry {
+        name: Name::parse(name).unwrap(),
+        rtype,
+        ttl: Some(ttl),
+        values,
+        set: Default::default(),
+        properties: Vec::new(),
+        labels: Default::default(),
+        origin: Origin {
+            source: "test".into(),
+            location: "test".into(),
+            resource: "test".into(),
+        },
+    }
+}
+
+#[test]
+fn every_modelled_type_written_loads_in_octodns() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    use RecordType::*;
+    let long = "k".repeat(300);
+    let entries = vec![
+        entry(
+            "example.com.",
+            Mx,
+            300,
+            &["10 mx1.example.com.", "20 mx2.example.com."],
+        ),
+        entry(
+            "example.com.",
+            Txt,
+            300,
+            &["v=spf1 -all", "\"google-site-verification=abc\""],
+        ),
+        entry(
+            "example.com.",
+            Caa,
+            3600,
+            &[
+                "0 issue \"letsencrypt.org\"",
+                "128 iodef \"mailto:sec@example.com\"",
+            ],
+        ),
+        entry(
+            "example.com.",
+            Https,
+            60,
+            &["1 . alpn=h2,h3 port=8443 ipv4hint=192.0.2.1,192.0.2.2"],
+        ),
+        entry("*.example.com.", A, 60, &["192.0.2.9"]),
+        entry("2.example.com.", A, 60, &["192.0.2.2"]),
+        entry("12.example.com.", Aaaa, 60, &["2001:db8::12"]),
+        entry("www2.example.com.", Cname, 60, &["www.example.com."]),
+        entry("www10.example.com.", Cname, 60, &["www.example.com."]),
+        entry(
+            "_sip._tcp.example.com.",
+            Srv,
+            60,
+            &["10 5 5060 sip.example.com.", "20 0 5060 sip2.example.com."],
+        ),
+        entry(
+            "_sip._udp.example.com.",
+            Naptr,
+            60,
+            &["100 10 \"S\" \"SIP+D2U\" \"\" _sip._udp.example.com."],
+        ),
+        entry(
+            "dkim._domainkey.example.com.",
+            Txt,
+            60,
+            &["v=DKIM1; k=rsa; p=MIGf", &long],
+        ),
+        entry(
+            "quotes.example.com.",
+            Txt,
+            60,
+            &["\"\\\"quoted\\\" and back\\\\slash\""],
+        ),
+        entry("empty.example.com.", Txt, 60, &["\"\""]),
+        entry(
+            "sub.example.com.",
+            Ns,
+            172800,
+            &["ns1.example.net.", "ns2.example.net."],
+        ),
+        entry(
+            "sub.example.com.",
+            Ds,
+            3600,
+            &[&format!("12345 13 2 {}", "ab".repeat(32))],
+        ),
+        entry("svc.example.com.", Svcb, 60, &["0 pool.example.net."]),
+        entry(
+            "ssh.example.com.",
+            Sshfp,
+            60,
+            &[&format!("4 2 {}", "cd".repeat(32))],
+        ),
+        entry(
+            "_443._tcp.www.example.com.",
+            Tlsa,
+            60,
+            &[&format!("3 1 1 {}", "ef".repeat(32))],
+        ),
+        entry(
+            "1.2.0.192.in-addr.example.com.",
+            Ptr,
+            60,
+            &["host.example.com."],
+        ),
+        entry("Upper.example.com.", A, 0, &["192.0.2.10"]),
+    ];
+    written_loads_the_same(&python, "example.com.", &entries);
+}
