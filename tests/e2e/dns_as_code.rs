@@ -13,6 +13,9 @@ use std::process::Command;
 /// (relative name, type, content) as PowerDNS's API takes it and AXFR shows it.
 type Rec = (&'static str, &'static str, &'static str);
 
+/// The records of [`LIVE`] external-dns owns (the record and its registry mark).
+pub(crate) const LIVE_EXTERNAL: &[(&str, &str)] = &[("web", "A"), ("a-web", "TXT")];
+
 /// The live zone: what an operator made by hand over the years.
 const LIVE: &[Rec] = &[
     ("www", "A", "192.0.2.10"),
@@ -39,7 +42,8 @@ const LIVE: &[Rec] = &[
 /// Records the import writes: the live zone less external-dns's record and mark.
 const IMPORTED: usize = 12;
 
-fn rrsets_json(zone: &str) -> serde_json::Value {
+/// [`LIVE`] as PowerDNS's API takes it (one RRSet per name and type).
+pub(crate) fn rrsets_json(zone: &str) -> serde_json::Value {
     let mut by_key: std::collections::BTreeMap<(String, &str), Vec<&str>> = Default::default();
     for (name, rtype, content) in LIVE {
         let fqdn = match *name {

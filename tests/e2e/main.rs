@@ -33,6 +33,7 @@ mod lease;
 mod message_limits;
 mod metrics;
 mod observe_real;
+mod octodns_dump;
 mod otlp_trace;
 mod pacing;
 mod proposed_plan;

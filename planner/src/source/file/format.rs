@@ -16,9 +16,6 @@ pub use crate::config::FileFormat;
 use dnsplane_common::Name;
 use std::path::Path;
 
-/// The largest zone file read.
-const MAX_ZONE_FILE_BYTES: usize = 64 << 20;
-
 impl FileFormat {
     /// The config and flag spelling.
     pub fn as_str(self) -> &'static str {
@@ -52,7 +49,7 @@ impl FileFormat {
     /// large zone is one file; YAML is loaded whole.
     pub fn max_bytes(self) -> usize {
         match self {
-            FileFormat::Zone => MAX_ZONE_FILE_BYTES,
+            FileFormat::Zone => crate::source::zonefile::MAX_ZONE_FILE_BYTES,
             _ => MAX_MANIFEST_BYTES,
         }
     }
@@ -111,21 +108,23 @@ fn zone_of_file(path: &Path, strip: &[&str]) -> Option<Name> {
 pub(crate) fn parse(format: FileFormat, label: &str, text: &str, path: &Path) -> ParsedFile {
     match format {
         FileFormat::Auto | FileFormat::Dnsendpoint => parse_file(label, text),
-        FileFormat::Zone | FileFormat::Octodns => {
-            // INTERIM until the zone-file and octoDNS parsers are merged (issue 31).
-            let mut out = ParsedFile::default();
-            out.fatal.push(0);
-            out.errors.push(file_error(
-                label,
-                None,
-                format!(
-                    "format {} is not read yet ({})",
-                    format.as_str(),
-                    path.display()
-                ),
-            ));
-            out
+        FileFormat::Zone => {
+            let origin = zone_of_file(path, &["zone", "db"]);
+            crate::source::zonefile::parse_file(label, text, origin.as_ref())
         }
+        FileFormat::Octodns => match zone_of_file(path, &["yaml", "yml"]) {
+            Some(zone) => crate::source::octodns::parse_file(label, text, &zone),
+            None => {
+                let mut out = ParsedFile::default();
+                out.fatal.push(0);
+                out.errors.push(file_error(
+                    label,
+                    None,
+                    "an octoDNS zone file is named for its zone (`example.com.yaml`); this name is not a zone".into(),
+                ));
+                out
+            }
+        },
     }
 }
 

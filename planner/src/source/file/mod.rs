@@ -580,6 +580,8 @@ fn cap_errors(label: &str, errors: &mut Vec<SourceError>) {
 }
 
 #[cfg(test)]
+mod format_tests;
+#[cfg(test)]
 mod hostile_tests;
 #[cfg(test)]
 mod persist_tests;

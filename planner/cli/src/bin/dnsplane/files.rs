@@ -161,9 +161,31 @@ pub fn write(
                 })
                 .collect()
         }
-        // INTERIM until the zone-file and octoDNS writers are merged (issue 31).
-        WriteFormat::Zone | WriteFormat::Octodns => {
-            anyhow::bail!("writing {format:?} is not built yet")
+        WriteFormat::Zone => {
+            let written = dnsplane_planner::source::zonefile::write(zone, entries, apex_ns);
+            skipped.extend(
+                written
+                    .skipped
+                    .into_iter()
+                    .map(|(e, why)| (e.clone(), why.to_string())),
+            );
+            vec![OutFile {
+                name: format!("{base}.zone"),
+                records: entries.len() - skipped.len(),
+                text: written.text,
+            }]
+        }
+        WriteFormat::Octodns => {
+            let (text, left) = dnsplane_planner::source::octodns::write(zone, entries);
+            skipped.extend(
+                left.into_iter()
+                    .map(|e| (e.clone(), not_in_format(e, "octoDNS YAML"))),
+            );
+            vec![OutFile {
+                name: format!("{base}.yaml"),
+                records: entries.len() - skipped.len(),
+                text,
+            }]
         }
     };
     Ok(Written { files, skipped })
@@ -175,7 +197,11 @@ fn not_in_format(e: &DesiredEntry, format: &str) -> String {
             "a routing-policy set ({:?}) cannot be written in {format}",
             e.set.as_str()
         )
-    } else {
+    } else if !e.properties.is_empty() {
         format!("provider-specific properties cannot be written in {format}")
+    } else {
+        format!(
+            "{format} cannot hold its values exactly (a TXT value split otherwise than into 255-octet strings, or not ASCII)"
+        )
     }
 }
