@@ -261,3 +261,30 @@ async fn read_owners(c: &mut PlannerClient<Channel>) -> std::collections::BTreeM
     }
     out
 }
+
+#[test]
+fn plan_desired_of_a_zone_file_names_what_it_will_not_plan() {
+    let Some(tools) = Tools::find() else { return };
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+    s.start();
+    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let dir = s.path("proposed");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("example.com.zone"),
+        "$TTL 60\n@ IN SOA ns1 hostmaster 1 7200 3600 1209600 60\n@ IN NS ns1.example.net.\n\
+         www IN A 192.0.2.10\nwww IN LOC 52 22 23.000 N 4 53 32.000 E -2.00m 0.00m 10000m 10m\n\
+         api IN A 192.0.2.11\n",
+    )
+    .expect("zone file");
+    let (code, out) = crate::stack::dnsplane_cli(
+        s.planner_port,
+        &["plan", "--desired", dir.to_str().expect("utf8")],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("LOC"), "the skipped record is named: {out}");
+    assert!(out.contains("api.example.com. A"), "{out}");
+    assert!(out.contains("1 change(s)"), "{out}");
+}
