@@ -384,6 +384,7 @@ fn every_modelled_type_written_loads_in_octodns() {
             &["\"\\\"quoted\\\" and back\\\\slash\""],
         ),
         entry("empty.example.com.", Txt, 60, &["\"\""]),
+        entry("tab.example.com.", Txt, 60, &["\"a\\009tab; and \\127\""]),
         entry(
             "sub.example.com.",
             Ns,

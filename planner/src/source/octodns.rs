@@ -427,12 +427,39 @@ impl Cx<'_> {
             (_, Some(v), _) => ("values", Some(v)),
             (_, None, v) => ("value", v),
         };
-        let mut values = Vec::new();
-        let mut convert = |node: &Node, problems: &mut Vec<(Option<usize>, String)>| {
+        // A list under `value` is read as values too, except for a CNAME.
+        let nodes: Vec<&Node> = match values_node {
+            None => {
+                problems.push((line, format!("{field} is missing")));
+                Vec::new()
+            }
+            Some(Node::Scalar(s)) if is_null(s) => {
+                problems.push((line_of(field), format!("{field} is empty")));
+                Vec::new()
+            }
+            Some(Node::Sequence(items)) if rtype != RecordType::Cname => {
+                if items.is_empty() {
+                    problems.push((line_of(field), format!("{field} is an empty list")));
+                }
+                items.iter().collect()
+            }
+            Some(node) => vec![node],
+        };
+        let mut values = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            if let Some(m) = node.as_mapping() {
+                self.check_order(m, out);
+                if let Some(params) = m.get_mapping("svcparams") {
+                    self.check_order(params, out);
+                }
+            }
             let at = self.line(node.span()).or(line);
             let text = match values::value_text(rtype, node) {
                 Ok(t) => t,
-                Err(e) => return problems.push((at, e)),
+                Err(e) => {
+                    problems.push((at, e));
+                    continue;
+                }
             };
             match canonicalize(rtype, &text) {
                 Ok(v) => values.push(v),
@@ -441,21 +468,6 @@ impl Cx<'_> {
                 }
                 Err(e) => problems.push((at, format!("value {:?}: {e}", excerpt(&text)))),
             }
-        };
-        match values_node {
-            None => problems.push((line, format!("{field} is missing"))),
-            Some(Node::Scalar(s)) if is_null(s) => {
-                problems.push((line_of(field), format!("{field} is empty")))
-            }
-            Some(Node::Sequence(items)) if field == "values" => {
-                if items.is_empty() {
-                    problems.push((line_of(field), "values is empty".into()));
-                }
-                for item in items.iter() {
-                    convert(item, &mut problems);
-                }
-            }
-            Some(node) => convert(node, &mut problems),
         }
         values.sort();
         values.dedup();

@@ -527,3 +527,66 @@ fn write_skips_what_octodns_cannot_hold() {
     assert_eq!(empty, "---\n{}\n");
     assert_eq!(parse("e.yaml", &empty, &zone()).errors, vec![]);
 }
+
+#[test]
+fn a_list_under_value_is_values_but_not_for_a_cname() {
+    let out = run(
+        "a:\n  type: A\n  value: [192.0.2.1, 192.0.2.2]\nc:\n  type: CNAME\n  value: [x.example.com.]\n",
+    );
+    assert_eq!(
+        keys(
+            &out.accepted
+                .iter()
+                .map(|a| a.entry.clone())
+                .collect::<Vec<_>>()
+        ),
+        vec![entry("a.example.com.", "A", &["192.0.2.1", "192.0.2.2"])]
+    );
+    let e = said(&out.errors);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].0, "z.yaml:6");
+    assert!(e[0].2.contains("text, not a list"), "{e:?}");
+}
+
+#[test]
+fn value_mappings_out_of_order_are_warned_once() {
+    let out = run("m:\n  type: MX\n  value: {preference: 10, exchange: mx.example.com.}\n");
+    assert_eq!(out.accepted.len(), 1);
+    let w = said(&out.warnings);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].2.contains("\"exchange\" comes before \"preference\""),
+        "{w:?}"
+    );
+}
+
+proptest::proptest! {
+    /// Any TXT data octoDNS can hold (printable ASCII, including `;`, `\`, `"`),
+    /// split as octoDNS splits it, is written and read back unchanged.
+    #[test]
+    fn txt_data_round_trips_through_write_and_parse(data in "[ -~]{0,600}") {
+        let strings: Vec<String> = if data.is_empty() {
+            vec![values::quoted(b"")]
+        } else {
+            data.as_bytes().chunks(255).map(values::quoted).collect()
+        };
+        let value = canonicalize(RecordType::Txt, &strings.join(" ")).unwrap();
+        let mut e = run("t: {type: TXT, value: x}\n").accepted.remove(0).entry;
+        e.values = vec![value];
+        let (text, skipped) = write(&zone(), std::slice::from_ref(&e));
+        // Only what octoDNS would change on reading is left out.
+        let unwritable = data.contains("\\;") || data.contains("\" \"");
+        proptest::prop_assert_eq!(skipped.len(), usize::from(unwritable), "{}", text);
+        if !unwritable {
+            let back = parse("t.yaml", &text, &zone());
+            proptest::prop_assert_eq!(back.errors, vec![], "{}", text);
+            proptest::prop_assert_eq!(&back.entries[0].values, &e.values, "{}", text);
+        }
+    }
+
+    /// Whatever the text, parsing ends with entries, errors and warnings.
+    #[test]
+    fn any_text_parses_without_panicking(text in "[a-z0-9 :'\"\\[\\]{},\\n-]{0,200}") {
+        let _ = parse("p.yaml", &text, &zone());
+    }
+}
