@@ -420,3 +420,83 @@ fn every_modelled_type_written_loads_in_octodns() {
     ];
     written_loads_the_same(&python, "example.com.", &entries);
 }
+
+/// An unquoted name PyYAML reads as something other than its text (`yes` is True,
+/// `010` is 8, `1.10` is 1.1) means another name to octoDNS: dnsplane refuses
+/// exactly those, asking for quotes, and reads every other name as octoDNS does.
+/// What dnsplane writes quotes them, so octoDNS loads the names written. (No `0` or
+/// `1` here: in Python's dict they are the same key as False and True.)
+#[test]
+fn unquoted_names_pyyaml_reads_otherwise() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let names = [
+        "yes", "No", "on", "OFF", "true", "y", "n", "010", "0x1f", "1_000", "0b11", "2", "12",
+        "1.5", "1.10", "10.0", "1.2.3", "www", "a1", "1a", "e5", "1.0e+5",
+    ];
+    let zone = "names.test.";
+    let mut text = String::from("---\n");
+    for (i, name) in names.iter().enumerate() {
+        text.push_str(&format!("{name}: {{type: A, value: 192.0.2.{}}}\n", i + 1));
+    }
+    let loaded = octodns_load(&python, zone, &text, false).expect("octoDNS loads it");
+    let octodns: BTreeSet<(String, String)> = loaded
+        .iter()
+        .map(|l| (l.record.0.clone(), l.record.3[0].clone()))
+        .collect();
+    let parsed = parse("names.yaml", &text, &Name::parse(zone).unwrap());
+    let dnsplane: BTreeSet<(String, String)> = parsed
+        .entries
+        .iter()
+        .map(|e| (e.name.to_string(), e.values[0].clone()))
+        .collect();
+    let refused: BTreeSet<String> = parsed
+        .errors
+        .iter()
+        .map(|e| {
+            assert!(e.message.contains("quote it"), "{e}");
+            e.record.trim_end_matches(" A").to_string()
+        })
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        let value = format!("192.0.2.{}", i + 1);
+        let as_written = (
+            format!("{}.{zone}", name.to_ascii_lowercase()),
+            value.clone(),
+        );
+        let octodns_kept = octodns.contains(&as_written);
+        if refused.contains(*name) {
+            assert!(
+                !octodns_kept,
+                "{name}: refused, but octoDNS reads it as written"
+            );
+        } else {
+            assert!(
+                octodns_kept,
+                "{name}: octoDNS reads another name: {octodns:?}"
+            );
+            assert!(dnsplane.contains(&as_written), "{name}: {dnsplane:?}");
+        }
+    }
+    assert_eq!(
+        refused.len(),
+        10,
+        "yes No on OFF 010 0x1f 1_000 0b11 1.10 1.0e+5 and nothing else (`true` is True, the same name): {refused:?}"
+    );
+
+    let entries: Vec<DesiredEntry> = names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| Name::parse(&format!("{n}.{zone}")).is_ok())
+        .map(|(i, n)| {
+            entry(
+                &format!("{n}.{zone}"),
+                RecordType::A,
+                60,
+                &[&format!("192.0.2.{}", i + 1)],
+            )
+        })
+        .collect();
+    written_loads_the_same(&python, zone, &entries);
+}

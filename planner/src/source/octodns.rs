@@ -49,7 +49,7 @@ use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
 use marked_yaml::{LoadError, LoaderOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
-use yaml::{is_null, natural_cmp, scalar_text};
+use yaml::{is_null, natural_cmp, pyyaml_non_string, scalar_text};
 
 mod values;
 mod write;
@@ -251,6 +251,13 @@ impl Cx<'_> {
     /// The absolute name of a key: relative to the zone, `''` the apex.
     fn name(&self, key: &MarkedScalarNode) -> Result<Name, String> {
         let raw = key.as_str();
+        if let Some(read) = pyyaml_non_string(key).filter(|r| !r.eq_ignore_ascii_case(raw)) {
+            return Err(format!(
+                "octoDNS's YAML loader reads the unquoted name {:?} as {read}: quote it ('{}')",
+                excerpt(raw),
+                excerpt(raw)
+            ));
+        }
         if raw == "@" {
             return Err("name \"@\": octoDNS writes the apex as ''".into());
         }
@@ -564,3 +571,5 @@ impl Cx<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;
