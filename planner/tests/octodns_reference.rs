@@ -297,6 +297,30 @@ fn where_octodns_refuses_a_fixture() {
     );
 }
 
+/// A name written twice: PyYAML keeps the last silently, so octoDNS loads one of the
+/// two; dnsplane refuses the file rather than guess which one was meant.
+#[test]
+fn a_duplicate_name_octodns_resolves_silently_is_refused() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let text = "a:\n  type: A\n  value: 192.0.2.1\na:\n  type: A\n  value: 192.0.2.2\n";
+    let loaded = octodns_load(&python, "dup.test.", text, true).expect("octoDNS loads it");
+    assert_eq!(loaded.len(), 1);
+    assert_eq!(loaded[0].record.3, vec!["192.0.2.2".to_string()]);
+    let parsed = parse("dup.yaml", text, &Name::parse("dup.test.").unwrap());
+    assert!(parsed.entries.is_empty());
+    assert_eq!(parsed.errors.len(), 1);
+    assert_eq!(parsed.errors[0].location, "dup.yaml:4");
+    assert!(
+        parsed.errors[0]
+            .message
+            .contains("duplicate key \"a\" (first at line 1)"),
+        "{}",
+        parsed.errors[0]
+    );
+}
+
 fn entry(name: &str, rtype: RecordType, ttl: u32, values: &[&str]) -> DesiredEntry {
     let mut values: Vec<String> = values
         .iter()
