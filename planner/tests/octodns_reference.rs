@@ -155,6 +155,18 @@ fn records(entries: &[DesiredEntry]) -> BTreeSet<Record> {
 /// rule leaves out. Returns dnsplane's entries.
 fn same_records(python: &Path, file: &str, zone: &str, enforce_order: bool) -> Vec<DesiredEntry> {
     let text = std::fs::read_to_string(fixtures().join(file)).unwrap();
+    same_records_of(python, file, &text, zone, enforce_order)
+}
+
+/// [`same_records`] of a text.
+fn same_records_of(
+    python: &Path,
+    file: &str,
+    text: &str,
+    zone: &str,
+    enforce_order: bool,
+) -> Vec<DesiredEntry> {
+    let text = text.to_string();
     let parsed = parse(file, &text, &Name::parse(zone).unwrap());
     assert_eq!(parsed.errors, vec![], "{file}: dnsplane's errors");
     let loaded = octodns_load(python, zone, &text, enforce_order)
@@ -523,4 +535,62 @@ fn unquoted_names_pyyaml_reads_otherwise() {
         })
         .collect();
     written_loads_the_same(&python, zone, &entries);
+}
+
+/// The spellings octoDNS accepts that its test zones do not show, read by both.
+const SPELLINGS: &str = r#"---
+'':
+- type: CAA
+  values:
+  - {tag: issue, value: 'ca.example.net; account=1'}
+  - {flags: 128, tag: iodef, value: 'mailto:x@example.com'}
+- type: TXT
+  values:
+  - '"pre" "split" "form"'
+  - 'ends with a backslash \'
+  - 'semicolon after a space ;here and \; escaped'
+  - ''
+  - 'exactly-255-ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ'
+  - 'two-hundred-fifty-six-YYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYY'
+_443._tcp:
+  type: TLSA
+  value:
+    certificate_association_data: ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB
+    certificate_usage: 3
+    matching_type: 1
+    selector: 1
+ds:
+  type: DS
+  values:
+  - {algorithm: 1, flags: 60485, protocol: 5, public_key: 2BB183AF5F22588179A53B0A98631FAD1A292118}
+  - {algorithm: 13, digest: 2bb183af5f22588179a53b0a98631fad1a292118, digest_type: 1, key_tag: 60485}
+mx:
+  type: MX
+  value: {priority: 10, value: mx.example.com.}
+naptr:
+  type: NAPTR
+  value: {flags: s, order: 10, preference: 20, regexp: '!^(.*)$!sip:\1@example.com!', replacement: ., service: 'E2U+sip'}
+ns-list:
+  type: NS
+  values: ns1.example.net.
+svcb:
+  type: SVCB
+  values:
+  - {svcpriority: 0, targetname: pool.example.net.}
+  - svcparams: {alpn: [h2, h3], ipv6hint: ['2001:db8::1'], mandatory: [alpn], port: '8443'}
+    svcpriority: 1
+    targetname: .
+www:
+  type: A
+  value: [192.0.2.2, 192.0.2.1]
+"#;
+
+#[test]
+fn the_spellings_octodns_accepts_read_as_octodns_loads_them() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let entries = same_records_of(&python, "spellings.yaml", SPELLINGS, "example.com.", true);
+    assert_eq!(entries.len(), 9);
+    written_loads_the_same(&python, "example.com.", &entries);
 }

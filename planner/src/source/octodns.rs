@@ -355,6 +355,11 @@ impl Cx<'_> {
             Err(_) => return self.reject(out, record, None, slot, problems),
         };
         let key = (name.clone(), rtype, SetId::NONE);
+        if rtype == RecordType::Cname && name == *self.zone {
+            // RFC 1034 §3.6.2; octoDNS refuses it too.
+            problems.push((line, "a CNAME at the zone's apex is not allowed".into()));
+            return self.reject(out, record, Some(key), slot, problems);
+        }
         if rtype == RecordType::Ns && name == *self.zone {
             let message = "the apex NS records are the provider's: dnsplane never writes them; read and skipped".into();
             return self.warn(out, line, record, message);

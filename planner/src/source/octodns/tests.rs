@@ -168,7 +168,7 @@ sshfp:
   value: {algorithm: 4, fingerprint: 'CDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCD', fingerprint_type: 1}
 tlsa:
   type: TLSA
-  value: {certificate_association_data: 'ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB', matching_type: 1}
+  value: {certificate_usage: 0, selector: 0, certificate_association_data: 'ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB', matching_type: 1}
 ";
     let out = run(text);
     assert_eq!(said(&out.errors), vec![]);
@@ -313,6 +313,9 @@ i:
 '@':
   type: A
   value: 192.0.2.1
+'':
+  type: CNAME
+  value: other.example.net.
 ";
     let out = run(text);
     assert_eq!(out.fatal, Vec::<usize>::new());
@@ -340,6 +343,7 @@ i:
             ("z.yaml:21", "h.example.com. CNAME"),
             ("z.yaml:26", "i.example.com. TXT"),
             ("z.yaml:27", "@ A"),
+            ("z.yaml:30", "example.com. CNAME"),
         ],
         "{e:#?}"
     );
@@ -378,6 +382,7 @@ i:
             Some("h.example.com. CNAME".into()),
             Some("i.example.com. TXT".into()),
             None,
+            Some("example.com. CNAME".into()),
         ]
     );
 }

@@ -72,7 +72,9 @@ pub(super) fn value_text(rtype: RecordType, node: &Node) -> Result<String, Strin
                 node,
                 "certificate_usage, selector, matching_type, certificate_association_data",
             )?;
-            let n = |k: &str| int(m, &[k], Some(0), u8::MAX.into());
+            // octoDNS's validator requires all four (its value class alone would
+            // default the numbers to 0).
+            let n = |k: &str| int(m, &[k], None, u8::MAX.into());
             let (usage, selector, matching) =
                 (n("certificate_usage")?, n("selector")?, n("matching_type")?);
             let data = field(m, &["certificate_association_data"])?;
