@@ -594,3 +594,59 @@ fn the_spellings_octodns_accepts_read_as_octodns_loads_them() {
     assert_eq!(entries.len(), 9);
     written_loads_the_same(&python, "example.com.", &entries);
 }
+
+/// Many TXT values of random printable ASCII (`;` escaped as octoDNS requires,
+/// leading quotes, `" "`, backslashes and lengths around 255 included) mean the same
+/// data to dnsplane as to octoDNS, and what dnsplane writes of them loads back.
+#[test]
+fn random_txt_values_mean_the_same_to_both() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let mut seed: u64 = 0x5eed_0c70_d115;
+    let mut next = move |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let alphabet = b"ab \"\\;=-_.:/+AZ09\t";
+    let mut text = String::from("---\n");
+    for i in 0..300 {
+        let len = match next(4) {
+            0 => next(8),
+            1 => 250 + next(12),
+            _ => next(600),
+        };
+        let mut value: Vec<u8> = (0..len)
+            .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+            .collect();
+        if next(5) == 0 {
+            value.insert(0, b'"');
+        }
+        // A backslash right before a ';' would be octoDNS's refused `\\;`.
+        let mut raw = String::from_utf8(value).unwrap().replace("\\;", ";");
+        while raw.contains("\\;") {
+            raw = raw.replace("\\;", ";");
+        }
+        let escaped = raw.replace(';', "\\;");
+        let quoted = format!(
+            "\"{}\"",
+            escaped
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\t', "\\t")
+        );
+        text.push_str(&format!("t{i}:\n  type: TXT\n  value: {quoted}\n"));
+    }
+    let entries = same_records_of(&python, "random-txt.yaml", &text, "txt.test.", false);
+    assert_eq!(entries.len(), 300);
+    let (_, skipped) = write(&Name::parse("txt.test.").unwrap(), &entries);
+    let writable: Vec<DesiredEntry> = entries
+        .iter()
+        .filter(|e| !skipped.iter().any(|s| s.name == e.name))
+        .cloned()
+        .collect();
+    assert!(writable.len() > 200, "{} of 300 writable", writable.len());
+    written_loads_the_same(&python, "txt.test.", &writable);
+}
