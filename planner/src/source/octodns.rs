@@ -166,10 +166,10 @@ pub(crate) fn parse_file(label: &str, text: &str, zone: &Name) -> ParsedFile {
         kind: SOURCE_KIND.into(),
         resource: format!("octoDNS zone {label}").into(),
         order_warned: std::cell::Cell::new(false),
+        seen: Default::default(),
     };
     cx.check_order(map, &mut out);
     let mut index = 0;
-    let mut seen: HashMap<(Name, RecordType), usize> = HashMap::new();
     for (key, node) in map.iter() {
         let line = cx.line(key.span());
         let name = cx.name(key);
@@ -177,12 +177,12 @@ pub(crate) fn parse_file(label: &str, text: &str, zone: &Name) -> ParsedFile {
             Node::Sequence(records) => {
                 for record in records.iter() {
                     let line = cx.line(record.span()).or(line);
-                    cx.record(&name, key, record, line, index, &mut seen, &mut out);
+                    cx.record(&name, key, record, line, index, &mut out);
                     index += 1;
                 }
             }
             record => {
-                cx.record(&name, key, record, line, index, &mut seen, &mut out);
+                cx.record(&name, key, record, line, index, &mut out);
                 index += 1;
             }
         }
@@ -200,6 +200,8 @@ struct Cx<'a> {
     resource: Arc<str>,
     /// The order warning is given once per file.
     order_warned: std::cell::Cell<bool>,
+    /// The line of each name and type read so far, to refuse a second one.
+    seen: std::cell::RefCell<HashMap<(Name, RecordType), usize>>,
 }
 
 impl Cx<'_> {
@@ -281,7 +283,6 @@ impl Cx<'_> {
         Ok(name)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         name: &Result<Name, String>,
@@ -289,7 +290,6 @@ impl Cx<'_> {
         node: &Node,
         line: Option<usize>,
         index: usize,
-        seen: &mut HashMap<(Name, RecordType), usize>,
         out: &mut ParsedFile,
     ) {
         let slot = Slot {
@@ -493,7 +493,8 @@ impl Cx<'_> {
         {
             problems.push((line_of(field), problem));
         }
-        if let Some(&first) = seen.get(&(name.clone(), rtype)) {
+        let first = self.seen.borrow().get(&(name.clone(), rtype)).copied();
+        if let Some(first) = first {
             problems.push((
                 line,
                 format!(
@@ -526,7 +527,9 @@ impl Cx<'_> {
                 });
             }
         }
-        seen.entry((name.clone(), rtype))
+        self.seen
+            .borrow_mut()
+            .entry((name.clone(), rtype))
             .or_insert(line.unwrap_or(0));
         if !problems.is_empty() {
             return self.reject(out, record, Some(key), slot, problems);
