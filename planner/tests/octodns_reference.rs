@@ -155,6 +155,18 @@ fn records(entries: &[DesiredEntry]) -> BTreeSet<Record> {
 /// rule leaves out. Returns dnsplane's entries.
 fn same_records(python: &Path, file: &str, zone: &str, enforce_order: bool) -> Vec<DesiredEntry> {
     let text = std::fs::read_to_string(fixtures().join(file)).unwrap();
+    same_records_of(python, file, &text, zone, enforce_order)
+}
+
+/// [`same_records`] of a text.
+fn same_records_of(
+    python: &Path,
+    file: &str,
+    text: &str,
+    zone: &str,
+    enforce_order: bool,
+) -> Vec<DesiredEntry> {
+    let text = text.to_string();
     let parsed = parse(file, &text, &Name::parse(zone).unwrap());
     assert_eq!(parsed.errors, vec![], "{file}: dnsplane's errors");
     let loaded = octodns_load(python, zone, &text, enforce_order)
@@ -297,6 +309,30 @@ fn where_octodns_refuses_a_fixture() {
     );
 }
 
+/// A name written twice: PyYAML keeps the last silently, so octoDNS loads one of the
+/// two; dnsplane refuses the file rather than guess which one was meant.
+#[test]
+fn a_duplicate_name_octodns_resolves_silently_is_refused() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let text = "a:\n  type: A\n  value: 192.0.2.1\na:\n  type: A\n  value: 192.0.2.2\n";
+    let loaded = octodns_load(&python, "dup.test.", text, true).expect("octoDNS loads it");
+    assert_eq!(loaded.len(), 1);
+    assert_eq!(loaded[0].record.3, vec!["192.0.2.2".to_string()]);
+    let parsed = parse("dup.yaml", text, &Name::parse("dup.test.").unwrap());
+    assert!(parsed.entries.is_empty());
+    assert_eq!(parsed.errors.len(), 1);
+    assert_eq!(parsed.errors[0].location, "dup.yaml:4");
+    assert!(
+        parsed.errors[0]
+            .message
+            .contains("duplicate key \"a\" (first at line 1)"),
+        "{}",
+        parsed.errors[0]
+    );
+}
+
 fn entry(name: &str, rtype: RecordType, ttl: u32, values: &[&str]) -> DesiredEntry {
     let mut values: Vec<String> = values
         .iter()
@@ -384,6 +420,7 @@ fn every_modelled_type_written_loads_in_octodns() {
             &["\"\\\"quoted\\\" and back\\\\slash\""],
         ),
         entry("empty.example.com.", Txt, 60, &["\"\""]),
+        entry("tab.example.com.", Txt, 60, &["\"a\\009tab; and \\127\""]),
         entry(
             "sub.example.com.",
             Ns,
@@ -418,4 +455,198 @@ fn every_modelled_type_written_loads_in_octodns() {
         entry("Upper.example.com.", A, 0, &["192.0.2.10"]),
     ];
     written_loads_the_same(&python, "example.com.", &entries);
+}
+
+/// An unquoted name PyYAML reads as something other than its text (`yes` is True,
+/// `010` is 8, `1.10` is 1.1) means another name to octoDNS: dnsplane refuses
+/// exactly those, asking for quotes, and reads every other name as octoDNS does.
+/// What dnsplane writes quotes them, so octoDNS loads the names written. (No `0` or
+/// `1` here: in Python's dict they are the same key as False and True.)
+#[test]
+fn unquoted_names_pyyaml_reads_otherwise() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let names = [
+        "yes", "No", "on", "OFF", "true", "y", "n", "010", "0x1f", "1_000", "0b11", "2", "12",
+        "1.5", "1.10", "10.0", "1.2.3", "www", "a1", "1a", "e5", "1.0e+5",
+    ];
+    let zone = "names.test.";
+    let mut text = String::from("---\n");
+    for (i, name) in names.iter().enumerate() {
+        text.push_str(&format!("{name}: {{type: A, value: 192.0.2.{}}}\n", i + 1));
+    }
+    let loaded = octodns_load(&python, zone, &text, false).expect("octoDNS loads it");
+    let octodns: BTreeSet<(String, String)> = loaded
+        .iter()
+        .map(|l| (l.record.0.clone(), l.record.3[0].clone()))
+        .collect();
+    let parsed = parse("names.yaml", &text, &Name::parse(zone).unwrap());
+    let dnsplane: BTreeSet<(String, String)> = parsed
+        .entries
+        .iter()
+        .map(|e| (e.name.to_string(), e.values[0].clone()))
+        .collect();
+    let refused: BTreeSet<String> = parsed
+        .errors
+        .iter()
+        .map(|e| {
+            assert!(e.message.contains("quote it"), "{e}");
+            e.record.trim_end_matches(" A").to_string()
+        })
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        let value = format!("192.0.2.{}", i + 1);
+        let as_written = (
+            format!("{}.{zone}", name.to_ascii_lowercase()),
+            value.clone(),
+        );
+        let octodns_kept = octodns.contains(&as_written);
+        if refused.contains(*name) {
+            assert!(
+                !octodns_kept,
+                "{name}: refused, but octoDNS reads it as written"
+            );
+        } else {
+            assert!(
+                octodns_kept,
+                "{name}: octoDNS reads another name: {octodns:?}"
+            );
+            assert!(dnsplane.contains(&as_written), "{name}: {dnsplane:?}");
+        }
+    }
+    assert_eq!(
+        refused.len(),
+        10,
+        "yes No on OFF 010 0x1f 1_000 0b11 1.10 1.0e+5 and nothing else (`true` is True, the same name): {refused:?}"
+    );
+
+    let entries: Vec<DesiredEntry> = names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| Name::parse(&format!("{n}.{zone}")).is_ok())
+        .map(|(i, n)| {
+            entry(
+                &format!("{n}.{zone}"),
+                RecordType::A,
+                60,
+                &[&format!("192.0.2.{}", i + 1)],
+            )
+        })
+        .collect();
+    written_loads_the_same(&python, zone, &entries);
+}
+
+/// The spellings octoDNS accepts that its test zones do not show, read by both.
+const SPELLINGS: &str = r#"---
+'':
+- type: CAA
+  values:
+  - {tag: issue, value: 'ca.example.net; account=1'}
+  - {flags: 128, tag: iodef, value: 'mailto:x@example.com'}
+- type: TXT
+  values:
+  - '"pre" "split" "form"'
+  - 'ends with a backslash \'
+  - 'semicolon after a space ;here and \; escaped'
+  - ''
+  - 'exactly-255-ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ'
+  - 'two-hundred-fifty-six-YYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYYY'
+_443._tcp:
+  type: TLSA
+  value:
+    certificate_association_data: ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB
+    certificate_usage: 3
+    matching_type: 1
+    selector: 1
+ds:
+  type: DS
+  values:
+  - {algorithm: 1, flags: 60485, protocol: 5, public_key: 2BB183AF5F22588179A53B0A98631FAD1A292118}
+  - {algorithm: 13, digest: 2bb183af5f22588179a53b0a98631fad1a292118, digest_type: 1, key_tag: 60485}
+mx:
+  type: MX
+  value: {priority: 10, value: mx.example.com.}
+naptr:
+  type: NAPTR
+  value: {flags: s, order: 10, preference: 20, regexp: '!^(.*)$!sip:\1@example.com!', replacement: ., service: 'E2U+sip'}
+ns-list:
+  type: NS
+  values: ns1.example.net.
+svcb:
+  type: SVCB
+  values:
+  - {svcpriority: 0, targetname: pool.example.net.}
+  - svcparams: {alpn: [h2, h3], ipv6hint: ['2001:db8::1'], mandatory: [alpn], port: '8443'}
+    svcpriority: 1
+    targetname: .
+www:
+  type: A
+  value: [192.0.2.2, 192.0.2.1]
+"#;
+
+#[test]
+fn the_spellings_octodns_accepts_read_as_octodns_loads_them() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let entries = same_records_of(&python, "spellings.yaml", SPELLINGS, "example.com.", true);
+    assert_eq!(entries.len(), 9);
+    written_loads_the_same(&python, "example.com.", &entries);
+}
+
+/// Many TXT values of random printable ASCII (`;` escaped as octoDNS requires,
+/// leading quotes, `" "`, backslashes and lengths around 255 included) mean the same
+/// data to dnsplane as to octoDNS, and what dnsplane writes of them loads back.
+#[test]
+fn random_txt_values_mean_the_same_to_both() {
+    let Some(python) = octodns_python() else {
+        return;
+    };
+    let mut seed: u64 = 0x5eed_0c70_d115;
+    let mut next = move |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let alphabet = b"ab \"\\;=-_.:/+AZ09\t";
+    let mut text = String::from("---\n");
+    for i in 0..300 {
+        let len = match next(4) {
+            0 => next(8),
+            1 => 250 + next(12),
+            _ => next(600),
+        };
+        let mut value: Vec<u8> = (0..len)
+            .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+            .collect();
+        if next(5) == 0 {
+            value.insert(0, b'"');
+        }
+        // A backslash right before a ';' would be octoDNS's refused `\\;`.
+        let mut raw = String::from_utf8(value).unwrap().replace("\\;", ";");
+        while raw.contains("\\;") {
+            raw = raw.replace("\\;", ";");
+        }
+        let escaped = raw.replace(';', "\\;");
+        let quoted = format!(
+            "\"{}\"",
+            escaped
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\t', "\\t")
+        );
+        text.push_str(&format!("t{i}:\n  type: TXT\n  value: {quoted}\n"));
+    }
+    let entries = same_records_of(&python, "random-txt.yaml", &text, "txt.test.", false);
+    assert_eq!(entries.len(), 300);
+    let (_, skipped) = write(&Name::parse("txt.test.").unwrap(), &entries);
+    let writable: Vec<DesiredEntry> = entries
+        .iter()
+        .filter(|e| !skipped.iter().any(|s| s.name == e.name))
+        .cloned()
+        .collect();
+    assert!(writable.len() > 200, "{} of 300 writable", writable.len());
+    written_loads_the_same(&python, "txt.test.", &writable);
 }

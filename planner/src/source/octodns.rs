@@ -49,7 +49,7 @@ use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node, Span};
 use marked_yaml::{LoadError, LoaderOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
-use yaml::{is_null, natural_cmp, scalar_text};
+use yaml::{is_null, natural_cmp, pyyaml_non_string, scalar_text};
 
 mod values;
 mod write;
@@ -166,10 +166,10 @@ pub(crate) fn parse_file(label: &str, text: &str, zone: &Name) -> ParsedFile {
         kind: SOURCE_KIND.into(),
         resource: format!("octoDNS zone {label}").into(),
         order_warned: std::cell::Cell::new(false),
+        seen: Default::default(),
     };
     cx.check_order(map, &mut out);
     let mut index = 0;
-    let mut seen: HashMap<(Name, RecordType), usize> = HashMap::new();
     for (key, node) in map.iter() {
         let line = cx.line(key.span());
         let name = cx.name(key);
@@ -177,12 +177,12 @@ pub(crate) fn parse_file(label: &str, text: &str, zone: &Name) -> ParsedFile {
             Node::Sequence(records) => {
                 for record in records.iter() {
                     let line = cx.line(record.span()).or(line);
-                    cx.record(&name, key, record, line, index, &mut seen, &mut out);
+                    cx.record(&name, key, record, line, index, &mut out);
                     index += 1;
                 }
             }
             record => {
-                cx.record(&name, key, record, line, index, &mut seen, &mut out);
+                cx.record(&name, key, record, line, index, &mut out);
                 index += 1;
             }
         }
@@ -200,6 +200,8 @@ struct Cx<'a> {
     resource: Arc<str>,
     /// The order warning is given once per file.
     order_warned: std::cell::Cell<bool>,
+    /// The line of each name and type read so far, to refuse a second one.
+    seen: std::cell::RefCell<HashMap<(Name, RecordType), usize>>,
 }
 
 impl Cx<'_> {
@@ -251,6 +253,13 @@ impl Cx<'_> {
     /// The absolute name of a key: relative to the zone, `''` the apex.
     fn name(&self, key: &MarkedScalarNode) -> Result<Name, String> {
         let raw = key.as_str();
+        if let Some(read) = pyyaml_non_string(key).filter(|r| !r.eq_ignore_ascii_case(raw)) {
+            return Err(format!(
+                "octoDNS's YAML loader reads the unquoted name {:?} as {read}: quote it ('{}')",
+                excerpt(raw),
+                excerpt(raw)
+            ));
+        }
         if raw == "@" {
             return Err("name \"@\": octoDNS writes the apex as ''".into());
         }
@@ -274,7 +283,6 @@ impl Cx<'_> {
         Ok(name)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         name: &Result<Name, String>,
@@ -282,7 +290,6 @@ impl Cx<'_> {
         node: &Node,
         line: Option<usize>,
         index: usize,
-        seen: &mut HashMap<(Name, RecordType), usize>,
         out: &mut ParsedFile,
     ) {
         let slot = Slot {
@@ -348,6 +355,11 @@ impl Cx<'_> {
             Err(_) => return self.reject(out, record, None, slot, problems),
         };
         let key = (name.clone(), rtype, SetId::NONE);
+        if rtype == RecordType::Cname && name == *self.zone {
+            // RFC 1034 §3.6.2; octoDNS refuses it too.
+            problems.push((line, "a CNAME at the zone's apex is not allowed".into()));
+            return self.reject(out, record, Some(key), slot, problems);
+        }
         if rtype == RecordType::Ns && name == *self.zone {
             let message = "the apex NS records are the provider's: dnsplane never writes them; read and skipped".into();
             return self.warn(out, line, record, message);
@@ -427,12 +439,39 @@ impl Cx<'_> {
             (_, Some(v), _) => ("values", Some(v)),
             (_, None, v) => ("value", v),
         };
-        let mut values = Vec::new();
-        let mut convert = |node: &Node, problems: &mut Vec<(Option<usize>, String)>| {
+        // A list under `value` is read as values too, except for a CNAME.
+        let nodes: Vec<&Node> = match values_node {
+            None => {
+                problems.push((line, format!("{field} is missing")));
+                Vec::new()
+            }
+            Some(Node::Scalar(s)) if is_null(s) => {
+                problems.push((line_of(field), format!("{field} is empty")));
+                Vec::new()
+            }
+            Some(Node::Sequence(items)) if rtype != RecordType::Cname => {
+                if items.is_empty() {
+                    problems.push((line_of(field), format!("{field} is an empty list")));
+                }
+                items.iter().collect()
+            }
+            Some(node) => vec![node],
+        };
+        let mut values = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            if let Some(m) = node.as_mapping() {
+                self.check_order(m, out);
+                if let Some(params) = m.get_mapping("svcparams") {
+                    self.check_order(params, out);
+                }
+            }
             let at = self.line(node.span()).or(line);
             let text = match values::value_text(rtype, node) {
                 Ok(t) => t,
-                Err(e) => return problems.push((at, e)),
+                Err(e) => {
+                    problems.push((at, e));
+                    continue;
+                }
             };
             match canonicalize(rtype, &text) {
                 Ok(v) => values.push(v),
@@ -441,21 +480,6 @@ impl Cx<'_> {
                 }
                 Err(e) => problems.push((at, format!("value {:?}: {e}", excerpt(&text)))),
             }
-        };
-        match values_node {
-            None => problems.push((line, format!("{field} is missing"))),
-            Some(Node::Scalar(s)) if is_null(s) => {
-                problems.push((line_of(field), format!("{field} is empty")))
-            }
-            Some(Node::Sequence(items)) if field == "values" => {
-                if items.is_empty() {
-                    problems.push((line_of(field), "values is empty".into()));
-                }
-                for item in items.iter() {
-                    convert(item, &mut problems);
-                }
-            }
-            Some(node) => convert(node, &mut problems),
         }
         values.sort();
         values.dedup();
@@ -469,7 +493,8 @@ impl Cx<'_> {
         {
             problems.push((line_of(field), problem));
         }
-        if let Some(&first) = seen.get(&(name.clone(), rtype)) {
+        let first = self.seen.borrow().get(&(name.clone(), rtype)).copied();
+        if let Some(first) = first {
             problems.push((
                 line,
                 format!(
@@ -502,7 +527,9 @@ impl Cx<'_> {
                 });
             }
         }
-        seen.entry((name.clone(), rtype))
+        self.seen
+            .borrow_mut()
+            .entry((name.clone(), rtype))
             .or_insert(line.unwrap_or(0));
         if !problems.is_empty() {
             return self.reject(out, record, Some(key), slot, problems);
@@ -552,3 +579,5 @@ impl Cx<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;

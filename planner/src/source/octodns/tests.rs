@@ -16,7 +16,7 @@ fn said(list: &[SourceError]) -> Vec<(String, String, String)> {
         .collect()
 }
 
-const ZONE: &str = "\
+pub(super) const ZONE: &str = "\
 ---
 '':
   - type: MX
@@ -168,7 +168,7 @@ sshfp:
   value: {algorithm: 4, fingerprint: 'CDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCDCD', fingerprint_type: 1}
 tlsa:
   type: TLSA
-  value: {certificate_association_data: 'ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB', matching_type: 1}
+  value: {certificate_usage: 0, selector: 0, certificate_association_data: 'ABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABABAB', matching_type: 1}
 ";
     let out = run(text);
     assert_eq!(said(&out.errors), vec![]);
@@ -313,6 +313,9 @@ i:
 '@':
   type: A
   value: 192.0.2.1
+'':
+  type: CNAME
+  value: other.example.net.
 ";
     let out = run(text);
     assert_eq!(out.fatal, Vec::<usize>::new());
@@ -340,6 +343,7 @@ i:
             ("z.yaml:21", "h.example.com. CNAME"),
             ("z.yaml:26", "i.example.com. TXT"),
             ("z.yaml:27", "@ A"),
+            ("z.yaml:30", "example.com. CNAME"),
         ],
         "{e:#?}"
     );
@@ -378,6 +382,7 @@ i:
             Some("h.example.com. CNAME".into()),
             Some("i.example.com. TXT".into()),
             None,
+            Some("example.com. CNAME".into()),
         ]
     );
 }
@@ -471,59 +476,67 @@ fn keys_out_of_octodns_order_are_read_with_one_warning() {
 }
 
 #[test]
-fn write_reads_back_to_the_same_entries() {
-    let out = run(ZONE);
-    let entries: Vec<DesiredEntry> = out.accepted.iter().map(|a| a.entry.clone()).collect();
-    let (text, skipped) = write(&zone(), &entries);
-    assert!(skipped.is_empty(), "{skipped:?}");
-    let back = parse("w.yaml", &text, &zone());
-    assert_eq!(said(&back.errors), vec![], "{text}");
-    assert_eq!(said(&back.warnings), vec![], "{text}");
-    let strip = |es: &[DesiredEntry]| {
-        let mut v: Vec<_> = es
-            .iter()
-            .map(|e| (e.name.clone(), e.rtype, e.ttl, e.values.clone()))
-            .collect();
-        v.sort();
-        v
-    };
-    assert_eq!(strip(&back.entries), strip(&entries), "{text}");
-    let (again, _) = write(&zone(), &back.entries);
-    assert_eq!(again, text, "deterministic");
+fn a_list_under_value_is_values_but_not_for_a_cname() {
+    let out = run(
+        "a:\n  type: A\n  value: [192.0.2.1, 192.0.2.2]\nc:\n  type: CNAME\n  value: [x.example.com.]\n",
+    );
+    assert_eq!(
+        keys(
+            &out.accepted
+                .iter()
+                .map(|a| a.entry.clone())
+                .collect::<Vec<_>>()
+        ),
+        vec![entry("a.example.com.", "A", &["192.0.2.1", "192.0.2.2"])]
+    );
+    let e = said(&out.errors);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].0, "z.yaml:6");
+    assert!(e[0].2.contains("text, not a list"), "{e:?}");
+}
+
+#[test]
+fn value_mappings_out_of_order_are_warned_once() {
+    let out = run("m:\n  type: MX\n  value: {preference: 10, exchange: mx.example.com.}\n");
+    assert_eq!(out.accepted.len(), 1);
+    let w = said(&out.warnings);
+    assert_eq!(w.len(), 1, "{w:?}");
     assert!(
-        text.starts_with("---\n'':\n- ttl: 3600\n  type: MX\n"),
-        "{text}"
+        w[0].2.contains("\"exchange\" comes before \"preference\""),
+        "{w:?}"
     );
 }
 
 #[test]
-fn write_skips_what_octodns_cannot_hold() {
-    let mut plain = run("a: {type: A, value: 192.0.2.1}\n")
-        .accepted
-        .remove(0)
-        .entry;
-    let mut set = plain.clone();
-    set.set = SetId::new("eu").unwrap();
-    let mut props = plain.clone();
-    props.properties = vec![("aws/weight".into(), "10".into())];
-    let mut split_txt = plain.clone();
-    split_txt.rtype = RecordType::Txt;
-    split_txt.values = vec!["\"a\" \"b\"".into()];
-    let mut apex_ns = plain.clone();
-    apex_ns.name = zone();
-    apex_ns.rtype = RecordType::Ns;
-    apex_ns.values = vec!["ns1.example.net.".into()];
-    let mut outside = plain.clone();
-    outside.name = Name::parse("a.example.org.").unwrap();
-    plain.ttl = None;
-    let all = [plain, set, props, split_txt, apex_ns, outside];
-    let (text, skipped) = write(&zone(), &all);
-    assert_eq!(skipped.len(), 5);
-    assert_eq!(
-        text,
-        "---\na:\n  ttl: 3600\n  type: A\n  value: '192.0.2.1'\n"
+fn plain_names_and_txt_values_pyyaml_reads_otherwise_must_be_quoted() {
+    let out = run(
+        "'no': {type: A, value: 192.0.2.1}\n'2': {type: A, value: 192.0.2.2}\n1.10: {type: A, value: 192.0.2.3}\n12: {type: A, value: 192.0.2.4}\nt: {type: TXT, values: ['1.10', 1.10]}\nyes: {type: A, value: 192.0.2.5}\n",
     );
-    let (empty, _) = write(&zone(), &[]);
-    assert_eq!(empty, "---\n{}\n");
-    assert_eq!(parse("e.yaml", &empty, &zone()).errors, vec![]);
+    let names: Vec<String> = out
+        .accepted
+        .iter()
+        .map(|a| a.entry.name.to_string())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["no.example.com.", "2.example.com.", "12.example.com."]
+    );
+    let e = said(&out.errors);
+    let summary: Vec<(&str, &str)> = e.iter().map(|(l, r, _)| (l.as_str(), r.as_str())).collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("z.yaml:3", "1.10 A"),
+            ("z.yaml:5", "t.example.com. TXT"),
+            ("z.yaml:6", "yes A"),
+        ],
+        "{e:#?}"
+    );
+    assert!(
+        e[0].2
+            .contains("reads the unquoted name \"1.10\" as 1.10 (a number)"),
+        "{e:?}"
+    );
+    assert!(e[1].2.contains("quote it"), "{e:?}");
+    assert!(e[2].2.contains("as True"), "{e:?}");
 }

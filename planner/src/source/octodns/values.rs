@@ -2,7 +2,7 @@
 //! text [`canonicalize`](dnsplane_common::rdata::canonicalize) reads: a scalar for
 //! the address and name types, a mapping of named fields for the others (octoDNS's
 //! value classes in `octodns/record/*.py`, release 1.22), and TXT's own rules.
-use super::yaml::{is_null, scalar_text};
+use super::yaml::{is_null, pyyaml_non_string, scalar_text};
 use dnsplane_common::RecordType;
 use dnsplane_common::error::excerpt;
 use dnsplane_common::rdata::MAX_STRING;
@@ -14,7 +14,15 @@ pub(super) fn value_text(rtype: RecordType, node: &Node) -> Result<String, Strin
         RecordType::A | RecordType::Aaaa | RecordType::Cname | RecordType::Ns | RecordType::Ptr => {
             Ok(text(node)?.to_string())
         }
-        RecordType::Txt => txt(text(node)?),
+        RecordType::Txt => {
+            if let Some(read) = node.as_scalar().and_then(pyyaml_non_string) {
+                return Err(format!(
+                    "octoDNS's YAML loader reads the unquoted value {:?} as {read}, not text: quote it",
+                    excerpt(node.as_scalar().map_or("", |s| s.as_str()))
+                ));
+            }
+            txt(text(node)?)
+        }
         RecordType::Mx => {
             let m = mapping(node, "preference, exchange")?;
             // `priority` and `value` are the old names octoDNS still reads.
@@ -64,7 +72,9 @@ pub(super) fn value_text(rtype: RecordType, node: &Node) -> Result<String, Strin
                 node,
                 "certificate_usage, selector, matching_type, certificate_association_data",
             )?;
-            let n = |k: &str| int(m, &[k], Some(0), u8::MAX.into());
+            // octoDNS's validator requires all four (its value class alone would
+            // default the numbers to 0).
+            let n = |k: &str| int(m, &[k], None, u8::MAX.into());
             let (usage, selector, matching) =
                 (n("certificate_usage")?, n("selector")?, n("matching_type")?);
             let data = field(m, &["certificate_association_data"])?;

@@ -11,6 +11,7 @@ use super::yaml::natural_cmp;
 use super::{DEFAULT_TTL, DesiredEntry};
 use dnsplane_common::rdata::{MAX_STRING, RData};
 use dnsplane_common::{Name, RecordType};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 /// A YAML value as written.
@@ -28,16 +29,17 @@ enum Y {
 /// outside the zone, the apex NS (never written), values octoDNS cannot hold
 /// exactly (a TXT split into strings other than octoDNS's 255-octet chunks, or not
 /// ASCII), and a second entry for the same name and type.
+///
+/// The text is not size-checked: one over the parser's limit
+/// ([`MAX_MANIFEST_BYTES`](super::super::dnsendpoint::MAX_MANIFEST_BYTES), 4 MiB, about
+/// 75,000 single-value A records) loads in octoDNS but is refused by [`super::parse`].
 pub fn write<'e>(zone: &Name, entries: &'e [DesiredEntry]) -> (String, Vec<&'e DesiredEntry>) {
     let mut skipped = Vec::new();
     let mut records: Vec<(String, RecordType, Y)> = Vec::new();
+    let mut seen: HashSet<(&Name, RecordType)> = HashSet::with_capacity(entries.len());
     for entry in entries {
         match record(zone, entry) {
-            Some((name, y))
-                if !records
-                    .iter()
-                    .any(|(n, t, _)| *n == name && *t == entry.rtype) =>
-            {
+            Some((name, y)) if seen.insert((&entry.name, entry.rtype)) => {
                 records.push((name, entry.rtype, y))
             }
             _ => skipped.push(entry),
