@@ -55,7 +55,10 @@ fn record(zone: &Name, i: usize) -> RRSet {
             RecordType::A,
             format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255),
         ),
-        1 => (RecordType::Aaaa, format!("2001:db8::{:x}", i)),
+        1 => (
+            RecordType::Aaaa,
+            format!("2001:db8::{:x}:{:x}", i >> 16, i & 0xffff),
+        ),
         2 => (RecordType::Txt, format!("\"site-verification={i:08}\"")),
         3 => (RecordType::Mx, format!("10 mx{}.{ZONE}", i % 7)),
         _ => (RecordType::Cname, format!("target{}.example.net.", i % 97)),
@@ -106,7 +109,7 @@ fn start_planner(dir: &Path, port: u16) -> Proc {
         ])
         .args(["--admin-listen", "off"])
         .current_dir(dir)
-        .env("DNSPLANE_LOG", "warn")
+        .env("DNSPLANE_LOG", "warn,dnsplane_planner::service=info")
         .spawn()
         .expect("planner");
     wait_serving(port);
@@ -130,6 +133,34 @@ fn cli(port: u16, args: &[&str], want: i32) -> (f64, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (secs, text)
+}
+
+/// Waits until `dnsplane status -o json` shows the zone's `n` desired records and its
+/// first sync done.
+fn wait_read(port: u16, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let out = Command::new(bin("dnsplane"))
+            .args([
+                "status",
+                "-o",
+                "json",
+                "--addr",
+                &format!("http://127.0.0.1:{port}"),
+            ])
+            .output()
+            .expect("dnsplane status");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let z = &v["zones"][0];
+        if z["desired_records"] == n && z["initial_sync_done"] == true {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the planner never read {n} records"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Waits until `dnsplane plan -o json` says `changes` and `blocked` are as given.
@@ -207,7 +238,7 @@ fn main() {
     planner_toml(dir, applier_port, &out);
     let started = Instant::now();
     let _planner = start_planner(dir, port);
-    wait_plan(port, 0, n);
+    wait_read(port, n);
     let read = started.elapsed().as_secs_f64();
     let (adopt, text) = cli(port, &["adopt", ZONE], 0);
     assert!(text.contains(&format!("adopted {n} of {n}")), "{text}");

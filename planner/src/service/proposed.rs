@@ -64,6 +64,8 @@ impl PlannerService {
             records,
         };
         let zones_cfg = &self.engine.config().zones;
+        let started = std::time::Instant::now();
+        let count = request.records.len();
         let proposed = Engine::cpu(|| {
             let (entries, checked) = super::validate_push_checked(zones_cfg, &request)?;
             let mut index = DesiredIndex::new(zones_cfg);
@@ -71,6 +73,7 @@ impl PlannerService {
             Ok::<_, Vec<FieldError>>(index)
         })
         .map_err(|errors| invalid_argument(&errors))?;
+        let checked = started.elapsed();
         let empty = BTreeMap::new();
         let mut out = Vec::with_capacity(zones.len());
         for zone in &zones {
@@ -97,6 +100,14 @@ impl PlannerService {
             }
             out.push(zp);
         }
+        tracing::info!(
+            records = count,
+            zones = zones.len(),
+            changes = out.iter().map(|z| z.changes.len()).sum::<usize>(),
+            checked_ms = checked.as_millis() as u64,
+            planned_ms = (started.elapsed() - checked).as_millis() as u64,
+            "Planned a proposed desired state (nothing kept)."
+        );
         Ok(Response::new(pb::PlanResponse {
             zones: out,
             next_page_token: String::new(),

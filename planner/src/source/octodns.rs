@@ -36,7 +36,7 @@
 //! document (`---` alone), declares nothing, which a file source reads as doubt and
 //! never as "delete every record" (`endpoint_documents` is 0).
 use super::dnsendpoint::text::{
-    check_depth, check_text, describe_load_error, is_blank, split_documents,
+    check_depth, check_text_within, describe_load_error, is_blank, split_documents,
 };
 use super::dnsendpoint::{
     Accepted, ParsedFile, Rejected, RejectedWhat, SOURCE_KIND, Slot, file_error,
@@ -56,6 +56,11 @@ mod write;
 mod yaml;
 
 pub use write::write;
+
+/// The largest octoDNS zone file read (16 MiB, about 300,000 records): octoDNS keeps
+/// a zone in one file, so a large zone is a large file (a 100,000-record zone is about
+/// 5 MB), where a DNSEndpoint file stays at 4 MiB.
+pub const MAX_OCTODNS_BYTES: usize = 16 << 20;
 
 /// The TTL octoDNS's YamlProvider gives a record without one (its `default_ttl`).
 pub const DEFAULT_TTL: u32 = 3600;
@@ -106,7 +111,7 @@ pub(crate) fn parse_file(label: &str, text: &str, zone: &Name) -> ParsedFile {
         out.fatal.push(out.errors.len());
         out.errors.push(file_error(label, line, message));
     };
-    if let Err((line, message)) = check_text(text) {
+    if let Err((line, message)) = check_text_within(text, MAX_OCTODNS_BYTES) {
         fatal(&mut out, line, message);
         return out;
     }

@@ -18,13 +18,19 @@ pub const MAX_DEPTH: usize = 64;
 /// Refuses a text over [`MAX_MANIFEST_BYTES`] or holding a NUL byte (a file truncated
 /// or overwritten by a crash often is), with the line of the first NUL.
 pub(crate) fn check_text(text: &str) -> Result<(), (Option<usize>, String)> {
-    if text.len() > MAX_MANIFEST_BYTES {
+    check_text_within(text, MAX_MANIFEST_BYTES)
+}
+
+/// [`check_text`] with another size limit (a format that holds a whole zone in one
+/// file).
+pub(crate) fn check_text_within(text: &str, max: usize) -> Result<(), (Option<usize>, String)> {
+    if text.len() > max {
         return Err((
             None,
             format!(
                 "{} bytes, above the limit of {} MiB for one manifest text",
                 text.len(),
-                MAX_MANIFEST_BYTES >> 20
+                max >> 20
             ),
         ));
     }

@@ -50,6 +50,7 @@ impl FileFormat {
     pub fn max_bytes(self) -> usize {
         match self {
             FileFormat::Zone => crate::source::zonefile::MAX_ZONE_FILE_BYTES,
+            FileFormat::Octodns => crate::source::octodns::MAX_OCTODNS_BYTES,
             _ => MAX_MANIFEST_BYTES,
         }
     }

@@ -442,14 +442,12 @@ fn broken_text_is_fatal_with_its_line() {
     }
     let big = format!(
         "a: {{type: TXT, value: '{}'}}\n",
-        "x".repeat(MAX_MANIFEST_BYTES)
+        "x".repeat(super::MAX_OCTODNS_BYTES)
     );
     let out = run(&big);
     assert_eq!(out.fatal, vec![0]);
     assert_eq!(out.errors[0].location, "z.yaml");
 }
-
-use super::super::dnsendpoint::MAX_MANIFEST_BYTES;
 
 #[test]
 fn an_empty_mapping_declares_no_records_and_a_comment_only_file_declares_nothing() {

@@ -31,8 +31,8 @@ enum Y {
 /// ASCII), and a second entry for the same name and type.
 ///
 /// The text is not size-checked: one over the parser's limit
-/// ([`MAX_MANIFEST_BYTES`](super::super::dnsendpoint::MAX_MANIFEST_BYTES), 4 MiB, about
-/// 75,000 single-value A records) loads in octoDNS but is refused by [`super::parse`].
+/// ([`MAX_OCTODNS_BYTES`](super::MAX_OCTODNS_BYTES), 16 MiB, about 300,000
+/// single-value A records) loads in octoDNS but is refused by [`super::parse`].
 pub fn write<'e>(zone: &Name, entries: &'e [DesiredEntry]) -> (String, Vec<&'e DesiredEntry>) {
     let mut skipped = Vec::new();
     let mut records: Vec<(String, RecordType, Y)> = Vec::new();
