@@ -38,8 +38,13 @@ impl FileBackend {
             path: state_dir.to_path_buf(),
             source,
         })?;
+        // Named by the directory's canonical path, which exists now: the lock file
+        // may not yet, and a claim named `.dnsplane-state/lease.lock` by a first start
+        // and `/srv/…/lease.lock` by the next made a restarted planner take its own
+        // earlier claim for another planner's and wait out the lease ttl.
+        let dir = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
         Ok(FileBackend {
-            path: state_dir.join(LOCK_FILE),
+            path: dir.join(LOCK_FILE),
             held: Mutex::new(None),
         })
     }
@@ -204,6 +209,25 @@ mod tests {
             Acquire::Acquired { epoch } => epoch,
             other => panic!("not acquired: {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_claim_is_named_the_same_before_and_after_the_lock_file_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        // A path that is not canonical, as a relative `state_dir` is not.
+        let state = dir.path().join("state").join("..").join("state");
+        let first = FileBackend::new(&state).unwrap();
+        let before = first.claim_id();
+        acquired(
+            first
+                .try_acquire("a", Duration::from_secs(10))
+                .await
+                .unwrap(),
+        );
+        first.release("a").await.unwrap();
+        let restarted = FileBackend::new(&state).unwrap();
+        assert_eq!(before, restarted.claim_id());
+        assert_eq!(before, first.claim_id());
     }
 
     #[tokio::test]
