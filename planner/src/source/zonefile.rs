@@ -28,18 +28,20 @@
 //! fatal: the file source keeps the file's last accepted records. A bad value only
 //! rejects its RRSet, which keeps its last accepted version. Every error names
 //! `file:line:column`. Pure and synchronous like [`super::dnsendpoint`].
-use super::dnsendpoint::{Accepted, ParsedFile, Rejected, RejectedWhat, SOURCE_KIND, Slot};
-use super::{DesiredEntry, Origin, SourceError};
+use super::dnsendpoint::{ParsedFile, SOURCE_KIND};
+use super::{DesiredEntry, SourceError};
 use dnsplane_common::error::excerpt;
-use dnsplane_common::rrset::{MAX_TTL, MAX_VALUES};
-use dnsplane_common::{Name, RecordType, SetId, wire};
+use dnsplane_common::rrset::MAX_TTL;
+use dnsplane_common::{Name, RecordType};
 use fields::{FieldError, Kind, NameError};
 use lexer::{Lexer, Token, column};
+use rrsets::Set;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 mod fields;
 mod lexer;
+mod rrsets;
+mod soa;
 mod write;
 
 pub use write::{Written, write};
@@ -84,19 +86,6 @@ pub fn parse(label: &str, text: &str, origin: Option<&Name>) -> Parsed {
 #[allow(dead_code)]
 pub(crate) fn parse_file(label: &str, text: &str, origin: Option<&Name>) -> ParsedFile {
     parse_with_zone(label, text, origin).0
-}
-
-/// One RRSet as its lines are read.
-struct Set {
-    name: Name,
-    rtype: RecordType,
-    ttl: u32,
-    ttl_line: usize,
-    /// The run of same-owner lines that set `ttl` (see the module docs).
-    run: u64,
-    line: usize,
-    values: Vec<String>,
-    problems: Vec<SourceError>,
 }
 
 struct Reader<'t> {
@@ -543,222 +532,6 @@ impl<'t> Reader<'t> {
         }
         problems.push(self.error(record.to_string(), e.line, e.at, e.message));
         Ok(())
-    }
-
-    fn soa(
-        &mut self,
-        owner: &Name,
-        line: usize,
-        ttl: Option<(u32, Token<'_>)>,
-        data: &[Token<'_>],
-        data_at: usize,
-    ) -> Result<(), Fatal> {
-        let record = format!("{owner} SOA");
-        let mut problems = Vec::new();
-        if self.zone.as_ref().is_some_and(|z| z != owner) {
-            problems.push(self.error(
-                record.clone(),
-                line,
-                data_at,
-                format!(
-                    "a SOA record belongs at the zone's apex ({}), not at {owner}",
-                    self.zone.as_ref().map_or("", |z| z.as_str())
-                ),
-            ));
-        }
-        let mut minimum = None;
-        if data.len() != 7 {
-            let at = data.get(7).or(data.last()).map_or(data_at, |t| {
-                if data.len() > 7 {
-                    t.at
-                } else {
-                    t.at + t.raw.len()
-                }
-            });
-            problems.push(self.error(
-                record.clone(),
-                line,
-                at,
-                format!(
-                    "SOA data is \"<mname> <rname> <serial> <refresh> <retry> <expire> <minimum>\" (7 fields), not {}",
-                    data.len()
-                ),
-            ));
-        } else {
-            for t in &data[..2] {
-                match fields::name(t.raw, self.origin.as_ref()) {
-                    Ok(_) => {}
-                    Err(NameError::NoOrigin) => {
-                        self.fatal(
-                            Some((t.line, t.at)),
-                            format!(
-                                "{:?} is a relative name, and there is no $ORIGIN or zone to complete it",
-                                excerpt(t.raw)
-                            ),
-                        );
-                        return Err(Fatal);
-                    }
-                    Err(NameError::Bad(m)) => {
-                        problems.push(self.error(record.clone(), t.line, t.at, m))
-                    }
-                }
-            }
-            for (i, t) in data[2..].iter().enumerate() {
-                let n = if i == 0 {
-                    t.raw.parse::<u32>().ok()
-                } else {
-                    fields::ttl(t.raw).and_then(Result::ok)
-                };
-                match n {
-                    Some(n) => minimum = Some(n),
-                    None => problems.push(self.error(
-                        record.clone(),
-                        t.line,
-                        t.at,
-                        format!("SOA field {:?} is not a number of seconds", excerpt(t.raw)),
-                    )),
-                }
-            }
-        }
-        // BIND: a SOA without a TTL, before any TTL or $TTL, takes its minimum, which
-        // then serves as the $TTL.
-        match ttl {
-            Some((v, _)) => self.last_ttl = Some(v),
-            None if self.default_ttl.is_none() && self.last_ttl.is_none() => {
-                self.default_ttl = minimum.map(|m| m.min(MAX_TTL));
-            }
-            None => {}
-        }
-        self.out.errors.extend(problems);
-        Ok(())
-    }
-
-    fn add(
-        &mut self,
-        name: Name,
-        rtype: RecordType,
-        line: usize,
-        ttl: Option<u32>,
-        value: Option<String>,
-        problems: Vec<SourceError>,
-    ) {
-        let run = self.run;
-        let next = self.sets.len();
-        let i = *self.index.entry((name.clone(), rtype)).or_insert(next);
-        if i == next {
-            self.sets.push(Set {
-                name,
-                rtype,
-                ttl: ttl.unwrap_or(0),
-                ttl_line: line,
-                run,
-                line,
-                values: Vec::new(),
-                problems: Vec::new(),
-            });
-        } else if let Some(ttl) = ttl {
-            let set = &mut self.sets[i];
-            let same_run = set.run == run;
-            if ttl != set.ttl {
-                let message = if same_run {
-                    format!(
-                        "TTL {ttl} differs from the TTL {} of this RRSet at line {}; the RRSet keeps {} (as BIND does within the lines of one owner)",
-                        set.ttl, set.ttl_line, set.ttl
-                    )
-                } else {
-                    format!(
-                        "TTL {ttl} differs from the TTL {} of this RRSet at line {}; the RRSet takes {ttl} (as BIND does: a later owner line's TTL wins)",
-                        set.ttl, set.ttl_line
-                    )
-                };
-                let warning = SourceError {
-                    source: SOURCE_KIND.into(),
-                    location: format!("{}:{line}", self.label),
-                    record: format!("{} {}", set.name, set.rtype),
-                    message,
-                };
-                self.out.warnings.push(warning);
-            }
-            let set = &mut self.sets[i];
-            if !same_run {
-                set.ttl = ttl;
-                set.ttl_line = line;
-                set.run = run;
-            }
-        }
-        let set = &mut self.sets[i];
-        if let Some(v) = value {
-            set.values.push(v);
-        }
-        set.problems.extend(problems);
-    }
-
-    /// Every RRSet, merged and checked, into accepted entries or rejections.
-    fn finish(&mut self) {
-        let kind: Arc<str> = SOURCE_KIND.into();
-        let resource: Arc<str> = format!("zone file {}", self.label).into();
-        for (index, mut set) in std::mem::take(&mut self.sets).into_iter().enumerate() {
-            let slot = Slot {
-                resource: resource.clone(),
-                index,
-            };
-            set.values.sort_unstable();
-            set.values.dedup();
-            set.values.shrink_to_fit();
-            let record = format!("{} {}", set.name, set.rtype);
-            if set.problems.is_empty() {
-                let whole = if set.rtype == RecordType::Cname && set.values.len() > 1 {
-                    Some(format!(
-                        "a CNAME holds exactly one value, not {}",
-                        set.values.len()
-                    ))
-                } else if set.values.len() > MAX_VALUES {
-                    Some(format!(
-                        "{} values, above the limit of {MAX_VALUES}",
-                        set.values.len()
-                    ))
-                } else {
-                    wire::check_answer(&set.name, set.rtype, &set.values).err()
-                };
-                if let Some(message) = whole {
-                    set.problems.push(SourceError {
-                        source: SOURCE_KIND.into(),
-                        location: format!("{}:{}", self.label, set.line),
-                        record: record.clone(),
-                        message,
-                    });
-                }
-            }
-            if set.problems.is_empty() {
-                self.out.accepted.push(Accepted {
-                    entry: DesiredEntry {
-                        name: set.name,
-                        rtype: set.rtype,
-                        ttl: Some(set.ttl),
-                        values: set.values,
-                        set: SetId::NONE,
-                        properties: Vec::new(),
-                        labels: Default::default(),
-                        origin: Origin {
-                            source: kind.clone(),
-                            location: format!("{}:{}", self.label, set.line).into(),
-                            resource: resource.clone(),
-                        },
-                    },
-                    slot,
-                });
-            } else {
-                let start = self.out.errors.len();
-                self.out.errors.append(&mut set.problems);
-                self.out.rejected.push(Rejected {
-                    what: RejectedWhat::Endpoint {
-                        key: Some((set.name, set.rtype, SetId::NONE)),
-                        slot,
-                    },
-                    errors: start..self.out.errors.len(),
-                });
-            }
-        }
     }
 }
 

@@ -1,4 +1,6 @@
 use super::*;
+use crate::source::dnsendpoint::RejectedWhat;
+use dnsplane_common::SetId;
 use std::time::{Duration, Instant};
 
 fn origin() -> Name {
