@@ -177,30 +177,10 @@ impl FileSource {
             ));
             good.insert(path.clone(), old.kept(path)?);
         }
-        for path in &scan.files {
-            let label = path.display().to_string();
-            let format = self.format.of(path);
-            let text = read_manifest(path, format.max_bytes())
-                .map_err(|e| (None, e))
-                .and_then(|b| {
-                    String::from_utf8(b).map_err(|e| {
-                        let at = e.utf8_error().valid_up_to();
-                        let line = e.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1;
-                        (Some(line), format!("not valid UTF-8: {}", e.utf8_error()))
-                    })
-                });
-            let (kept, mut file_errors) = match text {
-                Err((line, message)) => (
-                    old.kept(path)?,
-                    vec![file_error(
-                        &label,
-                        line,
-                        with_kept_note(message, old.count(path)),
-                    )],
-                ),
-                Ok(text) => load_text(&label, &text, path, format, &old, self.zones.as_ref())?,
-            };
-            cap_errors(&label, &mut file_errors);
+        let loaded = load_files(&scan.files, self.format, &old, self.zones.as_ref());
+        for (path, result) in scan.files.iter().zip(loaded) {
+            let (kept, mut file_errors) = result?;
+            cap_errors(&path.display().to_string(), &mut file_errors);
             errors.append(&mut file_errors);
             good.insert(path.clone(), kept);
         }
@@ -394,6 +374,82 @@ impl FileSource {
         }
         self.stamps = stamps;
         h.finish()
+    }
+}
+
+/// What each file contributes (in the order of `files`), read and parsed on up to
+/// [`LOAD_THREADS`] threads: a source of many files is read at the speed of the
+/// machine, not of one core.
+fn load_files(
+    files: &[PathBuf],
+    format: FileFormat,
+    old: &Old<'_>,
+    zones: Option<&super::zones::ZoneCheck>,
+) -> Vec<Result<(Vec<Accepted>, Vec<SourceError>), StoreError>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(LOAD_THREADS)
+        .min(files.len());
+    if threads <= 1 {
+        return files
+            .iter()
+            .map(|p| load_file(p, format, old, zones))
+            .collect();
+    }
+    let per_thread = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = files
+            .chunks(per_thread)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|p| load_file(p, format, old, zones))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
+/// The most threads one load reads files on.
+const LOAD_THREADS: usize = 4;
+
+/// What the file at `path` contributes now: its entries (what it declares, with what
+/// it last had standing in for what broke) and its errors.
+fn load_file(
+    path: &std::path::Path,
+    format: FileFormat,
+    old: &Old<'_>,
+    zones: Option<&super::zones::ZoneCheck>,
+) -> Result<(Vec<Accepted>, Vec<SourceError>), StoreError> {
+    let label = path.display().to_string();
+    let format = format.of(path);
+    let text = read_manifest(path, format.max_bytes())
+        .map_err(|e| (None, e))
+        .and_then(|b| {
+            String::from_utf8(b).map_err(|e| {
+                let at = e.utf8_error().valid_up_to();
+                let line = e.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+                (Some(line), format!("not valid UTF-8: {}", e.utf8_error()))
+            })
+        });
+    match text {
+        Err((line, message)) => Ok((
+            old.kept(path)?,
+            vec![file_error(
+                &label,
+                line,
+                with_kept_note(message, old.count(path)),
+            )],
+        )),
+        Ok(text) => load_text(&label, &text, path, format, old, zones),
     }
 }
 
