@@ -407,11 +407,12 @@ impl<'t> Reader<'t> {
             }
             Kind::Soa => self.soa(&owner, line, ttl, data, data_at),
             Kind::Generic(rtype) | Kind::Modelled(rtype) => {
-                let record = format!("{owner} {rtype}");
+                // Only built for an error: a million-record file has few.
+                let record = || format!("{owner} {rtype}");
                 let mut problems = Vec::new();
                 if let Some(t) = other_class {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         t.line,
                         t.at,
                         format!("class {} is not IN, the zone's class", t.raw),
@@ -419,7 +420,7 @@ impl<'t> Reader<'t> {
                 }
                 if let Kind::Generic(_) = kind {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         type_token.line,
                         type_token.at,
                         format!(
@@ -434,7 +435,7 @@ impl<'t> Reader<'t> {
                     && !owner.is_within(zone)
                 {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         line,
                         tokens[0].at,
                         format!("{owner} is outside the zone {zone}"),
@@ -442,7 +443,7 @@ impl<'t> Reader<'t> {
                 }
                 if apex && rtype == RecordType::Ds {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         line,
                         type_token.at,
                         "a DS record at the zone's apex belongs in the parent zone (BIND refuses it too)"
@@ -454,7 +455,7 @@ impl<'t> Reader<'t> {
                     match fields::value(rtype, data, end, self.origin.as_ref()) {
                         Ok(v) => Some(v),
                         Err(e) => {
-                            self.field_error(&record, e, &mut problems)?;
+                            self.field_error(&record(), e, &mut problems)?;
                             None
                         }
                     }
@@ -490,7 +491,7 @@ impl<'t> Reader<'t> {
     fn ttl_of(
         &mut self,
         given: Option<(u32, Token<'_>)>,
-        record: &str,
+        record: &dyn Fn() -> String,
         line: usize,
         at: usize,
         problems: &mut Vec<SourceError>,
@@ -504,13 +505,13 @@ impl<'t> Reader<'t> {
         };
         match (ttl, given) {
             (None, _) => problems.push(self.error(
-                record.to_string(),
+                record(),
                 line,
                 at,
                 "no TTL: give one on the record, or a $TTL before it".into(),
             )),
             (Some(t), Some((_, token))) if t > MAX_TTL => problems.push(self.error(
-                record.to_string(),
+                record(),
                 token.line,
                 token.at,
                 format!("TTL {t} is above the maximum of {MAX_TTL} seconds"),

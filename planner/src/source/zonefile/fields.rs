@@ -162,15 +162,21 @@ pub(super) fn ttl(token: &str) -> Option<Result<u32, String>> {
 
 /// Whether a token is a class: `Some(true)` for IN, `Some(false)` for another class.
 pub(super) fn class(token: &str) -> Option<bool> {
-    let upper = token.to_ascii_uppercase();
-    match upper.as_str() {
-        "IN" | "CLASS1" => Some(true),
-        "CH" | "CHAOS" | "HS" | "HESIOD" | "NONE" | "ANY" | "CS" => Some(false),
-        _ => upper
-            .strip_prefix("CLASS")
-            .filter(|n| n.parse::<u16>().is_ok())
-            .map(|_| false),
+    let is = |c: &str| token.eq_ignore_ascii_case(c);
+    if is("IN") || is("CLASS1") {
+        return Some(true);
     }
+    if ["CH", "CHAOS", "HS", "HESIOD", "NONE", "ANY", "CS"]
+        .into_iter()
+        .any(is)
+    {
+        return Some(false);
+    }
+    token
+        .get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("CLASS"))
+        .and_then(|_| token[5..].parse::<u16>().ok())
+        .map(|_| false)
 }
 
 /// What a type token names.
@@ -261,17 +267,22 @@ const UNMODELLED: &[&str] = &[
 ];
 
 pub(super) fn kind(token: &str) -> Option<Kind> {
-    let upper = token.to_ascii_uppercase();
-    if upper == "SOA" {
+    if token.eq_ignore_ascii_case("SOA") {
         return Some(Kind::Soa);
     }
-    if let Ok(t) = RecordType::parse(&upper) {
+    if let Some(t) = RecordType::ALL
+        .into_iter()
+        .find(|t| t.as_str().eq_ignore_ascii_case(token))
+    {
         return Some(Kind::Modelled(t));
     }
-    if UNMODELLED.contains(&upper.as_str()) {
+    if UNMODELLED.iter().any(|u| u.eq_ignore_ascii_case(token)) {
         return Some(Kind::Unmodelled);
     }
-    let number: u16 = upper.strip_prefix("TYPE")?.parse().ok()?;
+    let number: u16 = token
+        .get(..4)
+        .filter(|p| p.eq_ignore_ascii_case("TYPE"))
+        .and_then(|_| token[4..].parse().ok())?;
     let modelled = RecordType::ALL
         .into_iter()
         .find(|t| type_number(*t) == number);

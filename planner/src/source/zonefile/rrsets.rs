@@ -94,7 +94,6 @@ impl Reader<'_> {
             set.values.sort_unstable();
             set.values.dedup();
             set.values.shrink_to_fit();
-            let record = format!("{} {}", set.name, set.rtype);
             if set.problems.is_empty() {
                 let whole = if set.rtype == RecordType::Cname && set.values.len() > 1 {
                     Some(format!(
@@ -113,7 +112,7 @@ impl Reader<'_> {
                     set.problems.push(SourceError {
                         source: SOURCE_KIND.into(),
                         location: format!("{}:{}", self.label, set.line),
-                        record: record.clone(),
+                        record: format!("{} {}", set.name, set.rtype),
                         message,
                     });
                 }
