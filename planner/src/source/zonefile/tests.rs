@@ -364,6 +364,9 @@ fn hostile_texts_end_in_bounded_time() {
     let long = format!("$TTL 1\na TXT {}\n", "x ".repeat(50_000));
     let f = parse_file("z", &long, Some(&origin()));
     assert!(f.fatal.is_empty());
+    let words = format!("$TTL 1\na TXT {}\n", "x ".repeat(lexer::MAX_FIELDS + 1));
+    let (_, e) = fatal(&words);
+    assert!(e.message.contains("fields in one record"), "{e}");
     let long_name = format!("$TTL 1\n{} A 192.0.2.1\n", "a".repeat(100_000));
     let (_, e) = fatal(&long_name);
     assert!(e.message.contains("owner name"), "{e}");
