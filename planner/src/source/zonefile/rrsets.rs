@@ -48,7 +48,8 @@ impl Reader<'_> {
         } else if let Some(ttl) = ttl {
             let set = &mut self.sets[i];
             let same_run = set.run == run;
-            if ttl != set.ttl {
+            // A set already refused (no TTL at its first line) has no TTL to differ from.
+            if ttl != set.ttl && set.problems.is_empty() {
                 let message = if same_run {
                     format!(
                         "TTL {ttl} differs from the TTL {} of this RRSet at line {}; the RRSet keeps {} (as BIND does within the lines of one owner)",

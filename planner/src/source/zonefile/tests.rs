@@ -424,3 +424,17 @@ fn written_files_read_back_to_the_same_entries() {
     assert_eq!(w.skipped.len(), 2);
     assert!(w.text.contains("ns1.invalid."));
 }
+
+proptest::proptest! {
+    /// Whatever the text (zone-file punctuation, escapes, multi-byte characters), the
+    /// parse ends with entries or errors, never a panic, and every error is located.
+    #[test]
+    fn any_text_parses_without_panicking(text in "[ \t\r\n();\"\\\\$@.*a-zA-Z0-9é😀]{0,300}") {
+        let f = parse_file("z", &text, Some(&origin()));
+        for e in &f.errors {
+            proptest::prop_assert!(e.location.starts_with('z'), "{e}");
+        }
+        let text = format!("$TTL 60\n{text}");
+        let _ = parse("z", &text, None);
+    }
+}
