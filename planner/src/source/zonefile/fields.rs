@@ -114,6 +114,24 @@ fn quote(bytes: impl Iterator<Item = u8>, out: &mut String) {
     out.push('"');
 }
 
+/// Whether `raw` is one quoted string: a quote first and last, none unescaped between.
+fn simple_quoted(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    if b.len() < 2 || b[0] != b'"' || b[b.len() - 1] != b'"' {
+        return false;
+    }
+    let mut i = 1;
+    while i < b.len() - 1 {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return false,
+            _ => i += 1,
+        }
+    }
+    // An escape may not swallow the closing quote (`"a\"`).
+    i == b.len() - 1
+}
+
 /// A TTL as BIND reads it: a plain number of seconds, or numbers each followed by a
 /// unit (`w`, `d`, `h`, `m`, `s`, any case: `1h30m`). `None`: not a TTL (the token is
 /// a class or a type); `Some(Err)`: a TTL above 2^32-1.
@@ -378,12 +396,23 @@ pub(super) fn value(
         }
     };
     let text = |t: &Token<'_>| -> Result<String, FieldError> {
+        // Fast paths: a plain word, or one quoted string, is already what
+        // `canonicalize` reads (it resolves the same escapes).
+        if !t.raw.contains(['\\', '"']) {
+            return Ok(format!("\"{}\"", t.raw));
+        }
+        if simple_quoted(t.raw) {
+            return Ok(t.raw.to_string());
+        }
         let bytes = decode(t.raw).map_err(|m| err(t.at, m))?;
         let mut s = String::with_capacity(bytes.len() + 2);
         quote(bytes.into_iter().map(|(b, _)| b), &mut s);
         Ok(s)
     };
     let plain = |t: &Token<'_>| -> Result<String, FieldError> {
+        if !t.raw.contains(['\\', '"']) {
+            return Ok(t.raw.to_string());
+        }
         let bytes: Vec<u8> = decode(t.raw)
             .map_err(|m| err(t.at, m))?
             .into_iter()
