@@ -179,7 +179,7 @@ fn export_as_a_zone_file_passes_named_checkzone() {
     let file = work.path().join("zone");
     std::fs::write(&file, &text).expect("write");
     let out = Command::new(&checkzone)
-        .args(["-D", "-o", "-"])
+        .args(["-i", "local", "-D", "-o", "-"])
         .arg(zone.trim_end_matches('.'))
         .arg(&file)
         .output()

@@ -82,8 +82,6 @@ pub fn parse(label: &str, text: &str, origin: Option<&Name>) -> Parsed {
 
 /// [`parse`] for the file source: the accepted entries with their slots (one per
 /// RRSet, in first-appearance order), what each error stands for, and which are fatal.
-// The file source reads zone files through this once it selects formats (issue 31).
-#[allow(dead_code)]
 pub(crate) fn parse_file(label: &str, text: &str, origin: Option<&Name>) -> ParsedFile {
     parse_with_zone(label, text, origin).0
 }
@@ -407,11 +405,12 @@ impl<'t> Reader<'t> {
             }
             Kind::Soa => self.soa(&owner, line, ttl, data, data_at),
             Kind::Generic(rtype) | Kind::Modelled(rtype) => {
-                let record = format!("{owner} {rtype}");
+                // Only built for an error: a million-record file has few.
+                let record = || format!("{owner} {rtype}");
                 let mut problems = Vec::new();
                 if let Some(t) = other_class {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         t.line,
                         t.at,
                         format!("class {} is not IN, the zone's class", t.raw),
@@ -419,7 +418,7 @@ impl<'t> Reader<'t> {
                 }
                 if let Kind::Generic(_) = kind {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         type_token.line,
                         type_token.at,
                         format!(
@@ -434,7 +433,7 @@ impl<'t> Reader<'t> {
                     && !owner.is_within(zone)
                 {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         line,
                         tokens[0].at,
                         format!("{owner} is outside the zone {zone}"),
@@ -442,7 +441,7 @@ impl<'t> Reader<'t> {
                 }
                 if apex && rtype == RecordType::Ds {
                     problems.push(self.error(
-                        record.clone(),
+                        record(),
                         line,
                         type_token.at,
                         "a DS record at the zone's apex belongs in the parent zone (BIND refuses it too)"
@@ -454,7 +453,7 @@ impl<'t> Reader<'t> {
                     match fields::value(rtype, data, end, self.origin.as_ref()) {
                         Ok(v) => Some(v),
                         Err(e) => {
-                            self.field_error(&record, e, &mut problems)?;
+                            self.field_error(&record(), e, &mut problems)?;
                             None
                         }
                     }
@@ -490,7 +489,7 @@ impl<'t> Reader<'t> {
     fn ttl_of(
         &mut self,
         given: Option<(u32, Token<'_>)>,
-        record: &str,
+        record: &dyn Fn() -> String,
         line: usize,
         at: usize,
         problems: &mut Vec<SourceError>,
@@ -504,13 +503,13 @@ impl<'t> Reader<'t> {
         };
         match (ttl, given) {
             (None, _) => problems.push(self.error(
-                record.to_string(),
+                record(),
                 line,
                 at,
                 "no TTL: give one on the record, or a $TTL before it".into(),
             )),
             (Some(t), Some((_, token))) if t > MAX_TTL => problems.push(self.error(
-                record.to_string(),
+                record(),
                 token.line,
                 token.at,
                 format!("TTL {t} is above the maximum of {MAX_TTL} seconds"),

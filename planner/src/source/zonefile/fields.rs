@@ -114,6 +114,24 @@ fn quote(bytes: impl Iterator<Item = u8>, out: &mut String) {
     out.push('"');
 }
 
+/// Whether `raw` is one quoted string: a quote first and last, none unescaped between.
+fn simple_quoted(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    if b.len() < 2 || b[0] != b'"' || b[b.len() - 1] != b'"' {
+        return false;
+    }
+    let mut i = 1;
+    while i < b.len() - 1 {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return false,
+            _ => i += 1,
+        }
+    }
+    // An escape may not swallow the closing quote (`"a\"`).
+    i == b.len() - 1
+}
+
 /// A TTL as BIND reads it: a plain number of seconds, or numbers each followed by a
 /// unit (`w`, `d`, `h`, `m`, `s`, any case: `1h30m`). `None`: not a TTL (the token is
 /// a class or a type); `Some(Err)`: a TTL above 2^32-1.
@@ -162,15 +180,21 @@ pub(super) fn ttl(token: &str) -> Option<Result<u32, String>> {
 
 /// Whether a token is a class: `Some(true)` for IN, `Some(false)` for another class.
 pub(super) fn class(token: &str) -> Option<bool> {
-    let upper = token.to_ascii_uppercase();
-    match upper.as_str() {
-        "IN" | "CLASS1" => Some(true),
-        "CH" | "CHAOS" | "HS" | "HESIOD" | "NONE" | "ANY" | "CS" => Some(false),
-        _ => upper
-            .strip_prefix("CLASS")
-            .filter(|n| n.parse::<u16>().is_ok())
-            .map(|_| false),
+    let is = |c: &str| token.eq_ignore_ascii_case(c);
+    if is("IN") || is("CLASS1") {
+        return Some(true);
     }
+    if ["CH", "CHAOS", "HS", "HESIOD", "NONE", "ANY", "CS"]
+        .into_iter()
+        .any(is)
+    {
+        return Some(false);
+    }
+    token
+        .get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("CLASS"))
+        .and_then(|_| token[5..].parse::<u16>().ok())
+        .map(|_| false)
 }
 
 /// What a type token names.
@@ -261,17 +285,22 @@ const UNMODELLED: &[&str] = &[
 ];
 
 pub(super) fn kind(token: &str) -> Option<Kind> {
-    let upper = token.to_ascii_uppercase();
-    if upper == "SOA" {
+    if token.eq_ignore_ascii_case("SOA") {
         return Some(Kind::Soa);
     }
-    if let Ok(t) = RecordType::parse(&upper) {
+    if let Some(t) = RecordType::ALL
+        .into_iter()
+        .find(|t| t.as_str().eq_ignore_ascii_case(token))
+    {
         return Some(Kind::Modelled(t));
     }
-    if UNMODELLED.contains(&upper.as_str()) {
+    if UNMODELLED.iter().any(|u| u.eq_ignore_ascii_case(token)) {
         return Some(Kind::Unmodelled);
     }
-    let number: u16 = upper.strip_prefix("TYPE")?.parse().ok()?;
+    let number: u16 = token
+        .get(..4)
+        .filter(|p| p.eq_ignore_ascii_case("TYPE"))
+        .and_then(|_| token[4..].parse().ok())?;
     let modelled = RecordType::ALL
         .into_iter()
         .find(|t| type_number(*t) == number);
@@ -367,12 +396,23 @@ pub(super) fn value(
         }
     };
     let text = |t: &Token<'_>| -> Result<String, FieldError> {
+        // Fast paths: a plain word, or one quoted string, is already what
+        // `canonicalize` reads (it resolves the same escapes).
+        if !t.raw.contains(['\\', '"']) {
+            return Ok(format!("\"{}\"", t.raw));
+        }
+        if simple_quoted(t.raw) {
+            return Ok(t.raw.to_string());
+        }
         let bytes = decode(t.raw).map_err(|m| err(t.at, m))?;
         let mut s = String::with_capacity(bytes.len() + 2);
         quote(bytes.into_iter().map(|(b, _)| b), &mut s);
         Ok(s)
     };
     let plain = |t: &Token<'_>| -> Result<String, FieldError> {
+        if !t.raw.contains(['\\', '"']) {
+            return Ok(t.raw.to_string());
+        }
         let bytes: Vec<u8> = decode(t.raw)
             .map_err(|m| err(t.at, m))?
             .into_iter()

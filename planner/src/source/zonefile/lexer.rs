@@ -5,6 +5,12 @@
 //! One pass over the bytes, no backtracking and no recursion: parentheses are a counter
 //! (BIND accepts them nested), so a hostile text costs time linear in its length.
 
+/// The most fields one entry may have: more than any record's data can hold (65,535
+/// octets; even hex split into single digits takes two fields an octet). A longer
+/// entry is refused as it is read, so a hostile 64 MiB line of one-letter words costs
+/// no more memory than its text.
+pub(super) const MAX_FIELDS: usize = 2 * 65_535 + 16;
+
 /// One token: its raw text (quotes and escapes as written) and where it starts.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Token<'a> {
@@ -119,6 +125,15 @@ impl<'a> Lexer<'a> {
                         first_line = self.line;
                     }
                     let token = self.token()?;
+                    if tokens.len() == MAX_FIELDS {
+                        return Err(LexError {
+                            at: token.at,
+                            line: token.line,
+                            message: format!(
+                                "more than {MAX_FIELDS} fields in one record: more than any record's data can hold"
+                            ),
+                        });
+                    }
                     tokens.push(token);
                 }
             }

@@ -48,7 +48,8 @@ impl Reader<'_> {
         } else if let Some(ttl) = ttl {
             let set = &mut self.sets[i];
             let same_run = set.run == run;
-            if ttl != set.ttl {
+            // A set already refused (no TTL at its first line) has no TTL to differ from.
+            if ttl != set.ttl && set.problems.is_empty() {
                 let message = if same_run {
                     format!(
                         "TTL {ttl} differs from the TTL {} of this RRSet at line {}; the RRSet keeps {} (as BIND does within the lines of one owner)",
@@ -94,7 +95,6 @@ impl Reader<'_> {
             set.values.sort_unstable();
             set.values.dedup();
             set.values.shrink_to_fit();
-            let record = format!("{} {}", set.name, set.rtype);
             if set.problems.is_empty() {
                 let whole = if set.rtype == RecordType::Cname && set.values.len() > 1 {
                     Some(format!(
@@ -113,7 +113,7 @@ impl Reader<'_> {
                     set.problems.push(SourceError {
                         source: SOURCE_KIND.into(),
                         location: format!("{}:{}", self.label, set.line),
-                        record: record.clone(),
+                        record: format!("{} {}", set.name, set.rtype),
                         message,
                     });
                 }

@@ -364,6 +364,9 @@ fn hostile_texts_end_in_bounded_time() {
     let long = format!("$TTL 1\na TXT {}\n", "x ".repeat(50_000));
     let f = parse_file("z", &long, Some(&origin()));
     assert!(f.fatal.is_empty());
+    let words = format!("$TTL 1\na TXT {}\n", "x ".repeat(lexer::MAX_FIELDS + 1));
+    let (_, e) = fatal(&words);
+    assert!(e.message.contains("fields in one record"), "{e}");
     let long_name = format!("$TTL 1\n{} A 192.0.2.1\n", "a".repeat(100_000));
     let (_, e) = fatal(&long_name);
     assert!(e.message.contains("owner name"), "{e}");
@@ -420,4 +423,18 @@ fn written_files_read_back_to_the_same_entries() {
     let w = write(&origin(), &both, &[]);
     assert_eq!(w.skipped.len(), 2);
     assert!(w.text.contains("ns1.invalid."));
+}
+
+proptest::proptest! {
+    /// Whatever the text (zone-file punctuation, escapes, multi-byte characters), the
+    /// parse ends with entries or errors, never a panic, and every error is located.
+    #[test]
+    fn any_text_parses_without_panicking(text in "[ \t\r\n();\"\\\\$@.*a-zA-Z0-9é😀]{0,300}") {
+        let f = parse_file("z", &text, Some(&origin()));
+        for e in &f.errors {
+            proptest::prop_assert!(e.location.starts_with('z'), "{e}");
+        }
+        let text = format!("$TTL 60\n{text}");
+        let _ = parse("z", &text, None);
+    }
 }
