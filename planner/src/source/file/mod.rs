@@ -377,6 +377,9 @@ impl FileSource {
     }
 }
 
+/// What one file contributes: its entries and its errors.
+type FileLoad = (Vec<Accepted>, Vec<SourceError>);
+
 /// What each file contributes (in the order of `files`), read and parsed on up to
 /// [`LOAD_THREADS`] threads: a source of many files is read at the speed of the
 /// machine, not of one core.
@@ -385,7 +388,7 @@ fn load_files(
     format: FileFormat,
     old: &Old<'_>,
     zones: Option<&super::zones::ZoneCheck>,
-) -> Vec<Result<(Vec<Accepted>, Vec<SourceError>), StoreError>> {
+) -> Vec<Result<FileLoad, StoreError>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(LOAD_THREADS)
@@ -428,7 +431,7 @@ fn load_file(
     format: FileFormat,
     old: &Old<'_>,
     zones: Option<&super::zones::ZoneCheck>,
-) -> Result<(Vec<Accepted>, Vec<SourceError>), StoreError> {
+) -> Result<FileLoad, StoreError> {
     let label = path.display().to_string();
     let format = format.of(path);
     let text = read_manifest(path, format.max_bytes())

@@ -13,6 +13,7 @@ use crate::remote::key_text;
 use anyhow::Context;
 use dnsplane_common::convert::rrset_from_pb;
 use dnsplane_common::{Name, RRSet, RecordType, pb};
+use dnsplane_planner::source::DesiredEntry;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -104,7 +105,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             entries.push(files::from_rrset(rrset, &origin));
         }
     }
-    entries.sort_by(|a, b| a.entry_key().cmp(&b.entry_key()));
+    entries.sort_by_key(DesiredEntry::entry_key);
     let written = files::write(args.format, &zone, &entries, args.per_file, &apex_ns)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -211,7 +212,7 @@ pub async fn export(
             entries.push(files::from_rrset(rrset, &origin));
         }
     }
-    entries.sort_by(|a, b| a.entry_key().cmp(&b.entry_key()));
+    entries.sort_by_key(DesiredEntry::entry_key);
     let written = files::write(format, &zone, &entries, usize::MAX, &apex_ns)?;
     for f in &written.files {
         print!("{}", f.text);
