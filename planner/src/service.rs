@@ -16,6 +16,7 @@ use tonic::{Request, Response, Status};
 mod admission;
 mod encode;
 mod history;
+mod plan;
 mod proposed;
 pub(crate) mod push;
 mod zone_records;
@@ -31,9 +32,6 @@ use zone_records::ReadZoneStream;
 /// Page size limits for record-state listings.
 const DEFAULT_PAGE: usize = 500;
 const MAX_PAGE: usize = 5_000;
-/// Page size limits for plans.
-const DEFAULT_PLAN_PAGE: usize = 1_000;
-const MAX_PLAN_PAGE: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct PlannerService {
@@ -152,71 +150,6 @@ impl PlannerService {
 /// The calls' bodies, after [`PlannerService::admit`]: each checks its request
 /// against the caller's scope before it changes anything.
 impl PlannerService {
-    async fn plan_admitted(
-        &self,
-        t: &mut Ticket,
-        req: pb::PlanRequest,
-    ) -> Result<Response<pb::PlanResponse>, Status> {
-        let zones = self.scoped_zones(t, &req.zones)?;
-        let page_size = match req.page_size as usize {
-            0 => DEFAULT_PLAN_PAGE,
-            n => n.min(MAX_PLAN_PAGE),
-        };
-        // The token is "<zone index>:<items of that zone already returned>".
-        let (first_zone, mut skip) = if req.page_token.is_empty() {
-            (0, 0)
-        } else {
-            req.page_token
-                .split_once(':')
-                .and_then(|(z, o)| Some((z.parse::<usize>().ok()?, o.parse::<usize>().ok()?)))
-                .ok_or_else(|| FieldError::new("page_token", "not a token this server issued"))?
-        };
-        let mut out = Vec::new();
-        let mut room = page_size;
-        let mut next_page_token = String::new();
-        for (zi, zone) in zones.iter().enumerate().skip(first_zone) {
-            let mut zp = pb::ZonePlan {
-                zone: zone.to_string(),
-                ..Default::default()
-            };
-            match self.engine.preview(zone, req.fresh).await {
-                Err(e) => zp.error = e.to_string(),
-                Ok(preview) => {
-                    zp.held = preview.held.as_ref().map(|h| held_to_pb(h, None));
-                    let total = preview.plan.changes.len()
-                        + preview.plan.blocked.len()
-                        + preview.withheld.len();
-                    let taken: Vec<PlanItem> = plan_items(&preview).skip(skip).take(room).collect();
-                    room -= taken.len();
-                    for item in taken {
-                        match item {
-                            PlanItem::Change(c) => zp.changes.push(c),
-                            PlanItem::Blocked(b) => zp.blocked.push(*b),
-                        }
-                    }
-                    let returned = skip + zp.changes.len() + zp.blocked.len();
-                    skip = 0;
-                    if returned < total {
-                        next_page_token = format!("{zi}:{returned}");
-                        out.push(zp);
-                        break;
-                    }
-                }
-            }
-            out.push(zp);
-            if room == 0 {
-                if zi + 1 < zones.len() {
-                    next_page_token = format!("{}:0", zi + 1);
-                }
-                break;
-            }
-        }
-        Ok(Response::new(pb::PlanResponse {
-            zones: out,
-            next_page_token,
-        }))
-    }
-
     async fn sync_admitted(
         &self,
         t: &mut Ticket,
@@ -656,41 +589,6 @@ fn release_status(e: ReleaseError) -> Status {
         ReleaseError::Sync(_) | ReleaseError::Store { .. } => Status::unavailable(e.to_string()),
         _ => Status::failed_precondition(e.to_string()),
     }
-}
-
-/// One entry of a plan page: a change, or a record held back.
-enum PlanItem {
-    Change(pb::PlannedChange),
-    Blocked(Box<pb::RecordState>),
-}
-
-/// A preview's entries in the order a plan lists them: changes, then the records the
-/// plan leaves alone, then those waiting for their retry.
-fn plan_items(preview: &crate::engine::Preview) -> impl Iterator<Item = PlanItem> + '_ {
-    let plan = &preview.plan;
-    let changes = plan.changes.iter().map(|c| {
-        PlanItem::Change(pb::PlannedChange {
-            change: Some((&c.change).into()),
-            reason: c.reason.clone(),
-        })
-    });
-    let blocked = plan.blocked.iter().map(|b| {
-        PlanItem::Blocked(Box::new(pb::RecordState {
-            key: Some((&b.key).into()),
-            state: pb::RecordStateKind::Conflict as i32,
-            desired: b.desired.as_ref().map(Into::into),
-            observed: b.observed.as_ref().map(Into::into),
-            observed_owner: b.observed_owner.clone().unwrap_or_default(),
-            conflict_reason: pb::ConflictReason::from(b.reason) as i32,
-            reason: b.message.clone(),
-            ..Default::default()
-        }))
-    });
-    let withheld = preview
-        .withheld
-        .iter()
-        .map(|(k, s)| PlanItem::Blocked(Box::new(record_state_to_pb(k, s, None))));
-    changes.chain(blocked).chain(withheld)
 }
 
 #[cfg(test)]

@@ -278,6 +278,7 @@ fn proto_types_stay_at_the_edges() {
         "planner/src/service/encode.rs",
         "planner/src/service/push.rs",
         "planner/src/service/history.rs",
+        "planner/src/service/plan.rs",
         "planner/src/service/proposed.rs",
         "planner/src/service/zone_records.rs",
         "planner/src/client.rs",

@@ -3,8 +3,10 @@
 //! checked as a push is (each refusal named at its field), placed in a desired index
 //! of their own that lives for the call, and each zone is planned against it exactly
 //! as `Plan` plans against the state in force: the same planner, the same guard.
+use super::PlannerService;
 use super::admission::Ticket;
-use super::{PlanItem, PlannerService, held_to_pb, plan_items};
+use super::encode::held_to_pb;
+use super::plan::{PlanItem, plan_items};
 use crate::desired::DesiredIndex;
 use crate::engine::Engine;
 use dnsplane_common::convert::FieldError;

@@ -2,7 +2,9 @@
 //! nothing of it is read as "delete these records", nothing blocks or exhausts the
 //! source, and every case is reported with the file.
 use super::*;
+use crate::source::SourceError;
 use crate::source::testing::{entry, keys};
+use load::MAX_ERRORS_PER_FILE;
 use std::fs;
 use std::path::Path;
 use std::sync::mpsc as std_mpsc;
