@@ -257,6 +257,38 @@ fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
         );
     }
 
+    // `--per-file` splits DNSEndpoint files (12 records: 5, 5 and 2), each re-read.
+    let split = work.path().join("split");
+    let (code, out) = s.cli(&[
+        "import",
+        &zone,
+        "--out",
+        split.to_str().unwrap(),
+        "--per-file",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("wrote {IMPORTED} record(s) in 3 file(s)")),
+        "{out}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&split)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "pdns-test-0001.yaml",
+            "pdns-test-0002.yaml",
+            "pdns-test-0003.yaml"
+        ]
+    );
+    let (code, plan) = s.cli(&["plan", "--desired", split.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(code, 0, "{plan}");
+    assert!(plan.contains("\"changes\": 0"), "{plan}");
+
     // 3. A pull request: its Markdown plan names the one change.
     let out = run_block(&steps[2], work.path(), &addr);
     assert!(
