@@ -140,6 +140,14 @@ fn dnsplane_up_serves_the_example_zone() {
     let (code, out) = cli(&["status"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("| example.com."), "the zone's row: {out}");
+    // `up` keeps an audit trail in its state directory: `history` answers at once.
+    let (name, _, _) = &records[0];
+    let (code, out) = cli(&["history", name]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(name.trim_end_matches('.')),
+        "{name}'s events: {out}"
+    );
     // The token is what lets it in: without it (another state directory holding only
     // the CA), UNAUTHENTICATED.
     let other = state.path().join("other");

@@ -290,6 +290,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         state_dir: args.state_dir.join("planner"),
         // A second `dnsplane up` on the same state directory stands by.
         lease: Default::default(),
+        // `dnsplane history` works from the first command: `up` has no config file
+        // in which a user could turn the audit trail on.
+        audit: Some(dnsplane_planner::config::AuditConfig {
+            file: args.state_dir.join("audit.jsonl"),
+            max_bytes: 64 << 20,
+            keep: 5,
+        }),
         ..PlannerConfig::with_zones(zones)
     };
     planner_config
