@@ -350,6 +350,12 @@ pub(crate) fn init_logs_only() {
     let _ = tracing_subscriber::registry().with(log_layer()).try_init();
 }
 
+/// Whether logs are JSON lines (`DNSPLANE_LOG_FORMAT=json`): what a program prints
+/// to stderr besides its logs must then be a log event too.
+pub fn json_logs() -> bool {
+    std::env::var("DNSPLANE_LOG_FORMAT").is_ok_and(|v| v == "json")
+}
+
 /// The stderr log layer, filtered by `DNSPLANE_LOG` (or `RUST_LOG`, default `info`).
 fn log_layer<S>() -> Box<dyn Layer<S> + Send + Sync>
 where
@@ -361,7 +367,7 @@ where
         .or_else(|| std::env::var("RUST_LOG").ok())
         .unwrap_or_else(|| "info".into());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let json = std::env::var("DNSPLANE_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let json = json_logs();
     let layer = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);

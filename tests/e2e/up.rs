@@ -61,6 +61,10 @@ struct Up {
 
 impl Up {
     fn start(root: &Path, extra: &[&str]) -> Up {
+        Up::start_with_env(root, extra, &[])
+    }
+
+    fn start_with_env(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> Up {
         let state = tempfile::tempdir().expect("state");
         let (planner, applier, dns) = (free_port(), free_port(), free_port());
         let log = state.path().join("up.log");
@@ -79,7 +83,8 @@ impl Up {
             state.path().join("s").display().to_string(),
         ]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let proc = Proc::spawn("dnsplane up", &binary("dnsplane"), &args, log.clone());
+        let proc =
+            Proc::spawn_with_env("dnsplane up", &binary("dnsplane"), &args, env, log.clone());
         Up {
             _proc: proc,
             state,
@@ -174,6 +179,36 @@ fn dnsplane_up_serves_the_example_zone() {
             let mode = std::fs::metadata(s.join(f)).expect(f).permissions().mode() & 0o777;
             assert_eq!(mode, 0o600, "{f}");
         }
+    }
+}
+
+/// With `DNSPLANE_LOG_FORMAT=json` every line `up` writes is a JSON object, its
+/// banner included: a log collector reads one object a line.
+#[test]
+fn dnsplane_up_with_json_logs_writes_nothing_but_json_lines() {
+    let Some(tools) = Tools::find() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
+    let up = Up::start_with_env(&root, &[], &[("DNSPLANE_LOG_FORMAT", "json")]);
+    let (name, rtype, want) = &example_records(&root)[0];
+    let answered = wait_for(Duration::from_secs(60), || {
+        let mut got = dig(&tools.dig, up.dns, name, rtype, false);
+        got.sort();
+        (&got == want).then_some(())
+    });
+    let text = std::fs::read_to_string(&up.log).unwrap_or_default();
+    assert!(answered.is_some(), "never served; log:\n{text}");
+    assert!(
+        text.contains("Ctrl-C to stop"),
+        "the banner is logged: {text}"
+    );
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.is_object()),
+            "not a JSON object: {line}"
+        );
     }
 }
 

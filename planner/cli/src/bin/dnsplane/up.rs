@@ -154,13 +154,23 @@ async fn route53_emulator(
     Ok((emulator, account))
 }
 
+/// Tells the person running `up` something: a line on stderr, or, when logs are JSON
+/// lines (`DNSPLANE_LOG_FORMAT=json`), a log event like every other line there.
+fn say(text: &str) {
+    if dnsplane_common::telemetry::json_logs() {
+        tracing::info!(target: "dnsplane::up", "{text}");
+    } else {
+        eprintln!("{text}");
+    }
+}
+
 pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     for p in &args.desired {
         if !p.exists() {
-            eprintln!(
+            say(&format!(
                 "dnsplane up: desired state {} does not exist (run from the repository root, or pass --desired PATH)",
                 p.display()
-            );
+            ));
             return Ok(std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG));
         }
     }
@@ -230,9 +240,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         .collect();
     let applier_addr = loopback_if_unspecified(applier_listener.local_addr()?);
     let secured = if args.insecure {
-        eprintln!(
+        say(&format!(
             "dnsplane up: --insecure: every port is plaintext and unauthenticated; anyone who can reach them can change your zones"
-        );
+        ));
         None
     } else {
         let ips = [
@@ -304,23 +314,23 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         .map_err(|e| anyhow::anyhow!("invalid settings: {e}"))?;
     let shutdown: CancellationToken = dnsplane_common::runtime::shutdown_on_signal();
     if let Some(s) = &secured {
-        eprintln!(
+        say(&format!(
             "dnsplane up: TLS with the CA {ca} and an admin token in {token}; `dnsplane status` finds both in {dir} (--state-dir). grpcurl -cacert {ca} -H \"authorization: Bearer $(cat {token})\" {planner} list",
             ca = s.ca.display(),
             token = s.token.display(),
             dir = args.state_dir.display(),
             planner = args.planner_listen,
-        );
+        ));
     }
     match &emulator {
-        None => eprintln!(
+        None => say(&format!(
             "dnsplane up: planner gRPC {}, applier gRPC {}, DNS {} (UDP+TCP), state in {}. Ctrl-C to stop.",
             args.planner_listen,
             args.applier_listen,
             args.dns_listen,
             args.state_dir.display()
-        ),
-        Some(emulator) => eprintln!(
+        )),
+        Some(emulator) => say(&format!(
             "dnsplane up: planner gRPC {}, applier gRPC {}, Route 53 emulator {} (keys {} / {}; hosted zones {}), state in {}. Ctrl-C to stop.",
             args.planner_listen,
             args.applier_listen,
@@ -334,7 +344,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", "),
             args.state_dir.display()
-        ),
+        )),
     }
     let applier = tokio::spawn(dnsplane_applier::run(
         applier_config,
