@@ -240,9 +240,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         .collect();
     let applier_addr = loopback_if_unspecified(applier_listener.local_addr()?);
     let secured = if args.insecure {
-        say(&format!(
-            "dnsplane up: --insecure: every port is plaintext and unauthenticated; anyone who can reach them can change your zones"
-        ));
+        say(
+            "dnsplane up: --insecure: every port is plaintext and unauthenticated; anyone who can reach them can change your zones",
+        );
         None
     } else {
         let ips = [
