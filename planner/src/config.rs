@@ -558,6 +558,16 @@ impl PlannerConfig {
             if z.account.is_empty() {
                 return Err(format!("zone {}: account is empty", z.name));
             }
+            // Every record without a TTL of its own gets this one: above what a record
+            // may carry, every such record would be refused at run time.
+            if z.default_ttl > dnsplane_common::rrset::MAX_TTL {
+                return Err(format!(
+                    "zone {}: default_ttl {} is above the maximum of {} seconds (RFC 2181)",
+                    z.name,
+                    z.default_ttl,
+                    dnsplane_common::rrset::MAX_TTL
+                ));
+            }
             if let Some(e) = &z.external_dns {
                 e.validate()
                     .map_err(|m| format!("zone {}: external_dns.{m}", z.name))?;
@@ -776,6 +786,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A default TTL no record may carry is refused at startup, not record by record.
+    #[test]
+    fn a_default_ttl_above_the_maximum_is_refused_at_startup() {
+        let zone = |ttl: u32| ZoneConfig {
+            name: Name::parse("example.com").unwrap(),
+            account: "a".into(),
+            policy: Policy::Sync,
+            conflict: ConflictPolicy::Report,
+            default_ttl: ttl,
+            external_dns: None,
+        };
+        PlannerConfig::with_zones(vec![zone(dnsplane_common::rrset::MAX_TTL)])
+            .validate()
+            .unwrap();
+        let err = PlannerConfig::with_zones(vec![zone(u32::MAX)])
+            .validate()
+            .unwrap_err();
+        assert!(
+            err.contains("default_ttl 4294967295 is above the maximum"),
+            "{err}"
+        );
     }
 
     /// The owner id goes into every ownership record's `key=value,…` TXT mark: what
