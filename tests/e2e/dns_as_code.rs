@@ -42,6 +42,20 @@ const LIVE: &[Rec] = &[
 /// Records the import writes: the live zone less external-dns's record and mark.
 const IMPORTED: usize = 12;
 
+/// PATCHes `body` (`{"rrsets": […]}`) into PowerDNS's `zone`, which must take it.
+pub(crate) fn patch_zone(
+    pdns: &dnsplane_e2e::servers::PowerDns,
+    zone: &str,
+    body: &serde_json::Value,
+) {
+    let (status, answer) = pdns.api(
+        "PATCH",
+        &format!("/api/v1/servers/localhost/zones/{zone}"),
+        &body.to_string(),
+    );
+    assert_eq!(status, 204, "{answer}");
+}
+
 /// [`LIVE`] as PowerDNS's API takes it (one RRSet per name and type).
 pub(crate) fn rrsets_json(zone: &str) -> serde_json::Value {
     let mut by_key: std::collections::BTreeMap<(String, &str), Vec<&str>> = Default::default();
@@ -136,12 +150,7 @@ fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
         unreachable!("started as PowerDNS")
     };
     let zone = server.zone().to_string();
-    let (status, answer) = pdns.api(
-        "PATCH",
-        &format!("/api/v1/servers/localhost/zones/{zone}"),
-        &rrsets_json(&zone).to_string(),
-    );
-    assert_eq!(status, 204, "{answer}");
+    patch_zone(pdns, &zone, &rrsets_json(&zone));
     // A guard that weighs this small zone: a pull request deleting most of it is held.
     let opts = Options {
         planner_extra: "[safety]\nmin_zone_records = 5\n".into(),

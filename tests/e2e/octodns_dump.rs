@@ -8,7 +8,7 @@
 //! And `export --observed --format zone` passes BIND's `named-checkzone`, which reads
 //! from it exactly the records PowerDNS serves by AXFR (the SOA, a placeholder, and
 //! external-dns's mark, left out by design, aside).
-use crate::dns_as_code::{LIVE_EXTERNAL, rrsets_json};
+use crate::dns_as_code::{LIVE_EXTERNAL, patch_zone, rrsets_json};
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
 use dnsplane_e2e::servers::{Kind, RealServer};
 use std::collections::BTreeSet;
@@ -68,12 +68,7 @@ fn import_as_octodns_equals_octodns_dump_of_the_same_powerdns_zone() {
         unreachable!("started as PowerDNS")
     };
     let zone = server.zone().to_string();
-    let (status, answer) = pdns.api(
-        "PATCH",
-        &format!("/api/v1/servers/localhost/zones/{zone}"),
-        &rrsets_json(&zone).to_string(),
-    );
-    assert_eq!(status, 204, "{answer}");
+    patch_zone(pdns, &zone, &rrsets_json(&zone));
     let work = tempfile::tempdir().expect("dir");
     let config = work.path().join("octodns.yaml");
     let key = std::fs::read_to_string(&pdns.api_key_file).expect("api key");
@@ -154,24 +149,14 @@ fn export_as_a_zone_file_passes_named_checkzone() {
         unreachable!("started as PowerDNS")
     };
     let zone = server.zone().to_string();
-    let (status, answer) = pdns.api(
-        "PATCH",
-        &format!("/api/v1/servers/localhost/zones/{zone}"),
-        &rrsets_json(&zone).to_string(),
-    );
-    assert_eq!(status, 204, "{answer}");
+    patch_zone(pdns, &zone, &rrsets_json(&zone));
     // The zone's own name server needs an address, or BIND refuses the zone (as it
     // would refuse PowerDNS's zone as it stands).
     let glue = serde_json::json!({"rrsets": [{
         "name": format!("ns1.{zone}"), "type": "A", "ttl": 300, "changetype": "REPLACE",
         "records": [{"content": "192.0.2.53", "disabled": false}],
     }]});
-    let (status, answer) = pdns.api(
-        "PATCH",
-        &format!("/api/v1/servers/localhost/zones/{zone}"),
-        &glue.to_string(),
-    );
-    assert_eq!(status, 204, "{answer}");
+    patch_zone(pdns, &zone, &glue);
     let s = RealStack::start(server, tools, Options::default());
     let (code, text) = s.cli(&["export", &zone, "--format", "zone", "--observed"]);
     assert_eq!(code, 0, "{text}");

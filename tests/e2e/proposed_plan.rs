@@ -287,4 +287,24 @@ fn plan_desired_of_a_zone_file_names_what_it_will_not_plan() {
     assert!(out.contains("LOC"), "the skipped record is named: {out}");
     assert!(out.contains("api.example.com. A"), "{out}");
     assert!(out.contains("1 change(s)"), "{out}");
+
+    // A proposed state that is missing, empty or unreadable is doubt, never "no
+    // records": nothing is planned (a plan of it would show every record deleted).
+    let empty = s.path("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let unreadable = dir.join("broken.zone");
+    std::fs::write(&unreadable, [0xffu8, 0xfe, b'\n']).expect("file");
+    for (path, why) in [
+        (s.path("missing"), "does not exist"),
+        (empty.clone(), "matches no manifest"),
+        (dir.clone(), "not valid UTF-8"),
+    ] {
+        let (code, out) = crate::stack::dnsplane_cli(
+            s.planner_port,
+            &["plan", "--desired", path.to_str().expect("utf8")],
+            &[],
+        );
+        assert_eq!(code, 1, "{why}: {out}");
+        assert!(out.contains(why) && !out.contains("delete"), "{why}: {out}");
+    }
 }

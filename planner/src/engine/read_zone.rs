@@ -7,8 +7,8 @@
 //! (a TXT whose value is an external-dns mark, of any owner, is a mark; its affixes,
 //! when configured, attach each mark to the record it owns), and dnsplane's marks are
 //! never data.
+use super::Engine;
 use super::sync::SyncError;
-use super::{Engine, lock};
 use crate::config::ExternalDnsConfig;
 use crate::external_dns;
 use crate::observed::ZoneView;
@@ -93,12 +93,6 @@ impl Engine {
             .zone(zone)
             .map(|records| records.iter().map(|(k, r)| r.rrset(k)).collect())
             .unwrap_or_default())
-    }
-
-    /// Whether `zone` is released to external-dns (an import of it says so).
-    pub fn released_to(&self, zone: &Name) -> Option<String> {
-        let z = self.zone(zone)?;
-        lock(&z.status).released.as_ref().map(|r| r.owner.clone())
     }
 }
 
