@@ -21,6 +21,7 @@
 //! `/_emulator/` on the same port for tests that run it as a separate process.
 pub mod clouddns;
 pub mod cloudflare;
+pub mod control;
 pub mod fault;
 pub mod quota;
 pub mod route53;

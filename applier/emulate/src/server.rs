@@ -256,3 +256,63 @@ impl ServerHandle {
         }
     }
 }
+
+/// The first half of `dnsplane emulate …` for any emulator: reads the options from
+/// `config` (`load`; the defaults without one), binds `listen`, and starts the
+/// emulator with `start`. A start refused as `InvalidInput` (a seed or option the
+/// emulator cannot take) is the config file's error, naming it.
+pub async fn launch<O, E, Fut>(
+    listen: SocketAddr,
+    config: Option<&std::path::Path>,
+    load: impl FnOnce(&std::path::Path) -> Result<O, crate::EmulateError>,
+    start: impl FnOnce(TcpListener, O) -> Fut,
+) -> Result<(E, O), crate::EmulateError>
+where
+    O: Default + Clone,
+    Fut: std::future::Future<Output = io::Result<E>>,
+{
+    use crate::EmulateError;
+    let opts = match config {
+        Some(path) => load(path)?,
+        None => O::default(),
+    };
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|source| EmulateError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let emu = start(listener, opts.clone())
+        .await
+        .map_err(|e| match config {
+            Some(path) if e.kind() == io::ErrorKind::InvalidInput => EmulateError::Config {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            },
+            _ => EmulateError::Io(e),
+        })?;
+    Ok((emu, opts))
+}
+
+/// Resolves on Ctrl-C or (on Unix) SIGTERM: when `dnsplane emulate …` stops.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

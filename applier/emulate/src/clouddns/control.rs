@@ -1,116 +1,49 @@
-//! The unsigned control API under `/_emulator/`, for tests that run the emulator as a
-//! separate process (JSON in and out), as the Route 53 emulator's:
-//!
-//! - `POST /_emulator/faults`: one fault rule, or a list of them → `{"added": n}`;
-//!   an invalid rule → 400 `{"error": "…"}`;
-//! - `GET /_emulator/faults`: the rules with how often each matched and fired;
-//! - `DELETE /_emulator/faults`: removes every rule → 204;
-//! - `GET /_emulator/stats`: [`Stats`](super::Stats);
-//! - `GET /_emulator/zones`: the zones of the emulator's project; `POST
-//!   /_emulator/zones` `{"name": "my-zone", "dns_name": "example.com."}` creates one →
-//!   201 `{"name": …}`;
-//! - `GET /_emulator/zones/{name}/rrsets`: the zone's record sets
-//!   ([`RRSetView`](super::RRSetView)), 404 for an unknown zone.
+//! What the Cloud DNS emulator plugs into the shared control API ([`crate::control`]):
+//! `GET /_emulator/zones` lists the zones of the emulator's project; `POST
+//! /_emulator/zones` `{"name": "my-zone", "dns_name": "example.com."}` creates one →
+//! 201 `{"name": …}`; `GET /_emulator/zones/{name}/rrsets` is the zone's record sets
+//! ([`RRSetView`](super::RRSetView)); fault rules name Cloud DNS's operations.
 use super::Inner;
-use crate::fault::FaultRule;
-use axum::Json;
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use crate::control::{ControlPlane, to_json};
+use crate::fault::{FaultRule, FaultSet};
 use serde::Deserialize;
-use serde_json::json;
-use std::sync::Arc;
-
-pub(crate) fn router() -> Router<Arc<Inner>> {
-    Router::new()
-        .route(
-            "/faults",
-            get(list_faults).post(add_faults).delete(clear_faults),
-        )
-        .route("/stats", get(stats))
-        .route("/zones", get(zones).post(create_zone))
-        .route("/zones/{name}/rrsets", get(rrsets))
-}
-
-fn bad_request(message: String) -> Response {
-    (StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response()
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    Many(Vec<FaultRule>),
-    One(Box<FaultRule>),
-}
-
-async fn add_faults(State(inner): State<Arc<Inner>>, body: axum::body::Bytes) -> Response {
-    let rules = match serde_json::from_slice::<OneOrMany>(&body) {
-        Ok(OneOrMany::Many(v)) => v,
-        Ok(OneOrMany::One(r)) => vec![*r],
-        Err(_) => {
-            return match serde_json::from_slice::<FaultRule>(&body) {
-                Err(e) => bad_request(format!("fault rule: {e}")),
-                Ok(_) => bad_request("fault rule: expected a rule or a list of rules".into()),
-            };
-        }
-    };
-    for (i, r) in rules.iter().enumerate() {
-        if let Err(e) = super::validate_fault(r) {
-            return bad_request(format!("fault rule {i}: {e}"));
-        }
-    }
-    let n = rules.len();
-    for r in rules {
-        inner.faults.add(r);
-    }
-    (StatusCode::OK, Json(json!({ "added": n }))).into_response()
-}
-
-async fn list_faults(State(inner): State<Arc<Inner>>) -> Response {
-    Json(inner.faults.status()).into_response()
-}
-
-async fn clear_faults(State(inner): State<Arc<Inner>>) -> StatusCode {
-    inner.faults.clear();
-    StatusCode::NO_CONTENT
-}
-
-async fn stats(State(inner): State<Arc<Inner>>) -> Response {
-    Json(inner.stats().clone()).into_response()
-}
-
-async fn zones(State(inner): State<Arc<Inner>>) -> Response {
-    Json(inner.zones()).into_response()
-}
+use serde_json::{Value, json};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NewZone {
+pub(crate) struct NewZone {
     name: String,
     dns_name: String,
 }
 
-async fn create_zone(State(inner): State<Arc<Inner>>, body: axum::body::Bytes) -> Response {
-    let z: NewZone = match serde_json::from_slice(&body) {
-        Ok(z) => z,
-        Err(e) => return bad_request(format!("zone: {e}")),
-    };
-    let project = inner.opts.project.clone();
-    match inner.add_zone(&project, &z.name, &z.dns_name, "", "public") {
-        Ok(_) => (StatusCode::CREATED, Json(json!({ "name": z.name }))).into_response(),
-        Err(e) => bad_request(format!("zone: {}", e.message)),
-    }
-}
+impl ControlPlane for Inner {
+    const CONTENT: &'static str = "rrsets";
+    type NewZone = NewZone;
 
-async fn rrsets(State(inner): State<Arc<Inner>>, Path(name): Path<String>) -> Response {
-    match inner.rrsets(&name) {
-        Some(v) => Json(v).into_response(),
-        None => (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": format!("no zone {name}") })),
-        )
-            .into_response(),
+    fn faults(&self) -> &FaultSet {
+        &self.faults
+    }
+
+    fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {
+        super::validate_fault(rule)
+    }
+
+    fn stats_json(&self) -> Value {
+        to_json(&*self.stats())
+    }
+
+    fn zones_json(&self) -> Value {
+        to_json(&self.zones())
+    }
+
+    fn create_zone_json(&self, z: NewZone) -> Result<Value, String> {
+        let project = self.opts.project.clone();
+        self.add_zone(&project, &z.name, &z.dns_name, "", "public")
+            .map(|_| json!({ "name": z.name }))
+            .map_err(|e| e.message)
+    }
+
+    fn content_json(&self, zone: &str) -> Option<Value> {
+        self.rrsets(zone).map(|v| to_json(&v))
     }
 }

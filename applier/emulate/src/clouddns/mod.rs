@@ -414,7 +414,7 @@ impl CloudDnsEmulator {
                 })?;
         }
         let router = Router::new()
-            .nest("/_emulator", control::router())
+            .nest("/_emulator", crate::control::router())
             .fallback(handle)
             .with_state(inner.clone());
         let server = server::serve(listener, router, stop_tx)?;
@@ -495,26 +495,14 @@ impl CloudDnsEmulator {
 /// reads and checks the config, binds, logs the endpoint, project and token in one
 /// line, serves until Ctrl-C (or SIGTERM).
 pub async fn run_clouddns(listen: SocketAddr, config: Option<PathBuf>) -> Result<(), EmulateError> {
-    let opts = match &config {
-        Some(path) => CloudDnsOptions::from_file(path)?,
-        None => CloudDnsOptions::default(),
-    };
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| EmulateError::Bind {
-            addr: listen,
-            source,
-        })?;
+    let (emu, opts) = server::launch(
+        listen,
+        config.as_deref(),
+        CloudDnsOptions::from_file,
+        CloudDnsEmulator::start,
+    )
+    .await?;
     let default_token = opts.tokens.iter().any(|t| t.token == DEFAULT_TOKEN);
-    let emu = CloudDnsEmulator::start(listener, opts.clone())
-        .await
-        .map_err(|e| match config.clone() {
-            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
-                path,
-                message: e.to_string(),
-            },
-            _ => EmulateError::Io(e),
-        })?;
     tracing::info!(
         endpoint = %emu.endpoint(),
         project = %opts.project,
@@ -530,32 +518,10 @@ pub async fn run_clouddns(listen: SocketAddr, config: Option<PathBuf>) -> Result
             String::new()
         },
     );
-    shutdown_signal().await;
+    server::shutdown_signal().await;
     tracing::info!("Cloud DNS emulator stopping.");
     emu.stop().await;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 fn json_response(status: u16, body: String) -> Response {

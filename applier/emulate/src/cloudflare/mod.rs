@@ -229,7 +229,7 @@ impl CloudflareEmulator {
                 })?;
         }
         let router = Router::new()
-            .nest("/_emulator", control::router())
+            .nest("/_emulator", crate::control::router())
             .fallback(handle)
             .with_state(inner.clone());
         let server = server::serve(listener, router, stop_tx)?;
@@ -291,26 +291,14 @@ pub async fn run_cloudflare(
     listen: SocketAddr,
     config: Option<PathBuf>,
 ) -> Result<(), EmulateError> {
-    let opts = match &config {
-        Some(path) => CloudflareOptions::from_file(path)?,
-        None => CloudflareOptions::default(),
-    };
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| EmulateError::Bind {
-            addr: listen,
-            source,
-        })?;
+    let (emu, opts) = server::launch(
+        listen,
+        config.as_deref(),
+        CloudflareOptions::from_file,
+        CloudflareEmulator::start,
+    )
+    .await?;
     let default_token = opts.tokens.iter().any(|t| t.token() == DEFAULT_TOKEN);
-    let emu = CloudflareEmulator::start(listener, opts.clone())
-        .await
-        .map_err(|e| match config.clone() {
-            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
-                path,
-                message: e.to_string(),
-            },
-            _ => EmulateError::Io(e),
-        })?;
     tracing::info!(
         endpoint = %emu.endpoint(),
         tokens = opts.tokens.len(),
@@ -325,32 +313,10 @@ pub async fn run_cloudflare(
             ", tokens from the config file".to_string()
         },
     );
-    shutdown_signal().await;
+    server::shutdown_signal().await;
     tracing::info!("Cloudflare emulator stopping.");
     emu.stop().await;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 /// Every request outside `/_emulator/`.

@@ -277,7 +277,7 @@ impl Route53Emulator {
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         }
         let router = Router::new()
-            .nest("/_emulator", control::router())
+            .nest("/_emulator", crate::control::router())
             .fallback(handle)
             .with_state(inner.clone());
         let server = server::serve(listener, router, stop_tx)?;
@@ -347,16 +347,13 @@ impl Route53Emulator {
 /// reads and checks the config, binds, logs the endpoint and credentials in one line,
 /// serves until Ctrl-C (or SIGTERM).
 pub async fn run_route53(listen: SocketAddr, config: Option<PathBuf>) -> Result<(), EmulateError> {
-    let opts = match &config {
-        Some(path) => Route53Options::from_file(path)?,
-        None => Route53Options::default(),
-    };
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| EmulateError::Bind {
-            addr: listen,
-            source,
-        })?;
+    let (emu, opts) = server::launch(
+        listen,
+        config.as_deref(),
+        Route53Options::from_file,
+        Route53Emulator::start,
+    )
+    .await?;
     let keys: Vec<&str> = opts
         .credentials
         .iter()
@@ -365,15 +362,6 @@ pub async fn run_route53(listen: SocketAddr, config: Option<PathBuf>) -> Result<
     let default_secret = opts.credentials.iter().any(|c| {
         c.access_key_id == DEFAULT_ACCESS_KEY_ID && c.secret_access_key == DEFAULT_SECRET_ACCESS_KEY
     });
-    let emu = Route53Emulator::start(listener, opts.clone())
-        .await
-        .map_err(|e| match config.clone() {
-            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
-                path,
-                message: e.to_string(),
-            },
-            _ => EmulateError::Io(e),
-        })?;
     tracing::info!(
         endpoint = %emu.endpoint(),
         region = sigv4::REGION,
@@ -390,32 +378,10 @@ pub async fn run_route53(listen: SocketAddr, config: Option<PathBuf>) -> Result<
             String::new()
         },
     );
-    shutdown_signal().await;
+    server::shutdown_signal().await;
     tracing::info!("Route 53 emulator stopping.");
     emu.stop().await;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 fn request_id() -> String {
