@@ -2,6 +2,7 @@ use super::partition::Observed;
 use super::policy::{Mode, Step, step};
 use super::*;
 use crate::account::{Account, AccountOptions};
+use crate::provider::call::Pacer;
 use crate::provider::memory::MemoryProvider;
 use crate::provider::memory::store::MemoryStore;
 use crate::provider::{Capabilities, Listing, Provider};
@@ -138,10 +139,21 @@ impl Provider for Faulty {
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
         self.inner.serial(zone).await
     }
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.inner.list(zone, names).await
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        self.inner.list_paced(zone, names, pacer).await
     }
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
+        pacer.request(crate::provider::Operation::Apply).await?;
         *self.applies.lock().unwrap() += 1;
         let ambiguous = {
             let mut f = self.faults.lock().unwrap();

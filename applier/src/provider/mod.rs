@@ -41,6 +41,58 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// A provider that commits each write atomically and checks each op's precondition
+    /// itself, in writes of at most `changes` ops and `bytes` bytes; no serial, no
+    /// routing sets, no properties until a `with_*` says so. Each driver states its
+    /// capabilities as one expression of these.
+    pub const fn atomic(changes: usize, bytes: usize) -> Capabilities {
+        Capabilities {
+            atomic_batches: true,
+            conditional_writes: true,
+            max_changes_per_batch: changes,
+            max_bytes_per_batch: bytes,
+            has_serial: false,
+            routing_sets: false,
+            properties: &[],
+        }
+    }
+
+    /// The provider does not commit a write's ops together.
+    #[must_use]
+    pub const fn not_atomic(mut self) -> Capabilities {
+        self.atomic_batches = false;
+        self
+    }
+
+    /// The provider's writes are not conditional: the driver checks preconditions by
+    /// its own read under a zone lock.
+    #[must_use]
+    pub const fn checked_by_read(mut self) -> Capabilities {
+        self.conditional_writes = false;
+        self
+    }
+
+    /// `serial()` is a cheap change counter.
+    #[must_use]
+    pub const fn with_serial(mut self) -> Capabilities {
+        self.has_serial = true;
+        self
+    }
+
+    /// The driver writes routing-policy sets.
+    #[must_use]
+    pub const fn with_sets(mut self) -> Capabilities {
+        self.routing_sets = true;
+        self
+    }
+
+    /// The provider-specific properties the driver writes.
+    #[must_use]
+    pub const fn with_properties(mut self, properties: &'static [&'static str]) -> Capabilities {
+        self.properties = properties;
+        self
+    }
+
     /// Why a driver with these capabilities cannot write `change` (`driver` names it
     /// in the message): a set or a property it does not support. Such a record is
     /// refused (INVALID) before any call, never written without them: that would be
@@ -277,11 +329,17 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     async fn zones(&self) -> Result<Vec<Name>, ProviderError>;
     /// A cheap change counter for `zone`, `None` when the provider has none.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError>;
-    /// The zone's RRSets, or only those at `names`.
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError>;
-    /// Atomic when capabilities say so: all ops commit or none; preconditions
-    /// (`op.before`) enforced when `conditional_writes`.
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError>;
+    /// The zone's RRSets, or only those at `names`, outside any quota (tests, tools):
+    /// [`list_paced`](Self::list_paced) without a pacer.
+    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+        self.list_paced(zone, names, &call::Pacer::default()).await
+    }
+    /// [`apply_paced`](Self::apply_paced) without a pacer: atomic when capabilities say
+    /// so, all ops commit or none; preconditions (`op.before`) enforced when
+    /// `conditional_writes`.
+    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+        self.apply_paced(zone, ops, &call::Pacer::default()).await
+    }
 
     /// A fresh read of `zone` was asked for: drop what this driver remembers of its
     /// content that the provider itself does not vouch for (Route 53's record cache,
@@ -302,29 +360,25 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// [`list`](Self::list) with each HTTP request under the account's quota. A
-    /// driver that makes one request per call keeps this default: the call's one token.
+    /// The zone's RRSets, or only those at `names`, with each request the driver makes
+    /// under the account's quota: it calls [`call::Pacer::request`] right before each
+    /// one (a driver of one request per call: once, first).
     async fn list_paced(
         &self,
         zone: &Name,
         names: Option<&[Name]>,
         pacer: &call::Pacer,
-    ) -> Result<Listing, ProviderError> {
-        pacer.request(Operation::List).await?;
-        self.list(zone, names).await
-    }
+    ) -> Result<Listing, ProviderError>;
 
-    /// [`apply`](Self::apply) with each HTTP request under the account's quota (see
-    /// [`call::Pacer`]); the default takes the call's one token.
+    /// One write of `ops`, each request under the account's quota (see
+    /// [`list_paced`](Self::list_paced)): atomic when capabilities say so;
+    /// preconditions (`op.before`) enforced when `conditional_writes`.
     async fn apply_paced(
         &self,
         zone: &Name,
         ops: &[RRSetOp],
         pacer: &call::Pacer,
-    ) -> Result<(), ProviderError> {
-        pacer.request(Operation::Apply).await?;
-        self.apply(zone, ops).await
-    }
+    ) -> Result<(), ProviderError>;
 }
 
 /// Classifies a failure below HTTP, for the drivers of HTTP APIs. Connect failures
@@ -396,6 +450,42 @@ mod tests {
         assert!(ProviderError::new(Transient, "x").is_retryable());
         assert!(ProviderError::new(Conflict, "x").is_conflict());
         assert!(!ProviderError::new(Ambiguous, "x").is_retryable());
+    }
+
+    /// Each builder sets its one field and nothing else.
+    #[test]
+    fn capability_builders_set_one_field_each() {
+        let base = Capabilities::atomic(7, 9);
+        assert_eq!(
+            base,
+            Capabilities {
+                atomic_batches: true,
+                conditional_writes: true,
+                max_changes_per_batch: 7,
+                max_bytes_per_batch: 9,
+                has_serial: false,
+                routing_sets: false,
+                properties: &[],
+            }
+        );
+        let all = base
+            .not_atomic()
+            .checked_by_read()
+            .with_serial()
+            .with_sets()
+            .with_properties(&["p"]);
+        assert_eq!(
+            all,
+            Capabilities {
+                atomic_batches: false,
+                conditional_writes: false,
+                max_changes_per_batch: 7,
+                max_bytes_per_batch: 9,
+                has_serial: true,
+                routing_sets: true,
+                properties: &["p"],
+            }
+        );
     }
 
     /// A set or a property the driver does not write is refused, whichever side of

@@ -402,21 +402,15 @@ impl crate::provider::Provider for RequestLimited {
         self.admit()?;
         self.inner.serial(zone).await
     }
-    async fn list(
+    async fn list_paced(
         &self,
         zone: &dnsplane_common::Name,
         names: Option<&[dnsplane_common::Name]>,
+        pacer: &crate::provider::call::Pacer,
     ) -> Result<crate::provider::Listing, ProviderError> {
+        pacer.request(crate::provider::Operation::List).await?;
         self.admit()?;
         self.inner.list(zone, names).await
-    }
-    async fn apply(
-        &self,
-        zone: &dnsplane_common::Name,
-        ops: &[RRSetOp],
-    ) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &crate::provider::call::Pacer::default())
-            .await
     }
     async fn apply_paced(
         &self,

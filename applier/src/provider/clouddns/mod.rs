@@ -468,15 +468,7 @@ impl Provider for CloudDnsProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            atomic_batches: true,
-            conditional_writes: true,
-            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
-            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
-            has_serial: true,
-            routing_sets: false,
-            properties: &[],
-        }
+        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH).with_serial()
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -495,14 +487,6 @@ impl Provider for CloudDnsProvider {
         let pacer = Pacer::default();
         let managed = self.managed_zone(zone, &pacer).await?;
         self.latest_change(zone, &managed, &pacer).await.map(Some)
-    }
-
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.list_paced(zone, names, &Pacer::default()).await
-    }
-
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &Pacer::default()).await
     }
 
     async fn list_paced(

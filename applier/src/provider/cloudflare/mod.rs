@@ -433,20 +433,15 @@ impl Provider for CloudflareProvider {
 
     fn capabilities(&self) -> Capabilities {
         let limit = self.plan.batch_limit();
-        Capabilities {
-            atomic_batches: true,
-            // Enforced by a read under the zone lock, not by Cloudflare.
-            conditional_writes: false,
-            // Every value is at most one batch operation (an update's old and new
-            // values are both counted) and at least 13 bytes as `approx_bytes` counts
-            // it, so a batch within these never exceeds the plan's operations.
-            max_changes_per_batch: limit,
-            max_bytes_per_batch: limit * 13,
-            // The listing cache's own count (see `fill`), not Cloudflare's.
-            has_serial: true,
-            routing_sets: false,
-            properties: &[dnsplane_common::routing::cloudflare::PROXIED],
-        }
+        // Every value is at most one batch operation (an update's old and new values
+        // are both counted) and at least 13 bytes as `approx_bytes` counts it, so a
+        // batch within these never exceeds the plan's operations. Preconditions are
+        // enforced by a read under the zone lock, not by Cloudflare; the serial is the
+        // listing cache's own count (see `fill`).
+        Capabilities::atomic(limit, limit * 13)
+            .checked_by_read()
+            .with_serial()
+            .with_properties(&[dnsplane_common::routing::cloudflare::PROXIED])
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -479,14 +474,6 @@ impl Provider for CloudflareProvider {
 
     fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
         self.cache.position(zone)
-    }
-
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.list_paced(zone, names, &Pacer::default()).await
-    }
-
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &Pacer::default()).await
     }
 
     async fn list_paced(

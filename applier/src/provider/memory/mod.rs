@@ -5,7 +5,8 @@
 //! - [`dns`]: the authoritative DNS responder over it (UDP and TCP), so that `dig`
 //!   shows what dnsplane did;
 //! - [`config`]: the account table.
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::call::Pacer;
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 
 pub mod config;
 pub mod dns;
@@ -80,15 +81,7 @@ impl Provider for MemoryProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            atomic_batches: true,
-            conditional_writes: true,
-            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
-            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
-            has_serial: true,
-            routing_sets: false,
-            properties: &[],
-        }
+        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH).with_serial()
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -100,7 +93,13 @@ impl Provider for MemoryProvider {
         self.store.serial(zone).map(Some).map_err(classify)
     }
 
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        pacer.request(Operation::List).await?;
         self.hosted(zone)?;
         let (rrsets, serial) = self.store.list(zone, names).map_err(classify)?;
         Ok(Listing {
@@ -109,7 +108,13 @@ impl Provider for MemoryProvider {
         })
     }
 
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
+        pacer.request(Operation::Apply).await?;
         self.hosted(zone)?;
         let (store, zone, ops) = (self.store.clone(), zone.clone(), ops.to_vec());
         // The journal fsync blocks; keep it off the async workers.

@@ -394,16 +394,10 @@ impl Provider for PdnsProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            atomic_batches: true,
-            // Enforced by a read under the zone lock, not by PowerDNS.
-            conditional_writes: false,
-            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
-            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
-            has_serial: true,
-            routing_sets: false,
-            properties: &[],
-        }
+        // Preconditions are enforced by a read under the zone lock, not by PowerDNS.
+        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH)
+            .checked_by_read()
+            .with_serial()
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -426,19 +420,11 @@ impl Provider for PdnsProvider {
         Ok(Some(info.serial))
     }
 
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.list_paced(zone, names, &Pacer::default()).await
-    }
-
     fn serial_position(
         &self,
         zone: &Name,
     ) -> Option<crate::provider::record_cache::SerialPosition> {
         self.record_cache().position(zone)
-    }
-
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &Pacer::default()).await
     }
 
     async fn list_paced(

@@ -34,8 +34,9 @@
 //! turns a success into a prerequisite failure), a batch rarely fits 512 bytes
 //! anyway, and AXFR needs TCP. Listing is a TSIG-signed AXFR (or, with `axfr = false`,
 //! queries for the requested names only); the serial is a SOA query.
+use crate::provider::call::Pacer;
 use crate::provider::precondition::cname_check;
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSetOp, RecordType};
 use futures::StreamExt;
@@ -486,15 +487,7 @@ impl Provider for Rfc2136Provider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            atomic_batches: true,
-            conditional_writes: true,
-            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
-            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
-            has_serial: true,
-            routing_sets: false,
-            properties: &[],
-        }
+        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH).with_serial()
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -506,7 +499,13 @@ impl Provider for Rfc2136Provider {
         self.soa_serial(zone).await.map(Some)
     }
 
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
+    async fn list_paced(
+        &self,
+        zone: &Name,
+        names: Option<&[Name]>,
+        pacer: &Pacer,
+    ) -> Result<Listing, ProviderError> {
+        pacer.request(Operation::List).await?;
         self.hosted(zone)?;
         if self.axfr {
             let (records, serial) = self.axfr(zone).await?;
@@ -541,7 +540,13 @@ impl Provider for Rfc2136Provider {
         })
     }
 
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
+    async fn apply_paced(
+        &self,
+        zone: &Name,
+        ops: &[RRSetOp],
+        pacer: &Pacer,
+    ) -> Result<(), ProviderError> {
+        pacer.request(Operation::Apply).await?;
         self.hosted(zone)?;
         crate::provider::ensure_in_zone(zone, ops)?;
         if ops.is_empty() {

@@ -421,16 +421,11 @@ impl Provider for Route53Provider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            atomic_batches: true,
-            conditional_writes: true,
-            max_changes_per_batch: MAX_CHANGES_PER_BATCH,
-            max_bytes_per_batch: MAX_BYTES_PER_BATCH,
-            // The record cache's own count (see `fill`), not Route 53's.
-            has_serial: true,
-            routing_sets: true,
-            properties: sets::PROPERTIES,
-        }
+        // The serial is the record cache's own count (see `fill`), not Route 53's.
+        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH)
+            .with_serial()
+            .with_sets()
+            .with_properties(sets::PROPERTIES)
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -475,14 +470,6 @@ impl Provider for Route53Provider {
 
     fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
         self.cache.position(zone)
-    }
-
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.list_paced(zone, names, &Pacer::default()).await
-    }
-
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &Pacer::default()).await
     }
 
     async fn list_paced(

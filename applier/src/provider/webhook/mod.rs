@@ -242,19 +242,15 @@ impl Provider for WebhookProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // A server applies what it can, in its own order.
-            atomic_batches: false,
-            // Checked by a read under the zone lock, not by the server.
-            conditional_writes: false,
-            max_changes_per_batch: MAX_CHANGES_PER_POST,
-            max_bytes_per_batch: 1 << 20,
-            has_serial: false,
-            // Handed on as external-dns hands them on: the provider behind the webhook
-            // decides what it writes (and a read-back shows what it kept).
-            routing_sets: true,
-            properties: &[super::ANY_PROPERTY],
-        }
+        // A server applies what it can, in its own order; preconditions are checked by
+        // a read under the zone lock, not by the server. Sets and properties are handed
+        // on as external-dns hands them on: the provider behind the webhook decides
+        // what it writes (and a read-back shows what it kept).
+        Capabilities::atomic(MAX_CHANGES_PER_POST, 1 << 20)
+            .not_atomic()
+            .checked_by_read()
+            .with_sets()
+            .with_properties(&[super::ANY_PROPERTY])
     }
 
     /// The account's zones that the server's domain filter admits (negotiating first).
@@ -270,14 +266,6 @@ impl Provider for WebhookProvider {
 
     async fn serial(&self, _zone: &Name) -> Result<Option<u64>, ProviderError> {
         Ok(None)
-    }
-
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.list_paced(zone, names, &Pacer::default()).await
-    }
-
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &Pacer::default()).await
     }
 
     async fn list_paced(
