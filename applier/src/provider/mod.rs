@@ -9,6 +9,7 @@ pub mod clouddns;
 pub mod cloudflare;
 pub mod fault;
 pub(crate) mod hickory_rdata;
+pub mod kit;
 pub mod memory;
 pub mod pdns;
 pub mod precondition;

@@ -2,17 +2,11 @@
 //! it is read, and the one retry a read just after a write earns (Google's listing
 //! lags its own changes).
 use super::*;
+use crate::provider::kit::http::{retry_after, traced};
 
 impl CloudDnsProvider {
     pub(super) fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
-        let mut url = self.api.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.extend(segments);
-        }
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
-        url
+        crate::provider::kit::http::url(&self.api, segments, query)
     }
 
     /// One authorised HTTP exchange, the request under the call's quota (`op`); a
@@ -69,12 +63,7 @@ impl CloudDnsProvider {
         pacer.request(op).await.map_err(Failed::Other)?;
         let token = self.credentials.get().await.map_err(Failed::Other)?;
         let what = format!("{method} {}", url.path());
-        let mut req = self.http.request(method, url).bearer_auth(&token.secret);
-        let mut trace = reqwest::header::HeaderMap::new();
-        dnsplane_common::telemetry::inject_http_headers(&mut trace);
-        if !trace.is_empty() {
-            req = req.headers(trace);
-        }
+        let mut req = traced(self.http.request(method, url).bearer_auth(&token.secret));
         if let Some(body) = body {
             req = req.header("content-type", "application/json").body(body);
         }
@@ -88,12 +77,7 @@ impl CloudDnsProvider {
         };
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(resp.headers());
         let text = resp.text().await.map_err(transport)?;
         if (200..300).contains(&status) {
             if let Some(z) = zone {

@@ -11,6 +11,7 @@
 //! # api_token_env = "CLOUDFLARE_API_TOKEN"     # the default; or api_token_file = "…"
 //! # zone_ids = { "example.com." = "023e105f4ecef8ad9ca31a8372d0c353" }
 //! ```
+use crate::provider::kit::secret::{SecretError, SecretSource};
 use dnsplane_common::Name;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -155,45 +156,7 @@ impl CloudflareConfig {
 }
 
 /// Where the API token comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TokenSource {
-    /// A file holding the token.
-    File(PathBuf),
-    /// The name of an environment variable holding the token.
-    Env(String),
-}
-
-impl TokenSource {
-    /// Where it comes from, for messages (never the token).
-    pub fn origin(&self) -> String {
-        match self {
-            TokenSource::File(p) => format!("file {}", p.display()),
-            TokenSource::Env(v) => format!("environment variable {v}"),
-        }
-    }
-
-    /// Reads the token. Errors name the file or variable, never the content.
-    pub fn read(&self) -> Result<String, CloudflareSetupError> {
-        let raw = match self {
-            TokenSource::File(path) => std::fs::read_to_string(path),
-            TokenSource::Env(var) => {
-                std::env::var(var).map_err(|e| std::io::Error::other(e.to_string()))
-            }
-        }
-        .map_err(|e| CloudflareSetupError::Token {
-            origin: self.origin(),
-            problem: e.to_string(),
-        })?;
-        let token = raw.trim().to_string();
-        if token.is_empty() {
-            return Err(CloudflareSetupError::Token {
-                origin: self.origin(),
-                problem: "it is empty".into(),
-            });
-        }
-        Ok(token)
-    }
-}
+pub type TokenSource = SecretSource;
 
 /// Why a `cloudflare` account could not be set up. Never carries the token.
 #[derive(Debug, thiserror::Error)]
@@ -201,8 +164,8 @@ impl TokenSource {
 pub enum CloudflareSetupError {
     #[error("cloudflare endpoint {url:?}: {problem}")]
     Url { url: String, problem: String },
-    #[error("cloudflare API token from {origin}: {problem}")]
-    Token { origin: String, problem: String },
+    #[error("cloudflare API token {0}")]
+    Token(#[from] SecretError),
     #[error("cloudflare HTTP client: {0}")]
     Client(String),
 }

@@ -41,14 +41,16 @@
 //! Each HTTP request takes its own quota token through the call's
 //! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
 use crate::provider::call::Pacer;
+use crate::provider::kit::http::{admit, retry_after, traced};
+use crate::provider::kit::secret::SecretHeader;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
-use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::rdata::canonicalize;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use futures::stream::{self, StreamExt, TryStreamExt};
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -90,10 +92,9 @@ pub struct CloudflareProvider {
     configured: Arc<BTreeSet<Name>>,
     /// One write (read-check-batch) per zone at a time.
     zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
-    /// Where the token comes from, read again when Cloudflare refuses it (401/403).
-    token_source: TokenSource,
-    /// The `Authorization: Bearer …` header in use (marked sensitive).
-    token: Arc<Mutex<HeaderValue>>,
+    /// The `Authorization: Bearer …` header (marked sensitive), read again where it
+    /// comes from when Cloudflare refuses it (401/403).
+    token: Arc<SecretHeader>,
     /// Each zone as last read whole, kept by this driver's batches and reads (for
     /// listings only; a batch's preconditions are always checked against a fresh read).
     cache: Arc<RecordCache>,
@@ -107,19 +108,6 @@ impl std::fmt::Debug for CloudflareProvider {
             .field("token", &"<redacted>")
             .finish_non_exhaustive()
     }
-}
-
-/// The `Authorization` header of `source`'s token, marked sensitive.
-fn token_header(source: &TokenSource) -> Result<HeaderValue, CloudflareSetupError> {
-    let token = source.read()?;
-    let mut v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-        CloudflareSetupError::Token {
-            origin: source.origin(),
-            problem: "it holds characters an HTTP header cannot carry".into(),
-        }
-    })?;
-    v.set_sensitive(true);
-    Ok(v)
 }
 
 impl CloudflareProvider {
@@ -137,8 +125,11 @@ impl CloudflareProvider {
         if api.cannot_be_a_base() {
             return Err(url_err("cannot be a base URL".into()));
         }
-        let token_source = cfg.token_source();
-        let token = token_header(&token_source)?;
+        let token = SecretHeader::new(
+            cfg.token_source(),
+            "Bearer ",
+            "Cloudflare refused the API token",
+        )?;
         let http = reqwest::Client::builder()
             .timeout(cfg.timeout)
             .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
@@ -156,41 +147,13 @@ impl CloudflareProvider {
             configured: Arc::new(zone_ids.keys().cloned().collect()),
             zone_ids: Arc::new(Mutex::new(zone_ids)),
             zone_locks: Arc::default(),
-            token_source,
-            token: Arc::new(Mutex::new(token)),
+            token: Arc::new(token),
             cache: Arc::default(),
         })
     }
 
-    /// Cloudflare refused the token: read it again, and use it if it changed. Never
-    /// logs the token.
-    fn reload_token(&self) {
-        match token_header(&self.token_source) {
-            Ok(new) => {
-                let mut t = self
-                    .token
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if new.as_bytes() != t.as_bytes() {
-                    *t = new;
-                    tracing::info!(origin = %self.token_source.origin(), "Cloudflare refused the API token; it changed where it is read from, and the next request uses the new one.");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "Cloudflare refused the API token and reading it again failed; keeping the current one.");
-            }
-        }
-    }
-
     fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
-        let mut url = self.api.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.pop_if_empty().extend(segments);
-        }
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
-        url
+        crate::provider::kit::http::url(&self.api, segments, query)
     }
 
     /// One HTTP exchange under the call's quota; a non-2xx answer (or an envelope
@@ -203,26 +166,13 @@ impl CloudflareProvider {
         pacer: &Pacer,
         key: Option<&RecordKey>,
     ) -> Result<Vec<u8>, ProviderError> {
-        let write = method != Method::GET;
-        pacer
-            .request(if write {
-                Operation::Apply
-            } else {
-                Operation::List
-            })
-            .await?;
+        let write = admit(pacer, &method).await?;
         let what = format!("{method} {}", url.path());
-        let token = self
-            .token
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let mut req = self.http.request(method, url).header(AUTHORIZATION, token);
-        let mut trace = HeaderMap::new();
-        dnsplane_common::telemetry::inject_http_headers(&mut trace);
-        if !trace.is_empty() {
-            req = req.headers(trace);
-        }
+        let mut req = traced(
+            self.http
+                .request(method, url)
+                .header(AUTHORIZATION, self.token.value()),
+        );
         if let Some(body) = body {
             req = req.header(CONTENT_TYPE, "application/json").body(body);
         }
@@ -230,14 +180,9 @@ impl CloudflareProvider {
         let resp = req.send().await.map_err(failed)?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) {
-            self.reload_token();
+            self.token.reload();
         }
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(resp.headers());
         let body = resp.bytes().await.map_err(failed)?.to_vec();
         if (200..300).contains(&status) {
             return Ok(body);

@@ -11,6 +11,7 @@
 //! api_url = "http://127.0.0.1:8081"
 //! api_key_file = "/etc/dnsplane/pdns-api-key"   # or: api_key_env = "PDNS_API_KEY"
 //! ```
+pub use crate::provider::kit::secret::{SecretError, SecretSource};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -98,55 +99,14 @@ impl PdnsConfig {
     }
 }
 
-/// Where a secret comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SecretSource {
-    /// A file holding the secret (surrounding whitespace is ignored).
-    File(PathBuf),
-    /// The name of an environment variable holding the secret.
-    Env(String),
-}
-
-impl SecretSource {
-    /// Where it comes from, for messages (never the secret).
-    pub fn origin(&self) -> String {
-        match self {
-            SecretSource::File(p) => format!("file {}", p.display()),
-            SecretSource::Env(v) => format!("environment variable {v}"),
-        }
-    }
-
-    /// Reads the secret. Errors name the file or variable, never the content.
-    pub(super) fn read(&self) -> Result<String, PdnsSetupError> {
-        let raw = match self {
-            SecretSource::File(path) => std::fs::read_to_string(path),
-            SecretSource::Env(var) => {
-                std::env::var(var).map_err(|e| std::io::Error::other(e.to_string()))
-            }
-        }
-        .map_err(|e| PdnsSetupError::ApiKey {
-            origin: self.origin(),
-            problem: e.to_string(),
-        })?;
-        let key = raw.trim().to_string();
-        if key.is_empty() {
-            return Err(PdnsSetupError::ApiKey {
-                origin: self.origin(),
-                problem: "it is empty".into(),
-            });
-        }
-        Ok(key)
-    }
-}
-
 /// Why a `pdns` account could not be set up. Never carries the API key.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PdnsSetupError {
     #[error("pdns api_url {url:?}: {problem}")]
     Url { url: String, problem: String },
-    #[error("pdns api key from {origin}: {problem}")]
-    ApiKey { origin: String, problem: String },
+    #[error("pdns api key {0}")]
+    ApiKey(#[from] SecretError),
     #[error("pdns HTTP client: {0}")]
     Client(String),
 }

@@ -11,11 +11,7 @@ pub(super) struct Failed {
 
 impl PdnsProvider {
     pub(super) fn url(&self, segments: &[&str]) -> Url {
-        let mut url = self.server_url.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.extend(segments);
-        }
-        url
+        crate::provider::kit::http::url(&self.server_url, segments, &[])
     }
 
     /// One HTTP exchange, classified. A failure after sending a write is ambiguous,
@@ -61,22 +57,12 @@ impl PdnsProvider {
         deadline: Duration,
     ) -> Result<Answer, Failed> {
         let what = format!("{method} {}", url.path());
-        let key = self
-            .key
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let mut req = self
-            .http
-            .request(method, url)
-            .timeout(deadline)
-            .header("x-api-key", key);
-        // W3C traceparent of the current `provider.call` span (nothing while tracing is off).
-        let mut trace = HeaderMap::new();
-        dnsplane_common::telemetry::inject_http_headers(&mut trace);
-        if !trace.is_empty() {
-            req = req.headers(trace);
-        }
+        let mut req = traced(
+            self.http
+                .request(method, url)
+                .timeout(deadline)
+                .header("x-api-key", self.key.value()),
+        );
         if let Some(body) = body {
             req = req.header(CONTENT_TYPE, "application/json").body(body);
         }
@@ -87,14 +73,9 @@ impl PdnsProvider {
         let resp = req.send().await.map_err(failed)?;
         let status = resp.status();
         if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-            self.reload_key();
+            self.key.reload();
         }
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = retry_after(resp.headers());
         let body = resp.bytes().await.map_err(failed)?;
         Ok(Answer {
             what,

@@ -28,13 +28,15 @@
 //! Each HTTP request takes its own quota token through the call's
 //! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
 use crate::provider::call::Pacer;
+use crate::provider::kit::http::{retry_after, traced};
+use crate::provider::kit::secret::SecretHeader;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::{RecordCache, Validity};
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSetOp};
 use futures::stream::{self, StreamExt, TryStreamExt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -92,11 +94,10 @@ pub struct PdnsProvider {
     zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
     /// Each zone's content as of its serial, kept by this driver's own writes.
     cache: Arc<RecordCache>,
-    /// Where the API key comes from, read again when PowerDNS refuses it (401/403):
-    /// fixing the key file is enough, the circuit's next probe uses the new key.
-    key_source: SecretSource,
-    /// The `X-API-Key` header in use (marked sensitive).
-    key: Arc<Mutex<HeaderValue>>,
+    /// The `X-API-Key` header (marked sensitive), read again where it comes from when
+    /// PowerDNS refuses it (401/403): fixing the key file is enough, the circuit's next
+    /// probe uses the new key.
+    key: Arc<SecretHeader>,
 }
 
 impl std::fmt::Debug for PdnsProvider {
@@ -134,8 +135,7 @@ impl PdnsProvider {
             .pop_if_empty()
             .extend(["api", "v1", "servers", server_id]);
 
-        let source = cfg.api_key();
-        let key = key_header(&source)?;
+        let key = SecretHeader::new(cfg.api_key(), "", "PowerDNS refused the API key")?;
         let mut headers = HeaderMap::new();
         // Without it PowerDNS answers some errors in plain text .
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -154,29 +154,8 @@ impl PdnsProvider {
             zone_ids: Arc::default(),
             zone_locks: Arc::default(),
             cache: Arc::default(),
-            key_source: source,
-            key: Arc::new(Mutex::new(key)),
+            key: Arc::new(key),
         })
-    }
-
-    /// PowerDNS refused the key: read it again, and use it if it changed (the
-    /// operator fixed the file or variable). Never logs the key.
-    fn reload_key(&self) {
-        match key_header(&self.key_source) {
-            Ok(new) => {
-                let mut key = self
-                    .key
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if new.as_bytes() != key.as_bytes() {
-                    *key = new;
-                    tracing::info!(origin = %self.key_source.origin(), "PowerDNS refused the API key; it changed where it is read from, and the next request uses the new one.");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "PowerDNS refused the API key and reading it again failed; keeping the current one.");
-            }
-        }
     }
 
     /// Runs the record cache's drift check every `period` (see
@@ -373,18 +352,6 @@ impl PdnsProvider {
             .or_default()
             .clone()
     }
-}
-
-/// The `X-API-Key` header from `source`, marked sensitive (hyper and reqwest print it
-/// as "Sensitive" in any Debug output).
-fn key_header(source: &SecretSource) -> Result<HeaderValue, PdnsSetupError> {
-    let key = source.read()?;
-    let mut key = HeaderValue::from_str(&key).map_err(|_| PdnsSetupError::ApiKey {
-        origin: source.origin(),
-        problem: "it holds characters an HTTP header cannot carry".into(),
-    })?;
-    key.set_sensitive(true);
-    Ok(key)
 }
 
 #[async_trait]

@@ -45,7 +45,7 @@
 use crate::provider::call::Pacer;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
-use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
@@ -225,14 +225,7 @@ impl Route53Provider {
     }
 
     fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
-        let mut url = self.api.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.extend(segments);
-        }
-        if !query.is_empty() {
-            url.query_pairs_mut().extend_pairs(query);
-        }
-        url
+        crate::provider::kit::http::url(&self.api, segments, query)
     }
 
     /// One signed HTTP exchange under the call's quota; a non-2xx answer classified.
@@ -259,13 +252,7 @@ impl Route53Provider {
         pacer: &Pacer,
     ) -> Result<String, (ProviderError, String)> {
         let unanswered = |e: ProviderError| (e, String::new());
-        let write = method == Method::POST;
-        pacer
-            .request(if write {
-                Operation::Apply
-            } else {
-                Operation::List
-            })
+        let write = crate::provider::kit::http::admit(pacer, &method)
             .await
             .map_err(unanswered)?;
         let creds = self.credentials.get().await.map_err(unanswered)?;
@@ -292,11 +279,7 @@ impl Route53Provider {
             );
             req = req.header(k, value);
         }
-        let mut trace = reqwest::header::HeaderMap::new();
-        dnsplane_common::telemetry::inject_http_headers(&mut trace);
-        if !trace.is_empty() {
-            req = req.headers(trace);
-        }
+        req = crate::provider::kit::http::traced(req);
         if !body.is_empty() {
             req = req.header("content-type", "application/xml").body(body);
         }

@@ -17,9 +17,9 @@
 use super::filter::{DomainFilter, WireFilter};
 use super::wire::{Changes, Endpoint, MEDIA_TYPE};
 use crate::provider::call::Pacer;
-use crate::provider::{ErrorClass, Operation, ProviderError, transport_error};
+use crate::provider::{ErrorClass, ProviderError, transport_error};
 use dnsplane_common::secret::redact_url;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use reqwest::{Method, Url};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,22 +126,10 @@ impl Client {
         body: Option<Vec<u8>>,
         pacer: &Pacer,
     ) -> Result<(u16, HeaderMap, Vec<u8>), ProviderError> {
-        let write = method != Method::GET;
-        pacer
-            .request(if write {
-                Operation::Apply
-            } else {
-                Operation::List
-            })
-            .await?;
+        let write = crate::provider::kit::http::admit(pacer, &method).await?;
         let what = format!("{method} {}", url.path());
-        let mut trace = HeaderMap::new();
-        dnsplane_common::telemetry::inject_http_headers(&mut trace);
-        let mut req = self
-            .http
-            .request(method, url)
-            .headers(headers)
-            .headers(trace);
+        let mut req =
+            crate::provider::kit::http::traced(self.http.request(method, url).headers(headers));
         if let Some(body) = body {
             req = req.body(body);
         }
@@ -313,12 +301,8 @@ impl Client {
 
 /// Keeps the server's `Retry-After` (seconds) on `e`.
 fn with_retry_after(e: ProviderError, headers: &HeaderMap) -> ProviderError {
-    match headers
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    {
-        Some(s) => e.with_retry_after(Duration::from_secs(s)),
+    match crate::provider::kit::http::retry_after(headers) {
+        Some(after) => e.with_retry_after(after),
         None => e,
     }
 }
