@@ -192,7 +192,9 @@ impl Applier {
                         .with_drift_check(config.record_cache_drift_check),
                 ),
                 DriverConfig::Webhook(w) => Arc::new(
-                    WebhookProvider::new(w, &account.zones).map_err(|e| driver_err(e.into()))?,
+                    WebhookProvider::new(w, &account.zones)
+                        .map_err(|e| driver_err(e.into()))?
+                        .with_drift_check(config.record_cache_drift_check),
                 ),
             };
             let options = AccountOptions::build(account)

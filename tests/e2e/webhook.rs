@@ -123,6 +123,8 @@ async fn negotiation_requires_the_exact_media_type_and_fails_clearly() {
     // and only once for every call after it.
     s.server.faults(|f| f.negotiate_content_type = None);
     s.provider.list(&s.zone, None).await.expect("negotiated");
+    // A fresh read (the listing cache would answer the second listing itself).
+    s.provider.forget(&s.zone);
     s.provider.list(&s.zone, None).await.expect("listed");
     assert_eq!(s.server.counts().negotiations, 2);
     assert_eq!(s.server.counts().reads, 2);
@@ -508,4 +510,52 @@ async fn listings_keep_to_the_zone_and_what_dnsplane_models() {
     let report = run(&s, &creates(&[apex])).await;
     assert_eq!(outcomes(&report), [Outcome::Applied]);
     assert!(s.server.records().iter().any(|e| e.record_type == "SOA"));
+}
+
+/// Issue 32, item 5: the driver keeps a listing cache as the others do. A batch makes
+/// two `GET /records` (the fresh precondition read and the read-back), the listing
+/// after it none, and the cache's serial moves with the batch; a foreign write shows
+/// at a fresh read (`forget`), never through the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_state_listing_reads_nothing_and_a_batch_reads_twice() {
+    let s = setup().await;
+    assert_eq!(
+        s.provider.serial(&s.zone).await.expect("serial"),
+        None,
+        "no count before the first whole read"
+    );
+    let first = s.provider.list(&s.zone, None).await.expect("list");
+    let filled = s.provider.serial(&s.zone).await.expect("serial");
+    assert!(
+        filled.is_some() && first.serial == filled,
+        "{first:?} {filled:?}"
+    );
+    let before = s.server.counts();
+    let sets: Vec<RRSet> = (0..3)
+        .map(|i| a(&format!("s{i}"), 300, &["192.0.2.3"]))
+        .collect();
+    let report = run(&s, &creates(&sets)).await;
+    assert_eq!(outcomes(&report), vec![Outcome::Applied; 3]);
+    let after_batch = s.server.counts();
+    assert_eq!(after_batch.reads, before.reads + 2, "read, then read back");
+    assert_eq!(after_batch.applies, before.applies + 1);
+    let listed = s.provider.list(&s.zone, None).await.expect("list");
+    assert_eq!(
+        s.server.counts(),
+        after_batch,
+        "the listing after the batch comes from the cache"
+    );
+    let mut got = listed.rrsets.clone();
+    got.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(got, sets);
+    assert_ne!(listed.serial, filled, "the batch moved the cache's count");
+    // A foreign write: not in the cache, but in a fresh read.
+    s.server
+        .insert(ep("foreign.hook.test", "A", &["192.0.2.77"]));
+    let cached = s.provider.list(&s.zone, None).await.expect("list");
+    assert_eq!(cached.rrsets.len(), 3);
+    s.provider.forget(&s.zone);
+    let fresh = s.provider.list(&s.zone, None).await.expect("list");
+    assert_eq!(fresh.rrsets.len(), 4, "{:?}", fresh.rrsets);
+    assert_eq!(s.server.counts().reads, after_batch.reads + 1);
 }

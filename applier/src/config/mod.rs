@@ -85,7 +85,8 @@ pub struct ApplierConfig {
     /// How often each zone's cached content is read whole again to find changes its
     /// serial cannot show (a database edit without a serial bump): every
     /// `record_cache_drift_check` ±50% per zone, at most one zone per account every
-    /// 1/100 of it. Only drivers with a record cache (`pdns`, `route53`, `cloudflare`) use it.
+    /// 1/100 of it. Only drivers with a record cache (`pdns`, `route53`, `cloudflare`,
+    /// `webhook`) use it.
     /// `0s`: no record cache, every batch reads what it touches first (for zones that
     /// something changes without moving the serial). Default 15m.
     #[serde(default = "default_record_cache_drift_check", with = "humantime_serde")]

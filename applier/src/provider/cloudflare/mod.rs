@@ -43,8 +43,9 @@
 use crate::provider::call::Pacer;
 use crate::provider::kit::http::{admit, retry_after, traced};
 use crate::provider::kit::secret::SecretHeader;
+use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
-use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
+use crate::provider::record_cache::{RecordCache, SerialPosition};
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::rdata::canonicalize;
@@ -91,7 +92,7 @@ pub struct CloudflareProvider {
     /// Zones whose id the config gave (never forgotten).
     configured: Arc<BTreeSet<Name>>,
     /// One write (read-check-batch) per zone at a time.
-    zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    zone_locks: Arc<ZoneLocks>,
     /// The `Authorization: Bearer …` header (marked sensitive), read again where it
     /// comes from when Cloudflare refuses it (401/403).
     token: Arc<SecretHeader>,
@@ -351,22 +352,9 @@ impl CloudflareProvider {
         &self.cache
     }
 
-    /// Reads `zone` whole and keeps it under a count of its own (a random start, then
-    /// one more per batch this driver commits).
-    async fn fill(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        let mut read = self.read(zone, None, pacer).await?.zone;
-        read.serial = Some(u64::from(rand::random::<u32>()));
-        self.cache.fill(zone, &read);
-        Ok(read)
-    }
-
-    fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
-        self.zone_locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(zone.clone())
-            .or_default()
-            .clone()
+    /// Reads `zone` whole, for the listing cache ([`crate::provider::kit::counted`]).
+    async fn read_whole(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
+        Ok(self.read(zone, None, pacer).await?.zone)
     }
 }
 
@@ -404,13 +392,10 @@ impl Provider for CloudflareProvider {
     /// The listing cache's count for the zone: no request, but the drift check's
     /// whole read when it is due; `None` before the first whole read.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let Some(position) = self.cache.position(zone) else {
-            return Ok(None);
-        };
-        if self.cache.validate(zone, position.serial) != Validity::Valid {
-            self.fill(zone, &Pacer::default()).await?;
-        }
-        Ok(self.cache.position(zone).map(|p| p.serial))
+        let pacer = Pacer::default();
+        self.cache
+            .counted_serial(zone, || self.read_whole(zone, &pacer))
+            .await
     }
 
     fn forget(&self, zone: &Name) {
@@ -428,30 +413,14 @@ impl Provider for CloudflareProvider {
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
         let Some(names) = names else {
-            if let Some(position) = self.cache.position(zone)
-                && self.cache.validate(zone, position.serial) == Validity::Valid
-                && let Some(rrsets) = self
-                    .cache
-                    .with(zone, |r| r.map(|r| r.rrsets.values().cloned().collect()))
-            {
-                return Ok(Listing {
-                    rrsets,
-                    serial: Some(position.serial),
-                });
-            }
-            let read = self.fill(zone, pacer).await?;
-            return Ok(Listing {
-                rrsets: read.rrsets.into_values().collect(),
-                serial: self.cache.position(zone).map(|p| p.serial),
-            });
+            return self
+                .cache
+                .counted_listing(zone, || self.read_whole(zone, pacer))
+                .await;
         };
         let names: BTreeSet<Name> = names.iter().cloned().collect();
         let read = self.read(zone, Some(&names), pacer).await?;
-        self.cache.refresh(zone, &names, &read.zone);
-        Ok(Listing {
-            rrsets: read.zone.rrsets.into_values().collect(),
-            serial: self.cache.position(zone).map(|p| p.serial),
-        })
+        Ok(self.cache.counted_names(zone, &names, read.zone))
     }
 
     async fn apply_paced(
@@ -473,8 +442,7 @@ impl Provider for CloudflareProvider {
         }) {
             return Err(ProviderError::new(ErrorClass::Invalid, why).with_key(op.key.clone()));
         }
-        let lock = self.zone_lock(zone);
-        let _guard = lock.lock().await;
+        let _guard = self.zone_locks.lock(zone).await;
 
         let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
         let read = self.read(zone, Some(&names), pacer).await?;

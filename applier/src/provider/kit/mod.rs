@@ -6,5 +6,7 @@
 //!   HTTP header and read again when the provider refuses it (rotation);
 //! - [`http`]: the pieces of one HTTP exchange every driver shares: trace context,
 //!   `Retry-After`, and a request's quota token by its method.
+pub mod counted;
 pub mod http;
 pub mod secret;
+pub mod zones;

@@ -30,6 +30,7 @@
 use crate::provider::call::Pacer;
 use crate::provider::kit::http::{retry_after, traced};
 use crate::provider::kit::secret::SecretHeader;
+use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::{RecordCache, Validity};
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
@@ -91,7 +92,7 @@ pub struct PdnsProvider {
     /// Zone name → the opaque id PowerDNS gave it.
     zone_ids: Arc<Mutex<HashMap<Name, String>>>,
     /// One write (read-check-PATCH) per zone at a time.
-    zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    zone_locks: Arc<ZoneLocks>,
     /// Each zone's content as of its serial, kept by this driver's own writes.
     cache: Arc<RecordCache>,
     /// The `X-API-Key` header (marked sensitive), read again where it comes from when
@@ -343,15 +344,6 @@ impl PdnsProvider {
         let read = self.read(zone, names, pacer).await?;
         Ok(f(&read))
     }
-
-    fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
-        self.zone_locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(zone.clone())
-            .or_default()
-            .clone()
-    }
 }
 
 #[async_trait]
@@ -401,8 +393,7 @@ impl Provider for PdnsProvider {
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
         let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
-        let lock = self.zone_lock(zone);
-        let _guard = lock.lock().await;
+        let _guard = self.zone_locks.lock(zone).await;
         self.with_content(zone, names.as_ref(), pacer, |read| Listing {
             rrsets: read
                 .rrsets
@@ -422,8 +413,7 @@ impl Provider for PdnsProvider {
         pacer: &Pacer,
     ) -> Result<(), ProviderError> {
         crate::provider::ensure_in_zone(zone, ops)?;
-        let lock = self.zone_lock(zone);
-        let _guard = lock.lock().await;
+        let _guard = self.zone_locks.lock(zone).await;
 
         let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
         self.with_content(zone, Some(&names), pacer, |read| check(ops, read))

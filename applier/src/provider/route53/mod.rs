@@ -44,7 +44,7 @@
 //! policies) marks its key opaque, so dnsplane never writes over it.
 use crate::provider::call::Pacer;
 use crate::provider::precondition::ZoneRead;
-use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
+use crate::provider::record_cache::{RecordCache, SerialPosition};
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -191,37 +191,12 @@ impl Route53Provider {
         &self.cache
     }
 
-    /// Reads `zone` whole and keeps it, under a serial of its own: a random start,
-    /// then one more per write this driver commits. Route 53 has no serial; this one
-    /// counts what this applier knows, so that a planner that saw it can skip a listing
-    /// (others' writes show at the next drift check, or as conflicts, which read the
-    /// names they touch).
-    async fn fill(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        let mut read = self.read(zone, None, pacer).await?;
-        read.zone.serial = Some(u64::from(rand::random::<u32>()));
-        self.cache.fill(zone, &read.zone);
-        Ok(read.zone)
-    }
-
-    /// The zone's content as this applier knows it: from the cache while it is
-    /// valid, else read whole (a cold start, or the drift check's turn).
-    async fn content(&self, zone: &Name, pacer: &Pacer) -> Result<Listing, ProviderError> {
-        if let Some(position) = self.cache.position(zone)
-            && self.cache.validate(zone, position.serial) == Validity::Valid
-            && let Some(listing) = self.cache.with(zone, |r| {
-                r.map(|r| Listing {
-                    rrsets: r.rrsets.values().cloned().collect(),
-                    serial: Some(position.serial),
-                })
-            })
-        {
-            return Ok(listing);
-        }
-        let read = self.fill(zone, pacer).await?;
-        Ok(Listing {
-            rrsets: read.rrsets.into_values().collect(),
-            serial: self.cache.position(zone).map(|p| p.serial),
-        })
+    /// Reads `zone` whole, for the listing cache. Route 53 has no serial; the cache
+    /// counts what this applier knows ([`crate::provider::kit::counted`]), so that a
+    /// planner that saw it can skip a listing (others' writes show at the next drift
+    /// check, or as conflicts, which read the names they touch).
+    async fn read_whole(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
+        Ok(self.read(zone, None, pacer).await?.zone)
     }
 
     fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
@@ -424,19 +399,13 @@ impl Provider for Route53Provider {
         Ok(names)
     }
 
-    /// The count of what this applier knows of the zone (see `fill`): no request,
-    /// but the drift check's full read when it is due; `None` before the first read.
+    /// The count of what this applier knows of the zone: no request, but the drift
+    /// check's full read when it is due; `None` before the first read.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let Some(position) = self.cache.position(zone) else {
-            return Ok(None);
-        };
-        match self.cache.validate(zone, position.serial) {
-            Validity::Valid => Ok(Some(position.serial)),
-            _ => {
-                self.fill(zone, &Pacer::default()).await?;
-                Ok(self.cache.position(zone).map(|p| p.serial))
-            }
-        }
+        let pacer = Pacer::default();
+        self.cache
+            .counted_serial(zone, || self.read_whole(zone, &pacer))
+            .await
     }
 
     fn forget(&self, zone: &Name) {
@@ -462,17 +431,16 @@ impl Provider for Route53Provider {
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
         let Some(names) = names else {
-            return self.content(zone, pacer).await;
+            return self
+                .cache
+                .counted_listing(zone, || self.read_whole(zone, pacer))
+                .await;
         };
         // Names are read from Route 53 always: a read of names settles a conflict or
         // an ambiguous answer, and teaches the cache what it missed there.
         let names: BTreeSet<Name> = names.iter().cloned().collect();
         let read = self.read(zone, Some(&names), pacer).await?;
-        self.cache.refresh(zone, &names, &read.zone);
-        Ok(Listing {
-            rrsets: read.zone.rrsets.into_values().collect(),
-            serial: self.cache.position(zone).map(|p| p.serial),
-        })
+        Ok(self.cache.counted_names(zone, &names, read.zone))
     }
 
     async fn apply_paced(

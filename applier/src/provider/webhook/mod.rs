@@ -28,20 +28,32 @@
 //! non-204 success is ambiguous and the batch algorithm reads back (commit-then-502
 //! settles ALREADY_APPLIED with one read and no second POST).
 //!
-//! **Listings** are that one `GET /records`, filtered: names within the zone, not
+//! **Listings** come from a listing cache ([`crate::provider::kit::counted`]), as
+//! Route 53's and Cloudflare's do: the zone as last read whole, followed by the
+//! writes this driver commits and the names each write reads, under a serial of the
+//! cache's own, so a steady-state sync lists nothing. A batch costs two `GET
+//! /records`, both fresh: the precondition read before the POST and the read-back
+//! after it; neither is ever answered from the cache. A POST that fails (a server
+//! applies what it can, so any failure may have committed some) drops the zone's
+//! entry. Others' writes show at the drift check,
+//! when a batch reads their names, or at a `fresh` read.
+//!
+//! Every read is that one `GET /records`, filtered: names within the zone, not
 //! within another of the account's zones below it (a delegated child the account
 //! also lists), covered by the server's domain filter. SOA and types dnsplane does not
 //! model are skipped, so never written over; a set dnsplane cannot read is opaque (an
 //! op on it is a conflict, never a blind overwrite). An answer that cannot be decoded
 //! is an error, never an empty zone (an empty zone would plan deletions).
 use crate::provider::call::Pacer;
+use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
+use crate::provider::record_cache::{RecordCache, SerialPosition};
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use reqwest::Url;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 mod client;
 mod config;
@@ -74,7 +86,10 @@ pub struct WebhookProvider {
     zones: Arc<Vec<Name>>,
     default_ttl: u32,
     /// One write (read, check, post, read back) per zone at a time.
-    zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    zone_locks: Arc<ZoneLocks>,
+    /// Each zone as last read whole, kept by this driver's writes and reads (for
+    /// listings only; a write's preconditions are always checked against a fresh read).
+    cache: Arc<RecordCache>,
 }
 
 impl std::fmt::Debug for WebhookProvider {
@@ -110,21 +125,31 @@ impl WebhookProvider {
             zones: Arc::new(zones.to_vec()),
             default_ttl: cfg.default_ttl,
             zone_locks: Arc::default(),
+            cache: Arc::default(),
         })
+    }
+
+    /// Runs the listing cache's drift check every `period` instead of the default
+    /// (`0s`: no cache, every listing reads the server).
+    #[must_use]
+    pub fn with_drift_check(mut self, period: std::time::Duration) -> Self {
+        self.cache = Arc::new(RecordCache::new(period));
+        self
+    }
+
+    /// The listing cache, for its counters.
+    pub fn record_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    /// Reads `zone` whole, for the listing cache.
+    async fn read_whole(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
+        Ok(self.read(zone, None, pacer).await?.zone)
     }
 
     /// Negotiation requests made so far (each try counts).
     pub fn negotiations(&self) -> u64 {
         self.client.negotiations()
-    }
-
-    fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
-        self.zone_locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(zone.clone())
-            .or_default()
-            .clone()
     }
 
     /// The server's filter, refusing a zone it does not manage (a configuration error
@@ -246,9 +271,11 @@ impl Provider for WebhookProvider {
         // a read under the zone lock, not by the server. Sets and properties are handed
         // on as external-dns hands them on: the provider behind the webhook decides
         // what it writes (and a read-back shows what it kept).
+        // The serial is the listing cache's own count.
         Capabilities::atomic(MAX_CHANGES_PER_POST, 1 << 20)
             .not_atomic()
             .checked_by_read()
+            .with_serial()
             .with_sets()
             .with_properties(&[super::ANY_PROPERTY])
     }
@@ -264,8 +291,21 @@ impl Provider for WebhookProvider {
             .collect())
     }
 
-    async fn serial(&self, _zone: &Name) -> Result<Option<u64>, ProviderError> {
-        Ok(None)
+    /// The listing cache's count for the zone: no request, but the drift check's
+    /// whole read when it is due; `None` before the first whole read.
+    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
+        let pacer = Pacer::default();
+        self.cache
+            .counted_serial(zone, || self.read_whole(zone, &pacer))
+            .await
+    }
+
+    fn forget(&self, zone: &Name) {
+        self.cache.invalidate(zone);
+    }
+
+    fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
+        self.cache.position(zone)
     }
 
     async fn list_paced(
@@ -274,12 +314,15 @@ impl Provider for WebhookProvider {
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let names: Option<BTreeSet<Name>> = names.map(|n| n.iter().cloned().collect());
-        let read = self.read(zone, names.as_ref(), pacer).await?;
-        Ok(Listing {
-            rrsets: read.zone.rrsets.into_values().collect(),
-            serial: None,
-        })
+        let Some(names) = names else {
+            return self
+                .cache
+                .counted_listing(zone, || self.read_whole(zone, pacer))
+                .await;
+        };
+        let names: BTreeSet<Name> = names.iter().cloned().collect();
+        let read = self.read(zone, Some(&names), pacer).await?;
+        Ok(self.cache.counted_names(zone, &names, read.zone))
     }
 
     async fn apply_paced(
@@ -311,22 +354,29 @@ impl Provider for WebhookProvider {
             _ => e,
         };
 
-        let lock = self.zone_lock(zone);
-        let _guard = lock.lock().await;
+        let _guard = self.zone_locks.lock(zone).await;
         let read = self.read(zone, None, pacer).await?;
+        let names: BTreeSet<Name> = ops.iter().map(|op| op.key.name.clone()).collect();
+        self.cache.refresh(zone, &names, &read.zone);
         check(ops, &read.zone)?;
         let changes = Self::changes(ops, &read);
         if changes.is_empty() {
             // Only assertions, and they hold.
             return Ok(());
         }
-        self.client.apply(&changes, pacer).await.map_err(keyed)?;
+        if let Err(e) = self.client.apply(&changes, pacer).await {
+            // A server applies what it can: after any failed POST the cache no longer
+            // knows the zone.
+            self.cache.invalidate(zone);
+            return Err(keyed(e));
+        }
 
         // 204 says nothing per record: read back what each op left.
         let names: BTreeSet<Name> = writes.iter().map(|op| op.key.name.clone()).collect();
         let back = self
             .read(zone, Some(&names), pacer)
             .await
+            .inspect_err(|_| self.cache.invalidate(zone))
             .map_err(|e| match e.class {
                 ErrorClass::Permanent => e,
                 _ => ProviderError::new(
@@ -338,6 +388,10 @@ impl Provider for WebhookProvider {
                 ),
             })
             .map_err(keyed)?;
+        // What the server now holds at the batch's names, under one more count: what
+        // committed, and what did not.
+        self.cache.refresh(zone, &names, &back.zone);
+        self.cache.committed(zone, &[]);
         let missed: Vec<&&RRSetOp> = writes
             .iter()
             .filter(|op| !op.at_target(back.zone.rrsets.get(&op.key)))
