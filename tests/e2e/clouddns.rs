@@ -434,3 +434,20 @@ async fn a_404_read_right_after_a_write_is_retried() {
     assert_eq!(e.class, ErrorClass::Permanent, "{e}");
     assert!(e.message.contains("does not exist"), "{e}");
 }
+
+/// Failures below HTTP read as every other driver's (one classifier): a refused
+/// connection is transient and says "cannot connect", and the message never shows a
+/// password the endpoint URL carries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connection_is_transient_and_names_no_password() {
+    let (emu, zone) = emulator(CloudDnsOptions::default()).await;
+    let port = emu.endpoint().rsplit(':').next().expect("port").to_string();
+    let provider = driver(&emu, DEFAULT_TOKEN, |c| {
+        c.endpoint = format!("http://user:s3cret-pw@127.0.0.1:{port}");
+    });
+    emu.stop().await;
+    let e = provider.list(&zone, None).await.expect_err("nothing listens");
+    assert_eq!(e.class, ErrorClass::Transient, "{e}");
+    assert!(e.message.contains("cannot connect"), "{e}");
+    assert!(!e.message.contains("s3cret-pw"), "{e}");
+}
