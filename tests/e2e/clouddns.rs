@@ -446,7 +446,10 @@ async fn a_refused_connection_is_transient_and_names_no_password() {
         c.endpoint = format!("http://user:s3cret-pw@127.0.0.1:{port}");
     });
     emu.stop().await;
-    let e = provider.list(&zone, None).await.expect_err("nothing listens");
+    let e = provider
+        .list(&zone, None)
+        .await
+        .expect_err("nothing listens");
     assert_eq!(e.class, ErrorClass::Transient, "{e}");
     assert!(e.message.contains("cannot connect"), "{e}");
     assert!(!e.message.contains("s3cret-pw"), "{e}");

@@ -67,14 +67,8 @@ impl CloudDnsProvider {
         if let Some(body) = body {
             req = req.header("content-type", "application/json").body(body);
         }
-        let transport = |e: reqwest::Error| {
-            let class = if e.is_connect() || !write {
-                ErrorClass::Transient
-            } else {
-                ErrorClass::Ambiguous
-            };
-            Failed::Other(ProviderError::new(class, format!("{what} failed: {e}")))
-        };
+        let transport =
+            |e: reqwest::Error| Failed::Other(crate::provider::transport_error(&what, &e, write));
         let resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
         let retry_after = retry_after(resp.headers());
