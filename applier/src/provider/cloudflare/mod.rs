@@ -41,6 +41,7 @@
 //! Each HTTP request takes its own quota token through the call's
 //! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
 use crate::provider::call::Pacer;
+use crate::provider::kit::counted;
 use crate::provider::kit::http::{admit, retry_after, traced};
 use crate::provider::kit::secret::SecretHeader;
 use crate::provider::kit::zones::ZoneLocks;
@@ -351,10 +352,23 @@ impl CloudflareProvider {
     pub fn record_cache(&self) -> &RecordCache {
         &self.cache
     }
+}
 
-    /// Reads `zone` whole, for the listing cache ([`crate::provider::kit::counted`]).
-    async fn read_whole(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        Ok(self.read(zone, None, pacer).await?.zone)
+/// Listings from the self-counted cache ([`crate::provider::kit::counted`]): Cloudflare has
+/// no serial.
+#[async_trait]
+impl counted::CountedZone for CloudflareProvider {
+    fn listing_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    async fn read_zone(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<ZoneRead, ProviderError> {
+        Ok(self.read(zone, names, pacer).await?.zone)
     }
 }
 
@@ -392,10 +406,7 @@ impl Provider for CloudflareProvider {
     /// The listing cache's count for the zone: no request, but the drift check's
     /// whole read when it is due; `None` before the first whole read.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let pacer = Pacer::default();
-        self.cache
-            .counted_serial(zone, || self.read_whole(zone, &pacer))
-            .await
+        counted::serial(self, zone).await
     }
 
     fn forget(&self, zone: &Name) {
@@ -412,15 +423,7 @@ impl Provider for CloudflareProvider {
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let Some(names) = names else {
-            return self
-                .cache
-                .counted_listing(zone, || self.read_whole(zone, pacer))
-                .await;
-        };
-        let names: BTreeSet<Name> = names.iter().cloned().collect();
-        let read = self.read(zone, Some(&names), pacer).await?;
-        Ok(self.cache.counted_names(zone, &names, read.zone))
+        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(

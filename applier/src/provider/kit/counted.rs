@@ -6,14 +6,59 @@
 //! writes show at the drift check (the cache's periodic whole read), when a write
 //! reads their names, or at a `fresh` read (`forget`).
 //!
-//! The driver keeps the [`RecordCache`] and its whole read; these are the steps every
-//! such driver took in the same words.
+//! A driver implements [`CountedZone`] (its cache, and its read of a zone's names or
+//! of all of it); its `serial` and `list_paced` are then [`serial`] and [`list`].
+use crate::provider::call::Pacer;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, Validity};
 use crate::provider::{Listing, ProviderError};
+use async_trait::async_trait;
 use dnsplane_common::Name;
 use std::collections::BTreeSet;
 use std::future::Future;
+
+/// A driver whose listings come from a self-counted cache.
+#[async_trait]
+pub trait CountedZone: Send + Sync {
+    /// The driver's listing cache.
+    fn listing_cache(&self) -> &RecordCache;
+    /// Reads `zone` from the provider: the sets at `names`, or all of it.
+    async fn read_zone(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<ZoneRead, ProviderError>;
+}
+
+/// A [`CountedZone`] driver's `Provider::serial`: the cache's count, no request but
+/// the drift check's whole read when it is due; `None` before the first whole read.
+pub async fn serial<D: CountedZone>(d: &D, zone: &Name) -> Result<Option<u64>, ProviderError> {
+    let pacer = Pacer::default();
+    d.listing_cache()
+        .counted_serial(zone, || d.read_zone(zone, None, &pacer))
+        .await
+}
+
+/// A [`CountedZone`] driver's `Provider::list_paced`: the whole zone from the cache
+/// while it is valid; names always from the provider (a read of names settles a
+/// conflict or an ambiguous answer, and teaches the cache what it missed there).
+pub async fn list<D: CountedZone>(
+    d: &D,
+    zone: &Name,
+    names: Option<&[Name]>,
+    pacer: &Pacer,
+) -> Result<Listing, ProviderError> {
+    let cache = d.listing_cache();
+    let Some(names) = names else {
+        return cache
+            .counted_listing(zone, || d.read_zone(zone, None, pacer))
+            .await;
+    };
+    let names: BTreeSet<Name> = names.iter().cloned().collect();
+    let read = d.read_zone(zone, Some(&names), pacer).await?;
+    Ok(cache.counted_names(zone, &names, read))
+}
 
 impl RecordCache {
     /// Keeps `read`, a whole read of `zone`, under a count of this cache's own.

@@ -43,6 +43,7 @@
 //! exactly as read. Routing dnsplane does not model (CIDR, geoproximity, traffic
 //! policies) marks its key opaque, so dnsplane never writes over it.
 use crate::provider::call::Pacer;
+use crate::provider::kit::counted;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, SerialPosition};
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
@@ -189,14 +190,6 @@ impl Route53Provider {
     /// The record cache, for its counters.
     pub fn record_cache(&self) -> &RecordCache {
         &self.cache
-    }
-
-    /// Reads `zone` whole, for the listing cache. Route 53 has no serial; the cache
-    /// counts what this applier knows ([`crate::provider::kit::counted`]), so that a
-    /// planner that saw it can skip a listing (others' writes show at the next drift
-    /// check, or as conflicts, which read the names they touch).
-    async fn read_whole(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        Ok(self.read(zone, None, pacer).await?.zone)
     }
 
     fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
@@ -372,6 +365,26 @@ fn decode<T: serde::de::DeserializeOwned>(body: &str, what: &str) -> Result<T, P
     })
 }
 
+/// Listings from the self-counted cache. Route 53 has no serial; the cache
+/// counts what this applier knows ([`crate::provider::kit::counted`]), so that a
+/// planner that saw it can skip a listing (others' writes show at the next drift
+/// check, or as conflicts, which read the names they touch).
+#[async_trait]
+impl counted::CountedZone for Route53Provider {
+    fn listing_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    async fn read_zone(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<ZoneRead, ProviderError> {
+        Ok(self.read(zone, names, pacer).await?.zone)
+    }
+}
+
 #[async_trait]
 impl Provider for Route53Provider {
     fn driver(&self) -> &'static str {
@@ -402,10 +415,7 @@ impl Provider for Route53Provider {
     /// The count of what this applier knows of the zone: no request, but the drift
     /// check's full read when it is due; `None` before the first read.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let pacer = Pacer::default();
-        self.cache
-            .counted_serial(zone, || self.read_whole(zone, &pacer))
-            .await
+        counted::serial(self, zone).await
     }
 
     fn forget(&self, zone: &Name) {
@@ -430,17 +440,7 @@ impl Provider for Route53Provider {
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let Some(names) = names else {
-            return self
-                .cache
-                .counted_listing(zone, || self.read_whole(zone, pacer))
-                .await;
-        };
-        // Names are read from Route 53 always: a read of names settles a conflict or
-        // an ambiguous answer, and teaches the cache what it missed there.
-        let names: BTreeSet<Name> = names.iter().cloned().collect();
-        let read = self.read(zone, Some(&names), pacer).await?;
-        Ok(self.cache.counted_names(zone, &names, read.zone))
+        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(

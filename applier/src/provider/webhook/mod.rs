@@ -45,6 +45,7 @@
 //! op on it is a conflict, never a blind overwrite). An answer that cannot be decoded
 //! is an error, never an empty zone (an empty zone would plan deletions).
 use crate::provider::call::Pacer;
+use crate::provider::kit::counted;
 use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::{RecordCache, SerialPosition};
@@ -140,11 +141,6 @@ impl WebhookProvider {
     /// The listing cache, for its counters.
     pub fn record_cache(&self) -> &RecordCache {
         &self.cache
-    }
-
-    /// Reads `zone` whole, for the listing cache.
-    async fn read_whole(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        Ok(self.read(zone, None, pacer).await?.zone)
     }
 
     /// Negotiation requests made so far (each try counts).
@@ -260,6 +256,24 @@ fn show(set: Option<&RRSet>) -> String {
     set.map_or_else(|| "absent".to_string(), ToString::to_string)
 }
 
+/// Listings from the self-counted cache ([`crate::provider::kit::counted`]): the webhook
+/// protocol has no serial.
+#[async_trait]
+impl counted::CountedZone for WebhookProvider {
+    fn listing_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    async fn read_zone(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<ZoneRead, ProviderError> {
+        Ok(self.read(zone, names, pacer).await?.zone)
+    }
+}
+
 #[async_trait]
 impl Provider for WebhookProvider {
     fn driver(&self) -> &'static str {
@@ -294,10 +308,7 @@ impl Provider for WebhookProvider {
     /// The listing cache's count for the zone: no request, but the drift check's
     /// whole read when it is due; `None` before the first whole read.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let pacer = Pacer::default();
-        self.cache
-            .counted_serial(zone, || self.read_whole(zone, &pacer))
-            .await
+        counted::serial(self, zone).await
     }
 
     fn forget(&self, zone: &Name) {
@@ -314,15 +325,7 @@ impl Provider for WebhookProvider {
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let Some(names) = names else {
-            return self
-                .cache
-                .counted_listing(zone, || self.read_whole(zone, pacer))
-                .await;
-        };
-        let names: BTreeSet<Name> = names.iter().cloned().collect();
-        let read = self.read(zone, Some(&names), pacer).await?;
-        Ok(self.cache.counted_names(zone, &names, read.zone))
+        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(
