@@ -315,3 +315,79 @@ async fn a_steady_zone_costs_no_listing_and_the_drift_check_finds_other_writers(
         "the drift check read the zone whole once more (3 pages)"
     );
 }
+
+/// Issue 32, item 4: batches are packed to Route 53's own limits (1,000 values and
+/// 32,000 value characters a request), not to a cautious estimate. 600 changes of an
+/// A record and its ownership mark — 1,200 values and about 57,000 characters — are
+/// two change batches (the estimate made four), every one APPLIED, and the emulator,
+/// which enforces both limits, refuses none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_are_packed_to_route53s_own_limits() {
+    use dnsplane_applier::account::Account;
+    use dnsplane_applier::apply::execute;
+    use dnsplane_applier::provider::call::CallCx;
+    use dnsplane_applier::retry::RetryPolicy;
+    use dnsplane_common::{Change, ChangeKind, Outcome};
+    use dnsplane_emulate::{Route53Emulator, Route53Options};
+    use std::sync::Arc;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emulator = Route53Emulator::start(
+        listener,
+        Route53Options {
+            rate: 0.0,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("emulator");
+    let zone = Name::parse("packed.test").expect("zone");
+    emulator.create_zone(zone.as_str(), false);
+    let cfg = Route53Config {
+        endpoint: emulator.endpoint(),
+        ..Route53Config::default()
+    };
+    let driver = Arc::new(
+        Route53Provider::with_env(&cfg, crate::conformance::subjects::emulator_env())
+            .expect("driver"),
+    );
+    let set = |label: String, rtype: RecordType, v: &str| {
+        let key = RecordKey::new(zone.clone(), zone.prepend(&label).expect("name"), rtype);
+        RRSet::new(key, 300, &[v]).expect("set")
+    };
+    let changes: Vec<Change> = (0..600)
+        .map(|i| {
+            let mark = format!(
+                "\"heritage=dnsplane,dnsplane/owner=bench,dnsplane/resource=DNSEndpoint default/h{i:04}\""
+            );
+            Change::new(
+                ChangeKind::Create,
+                vec![
+                    RRSetOp::create(set(format!("h{i:04}"), RecordType::A, "192.0.2.10")),
+                    RRSetOp::create(set(format!("_dnsplane-a.h{i:04}"), RecordType::Txt, &mark)),
+                ],
+            )
+        })
+        .collect();
+    let account = Account::new("aws", driver, std::slice::from_ref(&zone));
+    let cx = CallCx::new("aws", Some(zone.clone()));
+    let report = execute(&account.stack, &cx, &changes, &RetryPolicy::default()).await;
+    assert!(
+        report.results.iter().all(|r| r.outcome == Outcome::Applied),
+        "{:?}",
+        report
+            .results
+            .iter()
+            .find(|r| r.outcome != Outcome::Applied)
+    );
+    let stats = emulator.stats();
+    assert_eq!(
+        stats.requests.get("ChangeResourceRecordSets").copied(),
+        Some(2),
+        "{stats:?}"
+    );
+    assert_eq!(stats.changes_committed, 2, "{stats:?}");
+    emulator.stop().await;
+}

@@ -164,7 +164,7 @@ fn chunks(stack: &Stack, changes: &[Change], idx: &[usize]) -> Vec<Vec<usize>> {
     let (mut cur, mut ops, mut bytes) = (Vec::new(), 0, 0);
     for &i in idx {
         let c = &changes[i];
-        let (o, b) = (c.ops.len(), c.approx_bytes());
+        let (o, b) = caps.measure.weigh(c);
         if !cur.is_empty() && (ops + o > max_ops || bytes + b > max_bytes) {
             out.push(std::mem::take(&mut cur));
             (ops, bytes) = (0, 0);

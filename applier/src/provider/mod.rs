@@ -25,10 +25,14 @@ pub struct Capabilities {
     pub atomic_batches: bool,
     /// The provider itself enforces each op's precondition (`before`).
     pub conditional_writes: bool,
-    /// Most RRSet ops one `apply` call may carry.
+    /// Most RRSet ops one `apply` call may carry (with [`Measure::Values`]: record
+    /// values).
     pub max_changes_per_batch: usize,
-    /// Most request bytes (roughly, see `Change::approx_bytes`) one `apply` call may carry.
+    /// Most request bytes (roughly, see `Change::approx_bytes`) one `apply` call may
+    /// carry (with [`Measure::Values`]: characters of record values).
     pub max_bytes_per_batch: usize,
+    /// What the two limits above count.
+    pub measure: Measure,
     /// `serial()` is a cheap change counter, so a cached listing can be revalidated
     /// without listing the zone again.
     pub has_serial: bool,
@@ -39,6 +43,39 @@ pub struct Capabilities {
     /// writes; a record with any other is refused. [`ANY_PROPERTY`] lets every one
     /// through (a driver that hands them on, as external-dns does to its webhooks).
     pub properties: &'static [&'static str],
+}
+
+/// What a driver's per-call limits count, so that a batch is packed to the limits its
+/// provider documents, not to a cautious proxy of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Measure {
+    /// RRSet ops, and [`Change::approx_bytes`].
+    #[default]
+    Ops,
+    /// Record values and their characters, on both sides of every op (a provider
+    /// that writes an op as the DELETE of the set as it was and the CREATE of the set
+    /// as it will be, and counts the values and value characters of both: Route 53's
+    /// 1,000 `ResourceRecord` elements and 32,000 value characters per request). A set
+    /// without values (an alias) counts as one value of its target's length.
+    Values,
+}
+
+impl Measure {
+    /// `change` as this measure counts it: (units, bytes).
+    pub fn weigh(self, change: &Change) -> (usize, usize) {
+        match self {
+            Measure::Ops => (change.ops.len(), change.approx_bytes()),
+            Measure::Values => change
+                .ops
+                .iter()
+                .flat_map(|op| op.before.iter().chain(&op.after))
+                .map(|set| {
+                    let (n, chars) = set.values().fold((0, 0), |(n, c), v| (n + 1, c + v.len()));
+                    (n.max(1), chars.max(1))
+                })
+                .fold((0, 0), |(n, c), (vn, vc)| (n + vn, c + vc)),
+        }
+    }
 }
 
 impl Capabilities {
@@ -52,10 +89,18 @@ impl Capabilities {
             conditional_writes: true,
             max_changes_per_batch: changes,
             max_bytes_per_batch: bytes,
+            measure: Measure::Ops,
             has_serial: false,
             routing_sets: false,
             properties: &[],
         }
+    }
+
+    /// The limits count record values and their characters ([`Measure::Values`]).
+    #[must_use]
+    pub const fn measured_by_values(mut self) -> Capabilities {
+        self.measure = Measure::Values;
+        self
     }
 
     /// The provider does not commit a write's ops together.
@@ -464,6 +509,7 @@ mod tests {
                 conditional_writes: true,
                 max_changes_per_batch: 7,
                 max_bytes_per_batch: 9,
+                measure: Measure::Ops,
                 has_serial: false,
                 routing_sets: false,
                 properties: &[],
@@ -474,7 +520,8 @@ mod tests {
             .checked_by_read()
             .with_serial()
             .with_sets()
-            .with_properties(&["p"]);
+            .with_properties(&["p"])
+            .measured_by_values();
         assert_eq!(
             all,
             Capabilities {
@@ -482,11 +529,28 @@ mod tests {
                 conditional_writes: false,
                 max_changes_per_batch: 7,
                 max_bytes_per_batch: 9,
+                measure: Measure::Values,
                 has_serial: true,
                 routing_sets: true,
                 properties: &["p"],
             }
         );
+    }
+
+    /// Route 53's measure: every value of both sides of every op, and its characters;
+    /// a set without values (never built, but an alias read back) still counts one.
+    #[test]
+    fn values_are_counted_on_both_sides_of_every_op() {
+        use dnsplane_common::{ChangeKind, RecordType};
+        let zone = Name::parse("example.com").unwrap();
+        let key = RecordKey::new(zone.clone(), zone.prepend("w").unwrap(), RecordType::A);
+        let one = RRSet::new(key.clone(), 60, &["192.0.2.1"]).unwrap();
+        let two = RRSet::new(key, 60, &["192.0.2.1", "192.0.2.22"]).unwrap();
+        let create = Change::new(ChangeKind::Create, vec![RRSetOp::create(two.clone())]);
+        assert_eq!(Measure::Values.weigh(&create), (2, 9 + 10));
+        let update = Change::new(ChangeKind::Update, vec![RRSetOp::update(one, two)]);
+        assert_eq!(Measure::Values.weigh(&update), (3, 9 + 9 + 10));
+        assert_eq!(Measure::Ops.weigh(&update).0, 1);
     }
 
     /// A set or a property the driver does not write is refused, whichever side of
@@ -510,6 +574,7 @@ mod tests {
             conditional_writes: true,
             max_changes_per_batch: 1,
             max_bytes_per_batch: 1,
+            measure: Measure::Ops,
             has_serial: false,
             routing_sets: false,
             properties: &[],

@@ -71,12 +71,14 @@ use credentials::{CredentialChain, EnvReader};
 use sets::Spellings;
 use upsert::UpsertFallback;
 
-/// RRSet ops one change batch may carry. Route 53 allows 1,000 `ResourceRecord`
-/// elements and 32,000 characters of values per request; an update is two changes.
-pub const MAX_CHANGES_PER_BATCH: usize = 500;
-/// Change bytes one batch may carry, as `Change::approx_bytes` counts them (at least
-/// 31 per value, and more than the value's characters): under both request limits.
-pub const MAX_BYTES_PER_BATCH: usize = 30_000;
+/// Record values one change batch may carry: Route 53's 1,000 `ResourceRecord`
+/// elements per request. Every op is a DELETE of the set as it was and a CREATE of
+/// the set as it will be, and both count ([`Measure::Values`](crate::provider::Measure)).
+pub const MAX_VALUES_PER_BATCH: usize = 1000;
+/// Value characters one change batch may carry: Route 53's 32,000 per request, less
+/// 1,000 for a set deleted in the spelling Route 53 holds it in, which may be longer
+/// than dnsplane's.
+pub const MAX_VALUE_CHARS_PER_BATCH: usize = 31_000;
 /// Route 53's largest page of `ListResourceRecordSets`.
 const PAGE: usize = 300;
 
@@ -393,7 +395,8 @@ impl Provider for Route53Provider {
 
     fn capabilities(&self) -> Capabilities {
         // The serial is the record cache's own count (see `fill`), not Route 53's.
-        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH)
+        Capabilities::atomic(MAX_VALUES_PER_BATCH, MAX_VALUE_CHARS_PER_BATCH)
+            .measured_by_values()
             .with_serial()
             .with_sets()
             .with_properties(sets::PROPERTIES)
