@@ -357,7 +357,7 @@ async fn batches_are_packed_to_route53s_own_limits() {
         let key = RecordKey::new(zone.clone(), zone.prepend(&label).expect("name"), rtype);
         RRSet::new(key, 300, &[v]).expect("set")
     };
-    let changes: Vec<Change> = (0..600)
+    let mut changes: Vec<Change> = (0..600)
         .map(|i| {
             let mark = format!(
                 "\"heritage=dnsplane,dnsplane/owner=bench,dnsplane/resource=DNSEndpoint default/h{i:04}\""
@@ -371,16 +371,33 @@ async fn batches_are_packed_to_route53s_own_limits() {
             )
         })
         .collect();
+    // A set no request can carry (200 values, 40,600 characters): INVALID, named,
+    // before any request; its batch-mates go on.
+    let values: Vec<String> = (0..200)
+        .map(|i| format!("\"{i:03}{}\"", "x".repeat(197)))
+        .collect();
+    let key = RecordKey::new(
+        zone.clone(),
+        zone.prepend("huge").expect("name"),
+        RecordType::Txt,
+    );
+    let huge = RRSet::new(key, 300, &values).expect("set");
+    changes.push(Change::new(ChangeKind::Create, vec![RRSetOp::create(huge)]));
     let account = Account::new("aws", driver, std::slice::from_ref(&zone));
     let cx = CallCx::new("aws", Some(zone.clone()));
     let report = execute(&account.stack, &cx, &changes, &RetryPolicy::default()).await;
+    let (last, rest) = report.results.split_last().expect("results");
     assert!(
-        report.results.iter().all(|r| r.outcome == Outcome::Applied),
+        rest.iter().all(|r| r.outcome == Outcome::Applied),
         "{:?}",
-        report
-            .results
-            .iter()
-            .find(|r| r.outcome != Outcome::Applied)
+        rest.iter().find(|r| r.outcome != Outcome::Applied)
+    );
+    assert_eq!(last.outcome, Outcome::Invalid, "{last:?}");
+    assert!(
+        last.message
+            .contains("huge.packed.test. TXT is too large for route53"),
+        "{}",
+        last.message
     );
     let stats = emulator.stats();
     assert_eq!(

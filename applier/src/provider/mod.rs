@@ -144,7 +144,30 @@ impl Capabilities {
     /// refused (INVALID) before any call, never written without them: that would be
     /// another record, planned again on every sync.
     pub fn refusal(&self, driver: &str, change: &Change) -> Option<String> {
-        change.ops.iter().find_map(|op| self.op_refusal(driver, op))
+        change
+            .ops
+            .iter()
+            .find_map(|op| self.op_refusal(driver, op))
+            .or_else(|| self.size_refusal(driver, change))
+    }
+
+    /// Why `change` cannot go in one request of a driver whose limits are exact
+    /// ([`Measure::Values`]): it alone carries more values or value characters than a
+    /// request takes. Refused before any call, naming it, rather than sent to be
+    /// refused by the provider.
+    fn size_refusal(&self, driver: &str, change: &Change) -> Option<String> {
+        if self.measure != Measure::Values {
+            return None;
+        }
+        let (values, chars) = self.measure.weigh(change);
+        if values <= self.max_changes_per_batch && chars <= self.max_bytes_per_batch {
+            return None;
+        }
+        let key = change.ops.first().map(|op| op.key.to_string())?;
+        Some(format!(
+            "{key} is too large for {driver}: the change carries {values} values and {chars} value characters (counting what it deletes and what it creates), and one request takes at most {} values and {} characters",
+            self.max_changes_per_batch, self.max_bytes_per_batch
+        ))
     }
 
     /// [`refusal`](Self::refusal) for one op.
@@ -551,6 +574,39 @@ mod tests {
         let update = Change::new(ChangeKind::Update, vec![RRSetOp::update(one, two)]);
         assert_eq!(Measure::Values.weigh(&update), (3, 9 + 9 + 10));
         assert_eq!(Measure::Ops.weigh(&update).0, 1);
+    }
+
+    /// A change larger than one request of an exact-limit driver is refused before
+    /// any call, naming its key; one that fits is not.
+    #[test]
+    fn a_change_larger_than_a_request_is_refused_by_name() {
+        use dnsplane_common::{ChangeKind, RecordType};
+        let zone = Name::parse("example.com").unwrap();
+        let key = RecordKey::new(zone.clone(), zone.prepend("t").unwrap(), RecordType::Txt);
+        // Ten values of 202 characters each (quotes included).
+        let values: Vec<String> = (0..10)
+            .map(|i| format!("\"{i}{}\"", "x".repeat(199)))
+            .collect();
+        let big = RRSet::new(key, 60, &values).unwrap();
+        let change = Change::new(ChangeKind::Create, vec![RRSetOp::create(big)]);
+        let caps = Capabilities::atomic(1000, 1000).measured_by_values();
+        let why = caps.refusal("route53", &change).expect("refused");
+        assert!(
+            why.starts_with("t.example.com. TXT is too large for route53")
+                && why.contains("2020 value characters"),
+            "{why}"
+        );
+        assert_eq!(
+            Capabilities::atomic(1000, 1000).refusal("x", &change),
+            None,
+            "Ops: an estimate, not refused"
+        );
+        assert_eq!(
+            Capabilities::atomic(1000, 5000)
+                .measured_by_values()
+                .refusal("x", &change),
+            None
+        );
     }
 
     /// A set or a property the driver does not write is refused, whichever side of
