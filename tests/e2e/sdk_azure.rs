@@ -42,7 +42,9 @@ fn the_azure_sdks_drive_record_sets_under_etags_and_page_through_next_links() {
     // its own tests in applier/emulate/tests/azure.rs).
     let emu = Emulator::start(
         "azure",
-        Some("[throttle]\nreads_per_second = 0.0\nwrites_per_second = 0.0\n"),
+        Some(
+            "[throttle]\nreads_per_second = 0.0\nwrites_per_second = 0.0\ndeletes_per_second = 0.0\n",
+        ),
     );
     let run = python_sdk::run(
         &python,
