@@ -348,10 +348,14 @@ fn write_set(st: &mut State, s: &SetRef, patch: bool, cx: &Ctx<'_>) -> Result<Re
             let ttl = input.ttl.ok_or_else(|| {
                 ArmError::bad_request("The TTL property of the record set must be specified.")
             })?;
+            // Private DNS keeps names in lower case (its examples answer `recordMX` as
+            // `recordmx`); public DNS keeps them as first written.
+            let name = match kind {
+                Kind::Private => s.name.to_ascii_lowercase(),
+                Kind::Public => s.name.clone(),
+            };
             RecordSet {
-                name: existing
-                    .as_ref()
-                    .map_or_else(|| s.name.clone(), |e| e.name.clone()),
+                name: existing.as_ref().map_or(name, |e| e.name.clone()),
                 rtype: s.rtype,
                 ttl,
                 metadata: Default::default(),
@@ -371,16 +375,8 @@ fn write_set(st: &mut State, s: &SetRef, patch: bool, cx: &Ctx<'_>) -> Result<Re
         set.target_resource = input.target_resource;
     }
     if let Some(d) = input.data {
-        if let (Data::Soa(Some(new)), Some(Data::Soa(Some(old)))) =
-            (&d, existing.as_ref().map(|e| &e.data))
-            && !new.host.is_empty()
-            && !new.host.eq_ignore_ascii_case(&old.host)
-        {
-            return Err(ArmError::bad_request(
-                "The host of the zone's SOA record cannot be changed.",
-            ));
-        }
         set.data = match (d, existing.as_ref().map(|e| &e.data)) {
+            // The SOA host is the zone's primary name server: a write keeps it.
             (Data::Soa(Some(mut new)), Some(Data::Soa(Some(old)))) => {
                 new.host = old.host.clone();
                 Data::Soa(Some(new))
