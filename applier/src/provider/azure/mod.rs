@@ -49,7 +49,6 @@
 //! Each HTTP request takes its own quota token through the call's [`Pacer`] right
 //! before it is sent.
 use crate::provider::call::Pacer;
-use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
@@ -62,12 +61,13 @@ use std::time::Duration;
 
 mod config;
 pub mod identity;
+mod read;
 pub mod wire;
 mod write;
 
 pub use config::{AzureConfig, AzureSetupError, DEFAULT_AUTHORITY_HOST, DEFAULT_ENDPOINT};
 use identity::{Credential, EnvReader, Identity};
-use wire::{Flavor, Page, Parsed, ReadSet, WireSet, WireZone};
+use wire::{Flavor, Parsed, ReadSet, WireZone};
 
 /// Azure's count of the reads left in the subscription's throttling window.
 pub const REMAINING_READS: &str = "x-ms-ratelimit-remaining-subscription-reads";
@@ -320,54 +320,6 @@ impl AzureProvider {
         e
     }
 
-    /// Follows `nextLink`s from `first`; every page must answer, or the read fails.
-    async fn pages<T: serde::de::DeserializeOwned>(
-        &self,
-        first: Url,
-        pacer: &Pacer,
-    ) -> Result<Vec<T>, ProviderError> {
-        let mut out = Vec::new();
-        let mut next = Some(first);
-        while let Some(url) = next.take() {
-            let what = format!("GET {}", url.path());
-            let a = self.send(Method::GET, url, &[], None, pacer).await?;
-            if a.status != 200 {
-                return Err(self.fail(&a, &what, false, None));
-            }
-            let page: Page<T> = serde_json::from_slice(&a.body).map_err(|e| {
-                ProviderError::new(
-                    ErrorClass::Transient,
-                    format!("{what}: cannot decode Azure's answer: {e}"),
-                )
-            })?;
-            out.extend(page.value);
-            if let Some(link) = page.next_link.filter(|l| !l.trim().is_empty()) {
-                next = Some(self.next_link(&link, &what)?);
-            }
-        }
-        Ok(out)
-    }
-
-    /// A `nextLink`, which must point at the endpoint (the token goes with it).
-    fn next_link(&self, link: &str, what: &str) -> Result<Url, ProviderError> {
-        let url = Url::parse(link).map_err(|e| {
-            ProviderError::new(
-                ErrorClass::Transient,
-                format!("{what}: Azure's nextLink {link:?} is not a URL: {e}"),
-            )
-        })?;
-        if url.origin() != self.base.origin() {
-            return Err(ProviderError::new(
-                ErrorClass::Transient,
-                format!(
-                    "{what}: Azure's nextLink points at {}, not at the endpoint",
-                    url.origin().ascii_serialization()
-                ),
-            ));
-        }
-        Ok(url)
-    }
-
     /// Remembers what a read or a write showed of one record set.
     pub(crate) fn learn(&self, key: &RecordKey, read: Option<&ReadSet>) {
         let mut known = lock(&self.known);
@@ -398,92 +350,6 @@ impl AzureProvider {
 
     pub(crate) fn known(&self, key: &RecordKey) -> Option<Known> {
         lock(&self.known).get(key).cloned()
-    }
-
-    /// The record sets of `zone` (those named `suffix` by Azure's suffix filter, or
-    /// all), as a read.
-    async fn list_sets(
-        &self,
-        zone: &Name,
-        suffix: Option<&str>,
-        pacer: &Pacer,
-    ) -> Result<Vec<ReadSet>, ProviderError> {
-        let z = zone.as_str().trim_end_matches('.');
-        let top = PAGE.to_string();
-        let mut q: Vec<(&str, &str)> = vec![("$top", &top)];
-        if let Some(s) = suffix {
-            q.push(("$recordsetnamesuffix", s));
-        }
-        let url = self.url(&[z, self.flavor.list_segment()], &q);
-        let sets: Vec<WireSet> = self.pages(url, pacer).await.map_err(|e| {
-            if e.class == ErrorClass::Invalid {
-                // A 404 on a listing is the zone: nothing a retry mends.
-                ProviderError {
-                    class: ErrorClass::Permanent,
-                    ..e
-                }
-            } else {
-                e
-            }
-        })?;
-        Ok(sets
-            .iter()
-            .filter(|w| suffix.is_none_or(|s| w.name.eq_ignore_ascii_case(s)))
-            .map(|w| wire::from_wire(self.flavor, zone, w))
-            .collect())
-    }
-
-    /// A read of `zone`, whole or at `names`; every set's etag is remembered.
-    async fn read(
-        &self,
-        zone: &Name,
-        names: Option<&BTreeSet<Name>>,
-        pacer: &Pacer,
-    ) -> Result<ZoneRead, ProviderError> {
-        let sets = match names {
-            Some(ns) if ns.len() <= PER_NAME_READ_LIMIT => {
-                let mut all = Vec::new();
-                for n in ns {
-                    let rel = wire::relative_name(zone, n);
-                    all.extend(self.list_sets(zone, Some(&rel), pacer).await?);
-                }
-                all
-            }
-            _ => self.list_sets(zone, None, pacer).await?,
-        };
-        let mut read = ZoneRead::default();
-        for s in &sets {
-            let key = match &s.parsed {
-                Parsed::Set(set) => set.key.clone(),
-                Parsed::Opaque(k) => k.clone(),
-                Parsed::Skip => continue,
-            };
-            if names.is_some_and(|ns| !ns.contains(&key.name)) {
-                continue;
-            }
-            self.learn(&key, Some(s));
-            read.types
-                .entry(key.name.clone())
-                .or_default()
-                .insert(key.rtype);
-            match &s.parsed {
-                Parsed::Set(set) => {
-                    read.rrsets.insert(key, set.clone());
-                }
-                _ => {
-                    read.opaque.insert(key);
-                }
-            }
-        }
-        Ok(read)
-    }
-
-    /// Reads `zone` whole and keeps it under a count of its own.
-    async fn fill(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        let mut read = self.read(zone, None, pacer).await?;
-        read.serial = Some(u64::from(rand::random::<u32>()));
-        self.cache.fill(zone, &read);
-        Ok(read)
     }
 
     fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
