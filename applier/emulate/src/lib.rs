@@ -9,6 +9,8 @@
 //! - [`clouddns`]: Google Cloud DNS (JSON `dns/v1`, OAuth bearer tokens), likewise;
 //! - [`cloudflare`]: Cloudflare's DNS API (JSON, API tokens, the batch endpoint,
 //!   the rate limit), one folder split by concept;
+//! - [`azure`]: Azure DNS's ARM API (public and private zones, record-set ETags and
+//!   412s, bearer tokens and a token endpoint, the subscription quota), likewise;
 //! - shared, provider-neutral pieces the other emulators (Cloud DNS, Cloudflare)
 //!   build on: [`fault`] (opt-in fault rules), [`quota`] (a token-bucket request
 //!   quota), [`server`] (serving a router on an injected listener, connections that a
@@ -19,6 +21,7 @@
 //! Every emulator serves on a `tokio::net::TcpListener` the caller binds (tests bind
 //! `127.0.0.1:0`), keeps its state in memory, and offers an unsigned control API under
 //! `/_emulator/` on the same port for tests that run it as a separate process.
+pub mod azure;
 pub mod clouddns;
 pub mod cloudflare;
 pub mod fault;
@@ -29,6 +32,7 @@ pub mod timefmt;
 
 mod error;
 
+pub use azure::{AzureEmulator, AzureOptions, run_azure};
 pub use clouddns::{CloudDnsEmulator, CloudDnsOptions, run_clouddns};
 pub use cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN, run_cloudflare};
 pub use error::EmulateError;

@@ -219,6 +219,9 @@ enum EmulatedApi {
     Clouddns,
     /// Cloudflare's DNS API (JSON under /client/v4, API tokens, the batch endpoint).
     Cloudflare,
+    /// Azure DNS's ARM API (public and private zones, record-set ETags, bearer tokens
+    /// and an AAD-shaped token endpoint).
+    Azure,
 }
 
 fn main() -> std::process::ExitCode {
@@ -342,6 +345,7 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
                 EmulatedApi::Route53 => dnsplane_emulate::run_route53(listen, config).await,
                 EmulatedApi::Clouddns => dnsplane_emulate::run_clouddns(listen, config).await,
                 EmulatedApi::Cloudflare => dnsplane_emulate::run_cloudflare(listen, config).await,
+                EmulatedApi::Azure => dnsplane_emulate::run_azure(listen, config).await,
             };
             match served {
                 Ok(()) => Ok(std::process::ExitCode::SUCCESS),
