@@ -372,8 +372,8 @@ async fn tokens_come_from_a_client_secret_or_a_federated_token_file() {
         ids(("AZURE_CLIENT_SECRET", DEFAULT_CLIENT_SECRET.into())),
     )
     .unwrap();
-    assert_eq!(secret.zones().await.unwrap(), [zone.clone()]);
-    assert!(secret.list(&zone, None).await.unwrap().rrsets.len() >= 1);
+    assert_eq!(secret.zones().await.unwrap(), std::slice::from_ref(&zone));
+    assert!(!secret.list(&zone, None).await.unwrap().rrsets.is_empty());
     assert_eq!(emu.stats().tokens_issued, 1, "the token is kept");
 
     let dir = tempfile::tempdir().unwrap();
