@@ -17,7 +17,8 @@
 //!   `DELETE`, with `If-Match: <etag>` — the etag of the last read of that set (read
 //!   first when none is known, or when the known set is not the op's `before`);
 //! - every op's precondition is checked before the first write (a set already at its
-//!   target is left alone, so a change half done is finished, not refused);
+//!   target fails a precondition that says otherwise, as on every driver: the batch
+//!   algorithm's read-back then reports ALREADY_APPLIED);
 //! - ownership records are written before the record and deleted after it;
 //! - when a later request of the change fails, the earlier ones are undone (each
 //!   with `If-Match` on the etag its write returned), so the change commits whole or

@@ -170,13 +170,14 @@ impl<'a> Change<'a> {
         for i in self.order() {
             let op = &self.ops[i];
             let cur = self.current(op).await?;
-            if !cur.opaque && op.at_target(cur.set.as_ref()) {
-                continue;
-            }
+            // A set already at its target still fails a precondition that says
+            // otherwise: the batch algorithm's read-back calls it ALREADY_APPLIED.
             if cur.opaque || !op.precondition_holds(cur.set.as_ref()) {
                 return Err(conflict(op, &cur));
             }
-            plan.push((i, cur));
+            if !op.is_assert() {
+                plan.push((i, cur));
+            }
         }
         for (i, cur) in plan {
             match self.write(&self.ops[i], cur).await {
@@ -230,9 +231,6 @@ impl<'a> Change<'a> {
                 200..=299 => return Ok(self.committed(op, &method, &answer.body)),
                 412 => {
                     let fresh = Current::of(self.get(&op.key).await?);
-                    if !fresh.opaque && op.at_target(fresh.set.as_ref()) {
-                        return Ok(fresh.etag);
-                    }
                     if attempt == 0 && !fresh.opaque && op.precondition_holds(fresh.set.as_ref()) {
                         tracing::info!(key = %op.key, "Azure answered 412 but the record set still holds what dnsplane expects; retrying once with its new etag.");
                         cur = fresh;
