@@ -294,7 +294,15 @@ async fn a_refused_credential_is_rejected_with_the_arm_code() {
     let sets: Vec<RRSet> = (0..5)
         .map(|i| rr(&s.zone, &format!("r{i}"), RecordType::A, &["192.0.2.1"]))
         .collect();
-    let r = run(&s, &creates(&sets)).await;
+    let account = Account::new("az", s.provider.clone(), std::slice::from_ref(&s.zone));
+    let r = run_on(&account, &s.zone, &creates(&sets)).await;
+    let circuit = account.circuit.status();
+    assert_eq!(circuit.state, "open", "{circuit:?}");
+    assert!(
+        circuit
+            .reason
+            .is_some_and(|why| why.contains("InvalidAuthenticationToken"))
+    );
     assert!(
         outcomes(&r)
             .iter()
@@ -501,4 +509,28 @@ async fn listings_page_are_cached_and_never_empty_on_failure() {
     );
     let e = s.provider.list(&s.zone, None).await.unwrap_err();
     assert_eq!(e.class, ErrorClass::Transient, "{e}");
+}
+
+/// Azure's `x-ms-ratelimit-remaining-subscription-writes: 0` on a successful answer
+/// paces the account before any 429 comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn none_remaining_paces_the_account_before_a_429() {
+    let options = AzureOptions {
+        throttle: ThrottleOptions {
+            writes_per_second: 0.05,
+            write_burst: 2,
+            ..ThrottleOptions::default()
+        },
+        ..AzureOptions::default()
+    };
+    let s = setup_with("left.test", DEFAULT_TOKEN, options).await;
+    let account = Account::new("az", s.provider.clone(), std::slice::from_ref(&s.zone));
+    let sets: Vec<RRSet> = (0..2)
+        .map(|i| rr(&s.zone, &format!("h{i}"), RecordType::A, &["192.0.2.1"]))
+        .collect();
+    assert!(!account.pacer.paced());
+    let r = run_on(&account, &s.zone, &creates(&sets)).await;
+    assert_eq!(outcomes(&r), [Outcome::Applied, Outcome::Applied]);
+    assert_eq!(s.emu.stats().throttled, 0, "no 429 was needed");
+    assert!(account.pacer.paced(), "{:?}", account.pacer.status());
 }
