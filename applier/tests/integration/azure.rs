@@ -383,6 +383,11 @@ async fn tokens_come_from_a_client_secret_or_a_federated_token_file() {
     assert_eq!(secret.zones().await.unwrap(), std::slice::from_ref(&zone));
     assert!(!secret.list(&zone, None).await.unwrap().rrsets.is_empty());
     assert_eq!(emu.stats().tokens_issued, 1, "the token is kept");
+    // Azure stops accepting it: the 401 drops it, one new token is asked for, and the
+    // call goes through.
+    emu.revoke_tokens();
+    assert_eq!(secret.zones().await.unwrap(), std::slice::from_ref(&zone));
+    assert_eq!(emu.stats().tokens_issued, 2, "one new token after the 401");
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("azure-identity-token");
@@ -400,7 +405,7 @@ async fn tokens_come_from_a_client_secret_or_a_federated_token_file() {
     assert!(e.message.contains("invalid_client"), "{}", e.message);
     std::fs::write(&file, format!("  {DEFAULT_CLIENT_ASSERTION}\n")).unwrap();
     assert_eq!(federated.zones().await.unwrap(), [zone]);
-    assert_eq!(emu.stats().tokens_issued, 2);
+    assert_eq!(emu.stats().tokens_issued, 3);
 }
 
 /// Private DNS: its own paths and casing; an NS set, which it has none of, and a set
@@ -456,6 +461,12 @@ async fn private_zones_and_limits() {
         "nothing sent for the invalid"
     );
     assert_eq!(held(&s, "db", "TXT").unwrap(), ["\"primary\""]);
+    // Private DNS lists every set under `/ALL`; its apex SOA is Azure's, not listed.
+    let listed = s.provider.list(&s.zone, None).await.unwrap();
+    let mut keys: Vec<String> = listed.rrsets.iter().map(|r| r.key.to_string()).collect();
+    keys.sort();
+    assert_eq!(keys, ["db.corp.internal. A", "db.corp.internal. TXT"]);
+    assert_eq!(count(&s.emu, "RecordSets_ListAllByDnsZone"), 1);
 }
 
 /// Listings: paged through `nextLink`; the second whole listing comes from the cache
