@@ -21,6 +21,7 @@ use crate::accounts::{Accounts, Lifecycle, RunOptions};
 use crate::config::DriverConfig;
 use crate::metrics::ApplierMetrics;
 use crate::provider::Provider;
+use crate::provider::azure::AzureProvider;
 use crate::provider::clouddns::CloudDnsProvider;
 use crate::provider::cloudflare::CloudflareProvider;
 use crate::provider::memory::MemoryProvider;
@@ -193,6 +194,11 @@ impl Applier {
                 ),
                 DriverConfig::Webhook(w) => Arc::new(
                     WebhookProvider::new(w, &account.zones)
+                        .map_err(|e| driver_err(e.into()))?
+                        .with_drift_check(config.record_cache_drift_check),
+                ),
+                DriverConfig::Azure(a) => Arc::new(
+                    AzureProvider::new(a)
                         .map_err(|e| driver_err(e.into()))?
                         .with_drift_check(config.record_cache_drift_check),
                 ),

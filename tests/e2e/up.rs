@@ -313,3 +313,92 @@ fn dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
 }
+
+/// `dnsplane up --azure-emulator`: the example records land in the emulated Azure DNS
+/// zone through the `azure` driver, and Azure's own listing (ARM's `recordsets`, with
+/// the token the banner names) shows every one of them with its records, and the
+/// ownership TXT records beside them.
+#[test]
+fn dnsplane_up_with_the_azure_emulator_writes_the_examples_through_arm() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
+    let state = tempfile::tempdir().expect("state");
+    let (pp, ap, ep) = (free_port(), free_port(), free_port());
+    let log = state.path().join("up.log");
+    let _up = Proc::spawn(
+        "dnsplane up --azure-emulator",
+        &binary("dnsplane"),
+        &[
+            "up",
+            "--azure-emulator",
+            "--desired",
+            root.join("deploy/examples/desired").to_str().expect("utf8"),
+            "--planner-listen",
+            &format!("127.0.0.1:{pp}"),
+            "--applier-listen",
+            &format!("127.0.0.1:{ap}"),
+            "--emulator-listen",
+            &format!("127.0.0.1:{ep}"),
+            "--state-dir",
+            state.path().join("s").to_str().expect("utf8"),
+        ],
+        log.clone(),
+    );
+    use dnsplane_emulate::azure::{DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_TOKEN};
+    let url = format!(
+        "http://127.0.0.1:{ep}/subscriptions/{DEFAULT_SUBSCRIPTION}/resourceGroups/{DEFAULT_RESOURCE_GROUP}/providers/Microsoft.Network/dnsZones/example.com/recordsets?api-version=2018-05-01&$top=1000"
+    );
+    let records = example_records(&root);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let listed = wait_for(Duration::from_secs(60), || {
+        let body: serde_json::Value = rt.block_on(async {
+            let resp = reqwest::Client::new()
+                .get(&url)
+                .bearer_auth(DEFAULT_TOKEN)
+                .send()
+                .await
+                .ok()?;
+            resp.json().await.ok()
+        })?;
+        let sets = body["value"].as_array()?.clone();
+        let count = |name: &str, rtype: &str| {
+            let rel = name
+                .strip_suffix(".example.com")
+                .unwrap_or(if name == "example.com" { "@" } else { name });
+            sets.iter().find_map(|s| {
+                let t = s["type"].as_str()?.rsplit('/').next()?.to_string();
+                (s["name"] == rel && t == rtype).then(|| {
+                    let props = s["properties"].as_object().cloned().unwrap_or_default();
+                    props
+                        .iter()
+                        .filter(|(k, _)| k.to_ascii_lowercase().ends_with("records"))
+                        .map(|(_, v)| v.as_array().map_or(0, Vec::len))
+                        .sum::<usize>()
+                        + usize::from(props.contains_key("CNAMERecord"))
+                })
+            })
+        };
+        let all_there = records
+            .iter()
+            .all(|(name, rtype, values)| count(name, rtype) == Some(values.len()));
+        let marks = sets.iter().filter(|s| {
+            s["type"].as_str().is_some_and(|t| t.ends_with("/TXT"))
+                && s["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("_dnsplane-"))
+        });
+        (all_there && marks.count() > 0).then_some(body)
+    });
+    assert!(
+        listed.is_some(),
+        "ARM never listed every example record {records:?}; log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("Azure DNS emulator http://127.0.0.1:"),
+        "{text}"
+    );
+}

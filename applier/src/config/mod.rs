@@ -19,7 +19,7 @@
 //! [`DriverConfig`], selected by `driver`, whose fields are the driver's own table
 //! (each driver's folder owns its config: [`MemoryConfig`], [`PdnsConfig`],
 //! [`Rfc2136Config`], [`Route53Config`], [`CloudDnsConfig`],
-//! [`CloudflareConfig`], [`WebhookConfig`]). Unknown keys are refused with their name, whichever part they
+//! [`CloudflareConfig`], [`WebhookConfig`], [`AzureConfig`]). Unknown keys are refused with their name, whichever part they
 //! would belong to. A new driver is one enum arm and one folder.
 //!
 //! Per account, optionally, the circuit breaker and fault injection (for tests and
@@ -37,6 +37,7 @@
 //! times = 1
 //! ```
 use crate::circuit::CircuitConfig;
+use crate::provider::azure::AzureConfig;
 use crate::provider::clouddns::CloudDnsConfig;
 use crate::provider::cloudflare::CloudflareConfig;
 use crate::provider::fault::{FaultRuleConfig, compile_rules};
@@ -204,6 +205,8 @@ pub enum DriverConfig {
     Cloudflare(CloudflareConfig),
     /// An external-dns webhook provider (a sidecar speaking the webhook protocol).
     Webhook(WebhookConfig),
+    /// Azure DNS or Azure Private DNS (or its API elsewhere: `endpoint`).
+    Azure(AzureConfig),
 }
 
 impl DriverConfig {
@@ -217,6 +220,7 @@ impl DriverConfig {
             DriverConfig::CloudDns(_) => "clouddns",
             DriverConfig::Cloudflare(_) => "cloudflare",
             DriverConfig::Webhook(_) => "webhook",
+            DriverConfig::Azure(_) => "azure",
         }
     }
 
@@ -231,6 +235,7 @@ impl DriverConfig {
             DriverConfig::CloudDns(c) => c.check(at, zones, problems),
             DriverConfig::Cloudflare(c) => c.check(at, zones, problems),
             DriverConfig::Webhook(w) => w.check(at, problems),
+            DriverConfig::Azure(a) => a.check(at, zones, problems),
         }
     }
 }

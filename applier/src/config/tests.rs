@@ -334,7 +334,7 @@ fn the_documented_configs_load() {
                 .join("\n")
         })
         .collect();
-    assert_eq!(blocks.len(), 6, "one block per driver");
+    assert_eq!(blocks.len(), 7, "one block per driver");
     let drivers: Vec<&str> = blocks
         .iter()
         .map(|b| {
@@ -350,6 +350,7 @@ fn the_documented_configs_load() {
             "route53",
             "clouddns",
             "cloudflare",
+            "azure",
             "webhook"
         ]
     );

@@ -37,6 +37,11 @@ pub struct CallCx {
 #[async_trait]
 pub trait Gate: Send + Sync + std::fmt::Debug {
     async fn admit(&self, op: Operation) -> Result<(), ProviderError>;
+
+    /// The provider said how many requests of kind `op` its window still allows
+    /// (Azure's `x-ms-ratelimit-remaining-subscription-writes`); none left is taken as
+    /// a throttle answer before the 429 that would follow. Default: ignored.
+    async fn remaining(&self, _op: Operation, _left: u64) {}
 }
 
 /// How a driver that makes several HTTP requests for one call (PowerDNS: a serial
@@ -51,6 +56,14 @@ pub struct Pacer(Option<Arc<dyn Gate>>);
 impl Pacer {
     pub fn new(gate: Arc<dyn Gate>) -> Pacer {
         Pacer(Some(gate))
+    }
+
+    /// Reports what the provider said is left of its request window (see
+    /// [`Gate::remaining`]); without a gate nothing.
+    pub async fn remaining(&self, op: Operation, left: u64) {
+        if let Some(gate) = &self.0 {
+            gate.remaining(op, left).await;
+        }
     }
 
     /// Whether a gate is set: the driver must take the call's tokens itself.

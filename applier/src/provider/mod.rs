@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use dnsplane_common::{Change, Name, RRSet, RRSetOp, RecordKey};
 use std::time::Duration;
 
+pub mod azure;
 pub mod call;
 pub mod clouddns;
 pub mod cloudflare;

@@ -50,6 +50,13 @@ impl Gate for CallGate {
     async fn admit(&self, op: Operation) -> Result<(), ProviderError> {
         take(&self.quota, &self.metrics, self.deadline, op).await
     }
+
+    /// None left: the bucket slows down as after a 429, before the 429 comes.
+    async fn remaining(&self, op: Operation, left: u64) {
+        if left == 0 && self.quota.counts(op) {
+            self.quota.throttle(None).await;
+        }
+    }
 }
 
 /// Takes a token for one request of kind `op` before `deadline`, or says when one is

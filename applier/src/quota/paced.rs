@@ -60,6 +60,14 @@ impl Gate for SlotGate {
             .map(drop)
             .map_err(|d| denied(self.pacer.account(), d))
     }
+
+    /// None left: paced as after a 429, before the 429 comes.
+    async fn remaining(&self, op: Operation, left: u64) {
+        self.outer.remaining(op, left).await;
+        if left == 0 {
+            self.pacer.throttle(None);
+        }
+    }
 }
 
 #[async_trait]
@@ -184,5 +192,32 @@ mod tests {
         assert_eq!(writes(off, 20).await, 0);
         let on = writes(PacingConfig::default(), 20).await;
         assert!(on >= 8, "{on} writes of 20 attempts");
+    }
+
+    /// A provider that says, on a successful answer, that no request is left in its
+    /// window (Azure's `x-ms-ratelimit-remaining-subscription-writes: 0`).
+    #[derive(Debug)]
+    struct NoneLeft(u64);
+
+    #[async_trait]
+    impl Layer for NoneLeft {
+        async fn call(&self, cx: &CallCx, _: Call<'_>) -> Result<Reply, ProviderError> {
+            cx.pacer.request(Operation::Apply).await?;
+            cx.pacer.remaining(Operation::Apply, self.0).await;
+            Ok(Reply::Applied)
+        }
+    }
+
+    /// "None left" paces the account as a 429 would, before the 429; some left
+    /// does not.
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_saying_none_is_left_paces_the_account() {
+        let cx = CallCx::new("acct", Some(Name::parse("ex.test").unwrap()));
+        for (left, paced) in [(5, false), (0, true)] {
+            let pacer = Arc::new(Pacer::new("acct", PacingConfig::default()));
+            let layer = Paced::new(Arc::new(NoneLeft(left)), pacer.clone());
+            layer.call(&cx, Call::Apply { ops: &[] }).await.unwrap();
+            assert_eq!(pacer.paced(), paced, "{left} left");
+        }
     }
 }

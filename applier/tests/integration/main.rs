@@ -1,6 +1,7 @@
 //! The applier over real gRPC and DNS sockets, started in-process. One test binary
 //! with modules, to save link time.
 mod apply;
+mod azure;
 mod dns;
 mod lifecycle;
 mod list;

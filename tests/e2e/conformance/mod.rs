@@ -1,7 +1,7 @@
 //! One provider conformance suite that every driver passes unchanged: the same cases,
 //! against each driver on its real server (memory in-process, PowerDNS, BIND) or, where
 //! none can run here, a server that speaks the API (moto for Route 53's happy path;
-//! dnsplane's own emulators for Route 53, Cloud DNS and Cloudflare, faithful to each
+//! dnsplane's own emulators for Route 53, Cloud DNS, Cloudflare and Azure DNS, faithful to each
 //! provider's documented semantics; for the `webhook` driver, the test tree's
 //! reference external-dns webhook server, written from the protocol text, and
 //! dnsplane's own webhook server, the planner's `[webhook]`: the protocol's round trip).
@@ -428,6 +428,11 @@ async fn clouddns_on_its_emulator_conforms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cloudflare_on_its_emulator_conforms() {
     conform(subjects::cloudflare().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_on_its_emulator_conforms() {
+    conform(subjects::azure().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

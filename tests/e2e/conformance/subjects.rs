@@ -1,5 +1,6 @@
 //! Each driver on its server, as a conformance [`Subject`].
 use super::Subject;
+use dnsplane_applier::provider::azure::{AzureConfig, AzureProvider};
 use dnsplane_applier::provider::clouddns::{CloudDnsConfig, CloudDnsProvider};
 use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
 use dnsplane_applier::provider::memory::MemoryProvider;
@@ -170,6 +171,50 @@ pub async fn cloudflare() -> Subject {
     .expect("provider");
     Subject {
         label: "cloudflare on its emulator",
+        provider: Arc::new(provider),
+        zone,
+        faithful: true,
+        _keep: Box::new((emu, dir)),
+    }
+}
+
+/// The `azure` driver on dnsplane's Azure DNS emulator (in-process, 127.0.0.1:0),
+/// public zones. Not atomic across changes (Azure has no multi-record-set batch):
+/// the suite checks each change's own outcome.
+pub async fn azure() -> Subject {
+    use dnsplane_emulate::azure::{
+        AzureEmulator, AzureOptions, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION,
+        DEFAULT_TOKEN as AZURE_TOKEN, ThrottleOptions,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    // The cases call the driver directly, without the account's pacing, and write
+    // more record sets than ARM's 200-write burst: the subscription quota is off
+    // here (its 429s are the integration tests' subject).
+    let options = AzureOptions {
+        throttle: ThrottleOptions {
+            reads_per_second: 0.0,
+            writes_per_second: 0.0,
+            ..ThrottleOptions::default()
+        },
+        ..AzureOptions::default()
+    };
+    let emu = AzureEmulator::start(listener, options)
+        .await
+        .expect("emulator");
+    emu.create_zone("azure.test");
+    let zone = Name::parse("azure.test").expect("zone");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, AZURE_TOKEN).expect("token file");
+    let mut cfg = AzureConfig::new(DEFAULT_SUBSCRIPTION, DEFAULT_RESOURCE_GROUP);
+    cfg.endpoint = emu.endpoint();
+    cfg.authority_host = emu.endpoint();
+    cfg.token_file = Some(token);
+    let provider = AzureProvider::new(&cfg).expect("provider");
+    Subject {
+        label: "azure on its emulator",
         provider: Arc::new(provider),
         zone,
         faithful: true,

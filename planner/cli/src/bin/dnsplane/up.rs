@@ -1,7 +1,8 @@
 //! `dnsplane up`: planner and applier in one process, on loopback, with the embedded
 //! provider; everything a first try needs and nothing else. With `--route53-emulator`
 //! the zones live in a Route 53 emulator in the same process instead, written through
-//! the `route53` driver as a real AWS account would be.
+//! the `route53` driver as a real AWS account would be; with `--azure-emulator`, in an
+//! Azure DNS emulator written through the `azure` driver ([`azure`]).
 //!
 //! Secure by default ([`crate::secure`]): the planner serves TLS and asks for the
 //! admin token, the applier takes only clients with a certificate of the state
@@ -14,6 +15,8 @@ use dnsplane_planner::config::{
 };
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
+
+mod azure;
 
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
@@ -64,7 +67,13 @@ pub struct UpArgs {
     /// API (e.g. the AWS CLI with `--endpoint-url`).
     #[arg(long)]
     route53_emulator: bool,
-    /// Where that emulator serves Route 53's API.
+    /// Keep the zones in an Azure DNS emulator served from this process (the one
+    /// `dnsplane emulate azure` serves), written through the `azure` driver. It
+    /// answers no DNS: read the zones with Azure's REST API (ARM) and the token the
+    /// banner shows.
+    #[arg(long, conflicts_with = "route53_emulator")]
+    azure_emulator: bool,
+    /// Where that emulator serves Route 53's (or Azure's) API.
     #[arg(long, default_value = "127.0.0.1:4566")]
     emulator_listen: String,
     /// Plaintext and no authentication on every port, as before 0.2: anyone who
@@ -225,6 +234,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     } else {
         None
     };
+    let azure = if args.azure_emulator {
+        let (emulator, account) = azure::start(&args).await?;
+        applier_config.accounts = vec![account];
+        Some(emulator)
+    } else {
+        None
+    };
     let account = applier_config.accounts[0].name.clone();
     let zones = args
         .zone
@@ -323,6 +339,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
         ));
     }
     match &emulator {
+        None if azure.is_some() => {}
         None => say(&format!(
             "dnsplane up: planner gRPC {}, applier gRPC {}, DNS {} (UDP+TCP), state in {}. Ctrl-C to stop.",
             args.planner_listen,
@@ -346,6 +363,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             args.state_dir.display()
         )),
     }
+    if let Some(emulator) = &azure {
+        say(&azure::banner(&args, emulator));
+    }
     let applier = tokio::spawn(dnsplane_applier::run(
         applier_config,
         dnsplane_applier::Listeners {
@@ -366,6 +386,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     shutdown.cancel();
     let applier = applier.await.context("applier task")?;
     if let Some(emulator) = emulator {
+        emulator.stop().await;
+    }
+    if let Some(emulator) = azure {
         emulator.stop().await;
     }
     planner.context("planner")?;
