@@ -1,5 +1,5 @@
-//! The unsigned control API under `/_emulator/`, for tests that run the emulator as a
-//! separate process (JSON in and out), as the other emulators':
+//! What the Azure emulator plugs into the shared control API ([`crate::control`]),
+//! and the routes only it has:
 //!
 //! - `POST /_emulator/faults`: one fault rule or a list → `{"added": n}`; an invalid
 //!   rule → 400 `{"error": "…"}`; `GET` lists them with counters; `DELETE` clears;
@@ -15,84 +15,29 @@
 //! - `POST /_emulator/tokens` `{"lifetime": "1h"}` → `{"access_token": …}`; `DELETE
 //!   /_emulator/tokens` forgets every issued token (clients must fetch anew).
 use super::Inner;
-use crate::fault::FaultRule;
+use crate::control::{ControlPlane, to_json};
+use crate::fault::{FaultRule, FaultSet};
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The shared control API, with the seeds and tokens only this emulator has.
 pub(crate) fn router() -> Router<Arc<Inner>> {
-    Router::new()
-        .route(
-            "/faults",
-            get(list_faults).post(add_faults).delete(clear_faults),
-        )
-        .route("/stats", get(stats))
-        .route("/zones", get(zones).post(create_zone))
-        .route("/zones/{zone}/recordsets", get(record_sets).post(seed))
+    crate::control::router::<Inner>()
+        .route("/zones/{id}/recordsets", post(seed))
         .route("/tokens", post(issue_token).delete(revoke_tokens))
-}
-
-fn bad_request(message: String) -> Response {
-    (StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response()
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    Many(Vec<FaultRule>),
-    One(Box<FaultRule>),
-}
-
-async fn add_faults(State(inner): State<Arc<Inner>>, body: axum::body::Bytes) -> Response {
-    let rules = match serde_json::from_slice::<OneOrMany>(&body) {
-        Ok(OneOrMany::Many(v)) => v,
-        Ok(OneOrMany::One(r)) => vec![*r],
-        Err(_) => {
-            return match serde_json::from_slice::<FaultRule>(&body) {
-                Err(e) => bad_request(format!("fault rule: {e}")),
-                Ok(_) => bad_request("fault rule: expected a rule or a list of rules".into()),
-            };
-        }
-    };
-    for (i, r) in rules.iter().enumerate() {
-        if let Err(e) = super::validate_fault(r) {
-            return bad_request(format!("fault rule {i}: {e}"));
-        }
-    }
-    let n = rules.len();
-    for r in rules {
-        inner.faults.add(r);
-    }
-    (StatusCode::OK, Json(json!({ "added": n }))).into_response()
-}
-
-async fn list_faults(State(inner): State<Arc<Inner>>) -> Response {
-    Json(inner.faults.status()).into_response()
-}
-
-async fn clear_faults(State(inner): State<Arc<Inner>>) -> StatusCode {
-    inner.faults.clear();
-    StatusCode::NO_CONTENT
-}
-
-async fn stats(State(inner): State<Arc<Inner>>) -> Response {
-    Json(inner.stats().clone()).into_response()
-}
-
-async fn zones(State(inner): State<Arc<Inner>>) -> Response {
-    Json(inner.zones()).into_response()
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NewZone {
+pub(crate) struct NewZone {
     name: String,
     #[serde(default)]
     private: bool,
@@ -102,20 +47,43 @@ struct NewZone {
     resource_group: Option<String>,
 }
 
-async fn create_zone(State(inner): State<Arc<Inner>>, body: axum::body::Bytes) -> Response {
-    let z: NewZone = match serde_json::from_slice(&body) {
-        Ok(z) => z,
-        Err(e) => return bad_request(format!("zone: {e}")),
-    };
-    match inner.create_zone(
-        &z.name,
-        z.private,
-        z.subscription.as_deref(),
-        z.resource_group.as_deref(),
-    ) {
-        Ok(id) => (StatusCode::CREATED, Json(json!({ "id": id }))).into_response(),
-        Err(e) => bad_request(format!("zone: {e}")),
+impl ControlPlane for Inner {
+    const CONTENT: &'static str = "recordsets";
+    type NewZone = NewZone;
+
+    fn faults(&self) -> &FaultSet {
+        &self.faults
     }
+
+    fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {
+        super::validate_fault(rule)
+    }
+
+    fn stats_json(&self) -> Value {
+        to_json(&*self.stats())
+    }
+
+    fn zones_json(&self) -> Value {
+        to_json(&self.zones())
+    }
+
+    fn create_zone_json(&self, z: NewZone) -> Result<Value, String> {
+        self.create_zone(
+            &z.name,
+            z.private,
+            z.subscription.as_deref(),
+            z.resource_group.as_deref(),
+        )
+        .map(|id| json!({ "id": id }))
+    }
+
+    fn content_json(&self, zone: &str) -> Option<Value> {
+        self.record_sets(zone).map(|v| to_json(&v))
+    }
+}
+
+fn bad_request(message: String) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response()
 }
 
 fn no_zone(zone: &str) -> Response {
@@ -124,13 +92,6 @@ fn no_zone(zone: &str) -> Response {
         Json(json!({ "error": format!("no zone {zone}") })),
     )
         .into_response()
-}
-
-async fn record_sets(State(inner): State<Arc<Inner>>, Path(zone): Path<String>) -> Response {
-    match inner.record_sets(&zone) {
-        Some(v) => Json(v).into_response(),
-        None => no_zone(&zone),
-    }
 }
 
 #[derive(Deserialize)]

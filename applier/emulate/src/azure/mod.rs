@@ -408,26 +408,14 @@ impl AzureEmulator {
 /// reads and checks the config, binds, logs the endpoint in one line, serves until
 /// Ctrl-C (or SIGTERM).
 pub async fn run_azure(listen: SocketAddr, config: Option<PathBuf>) -> Result<(), EmulateError> {
-    let opts = match &config {
-        Some(path) => AzureOptions::from_file(path)?,
-        None => AzureOptions::default(),
-    };
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| EmulateError::Bind {
-            addr: listen,
-            source,
-        })?;
+    let (emu, opts) = crate::server::launch(
+        listen,
+        config.as_deref(),
+        AzureOptions::from_file,
+        AzureEmulator::start,
+    )
+    .await?;
     let default_token = opts.tokens.iter().any(|t| t == DEFAULT_TOKEN);
-    let emu = AzureEmulator::start(listener, opts.clone())
-        .await
-        .map_err(|e| match config.clone() {
-            Some(path) if e.kind() == std::io::ErrorKind::InvalidInput => EmulateError::Config {
-                path,
-                message: e.to_string(),
-            },
-            _ => EmulateError::Io(e),
-        })?;
     tracing::info!(
         endpoint = %emu.endpoint(),
         subscription = %opts.subscription,
@@ -443,7 +431,7 @@ pub async fn run_azure(listen: SocketAddr, config: Option<PathBuf>) -> Result<()
             ", tokens from the config file".to_string()
         },
     );
-    serve::shutdown_signal().await;
+    crate::server::shutdown_signal().await;
     tracing::info!("Azure DNS emulator stopping.");
     emu.stop().await;
     Ok(())

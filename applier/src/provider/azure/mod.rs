@@ -50,11 +50,14 @@
 //! Each HTTP request takes its own quota token through the call's [`Pacer`] right
 //! before it is sent.
 use crate::provider::call::Pacer;
-use crate::provider::record_cache::{RecordCache, SerialPosition, Validity};
+use crate::provider::kit::counted;
+use crate::provider::kit::zones::ZoneLocks;
+use crate::provider::precondition::ZoneRead;
+use crate::provider::record_cache::{RecordCache, SerialPosition};
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, Url};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -95,7 +98,7 @@ pub struct AzureProvider {
     base: Url,
     flavor: Flavor,
     identity: Arc<Identity>,
-    zone_locks: Arc<Mutex<HashMap<Name, Arc<tokio::sync::Mutex<()>>>>>,
+    zone_locks: Arc<ZoneLocks>,
     /// Each zone as last read whole, kept by this driver's writes (listings only).
     cache: Arc<RecordCache>,
     /// The etag of every record set this driver read or wrote.
@@ -198,14 +201,9 @@ impl AzureProvider {
 
     /// `base/{segments…}?api-version=…&{query}`.
     pub(crate) fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
-        let mut url = self.base.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.extend(segments);
-        }
-        url.query_pairs_mut()
-            .append_pair("api-version", self.flavor.api_version())
-            .extend_pairs(query);
-        url
+        let mut pairs = vec![("api-version", self.flavor.api_version())];
+        pairs.extend_from_slice(query);
+        crate::provider::kit::http::url(&self.base, segments, &pairs)
     }
 
     /// The URL of the record set at `key`.
@@ -254,11 +252,7 @@ impl AzureProvider {
             for (name, value) in headers {
                 req = req.header(*name, value);
             }
-            let mut trace = HeaderMap::new();
-            dnsplane_common::telemetry::inject_http_headers(&mut trace);
-            if !trace.is_empty() {
-                req = req.headers(trace);
-            }
+            req = crate::provider::kit::http::traced(req);
             if let Some(body) = body {
                 req = req
                     .header(CONTENT_TYPE, "application/json")
@@ -267,12 +261,7 @@ impl AzureProvider {
             let failed = |e: reqwest::Error| crate::provider::transport_error(&what, &e, write);
             let resp = req.send().await.map_err(failed)?;
             let status = resp.status().as_u16();
-            let retry_after = resp
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+            let retry_after = crate::provider::kit::http::retry_after(resp.headers());
             // What Azure says is left of the subscription's window, fed to the quota.
             let left = resp
                 .headers()
@@ -352,12 +341,23 @@ impl AzureProvider {
     pub(crate) fn known(&self, key: &RecordKey) -> Option<Known> {
         lock(&self.known).get(key).cloned()
     }
+}
 
-    fn zone_lock(&self, zone: &Name) -> Arc<tokio::sync::Mutex<()>> {
-        lock(&self.zone_locks)
-            .entry(zone.clone())
-            .or_default()
-            .clone()
+/// Listings from the self-counted cache ([`crate::provider::kit::counted`]): Azure
+/// has no zone serial.
+#[async_trait]
+impl counted::CountedZone for AzureProvider {
+    fn listing_cache(&self) -> &RecordCache {
+        &self.cache
+    }
+
+    async fn read_zone(
+        &self,
+        zone: &Name,
+        names: Option<&BTreeSet<Name>>,
+        pacer: &Pacer,
+    ) -> Result<ZoneRead, ProviderError> {
+        self.read(zone, names, pacer).await
     }
 }
 
@@ -368,21 +368,12 @@ impl Provider for AzureProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // One request per record set; a change is undone when a later request
-            // of it fails, but nothing spans two changes.
-            atomic_batches: false,
-            // `If-Match` / `If-None-Match: *` on every write.
-            conditional_writes: true,
-            // One change per call (a change's ops still go together: the batch
-            // algorithm never splits one), so each change gets its own outcome.
-            max_changes_per_batch: 1,
-            max_bytes_per_batch: 1 << 20,
-            // The listing cache's own count (see `fill`), not Azure's.
-            has_serial: true,
-            routing_sets: false,
-            properties: &[],
-        }
+        // One request per record set, `If-Match` / `If-None-Match: *` on every write: a
+        // change is undone when a later request of it fails, but nothing spans two
+        // changes, so each call carries one change (the batch algorithm never splits
+        // one) and each change gets its own outcome. The serial is the listing
+        // cache's own count.
+        Capabilities::atomic(1, 1 << 20).not_atomic().with_serial()
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {
@@ -401,13 +392,7 @@ impl Provider for AzureProvider {
     /// The listing cache's count for the zone: no request, but the drift check's
     /// whole read when it is due; `None` before the first whole read.
     async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        let Some(position) = self.cache.position(zone) else {
-            return Ok(None);
-        };
-        if self.cache.validate(zone, position.serial) != Validity::Valid {
-            self.fill(zone, &Pacer::default()).await?;
-        }
-        Ok(self.cache.position(zone).map(|p| p.serial))
+        counted::serial(self, zone).await
     }
 
     fn forget(&self, zone: &Name) {
@@ -418,45 +403,13 @@ impl Provider for AzureProvider {
         self.cache.position(zone)
     }
 
-    async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
-        self.list_paced(zone, names, &Pacer::default()).await
-    }
-
-    async fn apply(&self, zone: &Name, ops: &[RRSetOp]) -> Result<(), ProviderError> {
-        self.apply_paced(zone, ops, &Pacer::default()).await
-    }
-
     async fn list_paced(
         &self,
         zone: &Name,
         names: Option<&[Name]>,
         pacer: &Pacer,
     ) -> Result<Listing, ProviderError> {
-        let Some(names) = names else {
-            if let Some(position) = self.cache.position(zone)
-                && self.cache.validate(zone, position.serial) == Validity::Valid
-                && let Some(rrsets) = self
-                    .cache
-                    .with(zone, |r| r.map(|r| r.rrsets.values().cloned().collect()))
-            {
-                return Ok(Listing {
-                    rrsets,
-                    serial: Some(position.serial),
-                });
-            }
-            let read = self.fill(zone, pacer).await?;
-            return Ok(Listing {
-                rrsets: read.rrsets.into_values().collect(),
-                serial: self.cache.position(zone).map(|p| p.serial),
-            });
-        };
-        let names: BTreeSet<Name> = names.iter().cloned().collect();
-        let read = self.read(zone, Some(&names), pacer).await?;
-        self.cache.refresh(zone, &names, &read);
-        Ok(Listing {
-            rrsets: read.rrsets.into_values().collect(),
-            serial: self.cache.position(zone).map(|p| p.serial),
-        })
+        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(
@@ -478,8 +431,7 @@ impl Provider for AzureProvider {
                 return Err(ProviderError::new(ErrorClass::Invalid, why).with_key(op.key.clone()));
             }
         }
-        let lock = self.zone_lock(zone);
-        let _guard = lock.lock().await;
+        let _guard = self.zone_locks.lock(zone).await;
         match write::Change::new(self, zone, ops, pacer).run().await {
             Ok(()) => {
                 self.cache.committed(zone, ops);

@@ -135,12 +135,4 @@ impl AzureProvider {
         }
         Ok(read)
     }
-
-    /// Reads `zone` whole and keeps it under a count of its own.
-    pub(super) async fn fill(&self, zone: &Name, pacer: &Pacer) -> Result<ZoneRead, ProviderError> {
-        let mut read = self.read(zone, None, pacer).await?;
-        read.serial = Some(u64::from(rand::random::<u32>()));
-        self.cache.fill(zone, &read);
-        Ok(read)
-    }
 }
