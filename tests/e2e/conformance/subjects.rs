@@ -196,6 +196,7 @@ pub async fn azure() -> Subject {
         throttle: ThrottleOptions {
             reads_per_second: 0.0,
             writes_per_second: 0.0,
+            deletes_per_second: 0.0,
             ..ThrottleOptions::default()
         },
         ..AzureOptions::default()
