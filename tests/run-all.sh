@@ -136,6 +136,12 @@ if ! "$TOOLS/venv/bin/python" -c 'import google.cloud.dns, googleapiclient, clou
     "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check \
         'google-cloud-dns==0.37.2' 'google-api-python-client==2.202.0' 'cloudflare==5.9.0'
 fi
+# Azure's SDKs against the Azure emulator (tests/e2e/sdk_azure.rs, tests/sdk/azure_sdk.py).
+if ! "$TOOLS/venv/bin/python" -c 'import azure.mgmt.dns, azure.mgmt.privatedns, azure.identity' 2>/dev/null; then
+    say "installing azure-mgmt-dns, azure-mgmt-privatedns and azure-identity into $TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check \
+        'azure-mgmt-dns==9.0.0' 'azure-mgmt-privatedns==2.0.0' 'azure-identity==1.27.0'
+fi
 export DNSPLANE_SDK_PYTHON="$TOOLS/venv/bin/python"
 # DNS as code checked against octoDNS itself (tests/e2e/octodns*.rs, the zone-file and
 # octoDNS-YAML parsers' comparisons): octoDNS's YamlProvider, octodns-bind's zone-file

@@ -50,6 +50,7 @@ mod route53_cycle;
 mod route53_sdk;
 mod routing_sets;
 mod safety;
+mod sdk_azure;
 mod sdk_clouddns;
 mod sdk_cloudflare;
 mod secret_scan;

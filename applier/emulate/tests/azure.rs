@@ -30,6 +30,7 @@ fn unthrottled() -> AzureOptions {
         throttle: ThrottleOptions {
             reads_per_second: 0.0,
             writes_per_second: 0.0,
+            deletes_per_second: 0.0,
             ..ThrottleOptions::default()
         },
         ..AzureOptions::default()
@@ -647,6 +648,8 @@ async fn the_subscription_quota_answers_429_with_retry_after_and_headers() {
             read_burst: 3,
             writes_per_second: 0.5,
             write_burst: 2,
+            deletes_per_second: 1.0,
+            delete_burst: 1,
         },
         ..AzureOptions::default()
     })
@@ -696,11 +699,12 @@ async fn the_subscription_quota_answers_429_with_retry_after_and_headers() {
             Some(["1", "0"][i])
         );
     }
+    let www = set_path("example.com", "A", "www");
     let a = c
         .call(
-            Method::DELETE,
-            &set_path("example.com", "A", "www"),
-            None,
+            Method::PATCH,
+            &www,
+            Some(json!({ "properties": { "TTL": 5 } })),
             &[],
         )
         .await;
@@ -712,7 +716,23 @@ async fn the_subscription_quota_answers_429_with_retry_after_and_headers() {
             .unwrap()
             .contains("'write'")
     );
-    assert_eq!(emu.stats().throttled, 2);
+    // Deletes have their own bucket too, as ARM counts them.
+    let a = c.call(Method::DELETE, &www, None, &[]).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(
+        a.header("x-ms-ratelimit-remaining-subscription-deletes"),
+        Some("0")
+    );
+    assert!(
+        a.header("x-ms-ratelimit-remaining-subscription-writes")
+            .is_none()
+    );
+    let a = c.call(Method::DELETE, &www, None, &[]).await;
+    assert_eq!(
+        (a.status, a.header("retry-after")),
+        (StatusCode::TOO_MANY_REQUESTS, Some("1"))
+    );
+    assert_eq!(emu.stats().throttled, 3);
     emu.stop().await;
 }
 

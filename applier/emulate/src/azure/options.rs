@@ -51,9 +51,9 @@ impl std::fmt::Debug for ClientSpec {
     }
 }
 
-/// ARM's per-subscription request quota (its token-bucket model): reads and writes
-/// apart, each a bucket of `*_burst` requests refilled at `*_per_second`. A rate of 0
-/// turns that bucket off.
+/// ARM's per-subscription request quota (its token-bucket model): reads, writes and
+/// deletes apart, each a bucket of `*_burst` requests refilled at `*_per_second`. A
+/// rate of 0 turns that bucket off.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ThrottleOptions {
@@ -61,17 +61,21 @@ pub struct ThrottleOptions {
     pub read_burst: u32,
     pub writes_per_second: f64,
     pub write_burst: u32,
+    pub deletes_per_second: f64,
+    pub delete_burst: u32,
 }
 
 impl Default for ThrottleOptions {
     /// ARM's documented subscription limits: 250 reads refilled at 25/s, 200 writes
-    /// refilled at 10/s.
+    /// and 200 deletes each refilled at 10/s.
     fn default() -> Self {
         ThrottleOptions {
             reads_per_second: 25.0,
             read_burst: 250,
             writes_per_second: 10.0,
             write_burst: 200,
+            deletes_per_second: 10.0,
+            delete_burst: 200,
         }
     }
 }
@@ -230,6 +234,7 @@ impl AzureOptions {
         for (field, rate) in [
             ("throttle.reads_per_second", t.reads_per_second),
             ("throttle.writes_per_second", t.writes_per_second),
+            ("throttle.deletes_per_second", t.deletes_per_second),
         ] {
             if !rate.is_finite() || rate < 0.0 {
                 return Err(format!("{field}: must be 0 (off) or more"));
@@ -254,5 +259,47 @@ impl AzureOptions {
             validate_fault(f).map_err(|e| format!("faults[{i}].{e}"))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_toml_name_the_bad_field() {
+        let o: AzureOptions = toml::from_str(
+            "tokens = [\"t\"]\ntoken_lifetime = \"5m\"\nmax_record_sets = 50\n\
+             [[clients]]\nclient_id = \"c\"\nclient_secret = \"s\"\n\
+             [throttle]\nwrites_per_second = 0.0\n\
+             [[zones]]\nname = \"corp.internal\"\nprivate = true\n\
+             [[faults]]\naction = \"throttle\"\nop = \"put_record_set\"\ntimes = 1\n",
+        )
+        .unwrap();
+        assert!(o.validate().is_ok());
+        assert_eq!(o.token_lifetime, Duration::from_secs(300));
+        assert_eq!(o.throttle.read_burst, 250);
+        assert!(o.zones[0].private);
+        assert_eq!(
+            toml::from_str::<AzureOptions>("").unwrap(),
+            AzureOptions::default()
+        );
+        assert!(toml::from_str::<AzureOptions>("tokenz = []").is_err());
+        let bad = |t: &str| {
+            toml::from_str::<AzureOptions>(t)
+                .unwrap()
+                .validate()
+                .unwrap_err()
+        };
+        assert!(bad("[[faults]]\naction = \"pending_forever\"\n").starts_with("faults[0].action:"));
+        assert!(
+            bad("[[faults]]\naction = \"error\"\nop = \"batch\"\n").starts_with("faults[0].op:")
+        );
+        assert!(bad("[[clients]]\nclient_id = \"c\"\n").starts_with("clients[0]:"));
+        assert!(bad("page_size = 0").starts_with("page_size:"));
+        assert!(bad("resource_group = \"a b\"").starts_with("resource_group:"));
+        assert!(
+            bad("[throttle]\nreads_per_second = -1.0").starts_with("throttle.reads_per_second:")
+        );
     }
 }

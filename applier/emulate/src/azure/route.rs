@@ -250,7 +250,7 @@ impl Op {
         }
     }
 
-    /// Reads or writes, for the subscription quota.
+    /// Reads, writes or deletes, for the subscription quota.
     pub fn class(&self) -> Class {
         match self {
             Op::Token { .. }
@@ -258,6 +258,7 @@ impl Op {
             | Op::GetZone(_)
             | Op::ListSets { .. }
             | Op::GetSet(_) => Class::Read,
+            Op::DeleteZone(_) | Op::DeleteSet(_) => Class::Delete,
             _ => Class::Write,
         }
     }

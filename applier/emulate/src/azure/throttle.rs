@@ -1,7 +1,7 @@
-//! ARM's subscription throttling: a bucket of reads and one of writes per
-//! subscription; a request takes a token or is refused with 429 and `Retry-After`;
+//! ARM's subscription throttling: a bucket of reads, one of writes and one of deletes
+//! per subscription; a request takes a token or is refused with 429 and `Retry-After`;
 //! every answer says what is left in `x-ms-ratelimit-remaining-subscription-reads`
-//! (GETs) or `-writes` (PUT, PATCH, DELETE), as ARM's do. Its own small bucket (not
+//! (GET), `-writes` (PUT, PATCH) or `-deletes` (DELETE), as ARM's do. Its own small bucket (not
 //! `crate::quota`) because the headers need the tokens left.
 use super::options::ThrottleOptions;
 use std::collections::HashMap;
@@ -15,11 +15,12 @@ struct Bucket {
     last: Instant,
 }
 
-/// Reads or writes.
+/// Reads, writes or deletes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Class {
     Read,
     Write,
+    Delete,
 }
 
 impl Class {
@@ -27,6 +28,7 @@ impl Class {
         match self {
             Class::Read => "x-ms-ratelimit-remaining-subscription-reads",
             Class::Write => "x-ms-ratelimit-remaining-subscription-writes",
+            Class::Delete => "x-ms-ratelimit-remaining-subscription-deletes",
         }
     }
 
@@ -34,6 +36,7 @@ impl Class {
         match self {
             Class::Read => "read",
             Class::Write => "write",
+            Class::Delete => "delete",
         }
     }
 }
@@ -62,6 +65,10 @@ impl Throttle {
             Class::Write => (
                 self.opts.writes_per_second,
                 f64::from(self.opts.write_burst.max(1)),
+            ),
+            Class::Delete => (
+                self.opts.deletes_per_second,
+                f64::from(self.opts.delete_burst.max(1)),
             ),
         }
     }
@@ -104,6 +111,8 @@ mod tests {
             read_burst: 2,
             writes_per_second: 0.5,
             write_burst: 1,
+            deletes_per_second: 1.0,
+            delete_burst: 1,
         });
         assert_eq!(t.take("s", Class::Read), Ok(1));
         assert_eq!(t.take("S", Class::Read), Ok(0));
@@ -115,6 +124,7 @@ mod tests {
             t.take("s", Class::Write).unwrap_err().1,
             Duration::from_secs(2)
         );
+        assert_eq!(t.take("s", Class::Delete), Ok(0));
         assert_eq!(t.take("other", Class::Read), Ok(1));
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(t.take("s", Class::Read), Ok(0));

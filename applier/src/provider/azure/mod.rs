@@ -74,6 +74,8 @@ use wire::{Flavor, Parsed, ReadSet, WireZone};
 pub const REMAINING_READS: &str = "x-ms-ratelimit-remaining-subscription-reads";
 /// Azure's count of the writes left in the subscription's throttling window.
 pub const REMAINING_WRITES: &str = "x-ms-ratelimit-remaining-subscription-writes";
+/// Azure's count of the deletes left in the subscription's throttling window.
+pub const REMAINING_DELETES: &str = "x-ms-ratelimit-remaining-subscription-deletes";
 /// Record sets per page of a listing (`$top`).
 pub const PAGE: usize = 100;
 /// Up to this many names, a read lists each name; above it, the whole zone.
@@ -276,10 +278,10 @@ impl AzureProvider {
             // What Azure says is left of the subscription's window, fed to the quota.
             let left = resp
                 .headers()
-                .get(if write {
-                    REMAINING_WRITES
-                } else {
-                    REMAINING_READS
+                .get(match method {
+                    Method::GET => REMAINING_READS,
+                    Method::DELETE => REMAINING_DELETES,
+                    _ => REMAINING_WRITES,
                 })
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok());
