@@ -545,3 +545,39 @@ async fn none_remaining_paces_the_account_before_a_429() {
     assert_eq!(s.emu.stats().throttled, 0, "no 429 was needed");
     assert!(account.pacer.paced(), "{:?}", account.pacer.status());
 }
+
+/// A PUT that times out after Azure committed it: the set is read back, found at its
+/// target with a new etag, and the change is APPLIED without a second PUT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_after_commit_is_read_back() {
+    let emu = emulator(AzureOptions::default()).await;
+    emu.create_zone("slow-put.test");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    std::fs::write(&path, DEFAULT_TOKEN).unwrap();
+    let mut cfg = config(&emu);
+    cfg.token_file = Some(path);
+    cfg.timeout = Duration::from_secs(1);
+    let s = Setup {
+        provider: Arc::new(AzureProvider::new(&cfg).unwrap()),
+        zone: Name::parse("slow-put.test").unwrap(),
+        emu,
+        dir,
+    };
+    s.emu.add_fault(
+        FaultRule::new(FaultAction::Timeout)
+            .op("put_record_set")
+            .delay(Duration::from_secs(3))
+            .commit(true)
+            .times(1),
+    );
+    let one = [rr(&s.zone, "late", RecordType::A, &["192.0.2.9"])];
+    let r = run(&s, &creates(&one)).await;
+    assert_eq!(outcomes(&r), [Outcome::Applied], "{:?}", r.results);
+    assert_eq!(
+        count(&s.emu, "RecordSets_CreateOrUpdate"),
+        1,
+        "no blind resend"
+    );
+    assert_eq!(held(&s, "late", "A").unwrap(), ["192.0.2.9"]);
+}
