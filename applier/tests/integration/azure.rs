@@ -4,12 +4,13 @@
 //! tokens from a client secret and a federated token file through the emulator's
 //! token endpoint. Request counts are read from the emulator's own counters, so a
 //! blind resend or an extra read would show.
-use dnsplane_applier::account::Account;
+use dnsplane_applier::account::{Account, AccountOptions};
 use dnsplane_applier::apply::{BatchReport, execute};
 use dnsplane_applier::provider::azure::identity::EnvReader;
 use dnsplane_applier::provider::azure::{AzureConfig, AzureProvider};
 use dnsplane_applier::provider::call::CallCx;
 use dnsplane_applier::provider::{ErrorClass, Provider};
+use dnsplane_applier::quota::{Quota, QuotaConfig, QuotaSettings};
 use dnsplane_applier::retry::RetryPolicy;
 use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
 use dnsplane_emulate::azure::{
@@ -535,7 +536,20 @@ async fn none_remaining_paces_the_account_before_a_429() {
         ..AzureOptions::default()
     };
     let s = setup_with("left.test", DEFAULT_TOKEN, options).await;
-    let account = Account::new("az", s.provider.clone(), std::slice::from_ref(&s.zone));
+    let quota_table: QuotaConfig = toml::from_str("rate = 100.0\nburst = 10\n").unwrap();
+    let settings = QuotaSettings::resolve("azure", Some(&quota_table))
+        .unwrap()
+        .expect("a quota");
+    let quota = Arc::new(Quota::new("az", settings).unwrap());
+    let account = Account::with_options(
+        "az",
+        s.provider.clone(),
+        std::slice::from_ref(&s.zone),
+        AccountOptions {
+            quota: Some(quota.clone()),
+            ..AccountOptions::default()
+        },
+    );
     let sets: Vec<RRSet> = (0..2)
         .map(|i| rr(&s.zone, &format!("h{i}"), RecordType::A, &["192.0.2.1"]))
         .collect();
@@ -544,6 +558,7 @@ async fn none_remaining_paces_the_account_before_a_429() {
     assert_eq!(outcomes(&r), [Outcome::Applied, Outcome::Applied]);
     assert_eq!(s.emu.stats().throttled, 0, "no 429 was needed");
     assert!(account.pacer.paced(), "{:?}", account.pacer.status());
+    assert_eq!(quota.status().throttled, 1, "the quota slowed down too");
 }
 
 /// A PUT that times out after Azure committed it: the set is read back, found at its
