@@ -4,12 +4,13 @@
 //! tokens from a client secret and a federated token file through the emulator's
 //! token endpoint. Request counts are read from the emulator's own counters, so a
 //! blind resend or an extra read would show.
-use dnsplane_applier::account::Account;
+use dnsplane_applier::account::{Account, AccountOptions};
 use dnsplane_applier::apply::{BatchReport, execute};
 use dnsplane_applier::provider::azure::identity::EnvReader;
 use dnsplane_applier::provider::azure::{AzureConfig, AzureProvider};
 use dnsplane_applier::provider::call::CallCx;
 use dnsplane_applier::provider::{ErrorClass, Provider};
+use dnsplane_applier::quota::{Quota, QuotaConfig, QuotaSettings};
 use dnsplane_applier::retry::RetryPolicy;
 use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
 use dnsplane_emulate::azure::{
@@ -535,7 +536,20 @@ async fn none_remaining_paces_the_account_before_a_429() {
         ..AzureOptions::default()
     };
     let s = setup_with("left.test", DEFAULT_TOKEN, options).await;
-    let account = Account::new("az", s.provider.clone(), std::slice::from_ref(&s.zone));
+    let quota_table: QuotaConfig = toml::from_str("rate = 100.0\nburst = 10\n").unwrap();
+    let settings = QuotaSettings::resolve("azure", Some(&quota_table))
+        .unwrap()
+        .expect("a quota");
+    let quota = Arc::new(Quota::new("az", settings).unwrap());
+    let account = Account::with_options(
+        "az",
+        s.provider.clone(),
+        std::slice::from_ref(&s.zone),
+        AccountOptions {
+            quota: Some(quota.clone()),
+            ..AccountOptions::default()
+        },
+    );
     let sets: Vec<RRSet> = (0..2)
         .map(|i| rr(&s.zone, &format!("h{i}"), RecordType::A, &["192.0.2.1"]))
         .collect();
@@ -544,4 +558,41 @@ async fn none_remaining_paces_the_account_before_a_429() {
     assert_eq!(outcomes(&r), [Outcome::Applied, Outcome::Applied]);
     assert_eq!(s.emu.stats().throttled, 0, "no 429 was needed");
     assert!(account.pacer.paced(), "{:?}", account.pacer.status());
+    assert_eq!(quota.status().throttled, 1, "the quota slowed down too");
+}
+
+/// A PUT that times out after Azure committed it: the set is read back, found at its
+/// target with a new etag, and the change is APPLIED without a second PUT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_after_commit_is_read_back() {
+    let emu = emulator(AzureOptions::default()).await;
+    emu.create_zone("slow-put.test");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    std::fs::write(&path, DEFAULT_TOKEN).unwrap();
+    let mut cfg = config(&emu);
+    cfg.token_file = Some(path);
+    cfg.timeout = Duration::from_secs(1);
+    let s = Setup {
+        provider: Arc::new(AzureProvider::new(&cfg).unwrap()),
+        zone: Name::parse("slow-put.test").unwrap(),
+        emu,
+        dir,
+    };
+    s.emu.add_fault(
+        FaultRule::new(FaultAction::Timeout)
+            .op("put_record_set")
+            .delay(Duration::from_secs(3))
+            .commit(true)
+            .times(1),
+    );
+    let one = [rr(&s.zone, "late", RecordType::A, &["192.0.2.9"])];
+    let r = run(&s, &creates(&one)).await;
+    assert_eq!(outcomes(&r), [Outcome::Applied], "{:?}", r.results);
+    assert_eq!(
+        count(&s.emu, "RecordSets_CreateOrUpdate"),
+        1,
+        "no blind resend"
+    );
+    assert_eq!(held(&s, "late", "A").unwrap(), ["192.0.2.9"]);
 }

@@ -190,7 +190,7 @@ pub async fn azure() -> Subject {
         .await
         .expect("bind");
     // The cases call the driver directly, without the account's pacing, and write
-    // more record sets than ARM's 200-write burst: the subscription quota is off
+    // more record sets than ARM's 200-write (and delete) burst: the subscription quota is off
     // here (its 429s are the integration tests' subject).
     let options = AzureOptions {
         throttle: ThrottleOptions {

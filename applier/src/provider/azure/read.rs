@@ -75,7 +75,8 @@ impl AzureProvider {
         let url = self.url(&[z, self.flavor.list_segment()], &q);
         let sets: Vec<WireSet> = self.pages(url, pacer).await.map_err(|e| {
             if e.class == ErrorClass::Invalid {
-                // A 404 on a listing is the zone: nothing a retry mends.
+                // A listing refused outright (a 4xx) is the zone or the request,
+                // not one record: nothing a retry or a bisection mends.
                 ProviderError {
                     class: ErrorClass::Permanent,
                     ..e
