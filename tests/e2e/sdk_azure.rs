@@ -39,7 +39,7 @@ fn the_azure_sdks_drive_record_sets_under_etags_and_page_through_next_links() {
         return;
     }
     // Quota off: the script is about the API's shapes, not its pace (the quota has
-    // its own tests in applier/emulate/tests/azure.rs).
+    // its own tests in applier/emulate/tests/azure/).
     let emu = Emulator::start(
         "azure",
         Some(
