@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::require_servers;
 
+pub mod azure;
 pub mod clouddns;
 pub mod cloudflare;
 pub mod emulated;
@@ -620,6 +621,8 @@ pub enum Kind {
     CloudDns,
     /// Cloudflare through the `cloudflare` driver, served by dnsplane's emulator.
     Cloudflare,
+    /// Azure DNS through the `azure` driver, served by dnsplane's emulator.
+    Azure,
 }
 
 impl Kind {
@@ -631,6 +634,7 @@ impl Kind {
             Kind::Route53 | Kind::Route53Moto => "route53",
             Kind::CloudDns => "clouddns",
             Kind::Cloudflare => "cloudflare",
+            Kind::Azure => "azure",
         }
     }
 
@@ -643,6 +647,7 @@ impl Kind {
             Kind::Route53Moto => "Route 53 (moto)",
             Kind::CloudDns => "Cloud DNS (emulated)",
             Kind::Cloudflare => "Cloudflare (emulated)",
+            Kind::Azure => "Azure DNS (emulated)",
         }
     }
 
@@ -651,7 +656,7 @@ impl Kind {
     pub fn emulated(self) -> bool {
         matches!(
             self,
-            Kind::Route53 | Kind::Route53Moto | Kind::CloudDns | Kind::Cloudflare
+            Kind::Route53 | Kind::Route53Moto | Kind::CloudDns | Kind::Cloudflare | Kind::Azure
         )
     }
 
@@ -666,6 +671,7 @@ impl Kind {
                 "route53-moto" | "moto" => Ok(Kind::Route53Moto),
                 "clouddns" => Ok(Kind::CloudDns),
                 "cloudflare" => Ok(Kind::Cloudflare),
+                "azure" => Ok(Kind::Azure),
                 other => Err(format!("unknown server {other:?}")),
             })
             .collect()
@@ -690,6 +696,7 @@ pub enum RealServer {
     Route53Moto(route53_moto::MotoRoute53),
     CloudDns(clouddns::EmulatedCloudDns),
     Cloudflare(cloudflare::EmulatedCloudflare),
+    Azure(azure::EmulatedAzure),
 }
 
 impl RealServer {
@@ -704,6 +711,7 @@ impl RealServer {
             Kind::Cloudflare => Some(RealServer::Cloudflare(
                 cloudflare::EmulatedCloudflare::start(),
             )),
+            Kind::Azure => Some(RealServer::Azure(azure::EmulatedAzure::start())),
         }
     }
 
@@ -715,6 +723,7 @@ impl RealServer {
             RealServer::Route53Moto(_) => Kind::Route53Moto,
             RealServer::CloudDns(_) => Kind::CloudDns,
             RealServer::Cloudflare(_) => Kind::Cloudflare,
+            RealServer::Azure(_) => Kind::Azure,
         }
     }
 
@@ -726,6 +735,7 @@ impl RealServer {
             RealServer::Route53Moto(s) => &s.zone,
             RealServer::CloudDns(s) => &s.zone,
             RealServer::Cloudflare(s) => &s.zone,
+            RealServer::Azure(s) => &s.zone,
         }
     }
 
@@ -737,7 +747,8 @@ impl RealServer {
             RealServer::Route53(_)
             | RealServer::Route53Moto(_)
             | RealServer::CloudDns(_)
-            | RealServer::Cloudflare(_) => None,
+            | RealServer::Cloudflare(_)
+            | RealServer::Azure(_) => None,
         }
     }
 
@@ -748,6 +759,7 @@ impl RealServer {
             (RealServer::Route53Moto(s), _) => s.dig(name, rtype),
             (RealServer::CloudDns(s), _) => s.dig(name, rtype),
             (RealServer::Cloudflare(s), _) => s.dig(name, rtype),
+            (RealServer::Azure(s), _) => s.dig(name, rtype),
             (_, Some(port)) => dig_sorted(dig, port, name, rtype),
             (_, None) => unreachable!("every other server answers DNS"),
         }
@@ -776,6 +788,7 @@ impl RealServer {
             RealServer::Route53Moto(s) => s.account_toml(account),
             RealServer::CloudDns(s) => s.account_toml(account),
             RealServer::Cloudflare(s) => s.account_toml(account),
+            RealServer::Azure(s) => s.account_toml(account),
         }
     }
 
@@ -788,6 +801,7 @@ impl RealServer {
             RealServer::Route53Moto(s) => s.add_records(records),
             RealServer::CloudDns(s) => s.add_records(records),
             RealServer::Cloudflare(s) => s.add_records(records),
+            RealServer::Azure(s) => s.add_records(records),
         }
     }
 
@@ -800,6 +814,7 @@ impl RealServer {
             RealServer::Route53Moto(s) => s.axfr(),
             RealServer::CloudDns(s) => s.axfr(),
             RealServer::Cloudflare(s) => s.axfr(),
+            RealServer::Azure(s) => s.axfr(),
         }
     }
 
@@ -809,6 +824,7 @@ impl RealServer {
             RealServer::Route53(s) => s.add_fault(rule),
             RealServer::CloudDns(s) => s.add_fault(rule),
             RealServer::Cloudflare(s) => s.add_fault(rule),
+            RealServer::Azure(s) => s.add_fault(rule),
             RealServer::Pdns(_) | RealServer::Bind(_) | RealServer::Route53Moto(_) => {
                 panic!(
                     "{} is no emulator: it has no fault rules",
@@ -836,6 +852,10 @@ impl RealServer {
                 let st = s.emulator.stats();
                 (st.throttled, st.faults)
             }
+            RealServer::Azure(s) => {
+                let st = s.emulator.stats();
+                (st.throttled, st.faults)
+            }
             RealServer::Pdns(_) | RealServer::Bind(_) | RealServer::Route53Moto(_) => {
                 panic!("{} is no emulator: it counts nothing", self.kind().server())
             }
@@ -845,10 +865,11 @@ impl RealServer {
 
     /// The emulator's fault `op` for the driver's writes: Route 53's
     /// ChangeResourceRecordSets and Cloud DNS's `changes.create` are `change`,
-    /// Cloudflare's batch endpoint `batch`.
+    /// Cloudflare's batch endpoint `batch`, Azure's record-set PUT `put_record_set`.
     pub fn write_op(&self) -> &'static str {
         match self {
             RealServer::Cloudflare(_) => "batch",
+            RealServer::Azure(_) => "put_record_set",
             _ => "change",
         }
     }
@@ -862,6 +883,7 @@ impl RealServer {
             (RealServer::Route53Moto(s), _) => return s.listing_hash(),
             (RealServer::CloudDns(s), _) => return s.writes(),
             (RealServer::Cloudflare(s), _) => return s.writes(),
+            (RealServer::Azure(s), _) => return s.writes(),
             (_, Some(port)) => port,
             (_, None) => unreachable!("every other server answers DNS"),
         };

@@ -72,6 +72,7 @@ fn other_writer(s: &RealStack, recs: &[(String, Option<String>)]) {
         RealServer::Route53Moto(r) => r.set_a_records(recs, TTL),
         RealServer::CloudDns(r) => r.set_a_records(recs, TTL),
         RealServer::Cloudflare(r) => r.set_a_records(recs, TTL),
+        RealServer::Azure(r) => r.set_a_records(recs, TTL),
     }
 }
 
@@ -181,6 +182,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
             .to_string(),
         ),
         RealServer::Cloudflare(r) => std::fs::write(&r.token_file, "not-the-token\n"),
+        RealServer::Azure(r) => std::fs::write(&r.token_file, "not-the-token\n"),
         RealServer::Route53Moto(_) => unreachable!("moto checks no signature"),
     }
     .expect("write the wrong key");
@@ -215,6 +217,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
         }
         Kind::CloudDns => reason.contains("invalid_grant"),
         Kind::Cloudflare => reason.contains("403") && reason.contains("9109"),
+        Kind::Azure => reason.contains("401"),
     };
     ctx.push(Row {
         server: kind.server(),
@@ -226,6 +229,7 @@ pub fn wrong_key(ctx: &mut Ctx, kind: Kind) {
             Kind::Bind => "≤ 10 s, with the server's answer".into(),
             Kind::Route53 | Kind::Route53Moto | Kind::Cloudflare => "≤ 10 s, with the 403".into(),
             Kind::CloudDns => "≤ 10 s, with the token endpoint's invalid_grant".into(),
+            Kind::Azure => "≤ 10 s, with the 401".into(),
         },
         pass: Some(time.is_some_and(|t| t <= Duration::from_secs(10)) && with_message),
         note: format!("reason: {}", reason.replace('|', "\\|")),

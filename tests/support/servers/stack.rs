@@ -161,6 +161,7 @@ impl RealStack {
             Kind::Route53 | Kind::Route53Moto => "route53",
             Kind::CloudDns => "clouddns",
             Kind::Cloudflare => "cloudflare",
+            Kind::Azure => "azure",
         }
         .to_string();
         let zone = server.zone().clone();
