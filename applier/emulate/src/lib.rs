@@ -11,11 +11,13 @@
 //!   the rate limit), one folder split by concept;
 //! - [`azure`]: Azure DNS's ARM API (public and private zones, record-set ETags and
 //!   412s, bearer tokens and a token endpoint, the subscription quota), likewise;
-//! - shared, provider-neutral pieces the other emulators (Cloud DNS, Cloudflare)
-//!   build on: [`fault`] (opt-in fault rules), [`quota`] (a token-bucket request
-//!   quota), [`server`] (serving a router on an injected listener, connections that a
-//!   fault can drop without an answer, graceful stop) and [`timefmt`] (UTC timestamps
-//!   without a date crate);
+//! - shared, provider-neutral pieces every emulator builds on: [`control`] (the
+//!   `/_emulator/` control API, each emulator plugging in its zones through
+//!   [`control::ControlPlane`]), [`fault`] (opt-in fault rules), [`quota`] (a
+//!   token-bucket request quota), [`server`] (serving a router on an injected
+//!   listener, connections that a fault can drop without an answer, graceful stop,
+//!   and `dnsplane emulate`'s start and stop) and [`timefmt`] (UTC timestamps without
+//!   a date crate);
 //! - [`EmulateError`]: what starting an emulator from the command line can fail with.
 //!
 //! Every emulator serves on a `tokio::net::TcpListener` the caller binds (tests bind
