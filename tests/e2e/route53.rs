@@ -151,28 +151,10 @@ async fn a_steady_zone_costs_no_listing_and_the_drift_check_finds_other_writers(
     use dnsplane_applier::provider::call::CallCx;
     use dnsplane_applier::retry::RetryPolicy;
     use dnsplane_common::{Change, ChangeKind, Outcome};
-    use dnsplane_emulate::{Route53Emulator, Route53Options};
     use std::sync::Arc;
     use std::time::Duration;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let emulator = Route53Emulator::start(
-        listener,
-        Route53Options {
-            rate: 0.0,
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("emulator");
-    let zone = Name::parse("steady.test").expect("zone");
-    emulator.create_zone(zone.as_str(), false);
-    let cfg = Route53Config {
-        endpoint: emulator.endpoint(),
-        ..Route53Config::default()
-    };
+    let (emulator, zone, cfg) = unthrottled_emulator("steady.test").await;
     let env = crate::conformance::subjects::emulator_env;
     let driver = Arc::new(
         Route53Provider::with_env(&cfg, env())
@@ -328,27 +310,9 @@ async fn batches_are_packed_to_route53s_own_limits() {
     use dnsplane_applier::provider::call::CallCx;
     use dnsplane_applier::retry::RetryPolicy;
     use dnsplane_common::{Change, ChangeKind, Outcome};
-    use dnsplane_emulate::{Route53Emulator, Route53Options};
     use std::sync::Arc;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let emulator = Route53Emulator::start(
-        listener,
-        Route53Options {
-            rate: 0.0,
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("emulator");
-    let zone = Name::parse("packed.test").expect("zone");
-    emulator.create_zone(zone.as_str(), false);
-    let cfg = Route53Config {
-        endpoint: emulator.endpoint(),
-        ..Route53Config::default()
-    };
+    let (emulator, zone, cfg) = unthrottled_emulator("packed.test").await;
     let driver = Arc::new(
         Route53Provider::with_env(&cfg, crate::conformance::subjects::emulator_env())
             .expect("driver"),
@@ -407,4 +371,30 @@ async fn batches_are_packed_to_route53s_own_limits() {
     );
     assert_eq!(stats.changes_committed, 2, "{stats:?}");
     emulator.stop().await;
+}
+
+/// A Route 53 emulator without AWS's request quota, holding one public zone `zone`, and
+/// a driver config pointed at it.
+async fn unthrottled_emulator(
+    zone: &str,
+) -> (dnsplane_emulate::Route53Emulator, Name, Route53Config) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let emulator = dnsplane_emulate::Route53Emulator::start(
+        listener,
+        dnsplane_emulate::Route53Options {
+            rate: 0.0,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("emulator");
+    let zone = Name::parse(zone).expect("zone");
+    emulator.create_zone(zone.as_str(), false);
+    let cfg = Route53Config {
+        endpoint: emulator.endpoint(),
+        ..Route53Config::default()
+    };
+    (emulator, zone, cfg)
 }

@@ -210,6 +210,23 @@ impl FaultRule {
         self
     }
 
+    /// [`validate`](Self::validate) for an emulator of a provider other than Route 53
+    /// (`provider` names it in the message): Route 53's own answers
+    /// (`prior_request_not_complete`, `pending_forever`) are refused.
+    pub fn validate_off_route53(&self, ops: &[&str], provider: &str) -> Result<(), String> {
+        self.validate(ops)?;
+        if matches!(
+            self.action,
+            FaultAction::PriorRequestNotComplete | FaultAction::PendingForever
+        ) {
+            return Err(format!(
+                "action: {} is Route 53's; {provider} has no such answer",
+                self.action.as_str()
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the rule against an emulator's operation names.
     pub fn validate(&self, ops: &[&str]) -> Result<(), String> {
         if self.op != "any" && !ops.contains(&self.op.as_str()) {

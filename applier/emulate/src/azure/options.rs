@@ -4,7 +4,7 @@
 //! a TOML file.
 use super::route::FAULT_OPS;
 use crate::error::EmulateError;
-use crate::fault::{FaultAction, FaultRule};
+use crate::fault::FaultRule;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -160,17 +160,7 @@ impl Default for AzureOptions {
 
 /// Checks a fault rule against what this emulator can answer.
 pub(crate) fn validate_fault(rule: &FaultRule) -> Result<(), String> {
-    rule.validate(FAULT_OPS)?;
-    if matches!(
-        rule.action,
-        FaultAction::PriorRequestNotComplete | FaultAction::PendingForever
-    ) {
-        return Err(format!(
-            "action: {} is Route 53's; Azure has no such answer",
-            rule.action.as_str()
-        ));
-    }
-    Ok(())
+    rule.validate_off_route53(FAULT_OPS, "Azure")
 }
 
 fn is_segment(s: &str) -> bool {

@@ -6,7 +6,7 @@ use super::ratelimit::RateLimitOptions;
 use super::{DEFAULT_ACCOUNT_ID, DEFAULT_TOKEN};
 use super::{model, records};
 use crate::error::EmulateError;
-use crate::fault::{FaultAction, FaultRule};
+use crate::fault::FaultRule;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -96,16 +96,7 @@ impl Default for CloudflareOptions {
 
 /// Checks a fault rule against what this emulator can answer.
 pub(crate) fn validate_fault(rule: &FaultRule) -> Result<(), String> {
-    rule.validate(FAULT_OPS)?;
-    if matches!(
-        rule.action,
-        FaultAction::PriorRequestNotComplete | FaultAction::PendingForever
-    ) {
-        return Err(format!(
-            "action: {} is Route 53's; Cloudflare has no such answer",
-            rule.action.as_str()
-        ));
-    }
+    rule.validate_off_route53(FAULT_OPS, "Cloudflare")?;
     if let Some(c) = &rule.code
         && c.parse::<u32>().is_err()
     {
