@@ -35,6 +35,7 @@ mod metrics;
 mod observe_real;
 mod octodns_dump;
 mod otlp_trace;
+mod packing;
 mod pacing;
 mod proposed_plan;
 mod push;

@@ -317,24 +317,7 @@ async fn batches_are_packed_to_route53s_own_limits() {
         Route53Provider::with_env(&cfg, crate::conformance::subjects::emulator_env())
             .expect("driver"),
     );
-    let set = |label: String, rtype: RecordType, v: &str| {
-        let key = RecordKey::new(zone.clone(), zone.prepend(&label).expect("name"), rtype);
-        RRSet::new(key, 300, &[v]).expect("set")
-    };
-    let mut changes: Vec<Change> = (0..600)
-        .map(|i| {
-            let mark = format!(
-                "\"heritage=dnsplane,dnsplane/owner=bench,dnsplane/resource=DNSEndpoint default/h{i:04}\""
-            );
-            Change::new(
-                ChangeKind::Create,
-                vec![
-                    RRSetOp::create(set(format!("h{i:04}"), RecordType::A, "192.0.2.10")),
-                    RRSetOp::create(set(format!("_dnsplane-a.h{i:04}"), RecordType::Txt, &mark)),
-                ],
-            )
-        })
-        .collect();
+    let mut changes = crate::packing::marked_creates(&zone, 600, 0);
     // A set no request can carry (200 values, 40,600 characters): INVALID, named,
     // before any request; its batch-mates go on.
     let values: Vec<String> = (0..200)

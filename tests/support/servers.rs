@@ -715,6 +715,31 @@ impl RealServer {
         }
     }
 
+    /// As [`start`](Self::start), a cloud's emulator holding to every documented
+    /// limit and request quota of its provider (Azure's ARM quota on; Cloudflare on
+    /// `cloudflare_plan`), its zone quota raised to `records` records and their
+    /// ownership marks (each cloud raises that on request): for loads measured against
+    /// the quota floor.
+    pub fn start_at_limits(
+        kind: Kind,
+        records: usize,
+        cloudflare_plan: dnsplane_emulate::cloudflare::Plan,
+    ) -> Option<RealServer> {
+        let sets = 2 * records + 100;
+        match kind {
+            Kind::CloudDns => Some(RealServer::CloudDns(
+                clouddns::EmulatedCloudDns::start_with_zone_quota(sets.max(50_000)),
+            )),
+            Kind::Cloudflare => Some(RealServer::Cloudflare(
+                cloudflare::EmulatedCloudflare::start_on(cloudflare_plan),
+            )),
+            Kind::Azure => Some(RealServer::Azure(azure::EmulatedAzure::start_throttled(
+                dnsplane_emulate::azure::ThrottleOptions::default(),
+            ))),
+            _ => RealServer::start(kind),
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             RealServer::Pdns(_) => Kind::Pdns,

@@ -13,7 +13,8 @@ pub struct Capabilities {
     /// values).
     pub max_changes_per_batch: usize,
     /// Most request bytes (roughly, see `Change::approx_bytes`) one `apply` call may
-    /// carry (with [`Measure::Values`]: characters of record values).
+    /// carry (with [`Measure::Values`] and [`Measure::Rrdata`]: characters of record
+    /// values).
     pub max_bytes_per_batch: usize,
     /// What the two limits above count.
     pub measure: Measure,
@@ -42,6 +43,12 @@ pub enum Measure {
     /// 1,000 `ResourceRecord` elements and 32,000 value characters per request). A set
     /// without values (an alias) counts as one value of its target's length.
     Values,
+    /// RRSet ops, and the characters of record values on both sides of every op (a
+    /// provider that takes a number of set additions and as many deletions per
+    /// request, an op being at most one of each, and counts the rrdata bytes of both:
+    /// Cloud DNS's 1,000 additions, 1,000 deletions and 100,000 bytes of rrdata per
+    /// change).
+    Rrdata,
 }
 
 impl Measure {
@@ -58,7 +65,23 @@ impl Measure {
                     (n.max(1), chars.max(1))
                 })
                 .fold((0, 0), |(n, c), (vn, vc)| (n + vn, c + vc)),
+            Measure::Rrdata => (
+                change.ops.len(),
+                change
+                    .ops
+                    .iter()
+                    .flat_map(|op| op.before.iter().chain(&op.after))
+                    .flat_map(|set| set.values())
+                    .map(str::len)
+                    .sum(),
+            ),
         }
+    }
+
+    /// The limits count exactly what the provider counts, so a change over them alone
+    /// can never be written.
+    fn exact(self) -> bool {
+        self != Measure::Ops
     }
 }
 
@@ -84,6 +107,13 @@ impl Capabilities {
     #[must_use]
     pub const fn measured_by_values(mut self) -> Capabilities {
         self.measure = Measure::Values;
+        self
+    }
+
+    /// The limits count ops and the characters of their values ([`Measure::Rrdata`]).
+    #[must_use]
+    pub const fn measured_by_rrdata(mut self) -> Capabilities {
+        self.measure = Measure::Rrdata;
         self
     }
 
@@ -136,20 +166,25 @@ impl Capabilities {
     }
 
     /// Why `change` cannot go in one request of a driver whose limits are exact
-    /// ([`Measure::Values`]): it alone carries more values or value characters than a
+    /// ([`Measure::Values`], [`Measure::Rrdata`]): it alone carries more than a
     /// request takes. Refused before any call, naming it, rather than sent to be
     /// refused by the provider.
     fn size_refusal(&self, driver: &str, change: &Change) -> Option<String> {
-        if self.measure != Measure::Values {
+        if !self.measure.exact() {
             return None;
         }
-        let (values, chars) = self.measure.weigh(change);
-        if values <= self.max_changes_per_batch && chars <= self.max_bytes_per_batch {
+        let (units, chars) = self.measure.weigh(change);
+        if units <= self.max_changes_per_batch && chars <= self.max_bytes_per_batch {
             return None;
         }
         let key = change.ops.first().map(|op| op.key.to_string())?;
+        let what = if self.measure == Measure::Values {
+            "values"
+        } else {
+            "record set changes"
+        };
         Some(format!(
-            "{key} is too large for {driver}: the change carries {values} values and {chars} value characters (counting what it deletes and what it creates), and one request takes at most {} values and {} characters",
+            "{key} is too large for {driver}: the change carries {units} {what} and {chars} value characters (counting what it deletes and what it creates), and one request takes at most {} {what} and {} characters",
             self.max_changes_per_batch, self.max_bytes_per_batch
         ))
     }

@@ -87,6 +87,9 @@ fn values_are_counted_on_both_sides_of_every_op() {
     let update = Change::new(ChangeKind::Update, vec![RRSetOp::update(one, two)]);
     assert_eq!(Measure::Values.weigh(&update), (3, 9 + 9 + 10));
     assert_eq!(Measure::Ops.weigh(&update).0, 1);
+    // Cloud DNS's count: one op (one deletion and one addition), the rrdata of both.
+    assert_eq!(Measure::Rrdata.weigh(&update), (1, 9 + 9 + 10));
+    assert_eq!(Measure::Rrdata.weigh(&create), (1, 9 + 10));
 }
 
 /// A change larger than one request of an exact-limit driver is refused before
@@ -117,6 +120,19 @@ fn a_change_larger_than_a_request_is_refused_by_name() {
     assert_eq!(
         Capabilities::atomic(1000, 5000)
             .measured_by_values()
+            .refusal("x", &change),
+        None
+    );
+    // Cloud DNS's 100,000 bytes of rrdata, as its driver says them.
+    let clouddns = Capabilities::atomic(1000, 2000).measured_by_rrdata();
+    let why = clouddns.refusal("clouddns", &change).expect("refused");
+    assert!(
+        why.contains("1 record set changes and 2020 value characters"),
+        "{why}"
+    );
+    assert_eq!(
+        Capabilities::atomic(1000, 2020)
+            .measured_by_rrdata()
             .refusal("x", &change),
         None
     );

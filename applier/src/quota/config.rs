@@ -44,9 +44,11 @@ pub struct DriverDefault {
 
 /// Documented default quotas by driver name. `memory`, `pdns` (PowerDNS has no rate
 /// limiting) and `rfc2136` (BIND's `update-quota` bounds concurrent UPDATEs, not a
-/// rate) have none; the cloud drivers get theirs when they are added. `clouddns` has
-/// none: Google's Cloud DNS quotas page names its per-project, per-minute request
-/// quotas but publishes no values (they are shown per project in the Cloud console).
+/// rate) have none. `clouddns` has none: Google's Cloud DNS quotas page names its
+/// per-project, per-minute request quotas but publishes no values (they are shown
+/// per project in the Cloud console). `azure` counts writes and deletes in one bucket
+/// of ARM's size, though ARM keeps them apart: a load of both is paced at half what
+/// ARM would take, never over it.
 pub const DRIVER_DEFAULTS: &[DriverDefault] = &[
     DriverDefault {
         driver: "route53",
@@ -61,6 +63,13 @@ pub const DRIVER_DEFAULTS: &[DriverDefault] = &[
         burst: 20,
         ops: QuotaOps::All,
         source: "Cloudflare: 1,200 requests per five minutes per user (the Cloudflare API limits page)",
+    },
+    DriverDefault {
+        driver: "azure",
+        rate: 10.0,
+        burst: 200,
+        ops: QuotaOps::Writes,
+        source: "Azure Resource Manager: a subscription's writes (and, apart, its deletes) refill at 10 a second into a bucket of 200 (the ARM throttling page)",
     },
 ];
 

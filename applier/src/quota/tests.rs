@@ -306,6 +306,11 @@ fn the_quota_table_parses_validates_and_falls_back_to_driver_defaults() {
     );
     let r53 = QuotaSettings::resolve("route53", None).unwrap().unwrap();
     assert_eq!((r53.rate, r53.burst, r53.ops), (5.0, 5, QuotaOps::All));
+    let azure = QuotaSettings::resolve("azure", None).unwrap().unwrap();
+    assert_eq!(
+        (azure.rate, azure.burst, azure.ops),
+        (10.0, 200, QuotaOps::Writes)
+    );
     let partial = QuotaConfig {
         rate: None,
         ..toml::from_str::<QuotaConfig>("redis = \"redis://127.0.0.1\"").unwrap()

@@ -1,5 +1,6 @@
 //! The benchmark's flags.
 use dnsplane_e2e::servers::Kind;
+use dnsplane_emulate::cloudflare::Plan;
 
 /// Every phase, in the order they run.
 pub const PHASES: &[&str] = &[
@@ -21,6 +22,8 @@ pub struct Args {
     /// Skip the PowerDNS floor of the `large` phase (writing the same records into a
     /// fresh zone again: as long as the load itself at a million records).
     pub no_large_floor: bool,
+    /// The Cloudflare emulator's plan, and the account's (`--cloudflare-plan`).
+    pub cloudflare_plan: Plan,
 }
 
 impl Args {
@@ -40,6 +43,7 @@ pub fn parse() -> Args {
         samples: 20,
         conflicts: 200,
         no_large_floor: false,
+        cloudflare_plan: Plan::Pro,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -70,6 +74,13 @@ pub fn parse() -> Args {
             "--samples" => a.samples = num(value(), "--samples").max(1),
             "--conflicts" => a.conflicts = num(value(), "--conflicts").max(1),
             "--no-large-floor" => a.no_large_floor = true,
+            "--cloudflare-plan" => {
+                a.cloudflare_plan = match value().as_str() {
+                    "free" => Plan::Free,
+                    "pro" => Plan::Pro,
+                    other => usage(&format!("--cloudflare-plan: free or pro, not {other:?}")),
+                }
+            }
             "--servers" => a.kinds = Kind::parse_list(&value()).unwrap_or_else(|e| usage(&e)),
             "-h" | "--help" => usage(""),
             other => usage(&format!("unknown argument {other:?}")),
@@ -84,8 +95,8 @@ pub fn usage(problem: &str) -> ! {
     }
     eprintln!(
         "usage: dnsplane-bench-linear [--phases {}] [--records N] [--large N,N]\n\
-         \x20      [--servers pdns,bind,route53,clouddns,cloudflare] [--batch N] [--samples N]\n\
-         \x20      [--conflicts N] [--no-large-floor]\n\
+         \x20      [--servers pdns,bind,route53,clouddns,cloudflare,azure] [--batch N] [--samples N]\n\
+         \x20      [--conflicts N] [--no-large-floor] [--cloudflare-plan free|pro]\n\
          (build first: cargo build --release --bins; run target/release/dnsplane-bench-linear)",
         PHASES.join(",")
     );

@@ -3,6 +3,7 @@
 //! convergence, with the time of every batch, a prober on `/healthz` and `GetStatus`
 //! during the load, and the planner's resident memory afterwards.
 use crate::floor;
+use crate::quota_floor;
 use crate::probe::{Ops, Prober, rss};
 use crate::quick::{curl, ratio};
 use crate::stats::{fmt, mean, quantile, spread};
@@ -95,7 +96,7 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
         "[[sources]]\ntype = \"file\"\npaths = [\"{}\"]\n",
         desired.display()
     );
-    let s = ctx.stack(ctx.server(kind), opts);
+    let s = ctx.stack(ctx.server_at_limits(kind, n), opts);
     s.wait_quiet();
     let zone = s.zone().clone();
     // The first source change of a quiet zone is planned at once; later ones wait out
@@ -285,54 +286,15 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
             ..Row::default()
         });
     }
+    if converged {
+        quota_floor::row(ctx, &s.server, n, total);
+    }
     if let RealServer::Route53(r) = &s.server
         && converged
     {
-        floor_route53(ctx, r, n, total, ops.writes);
         steady_route53(ctx, &s, r, &desired, &zone, n);
     }
     converged.then_some(total)
-}
-
-/// Route 53's quota floor for what the load wrote: the fewest change batches its
-/// documented limits allow for the zone's record sets, ownership marks included (1,000
-/// `ResourceRecord` elements and 32,000 value characters a request; an alias counts
-/// one element), at its documented 5 requests a second, against the requests the
-/// load made and the time it took.
-fn floor_route53(
-    ctx: &mut Ctx,
-    r: &dnsplane_e2e::servers::route53::EmulatedRoute53,
-    n: usize,
-    total: Duration,
-    writes: u64,
-) {
-    let apex = r.zone.as_str().to_ascii_lowercase();
-    let (mut values, mut chars) = (0usize, 0usize);
-    for set in r.emulator.rrsets(&r.zone_id) {
-        if set.name == apex && matches!(set.rtype.as_str(), "SOA" | "NS") {
-            continue;
-        }
-        values += set.values.len().max(1);
-        chars += set.values.iter().map(String::len).sum::<usize>();
-    }
-    let floor = values.div_ceil(1000).max(chars.div_ceil(32_000)).max(1);
-    let floor_time = Duration::from_secs_f64(floor as f64 / 5.0);
-    let r_time = ratio(total, floor_time);
-    ctx.push(Row {
-        server: "Route 53 (emulated)",
-        phase: format!("large {n}: against the quota floor"),
-        records: n,
-        time: fmt(total),
-        floor: format!("{floor} requests, {}", fmt(floor_time)),
-        ratio: format!("{r_time:.2}×"),
-        calls: format!("{writes} change batches"),
-        goal: "≤ 1.2× the floor".into(),
-        pass: Some(r_time <= 1.2),
-        note: format!(
-            "{values} values, {chars} value characters written (marks included); \
-             floor = max(values / 1,000, characters / 32,000) requests at 5 a second"
-        ),
-    });
 }
 
 /// Route 53's read cost in steady state, counted as Route 53 counts it (HTTP requests

@@ -22,6 +22,7 @@ mod large;
 mod pacing;
 mod probe;
 mod quick;
+mod quota_floor;
 mod stats;
 
 use dnsplane_common::pb;
@@ -81,6 +82,19 @@ impl Ctx {
                 kind.server()
             ))
         })
+    }
+
+    /// As [`server`](Self::server), a cloud at its documented limits and quota, its
+    /// zone quota raised to `records` (see `RealServer::start_at_limits`).
+    pub fn server_at_limits(&self, kind: Kind, records: usize) -> RealServer {
+        RealServer::start_at_limits(kind, records, self.args.cloudflare_plan).unwrap_or_else(
+            || {
+                args::usage(&format!(
+                    "{} is not installed (tests/run-all.sh installs it)",
+                    kind.server()
+                ))
+            },
+        )
     }
 
     pub fn stack(&self, server: RealServer, opts: Options) -> RealStack {

@@ -32,14 +32,20 @@ pub struct EmulatedAzure {
 
 impl EmulatedAzure {
     pub fn start() -> EmulatedAzure {
+        EmulatedAzure::start_throttled(ThrottleOptions {
+            reads_per_second: 0.0,
+            writes_per_second: 0.0,
+            deletes_per_second: 0.0,
+            ..ThrottleOptions::default()
+        })
+    }
+
+    /// As [`start`](Self::start), ARM's subscription quota as `throttle` says
+    /// (`ThrottleOptions::default()`: ARM's own).
+    pub fn start_throttled(throttle: ThrottleOptions) -> EmulatedAzure {
         let rt = emulated::runtime();
         let options = AzureOptions {
-            throttle: ThrottleOptions {
-                reads_per_second: 0.0,
-                writes_per_second: 0.0,
-                deletes_per_second: 0.0,
-                ..ThrottleOptions::default()
-            },
+            throttle,
             ..AzureOptions::default()
         };
         let emulator = rt

@@ -48,9 +48,14 @@ fn emulator_env() -> EnvReader {
 
 impl EmulatedCloudDns {
     pub fn start() -> EmulatedCloudDns {
+        EmulatedCloudDns::start_with_zone_quota(50_000)
+    }
+
+    /// As [`start`](Self::start), a zone holding at most `rrsets` record sets.
+    pub fn start_with_zone_quota(rrsets: usize) -> EmulatedCloudDns {
         let rt = emulated::runtime();
         let mut opts = CloudDnsOptions::default();
-        opts.limits.rrsets_per_zone = 50_000;
+        opts.limits.rrsets_per_zone = rrsets;
         let emulator = rt
             .block_on(CloudDnsEmulator::start(emulated::listener(&rt), opts))
             .expect("emulator");

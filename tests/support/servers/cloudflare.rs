@@ -11,7 +11,7 @@ use super::emulated::{self, Writer};
 use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider};
 use dnsplane_common::Name;
 use dnsplane_emulate::FaultRule;
-use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN};
+use dnsplane_emulate::cloudflare::{CloudflareEmulator, CloudflareOptions, DEFAULT_TOKEN, Plan};
 use std::path::PathBuf;
 
 /// A Cloudflare emulator with one zone, `cloudflare.test`.
@@ -22,19 +22,36 @@ pub struct EmulatedCloudflare {
     pub zone_id: String,
     /// The API token file of the applier's account.
     pub token_file: PathBuf,
+    /// The zone's plan, as the applier's account names it (`"free"`, `"pro"`).
+    pub plan: &'static str,
     _dir: tempfile::TempDir,
     writer: Writer,
 }
 
 impl EmulatedCloudflare {
     pub fn start() -> EmulatedCloudflare {
+        EmulatedCloudflare::start_on(Plan::default())
+    }
+
+    /// As [`start`](Self::start), the zone on `plan` (its records per batch), and the
+    /// applier's account told the same.
+    pub fn start_on(plan: Plan) -> EmulatedCloudflare {
         let rt = emulated::runtime();
         let emulator = rt
             .block_on(CloudflareEmulator::start(
                 emulated::listener(&rt),
-                CloudflareOptions::default(),
+                CloudflareOptions {
+                    plan,
+                    ..CloudflareOptions::default()
+                },
             ))
             .expect("emulator");
+        let plan = match plan {
+            Plan::Free => "free",
+            Plan::Pro => "pro",
+            Plan::Business => "business",
+            Plan::Enterprise => "enterprise",
+        };
         let zone = Name::parse("cloudflare.test").expect("zone");
         let zone_id = emulator.create_zone(zone.as_str().trim_end_matches('.'));
         let dir = tempfile::tempdir().expect("temp dir");
@@ -51,6 +68,7 @@ impl EmulatedCloudflare {
             zone: zone.clone(),
             zone_id,
             token_file,
+            plan,
             _dir: dir,
             writer: Writer::new(rt, zone, Box::new(provider)),
         }
@@ -60,10 +78,11 @@ impl EmulatedCloudflare {
     pub fn account_toml(&self, account: &str) -> String {
         format!(
             "[[accounts]]\nname = \"{account}\"\ndriver = \"cloudflare\"\nzones = [\"{}\"]\n\
-             endpoint = \"{}\"\napi_token_file = \"{}\"\n",
+             endpoint = \"{}\"\napi_token_file = \"{}\"\nplan = \"{}\"\n",
             self.zone,
             self.emulator.endpoint(),
-            self.token_file.display()
+            self.token_file.display(),
+            self.plan
         )
     }
 

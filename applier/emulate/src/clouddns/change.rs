@@ -331,13 +331,18 @@ pub(crate) fn apply(
         return Err(ApiError::many(400, problems));
     }
 
-    // 3. Against the zone.
+    // 3. Against the zone. The change's effect is kept apart, key by key (`None`:
+    // deleted, `Some`: added), and checked against the zone as it would then be; the
+    // zone itself changes only at the commit, so a refused change leaves no trace.
+    // Every check reads only the keys it names: a change costs what it carries, not
+    // the zone's size.
     let mut failed: Vec<(u16, ErrorItem)> = Vec::new();
-    let mut working: BTreeMap<(String, String), RRSet> = zone.rrsets.clone();
+    let mut effect: BTreeMap<(String, String), Option<&RRSet>> = BTreeMap::new();
     for (i, d) in deletions.iter().enumerate() {
-        match zone.rrsets.get(&d.key()) {
-            Some(cur) if cur.same_data(d) && working.contains_key(&d.key()) => {
-                working.remove(&d.key());
+        let key = d.key();
+        match zone.rrsets.get(&key) {
+            Some(cur) if cur.same_data(d) && !matches!(effect.get(&key), Some(None)) => {
+                effect.insert(key, None);
             }
             Some(cur) if cur.same_data(d) => failed.push((
                 404,
@@ -370,8 +375,13 @@ pub(crate) fn apply(
     }
     let mut added: Vec<usize> = Vec::new();
     for (i, a) in additions.iter().enumerate() {
-        match working.entry(a.key()) {
-            std::collections::btree_map::Entry::Occupied(_) => failed.push((
+        let key = a.key();
+        let present = match effect.get(&key) {
+            Some(e) => e.is_some(),
+            None => zone.rrsets.contains_key(&key),
+        };
+        if present {
+            failed.push((
                 409,
                 item(
                     "alreadyExists",
@@ -380,21 +390,19 @@ pub(crate) fn apply(
                         a.describe()
                     ),
                 ),
-            )),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(a.clone());
-                added.push(i);
-            }
+            ));
+        } else {
+            effect.insert(key, Some(a));
+            added.push(i);
         }
     }
     for &i in &added {
         let a = &additions[i];
-        let clash = working.values().any(|s| {
-            s.name == a.name
-                && s.rtype != a.rtype
-                && (s.rtype == "CNAME" || a.rtype == "CNAME")
+        let clash = types_at(&zone.rrsets, &effect, &a.name).any(|t| {
+            t != a.rtype
+                && (t == "CNAME" || a.rtype == "CNAME")
                 // DNSSEC data may sit beside a CNAME.
-                && !matches!(s.rtype.as_str(), "RRSIG" | "NSEC" | "DS")
+                && !matches!(t, "RRSIG" | "NSEC" | "DS")
         });
         if clash {
             failed.push((
@@ -415,12 +423,18 @@ pub(crate) fn apply(
     }
 
     // 4. The zone's size.
-    if working.len() > limits.rrsets_per_zone {
+    let removed = effect.values().filter(|e| e.is_none()).count();
+    if zone.rrsets.len() - removed + added.len() > limits.rrsets_per_zone {
         return Err(ApiError::many(403, vec![quota("rrsets per zone")]));
     }
 
     // 5. Commit.
-    zone.rrsets = working;
+    for (key, e) in effect {
+        match e {
+            Some(a) => zone.rrsets.insert(key, a.clone()),
+            None => zone.rrsets.remove(&key),
+        };
+    }
     let rec = ChangeRec {
         id: zone.next_change_id(),
         start_time: SystemTime::now(),
@@ -433,6 +447,27 @@ pub(crate) fn apply(
     };
     zone.changes.push(rec.clone());
     Ok(rec)
+}
+
+/// The types of the sets at `name` once `effect` is applied to `rrsets`.
+fn types_at<'a>(
+    rrsets: &'a BTreeMap<(String, String), RRSet>,
+    effect: &'a BTreeMap<(String, String), Option<&'a RRSet>>,
+    name: &'a str,
+) -> impl Iterator<Item = &'a str> {
+    let at = move |(n, _): &(String, String)| n == name;
+    let from = (name.to_string(), String::new());
+    let kept = rrsets
+        .range(from.clone()..)
+        .take_while(move |(k, _)| at(k))
+        .filter(|(k, _)| !effect.contains_key(*k))
+        .map(|((_, t), _)| t.as_str());
+    let added = effect
+        .range(from..)
+        .take_while(move |(k, _)| at(k))
+        .filter(|(_, e)| e.is_some())
+        .map(|((_, t), _)| t.as_str());
+    kept.chain(added)
 }
 
 #[cfg(test)]

@@ -51,9 +51,11 @@ use wire::{OutChange, OutRRSet, Sent};
 /// RRSet ops one Change may carry: Google allows 1,000 additions and 1,000
 /// deletions per Change, and an op is at most one of each.
 pub const MAX_CHANGES_PER_BATCH: usize = 1000;
-/// Change bytes one batch may carry, as `Change::approx_bytes` counts them (more than
-/// the rrdata bytes): under Google's 100,000 bytes of rrdata per Change.
-pub const MAX_BYTES_PER_BATCH: usize = 100_000;
+/// Bytes of rrdata one Change may carry, of its additions and deletions together:
+/// Google's 100,000. The driver sends each record value as one rrdata, as it is, so
+/// the characters of the values are the rrdata bytes Google counts
+/// ([`Measure::Rrdata`](crate::provider::Measure::Rrdata)).
+pub const MAX_RRDATA_BYTES_PER_BATCH: usize = 100_000;
 /// The most names read one request each; more are read as the whole zone.
 pub const TARGETED_NAMES: usize = 32;
 /// Requests of a targeted read in flight at once.
@@ -468,7 +470,9 @@ impl Provider for CloudDnsProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_BYTES_PER_BATCH).with_serial()
+        Capabilities::atomic(MAX_CHANGES_PER_BATCH, MAX_RRDATA_BYTES_PER_BATCH)
+            .measured_by_rrdata()
+            .with_serial()
     }
 
     async fn zones(&self) -> Result<Vec<Name>, ProviderError> {

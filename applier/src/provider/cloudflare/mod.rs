@@ -81,6 +81,8 @@ pub const PER_NAME_READ_LIMIT: usize = 8;
 const READ_CONCURRENCY: usize = 4;
 /// Zones per page of `GET /zones` (the API's maximum).
 const ZONE_PAGE: usize = 50;
+/// Characters of one record's content at most (a TXT's, the longest).
+const MAX_CONTENT_CHARS: usize = 2048;
 
 #[derive(Clone)]
 pub struct CloudflareProvider {
@@ -381,11 +383,14 @@ impl Provider for CloudflareProvider {
     fn capabilities(&self) -> Capabilities {
         let limit = self.plan.batch_limit();
         // Every value is at most one batch operation (an update's old and new values
-        // are both counted) and at least 13 bytes as `approx_bytes` counts it, so a
-        // batch within these never exceeds the plan's operations. Preconditions are
-        // enforced by a read under the zone lock, not by Cloudflare; the serial is the
-        // listing cache's own count (see `fill`).
-        Capabilities::atomic(limit, limit * 13)
+        // are both counted), so a batch of at most `limit` values never exceeds the
+        // plan's records per batch, and one of the plan's size is one request.
+        // Cloudflare documents no size limit for a batch; a record's content is at
+        // most 2,048 characters, so the character limit never binds. Preconditions
+        // are enforced by a read under the zone lock, not by Cloudflare; the serial
+        // is the listing cache's own count (see `fill`).
+        Capabilities::atomic(limit, limit * MAX_CONTENT_CHARS)
+            .measured_by_values()
             .checked_by_read()
             .with_serial()
             .with_properties(&[dnsplane_common::routing::cloudflare::PROXIED])
