@@ -37,15 +37,16 @@ fn existing<'a>(zone: &'a Zone, input: &RecordInput) -> Result<&'a Record, ApiEr
     zone.records.get(id).ok_or_else(ApiError::no_record)
 }
 
-/// Runs `batch` on a copy of `zone`; the copy (to be stored) and the `result` object,
-/// or the first error with nothing changed.
+/// Runs `batch` on `zone`: the `result` object, or the first error with `zone` as it
+/// was (each step's undo is kept until the batch has succeeded whole, so a batch
+/// costs what it touches, not a copy of the zone).
 pub(crate) fn run(
-    zone: &Zone,
+    zone: &mut Zone,
     batch: &BatchInput,
     batch_limit: usize,
     limits: Limits,
     now: SystemTime,
-) -> Result<(Zone, Value), ApiError> {
+) -> Result<Value, ApiError> {
     if batch.len() > batch_limit {
         return Err(ApiError::invalid(
             1004,
@@ -55,64 +56,82 @@ pub(crate) fn run(
             ),
         ));
     }
-    let mut z = zone.clone();
+    // (id, the record it held before the batch: `None` for one the batch created).
+    let mut undo: Vec<(String, Option<Record>)> = Vec::new();
+    let result = steps(zone, batch, limits, now, &mut undo);
+    if result.is_err() {
+        for (id, before) in undo.into_iter().rev() {
+            match before {
+                Some(rec) => zone.insert(rec),
+                None => zone.remove(&id),
+            };
+        }
+    }
+    result
+}
+
+/// The batch's steps in Cloudflare's order (deletes, patches, puts, posts), each
+/// noted in `undo` as it is made.
+fn steps(
+    z: &mut Zone,
+    batch: &BatchInput,
+    limits: Limits,
+    now: SystemTime,
+    undo: &mut Vec<(String, Option<Record>)>,
+) -> Result<Value, ApiError> {
     let mut deleted = Vec::with_capacity(batch.deletes.len());
     for d in &batch.deletes {
-        let rec = existing(&z, d)?.clone();
-        z.records.remove(&rec.id);
+        let rec = existing(z, d)?.clone();
+        z.remove(&rec.id);
         deleted.push(rec.to_json());
+        undo.push((rec.id.clone(), Some(rec)));
     }
     let mut patched = Vec::with_capacity(batch.patches.len());
     for p in &batch.patches {
-        let base = existing(&z, p)?.clone();
-        let rec = build(&z, p, Mode::Edit(&base), limits, now)?;
-        check_rules(&z, &rec)?;
+        let base = existing(z, p)?.clone();
+        let rec = build(z, p, Mode::Edit(&base), limits, now)?;
+        check_rules(z, &rec)?;
         patched.push(rec.to_json());
-        z.records.insert(rec.id.clone(), rec);
+        undo.push((rec.id.clone(), z.insert(rec)));
     }
     let mut put = Vec::with_capacity(batch.puts.len());
     for p in &batch.puts {
-        let base = existing(&z, p)?.clone();
-        let rec = build(&z, p, Mode::Overwrite(&base), limits, now)?;
-        check_rules(&z, &rec)?;
+        let base = existing(z, p)?.clone();
+        let rec = build(z, p, Mode::Overwrite(&base), limits, now)?;
+        check_rules(z, &rec)?;
         put.push(rec.to_json());
-        z.records.insert(rec.id.clone(), rec);
+        undo.push((rec.id.clone(), z.insert(rec)));
     }
     let mut posted = Vec::with_capacity(batch.posts.len());
     for p in &batch.posts {
-        let rec = build(&z, p, Mode::Create, limits, now)?;
-        check_rules(&z, &rec)?;
+        let rec = build(z, p, Mode::Create, limits, now)?;
+        check_rules(z, &rec)?;
         posted.push(rec.to_json());
-        z.records.insert(rec.id.clone(), rec);
+        undo.push((rec.id.clone(), z.insert(rec)));
     }
-    Ok((
-        z,
-        json!({ "deletes": deleted, "patches": patched, "puts": put, "posts": posted }),
-    ))
+    Ok(json!({ "deletes": deleted, "patches": patched, "puts": put, "posts": posted }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     const LIMITS: Limits = Limits { min_ttl: 60 };
 
     fn zone_with(records: &[(&str, &str, &str, &str)]) -> Zone {
-        let mut z = Zone {
-            id: "z".into(),
-            name: "example.com".into(),
-            account_id: "a".into(),
-            created_on: SystemTime::UNIX_EPOCH,
-            records: BTreeMap::new(),
-        };
+        let mut z = Zone::new(
+            "z".into(),
+            "example.com".into(),
+            "a".into(),
+            SystemTime::UNIX_EPOCH,
+        );
         for (id, name, t, content) in records {
             let input: RecordInput =
                 serde_json::from_value(json!({"name": name, "type": t, "content": content}))
                     .unwrap();
             let mut r = build(&z, &input, Mode::Create, LIMITS, SystemTime::now()).unwrap();
             r.id = id.to_string();
-            z.records.insert(r.id.clone(), r);
+            z.insert(r);
         }
         z
     }
@@ -123,24 +142,32 @@ mod tests {
 
     #[test]
     fn deletes_run_before_posts_so_a_replacement_fits() {
-        let z = zone_with(&[("r1", "www", "A", "192.0.2.1")]);
+        let mut z = zone_with(&[("r1", "www", "A", "192.0.2.1")]);
         // Delete the A and post a CNAME at the same name in one batch: the order makes it legal.
         let b = batch(json!({
             "posts": [{"name": "www", "type": "CNAME", "content": "x.example.net"}],
             "deletes": [{"id": "r1"}],
         }));
-        let (after, result) = run(&z, &b, 10, LIMITS, SystemTime::now()).unwrap();
-        assert_eq!(after.records.len(), 1);
+        let result = run(&mut z, &b, 10, LIMITS, SystemTime::now()).unwrap();
+        assert_eq!(z.records.len(), 1);
+        assert_eq!(z.named("www.example.com").len(), 1);
         assert_eq!(result["deletes"][0]["id"], "r1");
         assert_eq!(result["posts"][0]["type"], "CNAME");
     }
 
     #[test]
     fn the_first_error_aborts_everything() {
-        let z = zone_with(&[
+        let mut z = zone_with(&[
             ("r1", "www", "A", "192.0.2.1"),
             ("r2", "api", "A", "192.0.2.2"),
         ]);
+        let listing = |z: &Zone| {
+            z.sorted()
+                .iter()
+                .map(|r| r.to_json().to_string())
+                .collect::<Vec<_>>()
+        };
+        let before = listing(&z);
         let b = batch(json!({
             "deletes": [{"id": "r2"}],
             "posts": [
@@ -149,10 +176,13 @@ mod tests {
                 {"name": "bad", "type": "A", "content": "nope"},
             ],
         }));
-        let e = run(&z, &b, 10, LIMITS, SystemTime::now()).unwrap_err();
+        let e = run(&mut z, &b, 10, LIMITS, SystemTime::now()).unwrap_err();
         assert_eq!(e.code, 81058, "the first failure, not the later 9005");
+        // The delete of r2 and the post of `new` before the failure are undone.
+        assert_eq!(listing(&z), before);
+        assert!(z.named("new.example.com").is_empty());
         let e = run(
-            &z,
+            &mut z,
             &batch(json!({"deletes": [{"id": "gone"}]})),
             10,
             LIMITS,
@@ -162,7 +192,7 @@ mod tests {
         assert_eq!((e.status, e.code), (404, 81044));
         let big = batch(json!({"deletes": [{"id": "r1"}, {"id": "r2"}]}));
         assert_eq!(
-            run(&z, &big, 1, LIMITS, SystemTime::now())
+            run(&mut z, &big, 1, LIMITS, SystemTime::now())
                 .unwrap_err()
                 .code,
             1004
@@ -171,9 +201,9 @@ mod tests {
 
     #[test]
     fn patches_by_id_overwrite_whatever_is_there() {
-        let z = zone_with(&[("r1", "www", "A", "192.0.2.1")]);
+        let mut z = zone_with(&[("r1", "www", "A", "192.0.2.1")]);
         let b = batch(json!({"patches": [{"id": "r1", "content": "192.0.2.7"}]}));
-        let (after, _) = run(&z, &b, 10, LIMITS, SystemTime::now()).unwrap();
-        assert_eq!(after.records["r1"].content.content(), "192.0.2.7");
+        run(&mut z, &b, 10, LIMITS, SystemTime::now()).unwrap();
+        assert_eq!(z.records["r1"].content.content(), "192.0.2.7");
     }
 }

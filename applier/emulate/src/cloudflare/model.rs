@@ -3,7 +3,7 @@
 //! stored lower case, without the trailing dot, always fully qualified.
 use super::options::Plan;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 /// A record's data, by type: most types are one `content` string; MX carries its
@@ -146,11 +146,63 @@ pub(crate) struct Zone {
     pub name: String,
     pub account_id: String,
     pub created_on: SystemTime,
-    /// By id.
+    /// By id. Written only through [`insert`](Self::insert) and
+    /// [`remove`](Self::remove), which keep `by_name` with it.
     pub records: BTreeMap<String, Record>,
+    /// The ids of the records at each name: a record's rules and a listing by name
+    /// read only that name, so a call costs what it touches, not the zone's size.
+    by_name: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Zone {
+    /// An empty zone.
+    pub fn new(id: String, name: String, account_id: String, created_on: SystemTime) -> Zone {
+        Zone {
+            id,
+            name,
+            account_id,
+            created_on,
+            records: BTreeMap::new(),
+            by_name: BTreeMap::new(),
+        }
+    }
+
+    /// Stores `rec` (replacing the record of its id); the record it replaced.
+    pub fn insert(&mut self, rec: Record) -> Option<Record> {
+        let old = self.remove(&rec.id);
+        self.by_name
+            .entry(rec.name.clone())
+            .or_default()
+            .insert(rec.id.clone());
+        self.records.insert(rec.id.clone(), rec);
+        old
+    }
+
+    /// Removes the record `id`; the record removed.
+    pub fn remove(&mut self, id: &str) -> Option<Record> {
+        let rec = self.records.remove(id)?;
+        if let Some(ids) = self.by_name.get_mut(&rec.name) {
+            ids.remove(id);
+            if ids.is_empty() {
+                self.by_name.remove(&rec.name);
+            }
+        }
+        Some(rec)
+    }
+
+    /// The records at `name`, in listing order.
+    pub fn named(&self, name: &str) -> Vec<&Record> {
+        let mut v: Vec<&Record> = self
+            .by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.records.get(id))
+            .collect();
+        v.sort_by(|a, b| (&a.rtype, &a.content, &a.id).cmp(&(&b.rtype, &b.content, &b.id)));
+        v
+    }
+
     /// The zone as the API returns it, with every field Cloudflare's schema requires
     /// (`meta`, `owner` and `plan` among them); the plan's id and price, the quotas
     /// and the owner are the emulator's.
@@ -226,11 +278,7 @@ impl Zone {
 
     /// Records in listing order: by name, type, content, then id.
     pub fn sorted(&self) -> Vec<&Record> {
-        let mut v: Vec<&Record> = self.records.values().collect();
-        v.sort_by(|a, b| {
-            (&a.name, &a.rtype, &a.content, &a.id).cmp(&(&b.name, &b.rtype, &b.content, &b.id))
-        });
-        v
+        self.by_name.keys().flat_map(|n| self.named(n)).collect()
     }
 }
 

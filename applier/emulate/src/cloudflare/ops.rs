@@ -3,11 +3,11 @@ use super::Inner;
 use super::auth::TokenSpec;
 use super::batch::{self, BatchInput};
 use super::errors::ApiError;
-use super::model::{State, Zone, is_identifier, new_id};
+use super::model::{Record, State, Zone, is_identifier, new_id};
 use super::records::{Mode, RecordInput, build, check_rules};
 use http::Method;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 /// The API's base path.
@@ -333,18 +333,19 @@ impl Inner {
                     .map(|n| super::records::record_name(&z.name, n).unwrap_or_default());
                 let rtype = q.get("type").map(|t| t.trim().to_ascii_uppercase());
                 let content = q.get("content").or_else(|| q.get("content.exact"));
-                let matching: Vec<Value> = z
-                    .sorted()
+                let records = match &name {
+                    Some(n) => z.named(n),
+                    None => z.sorted(),
+                };
+                let matching: Vec<&Record> = records
                     .into_iter()
-                    .filter(|r| name.as_ref().is_none_or(|n| &r.name == n))
                     .filter(|r| rtype.as_ref().is_none_or(|t| &r.rtype == t))
                     .filter(|r| content.is_none_or(|c| &r.content.content() == c))
-                    .map(|r| r.to_json())
                     .collect();
                 let (page, per_page) = paging(q, self.opts.page_default, MAX_PER_PAGE);
                 let (slice, info) = page_of(&matching, page, per_page);
                 Ok(Reply {
-                    result: Value::Array(slice),
+                    result: Value::Array(slice.iter().map(|r| r.to_json()).collect()),
                     result_info: Some(info),
                 })
             }
@@ -361,7 +362,7 @@ impl Inner {
                 let rec = build(z, &input, Mode::Create, limits, now)?;
                 check_rules(z, &rec)?;
                 let out = rec.to_json();
-                z.records.insert(rec.id.clone(), rec);
+                z.insert(rec);
                 Ok(Reply::one(out))
             }
             Op::UpdateRecord(id, rid) | Op::EditRecord(id, rid) => {
@@ -377,21 +378,20 @@ impl Inner {
                 let rec = build(z, &input, mode, limits, now)?;
                 check_rules(z, &rec)?;
                 let out = rec.to_json();
-                z.records.insert(rec.id.clone(), rec);
+                z.insert(rec);
                 Ok(Reply::one(out))
             }
             Op::DeleteRecord(id, rid) => {
                 let mut st = self.lock();
                 let z = zone_mut(&mut st, ctx.token, id)?;
-                z.records.remove(rid).ok_or_else(ApiError::no_record)?;
+                z.remove(rid).ok_or_else(ApiError::no_record)?;
                 Ok(Reply::one(json!({ "id": rid })))
             }
             Op::Batch(id) => {
                 let input: BatchInput = parse_body(ctx.body)?;
                 let mut st = self.lock();
                 let z = zone_mut(&mut st, ctx.token, id)?;
-                let (after, result) = batch::run(z, &input, self.opts.batch_limit(), limits, now)?;
-                *z = after;
+                let result = batch::run(z, &input, self.opts.batch_limit(), limits, now)?;
                 Ok(Reply::one(result))
             }
         }
@@ -435,13 +435,12 @@ impl Inner {
         };
         st.zones.insert(
             id.clone(),
-            Zone {
-                id: id.clone(),
+            Zone::new(
+                id.clone(),
                 name,
-                account_id: account.unwrap_or(&self.opts.account_id).to_string(),
-                created_on: SystemTime::now(),
-                records: BTreeMap::new(),
-            },
+                account.unwrap_or(&self.opts.account_id).to_string(),
+                SystemTime::now(),
+            ),
         );
         Ok(id)
     }

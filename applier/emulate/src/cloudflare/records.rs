@@ -372,9 +372,9 @@ pub(crate) fn build(
 /// The rules a record must keep with the rest of the zone (itself excluded by id).
 pub(crate) fn check_rules(zone: &Zone, rec: &Record) -> Result<(), ApiError> {
     let others: Vec<&Record> = zone
-        .records
-        .values()
-        .filter(|o| o.id != rec.id && o.name == rec.name)
+        .named(&rec.name)
+        .into_iter()
+        .filter(|o| o.id != rec.id)
         .collect();
     if others.iter().any(|o| o.same_as(rec)) {
         return Err(ApiError::invalid(
@@ -400,16 +400,14 @@ pub(crate) fn check_rules(zone: &Zone, rec: &Record) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn zone() -> Zone {
-        Zone {
-            id: "z".into(),
-            name: "example.com".into(),
-            account_id: "a".into(),
-            created_on: SystemTime::UNIX_EPOCH,
-            records: BTreeMap::new(),
-        }
+        Zone::new(
+            "z".into(),
+            "example.com".into(),
+            "a".into(),
+            SystemTime::UNIX_EPOCH,
+        )
     }
 
     fn input(json: &str) -> RecordInput {
@@ -558,7 +556,7 @@ mod tests {
             build(z, &input(j), Mode::Create, LIMITS, SystemTime::now()).unwrap()
         };
         let a = mk(&z, r#"{"name":"www","type":"A","content":"192.0.2.1"}"#);
-        z.records.insert(a.id.clone(), a);
+        z.insert(a);
         let dup = mk(
             &z,
             r#"{"name":"www","type":"A","content":"192.0.2.1","ttl":300}"#,
@@ -575,7 +573,7 @@ mod tests {
             &z,
             r#"{"name":"alias","type":"CNAME","content":"x.example.net"}"#,
         );
-        z.records.insert(c2.id.clone(), c2);
+        z.insert(c2);
         let t = mk(&z, r#"{"name":"alias","type":"TXT","content":"hi"}"#);
         let e = check_rules(&z, &t).unwrap_err();
         assert_eq!(
