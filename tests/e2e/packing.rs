@@ -53,7 +53,10 @@ async fn apply_all(driver: Arc<dyn Provider>, zone: &Name, changes: &[Change]) {
     assert!(
         report.results.iter().all(|r| r.outcome == Outcome::Applied),
         "{:?}",
-        report.results.iter().find(|r| r.outcome != Outcome::Applied)
+        report
+            .results
+            .iter()
+            .find(|r| r.outcome != Outcome::Applied)
     );
 }
 
@@ -92,7 +95,11 @@ async fn cloud_dns_changes_are_packed_to_googles_own_limits() {
         "{stats:?}"
     );
     assert_eq!(stats.changes_committed, 2, "{stats:?}");
-    assert_eq!(emu.rrsets("packed").len(), 1900 + 2, "SOA and NS beside them");
+    assert_eq!(
+        emu.rrsets("packed").len(),
+        1900 + 2,
+        "SOA and NS beside them"
+    );
 }
 
 /// Cloudflare's batch endpoint takes as many records as the plan allows (Free 200,

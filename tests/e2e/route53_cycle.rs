@@ -12,7 +12,7 @@
 //! held before, deleted since: records created again as they were converge too.
 use dnsplane_common::pb;
 use dnsplane_e2e::servers::stack::{OWNER_ID, Options, RealStack, Tools};
-use dnsplane_e2e::servers::{Kind, RealServer};
+use dnsplane_e2e::servers::{EmulatedCloud, Kind, RealServer};
 use std::collections::BTreeSet;
 
 /// Records someone else keeps in the zone: never touched.

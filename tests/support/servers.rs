@@ -18,6 +18,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub use crate::require_servers;
+pub use emulated::EmulatedCloud;
 
 pub mod azure;
 pub mod clouddns;

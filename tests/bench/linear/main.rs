@@ -87,14 +87,12 @@ impl Ctx {
     /// As [`server`](Self::server), a cloud at its documented limits and quota, its
     /// zone quota raised to `records` (see `RealServer::start_at_limits`).
     pub fn server_at_limits(&self, kind: Kind, records: usize) -> RealServer {
-        RealServer::start_at_limits(kind, records, self.args.cloudflare_plan).unwrap_or_else(
-            || {
-                args::usage(&format!(
-                    "{} is not installed (tests/run-all.sh installs it)",
-                    kind.server()
-                ))
-            },
-        )
+        RealServer::start_at_limits(kind, records, self.args.cloudflare_plan).unwrap_or_else(|| {
+            args::usage(&format!(
+                "{} is not installed (tests/run-all.sh installs it)",
+                kind.server()
+            ))
+        })
     }
 
     pub fn stack(&self, server: RealServer, opts: Options) -> RealStack {

@@ -150,10 +150,7 @@ pub fn row(ctx: &mut Ctx, server: &RealServer, n: usize, total: Duration) {
     let (floor_text, r) = match f.rate {
         Some(rate) => {
             let t = Duration::from_secs_f64(requests as f64 / rate);
-            (
-                format!("{requests} requests, {}", fmt(t)),
-                ratio(total, t),
-            )
+            (format!("{requests} requests, {}", fmt(t)), ratio(total, t))
         }
         None => (
             format!("{requests} requests"),

@@ -26,6 +26,9 @@ pub struct EmulatedAzure {
     pub zone: Name,
     /// The token file of the applier's account.
     pub token_file: PathBuf,
+    /// ARM's subscription quota is on in the emulator (else the account's is lifted
+    /// too: the driver's default would pace the stories at ARM's rate).
+    arm_quota: bool,
     _dir: tempfile::TempDir,
     writer: Writer,
 }
@@ -44,6 +47,7 @@ impl EmulatedAzure {
     /// (`ThrottleOptions::default()`: ARM's own).
     pub fn start_throttled(throttle: ThrottleOptions) -> EmulatedAzure {
         let rt = emulated::runtime();
+        let arm_quota = throttle.writes_per_second > 0.0;
         let options = AzureOptions {
             throttle,
             ..AzureOptions::default()
@@ -61,6 +65,7 @@ impl EmulatedAzure {
             emulator,
             zone: zone.clone(),
             token_file,
+            arm_quota,
             _dir: dir,
             writer: Writer::new(rt, zone, Box::new(provider)),
         }
@@ -68,7 +73,7 @@ impl EmulatedAzure {
 
     /// The applier's account for it, as docs/providers.md tells users.
     pub fn account_toml(&self, account: &str) -> String {
-        format!(
+        let account = format!(
             "[[accounts]]\nname = \"{account}\"\ndriver = \"azure\"\nzones = [\"{}\"]\n\
              subscription_id = \"{DEFAULT_SUBSCRIPTION}\"\nresource_group = \"{DEFAULT_RESOURCE_GROUP}\"\n\
              endpoint = \"{}\"\nauthority_host = \"{}\"\ntoken_file = \"{}\"\n",
@@ -76,22 +81,28 @@ impl EmulatedAzure {
             self.emulator.endpoint(),
             self.emulator.endpoint(),
             self.token_file.display()
-        )
-    }
-
-    /// Another writer: `(label, type, ttl, value)` written through ARM.
-    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
-        self.writer.add_records(records);
-    }
-
-    /// Another writer sets (`Some`) or removes (`None`) the A record at each label.
-    pub fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
-        self.writer.set_a_records(recs, ttl);
+        );
+        if self.arm_quota {
+            account
+        } else {
+            account + "[accounts.quota]\nrate = 100000.0\nburst = 100000\n"
+        }
     }
 
     /// Arms a fault rule.
     pub fn add_fault(&self, rule: FaultRule) {
         self.emulator.add_fault(rule);
+    }
+
+    /// Writes the emulator committed (record sets put or deleted).
+    pub fn writes(&self) -> u64 {
+        self.emulator.stats().changes_committed
+    }
+}
+
+impl emulated::EmulatedCloud for EmulatedAzure {
+    fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     /// The zone's records (one per value) in DNS presentation form, names and targets
@@ -124,21 +135,6 @@ impl EmulatedAzure {
                 })
             })
             .collect()
-    }
-
-    /// The zone as `name ttl type value` lines (see [`emulated::axfr`]).
-    pub fn axfr(&self) -> Vec<String> {
-        emulated::axfr(self.listing())
-    }
-
-    /// What a DNS query of `name` and `rtype` would answer, from the listing.
-    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        emulated::dig(self.listing(), name, rtype)
-    }
-
-    /// Writes the emulator committed (record sets put or deleted).
-    pub fn writes(&self) -> u64 {
-        self.emulator.stats().changes_committed
     }
 }
 

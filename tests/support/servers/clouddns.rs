@@ -105,20 +105,20 @@ impl EmulatedCloudDns {
         )
     }
 
-    /// Another writer: `(label, type, ttl, value)` written through Cloud DNS's API.
-    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
-        self.writer.add_records(records);
-    }
-
-    /// Another writer sets (`Some`) or removes (`None`) the A record at each label, in
-    /// one Change.
-    pub fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
-        self.writer.set_a_records(recs, ttl);
-    }
-
     /// Arms a fault rule.
     pub fn add_fault(&self, rule: FaultRule) {
         self.emulator.add_fault(rule);
+    }
+
+    /// Changes the emulator committed (`changes.create` calls that went through).
+    pub fn writes(&self) -> u64 {
+        self.emulator.stats().changes_committed
+    }
+}
+
+impl emulated::EmulatedCloud for EmulatedCloudDns {
+    fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     fn listing(&self) -> Vec<emulated::Line> {
@@ -132,21 +132,6 @@ impl EmulatedCloudDns {
                     .map(move |v| (name.clone(), s.ttl, s.rtype.clone(), v))
             })
             .collect()
-    }
-
-    /// The zone as `name ttl type value` lines (see [`emulated::axfr`]).
-    pub fn axfr(&self) -> Vec<String> {
-        emulated::axfr(self.listing())
-    }
-
-    /// What a DNS query of `name` and `rtype` would answer, from the listing.
-    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        emulated::dig(self.listing(), name, rtype)
-    }
-
-    /// Changes the emulator committed (`changes.create` calls that went through).
-    pub fn writes(&self) -> u64 {
-        self.emulator.stats().changes_committed
     }
 }
 

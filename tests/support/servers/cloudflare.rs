@@ -86,20 +86,21 @@ impl EmulatedCloudflare {
         )
     }
 
-    /// Another writer: `(label, type, ttl, value)` written through Cloudflare's API.
-    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
-        self.writer.add_records(records);
-    }
-
-    /// Another writer sets (`Some`) or removes (`None`) the A record at each label, in
-    /// one batch.
-    pub fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
-        self.writer.set_a_records(recs, ttl);
-    }
-
     /// Arms a fault rule.
     pub fn add_fault(&self, rule: FaultRule) {
         self.emulator.add_fault(rule);
+    }
+
+    /// Calls that changed state (batches committed, records written; Cloudflare has no
+    /// serial).
+    pub fn writes(&self) -> u64 {
+        self.emulator.stats().changes_committed
+    }
+}
+
+impl emulated::EmulatedCloud for EmulatedCloudflare {
+    fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     /// The zone's records (one per value) in DNS presentation form: names and targets
@@ -133,21 +134,5 @@ impl EmulatedCloudflare {
                 (emulated::absolute(&r.name), r.ttl, r.rtype, value)
             })
             .collect()
-    }
-
-    /// The zone as `name ttl type value` lines (see [`emulated::axfr`]).
-    pub fn axfr(&self) -> Vec<String> {
-        emulated::axfr(self.listing())
-    }
-
-    /// What a DNS query of `name` and `rtype` would answer, from the listing.
-    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        emulated::dig(self.listing(), name, rtype)
-    }
-
-    /// Calls that changed state (batches committed, records written; Cloudflare has no
-    /// serial).
-    pub fn writes(&self) -> u64 {
-        self.emulator.stats().changes_committed
     }
 }

@@ -9,6 +9,38 @@ use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// What the stories do with an emulated cloud: another writer's records, and the
+/// zone as DNS tools would show it. A cloud's support module gives its writer and its
+/// listing; the rest is here.
+pub trait EmulatedCloud {
+    /// Another writer of the zone, through the provider's API.
+    fn writer(&self) -> &Writer;
+
+    /// The zone's values from the emulator's own listing, in DNS presentation form.
+    fn listing(&self) -> Vec<Line>;
+
+    /// Another writer: `(label, type, ttl, value)` written through the provider's API.
+    fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
+        self.writer().add_records(records);
+    }
+
+    /// Another writer sets (`Some`) or removes (`None`) the A record at each label, in
+    /// one write.
+    fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
+        self.writer().set_a_records(recs, ttl);
+    }
+
+    /// The zone as `name ttl type value` lines (see [`axfr`]).
+    fn axfr(&self) -> Vec<String> {
+        axfr(self.listing())
+    }
+
+    /// What a DNS query of `name` and `rtype` would answer, from the listing.
+    fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
+        dig(self.listing(), name, rtype)
+    }
+}
+
 /// The runtime an emulator (and its writer) runs in.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -81,20 +81,20 @@ impl EmulatedRoute53 {
         )
     }
 
-    /// Another writer: `(label, type, ttl, value)` written through Route 53's API.
-    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
-        self.writer.add_records(records);
-    }
-
-    /// Another writer sets (`Some`) or removes (`None`) the A record at each label, in
-    /// one change batch.
-    pub fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
-        self.writer.set_a_records(recs, ttl);
-    }
-
     /// Arms a fault rule.
     pub fn add_fault(&self, rule: FaultRule) {
         self.emulator.add_fault(rule);
+    }
+
+    /// Change batches the emulator committed (Route 53 has no serial to show it).
+    pub fn writes(&self) -> u64 {
+        self.emulator.stats().changes_committed
+    }
+}
+
+impl emulated::EmulatedCloud for EmulatedRoute53 {
+    fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     /// The zone's values from the emulator's listing (`*` spelt as DNS tools print it,
@@ -111,21 +111,6 @@ impl EmulatedRoute53 {
                     .map(move |v| (name.clone(), ttl, s.rtype.clone(), v))
             })
             .collect()
-    }
-
-    /// The zone as `name ttl type value` lines (see [`emulated::axfr`]).
-    pub fn axfr(&self) -> Vec<String> {
-        emulated::axfr(self.listing())
-    }
-
-    /// What a DNS query of `name` and `rtype` would answer, from the listing.
-    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        emulated::dig(self.listing(), name, rtype)
-    }
-
-    /// Change batches the emulator committed (Route 53 has no serial to show it).
-    pub fn writes(&self) -> u64 {
-        self.emulator.stats().changes_committed
     }
 }
 

@@ -4,7 +4,7 @@
 //! automation. No DNS is served: the AWS CLI's listing stands for `dig` and AXFR.
 //! moto has no fault rules and no quota; see docs/emulators.md for where it and the
 //! emulator differ.
-use super::emulated::{self, Writer};
+use super::emulated::{self, EmulatedCloud, Writer};
 use super::route53::aws_listing;
 use crate::moto::Moto;
 use dnsplane_applier::provider::route53::Route53Provider;
@@ -67,30 +67,16 @@ impl MotoRoute53 {
             self.credentials_file.display()
         )
     }
+}
 
-    /// Another writer: `(label, type, ttl, value)` written through Route 53's API.
-    pub fn add_records(&self, records: &[(&str, &str, u32, &str)]) {
-        self.writer.add_records(records);
-    }
-
-    /// Another writer sets (`Some`) or removes (`None`) the A record at each label.
-    pub fn set_a_records(&self, recs: &[(String, Option<String>)], ttl: u32) {
-        self.writer.set_a_records(recs, ttl);
+impl emulated::EmulatedCloud for MotoRoute53 {
+    fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     fn listing(&self) -> Vec<emulated::Line> {
         aws_listing(&self.endpoint(), &self.zone_id, ACCESS_KEY, SECRET)
             .expect("the AWS CLI reads moto's zone (DNSPLANE_AWS_CLI)")
-    }
-
-    /// The zone as `name ttl type value` lines, by the AWS CLI.
-    pub fn axfr(&self) -> Vec<String> {
-        emulated::axfr(self.listing())
-    }
-
-    /// What a DNS query would answer, from the AWS CLI's listing.
-    pub fn dig(&self, name: &str, rtype: &str) -> Vec<String> {
-        emulated::dig(self.listing(), name, rtype)
     }
 }
 
