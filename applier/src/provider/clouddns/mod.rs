@@ -32,7 +32,7 @@
 use crate::provider::call::Pacer;
 use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
 use async_trait::async_trait;
-use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
+use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use futures::{StreamExt, TryStreamExt};
 use reqwest::{Method, Url};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -42,10 +42,12 @@ use std::time::{Duration, Instant};
 mod config;
 pub mod credentials;
 mod http;
+mod read;
 mod wire;
 
 pub use config::{CloudDnsConfig, DEFAULT_ENDPOINT};
 use credentials::{EnvReader, TokenSource};
+use read::Read;
 use wire::{OutChange, OutRRSet, Sent};
 
 /// RRSet ops one Change may carry: Google allows 1,000 additions and 1,000
@@ -413,52 +415,6 @@ impl CloudDnsProvider {
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
-        }
-    }
-}
-
-/// What a read found.
-#[derive(Default)]
-struct Read {
-    rrsets: BTreeMap<RecordKey, RRSet>,
-    /// Sets dnsplane cannot model (routing policies, unreadable values): never
-    /// written over.
-    opaque: BTreeSet<RecordKey>,
-    /// Rrdatas as Cloud DNS spelled them, where that is not the canonical spelling.
-    raw: HashMap<RecordKey, Vec<String>>,
-}
-
-impl Read {
-    fn add(&mut self, zone: &Name, set: wire::WireRRSet, names: Option<&BTreeSet<Name>>) {
-        let Ok(name) = Name::parse(&set.name) else {
-            tracing::warn!(zone = %zone, record.name = %set.name, "Skipped a Cloud DNS set whose name dnsplane cannot represent.");
-            return;
-        };
-        if names.is_some_and(|ns| !ns.contains(&name)) || !name.is_within(zone) {
-            return;
-        }
-        // SOA and types dnsplane does not model are neither listed nor written.
-        let Ok(rtype) = RecordType::parse(&set.rtype) else {
-            return;
-        };
-        let key = RecordKey::new(zone.clone(), name, rtype);
-        if set.routing_policy.is_some() {
-            self.opaque.insert(key);
-            return;
-        }
-        match RRSet::new(key.clone(), set.ttl.unwrap_or(0), &set.rrdatas) {
-            Ok(r) => {
-                let mut raw = set.rrdatas.clone();
-                raw.sort();
-                if raw != r.values_vec() {
-                    self.raw.insert(key.clone(), set.rrdatas);
-                }
-                self.rrsets.insert(key, r);
-            }
-            Err(e) => {
-                tracing::warn!(zone = %zone, record = %key, error = %e, "A Cloud DNS set dnsplane cannot represent; it is left alone.");
-                self.opaque.insert(key);
-            }
         }
     }
 }
