@@ -163,7 +163,7 @@ fn one(ctx: &mut Ctx, kind: Kind, n: usize) -> Option<Duration> {
         if now > applied {
             (applied, moved) = (now, Instant::now());
         } else if moved.elapsed() > Duration::from_secs(1) {
-            s.sync(false);
+            s.sync_following(false, SYNC_LIMIT, |_| {});
             resyncs += 1;
         }
         std::thread::sleep(Duration::from_millis(200));

@@ -50,13 +50,15 @@ impl Written {
     }
 }
 
-/// One cloud's floor: its requests, their rate (`None`: none published), the
-/// requests the load made, whether any answer was a limit error, and how the floor
-/// was counted.
+/// One cloud's floor: its requests, their rate (`None`: none published), the write
+/// requests the load made and all its requests (reads too, which count against the
+/// rate of Route 53 and Cloudflare), whether any answer was a limit error, and how
+/// the floor was counted.
 struct Floor {
     requests: usize,
     rate: Option<f64>,
     made: u64,
+    all: u64,
     refused: u64,
     how: String,
 }
@@ -85,6 +87,7 @@ fn floor(ctx: &Ctx, server: &RealServer) -> Option<Floor> {
                 requests: values.div_ceil(1000).max(chars.div_ceil(32_000)),
                 rate: Some(5.0),
                 made: made(&st.requests, "ChangeResourceRecordSets"),
+                all: st.requests.values().sum(),
                 refused: st.throttled,
                 how: format!(
                     "{values} values, {chars} value characters; \
@@ -99,6 +102,7 @@ fn floor(ctx: &Ctx, server: &RealServer) -> Option<Floor> {
                 requests: w.sets.div_ceil(1000).max(w.chars.div_ceil(100_000)),
                 rate: None,
                 made: made(&st.requests, "dns.changes.create"),
+                all: st.requests.values().sum(),
                 refused: st.throttled,
                 how: format!(
                     "{} record sets, {} bytes of rrdata; max(sets / 1,000, rrdata / 100,000) \
@@ -115,6 +119,7 @@ fn floor(ctx: &Ctx, server: &RealServer) -> Option<Floor> {
                 requests: w.values.div_ceil(limit),
                 rate: Some(4.0),
                 made: made(&st.requests, "BatchDnsRecords"),
+                all: st.requests.values().sum(),
                 refused: st.throttled,
                 how: format!(
                     "{} records on the {} plan; records / {limit} batches at 1,200 per 5 minutes",
@@ -130,6 +135,7 @@ fn floor(ctx: &Ctx, server: &RealServer) -> Option<Floor> {
                 rate: Some(10.0),
                 made: made(&st.requests, "RecordSets_CreateOrUpdate")
                     + made(&st.requests, "RecordSets_Delete"),
+                all: st.requests.values().sum(),
                 refused: st.throttled,
                 how: format!(
                     "{} record sets, one request each, at ARM's 10 writes a second",
@@ -168,8 +174,8 @@ pub fn row(ctx: &mut Ctx, server: &RealServer, n: usize, total: Duration) {
         goal: "≤ 1.2× the floor, no limit error".into(),
         pass: Some(r <= 1.2 && f.refused == 0),
         note: format!(
-            "{}; {} requests refused for a limit (throttled)",
-            f.how, f.refused
+            "{}; {} requests in all (reads included); {} refused for a limit (throttled)",
+            f.how, f.all, f.refused
         ),
     });
 }
