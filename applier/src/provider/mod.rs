@@ -222,8 +222,22 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     fn capabilities(&self) -> Capabilities;
     /// The zones this account hosts.
     async fn zones(&self) -> Result<Vec<Name>, ProviderError>;
-    /// A cheap change counter for `zone`, `None` when the provider has none.
-    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError>;
+    /// A cheap change counter for `zone`, `None` when the provider has none. The
+    /// default: the self-counted cache's count for a [`counted`](Self::counted)
+    /// driver, else none.
+    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
+        match self.counted() {
+            Some(c) => kit::counted::serial(c, zone).await,
+            None => Ok(None),
+        }
+    }
+
+    /// A driver whose provider has no serial and whose listings come from the
+    /// self-counted cache ([`kit::counted`]) returns itself here; `serial`, `forget`
+    /// and `serial_position` then come from that cache. The default: none.
+    fn counted(&self) -> Option<&dyn kit::counted::CountedZone> {
+        None
+    }
     /// The zone's RRSets, or only those at `names`, outside any quota (tests, tools):
     /// [`list_paced`](Self::list_paced) without a pacer.
     async fn list(&self, zone: &Name, names: Option<&[Name]>) -> Result<Listing, ProviderError> {
@@ -238,9 +252,14 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
 
     /// A fresh read of `zone` was asked for: drop what this driver remembers of its
     /// content that the provider itself does not vouch for (Route 53's record cache,
-    /// kept by its own writes). No call. The default keeps everything: a cache that a
-    /// serial validates (PowerDNS) is the provider's word already.
-    fn forget(&self, _zone: &Name) {}
+    /// kept by its own writes). No call. The default drops a
+    /// [`counted`](Self::counted) driver's cache and keeps everything else: a cache
+    /// that a serial validates (PowerDNS) is the provider's word already.
+    fn forget(&self, zone: &Name) {
+        if let Some(c) = self.counted() {
+            c.listing_cache().invalidate(zone);
+        }
+    }
 
     /// What this driver learnt of its server's ways that an operator should see in
     /// the account's status (e.g. route53's UPSERT fallback); no call.
@@ -250,9 +269,9 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
 
     /// Where this driver's own writes put `zone`'s serial, when it keeps count (see
     /// [`record_cache::RecordCache::position`]); no provider call. `None`: it cannot
-    /// vouch for any serial.
-    fn serial_position(&self, _zone: &Name) -> Option<record_cache::SerialPosition> {
-        None
+    /// vouch for any serial. The default: a [`counted`](Self::counted) driver's cache's.
+    fn serial_position(&self, zone: &Name) -> Option<record_cache::SerialPosition> {
+        self.counted()?.listing_cache().position(zone)
     }
 
     /// The zone's RRSets, or only those at `names`, with each request the driver makes

@@ -41,12 +41,12 @@
 //! Each HTTP request takes its own quota token through the call's
 //! [`Pacer`](crate::provider::call::Pacer), right before it is sent.
 use crate::provider::call::Pacer;
-use crate::provider::kit::counted;
+use crate::provider::kit::counted::{self, CountedZone};
 use crate::provider::kit::http::{admit, retry_after, traced};
 use crate::provider::kit::secret::SecretHeader;
 use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
-use crate::provider::record_cache::{RecordCache, SerialPosition};
+use crate::provider::record_cache::RecordCache;
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::rdata::canonicalize;
@@ -408,18 +408,8 @@ impl Provider for CloudflareProvider {
         Ok(names)
     }
 
-    /// The listing cache's count for the zone: no request, but the drift check's
-    /// whole read when it is due; `None` before the first whole read.
-    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        counted::serial(self, zone).await
-    }
-
-    fn forget(&self, zone: &Name) {
-        self.cache.invalidate(zone);
-    }
-
-    fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
-        self.cache.position(zone)
+    fn counted(&self) -> Option<&dyn CountedZone> {
+        Some(self)
     }
 
     async fn list_paced(

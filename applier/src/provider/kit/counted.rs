@@ -7,7 +7,8 @@
 //! reads their names, or at a `fresh` read (`forget`).
 //!
 //! A driver implements [`CountedZone`] (its cache, and its read of a zone's names or
-//! of all of it); its `serial` and `list_paced` are then [`serial`] and [`list`].
+//! of all of it) and returns itself from `Provider::counted`, which gives it
+//! `serial`, `forget` and `serial_position`; its `list_paced` is then [`list`].
 use crate::provider::call::Pacer;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, Validity};
@@ -33,7 +34,10 @@ pub trait CountedZone: Send + Sync {
 
 /// A [`CountedZone`] driver's `Provider::serial`: the cache's count, no request but
 /// the drift check's whole read when it is due; `None` before the first whole read.
-pub async fn serial<D: CountedZone>(d: &D, zone: &Name) -> Result<Option<u64>, ProviderError> {
+pub async fn serial<D: CountedZone + ?Sized>(
+    d: &D,
+    zone: &Name,
+) -> Result<Option<u64>, ProviderError> {
     let pacer = Pacer::default();
     d.listing_cache()
         .counted_serial(zone, || d.read_zone(zone, None, &pacer))
@@ -43,7 +47,7 @@ pub async fn serial<D: CountedZone>(d: &D, zone: &Name) -> Result<Option<u64>, P
 /// A [`CountedZone`] driver's `Provider::list_paced`: the whole zone from the cache
 /// while it is valid; names always from the provider (a read of names settles a
 /// conflict or an ambiguous answer, and teaches the cache what it missed there).
-pub async fn list<D: CountedZone>(
+pub async fn list<D: CountedZone + ?Sized>(
     d: &D,
     zone: &Name,
     names: Option<&[Name]>,

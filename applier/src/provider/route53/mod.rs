@@ -43,9 +43,9 @@
 //! exactly as read. Routing dnsplane does not model (CIDR, geoproximity, traffic
 //! policies) marks its key opaque, so dnsplane never writes over it.
 use crate::provider::call::Pacer;
-use crate::provider::kit::counted;
+use crate::provider::kit::counted::{self, CountedZone};
 use crate::provider::precondition::ZoneRead;
-use crate::provider::record_cache::{RecordCache, SerialPosition};
+use crate::provider::record_cache::RecordCache;
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -415,14 +415,8 @@ impl Provider for Route53Provider {
         Ok(names)
     }
 
-    /// The count of what this applier knows of the zone: no request, but the drift
-    /// check's full read when it is due; `None` before the first read.
-    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        counted::serial(self, zone).await
-    }
-
-    fn forget(&self, zone: &Name) {
-        self.cache.invalidate(zone);
+    fn counted(&self) -> Option<&dyn CountedZone> {
+        Some(self)
     }
 
     fn notes(&self) -> Vec<String> {
@@ -431,10 +425,6 @@ impl Provider for Route53Provider {
         } else {
             Vec::new()
         }
-    }
-
-    fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
-        self.cache.position(zone)
     }
 
     async fn list_paced(

@@ -45,10 +45,10 @@
 //! op on it is a conflict, never a blind overwrite). An answer that cannot be decoded
 //! is an error, never an empty zone (an empty zone would plan deletions).
 use crate::provider::call::Pacer;
-use crate::provider::kit::counted;
+use crate::provider::kit::counted::{self, CountedZone};
 use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
-use crate::provider::record_cache::{RecordCache, SerialPosition};
+use crate::provider::record_cache::RecordCache;
 use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
@@ -305,18 +305,8 @@ impl Provider for WebhookProvider {
             .collect())
     }
 
-    /// The listing cache's count for the zone: no request, but the drift check's
-    /// whole read when it is due; `None` before the first whole read.
-    async fn serial(&self, zone: &Name) -> Result<Option<u64>, ProviderError> {
-        counted::serial(self, zone).await
-    }
-
-    fn forget(&self, zone: &Name) {
-        self.cache.invalidate(zone);
-    }
-
-    fn serial_position(&self, zone: &Name) -> Option<SerialPosition> {
-        self.cache.position(zone)
+    fn counted(&self) -> Option<&dyn CountedZone> {
+        Some(self)
     }
 
     async fn list_paced(
