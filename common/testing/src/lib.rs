@@ -15,6 +15,7 @@
 //! `#[cfg(test)]` code.)
 pub mod certs;
 pub mod crd;
+pub mod docs;
 pub mod kube_api;
 pub mod kubectl;
 pub mod otlp;

@@ -59,6 +59,14 @@ pub fn binary(name: &str) -> PathBuf {
     p
 }
 
+/// A listener on a port of 127.0.0.1 the kernel picks, for a server a test starts
+/// in-process (it reads its address from the listener).
+pub async fn loopback() -> tokio::net::TcpListener {
+    tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0")
+}
+
 /// A free loopback port for a server a test starts, free for both TCP and UDP.
 ///
 /// Picked below Linux's ephemeral range (32768–60999), from which every outgoing

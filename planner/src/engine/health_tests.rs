@@ -294,11 +294,7 @@ fn rule_ids_are_unique() {
 #[test]
 fn the_docs_table_lists_every_rule_with_its_level() {
     let doc = include_str!("../../../docs/reliability.md");
-    let section = doc
-        .split("## Health rules")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("a Health rules section");
+    let section = dnsplane_testing::docs::section(doc, "Health rules");
     let rows: std::collections::BTreeSet<(String, String)> = section
         .lines()
         .filter_map(|l| {

@@ -358,19 +358,15 @@ fn permits_cap_batch_deadlines_to_the_window() {
 
 #[tokio::test]
 async fn a_standby_engine_sends_nothing_and_is_not_behind() {
-    use crate::config::{ConflictPolicy, PlannerConfig, Policy, ZoneConfig};
+    use crate::config::{PlannerConfig, ZoneConfig};
     use crate::engine::{Engine, Level, Scope, SyncError};
     let zone = dnsplane_common::Name::parse("example.com.").unwrap();
     let config = PlannerConfig {
         // Nothing listens there: a standby must not even try to read.
         applier: "http://127.0.0.1:1".into(),
         ..PlannerConfig::with_zones(vec![ZoneConfig {
-            name: zone.clone(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
             default_ttl: 60,
-            external_dns: None,
+            ..ZoneConfig::new(zone.clone(), "a")
         }])
     };
     let fake = Fake::default();

@@ -322,12 +322,9 @@ mod tests {
 
     fn zone_cfg(policy: Policy, conflict: ConflictPolicy) -> ZoneConfig {
         ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
             policy,
             conflict,
-            default_ttl: 300,
-            external_dns: None,
+            ..ZoneConfig::new(Name::parse("example.com").unwrap(), "a")
         }
     }
 
@@ -341,15 +338,7 @@ mod tests {
     }
 
     fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
-        records
-            .iter()
-            .map(|r| {
-                (
-                    r.key.clone(),
-                    DesiredRecord::new(r, "test".into(), "r".into()),
-                )
-            })
-            .collect()
+        crate::desired::desired_map(records, "test", "r")
     }
 
     fn owned(r: &RRSet, owner: &str) -> Vec<RRSet> {
@@ -362,7 +351,10 @@ mod tests {
     /// What an atomic conditional provider would hold after applying `changes`;
     /// panics on a failed precondition, which a plan computed from `current` must
     /// never contain.
-    fn apply(current: &[RRSet], changes: &[PlannedChange]) -> BTreeMap<RecordKey, RRSet> {
+    pub(super) fn apply(
+        current: &[RRSet],
+        changes: &[PlannedChange],
+    ) -> BTreeMap<RecordKey, RRSet> {
         let mut state: BTreeMap<RecordKey, RRSet> =
             current.iter().map(|r| (r.key.clone(), r.clone())).collect();
         for c in changes {

@@ -22,15 +22,7 @@ fn rrset(label: &str, ip: &str) -> RRSet {
 }
 
 fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
-    records
-        .iter()
-        .map(|r| {
-            (
-                r.key.clone(),
-                DesiredRecord::new(r, "test".into(), "test".into()),
-            )
-        })
-        .collect()
+    crate::desired::desired_map(records, "test", "test")
 }
 
 fn create(r: &RRSet) -> PlannedChange {

@@ -1,19 +1,12 @@
 //! The webhook over real HTTP on loopback, against a real engine and a durable store:
 //! what external-dns sends, how it is stored, what it reads back.
 use super::*;
-use crate::config::{ConflictPolicy, PlannerConfig, Policy};
+use crate::config::PlannerConfig;
 use dnsplane_common::Name;
 use serde_json::{Value, json};
 
 fn zones() -> Vec<ZoneConfig> {
-    vec![ZoneConfig {
-        name: Name::parse("example.com").unwrap(),
-        account: "a".into(),
-        policy: Policy::Sync,
-        conflict: ConflictPolicy::Report,
-        default_ttl: 300,
-        external_dns: None,
-    }]
+    vec![ZoneConfig::new(Name::parse("example.com").unwrap(), "a")]
 }
 
 struct Served {
@@ -269,11 +262,7 @@ async fn labels_alone_change_nothing_planned_and_bad_ones_are_refused() {
 #[test]
 fn the_documented_config_loads() {
     let doc = include_str!("../../../docs/external-dns.md");
-    let block = doc
-        .split("```toml")
-        .nth(1)
-        .and_then(|b| b.split("```").next())
-        .expect("a toml block");
+    let block = dnsplane_testing::docs::code_blocks(doc, "toml")[0];
     let config: PlannerConfig = toml::from_str(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
     config.validate().expect("valid");
     let hook = config.webhook.expect("[webhook]");

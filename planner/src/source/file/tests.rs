@@ -331,7 +331,9 @@ fn the_deployed_examples_are_valid() {
     );
 }
 
-async fn next_matching(
+/// The first snapshot from the watcher that `pred` accepts (`what` it shows), within
+/// 20 s.
+pub(super) async fn next_matching(
     rx: &mut mpsc::Receiver<Snapshot>,
     what: &str,
     pred: impl Fn(&Snapshot) -> bool,
