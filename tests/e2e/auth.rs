@@ -42,9 +42,10 @@ fn tokens_file(entries: &[Entry]) -> String {
         .collect()
 }
 
-/// Planner + applier with two zones (example.com. with its DNS port, example.org.)
-/// and `[auth]` (plus `auth_extra` keys) over [`TOKENS`].
-fn auth_stack(tools: Tools, auth_extra: &str) -> (Stack, tempfile::TempDir) {
+/// The applier's and planner's config for a second zone, [`OTHER`], in a memory
+/// account of its own (its state in the returned directory), and `[auth]` over
+/// `tokens.toml` plus `auth_extra` (keys, or further tables).
+pub(crate) fn two_zones_with_auth(auth_extra: &str) -> (String, String, tempfile::TempDir) {
     let other_state = tempfile::tempdir().expect("tempdir");
     let applier_extra = format!(
         "\n[[accounts]]\nname = \"other\"\ndriver = \"memory\"\nzones = [\"{OTHER}\"]\nstate_dir = \"{}\"\n",
@@ -54,6 +55,13 @@ fn auth_stack(tools: Tools, auth_extra: &str) -> (Stack, tempfile::TempDir) {
         "[[zones]]\nname = \"{OTHER}\"\naccount = \"other\"\n\
          [auth]\ntokens_file = \"tokens.toml\"\n{auth_extra}\n"
     );
+    (applier_extra, planner_extra, other_state)
+}
+
+/// Planner + applier with two zones (example.com. with its DNS port, example.org.)
+/// and `[auth]` (plus `auth_extra` keys) over [`TOKENS`].
+fn auth_stack(tools: Tools, auth_extra: &str) -> (Stack, tempfile::TempDir) {
+    let (applier_extra, planner_extra, other_state) = two_zones_with_auth(auth_extra);
     let base = endpoints("base", &[("base.example.com", "A", &["192.0.2.100"])]);
     let s = Stack::with_config(
         tools,

@@ -3,18 +3,12 @@
 //! nothing of it (refusing bad records by field, and a stream that never says it is
 //! complete); `Adopt` writes only the plan reviewed and never takes a record that is
 //! not desired; `ReadZone` tells each record's owner.
+use crate::stack::runtime;
 use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use std::time::Duration;
 use tonic::transport::Channel;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 async fn client(port: u16) -> PlannerClient<Channel> {
     PlannerClient::connect(format!("http://127.0.0.1:{port}"))

@@ -38,10 +38,7 @@ impl ExternalDns {
                 .pool_max_idle_per_host(0)
                 .build()
                 .expect("client"),
-            rt: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime"),
+            rt: crate::stack::runtime(),
         }
     }
 

@@ -408,13 +408,8 @@ mod tests {
         let plan = plan_zone(&z, ME, &desired(std::slice::from_ref(&heavier)), &view);
         let kinds: Vec<ChangeKind> = plan.changes.iter().map(|c| c.change.kind).collect();
         assert_eq!(kinds, [ChangeKind::Delete, ChangeKind::Update]);
-        assert!(
-            plan.changes[1]
-                .reason
-                .contains("aws/weight=10 → aws/weight=30"),
-            "{}",
-            plan.changes[1].reason
-        );
+        let reason = &plan.changes[1].reason;
+        assert!(reason.contains("aws/weight=10 → aws/weight=30"), "{reason}");
         let after = apply(&current, &plan.changes);
         assert_eq!(after.get(&heavier.key), Some(&heavier));
         assert!(!after.contains_key(&us.key));
