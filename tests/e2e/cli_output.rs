@@ -253,10 +253,7 @@ fn cli_json_yaml_schemas_exit_codes_and_order() {
 #[test]
 fn cli_exit_codes_converged_and_changes_present() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools.clone(), &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let s = Stack::www_running(tools.clone());
     let converged = wait_for(Duration::from_secs(15), || {
         let (code, out, _) = cli(&s, &["status"], &[]);
         (code == 0).then_some(out)
@@ -274,6 +271,7 @@ fn cli_exit_codes_converged_and_changes_present() {
     drop(s);
 
     let hang_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"1h\"\n";
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
     let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", hang_writes, "");
     s.start();
     let out = wait_for(Duration::from_secs(15), || {

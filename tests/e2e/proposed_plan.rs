@@ -61,10 +61,7 @@ fn kinds(plan: &pb::PlanResponse) -> Vec<(String, i32)> {
 #[test]
 fn a_proposed_state_is_planned_refused_by_field_and_never_kept() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let s = Stack::www_running(tools);
     let rt = runtime();
     rt.block_on(async {
         let mut c = client(s.planner_port).await;
@@ -259,10 +256,7 @@ async fn read_owners(c: &mut PlannerClient<Channel>) -> std::collections::BTreeM
 #[test]
 fn plan_desired_of_a_zone_file_names_what_it_will_not_plan() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let s = Stack::www_running(tools);
     let dir = s.path("proposed");
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(

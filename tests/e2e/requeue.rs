@@ -241,8 +241,7 @@ fn adopt_takes_equal_unowned_records_and_report_lists_them() {
 #[test]
 fn startup_does_not_block_on_the_applier() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+    let mut s = Stack::www(tools, "");
     s.start_planner();
     let degraded = wait_for(Duration::from_secs(20), || {
         let st = s.planner_call("GetStatus", "{}");

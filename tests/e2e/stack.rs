@@ -105,6 +105,14 @@ impl Stack {
         )
     }
 
+    /// [`Stack::www`], started, once `www.example.com.` answers.
+    pub fn www_running(tools: Tools) -> Stack {
+        let mut s = Stack::www(tools, "");
+        s.start();
+        s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+        s
+    }
+
     pub fn one_conflict(tools: Tools) -> Stack {
         let desired = endpoints(
             "web",

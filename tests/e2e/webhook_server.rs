@@ -42,15 +42,15 @@ impl ExternalDns {
         }
     }
 
+    /// `GET path`, accepting the webhook's media type.
+    async fn get(&self, path: &str) -> reqwest::Result<reqwest::Response> {
+        let url = format!("{}{path}", self.base);
+        self.http.get(url).header("accept", MEDIA).send().await
+    }
+
     fn negotiate(&self) -> (u16, String, Value) {
         self.rt.block_on(async {
-            let r = self
-                .http
-                .get(format!("{}/", self.base))
-                .header("accept", MEDIA)
-                .send()
-                .await
-                .expect("negotiate");
+            let r = self.get("/").await.expect("negotiate");
             let ct = r
                 .headers()
                 .get("content-type")
@@ -66,13 +66,7 @@ impl ExternalDns {
 
     pub(crate) fn records(&self) -> Vec<Value> {
         self.rt.block_on(async {
-            let r = self
-                .http
-                .get(format!("{}/records", self.base))
-                .header("accept", MEDIA)
-                .send()
-                .await
-                .expect("records");
+            let r = self.get("/records").await.expect("records");
             assert_eq!(r.status().as_u16(), 200, "Records must answer 200 exactly");
             r.json().await.expect("a JSON list")
         })

@@ -11,10 +11,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn two_planners_on_one_state_dir_the_second_stands_by_until_the_first_dies() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools.clone(), &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let mut s = Stack::www_running(tools.clone());
     // The same config file, so the same state directory: a planner started twice.
     let first = Planner::taken_from(&mut s);
     let first_lease = first.wait_lease(&tools, "leader", |l| role(l) == "leader");
