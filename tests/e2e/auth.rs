@@ -114,24 +114,8 @@ fn push(name: &str, value: &str, source: &str) -> String {
 
 /// An HTTP GET on loopback with an `Authorization` header: (status, body).
 fn http_get_bearer(port: u16, path: &str, bearer: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {bearer}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("write");
-    let mut text = String::new();
-    c.read_to_string(&mut text).expect("read");
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("code");
-    (code, body.to_string())
+    let authorization = format!("Bearer {bearer}");
+    dnsplane_e2e::http_get_with(port, path, &[("Authorization", &authorization)])
 }
 
 /// The `dnsplane` CLI against the stack: (exit code, output).
