@@ -31,15 +31,7 @@ fn token(name: &str) -> &'static str {
 }
 
 fn tokens_file(entries: &[Entry]) -> String {
-    entries
-        .iter()
-        .map(|(name, token, role, extra)| {
-            format!(
-                "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\n{extra}\n",
-                digest_hex(token)
-            )
-        })
-        .collect()
+    dnsplane_e2e::tokens::tokens_toml(entries, digest_hex)
 }
 
 /// The applier's and planner's config for a second zone, [`OTHER`], in a memory

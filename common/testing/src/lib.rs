@@ -21,6 +21,7 @@ pub mod kubectl;
 pub mod otlp;
 pub mod proto_json;
 pub mod records;
+pub mod tokens;
 pub mod tools;
 
 pub use tools::*;

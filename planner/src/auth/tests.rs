@@ -9,15 +9,7 @@ fn zones() -> Vec<Name> {
 }
 
 fn file(entries: &[(&str, &str, &str, &str)]) -> String {
-    entries
-        .iter()
-        .map(|(name, token, role, extra)| {
-            format!(
-                "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\n{extra}\n",
-                digest_hex(token)
-            )
-        })
-        .collect()
+    dnsplane_testing::tokens::tokens_toml(entries, digest_hex)
 }
 
 /// Why `t.toml` holding `text` is refused.
