@@ -99,8 +99,7 @@ fn a_state_directory_below_its_floor_fails_status() {
     let Some(tools) = Tools::find() else { return };
     // i64::MAX: more than any filesystem here has.
     let mut s = Stack::www(tools, "[state]\nmin_free_bytes = 9223372036854775807\n");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let (st, r) = wait_reason(&s, "disk_low");
     assert_eq!(st["level"], "failing", "{st}");
     assert_eq!(r["level"], "failing");
@@ -120,8 +119,7 @@ fn a_failed_state_write_fails_status_and_deletes_nothing() {
     let Some(tools) = Tools::find() else { return };
     let one = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
     let mut s = Stack::with_config(tools, &[("web.yaml", &one)], "report", "", "");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let kept = s.path(".dnsplane-state/desired");
     assert!(
         kept.is_dir(),

@@ -167,8 +167,7 @@ fn adopt_writes_only_the_plan_reviewed_and_never_a_record_not_desired() {
             ("stray.example.com", "A", "198.51.100.8"),
         ],
     );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let rt = runtime();
     rt.block_on(async {
         let mut c = client(s.planner_port).await;

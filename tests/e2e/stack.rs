@@ -108,9 +108,14 @@ impl Stack {
     /// [`Stack::www`], started, once `www.example.com.` answers.
     pub fn www_running(tools: Tools) -> Stack {
         let mut s = Stack::www(tools, "");
-        s.start();
-        s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+        s.start_until_www();
         s
+    }
+
+    /// Starts both services and waits until `www.example.com. A 192.0.2.10` answers.
+    pub fn start_until_www(&mut self) {
+        self.start();
+        self.wait_dns("www.example.com", "A", &["192.0.2.10"]);
     }
 
     pub fn one_conflict(tools: Tools) -> Stack {

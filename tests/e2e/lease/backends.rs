@@ -149,8 +149,7 @@ fn redis_down_the_leader_stops_when_its_window_closes_and_writes_again_after() {
             ttl.as_secs()
         ),
     );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let planner = Planner::taken_from(&mut s);
     planner.wait_lease(&tools, "leader", |l| role(l) == "leader");
 
