@@ -183,15 +183,7 @@ fn a_conflict_burst_is_audited_once_per_record_and_history_reads_it_back() {
         &[("DNSPLANE_LOG_FORMAT", "json"), ("DNSPLANE_LOG", "info")],
         s.path("planner.log"),
     ));
-    let settled = wait_for(Duration::from_secs(30), || {
-        (counts(&s) == (10, 50)).then_some(())
-    });
-    assert!(
-        settled.is_some(),
-        "expected 10 converged + 50 conflicts, got {:?}; logs:\n{}",
-        counts(&s),
-        s.logs()
-    );
+    crate::requeue::settle(&s, counts, (10, 50));
 
     // The file: exactly one CONFLICT outcome per held record, with the plan's reason;
     // an attempt and an APPLIED outcome (same batch) per free one. Rotated on the way.
