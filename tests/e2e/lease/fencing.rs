@@ -87,21 +87,7 @@ impl Setup {
     }
 
     fn wait_dig(&self, name: &str, want: &[&str], what: &str, logs: &[&Planner]) {
-        let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
-        wait_for(Duration::from_secs(40), || {
-            (self.dig(name) == want).then_some(())
-        })
-        .unwrap_or_else(|| {
-            let logs: Vec<String> = logs
-                .iter()
-                .map(|p| format!("--- {}:\n{}", p.proc.name, p.proc.log_text()))
-                .collect();
-            panic!(
-                "{what}: dig {name} never gave {want:?}: {:?}\n{}",
-                self.dig(name),
-                logs.join("\n")
-            )
-        });
+        super::wait_dig_a(&self.tools, &self.pdns, (name, want), what, logs);
     }
 }
 

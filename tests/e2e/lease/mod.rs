@@ -37,6 +37,31 @@ struct Planner {
     dir: PathBuf,
 }
 
+/// Waits (60 s at most) until `dig NAME A` at `pdns` answers `want`; panics saying
+/// `what`, the last answer and the planners' logs.
+fn wait_dig_a(
+    tools: &Tools,
+    pdns: &PowerDns,
+    (name, want): (&str, &[&str]),
+    what: &str,
+    logs: &[&Planner],
+) {
+    let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    let dig = || dig_sorted(&tools.dig, pdns.dns_port, name, "A");
+    let answered = wait_for(Duration::from_secs(60), || (dig() == want).then_some(()));
+    answered.unwrap_or_else(|| {
+        let logs: Vec<String> = logs
+            .iter()
+            .map(|p| format!("--- {}:\n{}", p.proc.name, p.proc.log_text()))
+            .collect();
+        let last = dig();
+        panic!(
+            "{what}: dig {name} never gave {want:?}: {last:?}\n{}",
+            logs.join("\n")
+        )
+    });
+}
+
 impl Planner {
     /// The planner `s` started, taken from it (its admin port unknown).
     fn taken_from(s: &mut crate::stack::Stack) -> Planner {
