@@ -792,12 +792,8 @@ mod tests {
     #[test]
     fn a_default_ttl_above_the_maximum_is_refused_at_startup() {
         let zone = |ttl: u32| ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
             default_ttl: ttl,
-            external_dns: None,
+            ..ZoneConfig::new(Name::parse("example.com").unwrap(), "a")
         };
         PlannerConfig::with_zones(vec![zone(dnsplane_common::rrset::MAX_TTL)])
             .validate()
@@ -815,14 +811,7 @@ mod tests {
     /// could break the mark (or make two owners read as one) is refused at startup.
     #[test]
     fn owner_id_is_validated_at_startup() {
-        let zones = vec![ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        }];
+        let zones = vec![ZoneConfig::new(Name::parse("example.com").unwrap(), "a")];
         let with = |id: &str| PlannerConfig {
             owner_id: id.to_string(),
             ..PlannerConfig::with_zones(zones.clone())

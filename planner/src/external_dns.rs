@@ -319,11 +319,7 @@ mod tests {
     #[test]
     fn the_documented_config_loads() {
         let doc = include_str!("../../docs/external-dns.md");
-        let block = doc
-            .split("```toml")
-            .find(|b| b.contains("[zones.external_dns]"))
-            .and_then(|b| b.split("```").next())
-            .expect("door 2's toml block");
+        let block = dnsplane_testing::docs::code_block_with(doc, "toml", "[zones.external_dns]");
         let config: crate::config::PlannerConfig = toml::from_str(block).unwrap();
         config.validate().expect("valid");
         let e = config.zones[0].external_dns.as_ref().expect("external_dns");

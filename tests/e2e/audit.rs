@@ -132,16 +132,8 @@ fn audit_events(s: &Stack) -> (Vec<serde_json::Value>, usize) {
 #[test]
 fn a_conflict_burst_is_audited_once_per_record_and_history_reads_it_back() {
     let Some(tools) = Tools::find() else { return };
-    let other_state = tempfile::tempdir().expect("tempdir");
-    let applier_extra = format!(
-        "\n[[accounts]]\nname = \"other\"\ndriver = \"memory\"\nzones = [\"{OTHER}\"]\nstate_dir = \"{}\"\n",
-        other_state.path().join("other").display()
-    );
-    let planner_extra = format!(
-        "[[zones]]\nname = \"{OTHER}\"\naccount = \"other\"\n\
-         [auth]\ntokens_file = \"tokens.toml\"\n\
-         [audit]\nfile = \"audit/audit.jsonl\"\nmax_bytes = 4096\nkeep = 100\n"
-    );
+    let audit = "[audit]\nfile = \"audit/audit.jsonl\"\nmax_bytes = 4096\nkeep = 100";
+    let (applier_extra, planner_extra, _other_state) = crate::auth::two_zones_with_auth(audit);
     let names: Vec<String> = (0..60).map(|i| format!("h{i}.example.com")).collect();
     let values: Vec<[String; 1]> = (0..60).map(|i| [format!("192.0.2.{i}")]).collect();
     let vrefs: Vec<Vec<&str>> = values
@@ -191,15 +183,7 @@ fn a_conflict_burst_is_audited_once_per_record_and_history_reads_it_back() {
         &[("DNSPLANE_LOG_FORMAT", "json"), ("DNSPLANE_LOG", "info")],
         s.path("planner.log"),
     ));
-    let settled = wait_for(Duration::from_secs(30), || {
-        (counts(&s) == (10, 50)).then_some(())
-    });
-    assert!(
-        settled.is_some(),
-        "expected 10 converged + 50 conflicts, got {:?}; logs:\n{}",
-        counts(&s),
-        s.logs()
-    );
+    crate::requeue::settle(&s, counts, (10, 50));
 
     // The file: exactly one CONFLICT outcome per held record, with the plan's reason;
     // an attempt and an APPLIED outcome (same batch) per free one. Rotated on the way.

@@ -31,20 +31,13 @@ fn token(name: &str) -> &'static str {
 }
 
 fn tokens_file(entries: &[Entry]) -> String {
-    entries
-        .iter()
-        .map(|(name, token, role, extra)| {
-            format!(
-                "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\n{extra}\n",
-                digest_hex(token)
-            )
-        })
-        .collect()
+    dnsplane_e2e::tokens::tokens_toml(entries, digest_hex)
 }
 
-/// Planner + applier with two zones (example.com. with its DNS port, example.org.)
-/// and `[auth]` (plus `auth_extra` keys) over [`TOKENS`].
-fn auth_stack(tools: Tools, auth_extra: &str) -> (Stack, tempfile::TempDir) {
+/// The applier's and planner's config for a second zone, [`OTHER`], in a memory
+/// account of its own (its state in the returned directory), and `[auth]` over
+/// `tokens.toml` plus `auth_extra` (keys, or further tables).
+pub(crate) fn two_zones_with_auth(auth_extra: &str) -> (String, String, tempfile::TempDir) {
     let other_state = tempfile::tempdir().expect("tempdir");
     let applier_extra = format!(
         "\n[[accounts]]\nname = \"other\"\ndriver = \"memory\"\nzones = [\"{OTHER}\"]\nstate_dir = \"{}\"\n",
@@ -54,6 +47,13 @@ fn auth_stack(tools: Tools, auth_extra: &str) -> (Stack, tempfile::TempDir) {
         "[[zones]]\nname = \"{OTHER}\"\naccount = \"other\"\n\
          [auth]\ntokens_file = \"tokens.toml\"\n{auth_extra}\n"
     );
+    (applier_extra, planner_extra, other_state)
+}
+
+/// Planner + applier with two zones (example.com. with its DNS port, example.org.)
+/// and `[auth]` (plus `auth_extra` keys) over [`TOKENS`].
+fn auth_stack(tools: Tools, auth_extra: &str) -> (Stack, tempfile::TempDir) {
+    let (applier_extra, planner_extra, other_state) = two_zones_with_auth(auth_extra);
     let base = endpoints("base", &[("base.example.com", "A", &["192.0.2.100"])]);
     let s = Stack::with_config(
         tools,
@@ -106,24 +106,8 @@ fn push(name: &str, value: &str, source: &str) -> String {
 
 /// An HTTP GET on loopback with an `Authorization` header: (status, body).
 fn http_get_bearer(port: u16, path: &str, bearer: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {bearer}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("write");
-    let mut text = String::new();
-    c.read_to_string(&mut text).expect("read");
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("code");
-    (code, body.to_string())
+    let authorization = format!("Bearer {bearer}");
+    dnsplane_e2e::http_get_with(port, path, &[("Authorization", &authorization)])
 }
 
 /// The `dnsplane` CLI against the stack: (exit code, output).

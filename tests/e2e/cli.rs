@@ -18,17 +18,14 @@ fn cli_code(s: &Stack, args: &[&str]) -> (Option<i32>, String) {
         .env("DNSPLANE_LOG", "warn")
         .output()
         .expect("run dnsplane");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code(), text)
+    (out.status.code(), crate::stack::combined(&out))
 }
 
 #[test]
 fn cli_plan_records_status_and_sync() {
     let Some(tools) = Tools::find() else { return };
     let mut s = Stack::one_conflict(tools);
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
 
     let (ok, out) = cli(&s, &["plan"]);
     assert!(ok, "{out}");

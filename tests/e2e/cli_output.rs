@@ -106,8 +106,7 @@ fn cli_json_yaml_schemas_exit_codes_and_order() {
             ("aa.example.com", "A", "198.51.100.8"),
         ],
     );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     s.wait_dns("mm.example.com", "A", &["192.0.2.13"]);
 
     // status: a zone with conflicts is not converged: exit 2, and the document says so.
@@ -253,10 +252,7 @@ fn cli_json_yaml_schemas_exit_codes_and_order() {
 #[test]
 fn cli_exit_codes_converged_and_changes_present() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools.clone(), &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let s = Stack::www_running(tools.clone());
     let converged = wait_for(Duration::from_secs(15), || {
         let (code, out, _) = cli(&s, &["status"], &[]);
         (code == 0).then_some(out)
@@ -274,6 +270,7 @@ fn cli_exit_codes_converged_and_changes_present() {
     drop(s);
 
     let hang_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"1h\"\n";
+    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
     let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", hang_writes, "");
     s.start();
     let out = wait_for(Duration::from_secs(15), || {
@@ -391,8 +388,7 @@ fn cli_sync_follows_the_sync_already_running() {
     // call comes.
     let slow_writes = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"3s\"\n";
     let mut s = Stack::with_config(tools, &[("web.yaml", &desired)], "report", slow_writes, "");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let more = endpoints("more", &[("new.example.com", "A", &["192.0.2.20"])]);
     std::fs::write(s.path("desired/more.yaml"), more).expect("write more.yaml");
     wait_for(Duration::from_secs(10), || {

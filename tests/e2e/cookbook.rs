@@ -5,7 +5,7 @@
 //! planner's admin port (`/metrics`, `/healthz`, `/readyz`, `/status`) on the same kind
 //! of stack.
 use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
-use dnsplane_e2e::{Proc, binary, free_port, http_get, wait_for};
+use dnsplane_e2e::{Proc, free_port, http_get, wait_for};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,24 +24,9 @@ struct Cookbook {
 
 /// Splits a shell command line into words: blanks separate, '…' and "…" quote.
 fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.get_or_insert_default().push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                word.get_or_insert_default();
-            }
-            (None, c) if c.is_whitespace() => words.extend(word.take()),
-            (None, c) => word.get_or_insert_default().push(c),
-        }
-    }
-    assert!(quote.is_none(), "unbalanced quotes in: {line}");
-    words.extend(word);
-    words
+    let (commands, balanced) = crate::docs_commands::split_words(line, false);
+    assert!(balanced, "unbalanced quotes in: {line}");
+    commands.concat()
 }
 
 /// Every `grpcurl` command in the README's code blocks, continuation lines joined.
@@ -153,22 +138,11 @@ impl Up {
         );
         let (planner, applier, dns) = (free_port(), free_port(), free_port());
         let log = state.path().join("up.log");
-        let proc = Proc::spawn(
-            "dnsplane up",
-            &binary("dnsplane"),
-            &[
-                "up",
-                "--desired",
-                desired.to_str().expect("utf8"),
-                "--planner-listen",
-                &format!("127.0.0.1:{planner}"),
-                "--applier-listen",
-                &format!("127.0.0.1:{applier}"),
-                "--dns-listen",
-                &format!("127.0.0.1:{dns}"),
-                "--state-dir",
-                state.path().join("s").to_str().expect("utf8"),
-            ],
+        let proc = crate::up::spawn_up(
+            &[],
+            &desired,
+            &[("planner", planner), ("applier", applier), ("dns", dns)],
+            &state.path().join("s"),
             log.clone(),
         );
         Up {
@@ -314,11 +288,7 @@ fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
             .args(&args)
             .output()
             .expect("run grpcurl");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = crate::stack::combined(&out);
         assert!(
             out.status.success(),
             "README.md:{}: `{}` failed:\n{text}\nlog:\n{}",

@@ -3,20 +3,16 @@
 //! in the reason), the records show rejected; once the key file is fixed the
 //! circuit's half-open probe goes through with the key read again, and the records
 //! converge without restarting anything.
+use crate::stack::{pdns_of, start_pdns};
 use dnsplane_common::pb::{self, RecordStateKind};
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools, workload};
-use dnsplane_e2e::servers::{Kind, RealServer};
 use std::time::Duration;
 
 #[test]
 fn pdns_wrong_api_key_opens_the_circuit_and_a_fixed_key_file_closes_it() {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else {
-        return;
-    };
-    let RealServer::Pdns(pdns) = &server else {
-        unreachable!("started PowerDNS")
-    };
+    let Some(server) = start_pdns() else { return };
+    let pdns = pdns_of(&server);
     let key_file = pdns.api_key_file.clone();
     let good_key = std::fs::read_to_string(&key_file).expect("the key");
     std::fs::write(&key_file, "not-the-key").expect("write the key file");
@@ -34,18 +30,7 @@ fn pdns_wrong_api_key_opens_the_circuit_and_a_fixed_key_file_closes_it() {
     let recs = workload::initial(3);
     let desired: Vec<pb::DesiredRecord> = recs.iter().map(|r| r.desired(&zone)).collect();
     assert_eq!(s.push(desired), 3);
-    s.wait_until(
-        "the records to show rejected",
-        Duration::from_secs(30),
-        |s| {
-            let st = s.record_states(false);
-            (st.len() == 3
-                && st
-                    .iter()
-                    .all(|r| r.state == RecordStateKind::Rejected as i32))
-            .then_some(())
-        },
-    );
+    all_rejected(&s, 3);
     let st = s.applier_status_grpcurl();
     let account = &st["accounts"][0];
     assert_ne!(account["circuit"], "closed", "{st}");
@@ -68,4 +53,18 @@ fn pdns_wrong_api_key_opens_the_circuit_and_a_fixed_key_file_closes_it() {
         s.dig(&recs[0].name(&zone), recs[0].rtype),
         [recs[0].dig.clone()]
     );
+}
+
+/// Waits (30 s at most) until the planner shows `n` records, every one rejected;
+/// returns their states.
+pub(crate) fn all_rejected(s: &RealStack, n: usize) -> Vec<pb::RecordState> {
+    s.wait_until(
+        "the records to show rejected",
+        Duration::from_secs(30),
+        |s| {
+            let st = s.record_states(false);
+            let rejected = |r: &pb::RecordState| r.state == RecordStateKind::Rejected as i32;
+            (st.len() == n && st.iter().all(rejected)).then_some(st)
+        },
+    )
 }

@@ -82,14 +82,7 @@ fn promtool() -> Option<PathBuf> {
 
 fn run(cmd: &mut Command) -> (bool, String) {
     let out = cmd.output().expect("run promtool");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.success(), crate::stack::combined(&out))
 }
 
 #[test]

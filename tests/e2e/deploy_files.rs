@@ -238,11 +238,7 @@ fn kubernetes_manifests_pass_strict_schema_validation() {
             cmd.args(["-k", v]);
         }
         let out = cmd.args(&files).output().expect("run kubernetes-validate");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = crate::stack::combined(&out);
         assert!(
             out.status.success(),
             "kubernetes-validate {version:?} failed:\n{text}"

@@ -100,8 +100,7 @@ fn an_edit_made_while_the_disk_is_full_is_applied_once_space_is_back() {
         format!("state_dir = \"{}\"\n{config}", state.display()),
     )
     .expect("planner.toml");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
 
     fill(&state);
     s.write_desired("web.yaml", &web("192.0.2.11"));

@@ -4,8 +4,8 @@
 //! (and one external-dns owns) is imported as files, read by the planner's file
 //! source, adopted without one value changing; a pull request's plan is shown as
 //! Markdown (and held, and refused when broken); merging it is applied.
+use crate::stack::{pdns_of, start_pdns};
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
-use dnsplane_e2e::servers::{Kind, RealServer};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -57,6 +57,14 @@ pub(crate) fn patch_zone(
 }
 
 /// [`LIVE`] as PowerDNS's API takes it (one RRSet per name and type).
+/// A private PowerDNS whose zone holds [`rrsets_json`]'s records, or `None` to skip.
+pub(crate) fn pdns_with_data() -> Option<dnsplane_e2e::servers::RealServer> {
+    let server = start_pdns()?;
+    let zone = server.zone().to_string();
+    patch_zone(pdns_of(&server), &zone, &rrsets_json(&zone));
+    Some(server)
+}
+
 pub(crate) fn rrsets_json(zone: &str) -> serde_json::Value {
     let mut by_key: std::collections::BTreeMap<(String, &str), Vec<&str>> = Default::default();
     for (name, rtype, content) in LIVE {
@@ -124,11 +132,7 @@ fn try_block(block: &str, dir: &Path, addr: &str) -> (bool, String) {
         .env("NO_COLOR", "1")
         .output()
         .expect("run bash");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = crate::stack::combined(&out);
     (out.status.success(), text)
 }
 
@@ -143,14 +147,10 @@ fn data_lines(s: &RealStack) -> BTreeSet<String> {
 #[test]
 fn the_walkthrough_of_docs_dns_as_code_runs_against_a_real_powerdns() {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else {
+    let Some(server) = pdns_with_data() else {
         return;
     };
-    let RealServer::Pdns(pdns) = &server else {
-        unreachable!("started as PowerDNS")
-    };
     let zone = server.zone().to_string();
-    patch_zone(pdns, &zone, &rrsets_json(&zone));
     // A guard that weighs this small zone: a pull request deleting most of it is held.
     let opts = Options {
         planner_extra: "[safety]\nmin_zone_records = 5\n".into(),

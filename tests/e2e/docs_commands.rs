@@ -429,6 +429,13 @@ fn strip_comment(line: &str) -> &str {
 
 /// Words of a command line, split on blanks, `&&`, `|` and `;` (quotes kept whole).
 fn commands_of(line: &str) -> Vec<Vec<String>> {
+    split_words(line, true).0
+}
+
+/// The words of a shell command line: blanks separate, '…' and "…" quote (the quotes
+/// removed). With `separators`, `&&`, `|` and `;` also end a command: one list of
+/// words per command. Also whether every quote was closed.
+pub(crate) fn split_words(line: &str, separators: bool) -> (Vec<Vec<String>>, bool) {
     let mut commands = vec![Vec::new()];
     let mut word: Option<String> = None;
     let mut quote: Option<char> = None;
@@ -440,7 +447,7 @@ fn commands_of(line: &str) -> Vec<Vec<String>> {
                 quote = Some(c);
                 word.get_or_insert_default();
             }
-            (None, '|' | ';' | '&') => {
+            (None, '|' | ';' | '&') if separators => {
                 commands.last_mut().expect("one").extend(word.take());
                 if !commands.last().expect("one").is_empty() {
                     commands.push(Vec::new());
@@ -452,7 +459,7 @@ fn commands_of(line: &str) -> Vec<Vec<String>> {
     }
     commands.last_mut().expect("one").extend(word);
     commands.retain(|c| !c.is_empty());
-    commands
+    (commands, quote.is_none())
 }
 
 /// The workspace's packages: name → (bin targets, bench targets).
@@ -517,11 +524,7 @@ fn help_of(bin: &str, sub: &[String]) -> Option<String> {
         .arg("--help")
         .output()
         .expect("run --help");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = crate::stack::combined(&out);
     // The bench binaries print their usage and exit non-zero.
     (out.status.success() || text.starts_with("usage:")).then_some(text)
 }
@@ -786,29 +789,14 @@ fn blocks_against_dnsplane_up_run() {
     let state = cwd.path().join(".dnsplane-state");
     let (planner, applier, dns, admin) = (free_port(), free_port(), free_port(), free_port());
     let log = cwd.path().join("up.log");
-    let _up = Proc::spawn(
-        "dnsplane up",
-        &binary("dnsplane"),
-        &[
-            "up",
-            "--desired",
-            root()
-                .join("deploy/examples/desired")
-                .to_str()
-                .expect("utf8"),
-            "--planner-listen",
-            &format!("127.0.0.1:{planner}"),
-            "--applier-listen",
-            &format!("127.0.0.1:{applier}"),
-            "--dns-listen",
-            &format!("127.0.0.1:{dns}"),
-            "--admin-listen",
-            &format!("127.0.0.1:{admin}"),
-            "--state-dir",
-            state.to_str().expect("utf8"),
-        ],
-        log.clone(),
-    );
+    let listen = [
+        ("planner", planner),
+        ("applier", applier),
+        ("dns", dns),
+        ("admin", admin),
+    ];
+    let desired = root().join("deploy/examples/desired");
+    let _up = crate::up::spawn_up(&[], &desired, &listen, &state, log.clone());
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     let served = wait_for(Duration::from_secs(60), || {
         (dnsplane_e2e::dig(&tools.dig, dns, "www.example.com", "A", false) == ["192.0.2.10"])

@@ -181,10 +181,7 @@ fn a_typo_in_the_domain_of_a_name_deletes_nothing() {
     assert!(out.contains(&format!("www.{typo}")), "{out}");
 
     // A push with the same typo is refused whole, naming the field and the zone.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::stack::runtime();
     let e = rt
         .block_on(async {
             let mut c = pb::planner_client::PlannerClient::connect(format!(

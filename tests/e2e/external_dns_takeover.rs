@@ -7,11 +7,11 @@
 //! `cluster-b`'s and the unowned records are untouched and reported. Then the way
 //! back: `dnsplane release --to-external-dns cluster-a` restores external-dns's
 //! ownership, and `dnsplane resume` takes the records once more.
+use crate::stack::{pdns_of, start_pdns};
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use dnsplane_e2e::quota_proxy::{ProxyOptions, QuotaProxy};
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
-use dnsplane_e2e::servers::{Kind, RealServer};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -80,12 +80,8 @@ fn desired(zone: &str, (name, rtype, content): &Rec) -> pb::DesiredRecord {
 #[test]
 fn takes_over_one_external_dns_owners_records_without_changing_a_value() {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else {
-        return;
-    };
-    let RealServer::Pdns(pdns) = &server else {
-        unreachable!("started as PowerDNS")
-    };
+    let Some(server) = start_pdns() else { return };
+    let pdns = pdns_of(&server);
     let zone = server.zone().to_string();
     let a: Vec<(Rec, Vec<Rec>)> = (0..A).map(cluster_a).collect();
     let b: Vec<(Rec, Rec)> = (0..B)
@@ -143,10 +139,7 @@ fn takes_over_one_external_dns_owners_records_without_changing_a_value() {
     assert_eq!(s.push(want) as usize, A + B + UNOWNED);
 
     // `dnsplane plan` (gRPC Plan) shows every adopt before it happens, and nothing else.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::runtime();
     let plan = rt
         .block_on(async {
             let mut c = PlannerClient::connect(s.planner_addr()).await?;

@@ -33,6 +33,15 @@ fn wait_reason(s: &Stack, rule: &str) -> (Value, Value) {
     (last, r)
 }
 
+/// [`wait_reason`], which must say the zone, and status with it, are degraded.
+fn wait_zone_degraded(s: &Stack, rule: &str) -> (Value, Value) {
+    let (st, r) = wait_reason(s, rule);
+    assert_eq!(st["level"], "degraded", "{st}");
+    let want = (&"degraded".into(), &ZONE.into());
+    assert_eq!((&r["level"], &r["zone"]), want, "{r}");
+    (st, r)
+}
+
 /// `dnsplane status` exits 2 with the rule's line, once status has it.
 fn status_exits_2_with(s: &Stack, rule: &str, level: &str) -> String {
     let (code, out) = cli(s, &["status"]);
@@ -67,13 +76,8 @@ fn a_conflict_degrades_status_and_the_cli_exits_2() {
     s.start_planner_with_admin(admin);
     s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
 
-    let (st, r) = wait_reason(&s, "conflicts");
-    assert_eq!(st["level"], "degraded", "{st}");
+    let (st, _) = wait_zone_degraded(&s, "conflicts");
     assert_eq!(st["safetyMode"], "automatic", "{st}");
-    assert_eq!(
-        (&r["level"], &r["zone"]),
-        (&"degraded".into(), &ZONE.into())
-    );
     assert!(
         st["reason"].as_str().unwrap().contains("in conflict"),
         "{st}"
@@ -93,17 +97,9 @@ fn a_conflict_degrades_status_and_the_cli_exits_2() {
 #[test]
 fn a_state_directory_below_its_floor_fails_status() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::with_config(
-        tools,
-        &[("web.yaml", &desired)],
-        "report",
-        "",
-        // i64::MAX: more than any filesystem here has.
-        "[state]\nmin_free_bytes = 9223372036854775807\n",
-    );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    // i64::MAX: more than any filesystem here has.
+    let mut s = Stack::www(tools, "[state]\nmin_free_bytes = 9223372036854775807\n");
+    s.start_until_www();
     let (st, r) = wait_reason(&s, "disk_low");
     assert_eq!(st["level"], "failing", "{st}");
     assert_eq!(r["level"], "failing");
@@ -123,8 +119,7 @@ fn a_failed_state_write_fails_status_and_deletes_nothing() {
     let Some(tools) = Tools::find() else { return };
     let one = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
     let mut s = Stack::with_config(tools, &[("web.yaml", &one)], "report", "", "");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let kept = s.path(".dnsplane-state/desired");
     assert!(
         kept.is_dir(),
@@ -198,14 +193,7 @@ fn an_open_circuit_shows_in_the_planners_status() {
 #[test]
 fn observe_mode_writes_nothing_until_switched_to_automatic() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::with_config(
-        tools,
-        &[("web.yaml", &desired)],
-        "report",
-        "",
-        "[safety]\nmode = \"observe\"\n",
-    );
+    let mut s = Stack::www(tools, "[safety]\nmode = \"observe\"\n");
     s.start();
     let mut last = Value::Null;
     let pending = wait_for(WAIT, || {
@@ -268,14 +256,7 @@ fn observe_mode_writes_nothing_until_switched_to_automatic() {
 #[test]
 fn approve_mode_holds_each_plan_until_approved() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::with_config(
-        tools,
-        &[("web.yaml", &desired)],
-        "report",
-        "",
-        "[safety]\nmode = \"approve\"\n",
-    );
+    let mut s = Stack::www(tools, "[safety]\nmode = \"approve\"\n");
     s.start();
     let (st, r) = wait_reason(&s, "held_plan");
     assert_eq!(st["safetyMode"], "approve", "{st}");
@@ -334,12 +315,7 @@ fn failed_records_degrade_status_with_their_count() {
         "",
     );
     s.start();
-    let (st, r) = wait_reason(&s, "records_failed");
-    assert_eq!(st["level"], "degraded", "{st}");
-    assert_eq!(
-        (&r["level"], &r["zone"]),
-        (&"degraded".into(), &ZONE.into())
-    );
+    let (_, r) = wait_zone_degraded(&s, "records_failed");
     assert!(
         r["message"].as_str().unwrap().contains("record(s) failed"),
         "{r}"

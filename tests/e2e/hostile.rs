@@ -41,9 +41,7 @@ fn status(s: &RealStack) -> (Option<i32>, String) {
         .env("DNSPLANE_LOG", "warn")
         .output()
         .expect("run dnsplane status");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code(), text)
+    (out.status.code(), crate::stack::combined(&out))
 }
 
 /// Writes `text` to `path` through a rename, so the poller never sees half a file.

@@ -5,9 +5,7 @@
 //! another writer holds.
 use dnsplane_common::pb::{self, applier_client::ApplierClient};
 use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
-use dnsplane_planner::config::{
-    BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
-};
+use dnsplane_planner::config::{BatchConfig, PlannerConfig, SyncConfig, ZoneConfig};
 use dnsplane_planner::engine::{Engine, Scope};
 use dnsplane_planner::lease::LeaseHandle;
 use dnsplane_planner::metrics::PlannerMetrics;
@@ -71,9 +69,7 @@ struct Harness {
 
 async fn harness() -> Harness {
     let dir = tempfile::tempdir().expect("tempdir");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     let addr = listener.local_addr().expect("addr");
     let cancel = tokio_util::sync::CancellationToken::new();
     let cfg =
@@ -100,12 +96,8 @@ async fn harness() -> Harness {
             ..BatchConfig::default()
         },
         ..PlannerConfig::with_zones(vec![ZoneConfig {
-            name: zone(),
-            account: "embedded".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
             default_ttl: 60,
-            external_dns: None,
+            ..ZoneConfig::new(zone(), "embedded")
         }])
     };
     let engine = Engine::new(
@@ -212,21 +204,26 @@ impl Harness {
 fn entries(records: &[(u8, u8)]) -> Vec<DesiredEntry> {
     records
         .iter()
-        .map(|(n, v)| DesiredEntry {
-            name: key(*n).name,
-            rtype: RecordType::A,
-            ttl: Some(60),
-            values: vec![format!("192.0.2.{v}")],
-            set: dnsplane_common::SetId::NONE,
-            properties: Vec::new(),
-            labels: Default::default(),
-            origin: Origin {
-                source: "test".into(),
-                location: "".into(),
-                resource: "r".into(),
-            },
-        })
+        .map(|(n, v)| a_entry(key(*n).name, format!("192.0.2.{v}")))
         .collect()
+}
+
+/// `name A value`, TTL 60, as the test source gives it.
+fn a_entry(name: Name, value: String) -> DesiredEntry {
+    DesiredEntry {
+        name,
+        rtype: RecordType::A,
+        ttl: Some(60),
+        values: vec![value],
+        set: dnsplane_common::SetId::NONE,
+        properties: Vec::new(),
+        labels: Default::default(),
+        origin: Origin {
+            source: "test".into(),
+            location: "".into(),
+            resource: "r".into(),
+        },
+    }
 }
 
 async fn run_case(steps: Vec<Step>) -> Result<(), TestCaseError> {
@@ -353,7 +350,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
     fn incremental_path_converges_and_never_touches_other_writers(steps in proptest::collection::vec(step(), 1..14)) {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        let rt = crate::stack::threaded_runtime(2);
         rt.block_on(run_case(steps))?;
     }
 }
@@ -364,19 +361,9 @@ proptest! {
 async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
     let h = harness().await;
     let records: Vec<DesiredEntry> = (0..10_000u32)
-        .map(|i| DesiredEntry {
-            name: Name::parse(&format!("n{i}.example.com")).expect("name"),
-            rtype: RecordType::A,
-            ttl: Some(60),
-            values: vec![format!("10.0.{}.{}", i / 250, i % 250)],
-            set: dnsplane_common::SetId::NONE,
-            properties: Vec::new(),
-            labels: Default::default(),
-            origin: Origin {
-                source: "test".into(),
-                location: "".into(),
-                resource: "r".into(),
-            },
+        .map(|i| {
+            let name = Name::parse(&format!("n{i}.example.com")).expect("name");
+            a_entry(name, format!("10.0.{}.{}", i / 250, i % 250))
         })
         .collect();
     h.engine.set_source("bulk", records, vec![]);
@@ -391,30 +378,26 @@ async fn noop_sync_of_a_10k_zone_makes_no_write_and_at_most_one_call() {
         "{first:?}"
     );
 
-    let mut client = h.client.clone();
     let calls = |s: &pb::ApplierStatus| -> (u64, u64) {
         let a = &s.accounts[0];
         (a.calls_by_class.values().sum(), a.batches)
     };
-    let before = calls(
-        &client
-            .get_status(pb::GetApplierStatusRequest {})
+    let status = || async {
+        let mut client = h.client.clone();
+        let request = pb::GetApplierStatusRequest {};
+        client
+            .get_status(request)
             .await
             .expect("status")
-            .into_inner(),
-    );
+            .into_inner()
+    };
+    let before = calls(&status().await);
     let again = h
         .engine
         .sync(&zone(), &Scope::Zone, false, None)
         .await
         .expect("no-op sync");
-    let after = calls(
-        &client
-            .get_status(pb::GetApplierStatusRequest {})
-            .await
-            .expect("status")
-            .into_inner(),
-    );
+    let after = calls(&status().await);
     assert_eq!(again.planned, 0, "{again:?}");
     assert_eq!(after.1, before.1, "no batch (no write) in a no-op sync");
     assert!(

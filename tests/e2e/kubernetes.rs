@@ -62,11 +62,7 @@ fn stack(tools: Tools, api: &FakeKubeApi) -> Stack {
 #[test]
 fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
     let Some(tools) = Tools::find() else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(1);
     let api = fake(&rt);
     api.apply("web", "app", &[], ep("app.example.com", "192.0.2.10"));
     api.apply("web", "bad", &[], ep("bad.example.com", "300.1.1.1"));
@@ -152,11 +148,7 @@ fn dnsendpoints_from_the_api_reach_the_provider_and_report_back() {
 #[test]
 fn ten_thousand_endpoints_from_the_api_converge_and_report_ready() {
     let Some(tools) = Tools::find() else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(1);
     let api = fake(&rt);
     const OBJECTS: usize = 100;
     const PER_OBJECT: usize = 100;

@@ -18,11 +18,7 @@ pub(super) const CONDITION_TIME: &str = "2026-11-29T00:00:00Z";
 
 /// The fake API server's runtime (it serves from this runtime's thread).
 pub(super) fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime")
+    crate::stack::threaded_runtime(1)
 }
 
 /// A LoadBalancer Service asking for `host` (annotation), its load balancer at `lb`

@@ -38,11 +38,7 @@ fn big_txt_zone(s: &Stack) -> Vec<RRSet> {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime")
+    crate::stack::threaded_runtime(1)
 }
 
 #[test]

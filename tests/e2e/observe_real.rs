@@ -29,19 +29,7 @@ fn write_planner(dir: &Path, zone: &str, applier: u16, mode: &str) {
 }
 
 fn start_planner(dir: &Path, port: u16, run: &str) -> Proc {
-    Proc::spawn(
-        "planner",
-        &binary("dnsplane-planner"),
-        &[
-            "--config",
-            dir.join("planner.toml").to_str().expect("utf8"),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--admin-listen",
-            "off",
-        ],
-        dir.join(format!("planner-{run}.log")),
-    )
+    crate::stack::spawn_planner(&format!("planner-{run}"), dir, port, "off")
 }
 
 fn cli(port: u16, args: &[&str]) -> (i32, String) {

@@ -8,9 +8,9 @@
 //! And `export --observed --format zone` passes BIND's `named-checkzone`, which reads
 //! from it exactly the records PowerDNS serves by AXFR (the SOA, a placeholder, and
 //! external-dns's mark, left out by design, aside).
-use crate::dns_as_code::{LIVE_EXTERNAL, patch_zone, rrsets_json};
+use crate::dns_as_code::{LIVE_EXTERNAL, patch_zone, pdns_with_data};
+use crate::stack::pdns_of;
 use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
-use dnsplane_e2e::servers::{Kind, RealServer};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,14 +61,11 @@ fn import_as_octodns_equals_octodns_dump_of_the_same_powerdns_zone() {
     };
     let dump_bin: PathBuf = python.with_file_name("octodns-dump");
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else {
+    let Some(server) = pdns_with_data() else {
         return;
     };
-    let RealServer::Pdns(pdns) = &server else {
-        unreachable!("started as PowerDNS")
-    };
+    let pdns = pdns_of(&server);
     let zone = server.zone().to_string();
-    patch_zone(pdns, &zone, &rrsets_json(&zone));
     let work = tempfile::tempdir().expect("dir");
     let config = work.path().join("octodns.yaml");
     let key = std::fs::read_to_string(&pdns.api_key_file).expect("api key");
@@ -142,14 +139,11 @@ fn export_as_a_zone_file_passes_named_checkzone() {
         return;
     };
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else {
+    let Some(server) = pdns_with_data() else {
         return;
     };
-    let RealServer::Pdns(pdns) = &server else {
-        unreachable!("started as PowerDNS")
-    };
+    let pdns = pdns_of(&server);
     let zone = server.zone().to_string();
-    patch_zone(pdns, &zone, &rrsets_json(&zone));
     // The zone's own name server needs an address, or BIND refuses the zone (as it
     // would refuse PowerDNS's zone as it stands).
     let glue = serde_json::json!({"rrsets": [{

@@ -12,7 +12,7 @@
 //! `traceparent` naming that very `provider.call` span as their parent. The account
 //! has a quota, so the write's `quota.wait` span is in the trace as well.
 use crate::stack::{Tools, endpoints};
-use dnsplane_e2e::servers::{Kind, RealServer};
+use crate::stack::{pdns_of, start_pdns};
 use dnsplane_e2e::{Proc, binary, free_port, grpcurl, num, wait_for};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -67,19 +67,11 @@ fn recording_proxy(target: u16) -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
 #[test]
 fn one_trace_spans_planner_applier_and_the_providers_http_call() {
     let Some(tools) = Tools::find() else { return };
-    let Some(server) = RealServer::start(Kind::Pdns) else {
-        return;
-    };
-    let RealServer::Pdns(pdns) = &server else {
-        unreachable!("started PowerDNS")
-    };
+    let Some(server) = start_pdns() else { return };
+    let pdns = pdns_of(&server);
     let (proxy_port, requests) = recording_proxy(pdns.api_port);
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(2);
     let receiver = dnsplane_testing::otlp::OtlpReceiver::default();
     let collector = rt.block_on(receiver.start());
     let endpoint = format!("http://{collector}");

@@ -3,18 +3,12 @@
 //! nothing of it (refusing bad records by field, and a stream that never says it is
 //! complete); `Adopt` writes only the plan reviewed and never takes a record that is
 //! not desired; `ReadZone` tells each record's owner.
+use crate::stack::runtime;
 use crate::stack::{Stack, Tools, ZONE, endpoints, seed};
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use std::time::Duration;
 use tonic::transport::Channel;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 async fn client(port: u16) -> PlannerClient<Channel> {
     PlannerClient::connect(format!("http://127.0.0.1:{port}"))
@@ -67,10 +61,7 @@ fn kinds(plan: &pb::PlanResponse) -> Vec<(String, i32)> {
 #[test]
 fn a_proposed_state_is_planned_refused_by_field_and_never_kept() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let s = Stack::www_running(tools);
     let rt = runtime();
     rt.block_on(async {
         let mut c = client(s.planner_port).await;
@@ -176,8 +167,7 @@ fn adopt_writes_only_the_plan_reviewed_and_never_a_record_not_desired() {
             ("stray.example.com", "A", "198.51.100.8"),
         ],
     );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let rt = runtime();
     rt.block_on(async {
         let mut c = client(s.planner_port).await;
@@ -265,10 +255,7 @@ async fn read_owners(c: &mut PlannerClient<Channel>) -> std::collections::BTreeM
 #[test]
 fn plan_desired_of_a_zone_file_names_what_it_will_not_plan() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let s = Stack::www_running(tools);
     let dir = s.path("proposed");
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(

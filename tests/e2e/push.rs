@@ -80,11 +80,7 @@ fn a_large_push_streams_in_chunks_and_a_patch_changes_one_record() {
     let base = endpoints("base", &[("www.example.com", "A", &["192.0.2.10"])]);
     let mut s = Stack::new(tools, &[("base.yaml", &base)], "report");
     let admin = start(&mut s);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(2);
     let c = client(&rt, s.planner_port);
     let ready = wait_for(Duration::from_secs(30), || {
         (desired_records(&rt, &c) == 1).then_some(())

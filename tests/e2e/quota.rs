@@ -45,11 +45,7 @@ fn shared_settings(url: &str, rate: f64, burst: u32) -> QuotaSettings {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
+    crate::stack::threaded_runtime(2)
 }
 
 /// Two replicas of one account, 4 callers each, hammering one Redis bucket for 3 s:

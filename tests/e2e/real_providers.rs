@@ -668,18 +668,7 @@ fn wrong_credentials(kind: Kind, words: &[&str]) {
     let s = RealStack::start(server, tools, Options::default());
     let recs = workload::initial(3);
     assert_eq!(s.push(desired(&zone, &recs)), 3);
-    let states = s.wait_until(
-        "the records to show rejected",
-        Duration::from_secs(30),
-        |s| {
-            let st = s.record_states(false);
-            (st.len() == 3
-                && st
-                    .iter()
-                    .all(|r| r.state == RecordStateKind::Rejected as i32))
-            .then_some(st)
-        },
-    );
+    let states = crate::credentials::all_rejected(&s, 3);
     for r in &states {
         for w in words {
             assert!(

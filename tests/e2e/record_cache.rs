@@ -125,9 +125,7 @@ async fn start_recorder(upstream: String) -> (Arc<Recorder>, String) {
         lose_next_patch_answer: std::sync::atomic::AtomicBool::new(false),
         patch_delays: Mutex::default(),
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let app = Router::new().fallback(forward).with_state(rec.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -160,12 +158,7 @@ fn creates(zone: &Name, prefix: &str, n: usize) -> Vec<Change> {
 
 async fn run(account: &Account, zone: &Name, changes: &[Change]) -> Vec<Outcome> {
     let cx = CallCx::new(account.name.as_str(), Some(zone.clone()));
-    execute(&account.stack, &cx, changes, &RetryPolicy::default())
-        .await
-        .results
-        .iter()
-        .map(|r| r.outcome)
-        .collect()
+    crate::conformance::outcomes(account, &cx, changes).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,7 @@
 //! batch, listed back equal, changed and deleted; on the DNS servers (PowerDNS, BIND
 //! by RFC 2136, the embedded provider) also answered to the real `dig` with the same
 //! data; on Cloudflare's emulator, held as the structured `data` Cloudflare keeps.
-use crate::conformance::{Subject, apply, set, subjects};
+use crate::conformance::{Subject, apply, create_all, delete_all, set, subjects, update_all};
 use dnsplane_applier::provider::memory::dns::{Authority, DnsServer};
 use dnsplane_common::{Name, RData, RRSet, RRSetOp, RecordType};
 use dnsplane_e2e::servers::{Bind, PowerDns, dig_binary, dig_sorted};
@@ -124,38 +124,17 @@ async fn round_trip(s: &Subject, dns_port: Option<u16>) {
     apply(s, &[RRSetOp::create(delegation.clone())]).await;
     let first = sets(&s.zone, false);
     let second = sets(&s.zone, true);
-    apply(
-        s,
-        &first
-            .iter()
-            .cloned()
-            .map(RRSetOp::create)
-            .collect::<Vec<_>>(),
-    )
-    .await;
+    create_all(s, &first).await;
     assert_holds(s, &first, "after the creates").await;
     if let Some(p) = dns_port {
         tokio::task::block_in_place(|| assert_dig(p, &first, s.label));
     }
-    let updates: Vec<RRSetOp> = first
-        .iter()
-        .zip(&second)
-        .map(|(a, b)| RRSetOp::update(a.clone(), b.clone()))
-        .collect();
-    apply(s, &updates).await;
+    update_all(s, &first, &second).await;
     assert_holds(s, &second, "after the updates").await;
     if let Some(p) = dns_port {
         tokio::task::block_in_place(|| assert_dig(p, &second, s.label));
     }
-    apply(
-        s,
-        &second
-            .iter()
-            .cloned()
-            .map(RRSetOp::delete)
-            .collect::<Vec<_>>(),
-    )
-    .await;
+    delete_all(s, &second).await;
     apply(s, &[RRSetOp::delete(delegation)]).await;
     let names: Vec<Name> = second.iter().map(|r| r.key.name.clone()).collect();
     let left = s.provider.list(&s.zone, Some(&names)).await.expect("list");
@@ -169,34 +148,15 @@ async fn round_trip(s: &Subject, dns_port: Option<u16>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_types_through_powerdns_and_dig() {
-    let Some(srv) = PowerDns::start() else { return };
-    let port = srv.dns_port;
-    let provider =
-        dnsplane_applier::provider::pdns::PdnsProvider::new(&srv.config()).expect("provider");
-    let s = Subject {
-        label: "pdns",
-        provider: Arc::new(provider),
-        zone: srv.zone.clone(),
-        faithful: true,
-        _keep: Box::new(srv),
-    };
+    let Some(s) = subjects::pdns() else { return };
+    let port = s.kept::<PowerDns>().dns_port;
     round_trip(&s, Some(port)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_types_through_rfc2136_to_bind_and_dig() {
-    let Some(srv) = Bind::start() else { return };
-    let port = srv.port;
-    let provider =
-        dnsplane_applier::provider::rfc2136::Rfc2136Provider::new(&srv.config(), &srv.zones())
-            .expect("provider");
-    let s = Subject {
-        label: "rfc2136",
-        provider: Arc::new(provider),
-        zone: srv.zone.clone(),
-        faithful: true,
-        _keep: Box::new(srv),
-    };
+    let Some(s) = subjects::rfc2136() else { return };
+    let port = s.kept::<Bind>().port;
     round_trip(&s, Some(port)).await;
 }
 
@@ -224,34 +184,25 @@ async fn new_types_through_the_embedded_provider_and_dig() {
     let port = server.local_addr().port();
     let stop = tokio_util::sync::CancellationToken::new();
     let serving = tokio::spawn(server.run(stop.clone()));
-    let s = Subject {
-        label: "memory",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new(dir),
-    };
+    let s = Subject::new("memory", provider, zone, dir);
     round_trip(&s, Some(port)).await;
     stop.cancel();
     serving.await.expect("server task");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn new_types_through_route53_on_its_emulator() {
-    round_trip(&subjects::route53_emulated().await, None).await;
+/// A test of each emulated subject (no DNS server to `dig`): `test: subject`.
+macro_rules! round_trips_on {
+    ($($test:ident: $subject:ident,)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            round_trip(&subjects::$subject().await, None).await;
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn new_types_through_clouddns_on_its_emulator() {
-    round_trip(&subjects::clouddns().await, None).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn new_types_through_cloudflare_on_its_emulator() {
-    round_trip(&subjects::cloudflare().await, None).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn new_types_through_the_webhook_to_dnsplanes_own_server() {
-    round_trip(&subjects::webhook_dnsplane().await, None).await;
+round_trips_on! {
+    new_types_through_route53_on_its_emulator: route53_emulated,
+    new_types_through_clouddns_on_its_emulator: clouddns,
+    new_types_through_cloudflare_on_its_emulator: cloudflare,
+    new_types_through_the_webhook_to_dnsplanes_own_server: webhook_dnsplane,
 }

@@ -63,6 +63,20 @@ fn planner_states(s: &Stack, zone: &str) -> BTreeMap<String, u64> {
 }
 
 /// Waits (bounded) until the planner's states of `zone` are exactly `want`.
+/// [`wait_states`] of `example.com.`, within `secs` seconds.
+fn settled(s: &Stack, want: &[(&str, u64)], secs: u64) {
+    wait_states(s, "example.com.", want, Duration::from_secs(secs));
+}
+
+/// A stack of `desired` (in `bulk.yaml`, conflicts reported) with the applier's
+/// `faults` and `planner_extra` in planner.toml, started.
+fn bulk_stack(tools: Tools, desired: &str, faults: &str, planner_extra: &str) -> Stack {
+    let desired = [("bulk.yaml", desired)];
+    let mut s = Stack::with_config(tools, &desired, "report", faults, planner_extra);
+    s.start();
+    s
+}
+
 fn wait_states(s: &Stack, zone: &str, want: &[(&str, u64)], timeout: Duration) {
     let want: BTreeMap<String, u64> = want.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let mut last = BTreeMap::new();
@@ -156,20 +170,8 @@ fn story_502_after_commit_ends_already_applied_and_the_batches_behind_follow() {
     let faults =
         "[[accounts.faults]]\nop = \"apply\"\naction = \"ambiguous_after_commit\"\ntimes = 1\n";
     let desired = bulk("example.com", 2500, value);
-    let mut s = Stack::with_config(
-        tools,
-        &[("bulk.yaml", &desired)],
-        "report",
-        faults,
-        BIG_BATCHES,
-    );
-    s.start();
-    wait_states(
-        &s,
-        "example.com.",
-        &[("converged", 2500)],
-        Duration::from_secs(90),
-    );
+    let s = bulk_stack(tools, &desired, faults, BIG_BATCHES);
+    settled(&s, &[("converged", 2500)], 90);
 
     let a = account(&s, "embedded");
     assert_eq!(num(&a["faults"]["ambiguous_after_commit"]), 1, "{a}");
@@ -219,20 +221,8 @@ fn story_conflict_burst_settles_993_and_reports_7_with_observed_values() {
         records.join(", ")
     );
     let desired = bulk("example.com", 1000, value);
-    let mut s = Stack::with_config(
-        tools,
-        &[("bulk.yaml", &desired)],
-        "report",
-        &faults,
-        BIG_BATCHES,
-    );
-    s.start();
-    wait_states(
-        &s,
-        "example.com.",
-        &[("converged", 993), ("conflict", 7)],
-        Duration::from_secs(60),
-    );
+    let s = bulk_stack(tools, &desired, &faults, BIG_BATCHES);
+    settled(&s, &[("converged", 993), ("conflict", 7)], 60);
 
     let b = batches(&s);
     assert_eq!(b[0].changes, 1000, "{b:?}");
@@ -281,20 +271,8 @@ fn story_bad_records_in_a_big_batch_are_isolated_with_the_providers_message() {
     let desired = bulk("example.com", 1000, |i| {
         bad.get(&i).map_or_else(|| value(i), |v| v.to_string())
     });
-    let mut s = Stack::with_config(
-        tools,
-        &[("bulk.yaml", &desired)],
-        "report",
-        faults,
-        BIG_BATCHES,
-    );
-    s.start();
-    wait_states(
-        &s,
-        "example.com.",
-        &[("converged", 997), ("invalid", 3)],
-        Duration::from_secs(60),
-    );
+    let s = bulk_stack(tools, &desired, faults, BIG_BATCHES);
+    settled(&s, &[("converged", 997), ("invalid", 3)], 60);
 
     let b = batches(&s);
     assert_eq!(b.len(), 1, "invalid records are parked, not resent: {b:?}");
@@ -340,14 +318,8 @@ fn story_rate_limited_waits_out_retry_after_then_succeeds_within_budget() {
     let Some(tools) = Tools::find() else { return };
     let faults = "[[accounts.faults]]\nop = \"apply\"\naction = \"rate_limited\"\nretry_after = \"2s\"\ntimes = 1\n";
     let desired = bulk("example.com", 50, value);
-    let mut s = Stack::with_config(tools, &[("bulk.yaml", &desired)], "report", faults, "");
-    s.start();
-    wait_states(
-        &s,
-        "example.com.",
-        &[("converged", 50)],
-        Duration::from_secs(30),
-    );
+    let s = bulk_stack(tools, &desired, faults, "");
+    settled(&s, &[("converged", 50)], 30);
 
     let log = applier_log(&s);
     let fired = log
@@ -421,12 +393,7 @@ fn story_bad_credentials_open_the_circuit_and_other_accounts_keep_working() {
         &[("converged", 5)],
         Duration::from_secs(30),
     );
-    wait_states(
-        &s,
-        "example.com.",
-        &[("rejected", 5)],
-        Duration::from_secs(30),
-    );
+    settled(&s, &[("rejected", 5)], 30);
 
     // A storm: the planner retries the rejected records every second, and the desired
     // state changes every 400 ms for ~8 s, each change a new batch for both zones.
@@ -515,14 +482,7 @@ fn story_applier_killed_mid_batch_loses_and_doubles_nothing() {
     let faults = "[[accounts.faults]]\nop = \"apply\"\naction = \"latency\"\ndelay = \"60s\"\ncommit = true\nskip = 1\ntimes = 1\n";
     let n = 1500;
     let desired = bulk("example.com", n, value);
-    let mut s = Stack::with_config(
-        tools,
-        &[("bulk.yaml", &desired)],
-        "report",
-        faults,
-        "[batch]\nmax_changes = 500\n",
-    );
-    s.start();
+    let mut s = bulk_stack(tools, &desired, faults, "[batch]\nmax_changes = 500\n");
     let held = wait_for(Duration::from_secs(60), || {
         applier_log(&s)
             .lines()
@@ -546,12 +506,7 @@ fn story_applier_killed_mid_batch_loses_and_doubles_nothing() {
     let text = std::fs::read_to_string(&config).expect("applier.toml");
     std::fs::write(&config, text.replace(faults, "")).expect("applier.toml");
     s.start_applier();
-    wait_states(
-        &s,
-        "example.com.",
-        &[("converged", n as u64)],
-        Duration::from_secs(60),
-    );
+    settled(&s, &[("converged", n as u64)], 60);
 
     let a = account(&s, "embedded");
     let landed = num(&a["outcomes"]["APPLIED"]) + num(&a["outcomes"]["ALREADY_APPLIED"]);
@@ -618,12 +573,7 @@ fn a_long_sync_that_makes_progress_is_never_cut_by_the_batch_deadline() {
     assert_ne!(short, text, "the stack's [sync] table was not found");
     std::fs::write(&config, short).expect("planner.toml");
     s.start();
-    wait_states(
-        &s,
-        "example.com.",
-        &[("converged", 600)],
-        Duration::from_secs(120),
-    );
+    settled(&s, &[("converged", 600)], 120);
     let a = account(&s, "embedded");
     assert_eq!(num(&a["outcomes"]["APPLIED"]), 600, "{a}");
     assert_eq!(num(&a["outcomes"]["DEFERRED"]), 0, "{a}");

@@ -15,6 +15,21 @@ fn counts(s: &Stack) -> (u64, u64) {
     )
 }
 
+/// Waits (30 s at most) until `counts` of `s` are `want` (converged, conflicts);
+/// panics with the last counts and the logs.
+pub(crate) fn settle(s: &Stack, counts: fn(&Stack) -> (u64, u64), want: (u64, u64)) {
+    let settled = wait_for(Duration::from_secs(30), || {
+        (counts(s) == want).then_some(())
+    });
+    let (converged, conflicts) = want;
+    assert!(
+        settled.is_some(),
+        "expected {converged} converged + {conflicts} conflicts, got {:?}; logs:\n{}",
+        counts(s),
+        s.logs()
+    );
+}
+
 fn rfc3339(v: &serde_json::Value) -> SystemTime {
     let s = v.as_str().unwrap_or_else(|| panic!("not a timestamp: {v}"));
     humantime::parse_rfc3339_weak(s).unwrap_or_else(|e| panic!("bad timestamp {s}: {e}"))
@@ -62,15 +77,7 @@ fn held_burst(
             .collect::<Vec<_>>(),
     );
     s.start();
-    let settled = wait_for(Duration::from_secs(30), || {
-        (counts(&s) == (180, 20)).then_some(())
-    });
-    assert!(
-        settled.is_some(),
-        "expected 180 converged + 20 conflicts, got {:?}; logs:\n{}",
-        counts(&s),
-        s.logs()
-    );
+    crate::requeue::settle(&s, counts, (180, 20));
     assert_eq!(
         s.dig("h5.example.com", "A"),
         ["198.51.100.1"],
@@ -241,8 +248,7 @@ fn adopt_takes_equal_unowned_records_and_report_lists_them() {
 #[test]
 fn startup_does_not_block_on_the_applier() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools, &[("web.yaml", &desired)], "report");
+    let mut s = Stack::www(tools, "");
     s.start_planner();
     let degraded = wait_for(Duration::from_secs(20), || {
         let st = s.planner_call("GetStatus", "{}");

@@ -475,10 +475,7 @@ fn the_accepted_state_survives_kill_9_at_any_moment() {
     let n = stored().unwrap();
     std::fs::write(&file, "").unwrap();
     let (_planner, port) = start("planner-last.log");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = crate::stack::runtime();
     let desired_now = wait_for(WAIT, || {
         rt.block_on(async {
             let mut c = dnsplane_common::pb::planner_client::PlannerClient::connect(format!(

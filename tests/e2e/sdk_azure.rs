@@ -9,7 +9,6 @@
 //! docs/emulators.md).
 use dnsplane_e2e::python_sdk::{self, Emulator};
 use dnsplane_e2e::require_servers;
-use std::time::Duration;
 
 #[test]
 fn the_azure_sdks_drive_record_sets_under_etags_and_page_through_next_links() {
@@ -46,15 +45,5 @@ fn the_azure_sdks_drive_record_sets_under_etags_and_page_through_next_links() {
             "[throttle]\nreads_per_second = 0.0\nwrites_per_second = 0.0\ndeletes_per_second = 0.0\n",
         ),
     );
-    let run = python_sdk::run(
-        &python,
-        &python_sdk::script("azure_sdk.py"),
-        &[("EMULATOR_ENDPOINT", emu.endpoint())],
-        &[],
-        Duration::from_secs(180),
-    );
-    run.assert_passed(&format!(
-        "the Azure SDK script (emulator log:\n{})",
-        emu.proc.log_text()
-    ));
+    crate::sdk_cloudflare::run_against(&python, &emu, "azure_sdk.py", "the Azure SDK script");
 }

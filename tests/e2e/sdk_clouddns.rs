@@ -5,7 +5,6 @@
 //! against Cloud DNS's discovery document `dns.v1.json`, from google-api-python-client
 //! (tests/sdk/clouddns_google.py, tests/sdk/discovery.py; docs/emulators.md).
 use dnsplane_e2e::python_sdk::{self, Emulator};
-use std::time::Duration;
 
 #[test]
 fn google_cloud_dns_and_the_discovery_client_drive_the_emulator_as_google() {
@@ -21,15 +20,10 @@ fn google_cloud_dns_and_the_discovery_client_drive_the_emulator_as_google() {
              tokens = [\"emulator-token\", { token = \"other-project-token\", projects = [\"other-project\"] }]\n",
         ),
     );
-    let run = python_sdk::run(
+    crate::sdk_cloudflare::run_against(
         &python,
-        &python_sdk::script("clouddns_google.py"),
-        &[("EMULATOR_ENDPOINT", emu.endpoint())],
-        &[],
-        Duration::from_secs(180),
+        &emu,
+        "clouddns_google.py",
+        "the Cloud DNS SDK script",
     );
-    run.assert_passed(&format!(
-        "the Cloud DNS SDK script (emulator log:\n{})",
-        emu.proc.log_text()
-    ));
 }

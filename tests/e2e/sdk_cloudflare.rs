@@ -5,6 +5,7 @@
 //! the SDK's models (generated from Cloudflare's OpenAPI schema) do not declare
 //! (tests/sdk/cloudflare_sdk.py; docs/emulators.md).
 use dnsplane_e2e::python_sdk::{self, Emulator};
+use std::path::Path;
 use std::time::Duration;
 
 #[test]
@@ -13,15 +14,24 @@ fn the_cloudflare_sdk_parses_every_answer_strictly_and_types_every_error() {
         return;
     };
     let emu = Emulator::start("cloudflare", None);
-    let run = python_sdk::run(
+    run_against(
         &python,
-        &python_sdk::script("cloudflare_sdk.py"),
+        &emu,
+        "cloudflare_sdk.py",
+        "the Cloudflare SDK script",
+    );
+}
+
+/// Runs the SDK script `script` (in tests/sdk/) with `python` against `emu`, its
+/// endpoint in `EMULATOR_ENDPOINT`, within 180 s; it must pass (`what` names it, and
+/// the failure shows the emulator's log).
+pub(crate) fn run_against(python: &Path, emu: &Emulator, script: &str, what: &str) {
+    let run = python_sdk::run(
+        python,
+        &python_sdk::script(script),
         &[("EMULATOR_ENDPOINT", emu.endpoint())],
         &[],
         Duration::from_secs(180),
     );
-    run.assert_passed(&format!(
-        "the Cloudflare SDK script (emulator log:\n{})",
-        emu.proc.log_text()
-    ));
+    run.assert_passed(&format!("{what} (emulator log:\n{})", emu.proc.log_text()));
 }

@@ -122,11 +122,7 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
         unreachable!("started each kind")
     };
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(2);
     let receiver = dnsplane_testing::otlp::OtlpReceiver::default();
     let collector = format!("http://{}", rt.block_on(receiver.start()));
     let hook = rt.block_on(WebhookReference::start(json!({"include": ["hook.test"]})));
@@ -495,11 +491,7 @@ fn no_secret_reaches_logs_spans_status_or_errors() {
             .envs(ENV_DEBUG)
             .output()
             .expect("run");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = crate::stack::combined(&out);
         assert!(
             !out.status.success() && text.contains(why),
             "{bin} must refuse {file} for its {why}: {text}"

@@ -95,8 +95,7 @@ fn edits_apply_live_and_restart_keeps_the_zone() {
         )],
         "report",
     );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
 
     s.write_desired(
         "web.yaml",
@@ -157,8 +156,7 @@ fn edits_apply_live_and_restart_keeps_the_zone() {
 fn unowned_existing_record_is_reported_not_touched() {
     let Some(tools) = Tools::find() else { return };
     let mut s = Stack::one_conflict(tools);
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    s.start_until_www();
     let states = wait_for(Duration::from_secs(20), || {
         let r = s.planner_call("ListRecordStates", "{\"zone\":\"example.com.\"}");
         let recs = r["records"].as_array()?.clone();

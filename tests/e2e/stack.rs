@@ -1,4 +1,5 @@
 //! A planner + applier stack in a temp dir, with the embedded provider.
+use dnsplane_e2e::servers::{Kind, PowerDns, RealServer};
 use dnsplane_e2e::{Proc, binary, dig, free_port, grpcurl, tool, wait_for};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -91,6 +92,32 @@ impl Stack {
     /// Zone `example.com.` wanting `www` (free) and `legacy`, which another writer
     /// already holds with another value (an unowned record): one conflict once
     /// synced. Not started.
+    /// The one desired record `www.example.com. A 192.0.2.10` (in `web.yaml`),
+    /// conflicts reported, `planner_extra` appended to planner.toml.
+    pub fn www(tools: Tools, planner_extra: &str) -> Stack {
+        let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
+        Stack::with_config(
+            tools,
+            &[("web.yaml", &desired)],
+            "report",
+            "",
+            planner_extra,
+        )
+    }
+
+    /// [`Stack::www`], started, once `www.example.com.` answers.
+    pub fn www_running(tools: Tools) -> Stack {
+        let mut s = Stack::www(tools, "");
+        s.start_until_www();
+        s
+    }
+
+    /// Starts both services and waits until `www.example.com. A 192.0.2.10` answers.
+    pub fn start_until_www(&mut self) {
+        self.start();
+        self.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    }
+
     pub fn one_conflict(tools: Tools) -> Stack {
         let desired = endpoints(
             "web",
@@ -121,9 +148,16 @@ impl Stack {
 
     /// Starts the applier with `extra` arguments (e.g. `--admin-listen`).
     pub fn start_applier_with(&mut self, extra: &[&str]) {
-        let config = self.path("applier.toml");
-        let listen = format!("127.0.0.1:{}", self.applier_port);
         let log = self.path(&format!("applier-{}.log", std::process::id()));
+        self.applier = Some(self.spawn("applier", self.applier_port, extra, log));
+        self.wait_healthy(self.applier_port, "dnsplane.v1.Applier");
+    }
+
+    /// `dnsplane-ROLE --config DIR/ROLE.toml --listen 127.0.0.1:PORT EXTRA…`, logging
+    /// to `log`.
+    fn spawn(&self, role: &str, port: u16, extra: &[&str], log: PathBuf) -> Proc {
+        let config = self.path(&format!("{role}.toml"));
+        let listen = format!("127.0.0.1:{port}");
         let mut args = vec![
             "--config",
             config.to_str().expect("utf8"),
@@ -131,9 +165,7 @@ impl Stack {
             &listen,
         ];
         args.extend_from_slice(extra);
-        let p = Proc::spawn("applier", &binary("dnsplane-applier"), &args, log);
-        self.applier = Some(p);
-        self.wait_healthy(self.applier_port, "dnsplane.v1.Applier");
+        Proc::spawn(role, &binary(&format!("dnsplane-{role}")), &args, log)
     }
 
     pub fn start_planner(&mut self) {
@@ -148,18 +180,8 @@ impl Stack {
 
     /// Starts the planner with `extra` arguments and waits until it serves.
     pub fn start_planner_with(&mut self, extra: &[&str]) {
-        let config = self.path("planner.toml");
-        let listen = format!("127.0.0.1:{}", self.planner_port);
         let log = self.path("planner.log");
-        let mut args = vec![
-            "--config",
-            config.to_str().expect("utf8"),
-            "--listen",
-            &listen,
-        ];
-        args.extend_from_slice(extra);
-        let p = Proc::spawn("planner", &binary("dnsplane-planner"), &args, log);
-        self.planner = Some(p);
+        self.planner = Some(self.spawn("planner", self.planner_port, extra, log));
         self.wait_healthy(self.planner_port, "dnsplane.v1.Planner");
     }
 
@@ -264,10 +286,7 @@ impl Stack {
     ) -> Vec<dnsplane_common::pb::RecordResult> {
         use dnsplane_common::pb;
         let addr = format!("http://127.0.0.1:{}", self.applier_port);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = runtime();
         rt.block_on(async move {
             let mut client = pb::applier_client::ApplierClient::connect(addr)
                 .await
@@ -359,9 +378,49 @@ pub fn dnsplane_cli(port: u16, args: &[&str], env: &[(&str, &str)]) -> (i32, Str
         .envs(env.iter().copied())
         .output()
         .expect("run dnsplane");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
+    (out.status.code().unwrap_or(-1), combined(&out))
+}
+
+/// `dnsplane-planner --config DIR/planner.toml --listen 127.0.0.1:PORT --admin-listen
+/// ADMIN` (an address, or `off`), as `name`, logging to `DIR/NAME.log`.
+pub fn spawn_planner(name: &str, dir: &Path, port: u16, admin: &str) -> Proc {
+    let config = dir.join("planner.toml");
+    let listen = format!("127.0.0.1:{port}");
+    let args = [
+        "--config",
+        config.to_str().expect("utf8"),
+        "--listen",
+        &listen,
+    ];
+    let args = [&args[..], &["--admin-listen", admin]].concat();
+    let log = dir.join(format!("{name}.log"));
+    Proc::spawn(name, &binary("dnsplane-planner"), &args, log)
+}
+
+/// A current-thread runtime with I/O and time, for a test's async parts.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A multi-thread runtime of `workers` threads with I/O and time.
+pub fn threaded_runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A finished command's stdout followed by its stderr, as one text to search.
+pub fn combined(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// `grpcurl -d BODY 127.0.0.1:PORT METHOD` (a full method name), which must succeed,
@@ -374,4 +433,18 @@ pub fn grpc_json(tools: &Tools, port: u16, method: &str, body: &str) -> serde_js
     assert!(ok, "grpcurl {method} failed: {out}");
     serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("grpcurl {method} output is not JSON ({e}): {out}"))
+}
+
+/// A private PowerDNS with its zone, or `None` to skip the test (only when
+/// `DNSPLANE_REQUIRE_SERVERS` is not set).
+pub fn start_pdns() -> Option<RealServer> {
+    RealServer::start(Kind::Pdns)
+}
+
+/// The PowerDNS behind a server from [`start_pdns`].
+pub fn pdns_of(server: &RealServer) -> &PowerDns {
+    let RealServer::Pdns(pdns) = server else {
+        unreachable!("started as PowerDNS")
+    };
+    pdns
 }

@@ -81,6 +81,14 @@ impl TlsStack {
 
     /// `tls`: the applier's `[tls]` table (relative paths, as an operator writes
     /// them); empty: plaintext.
+    /// Starts the applier with mutual TLS ([`APPLIER_MTLS`]) and waits until it
+    /// serves the planner's certificate.
+    async fn start_mtls_applier(&mut self) {
+        self.start_applier(APPLIER_MTLS);
+        let planner = Some(self.planner_client());
+        wait_serving(self.applier_port, planner, "dnsplane.v1.Applier", self).await;
+    }
+
     fn start_applier(&mut self, tls: &str) {
         std::fs::write(
             self.path("applier.toml"),
@@ -182,6 +190,14 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// `grpc.health.v1/Check` of `service` over TLS with `tls`, or plaintext without:
 /// the status, or the whole error.
+/// The error a health check of the applier gets with a client that trusts the CA and
+/// shows `identity`: it must be refused (`what`: what it was served otherwise).
+async fn applier_refusal(s: &TlsStack, identity: Option<&LeafFiles>, what: &str) -> String {
+    let identity = identity.map(|l| (l.cert.as_path(), l.key.as_path()));
+    let tls = client(&s.ca_file, identity);
+    health(s.applier_port, Some(tls), "").await.expect_err(what)
+}
+
 async fn health(port: u16, tls: Option<Arc<ClientTls>>, service: &str) -> Result<i32, String> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let endpoint = tonic::transport::Endpoint::from_shared(format!("{scheme}://127.0.0.1:{port}"))
@@ -252,16 +268,22 @@ async fn server_cert(port: u16, ca_pem: &str) -> Result<CertificateDer<'static>,
 
 /// An HTTPS GET of `path`: the whole reply.
 async fn https_get(port: u16, ca_pem: &str, path: &str) -> String {
-    let Ok(mut tls) = tls_connect(port, ca_pem).await else {
+    let Ok(tls) = tls_connect(port, ca_pem).await else {
         return String::new();
     };
-    let _ = tls
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await;
+    get_over(tls, path).await
+}
+
+/// An HTTP/1.1 GET of `path` over `stream`: the whole reply (what came before an
+/// error).
+async fn get_over(
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    path: &str,
+) -> String {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let _ = stream.write_all(request.as_bytes()).await;
     let mut reply = Vec::new();
-    let _ = tls.read_to_end(&mut reply).await;
+    let _ = stream.read_to_end(&mut reply).await;
     String::from_utf8_lossy(&reply).into_owned()
 }
 
@@ -297,11 +319,7 @@ fn s_client(openssl: &Path, port: u16, ca: &Path) -> String {
     // Closed stdin: s_client ends after the handshake.
     drop(child.stdin.take());
     let out = child.wait_with_output().expect("openssl output");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    crate::stack::combined(&out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,14 +331,7 @@ async fn mtls_stack_converges_and_every_port_speaks_tls() {
         return;
     };
     let mut s = TlsStack::new();
-    s.start_applier(APPLIER_MTLS);
-    wait_serving(
-        s.applier_port,
-        Some(s.planner_client()),
-        "dnsplane.v1.Applier",
-        &s,
-    )
-    .await;
+    s.start_mtls_applier().await;
     s.start_planner("https", PLANNER_TLS);
     let ca_only = client(&s.ca_file, None);
     wait_serving(s.planner_port, Some(ca_only), "dnsplane.v1.Planner", &s).await;
@@ -403,21 +414,12 @@ async fn mtls_stack_converges_and_every_port_speaks_tls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_applier_refuses_clients_without_the_right_certificate() {
     let mut s = TlsStack::new();
-    s.start_applier(APPLIER_MTLS);
-    wait_serving(
-        s.applier_port,
-        Some(s.planner_client()),
-        "dnsplane.v1.Applier",
-        &s,
-    )
-    .await;
+    s.start_mtls_applier().await;
 
     // No client certificate, and one of another CA (named as allowed): refused at
     // the handshake. TLS 1.3 tells the client on its first read, which hyper reports
     // as a closed connection or a broken pipe; the applier logs why.
-    let e = health(s.applier_port, Some(client(&s.ca_file, None)), "")
-        .await
-        .expect_err("served without a certificate");
+    let e = applier_refusal(&s, None, "served without a certificate").await;
     assert!(
         !e.contains("PermissionDenied"),
         "refused after the handshake: {e}"
@@ -425,13 +427,7 @@ async fn the_applier_refuses_clients_without_the_right_certificate() {
     let other = Ca::new("another CA")
         .leaf(&["planner"])
         .write(s.dir.path(), "other");
-    let e = health(
-        s.applier_port,
-        Some(client(&s.ca_file, Some((&other.cert, &other.key)))),
-        "",
-    )
-    .await
-    .expect_err("served a certificate of another CA");
+    let e = applier_refusal(&s, Some(&other), "served a certificate of another CA").await;
     assert!(
         !e.contains("PermissionDenied"),
         "refused after the handshake: {e}"
@@ -452,17 +448,9 @@ async fn the_applier_refuses_clients_without_the_right_certificate() {
 
     // The right CA, a name not in allowed_names: PERMISSION_DENIED naming it.
     let intruder = s.ca.leaf(&["intruder"]).write(s.dir.path(), "intruder");
-    let e = health(
-        s.applier_port,
-        Some(client(&s.ca_file, Some((&intruder.cert, &intruder.key)))),
-        "",
-    )
-    .await
-    .expect_err("served a name not allowed");
-    assert!(
-        e.contains("PermissionDenied") && e.contains("intruder"),
-        "{e}"
-    );
+    let e = applier_refusal(&s, Some(&intruder), "served a name not allowed").await;
+    let denied_by_name = e.contains("PermissionDenied") && e.contains("intruder");
+    assert!(denied_by_name, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -493,30 +481,16 @@ async fn an_https_address_to_a_plaintext_applier_says_so() {
 }
 
 async fn plain_get_path(port: u16, path: &str) -> String {
-    let Ok(mut tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+    let Ok(tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
         return String::new();
     };
-    let _ = tcp
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await;
-    let mut reply = Vec::new();
-    let _ = tcp.read_to_end(&mut reply).await;
-    String::from_utf8_lossy(&reply).into_owned()
+    get_over(tcp, path).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_certificate_is_served_without_a_restart() {
     let mut s = TlsStack::new();
-    s.start_applier(APPLIER_MTLS);
-    wait_serving(
-        s.applier_port,
-        Some(s.planner_client()),
-        "dnsplane.v1.Applier",
-        &s,
-    )
-    .await;
+    s.start_mtls_applier().await;
     let before = server_cert(s.applier_port, &s.ca.pem).await.expect("tls");
     let admin_before = server_cert(s.applier_admin, &s.ca.pem).await.expect("tls");
     assert_eq!(before, admin_before);

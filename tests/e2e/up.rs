@@ -1,8 +1,35 @@
 //! The README's first command: `dnsplane up` on the example desired state.
 use crate::stack::Tools;
 use dnsplane_e2e::{Proc, binary, dig, free_port, grpcurl, wait_for};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// `dnsplane up FLAGS --desired DESIRED --X-listen 127.0.0.1:PORT… --state-dir STATE`,
+/// one `--X-listen` per `(X, PORT)` of `listen` (`planner`, `applier`, `dns`,
+/// `admin`, `emulator`), logging to `log`.
+pub fn spawn_up(
+    flags: &[&str],
+    desired: &Path,
+    listen: &[(&str, u16)],
+    state: &Path,
+    log: PathBuf,
+) -> Proc {
+    let mut args: Vec<String> = std::iter::once("up")
+        .chain(flags.iter().copied())
+        .map(String::from)
+        .collect();
+    args.extend(["--desired".into(), desired.display().to_string()]);
+    for (what, port) in listen {
+        args.extend([format!("--{what}-listen"), format!("127.0.0.1:{port}")]);
+    }
+    args.extend(["--state-dir".into(), state.display().to_string()]);
+    let name = format!(
+        "dnsplane {}",
+        flags.iter().fold("up".to_string(), |a, f| a + " " + f)
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Proc::spawn(&name, &binary("dnsplane"), &args, log)
+}
 
 /// Every record of `deploy/examples/desired/` as (name, type, sorted `dig +short` lines).
 fn example_records(root: &Path) -> Vec<(String, String, Vec<String>)> {
@@ -135,11 +162,7 @@ fn dnsplane_up_serves_the_example_zone() {
             .env_remove("DNSPLANE_TOKEN")
             .output()
             .expect("dnsplane");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = crate::stack::combined(&out);
         (out.status.code(), text)
     };
     let (code, out) = cli(&["status"]);
@@ -255,23 +278,11 @@ fn dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli() {
     let state = tempfile::tempdir().expect("state");
     let (pp, ap, ep) = (free_port(), free_port(), free_port());
     let log = state.path().join("up.log");
-    let _up = Proc::spawn(
-        "dnsplane up --route53-emulator",
-        &binary("dnsplane"),
-        &[
-            "up",
-            "--route53-emulator",
-            "--desired",
-            root.join("deploy/examples/desired").to_str().expect("utf8"),
-            "--planner-listen",
-            &format!("127.0.0.1:{pp}"),
-            "--applier-listen",
-            &format!("127.0.0.1:{ap}"),
-            "--emulator-listen",
-            &format!("127.0.0.1:{ep}"),
-            "--state-dir",
-            state.path().join("s").to_str().expect("utf8"),
-        ],
+    let _up = spawn_up(
+        &["--route53-emulator"],
+        &root.join("deploy/examples/desired"),
+        &[("planner", pp), ("applier", ap), ("emulator", ep)],
+        &state.path().join("s"),
         log.clone(),
     );
     let command = command.replace("127.0.0.1:4566", &format!("127.0.0.1:{ep}"));
@@ -327,23 +338,11 @@ fn dnsplane_up_with_the_azure_emulator_writes_the_examples_through_arm() {
     let state = tempfile::tempdir().expect("state");
     let (pp, ap, ep) = (free_port(), free_port(), free_port());
     let log = state.path().join("up.log");
-    let _up = Proc::spawn(
-        "dnsplane up --azure-emulator",
-        &binary("dnsplane"),
-        &[
-            "up",
-            "--azure-emulator",
-            "--desired",
-            root.join("deploy/examples/desired").to_str().expect("utf8"),
-            "--planner-listen",
-            &format!("127.0.0.1:{pp}"),
-            "--applier-listen",
-            &format!("127.0.0.1:{ap}"),
-            "--emulator-listen",
-            &format!("127.0.0.1:{ep}"),
-            "--state-dir",
-            state.path().join("s").to_str().expect("utf8"),
-        ],
+    let _up = spawn_up(
+        &["--azure-emulator"],
+        &root.join("deploy/examples/desired"),
+        &[("planner", pp), ("applier", ap), ("emulator", ep)],
+        &state.path().join("s"),
         log.clone(),
     );
     use dnsplane_emulate::azure::{DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_TOKEN};

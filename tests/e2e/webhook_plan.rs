@@ -10,7 +10,7 @@
 //! dnsplane's own normalisation (quoting TXT on both sides) is what let the quoted TXT
 //! round trip pass before (docs/external-dns.md).
 use dnsplane_e2e::external_dns_plan::{Endpoint, plan_strict};
-use dnsplane_planner::config::{ConflictPolicy, PlannerConfig, Policy, WebhookConfig, ZoneConfig};
+use dnsplane_planner::config::{PlannerConfig, WebhookConfig, ZoneConfig};
 use dnsplane_planner::engine::Engine;
 use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::webhook::Webhook;
@@ -35,14 +35,7 @@ impl Hook {
     async fn start(dir: &Path) -> Hook {
         let zone = dnsplane_common::Name::parse(ZONE).expect("zone");
         let engine = Engine::new(
-            PlannerConfig::with_zones(vec![ZoneConfig {
-                name: zone,
-                account: "webhook".into(),
-                policy: Policy::Sync,
-                conflict: ConflictPolicy::Report,
-                default_ttl: 300,
-                external_dns: None,
-            }]),
+            PlannerConfig::with_zones(vec![ZoneConfig::new(zone, "webhook")]),
             PlannerMetrics::unregistered(),
             dnsplane_planner::lease::LeaseHandle::sole_writer(),
         )
@@ -57,9 +50,7 @@ impl Hook {
                 source: "external-dns".into(),
             },
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = dnsplane_e2e::loopback().await;
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let stop = tokio_util::sync::CancellationToken::new();
         tokio::spawn(hook.serve(listener, None, stop.clone()));

@@ -38,22 +38,19 @@ impl ExternalDns {
                 .pool_max_idle_per_host(0)
                 .build()
                 .expect("client"),
-            rt: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime"),
+            rt: crate::stack::runtime(),
         }
+    }
+
+    /// `GET path`, accepting the webhook's media type.
+    async fn get(&self, path: &str) -> reqwest::Result<reqwest::Response> {
+        let url = format!("{}{path}", self.base);
+        self.http.get(url).header("accept", MEDIA).send().await
     }
 
     fn negotiate(&self) -> (u16, String, Value) {
         self.rt.block_on(async {
-            let r = self
-                .http
-                .get(format!("{}/", self.base))
-                .header("accept", MEDIA)
-                .send()
-                .await
-                .expect("negotiate");
+            let r = self.get("/").await.expect("negotiate");
             let ct = r
                 .headers()
                 .get("content-type")
@@ -69,13 +66,7 @@ impl ExternalDns {
 
     pub(crate) fn records(&self) -> Vec<Value> {
         self.rt.block_on(async {
-            let r = self
-                .http
-                .get(format!("{}/records", self.base))
-                .header("accept", MEDIA)
-                .send()
-                .await
-                .expect("records");
+            let r = self.get("/records").await.expect("records");
             assert_eq!(r.status().as_u16(), 200, "Records must answer 200 exactly");
             r.json().await.expect("a JSON list")
         })

@@ -163,12 +163,7 @@ fn parses_retry_circuit_and_fault_tables() {
 #[test]
 fn the_documented_fault_example_is_valid() {
     let doc = include_str!("../../../docs/reliability.md");
-    let block = doc
-        .split("```toml\n")
-        .skip(1)
-        .filter_map(|b| b.split("```").next())
-        .find(|b| b.contains("[[accounts.faults]]"))
-        .expect("a fault example in docs/reliability.md");
+    let block = dnsplane_testing::docs::code_block_with(doc, "toml\n", "[[accounts.faults]]");
     let c = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
     assert_eq!(c.accounts[0].faults.len(), 4);
     assert_eq!(c.accounts[0].circuit.cool_down, Duration::from_secs(5));
@@ -322,11 +317,9 @@ fn fault_rules_and_the_circuit_apply_to_both_drivers() {
 #[test]
 fn the_documented_configs_load() {
     let doc = include_str!("../../../docs/providers.md");
-    let blocks: Vec<String> = doc
-        .split("```toml")
-        .skip(1)
-        .map(|b| {
-            let body = b.split("```").next().unwrap_or_default();
+    let blocks: Vec<String> = dnsplane_testing::docs::code_blocks(doc, "toml")
+        .into_iter()
+        .map(|body| {
             // Indented inside a list item: strip the common indent.
             body.lines()
                 .map(|l| l.strip_prefix("   ").unwrap_or(l))

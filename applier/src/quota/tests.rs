@@ -345,12 +345,7 @@ fn the_quota_table_parses_validates_and_falls_back_to_driver_defaults() {
 #[test]
 fn the_documented_quota_example_is_valid() {
     let doc = include_str!("../../../docs/scale.md");
-    let block = doc
-        .split("```toml\n")
-        .skip(1)
-        .filter_map(|b| b.split("```").next())
-        .find(|b| b.contains("[accounts.quota]"))
-        .expect("a quota example in docs/scale.md");
+    let block = dnsplane_testing::docs::code_block_with(doc, "toml\n", "[accounts.quota]");
     let c = parse(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
     let q = crate::account::AccountOptions::build(&c.accounts[0])
         .unwrap()

@@ -1,8 +1,6 @@
 use crate::support::*;
 use dnsplane_common::{Change, ChangeKind, RRSetOp, RecordType, pb};
 use std::collections::HashMap;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 
 /// Collects responses until `n` batches are done; results keyed by batch id.
 async fn collect(
@@ -30,12 +28,7 @@ async fn apply_answers_every_change_and_survives_bad_ones() {
     seed(dir.path(), &zone(), std::slice::from_ref(&theirs));
     let app = Running::start(dir.path()).await;
     let mut client = app.client().await;
-    let (tx, rx) = mpsc::channel(16);
-    let mut responses = client
-        .apply(ReceiverStream::new(rx))
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut responses) = apply_stream(&mut client, 16).await;
 
     let creates: Vec<Change> = (0..3)
         .map(|i| create(&a(&format!("web{i}"), "192.0.2.10")))
@@ -157,15 +150,9 @@ async fn apply_answers_every_change_and_survives_bad_ones() {
 
 #[tokio::test]
 async fn batches_for_many_zones_all_land() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (_dir, app) = Running::fresh().await;
     let mut client = app.client().await;
-    let (tx, rx) = mpsc::channel(64);
-    let mut responses = client
-        .apply(ReceiverStream::new(rx))
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut responses) = apply_stream(&mut client, 64).await;
     for i in 0..20 {
         for z in [zone(), other_zone()] {
             let r = rrset(&z, &format!("h{i}"), RecordType::Txt, &[&format!("v{i}")]);
@@ -220,15 +207,9 @@ async fn batches_for_many_zones_all_land() {
 /// threads, as in the real process: a single-threaded runtime would hide a race.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn batches_of_one_zone_apply_in_stream_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (_dir, app) = Running::fresh().await;
     let mut client = app.client().await;
-    let (tx, rx) = mpsc::channel(64);
-    let mut responses = client
-        .apply(ReceiverStream::new(rx))
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut responses) = apply_stream(&mut client, 64).await;
     let n = 40;
     tx.send(batch("u0", &zone(), &[create(&a("h", "192.0.2.0"))]))
         .await

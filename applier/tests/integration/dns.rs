@@ -5,8 +5,6 @@ use hickory_proto::rr;
 use std::net::SocketAddr;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 
 fn query(name: &str, t: rr::RecordType) -> Message {
     let mut m = Message::query();
@@ -46,8 +44,7 @@ fn values(m: &Message) -> Vec<String> {
 
 #[tokio::test]
 async fn applied_records_are_served_over_udp_and_tcp() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (_dir, app) = Running::fresh().await;
     let mut client = app.client().await;
     let big: Vec<String> = (0..60)
         .map(|i| format!("a fairly long text value number {i:03}"))
@@ -63,12 +60,7 @@ async fn applied_records_are_served_over_udp_and_tcp() {
         )),
         create(&rrset(&zone(), "big", RecordType::Txt, &big)),
     ];
-    let (tx, rx) = mpsc::channel(1);
-    let mut responses = client
-        .apply(ReceiverStream::new(rx))
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut responses) = apply_stream(&mut client, 1).await;
     tx.send(batch("b", &zone(), &changes)).await.unwrap();
     let resp = responses.message().await.unwrap().unwrap();
     assert!(

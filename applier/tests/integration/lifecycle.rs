@@ -1,14 +1,11 @@
 use crate::support::*;
 use dnsplane_common::pb;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 #[tokio::test]
 async fn health_reports_serving_for_the_service_and_the_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (_dir, app) = Running::fresh().await;
     let mut health = HealthClient::new(app.channel().await);
     for service in ["dnsplane.v1.Applier", ""] {
         let resp = health
@@ -25,15 +22,9 @@ async fn health_reports_serving_for_the_service_and_the_server() {
 
 #[tokio::test]
 async fn records_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (dir, app) = Running::fresh().await;
     let mut client = app.client().await;
-    let (tx, rx) = mpsc::channel(1);
-    let mut responses = client
-        .apply(ReceiverStream::new(rx))
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut responses) = apply_stream(&mut client, 1).await;
     let r = a("kept", "192.0.2.1");
     tx.send(batch("b", &zone(), &[create(&r)])).await.unwrap();
     let resp = responses.message().await.unwrap().unwrap();
@@ -51,15 +42,9 @@ async fn records_survive_a_restart() {
 
 #[tokio::test]
 async fn shutdown_ends_open_apply_streams_and_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (_dir, app) = Running::fresh().await;
     let mut client = app.client().await;
-    let (tx, rx) = mpsc::channel(1);
-    let mut responses = client
-        .apply(ReceiverStream::new(rx))
-        .await
-        .unwrap()
-        .into_inner();
+    let (tx, mut responses) = apply_stream(&mut client, 1).await;
     tx.send(batch("b", &zone(), &[create(&a("x", "192.0.2.1"))]))
         .await
         .unwrap();

@@ -1,6 +1,8 @@
 use crate::support::*;
 use dnsplane_common::pb;
-use tonic::Code;
+use dnsplane_common::pb::applier_client::ApplierClient;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
 #[tokio::test]
@@ -38,20 +40,9 @@ async fn list_records_pages_through_seeded_records() {
     );
     let mut got: Vec<pb::RrSet> = pages.into_iter().flat_map(|p| p.rrsets).collect();
     let mut want: Vec<pb::RrSet> = seeded.iter().map(Into::into).collect();
-    got.sort_by(|a, b| {
-        a.key
-            .as_ref()
-            .unwrap()
-            .name
-            .cmp(&b.key.as_ref().unwrap().name)
-    });
-    want.sort_by(|a, b| {
-        a.key
-            .as_ref()
-            .unwrap()
-            .name
-            .cmp(&b.key.as_ref().unwrap().name)
-    });
+    let name = |r: &pb::RrSet| r.key.as_ref().unwrap().name.clone();
+    got.sort_by_key(name);
+    want.sort_by_key(name);
     assert_eq!(got, want);
 
     // Only some names.
@@ -75,8 +66,7 @@ async fn list_records_pages_through_seeded_records() {
 
 #[tokio::test]
 async fn list_records_rejects_bad_requests_naming_what_is_wrong() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = Running::start(dir.path()).await;
+    let (_dir, app) = Running::fresh().await;
     let mut client = app.client().await;
     let req = |account: &str, zone: &str, names: &[&str]| pb::ListRecordsRequest {
         account: account.into(),
@@ -85,50 +75,36 @@ async fn list_records_rejects_bad_requests_naming_what_is_wrong() {
         ..Default::default()
     };
 
-    let e = client
-        .list_records(req("nobody", "example.com.", &[]))
-        .await
-        .unwrap_err();
+    let e = refusal(&mut client, req("nobody", "example.com.", &[])).await;
     assert_eq!(e.code(), Code::NotFound);
     assert!(e.message().contains("\"nobody\""), "{}", e.message());
 
-    let e = client
-        .list_records(req(ACCOUNT, "example.net.", &[]))
-        .await
-        .unwrap_err();
+    let e = refusal(&mut client, req(ACCOUNT, "example.net.", &[])).await;
     assert_eq!(e.code(), Code::NotFound);
     assert!(e.message().contains("example.net."), "{}", e.message());
 
-    let e = client
-        .list_records(req(ACCOUNT, "bad..zone", &[]))
-        .await
-        .unwrap_err();
+    let e = refusal(&mut client, req(ACCOUNT, "bad..zone", &[])).await;
     assert_eq!(e.code(), Code::InvalidArgument);
-    let fields: Vec<String> = e
-        .get_details_bad_request()
-        .unwrap()
-        .field_violations
-        .into_iter()
-        .map(|v| v.field)
-        .collect();
-    assert_eq!(fields, vec!["zone"]);
+    assert_eq!(violated_fields(&e), vec!["zone"]);
 
-    let e = client
-        .list_records(req(
-            ACCOUNT,
-            "example.com.",
-            &["ok.example.com", "x.example.org", "a b"],
-        ))
-        .await
-        .unwrap_err();
+    let names = ["ok.example.com", "x.example.org", "a b"];
+    let e = refusal(&mut client, req(ACCOUNT, "example.com.", &names)).await;
     assert_eq!(e.code(), Code::InvalidArgument);
-    let fields: Vec<String> = e
-        .get_details_bad_request()
-        .unwrap()
+    assert_eq!(violated_fields(&e), vec!["names[1]", "names[2]"]);
+    app.stop().await;
+}
+
+/// The error `ListRecords` answers `req` with (it must refuse it).
+async fn refusal(client: &mut ApplierClient<Channel>, req: pb::ListRecordsRequest) -> Status {
+    client.list_records(req).await.unwrap_err()
+}
+
+/// The fields a refusal's `BadRequest` details name.
+fn violated_fields(e: &Status) -> Vec<String> {
+    let details = e.get_details_bad_request().unwrap();
+    details
         .field_violations
         .into_iter()
         .map(|v| v.field)
-        .collect();
-    assert_eq!(fields, vec!["names[1]", "names[2]"]);
-    app.stop().await;
+        .collect()
 }

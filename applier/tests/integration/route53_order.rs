@@ -4,46 +4,22 @@
 //! apply, by UPSERT after the DELETE, learnt from the first refusal and retried at
 //! once; the DELETE still checks, and a CREATE alone still fails over a set. Against
 //! AWS's order, no batch is ever refused or sent twice.
-use dnsplane_applier::provider::route53::credentials::EnvReader;
-use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
+use dnsplane_applier::provider::route53::Route53Provider;
 use dnsplane_applier::provider::{ErrorClass, Provider};
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
-use dnsplane_emulate::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, Route53Emulator, Route53Options,
-};
-use std::sync::Arc;
-
-fn env() -> EnvReader {
-    Arc::new(|k| match k {
-        "AWS_ACCESS_KEY_ID" => Some(DEFAULT_ACCESS_KEY_ID.into()),
-        "AWS_SECRET_ACCESS_KEY" => Some(DEFAULT_SECRET_ACCESS_KEY.into()),
-        _ => None,
-    })
-}
+use dnsplane_emulate::{Route53Emulator, Route53Options};
 
 fn zone() -> Name {
     Name::parse("order.test").unwrap()
 }
 
 async fn server(creates_checked_before_batch: bool) -> (Route53Emulator, String, Route53Provider) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let emulator = Route53Emulator::start(
-        listener,
-        Route53Options {
-            rate: 0.0,
-            creates_checked_before_batch,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let id = emulator.create_zone(zone().as_str(), false);
-    let cfg = Route53Config {
-        endpoint: emulator.endpoint(),
-        ..Route53Config::default()
+    let options = Route53Options {
+        creates_checked_before_batch,
+        ..Default::default()
     };
-    let driver = Route53Provider::with_env(&cfg, env()).unwrap();
-    (emulator, id, driver)
+    let (emulator, id, cfg) = crate::support::route53_with_zone(&zone(), options).await;
+    (emulator, id, crate::support::route53_driver(&cfg))
 }
 
 fn a(label: &str, ttl: u32, value: &str) -> RRSet {

@@ -6,25 +6,14 @@ use dnsplane_applier::account::Account;
 use dnsplane_applier::apply::execute;
 use dnsplane_applier::provider::call::CallCx;
 use dnsplane_applier::provider::memory::MemoryProvider;
-use dnsplane_applier::provider::route53::credentials::EnvReader;
 use dnsplane_applier::provider::route53::{Route53Config, Route53Provider};
 use dnsplane_applier::provider::{ErrorClass, Provider};
 use dnsplane_applier::retry::RetryPolicy;
 use dnsplane_common::{
     Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordResult, RecordType, SetId,
 };
-use dnsplane_emulate::{
-    DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, Route53Emulator, Route53Options,
-};
+use dnsplane_emulate::{Route53Emulator, Route53Options};
 use std::sync::Arc;
-
-fn env() -> EnvReader {
-    Arc::new(|k| match k {
-        "AWS_ACCESS_KEY_ID" => Some(DEFAULT_ACCESS_KEY_ID.into()),
-        "AWS_SECRET_ACCESS_KEY" => Some(DEFAULT_SECRET_ACCESS_KEY.into()),
-        _ => None,
-    })
-}
 
 fn zone() -> Name {
     Name::parse("sets.test").unwrap()
@@ -32,26 +21,11 @@ fn zone() -> Name {
 
 /// An emulator with zone `sets.test.`, its hosted zone id, and its config.
 async fn route53() -> (Route53Emulator, String, Route53Config) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let emulator = Route53Emulator::start(
-        listener,
-        Route53Options {
-            rate: 0.0,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let id = emulator.create_zone(zone().as_str(), false);
-    let cfg = Route53Config {
-        endpoint: emulator.endpoint(),
-        ..Route53Config::default()
-    };
-    (emulator, id, cfg)
+    crate::support::route53_with_zone(&zone(), Route53Options::default()).await
 }
 
 fn driver(cfg: &Route53Config) -> Arc<Route53Provider> {
-    Arc::new(Route53Provider::with_env(cfg, env()).unwrap())
+    Arc::new(crate::support::route53_driver(cfg))
 }
 
 fn key(label: &str, t: RecordType, set: &str) -> RecordKey {

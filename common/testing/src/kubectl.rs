@@ -114,16 +114,9 @@ mod tests {
                             "selector": {"app": "web"}},
                    "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}),
         );
-        let event = json!({
-            "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"name": "web.1872a1b2c3d4e5f6", "namespace": "default"},
-            "eventTime": "2026-11-29T03:00:00.000000Z",
-            "reportingController": "dnsplane", "reportingInstance": "planner-0",
-            "action": "Publish", "reason": "Published", "type": "Normal",
-            "note": "web.example.com. A 192.0.2.1: published",
-            "regarding": {"apiVersion": "v1", "kind": "Service", "name": "web",
-                          "namespace": "default", "uid": svc["metadata"]["uid"]},
-        });
+        let note = "web.example.com. A 192.0.2.1: published";
+        let uid = svc["metadata"]["uid"].clone();
+        let event = crate::kube_api::fixtures::recorder_event("dnsplane", note, uid);
         let config = kube::Config::new(api.url().parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let events: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
@@ -202,15 +195,7 @@ mod tests {
         );
         let route = api.apply_object(
             Resource::HttpRoute,
-            fixtures::route(
-                "HTTPRoute",
-                "default",
-                "web",
-                &[],
-                &[("default", "gw")],
-                &["web.example.com"],
-                true,
-            ),
+            fixtures::web_route(&["web.example.com"]),
         );
         for (i, (kind, api_version, uid)) in [
             ("Ingress", "networking.k8s.io/v1", &ing["metadata"]["uid"]),

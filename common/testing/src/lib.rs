@@ -15,11 +15,13 @@
 //! `#[cfg(test)]` code.)
 pub mod certs;
 pub mod crd;
+pub mod docs;
 pub mod kube_api;
 pub mod kubectl;
 pub mod otlp;
 pub mod proto_json;
 pub mod records;
+pub mod tokens;
 pub mod tools;
 
 pub use tools::*;

@@ -59,6 +59,14 @@ pub fn binary(name: &str) -> PathBuf {
     p
 }
 
+/// A listener on a port of 127.0.0.1 the kernel picks, for a server a test starts
+/// in-process (it reads its address from the listener).
+pub async fn loopback() -> tokio::net::TcpListener {
+    tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0")
+}
+
 /// A free loopback port for a server a test starts, free for both TCP and UDP.
 ///
 /// Picked below Linux's ephemeral range (32768–60999), from which every outgoing
@@ -235,13 +243,22 @@ pub fn num(v: &serde_json::Value) -> u64 {
 
 /// A plain HTTP/1.1 GET on loopback (the admin ports): (status, body).
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    http_get_with(port, path, &[])
+}
+
+/// [`http_get`] with `headers` (name, value) sent after `Host`.
+pub fn http_get_with(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect admin port");
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
+    let headers: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Connection: close\r\n\r\n"
     )
     .expect("write");
     let mut text = String::new();

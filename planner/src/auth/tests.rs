@@ -9,15 +9,14 @@ fn zones() -> Vec<Name> {
 }
 
 fn file(entries: &[(&str, &str, &str, &str)]) -> String {
-    entries
-        .iter()
-        .map(|(name, token, role, extra)| {
-            format!(
-                "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\n{extra}\n",
-                digest_hex(token)
-            )
-        })
-        .collect()
+    dnsplane_testing::tokens::tokens_toml(entries, digest_hex)
+}
+
+/// Why `t.toml` holding `text` is refused.
+fn refusal(text: &str) -> String {
+    TokenSet::parse("t.toml", text, &zones())
+        .unwrap_err()
+        .to_string()
 }
 
 fn auth_with(dir: &tempfile::TempDir, text: &str, rate: u32, burst: u32) -> Authenticator {
@@ -78,24 +77,18 @@ fn parse_errors_name_the_file_and_line() {
 #[test]
 fn checks_names_hashes_and_zones() {
     let two = file(&[("ci", "t1", "read", ""), ("ci", "t2", "read", "")]);
-    let err = TokenSet::parse("t.toml", &two, &zones())
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&two);
     assert!(
         err.starts_with("t.toml:7: ") && err.contains("two tokens"),
         "{err}"
     );
 
     let same = file(&[("a", "t1", "read", ""), ("b", "t1", "read", "")]);
-    let err = TokenSet::parse("t.toml", &same, &zones())
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&same);
     assert!(err.contains("same sha256"), "{err}");
 
     let unknown_zone = file(&[("a", "t1", "write", "zones = [\"c.test.\"]")]);
-    let err = TokenSet::parse("t.toml", &unknown_zone, &zones())
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&unknown_zone);
     assert!(
         err.starts_with("t.toml:5: ") && err.contains("\"c.test.\" is not a configured zone"),
         "{err}"
@@ -103,9 +96,7 @@ fn checks_names_hashes_and_zones() {
 
     for bad in ["anonymous", "has space", ""] {
         let text = file(&[(bad, "t1", "read", "")]);
-        let err = TokenSet::parse("t.toml", &text, &zones())
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&text);
         assert!(err.starts_with("t.toml:2: "), "{err}");
     }
 

@@ -58,6 +58,23 @@ pub struct ZoneConfig {
     pub external_dns: Option<ExternalDnsConfig>,
 }
 
+impl ZoneConfig {
+    /// A zone as a `[[zones]]` entry naming only `name` and `account` gives: policy
+    /// `sync`, conflicts reported, default TTL 300, no external-dns takeover (for
+    /// programs and tests that build a config in code; override fields with
+    /// `ZoneConfig { default_ttl: 60, ..ZoneConfig::new(name, account) }`).
+    pub fn new(name: Name, account: impl Into<String>) -> ZoneConfig {
+        ZoneConfig {
+            name,
+            account: account.into(),
+            policy: default_policy(),
+            conflict: ConflictPolicy::default(),
+            default_ttl: default_ttl(),
+            external_dns: None,
+        }
+    }
+}
+
 /// How external-dns named and marked its TXT registry in this zone: the flags it ran
 /// with (`--txt-owner-id`, `--txt-prefix`, `--txt-suffix`,
 /// `--txt-wildcard-replacement`), so that its records are recognised exactly.

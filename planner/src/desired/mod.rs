@@ -29,6 +29,8 @@ mod rules;
 
 use keys::SourceKeys;
 
+#[cfg(test)]
+pub(crate) use record::desired_map;
 pub use record::{DesiredRecord, Interner};
 pub use rules::Checked;
 

@@ -31,6 +31,23 @@ impl DesiredRecord {
     }
 }
 
+/// `records` as desired records keyed as the index keys them, all from `source` for
+/// `resource` (for tests that plan against a desired state built in code).
+#[cfg(test)]
+pub(crate) fn desired_map(
+    records: &[RRSet],
+    source: &str,
+    resource: &str,
+) -> std::collections::BTreeMap<RecordKey, DesiredRecord> {
+    records
+        .iter()
+        .map(|r| {
+            let record = DesiredRecord::new(r, source.into(), resource.into());
+            (r.key.clone(), record)
+        })
+        .collect()
+}
+
 /// Shares equal strings and names, so that a million records do not carry a million
 /// copies of their zone, resource or source names.
 #[derive(Debug, Default)]

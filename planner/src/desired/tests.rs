@@ -1,19 +1,11 @@
 use super::*;
-use crate::config::{ConflictPolicy, Policy};
 use crate::source::Origin;
 use dnsplane_common::RecordType;
 
 fn zones() -> Vec<ZoneConfig> {
     ["example.com", "sub.example.com"]
         .iter()
-        .map(|z| ZoneConfig {
-            name: Name::parse(z).unwrap(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        })
+        .map(|z| ZoneConfig::new(Name::parse(z).unwrap(), "a"))
         .collect()
 }
 

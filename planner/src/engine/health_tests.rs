@@ -83,6 +83,13 @@ fn only(s: &Snapshot, rule: Rule, zone: Option<&str>) -> HealthReason {
     r
 }
 
+/// [`only`], which must be at `level` and say `says`.
+fn only_at(s: &Snapshot, rule: Rule, zone: Option<&str>, level: Level, says: &str) {
+    let r = only(s, rule, zone);
+    assert_eq!(r.level, level, "{r:?}");
+    assert!(r.message.contains(says), "{r:?}");
+}
+
 #[test]
 fn healthy_has_no_reasons() {
     let h = evaluate(&healthy());
@@ -162,9 +169,7 @@ fn a_throttled_account_degrades_unless_its_applier_is_down() {
 fn a_disk_below_the_floor_fails() {
     let mut s = healthy();
     s.disk.as_mut().unwrap().free = Ok(1 << 20);
-    let r = only(&s, Rule::DiskLow, None);
-    assert_eq!(r.level, Level::Failing);
-    assert!(r.message.contains("min_free_bytes"), "{}", r.message);
+    only_at(&s, Rule::DiskLow, None, Level::Failing, "min_free_bytes");
     s.disk.as_mut().unwrap().free = Err("no such directory".into());
     let r = only(&s, Rule::DiskLow, None);
     assert!(r.message.contains("no such directory"), "{}", r.message);
@@ -185,9 +190,13 @@ fn a_failed_state_write_fails() {
 fn a_failed_audit_write_degrades() {
     let mut s = healthy();
     s.audit_error = Some("audit file /var/log/dnsplane/audit.jsonl: permission denied".into());
-    let r = only(&s, Rule::AuditWrite, None);
-    assert_eq!(r.level, Level::Degraded);
-    assert!(r.message.contains("in the log only"), "{r:?}");
+    only_at(
+        &s,
+        Rule::AuditWrite,
+        None,
+        Level::Degraded,
+        "in the log only",
+    );
 }
 
 #[test]
@@ -261,27 +270,33 @@ fn a_tokens_file_problem_degrades_with_its_reason() {
         "tokens file /etc/dnsplane/tokens.toml is missing: every token is revoked until it is back"
             .into(),
     );
-    let r = only(&s, Rule::TokensFile, None);
-    assert_eq!(r.level, Level::Degraded);
-    assert!(r.message.contains("every token is revoked"), "{r:?}");
+    only_at(
+        &s,
+        Rule::TokensFile,
+        None,
+        Level::Degraded,
+        "every token is revoked",
+    );
 }
 
 #[test]
 fn tls_files_that_cannot_be_loaded_degrade() {
     let mut s = healthy();
     s.tls_errors = vec!["server certificate: /tls/cert.pem: no certificate in the file".into()];
-    let r = only(&s, Rule::TlsFiles, None);
-    assert_eq!(r.level, Level::Degraded);
-    assert!(r.message.contains("/tls/cert.pem"), "{r:?}");
+    only_at(&s, Rule::TlsFiles, None, Level::Degraded, "/tls/cert.pem");
 }
 
 #[test]
 fn failed_records_degrade_with_their_count() {
     let mut s = healthy();
     s.zones[0].records.insert(RecordStateKind::Failed, 500);
-    let r = only(&s, Rule::RecordsFailed, Some("example.com."));
-    assert_eq!(r.level, Level::Degraded);
-    assert!(r.message.contains("500 record(s) failed"), "{r:?}");
+    only_at(
+        &s,
+        Rule::RecordsFailed,
+        Some("example.com."),
+        Level::Degraded,
+        "500 record(s) failed",
+    );
 }
 
 #[test]
@@ -294,11 +309,7 @@ fn rule_ids_are_unique() {
 #[test]
 fn the_docs_table_lists_every_rule_with_its_level() {
     let doc = include_str!("../../../docs/reliability.md");
-    let section = doc
-        .split("## Health rules")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("a Health rules section");
+    let section = dnsplane_testing::docs::section(doc, "Health rules");
     let rows: std::collections::BTreeSet<(String, String)> = section
         .lines()
         .filter_map(|l| {

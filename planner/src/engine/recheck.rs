@@ -80,7 +80,7 @@ fn still_desired(want: Option<&DesiredRecord>, c: &PlannedChange) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConflictPolicy, Policy, ZoneConfig};
+    use crate::config::ZoneConfig;
     use crate::source::{DesiredEntry, Origin};
     use dnsplane_common::{Change, RRSet, RRSetOp, RecordKey, RecordType};
 
@@ -89,14 +89,7 @@ mod tests {
     }
 
     fn index(records: &[(&str, &str)]) -> DesiredIndex {
-        let cfg = ZoneConfig {
-            name: zone(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        };
+        let cfg = ZoneConfig::new(zone(), "a");
         let mut index = DesiredIndex::new(&[cfg]);
         let entries: Vec<DesiredEntry> = records
             .iter()

@@ -495,21 +495,17 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConflictPolicy, PlannerConfig, ZoneConfig};
+    use crate::config::{PlannerConfig, ZoneConfig};
     use crate::lease::LeaseHandle;
     use crate::metrics::PlannerMetrics;
     use crate::source::{DesiredEntry, Origin};
     use dnsplane_common::RecordType;
 
     fn engine() -> std::sync::Arc<Engine> {
-        let config = PlannerConfig::with_zones(vec![ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        }]);
+        let config = PlannerConfig::with_zones(vec![ZoneConfig::new(
+            Name::parse("example.com").unwrap(),
+            "a",
+        )]);
         Engine::new(
             config,
             PlannerMetrics::unregistered(),

@@ -121,6 +121,15 @@ struct Driver {
     registry: Registry,
 }
 
+/// [`start`], once it leads (within a second; `what` names the wait).
+async fn leader(fake: &Fake, what: &str) -> Driver {
+    let a = start(fake);
+    until(Duration::from_secs(1), || a.leads(), || {})
+        .await
+        .expect(what);
+    a
+}
+
 fn start(fake: &Fake) -> Driver {
     let mut registry = Registry::default();
     let metrics = PlannerMetrics::register(&mut registry);
@@ -169,10 +178,7 @@ async fn until(
 #[tokio::test(start_paused = true)]
 async fn acquires_then_keeps_renewing() {
     let fake = Fake::default();
-    let a = start(&fake);
-    until(Duration::from_secs(1), || a.leads(), || {})
-        .await
-        .expect("leader at once");
+    let a = leader(&fake, "leader at once").await;
     let p = a.handle.permit().expect("a permit");
     assert_eq!(p.epoch, 1);
     let st = a.handle.status();
@@ -194,10 +200,7 @@ async fn acquires_then_keeps_renewing() {
 async fn failing_renewals_step_down_when_the_window_closes() {
     for hung in [false, true] {
         let fake = Fake::default();
-        let a = start(&fake);
-        until(Duration::from_secs(1), || a.leads(), || {})
-            .await
-            .expect("leader");
+        let a = leader(&fake, "leader").await;
         tokio::time::sleep(TTL / 2).await;
         {
             let mut s = fake.state();
@@ -237,10 +240,7 @@ async fn failing_renewals_step_down_when_the_window_closes() {
 #[tokio::test(start_paused = true)]
 async fn a_standby_takes_over_after_the_holder_dies_and_never_overlaps() {
     let fake = Fake::default();
-    let a = start(&fake);
-    until(Duration::from_secs(1), || a.leads(), || {})
-        .await
-        .expect("a leads");
+    let a = leader(&fake, "a leads").await;
     let b = start(&fake);
     until(
         Duration::from_secs(5),
@@ -306,10 +306,7 @@ async fn shutdown_releases_and_the_standby_takes_over_at_its_next_try() {
 #[tokio::test(start_paused = true)]
 async fn a_refused_renewal_steps_down_at_once() {
     let fake = Fake::default();
-    let a = start(&fake);
-    until(Duration::from_secs(1), || a.leads(), || {})
-        .await
-        .expect("a leads");
+    let a = leader(&fake, "a leads").await;
     // Someone else holds it now (an operator, a split brain the backend resolved).
     {
         let mut s = fake.state();
@@ -358,19 +355,15 @@ fn permits_cap_batch_deadlines_to_the_window() {
 
 #[tokio::test]
 async fn a_standby_engine_sends_nothing_and_is_not_behind() {
-    use crate::config::{ConflictPolicy, PlannerConfig, Policy, ZoneConfig};
+    use crate::config::{PlannerConfig, ZoneConfig};
     use crate::engine::{Engine, Level, Scope, SyncError};
     let zone = dnsplane_common::Name::parse("example.com.").unwrap();
     let config = PlannerConfig {
         // Nothing listens there: a standby must not even try to read.
         applier: "http://127.0.0.1:1".into(),
         ..PlannerConfig::with_zones(vec![ZoneConfig {
-            name: zone.clone(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
             default_ttl: 60,
-            external_dns: None,
+            ..ZoneConfig::new(zone.clone(), "a")
         }])
     };
     let fake = Fake::default();

@@ -119,11 +119,8 @@ mod tests {
     /// [`zone`], with external-dns's `--txt-encrypt-aes-key` when `keyed`.
     fn zone_keyed(policy: Policy, conflict: ConflictPolicy, keyed: bool) -> ZoneConfig {
         ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
             policy,
             conflict,
-            default_ttl: 300,
             external_dns: Some(ExternalDnsConfig {
                 owner_id: "cluster-a".into(),
                 txt_prefix: "ext-".into(),
@@ -131,6 +128,7 @@ mod tests {
                 wildcard_replacement: String::new(),
                 aes_key_file: keyed.then(|| crate::config::AesKeyFile::test_key(7)),
             }),
+            ..ZoneConfig::new(Name::parse("example.com").unwrap(), "a")
         }
     }
 
@@ -165,15 +163,7 @@ mod tests {
     }
 
     fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
-        records
-            .iter()
-            .map(|r| {
-                (
-                    r.key.clone(),
-                    DesiredRecord::new(r, "test".into(), "r".into()),
-                )
-            })
-            .collect()
+        crate::desired::desired_map(records, "test", "r")
     }
 
     fn view(z: &ZoneConfig, records: &[RRSet]) -> ZoneView {
@@ -183,21 +173,12 @@ mod tests {
     /// What an atomic conditional provider holds after `changes`; panics on a failed
     /// precondition, and on a data record deleted (a takeover never deletes one).
     fn apply(current: &[RRSet], changes: &[PlannedChange]) -> BTreeMap<RecordKey, RRSet> {
-        let mut state: BTreeMap<RecordKey, RRSet> =
-            current.iter().map(|r| (r.key.clone(), r.clone())).collect();
-        for c in changes {
-            for op in &c.change.ops {
-                assert!(op.precondition_holds(state.get(&op.key)), "{op:?}");
-                match &op.after {
-                    Some(a) => state.insert(op.key.clone(), a.clone()),
-                    None => {
-                        assert_eq!(op.key.rtype, RecordType::Txt, "data deleted: {op:?}");
-                        state.remove(&op.key)
-                    }
-                };
+        for op in changes.iter().flat_map(|c| &c.change.ops) {
+            if op.after.is_none() {
+                assert_eq!(op.key.rtype, RecordType::Txt, "data deleted: {op:?}");
             }
         }
-        state
+        crate::plan::tests::apply(current, changes)
     }
 
     /// The configured owner's records become dnsplane's in one adopt each: data kept

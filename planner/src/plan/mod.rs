@@ -322,12 +322,9 @@ mod tests {
 
     fn zone_cfg(policy: Policy, conflict: ConflictPolicy) -> ZoneConfig {
         ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
             policy,
             conflict,
-            default_ttl: 300,
-            external_dns: None,
+            ..ZoneConfig::new(Name::parse("example.com").unwrap(), "a")
         }
     }
 
@@ -341,15 +338,7 @@ mod tests {
     }
 
     fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
-        records
-            .iter()
-            .map(|r| {
-                (
-                    r.key.clone(),
-                    DesiredRecord::new(r, "test".into(), "r".into()),
-                )
-            })
-            .collect()
+        crate::desired::desired_map(records, "test", "r")
     }
 
     fn owned(r: &RRSet, owner: &str) -> Vec<RRSet> {
@@ -362,7 +351,10 @@ mod tests {
     /// What an atomic conditional provider would hold after applying `changes`;
     /// panics on a failed precondition, which a plan computed from `current` must
     /// never contain.
-    fn apply(current: &[RRSet], changes: &[PlannedChange]) -> BTreeMap<RecordKey, RRSet> {
+    pub(super) fn apply(
+        current: &[RRSet],
+        changes: &[PlannedChange],
+    ) -> BTreeMap<RecordKey, RRSet> {
         let mut state: BTreeMap<RecordKey, RRSet> =
             current.iter().map(|r| (r.key.clone(), r.clone())).collect();
         for c in changes {
@@ -416,13 +408,8 @@ mod tests {
         let plan = plan_zone(&z, ME, &desired(std::slice::from_ref(&heavier)), &view);
         let kinds: Vec<ChangeKind> = plan.changes.iter().map(|c| c.change.kind).collect();
         assert_eq!(kinds, [ChangeKind::Delete, ChangeKind::Update]);
-        assert!(
-            plan.changes[1]
-                .reason
-                .contains("aws/weight=10 → aws/weight=30"),
-            "{}",
-            plan.changes[1].reason
-        );
+        let reason = &plan.changes[1].reason;
+        assert!(reason.contains("aws/weight=10 → aws/weight=30"), "{reason}");
         let after = apply(&current, &plan.changes);
         assert_eq!(after.get(&heavier.key), Some(&heavier));
         assert!(!after.contains_key(&us.key));

@@ -2,7 +2,6 @@
 //! tests) no request makes it panic or accept what the record rules refuse.
 use super::*;
 use crate::config::ZoneConfig;
-use crate::config::{ConflictPolicy, Policy};
 use crate::engine::Engine;
 use crate::source::DesiredEntry;
 use dnsplane_common::convert::FieldError;
@@ -13,14 +12,7 @@ use proptest::prelude::*;
 fn zones() -> Vec<ZoneConfig> {
     ["example.com", "xn--bcher-kva.example"]
         .into_iter()
-        .map(|z| ZoneConfig {
-            name: Name::parse(z).unwrap(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        })
+        .map(|z| ZoneConfig::new(Name::parse(z).unwrap(), "a"))
         .collect()
 }
 

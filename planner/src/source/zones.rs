@@ -203,21 +203,13 @@ fn distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConflictPolicy, Policy};
     use crate::source::Origin;
     use dnsplane_common::RecordType;
 
     fn zones(names: &[&str]) -> Vec<ZoneConfig> {
         names
             .iter()
-            .map(|z| ZoneConfig {
-                name: Name::parse(z).unwrap(),
-                account: "a".into(),
-                policy: Policy::Sync,
-                conflict: ConflictPolicy::Report,
-                default_ttl: 300,
-                external_dns: None,
-            })
+            .map(|z| ZoneConfig::new(Name::parse(z).unwrap(), "a"))
             .collect()
     }
 

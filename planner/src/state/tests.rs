@@ -22,15 +22,7 @@ fn rrset(label: &str, ip: &str) -> RRSet {
 }
 
 fn desired(records: &[RRSet]) -> BTreeMap<RecordKey, DesiredRecord> {
-    records
-        .iter()
-        .map(|r| {
-            (
-                r.key.clone(),
-                DesiredRecord::new(r, "test".into(), "test".into()),
-            )
-        })
-        .collect()
+    crate::desired::desired_map(records, "test", "test")
 }
 
 fn create(r: &RRSet) -> PlannedChange {
@@ -46,6 +38,35 @@ fn plan_of(changes: Vec<PlannedChange>, blocked: Vec<Blocked>) -> ZonePlan {
         blocked,
         converged: 0,
     }
+}
+
+/// The record `a` (192.0.2.1), desired, planned as a create and folded into a new
+/// table at [`t0`]: the record, the desired state, the change and the table.
+fn planned_a() -> (
+    RRSet,
+    BTreeMap<RecordKey, DesiredRecord>,
+    PlannedChange,
+    StateTable,
+) {
+    let r = rrset("a", "192.0.2.1");
+    let want = desired(std::slice::from_ref(&r));
+    let change = create(&r);
+    let mut table = StateTable::default();
+    let mut plan = plan_of(vec![change.clone()], vec![]);
+    table.fold_plan(|_| true, &want, |_| None, &mut plan, t0(), CLOCK);
+    (r, want, change, table)
+}
+
+/// Folds `change`'s `outcome` for `key` into `table` at `at`: the delay before the
+/// record is sent again.
+fn fold(
+    table: &mut StateTable,
+    key: &RecordKey,
+    change: &PlannedChange,
+    outcome: Outcome,
+    at: SystemTime,
+) -> Option<Duration> {
+    table.fold_result(key, &result(change, outcome), None, at, CLOCK)
 }
 
 fn result(change: &PlannedChange, outcome: Outcome) -> RecordResult {
@@ -130,20 +151,9 @@ fn each_outcome_folds_into_its_state_and_clock() {
 /// sent again, and the backoff doubles.
 #[test]
 fn a_conflict_waits_for_its_clock_and_the_clock_doubles() {
-    let r = rrset("a", "192.0.2.1");
-    let want = desired(std::slice::from_ref(&r));
-    let change = create(&r);
-    let mut table = StateTable::default();
-    let mut plan = plan_of(vec![change.clone()], vec![]);
-    table.fold_plan(|_| true, &want, |_| None, &mut plan, t0(), CLOCK);
+    let (r, want, change, mut table) = planned_a();
     table.in_flight(&r.key, t0());
-    table.fold_result(
-        &r.key,
-        &result(&change, Outcome::Conflict),
-        None,
-        t0(),
-        CLOCK,
-    );
+    fold(&mut table, &r.key, &change, Outcome::Conflict, t0());
 
     // Before the clock: withheld, and the dry run says so without folding.
     let early = t0() + Duration::from_millis(100);
@@ -168,13 +178,7 @@ fn a_conflict_waits_for_its_clock_and_the_clock_doubles() {
         0
     );
     table.in_flight(&r.key, later);
-    let delay = table.fold_result(
-        &r.key,
-        &result(&change, Outcome::Conflict),
-        None,
-        later,
-        CLOCK,
-    );
+    let delay = fold(&mut table, &r.key, &change, Outcome::Conflict, later);
     assert_eq!(delay, Some(CLOCK.min * 2));
     assert_eq!(table.get(&r.key).unwrap().attempts, 2);
 }
@@ -182,19 +186,8 @@ fn a_conflict_waits_for_its_clock_and_the_clock_doubles() {
 /// An invalid record waits for its desired state to change, however long it takes.
 #[test]
 fn an_invalid_record_waits_for_a_new_desired_state() {
-    let r = rrset("a", "192.0.2.1");
-    let want = desired(std::slice::from_ref(&r));
-    let change = create(&r);
-    let mut table = StateTable::default();
-    let mut plan = plan_of(vec![change.clone()], vec![]);
-    table.fold_plan(|_| true, &want, |_| None, &mut plan, t0(), CLOCK);
-    table.fold_result(
-        &r.key,
-        &result(&change, Outcome::Invalid),
-        None,
-        t0(),
-        CLOCK,
-    );
+    let (r, want, change, mut table) = planned_a();
+    fold(&mut table, &r.key, &change, Outcome::Invalid, t0());
     let much_later = t0() + Duration::from_secs(86_400);
     let plan = plan_of(vec![change.clone()], vec![]);
     assert_eq!(table.withheld(&plan, &want, much_later).len(), 1);
@@ -280,8 +273,7 @@ fn a_refused_zone_shows_its_records_rejected_with_the_reason() {
 /// A plan scoped to some names leaves the other names' states alone.
 #[test]
 fn a_scoped_plan_folds_only_its_names() {
-    let r = rrset("a", "192.0.2.1");
-    let s = rrset("b", "192.0.2.2");
+    let (r, s) = (rrset("a", "192.0.2.1"), rrset("b", "192.0.2.2"));
     let want = desired(&[r.clone(), s.clone()]);
     let mut table = StateTable::default();
     let mut plan = plan_of(vec![create(&r), create(&s)], vec![]);

@@ -196,17 +196,9 @@ fn without_dot(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConflictPolicy, Policy};
 
     fn zones() -> Vec<ZoneConfig> {
-        vec![ZoneConfig {
-            name: Name::parse("example.com").unwrap(),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        }]
+        vec![ZoneConfig::new(Name::parse("example.com").unwrap(), "a")]
     }
 
     fn ep(name: &str, rtype: &str, targets: &[&str]) -> Endpoint {

@@ -1,19 +1,12 @@
 //! The webhook over real HTTP on loopback, against a real engine and a durable store:
 //! what external-dns sends, how it is stored, what it reads back.
 use super::*;
-use crate::config::{ConflictPolicy, PlannerConfig, Policy};
+use crate::config::PlannerConfig;
 use dnsplane_common::Name;
 use serde_json::{Value, json};
 
 fn zones() -> Vec<ZoneConfig> {
-    vec![ZoneConfig {
-        name: Name::parse("example.com").unwrap(),
-        account: "a".into(),
-        policy: Policy::Sync,
-        conflict: ConflictPolicy::Report,
-        default_ttl: 300,
-        external_dns: None,
-    }]
+    vec![ZoneConfig::new(Name::parse("example.com").unwrap(), "a")]
 }
 
 struct Served {
@@ -65,13 +58,24 @@ async fn post(s: &Served, path: &str, body: String) -> (u16, String) {
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
+/// `GET path`, accepting the webhook's media type.
+async fn get(s: &Served, path: &str) -> reqwest::Response {
+    let url = format!("{}{path}", s.base);
+    let request = client().get(url).header("accept", MEDIA_TYPE);
+    request.send().await.unwrap()
+}
+
+/// `GET /records` answers `want`, before and after a restart of the webhook on `dir`.
+async fn reads_back_across_a_restart(s: Served, dir: &std::path::Path, want: &[Value]) {
+    assert_eq!(records(&s).await, want);
+    s.stop.cancel();
+    let again = serve(dir).await;
+    assert_eq!(records(&again).await, want);
+    again.stop.cancel();
+}
+
 async fn records(s: &Served) -> Vec<Value> {
-    let r = client()
-        .get(format!("{}/records", s.base))
-        .header("accept", MEDIA_TYPE)
-        .send()
-        .await
-        .unwrap();
+    let r = get(s, "/records").await;
     assert_eq!(r.status().as_u16(), 200);
     let mut v: Vec<Value> = r.json().await.unwrap();
     v.sort_by_key(|e| e.to_string());
@@ -87,12 +91,7 @@ fn a(name: &str, target: &str) -> Value {
 async fn negotiation_names_the_zones_in_the_exact_media_type() {
     let dir = tempfile::tempdir().unwrap();
     let s = serve(dir.path()).await;
-    let r = client()
-        .get(format!("{}/", s.base))
-        .header("accept", MEDIA_TYPE)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&s, "/").await;
     assert_eq!(r.status().as_u16(), 200);
     assert_eq!(r.headers()["content-type"], MEDIA_TYPE);
     let filter: Value = r.json().await.unwrap();
@@ -178,13 +177,8 @@ async fn changes_are_stored_idempotent_refused_alone_and_restored() {
         let (code, _) = post(&s, "/records", bad.to_string()).await;
         assert_eq!(code, 400, "{bad}");
     }
-    assert_eq!(records(&s).await, got);
-    s.stop.cancel();
-
     // A restart reads back what was stored.
-    let again = serve(dir.path()).await;
-    assert_eq!(records(&again).await, got);
-    again.stop.cancel();
+    reads_back_across_a_restart(s, dir.path(), &got).await;
 }
 
 /// Adjusting answers what `GET /records` will report, so that a converged world plans
@@ -218,11 +212,7 @@ async fn adjusted_endpoints_read_back_equal_once_applied() {
     applied.sort_by_key(|e| e.to_string());
     // Read back with the labels they were given, as external-dns's in-memory provider
     // keeps them; and again after a restart (persisted with the desired state).
-    assert_eq!(records(&s).await, applied);
-    s.stop.cancel();
-    let again = serve(dir.path()).await;
-    assert_eq!(records(&again).await, applied);
-    again.stop.cancel();
+    reads_back_across_a_restart(s, dir.path(), &applied).await;
 }
 
 /// A change of labels alone is stored and read back, and re-plans nothing (no name
@@ -269,11 +259,7 @@ async fn labels_alone_change_nothing_planned_and_bad_ones_are_refused() {
 #[test]
 fn the_documented_config_loads() {
     let doc = include_str!("../../../docs/external-dns.md");
-    let block = doc
-        .split("```toml")
-        .nth(1)
-        .and_then(|b| b.split("```").next())
-        .expect("a toml block");
+    let block = dnsplane_testing::docs::code_blocks(doc, "toml")[0];
     let config: PlannerConfig = toml::from_str(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
     config.validate().expect("valid");
     let hook = config.webhook.expect("[webhook]");

@@ -32,6 +32,30 @@ pub struct Subject {
     pub _keep: Box<dyn std::any::Any>,
 }
 
+impl Subject {
+    /// A faithful subject: `provider` serving `zone`, with `keep` (its server, its
+    /// directories) kept alive as long as the subject.
+    pub fn new(
+        label: &'static str,
+        provider: impl Provider + 'static,
+        zone: Name,
+        keep: impl std::any::Any,
+    ) -> Subject {
+        Subject {
+            label,
+            provider: Arc::new(provider),
+            zone,
+            faithful: true,
+            _keep: Box::new(keep),
+        }
+    }
+
+    /// What the subject keeps alive, as a `T` (the server it was started with).
+    pub fn kept<T: 'static>(&self) -> &T {
+        self._keep.downcast_ref().expect("kept as this type")
+    }
+}
+
 pub(crate) fn set<V: AsRef<str>>(
     zone: &Name,
     label: &str,
@@ -91,6 +115,28 @@ pub(crate) async fn apply(s: &Subject, ops: &[RRSetOp]) {
         .unwrap_or_else(|e| panic!("{}: apply: {e}", s.label));
 }
 
+/// Creates each of `sets` (one batch).
+pub(crate) async fn create_all(s: &Subject, sets: &[RRSet]) {
+    let ops: Vec<RRSetOp> = sets.iter().cloned().map(RRSetOp::create).collect();
+    apply(s, &ops).await;
+}
+
+/// Updates each of `from` to the set at the same place in `to` (one batch).
+pub(crate) async fn update_all(s: &Subject, from: &[RRSet], to: &[RRSet]) {
+    let ops: Vec<RRSetOp> = from
+        .iter()
+        .zip(to)
+        .map(|(a, b)| RRSetOp::update(a.clone(), b.clone()))
+        .collect();
+    apply(s, &ops).await;
+}
+
+/// Deletes each of `sets` (one batch).
+pub(crate) async fn delete_all(s: &Subject, sets: &[RRSet]) {
+    let ops: Vec<RRSetOp> = sets.iter().cloned().map(RRSetOp::delete).collect();
+    apply(s, &ops).await;
+}
+
 /// The outcome of each change through the applier's batch algorithm.
 async fn run(s: &Subject, changes: &[Change]) -> Vec<Outcome> {
     let account = Account::new(
@@ -99,12 +145,14 @@ async fn run(s: &Subject, changes: &[Change]) -> Vec<Outcome> {
         std::slice::from_ref(&s.zone),
     );
     let cx = CallCx::new("conformance", Some(s.zone.clone()));
-    execute(&account.stack, &cx, changes, &RetryPolicy::default())
-        .await
-        .results
-        .iter()
-        .map(|r| r.outcome)
-        .collect()
+    outcomes(&account, &cx, changes).await
+}
+
+/// The outcome of each change, executed by the applier's batch algorithm on
+/// `account`'s provider stack.
+pub(crate) async fn outcomes(account: &Account, cx: &CallCx, changes: &[Change]) -> Vec<Outcome> {
+    let executed = execute(&account.stack, cx, changes, &RetryPolicy::default()).await;
+    executed.results.iter().map(|r| r.outcome).collect()
 }
 
 /// Every record type dnsplane models, created, updated and deleted; a listing of the
@@ -153,15 +201,7 @@ async fn every_type_round_trips(s: &Subject) {
     ];
     let at = names(&first);
     assert_holds(s, &held(s, &at).await, &[], "before");
-    apply(
-        s,
-        &first
-            .iter()
-            .cloned()
-            .map(RRSetOp::create)
-            .collect::<Vec<_>>(),
-    )
-    .await;
+    create_all(s, &first).await;
     assert_holds(s, &held(s, &at).await, &first, "after the creates");
 
     let second = vec![
@@ -186,23 +226,10 @@ async fn every_type_round_trips(s: &Subject) {
         set(z, "rt-caa", RecordType::Caa, 60, &["0 issuewild \";\""]),
         set(z, "rt-ns", RecordType::Ns, 300, &["ns3.example.net."]),
     ];
-    let updates: Vec<RRSetOp> = first
-        .iter()
-        .zip(&second)
-        .map(|(a, b)| RRSetOp::update(a.clone(), b.clone()))
-        .collect();
-    apply(s, &updates).await;
+    update_all(s, &first, &second).await;
     assert_holds(s, &held(s, &at).await, &second, "after the updates");
 
-    apply(
-        s,
-        &second
-            .iter()
-            .cloned()
-            .map(RRSetOp::delete)
-            .collect::<Vec<_>>(),
-    )
-    .await;
+    delete_all(s, &second).await;
     assert_holds(s, &held(s, &at).await, &[], "after the deletes");
 }
 
@@ -223,15 +250,7 @@ async fn listings_page_and_pick(s: &Subject) {
         .collect();
     let per = s.provider.capabilities().max_changes_per_batch.min(500);
     for chunk in all.chunks(per) {
-        apply(
-            s,
-            &chunk
-                .iter()
-                .cloned()
-                .map(RRSetOp::create)
-                .collect::<Vec<_>>(),
-        )
-        .await;
+        create_all(s, chunk).await;
     }
     let listed = s
         .provider
@@ -252,15 +271,7 @@ async fn listings_page_and_pick(s: &Subject) {
     let want: Vec<RRSet> = [3usize, 333, 649].iter().map(|&i| all[i].clone()).collect();
     assert_holds(s, &held(s, &wanted).await, &want, "a listing of five names");
     for chunk in all.chunks(per) {
-        apply(
-            s,
-            &chunk
-                .iter()
-                .cloned()
-                .map(RRSetOp::delete)
-                .collect::<Vec<_>>(),
-        )
-        .await;
+        delete_all(s, chunk).await;
     }
 }
 
@@ -353,15 +364,7 @@ async fn conflicts_are_isolated(s: &Subject) {
         .iter()
         .map(|i| set(z, &format!("iso{i}"), RecordType::A, 300, &["203.0.113.9"]))
         .collect();
-    apply(
-        s,
-        &foreign
-            .iter()
-            .cloned()
-            .map(RRSetOp::create)
-            .collect::<Vec<_>>(),
-    )
-    .await;
+    create_all(s, &foreign).await;
     let changes: Vec<Change> = (0..20)
         .map(|i| {
             let r = set(z, &format!("iso{i}"), RecordType::A, 300, &["192.0.2.7"]);

@@ -29,46 +29,26 @@ pub fn memory() -> Subject {
     let zone = Name::parse("memory.test").expect("zone");
     let store = Arc::new(MemoryStore::open(dir.path()).expect("store"));
     let provider = MemoryProvider::new(store, vec![zone.clone()]).expect("provider");
-    Subject {
-        label: "memory",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new(dir),
-    }
+    Subject::new("memory", provider, zone, dir)
 }
 
 pub fn pdns() -> Option<Subject> {
     let srv = PowerDns::start()?;
     let provider = PdnsProvider::new(&srv.config()).expect("provider");
-    Some(Subject {
-        label: "pdns",
-        provider: Arc::new(provider),
-        zone: srv.zone.clone(),
-        faithful: true,
-        _keep: Box::new(srv),
-    })
+    Some(Subject::new("pdns", provider, srv.zone.clone(), srv))
 }
 
 pub fn rfc2136() -> Option<Subject> {
     let srv = Bind::start()?;
     let provider = Rfc2136Provider::new(&srv.config(), &srv.zones()).expect("provider");
-    Some(Subject {
-        label: "rfc2136",
-        provider: Arc::new(provider),
-        zone: srv.zone.clone(),
-        faithful: true,
-        _keep: Box::new(srv),
-    })
+    Some(Subject::new("rfc2136", provider, srv.zone.clone(), srv))
 }
 
 /// Route 53 on dnsplane's emulator (faithful: atomic batches, exact DELETEs, AWS's
 /// error texts, signatures checked), without its request quota: the cases call the
 /// driver straight, without the applier's pacing (tested with the stack elsewhere).
 pub async fn route53_emulated() -> Subject {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     let options = Route53Options {
         rate: 0.0,
         ..Route53Options::default()
@@ -83,13 +63,7 @@ pub async fn route53_emulated() -> Subject {
         ..Route53Config::default()
     };
     let provider = Route53Provider::with_env(&cfg, emulator_env()).expect("provider");
-    Subject {
-        label: "route53 on its emulator",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new(emulator),
-    }
+    Subject::new("route53 on its emulator", provider, zone, emulator)
 }
 
 /// The emulator's default keys, as the environment would hold them.
@@ -113,21 +87,17 @@ pub fn route53_moto() -> Option<Subject> {
         ..moto.config()
     };
     let provider = Route53Provider::with_env(&cfg, Moto::env()).expect("provider");
+    let subject = Subject::new("route53 on moto", provider, zone, moto);
     Some(Subject {
-        label: "route53 on moto",
-        provider: Arc::new(provider),
-        zone,
         faithful: false,
-        _keep: Box::new(moto),
+        ..subject
     })
 }
 
 /// Cloud DNS on its emulator (in-process, 127.0.0.1:0): atomic Changes, exact
 /// deletions and Google's error bodies, so it runs every case.
 pub async fn clouddns() -> Subject {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     let emu = CloudDnsEmulator::start(listener, CloudDnsOptions::default())
         .await
         .expect("emulator");
@@ -140,21 +110,13 @@ pub async fn clouddns() -> Subject {
     let env: dnsplane_applier::provider::clouddns::credentials::EnvReader =
         Arc::new(|k| (k == "GOOGLE_OAUTH_ACCESS_TOKEN").then(|| DEFAULT_TOKEN.to_string()));
     let provider = CloudDnsProvider::with_env(&cfg, env).expect("provider");
-    Subject {
-        label: "clouddns on its emulator",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new(emu),
-    }
+    Subject::new("clouddns on its emulator", provider, zone, emu)
 }
 
 /// Cloudflare on its emulator (in-process on 127.0.0.1:0, Cloudflare's defaults: a
 /// paid plan, the rate limits on), the token read from a file.
 pub async fn cloudflare() -> Subject {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     let emu = CloudflareEmulator::start(listener, CloudflareOptions::default())
         .await
         .expect("emulator");
@@ -169,13 +131,7 @@ pub async fn cloudflare() -> Subject {
         ..CloudflareConfig::default()
     })
     .expect("provider");
-    Subject {
-        label: "cloudflare on its emulator",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new((emu, dir)),
-    }
+    Subject::new("cloudflare on its emulator", provider, zone, (emu, dir))
 }
 
 /// The `azure` driver on dnsplane's Azure DNS emulator (in-process, 127.0.0.1:0),
@@ -184,23 +140,17 @@ pub async fn cloudflare() -> Subject {
 pub async fn azure() -> Subject {
     use dnsplane_emulate::azure::{
         AzureEmulator, AzureOptions, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION,
-        DEFAULT_TOKEN as AZURE_TOKEN, ThrottleOptions,
+        DEFAULT_TOKEN as AZURE_TOKEN,
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     // The cases call the driver directly, without the account's pacing, and write
     // more record sets than ARM's 200-write (and delete) burst: the subscription quota is off
     // here (its 429s are the integration tests' subject).
-    let options = AzureOptions {
-        throttle: ThrottleOptions {
-            reads_per_second: 0.0,
-            writes_per_second: 0.0,
-            deletes_per_second: 0.0,
-            ..ThrottleOptions::default()
-        },
-        ..AzureOptions::default()
-    };
+    let mut options = AzureOptions::default();
+    let quota = &mut options.throttle;
+    quota.reads_per_second = 0.0;
+    quota.writes_per_second = 0.0;
+    quota.deletes_per_second = 0.0;
     let emu = AzureEmulator::start(listener, options)
         .await
         .expect("emulator");
@@ -214,13 +164,7 @@ pub async fn azure() -> Subject {
     cfg.authority_host = emu.endpoint();
     cfg.token_file = Some(token);
     let provider = AzureProvider::new(&cfg).expect("provider");
-    Subject {
-        label: "azure on its emulator",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new((emu, dir)),
-    }
+    Subject::new("azure on its emulator", provider, zone, (emu, dir))
 }
 
 /// An external-dns webhook server: the test tree's reference server (in-process,
@@ -238,13 +182,7 @@ pub async fn webhook() -> Subject {
         std::slice::from_ref(&zone),
     )
     .expect("provider");
-    Subject {
-        label: "webhook on the reference server",
-        provider: Arc::new(provider),
-        zone,
-        faithful: true,
-        _keep: Box::new(server),
-    }
+    Subject::new("webhook on the reference server", provider, zone, server)
 }
 
 /// The `webhook` driver against dnsplane's own webhook server (the planner's
@@ -252,20 +190,13 @@ pub async fn webhook() -> Subject {
 /// round trip of external-dns's protocol through both of dnsplane's sides. What the
 /// driver writes is the server's pushed desired state, read back by `GET /records`.
 pub async fn webhook_dnsplane() -> Subject {
-    use dnsplane_planner::config::{ConflictPolicy, PlannerConfig, Policy, ZoneConfig};
+    use dnsplane_planner::config::{PlannerConfig, ZoneConfig};
     use dnsplane_planner::engine::Engine;
     use dnsplane_planner::metrics::PlannerMetrics;
     let zone = Name::parse("webhook.test").expect("zone");
     let dir = tempfile::tempdir().expect("temp dir");
     let engine = Engine::new(
-        PlannerConfig::with_zones(vec![ZoneConfig {
-            name: zone.clone(),
-            account: "webhook".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        }]),
+        PlannerConfig::with_zones(vec![ZoneConfig::new(zone.clone(), "webhook")]),
         PlannerMetrics::unregistered(),
         dnsplane_planner::lease::LeaseHandle::sole_writer(),
     )
@@ -279,9 +210,7 @@ pub async fn webhook_dnsplane() -> Subject {
             source: "external-dns".into(),
         },
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = dnsplane_e2e::loopback().await;
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let stop = tokio_util::sync::CancellationToken::new();
     tokio::spawn(hook.serve(listener, None, stop.clone()));
@@ -293,11 +222,10 @@ pub async fn webhook_dnsplane() -> Subject {
         std::slice::from_ref(&zone),
     )
     .expect("provider");
-    Subject {
-        label: "webhook on dnsplane's own webhook server",
-        provider: Arc::new(provider),
+    Subject::new(
+        "webhook on dnsplane's own webhook server",
+        provider,
         zone,
-        faithful: true,
-        _keep: Box::new((dir, stop.drop_guard())),
-    }
+        (dir, stop.drop_guard()),
+    )
 }

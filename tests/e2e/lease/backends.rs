@@ -11,17 +11,9 @@ use std::time::{Duration, Instant};
 #[test]
 fn two_planners_on_one_state_dir_the_second_stands_by_until_the_first_dies() {
     let Some(tools) = Tools::find() else { return };
-    let desired = endpoints("web", &[("www.example.com", "A", &["192.0.2.10"])]);
-    let mut s = Stack::new(tools.clone(), &[("web.yaml", &desired)], "report");
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
+    let mut s = Stack::www_running(tools.clone());
     // The same config file, so the same state directory: a planner started twice.
-    let first = Planner {
-        proc: s.planner.take().expect("planner"),
-        port: s.planner_port,
-        admin: 0,
-        dir: s.dir.path().to_path_buf(),
-    };
+    let first = Planner::taken_from(&mut s);
     let first_lease = first.wait_lease(&tools, "leader", |l| role(l) == "leader");
     assert_eq!(text(&first_lease, "backend"), "file");
     assert!(
@@ -58,11 +50,7 @@ fn the_redis_backend_is_compare_and_set_on_the_holder() {
     let Some(mut redis) = Redis::start() else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    crate::stack::runtime().block_on(async {
         let timeout = Duration::from_secs(2);
         let a = RedisBackend::new(&redis.url(), "e2e-cas", timeout).expect("a");
         let b = RedisBackend::new(&redis.url(), "e2e-cas", timeout).expect("b");
@@ -73,13 +61,11 @@ fn the_redis_backend_is_compare_and_set_on_the_holder() {
             other => panic!("not acquired: {other:?}"),
         };
         let first = acquired(a.try_acquire("a", ttl).await.unwrap());
-        assert_eq!(
-            b.try_acquire("b", ttl).await.unwrap(),
-            Acquire::Held {
-                holder: "a".into(),
-                epoch: first
-            }
-        );
+        let held_by_a = Acquire::Held {
+            holder: "a".into(),
+            epoch: first,
+        };
+        assert_eq!(b.try_acquire("b", ttl).await.unwrap(), held_by_a);
         assert!(!b.renew("b", ttl).await.unwrap(), "only the holder renews");
         b.release("b").await.unwrap();
         assert!(
@@ -163,14 +149,8 @@ fn redis_down_the_leader_stops_when_its_window_closes_and_writes_again_after() {
             ttl.as_secs()
         ),
     );
-    s.start();
-    s.wait_dns("www.example.com", "A", &["192.0.2.10"]);
-    let planner = Planner {
-        proc: s.planner.take().expect("planner"),
-        port: s.planner_port,
-        admin: 0,
-        dir: s.dir.path().to_path_buf(),
-    };
+    s.start_until_www();
+    let planner = Planner::taken_from(&mut s);
     planner.wait_lease(&tools, "leader", |l| role(l) == "leader");
 
     // Redis goes: no renewal succeeds, and the leader stands by once its window

@@ -87,21 +87,7 @@ impl Setup {
     }
 
     fn wait_dig(&self, name: &str, want: &[&str], what: &str, logs: &[&Planner]) {
-        let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
-        wait_for(Duration::from_secs(40), || {
-            (self.dig(name) == want).then_some(())
-        })
-        .unwrap_or_else(|| {
-            let logs: Vec<String> = logs
-                .iter()
-                .map(|p| format!("--- {}:\n{}", p.proc.name, p.proc.log_text()))
-                .collect();
-            panic!(
-                "{what}: dig {name} never gave {want:?}: {:?}\n{}",
-                self.dig(name),
-                logs.join("\n")
-            )
-        });
+        super::wait_dig_a(&self.tools, &self.pdns, (name, want), what, logs);
     }
 }
 
@@ -118,14 +104,7 @@ fn status_cli(p: &Planner) -> (Option<i32>, String) {
         .env("DNSPLANE_LOG", "warn")
         .output()
         .expect("run dnsplane");
-    (
-        out.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.code(), crate::stack::combined(&out))
 }
 
 fn signal(p: &Planner, sig: &str) {
@@ -307,26 +286,13 @@ fn the_operator_certificate_cannot_poison_the_epoch() {
     }
     let (planner, applier, dns, admin) = (free_port(), free_port(), free_port(), free_port());
     let state = dir.path().join("s");
-    let _up = Proc::spawn(
-        "dnsplane up",
-        &binary("dnsplane"),
-        &[
-            "up",
-            "--desired",
-            desired.to_str().expect("utf8"),
-            "--planner-listen",
-            &format!("127.0.0.1:{planner}"),
-            "--applier-listen",
-            &format!("127.0.0.1:{applier}"),
-            "--dns-listen",
-            &format!("127.0.0.1:{dns}"),
-            "--admin-listen",
-            &format!("127.0.0.1:{admin}"),
-            "--state-dir",
-            state.to_str().expect("utf8"),
-        ],
-        dir.path().join("up.log"),
-    );
+    let listen = [
+        ("planner", planner),
+        ("applier", applier),
+        ("dns", dns),
+        ("admin", admin),
+    ];
+    let _up = crate::up::spawn_up(&[], &desired, &listen, &state, dir.path().join("up.log"));
     let dig = |name: &str| dnsplane_e2e::dig(&tools.dig, dns, name, "A", false);
     wait_for(Duration::from_secs(60), || {
         (dig("www.example.com") == vec!["192.0.2.10".to_string()]).then_some(())
@@ -349,14 +315,7 @@ fn the_operator_certificate_cannot_poison_the_epoch() {
             .args(args)
             .output()
             .expect("grpcurl");
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        (out.status.success(), crate::stack::combined(&out))
     };
     // The operator's certificate reads ...
     let (ok, out) = tls_grpcurl(&[

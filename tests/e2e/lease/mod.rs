@@ -37,23 +37,47 @@ struct Planner {
     dir: PathBuf,
 }
 
+/// Waits (60 s at most) until `dig NAME A` at `pdns` answers `want`; panics saying
+/// `what`, the last answer and the planners' logs.
+fn wait_dig_a(
+    tools: &Tools,
+    pdns: &PowerDns,
+    (name, want): (&str, &[&str]),
+    what: &str,
+    logs: &[&Planner],
+) {
+    let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    let dig = || dig_sorted(&tools.dig, pdns.dns_port, name, "A");
+    let answered = wait_for(Duration::from_secs(60), || (dig() == want).then_some(()));
+    answered.unwrap_or_else(|| {
+        let logs: Vec<String> = logs
+            .iter()
+            .map(|p| format!("--- {}:\n{}", p.proc.name, p.proc.log_text()))
+            .collect();
+        let last = dig();
+        panic!(
+            "{what}: dig {name} never gave {want:?}: {last:?}\n{}",
+            logs.join("\n")
+        )
+    });
+}
+
 impl Planner {
+    /// The planner `s` started, taken from it (its admin port unknown).
+    fn taken_from(s: &mut crate::stack::Stack) -> Planner {
+        Planner {
+            proc: s.planner.take().expect("planner"),
+            port: s.planner_port,
+            admin: 0,
+            dir: s.dir.path().to_path_buf(),
+        }
+    }
+
     /// Starts `dnsplane-planner` with `<dir>/planner.toml`.
     fn start(name: &str, dir: &Path) -> Planner {
         let (port, admin) = (free_port(), free_port());
-        let proc = Proc::spawn(
-            name,
-            &binary("dnsplane-planner"),
-            &[
-                "--config",
-                dir.join("planner.toml").to_str().expect("utf8"),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--admin-listen",
-                &format!("127.0.0.1:{admin}"),
-            ],
-            dir.join(format!("{name}.log")),
-        );
+        let admin_at = format!("127.0.0.1:{admin}");
+        let proc = crate::stack::spawn_planner(name, dir, port, &admin_at);
         Planner {
             proc,
             port,
@@ -200,10 +224,7 @@ fn send_batch(
     batch: dnsplane_common::pb::Batch,
 ) -> Vec<dnsplane_common::pb::RecordResult> {
     use dnsplane_common::pb;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::runtime();
     rt.block_on(async move {
         let mut client =
             pb::applier_client::ApplierClient::connect(format!("http://127.0.0.1:{port}"))
@@ -347,14 +368,7 @@ fn two_planners_one_redis_lease_only_the_leader_writes_and_the_standby_takes_ove
             .env("DNSPLANE_LOG", "warn")
             .output()
             .expect("run dnsplane");
-        (
-            out.status,
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        (out.status, crate::stack::combined(&out))
     };
     // A standby is not degraded, but it is not the one doing the work: exit 3.
     let (code, out) = cli(&second, &["status"]);

@@ -16,14 +16,8 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn pushes_and_patches_are_stored_and_fenced_by_the_lease() {
-    let Some(redis) = Redis::start() else {
-        return;
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    let Some(redis) = Redis::start() else { return };
+    crate::stack::runtime().block_on(async {
         let timeout = Duration::from_secs(2);
         let lease = RedisBackend::new(&redis.url(), "e2e-store", timeout).expect("lease");
         let store = RedisStore::new(&redis.url(), "e2e-store", timeout).expect("store");
@@ -118,11 +112,7 @@ fn an_unreachable_redis_is_an_error_naming_it_never_an_empty_store() {
     };
     let url = redis.url();
     redis.stop();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    crate::stack::runtime().block_on(async {
         let store = RedisStore::new(&url, "e2e-down", Duration::from_millis(500)).expect("store");
         let e = store.read_all().await.unwrap_err();
         assert!(matches!(e, StoreError::Redis { .. }), "{e}");

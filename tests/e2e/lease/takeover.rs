@@ -92,23 +92,8 @@ impl Replicas {
         Planner::start(["first", "second"][i], &self.dirs[i])
     }
 
-    fn dig(&self, name: &str) -> Vec<String> {
-        dig_sorted(&self.tools.dig, self.pdns.dns_port, name, "A")
-    }
-
     fn wait_dig(&self, name: &str, want: &[&str], what: &str, logs: &[&Planner]) {
-        let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
-        wait_for(Duration::from_secs(60), || {
-            (self.dig(name) == want).then_some(())
-        })
-        .unwrap_or_else(|| {
-            let logs: Vec<String> = logs.iter().map(|p| p.proc.log_text()).collect();
-            panic!(
-                "{what}: dig {name} never gave {want:?}: {:?}; logs:\n{}",
-                self.dig(name),
-                logs.join("\n----\n")
-            )
-        });
+        super::wait_dig_a(&self.tools, &self.pdns, (name, want), what, logs);
     }
 
     /// The pushed records of source `app` in PowerDNS: `p<i>` with their values.
@@ -127,6 +112,10 @@ impl Replicas {
             .collect();
         out.sort();
         out
+    }
+
+    fn dig(&self, name: &str) -> Vec<String> {
+        dig_sorted(&self.tools.dig, self.pdns.dns_port, name, "A")
     }
 
     /// Moves the marker to `value` in every replica's source, and waits until a leader

@@ -3,9 +3,7 @@ use super::*;
 
 #[tokio::test]
 async fn tokens_static_issued_expired_and_refused() {
-    let emu = start(unthrottled()).await;
-    emu.create_zone("example.com");
-    let mut c = Client::new(&emu);
+    let (emu, mut c) = with_example_com().await;
     let zone = format!("{}/example.com", zones_path(false));
 
     c.token = None;

@@ -151,9 +151,7 @@ async fn limits_and_cname_rules_are_refused_with_arm_codes() {
 
 #[tokio::test]
 async fn faults_answer_in_arm_words() {
-    let emu = start(unthrottled()).await;
-    emu.create_zone("example.com");
-    let c = Client::new(&emu);
+    let (emu, c) = with_example_com().await;
     let www = set_path("example.com", "A", "www");
 
     emu.add_fault(
@@ -191,14 +189,7 @@ async fn faults_answer_in_arm_words() {
         (a.status, a.code()),
         (StatusCode::BAD_GATEWAY, "BadGateway")
     );
-    assert_eq!(
-        emu.record_sets("example.com")
-            .iter()
-            .find(|s| s.name == "www")
-            .unwrap()
-            .ttl,
-        99
-    );
+    assert_eq!(ttl_of(&emu, "example.com", "www"), 99);
 
     // Throttle: 429 with Retry-After.
     let mut rule = FaultRule::new(FaultAction::Throttle)
@@ -279,12 +270,7 @@ async fn the_control_api_makes_zones_seeds_sets_and_issues_tokens() {
         .unwrap();
     let mut c = Client::new(&emu);
     c.token = t["access_token"].as_str().map(str::to_string);
-    let a = c
-        .get(&format!(
-            "{}/corp.internal/A/db?api-version={PRIVATE_API}",
-            zones_path(true)
-        ))
-        .await;
+    let a = c.get_private("corp.internal/A/db").await;
     assert_eq!(a.status, StatusCode::OK);
     let r = http
         .post(ctl("/faults"))

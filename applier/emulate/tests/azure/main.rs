@@ -24,17 +24,28 @@ async fn start(opts: AzureOptions) -> AzureEmulator {
         .expect("emulator")
 }
 
+/// An unthrottled emulator with the public zone `example.com`, and a client of it.
+async fn with_example_com() -> (AzureEmulator, Client) {
+    let emu = start(unthrottled()).await;
+    emu.create_zone("example.com");
+    let c = Client::new(&emu);
+    (emu, c)
+}
+
+/// The TTL of the record set `name` of `zone` as the emulator holds it.
+fn ttl_of(emu: &AzureEmulator, zone: &str, name: &str) -> u64 {
+    let sets = emu.record_sets(zone);
+    sets.iter().find(|s| s.name == name).unwrap().ttl
+}
+
 /// No quota, so that tests that are not about it never meet it.
 fn unthrottled() -> AzureOptions {
-    AzureOptions {
-        throttle: ThrottleOptions {
-            reads_per_second: 0.0,
-            writes_per_second: 0.0,
-            deletes_per_second: 0.0,
-            ..ThrottleOptions::default()
-        },
-        ..AzureOptions::default()
-    }
+    let mut options = AzureOptions::default();
+    let quota = &mut options.throttle;
+    quota.reads_per_second = 0.0;
+    quota.writes_per_second = 0.0;
+    quota.deletes_per_second = 0.0;
+    options
 }
 
 fn zones_path(private: bool) -> String {
@@ -143,6 +154,12 @@ impl Client {
 
     async fn get(&self, path: &str) -> Answer {
         self.call(Method::GET, path, None, &[]).await
+    }
+
+    /// `GET` of `path` under the private zones, at their api-version.
+    async fn get_private(&self, path: &str) -> Answer {
+        let url = format!("{}/{path}?api-version={PRIVATE_API}", zones_path(true));
+        self.get(&url).await
     }
 
     async fn delete(&self, path: &str) -> Answer {

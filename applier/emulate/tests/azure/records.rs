@@ -3,9 +3,7 @@ use super::*;
 
 #[tokio::test]
 async fn etags_guard_every_write_and_a_failed_condition_is_412() {
-    let emu = start(unthrottled()).await;
-    emu.create_zone("example.com");
-    let c = Client::new(&emu);
+    let (emu, c) = with_example_com().await;
     let www = set_path("example.com", "A", "www");
 
     let created = c
@@ -46,14 +44,7 @@ async fn etags_guard_every_write_and_a_failed_condition_is_412() {
             .contains("If-None-Match")
     );
     assert_eq!(again.body.as_object().unwrap().len(), 1, "{}", again.body);
-    assert_eq!(
-        emu.record_sets("example.com")
-            .iter()
-            .find(|s| s.name == "www")
-            .unwrap()
-            .ttl,
-        300
-    );
+    assert_eq!(ttl_of(&emu, "example.com", "www"), 300);
 
     // If-Match with the current ETag succeeds and the ETag changes.
     let updated = c
@@ -278,12 +269,7 @@ async fn private_zones_use_their_own_record_json() {
     );
     assert_eq!(a.body["properties"]["isAutoRegistered"], false);
     assert!(a.body["properties"].get("TTL").is_none());
-    let all = c
-        .get(&format!(
-            "{}/corp.internal/ALL?api-version={PRIVATE_API}",
-            zones_path(true)
-        ))
-        .await;
+    let all = c.get_private("corp.internal/ALL").await;
     assert_eq!(
         all.body["value"].as_array().unwrap().len(),
         2,
@@ -295,12 +281,7 @@ async fn private_zones_use_their_own_record_json() {
         "azureprivatedns.net"
     );
     // NS and CAA are public-zone types.
-    let a = c
-        .get(&format!(
-            "{}/corp.internal/NS/x?api-version={PRIVATE_API}",
-            zones_path(true)
-        ))
-        .await;
+    let a = c.get_private("corp.internal/NS/x").await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     emu.stop().await;
 }

@@ -52,6 +52,18 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// Status, headers and body of `resp`.
+    pub async fn read(resp: reqwest::Response) -> Result<Resp, reqwest::Error> {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.text().await?;
+        Ok(Resp {
+            status,
+            headers,
+            body,
+        })
+    }
+
     /// The text of every element named `tag`, in document order.
     pub fn all(&self, tag: &str) -> Vec<String> {
         let mut reader = quick_xml::Reader::from_str(&self.body);
@@ -217,15 +229,15 @@ impl Client {
     /// Sends a prepared request.
     pub async fn execute(&self, req: http::Request<Vec<u8>>) -> Result<Resp, reqwest::Error> {
         let req = reqwest::Request::try_from(req).unwrap();
-        let resp = self.http.execute(req).await?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let body = resp.text().await?;
-        Ok(Resp {
-            status,
-            headers,
-            body,
-        })
+        Resp::read(self.http.execute(req).await?).await
+    }
+
+    /// `GET path_and_query` without a signature.
+    pub async fn get_unsigned(&self, path_and_query: &str) -> Resp {
+        let url = format!("{}{path_and_query}", self.endpoint);
+        Resp::read(self.http.get(url).send().await.unwrap())
+            .await
+            .unwrap()
     }
 
     pub async fn send(&self, method: &str, path_and_query: &str, body: &str) -> Resp {

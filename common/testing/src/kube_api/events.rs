@@ -281,15 +281,8 @@ mod tests {
 
     /// An Event as kube-rs's `Recorder` creates it (events.k8s.io/v1).
     fn recorder_event() -> Value {
-        json!({
-            "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"name": "web.1872a1b2c3d4e5f6", "namespace": "default"},
-            "eventTime": "2026-11-29T03:00:00.000000Z",
-            "reportingController": "dnsplane", "reportingInstance": "planner-0",
-            "action": "Publish", "reason": "Published", "type": "Normal",
-            "note": "web.example.com. A: published",
-            "regarding": {"apiVersion": "v1", "kind": "Service", "name": "web", "namespace": "default", "uid": "u1"},
-        })
+        let note = "web.example.com. A: published";
+        crate::kube_api::fixtures::recorder_event("dnsplane", note, json!("u1"))
     }
 
     #[test]

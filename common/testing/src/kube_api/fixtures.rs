@@ -13,6 +13,21 @@ use serde_json::{Map, Value, json};
 /// When controllers "did" what the statuses say.
 const SINCE: &str = "2026-01-01T00:00:00Z";
 
+/// An Event as kube-rs's `Recorder` creates it (events.k8s.io/v1): reported by
+/// `controller` (instance `planner-0`) about the Service `default/web` whose uid is
+/// `uid`, saying `note`.
+pub fn recorder_event(controller: &str, note: &str, uid: Value) -> Value {
+    json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "web.1872a1b2c3d4e5f6", "namespace": "default"},
+        "eventTime": "2026-11-29T03:00:00.000000Z",
+        "reportingController": controller, "reportingInstance": "planner-0",
+        "action": "Publish", "reason": "Published", "type": "Normal",
+        "note": note,
+        "regarding": {"apiVersion": "v1", "kind": "Service", "name": "web", "namespace": "default", "uid": uid},
+    })
+}
+
 fn annotations(pairs: &[(&str, &str)]) -> Value {
     Value::Object(
         pairs
@@ -308,6 +323,20 @@ pub fn route(
         "spec": spec,
         "status": {"parents": status_parents},
     })
+}
+
+/// The HTTPRoute `default/web`, attached to the Gateway `default/gw` and accepted,
+/// with `hostnames`.
+pub fn web_route(hostnames: &[&str]) -> Value {
+    route(
+        "HTTPRoute",
+        "default",
+        "web",
+        &[],
+        &[("default", "gw")],
+        hostnames,
+        true,
+    )
 }
 
 #[cfg(test)]

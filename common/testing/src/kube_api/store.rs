@@ -155,14 +155,7 @@ impl State {
         let storage = resource.storage();
         let info = storage.info();
         let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
-            return Err(Refusal::invalid(
-                resource,
-                "",
-                vec![(
-                    "metadata.name".into(),
-                    "Required value: name or generateName is required".into(),
-                )],
-            ));
+            return Err(name_required(resource));
         };
         let mut name = meta
             .get("name")
@@ -180,14 +173,7 @@ impl State {
             object["metadata"]["name"] = name.clone().into();
         }
         if name.is_empty() {
-            return Err(Refusal::invalid(
-                resource,
-                "",
-                vec![(
-                    "metadata.name".into(),
-                    "Required value: name or generateName is required".into(),
-                )],
-            ));
+            return Err(name_required(resource));
         }
         let ns = if info.namespaced {
             object["metadata"]
@@ -402,6 +388,12 @@ impl State {
 }
 
 /// The Status of a watch or continue token that is too old (410 Gone).
+/// What the API server answers an object without a name or a `generateName`.
+fn name_required(resource: Resource) -> Refusal {
+    let problem = "Required value: name or generateName is required";
+    Refusal::invalid(resource, "", vec![("metadata.name".into(), problem.into())])
+}
+
 pub fn gone_status(message: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
            "message": message, "reason": "Expired", "code": 410})

@@ -340,16 +340,9 @@ async fn events_are_stored_validated_and_read_in_both_shapes() {
     );
     let uid = svc["metadata"]["uid"].as_str().unwrap().to_string();
     let v1: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &ar(Resource::EventV1));
-    let event: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": "web.1872a1b2c3d4e5f6", "namespace": "default"},
-        "eventTime": "2026-11-29T03:00:00.000000Z",
-        "reportingController": "dnsplane.io/planner", "reportingInstance": "planner-0",
-        "action": "Publish", "reason": "Published", "type": "Normal",
-        "note": "web.example.com. A: published",
-        "regarding": {"apiVersion": "v1", "kind": "Service", "name": "web", "namespace": "default", "uid": uid},
-    }))
-    .unwrap();
+    let note = "web.example.com. A: published";
+    let event = fixtures::recorder_event("dnsplane.io/planner", note, json!(uid));
+    let event: DynamicObject = serde_json::from_value(event).unwrap();
     v1.create(&PostParams::default(), &event).await.unwrap();
     let patch = json!({"series": {"count": 2, "lastObservedTime": "2026-11-29T03:01:00.000000Z"}});
     v1.patch(
@@ -666,18 +659,7 @@ async fn built_in_list_items_have_no_type_meta() {
         Resource::Service,
         service("default", "web", "web", "192.0.2.1"),
     );
-    api.apply_object(
-        Resource::HttpRoute,
-        fixtures::route(
-            "HTTPRoute",
-            "default",
-            "web",
-            &[],
-            &[("default", "gw")],
-            &[],
-            true,
-        ),
-    );
+    api.apply_object(Resource::HttpRoute, fixtures::web_route(&[]));
     let svcs: Api<DynamicObject> = Api::all_with(c.clone(), &ar(Resource::Service));
     let list = svcs.list(&ListParams::default()).await.unwrap();
     assert!(list.items[0].types.is_none());

@@ -13,6 +13,19 @@ fn keys(entries: &[crate::source::DesiredEntry]) -> Vec<(String, &'static str, V
     k
 }
 
+/// `src`'s load, which must have no errors.
+fn clean_load(src: &mut FileSource) -> Snapshot {
+    let loaded = src.load().unwrap();
+    assert_eq!(loaded.errors, vec![], "{:?}", loaded.errors);
+    loaded
+}
+
+/// The first of `errors` is located in the file at `path`.
+fn assert_first_error_in(errors: &[crate::source::SourceError], path: &std::path::Path) {
+    let at = format!("{}:", path.display());
+    assert!(errors[0].location.starts_with(&at), "{}", errors[0]);
+}
+
 const ZONE_FILE: &str = "$ORIGIN example.com.\n$TTL 300\n@ IN SOA ns1 hostmaster 1 7200 3600 1209600 300\n@ IN NS ns1.example.net.\nwww IN A 192.0.2.10\napi 60 IN A 192.0.2.11\n    IN A 192.0.2.12\n";
 
 const OCTODNS: &str = "---\n'':\n  type: MX\n  value:\n    exchange: mail.example.com.\n    preference: 10\napi:\n  ttl: 60\n  type: A\n  values:\n  - 192.0.2.11\n  - 192.0.2.12\nwww:\n  type: A\n  value: 192.0.2.10\n";
@@ -23,8 +36,7 @@ fn auto_reads_zone_files_beside_manifests_and_keeps_a_broken_one() {
     let path = dir.path().join("example.com.zone");
     fs::write(&path, ZONE_FILE).unwrap();
     let mut src = FileSource::new([dir.path()]);
-    let first = src.load().unwrap();
-    assert_eq!(first.errors, vec![], "{:?}", first.errors);
+    let first = clean_load(&mut src);
     assert_eq!(
         keys(&first.entries),
         vec![
@@ -53,13 +65,7 @@ fn auto_reads_zone_files_beside_manifests_and_keeps_a_broken_one() {
     let broken = src.load().unwrap();
     assert_eq!(broken.entries, first.entries, "nothing accepted is lost");
     assert!(!broken.errors.is_empty());
-    assert!(
-        broken.errors[0]
-            .location
-            .starts_with(&format!("{}:", path.display())),
-        "{}",
-        broken.errors[0]
-    );
+    assert_first_error_in(&broken.errors, &path);
     assert!(
         broken.errors.iter().any(|e| e
             .message
@@ -105,8 +111,7 @@ fn octodns_files_are_read_when_asked_for_and_named_for_their_zone() {
     let auto = FileSource::new([dir.path()]).load().unwrap();
     assert!(auto.entries.is_empty());
     let mut src = FileSource::new([dir.path()]).with_format(FileFormat::Octodns);
-    let first = src.load().unwrap();
-    assert_eq!(first.errors, vec![], "{:?}", first.errors);
+    let first = clean_load(&mut src);
     assert_eq!(
         keys(&first.entries),
         vec![
@@ -119,13 +124,7 @@ fn octodns_files_are_read_when_asked_for_and_named_for_their_zone() {
     fs::write(&path, format!("{OCTODNS}www2: [unclosed\n")).unwrap();
     let broken = src.load().unwrap();
     assert_eq!(broken.entries, first.entries);
-    assert!(
-        broken.errors[0]
-            .location
-            .starts_with(&format!("{}:", path.display())),
-        "{}",
-        broken.errors[0]
-    );
+    assert_first_error_in(&broken.errors, &path);
     // `{}` says "no records" explicitly; an empty file does not.
     fs::write(&path, "").unwrap();
     assert_eq!(src.load().unwrap().entries.len(), 3);

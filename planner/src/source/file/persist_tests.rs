@@ -1,6 +1,7 @@
 //! The accepted state on disk ([`super::states`]): per file, converted from the
 //! single file of before, nothing left behind by a failed write, and a change that
 //! could not be persisted applied once a write succeeds.
+use super::tests::next_matching;
 use super::*;
 use crate::source::testing::{entry, keys};
 use crate::store::DesiredStore;
@@ -167,24 +168,6 @@ fn a_failed_write_leaves_nothing_behind_and_keeps_the_previous_state() {
     assert!(!source.unpersisted);
 }
 
-async fn next(
-    rx: &mut mpsc::Receiver<Snapshot>,
-    what: &str,
-    pred: impl Fn(&Snapshot) -> bool,
-) -> Snapshot {
-    let wait = async {
-        loop {
-            let s = rx.recv().await.expect("watcher stopped");
-            if pred(&s) {
-                return s;
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), wait)
-        .await
-        .unwrap_or_else(|_| panic!("no snapshot with {what}"))
-}
-
 /// The change made while writes fail is applied by the watcher once they succeed
 /// again, although the file is not touched again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,7 +184,7 @@ async fn watch_applies_an_unpersisted_change_once_a_write_succeeds() {
         endpoint_file(&[("c1.example.com", "192.0.2.8")]),
     )
     .unwrap();
-    let refused = next(&mut rx, "the persist error", |s| {
+    let refused = next_matching(&mut rx, "the persist error", |s| {
         s.errors
             .iter()
             .any(|e| e.message.contains("cannot persist"))
@@ -209,7 +192,7 @@ async fn watch_applies_an_unpersisted_change_once_a_write_succeeds() {
     .await;
     assert_eq!(refused.entries.len(), 6);
     fail.store(false, Ordering::Relaxed);
-    let applied = next(&mut rx, "the change", |s| {
+    let applied = next_matching(&mut rx, "the change", |s| {
         s.entries.len() == 5 && s.errors.is_empty()
     })
     .await;

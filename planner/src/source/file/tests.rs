@@ -202,13 +202,9 @@ fn a_deleted_file_drops_its_entries_and_a_missing_path_is_an_error() {
     assert_eq!(snap.entries.len(), 2);
     assert_eq!(snap.errors.len(), 1);
     assert_eq!(snap.errors[0].location, missing.display().to_string());
-    assert!(
-        snap.errors[0]
-            .message
-            .starts_with("path does not exist; the source is not ready"),
-        "{}",
-        snap.errors[0].message
-    );
+    let message = &snap.errors[0].message;
+    let says = "path does not exist; the source is not ready";
+    assert!(message.starts_with(says), "{message}");
     assert_eq!(snap.unready.len(), 1, "{:?}", snap.unready);
 
     fs::remove_file(&a).unwrap();
@@ -331,7 +327,9 @@ fn the_deployed_examples_are_valid() {
     );
 }
 
-async fn next_matching(
+/// The first snapshot from the watcher that `pred` accepts (`what` it shows), within
+/// 20 s.
+pub(super) async fn next_matching(
     rx: &mut mpsc::Receiver<Snapshot>,
     what: &str,
     pred: impl Fn(&Snapshot) -> bool,

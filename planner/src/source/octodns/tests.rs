@@ -1,16 +1,16 @@
 use super::*;
 use crate::source::testing::{entry, keys};
 
-fn zone() -> Name {
+pub(super) fn zone() -> Name {
     Name::parse("example.com.").unwrap()
 }
 
-fn run(text: &str) -> ParsedFile {
+pub(super) fn run(text: &str) -> ParsedFile {
     parse_file("z.yaml", text, &zone())
 }
 
 /// (location, record, message) of each error or warning, for compact assertions.
-fn said(list: &[SourceError]) -> Vec<(String, String, String)> {
+pub(super) fn said(list: &[SourceError]) -> Vec<(String, String, String)> {
     list.iter()
         .map(|e| (e.location.clone(), e.record.clone(), e.message.clone()))
         .collect()

@@ -1,20 +1,7 @@
 //! The writer: what it writes reads back as the same entries, and what it cannot
 //! write is returned; property tests over TXT data and hostile text.
+use super::tests::{run, said, zone};
 use super::*;
-
-fn zone() -> Name {
-    Name::parse("example.com.").unwrap()
-}
-
-fn run(text: &str) -> ParsedFile {
-    parse_file("z.yaml", text, &zone())
-}
-
-fn said(list: &[SourceError]) -> Vec<(String, String, String)> {
-    list.iter()
-        .map(|e| (e.location.clone(), e.record.clone(), e.message.clone()))
-        .collect()
-}
 
 #[test]
 fn write_reads_back_to_the_same_entries() {

@@ -5,34 +5,11 @@
 //! ignored), after external-dns's `MergeEndpoints` over every ingress of the case.
 //! Where dnsplane deliberately differs, the case says so and why.
 use super::annotations::{ALPHA_PREFIX, PREFIX};
-use super::for_hostname::merge_endpoints;
 use super::ingress::check_options;
+use super::upstream_tests::{ALIAS, CONTROLLER, HOSTNAME, TARGET, TTL, Want, check, translate};
 use super::{Cluster, Endpoint, Kind, Options};
 use serde_json::{Map, Value, json};
 
-/// [`super::translate`], checking that what the source keeps of the object
-/// ([`super::kept`]) translates alike: every case below checks the trimming too.
-fn translate(
-    kind: Kind,
-    object: &Value,
-    cluster: &Cluster,
-    options: &Options,
-) -> super::Translation {
-    let t = super::translate(kind, object, cluster, options);
-    let kept = super::kept::keep_read(kind, object.clone(), options);
-    assert_eq!(
-        super::translate(kind, &kept, cluster, options),
-        t,
-        "what is kept of {object} translates otherwise"
-    );
-    t
-}
-
-const HOSTNAME: &str = "external-dns.kubernetes.io/hostname";
-const TARGET: &str = "external-dns.kubernetes.io/target";
-const TTL: &str = "external-dns.kubernetes.io/ttl";
-const ALIAS: &str = "external-dns.kubernetes.io/alias";
-const CONTROLLER: &str = "external-dns.kubernetes.io/controller";
 const SOURCE: &str = "external-dns.kubernetes.io/ingress-hostname-source";
 const CLASS: &str = "kubernetes.io/ingress.class";
 
@@ -119,12 +96,6 @@ fn with_ttl(mut e: Endpoint, ttl: i64) -> Endpoint {
     e
 }
 
-enum Want {
-    Endpoints(Vec<Endpoint>),
-    /// dnsplane refuses: a problem at this field.
-    Problem(&'static str),
-}
-
 struct Case {
     upstream: &'static str,
     items: Vec<Value>,
@@ -141,44 +112,17 @@ fn case(upstream: &'static str, items: &[Fake], options: Options, want: Vec<Endp
     }
 }
 
-fn normalised(mut eps: Vec<Endpoint>) -> Vec<Endpoint> {
-    for e in &mut eps {
-        e.targets.sort();
-    }
-    eps.sort();
-    eps
-}
-
 fn run(cases: Vec<Case>) {
-    let mut failures = Vec::new();
-    for c in cases {
-        let mut endpoints = Vec::new();
-        let mut problems = Vec::new();
-        for item in &c.items {
-            let t = translate(Kind::Ingress, item, &Cluster::default(), &c.options);
-            endpoints.extend(t.endpoints);
-            problems.extend(t.problems);
-        }
-        match &c.want {
-            Want::Endpoints(want) => {
-                let got = normalised(merge_endpoints(endpoints));
-                if !problems.is_empty() || got != normalised(want.clone()) {
-                    failures.push(format!(
-                        "{}:\n  got  {got:?}\n  problems {problems:?}\n  want {want:?}",
-                        c.upstream
-                    ));
-                }
-            }
-            Want::Problem(field) => {
-                if !problems.iter().any(|p| p.field == *field) || !endpoints.is_empty() {
-                    failures.push(format!(
-                        "{}: want a problem at {field}, got {problems:?} and {endpoints:?}",
-                        c.upstream
-                    ));
-                }
-            }
-        }
-    }
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let (cluster, kind) = (Cluster::default(), Kind::Ingress);
+            check(
+                c.upstream, kind, &c.items, &cluster, &c.options, &c.want, true,
+            )
+            .err()
+        })
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -37,6 +37,8 @@ pub use route::route_parents;
 #[cfg(test)]
 mod route_tests;
 pub mod service;
+#[cfg(test)]
+mod upstream_tests;
 
 /// One endpoint, as external-dns's `endpoint.Endpoint` has it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]

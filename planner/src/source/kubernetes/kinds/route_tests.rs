@@ -5,35 +5,14 @@
 //! objects; endpoints are compared as upstream's `ValidateEndpoints` does (order
 //! ignored), after `MergeEndpoints` over every route of the case. Where dnsplane
 //! deliberately differs, the case says so and why.
-use super::for_hostname::merge_endpoints;
 use super::route::route_parents;
+use super::upstream_tests::{
+    ALIAS, CONTROLLER, HOSTNAME, TARGET, TTL, Want, check, normalised, translate,
+};
 use super::{Cluster, Endpoint, Kind, Options};
 use serde_json::{Value, json};
 
-/// [`super::translate`], checking that what the source keeps of the object
-/// ([`super::kept`]) translates alike: every case below checks the trimming too.
-fn translate(
-    kind: Kind,
-    object: &Value,
-    cluster: &Cluster,
-    options: &Options,
-) -> super::Translation {
-    let t = super::translate(kind, object, cluster, options);
-    let kept = super::kept::keep_read(kind, object.clone(), options);
-    assert_eq!(
-        super::translate(kind, &kept, cluster, options),
-        t,
-        "what is kept of {object} translates otherwise"
-    );
-    t
-}
-
-const HOSTNAME: &str = "external-dns.kubernetes.io/hostname";
-const TARGET: &str = "external-dns.kubernetes.io/target";
-const TTL: &str = "external-dns.kubernetes.io/ttl";
-const ALIAS: &str = "external-dns.kubernetes.io/alias";
 const SET_ID: &str = "external-dns.kubernetes.io/set-identifier";
-const CONTROLLER: &str = "external-dns.kubernetes.io/controller";
 const SOURCE: &str = "external-dns.kubernetes.io/gateway-hostname-source";
 
 /// Sets `pointer` (`/a/b`) in a JSON object, creating the objects on the way.
@@ -145,12 +124,6 @@ fn a(name: &str, ips: &[&str]) -> Endpoint {
     }
 }
 
-enum Want {
-    Endpoints(Vec<Endpoint>),
-    /// dnsplane refuses a route: a problem at this field.
-    Problem(&'static str),
-}
-
 struct Case {
     upstream: &'static str,
     kind: Kind,
@@ -181,14 +154,6 @@ fn http(
     }
 }
 
-fn normalised(mut eps: Vec<Endpoint>) -> Vec<Endpoint> {
-    for e in &mut eps {
-        e.targets.sort();
-    }
-    eps.sort();
-    eps
-}
-
 fn run(cases: Vec<Case>) {
     let mut failures = Vec::new();
     for c in cases {
@@ -210,32 +175,11 @@ fn run(cases: Vec<Case>) {
                 .collect(),
             ..Cluster::default()
         };
-        let mut endpoints = Vec::new();
-        let mut problems = Vec::new();
-        for r in &c.routes {
-            let t = translate(c.kind, r, &cluster, &c.options);
-            endpoints.extend(t.endpoints);
-            problems.extend(t.problems);
-        }
-        match &c.want {
-            Want::Endpoints(want) => {
-                let got = normalised(merge_endpoints(endpoints));
-                if !problems.is_empty() || got != normalised(want.clone()) {
-                    failures.push(format!(
-                        "{}:\n  got  {got:?}\n  problems {problems:?}\n  want {want:?}",
-                        c.upstream
-                    ));
-                }
-            }
-            Want::Problem(field) => {
-                if !problems.iter().any(|p| p.field == *field) {
-                    failures.push(format!(
-                        "{}: want a problem at {field}, got {problems:?}",
-                        c.upstream
-                    ));
-                }
-            }
-        }
+        // A route's problem may come with the endpoints of its other parents.
+        let checked = check(
+            c.upstream, c.kind, &c.routes, &cluster, &c.options, &c.want, false,
+        );
+        failures.extend(checked.err());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -46,6 +46,12 @@ fn fake(kind: Kind, o: &Value, cluster: &Cluster, _: &Options) -> Translation {
     }
 }
 
+/// Applies the Service `name` for `NAME.example.com` (at `ip`, when it has one) at `at`.
+fn apply_svc(t: &mut Translated, name: &str, ip: Option<&str>, at: Instant) {
+    let host = format!("{name}.example.com");
+    t.apply(Kind::Service, svc(name, &host, ip), at);
+}
+
 fn svc(name: &str, host: &str, ip: Option<&str>) -> Value {
     let mut o = json!({"metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
                        "spec": {"host": host}, "status": {}});
@@ -81,11 +87,7 @@ fn a_lost_load_balancer_keeps_the_records_for_the_grace_then_they_go() {
     let grace = Duration::from_secs(300);
     let mut t = Translated::with_translate(Options::default(), grace, fake);
     let t0 = Instant::now();
-    t.apply(
-        Kind::Service,
-        svc("web", "web.example.com", Some("192.0.2.1")),
-        t0,
-    );
+    apply_svc(&mut t, "web", Some("192.0.2.1"), t0);
     let want = vec![(
         "web.example.com.".to_string(),
         vec!["192.0.2.1".to_string()],
@@ -110,9 +112,10 @@ fn a_lost_load_balancer_keeps_the_records_for_the_grace_then_they_go() {
     t.expire(t0 + grace - Duration::from_secs(1));
     assert_eq!(records(&t), want);
     // The address comes back: nothing changed, nothing said, no deadline.
-    t.apply(
-        Kind::Service,
-        svc("web", "web.example.com", Some("192.0.2.1")),
+    apply_svc(
+        &mut t,
+        "web",
+        Some("192.0.2.1"),
         t0 + Duration::from_secs(10),
     );
     assert_eq!(records(&t), want);
@@ -131,11 +134,7 @@ fn a_lost_load_balancer_keeps_the_records_for_the_grace_then_they_go() {
 #[test]
 fn an_object_never_published_has_no_grace() {
     let mut t = Translated::with_translate(Options::default(), Duration::from_secs(300), fake);
-    t.apply(
-        Kind::Service,
-        svc("new", "new.example.com", None),
-        Instant::now(),
-    );
+    apply_svc(&mut t, "new", None, Instant::now());
     assert_eq!(records(&t), vec![]);
     assert_eq!(t.next_deadline(), None);
 }
@@ -144,24 +143,12 @@ fn an_object_never_published_has_no_grace() {
 fn an_unreadable_object_keeps_its_records_and_its_neighbours_are_unaffected() {
     let mut t = Translated::with_translate(Options::default(), Duration::from_secs(300), fake);
     let now = Instant::now();
-    t.apply(
-        Kind::Service,
-        svc("a", "a.example.com", Some("192.0.2.1")),
-        now,
-    );
-    t.apply(
-        Kind::Service,
-        svc("b", "b.example.com", Some("192.0.2.2")),
-        now,
-    );
+    apply_svc(&mut t, "a", Some("192.0.2.1"), now);
+    apply_svc(&mut t, "b", Some("192.0.2.2"), now);
     let mut bad = svc("a", "a.example.com", Some("192.0.2.9"));
     bad["spec"]["ttl"] = "bad".into();
     t.apply(Kind::Service, bad, now);
-    t.apply(
-        Kind::Service,
-        svc("b", "b.example.com", Some("192.0.2.3")),
-        now,
-    );
+    apply_svc(&mut t, "b", Some("192.0.2.3"), now);
     let r = records(&t);
     assert_eq!(r[0].1, ["192.0.2.1"], "a keeps its last accepted value");
     assert_eq!(r[1].1, ["192.0.2.3"], "b moves on");
@@ -207,11 +194,7 @@ fn only_objects_that_read_the_cluster_or_wait_for_their_load_balancer_are_kept()
     let route = json!({"metadata": {"name": "r", "namespace": "default"},
         "spec": {"host": "r.example.com", "gateway": "infra/gw"}});
     t.replace_scope(Kind::HttpRoute, None, vec![route], now);
-    t.apply(
-        Kind::Service,
-        svc("a", "a.example.com", Some("192.0.2.1")),
-        now,
-    );
+    apply_svc(&mut t, "a", Some("192.0.2.1"), now);
     assert_eq!(
         (t.len(), t.kept()),
         (2, 1),
@@ -222,11 +205,7 @@ fn only_objects_that_read_the_cluster_or_wait_for_their_load_balancer_are_kept()
     assert_eq!(t.kept(), 2);
     assert_eq!(records(&t).len(), 2);
     // It gets an address again: no longer kept; a relist without it still deletes it.
-    t.apply(
-        Kind::Service,
-        svc("a", "a.example.com", Some("192.0.2.2")),
-        now,
-    );
+    apply_svc(&mut t, "a", Some("192.0.2.2"), now);
     assert_eq!(t.kept(), 1);
     t.replace_scope(Kind::Service, None, vec![], now);
     assert_eq!((t.len(), t.kept()), (1, 1));
@@ -289,16 +268,8 @@ fn the_real_translations_say_which_objects_read_the_cluster() {
 fn a_translated_objects_entries_share_their_names() {
     let mut t = Translated::with_translate(Options::default(), Duration::ZERO, fake);
     let now = Instant::now();
-    t.apply(
-        Kind::Service,
-        svc("web", "web.example.com", Some("192.0.2.1")),
-        now,
-    );
-    t.apply(
-        Kind::Service,
-        svc("api", "api.example.com", Some("192.0.2.2")),
-        now,
-    );
+    apply_svc(&mut t, "web", Some("192.0.2.1"), now);
+    apply_svc(&mut t, "api", Some("192.0.2.2"), now);
     let mut s = Snapshot::default();
     t.extend_snapshot(&mut s);
     assert_eq!(s.entries.len(), 2);
