@@ -38,7 +38,8 @@ fn token_env(token: &str) -> EnvReader {
     Arc::new(move |k| (k == "GOOGLE_OAUTH_ACCESS_TOKEN").then(|| token.clone()))
 }
 
-fn driver(
+/// The `clouddns` driver pointed at `emu`, holding `token`; `tweak` adjusts its config.
+pub(crate) fn driver(
     emu: &CloudDnsEmulator,
     token: &str,
     tweak: impl FnOnce(&mut CloudDnsConfig),

@@ -6,8 +6,6 @@ use dnsplane_applier::account::Account;
 use dnsplane_applier::apply::execute;
 use dnsplane_applier::provider::Provider;
 use dnsplane_applier::provider::call::CallCx;
-use dnsplane_applier::provider::clouddns::credentials::EnvReader;
-use dnsplane_applier::provider::clouddns::{CloudDnsConfig, CloudDnsProvider};
 use dnsplane_applier::provider::cloudflare::{CloudflareConfig, CloudflareProvider, Plan};
 use dnsplane_applier::retry::RetryPolicy;
 use dnsplane_common::{Change, ChangeKind, Name, Outcome, RRSet, RRSetOp, RecordKey, RecordType};
@@ -80,13 +78,7 @@ async fn cloud_dns_changes_are_packed_to_googles_own_limits() {
         .expect("emulator");
     emu.create_zone("packed", "packed.test");
     let zone = Name::parse("packed.test").expect("zone");
-    let cfg = CloudDnsConfig {
-        endpoint: emu.endpoint(),
-        ..CloudDnsConfig::new(emu.project())
-    };
-    let env: EnvReader =
-        Arc::new(|k| (k == "GOOGLE_OAUTH_ACCESS_TOKEN").then(|| DEFAULT_TOKEN.to_string()));
-    let driver = CloudDnsProvider::with_env(&cfg, env).expect("driver");
+    let driver = crate::clouddns::driver(&emu, DEFAULT_TOKEN, |_| {});
     apply_all(Arc::new(driver), &zone, &marked_creates(&zone, 950, 55)).await;
     let stats = emu.stats();
     assert_eq!(

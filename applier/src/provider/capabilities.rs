@@ -56,10 +56,7 @@ impl Measure {
     pub fn weigh(self, change: &Change) -> (usize, usize) {
         match self {
             Measure::Ops => (change.ops.len(), change.approx_bytes()),
-            Measure::Values => change
-                .ops
-                .iter()
-                .flat_map(|op| op.before.iter().chain(&op.after))
+            Measure::Values => sides(change)
                 .map(|set| {
                     let (n, chars) = set.values().fold((0, 0), |(n, c), v| (n + 1, c + v.len()));
                     (n.max(1), chars.max(1))
@@ -67,10 +64,7 @@ impl Measure {
                 .fold((0, 0), |(n, c), (vn, vc)| (n + vn, c + vc)),
             Measure::Rrdata => (
                 change.ops.len(),
-                change
-                    .ops
-                    .iter()
-                    .flat_map(|op| op.before.iter().chain(&op.after))
+                sides(change)
                     .flat_map(|set| set.values())
                     .map(str::len)
                     .sum(),
@@ -83,6 +77,14 @@ impl Measure {
     fn exact(self) -> bool {
         self != Measure::Ops
     }
+}
+
+/// Every set `change` deletes or creates: both sides of each op.
+fn sides(change: &Change) -> impl Iterator<Item = &dnsplane_common::RRSet> {
+    change
+        .ops
+        .iter()
+        .flat_map(|op| op.before.iter().chain(&op.after))
 }
 
 impl Capabilities {
