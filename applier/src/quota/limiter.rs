@@ -114,8 +114,9 @@ pub struct Quota {
     base: Instant,
 }
 
-/// How long to hold back after a throttle answer that said nothing of when.
-const DEFAULT_THROTTLE_WAIT: Duration = Duration::from_secs(1);
+/// The longest hold after a throttle answer that said nothing of when (see
+/// [`Quota::unsaid_wait`]).
+const MAX_UNSAID_THROTTLE_WAIT: Duration = Duration::from_secs(1);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -295,10 +296,28 @@ impl Quota {
         }
     }
 
+    /// How long to hold calls back after a throttle answer without `Retry-After`
+    /// (Route 53's `Throttling`, Cloud DNS's 429): one slot at the halved rate, as
+    /// the account's pacing does, at most a second. The halving is what slows the
+    /// account down; a flat second on top of it made a 5/s account lose five slots
+    /// to one throttle (a conflict released by another writer on the same account
+    /// then took 2.1 s to converge instead of under 1).
+    fn unsaid_wait(&self) -> Duration {
+        let mode = self.mode();
+        let p = self.local_params(mode);
+        let factor = match mode {
+            Mode::Shared => lock(&self.state).shared_factor,
+            _ => lock(&self.local).factor(self.now_ms(), &p),
+        };
+        let slot_ms = p.interval_ms / (factor / 2.0).max(p.min_factor);
+        from_ms(slot_ms).min(MAX_UNSAID_THROTTLE_WAIT)
+    }
+
     /// The provider answered "too many": lower the rate (for every replica when
-    /// shared) and hold calls back for `retry_after` (1s when it said nothing).
+    /// shared) and hold calls back for `retry_after` ([`Self::unsaid_wait`] when it
+    /// said nothing).
     pub async fn throttle(self: &Arc<Self>, retry_after: Option<Duration>) {
-        let retry_after = retry_after.unwrap_or(DEFAULT_THROTTLE_WAIT);
+        let retry_after = retry_after.unwrap_or_else(|| self.unsaid_wait());
         self.epoch.fetch_add(1, Ordering::AcqRel);
         self.throttled.fetch_add(1, Ordering::Relaxed);
         if let Some(shared) = &self.shared

@@ -205,6 +205,29 @@ async fn a_throttle_answer_waits_out_retry_after_and_halves_the_rate() {
     assert_eq!(q.status().current_rate, 10.0);
 }
 
+/// A throttle answer that says nothing of when (Route 53's `Throttling`) holds the
+/// account one slot at the halved rate: 0.4 s at 5/s, where a flat second made a
+/// conflict released by another writer on the same account converge in 2.1 s.
+#[tokio::test(start_paused = true)]
+async fn a_throttle_without_retry_after_holds_one_slot_at_the_halved_rate() {
+    let q = Arc::new(Quota::new("acct", settings(5.0, 5)).unwrap());
+    q.throttle(None).await;
+    let waited = q.acquire(Duration::from_secs(5)).await.expect("a token");
+    assert!(
+        waited >= Duration::from_millis(399) && waited <= Duration::from_millis(401),
+        "{waited:?}"
+    );
+    // Then the halved rate: the next slot another 0.4 s on, not a burst.
+    let next = q.acquire(Duration::from_secs(5)).await.expect("a token");
+    assert!(next >= Duration::from_millis(390), "{next:?}");
+    // A slow account's slot is capped at a second: 0.5/s halved would be 4 s.
+    let slow = Arc::new(Quota::new("slow", settings(0.5, 1)).unwrap());
+    slow.throttle(None).await;
+    let waited = slow.acquire(Duration::from_secs(10)).await.expect("a token");
+    assert!(waited <= Duration::from_secs(1), "{waited:?}");
+    assert_eq!(q.status().throttled, 1);
+}
+
 /// A call outside any batch (a listing, with `ops = "all"`) waits up to `max_wait`.
 #[tokio::test(start_paused = true)]
 async fn calls_outside_a_batch_wait_at_most_max_wait() {
