@@ -59,6 +59,24 @@ fn cli_plan_records_status_and_sync() {
     assert!(ok, "{out}");
     assert!(out.contains("example.com. done"), "{out}");
 
+    // `dnsplane status | head -0`: the reader is gone before the first line. The
+    // command ends as Unix tools do on SIGPIPE (141), quietly, not with a panic.
+    for args in [&["status"][..], &["records", "-o", "json"], &["plan"]] {
+        let mut child = Command::new(binary("dnsplane"))
+            .args(args)
+            .args(["--addr", &format!("http://127.0.0.1:{}", s.planner_port)])
+            .env("DNSPLANE_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run dnsplane");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+
     // An unreachable planner gets a message that says what to do.
     let out = Command::new(binary("dnsplane"))
         .args(["status", "--addr", "http://127.0.0.1:1"])

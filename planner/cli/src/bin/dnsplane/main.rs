@@ -224,6 +224,27 @@ enum EmulatedApi {
     Azure,
 }
 
+/// A client command piped into `head` or `less` that quits early ends as every Unix
+/// tool does on SIGPIPE: quietly, exit 141. Rust ignores SIGPIPE, so the next
+/// `println!` panics on the closed pipe instead (and resetting the signal needs
+/// `unsafe`, which this workspace forbids). `up` and `emulate` keep the default hook:
+/// they print little and serve sockets.
+fn end_quietly_on_a_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> std::process::ExitCode {
     dnsplane_cli::tune_allocator();
     // Bad flags exit 1 (clap's own code, 2, means "not converged" here); --help and
@@ -239,6 +260,9 @@ fn main() -> std::process::ExitCode {
             };
         }
     };
+    if !matches!(cli.command, Command::Up(_) | Command::Emulate { .. }) {
+        end_quietly_on_a_closed_stdout();
+    }
     let runtime = match dnsplane_cli::runtime() {
         Ok(r) => r,
         Err(e) => {
