@@ -154,6 +154,22 @@ fn check_bidi(input: &str, ascii: &str) -> Result<(), ModelError> {
         })
 }
 
+/// Code points UTS 46 maps to nothing (`ignored`): `ex\u{AD}ample` would become
+/// `example` silently, so the name written would not be the name given. Refused.
+fn dropped_by_idna(c: char) -> Option<&'static str> {
+    match c {
+        '\u{AD}' => Some("soft hyphen"),
+        '\u{34F}' => Some("combining grapheme joiner"),
+        '\u{180B}'..='\u{180D}' | '\u{180F}' => Some("Mongolian free variation selector"),
+        '\u{200B}' => Some("zero width space"),
+        '\u{2060}' => Some("word joiner"),
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => Some("variation selector"),
+        '\u{FEFF}' => Some("zero width no-break space"),
+        '\u{1BCA0}'..='\u{1BCA3}' => Some("shorthand format control"),
+        _ => None,
+    }
+}
+
 fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, ModelError> {
     if label == "*" {
         return if first {
@@ -192,6 +208,15 @@ fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, Mode
         }
         lower
     } else {
+        if let Some((c, what)) = label.chars().find_map(|c| dropped_by_idna(c).map(|w| (c, w))) {
+            return Err(ModelError::name(
+                input,
+                format!(
+                    "label {shown:?} contains U+{:04X} ({what}), which IDNA drops without a trace; remove it",
+                    u32::from(c)
+                ),
+            ));
+        }
         let ascii = idna::domain_to_ascii_strict(label).map_err(|_| idna_err(idna_why(label)))?;
         // The code points after UTS 46 mapping (case folding, width, compatibility).
         let (mapped, _) = idna::domain_to_unicode(&ascii);
@@ -342,6 +367,27 @@ impl std::str::FromStr for Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// UTS 46 drops a soft hyphen (and the other `ignored` code points) without a
+    /// trace: `ex\u{AD}ample.com` would be written as `example.com`. Refused, naming
+    /// the code point (issue 35).
+    #[test]
+    fn code_points_idna_drops_are_refused_by_name() {
+        for (input, code) in [
+            ("ex\u{AD}ample.com.", "U+00AD (soft hyphen)"),
+            ("caf\u{E9}\u{200B}.example.", "U+200B (zero width space)"),
+            ("\u{FEFF}b\u{FC}cher.example.", "U+FEFF"),
+            ("b\u{FC}\u{FE0F}cher.example.", "U+FE0F (variation selector)"),
+        ] {
+            let e = Name::parse(input).expect_err(input).to_string();
+            assert!(e.contains(code) && e.contains("remove it"), "{input:?}: {e}");
+        }
+        // The same names without them are fine.
+        assert_eq!(
+            Name::parse("b\u{FC}cher.example.").unwrap().as_str(),
+            "xn--bcher-kva.example."
+        );
+    }
 
     #[test]
     fn normalises_case_dot_and_idna() {
