@@ -128,6 +128,14 @@ impl Secured {
             let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             write(&s.token, &format!("{token}\n"), true)?;
         }
+        for (path, mode) in loose_secrets(state, &s) {
+            tracing::warn!(
+                file = %path.display(),
+                mode = format!("{mode:o}"),
+                "A secret in the state directory can be read by others than its owner; it is used as it is. Run: chmod 600 {}",
+                path.display()
+            );
+        }
         let token = std::fs::read_to_string(&s.token)
             .with_context(|| format!("cannot read {}", s.token.display()))?;
         let hash: String = Sha256::digest(token.trim().as_bytes())
@@ -179,6 +187,29 @@ fn leaf(
 
 /// Writes `path` whole; `private`: readable by its owner only (mode 0600), from its
 /// creation on.
+/// The secrets of `state` (the token and the private keys) that others than their
+/// owner can read, with their modes: made 0600, a copy or a `chmod` may have widened
+/// them, and `up` keeps what it finds, so it says so.
+fn loose_secrets(state: &Path, s: &Secured) -> Vec<(PathBuf, u32)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let ca_key = state.join("ca-key.pem");
+        [&s.token, &ca_key, &s.server_key, &s.client_key, &s.planner_key]
+            .into_iter()
+            .filter_map(|p| {
+                let mode = std::fs::metadata(p).ok()?.permissions().mode() & 0o777;
+                (mode & 0o077 != 0).then(|| (p.clone(), mode))
+            })
+            .collect()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (state, s);
+        Vec::new()
+    }
+}
+
 fn write(path: &Path, text: &str, private: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
@@ -247,6 +278,15 @@ mod tests {
                 let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
                 assert_eq!(mode, 0o600, "{}", p.display());
             }
+        }
+        assert!(loose_secrets(dir.path(), &s).is_empty());
+        #[cfg(unix)]
+        {
+            // A token someone made readable by all is named, with its mode (issue 35).
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&s.token, std::fs::Permissions::from_mode(0o644)).unwrap();
+            assert_eq!(loose_secrets(dir.path(), &s), vec![(s.token.clone(), 0o644)]);
+            std::fs::set_permissions(&s.token, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
         // A second start keeps everything clients trust.
         let again = Secured::ensure(dir.path(), &[]).unwrap();
