@@ -37,6 +37,7 @@ pub mod notify;
 pub mod objects;
 pub mod settings;
 pub mod status;
+pub mod token;
 pub mod translated;
 pub mod uid;
 pub mod watch;
@@ -57,6 +58,8 @@ pub enum KubeSourceError {
     Url(String),
     #[error("kubernetes source: cannot build the API client: {0}")]
     Client(#[from] kube::Error),
+    #[error("kubernetes source: token_file {path}: {problem}")]
+    TokenFile { path: String, problem: String },
 }
 
 /// The DNSEndpoint resource, without generated types.
@@ -67,11 +70,15 @@ pub fn dnsendpoint_resource() -> ApiResource {
 /// A client for the API as `config` says: `api_server` (+ `token_file`, `ca_file`),
 /// else `kubeconfig`, else the in-cluster service account.
 pub async fn client(config: &KubernetesSourceConfig) -> Result<kube::Client, KubeSourceError> {
+    let mut bearer = None;
     let kube_config = if let Some(url) = &config.api_server {
         let uri: http::Uri = url.parse().map_err(|_| KubeSourceError::Url(url.clone()))?;
         let mut c = kube::Config::new(uri);
         c.root_cert_file = config.ca_file.clone();
-        c.auth_info.token_file = config.token_file.as_ref().map(|p| p.display().to_string());
+        // Read here, trimmed ([`token`]), not by kube.
+        if let Some(path) = &config.token_file {
+            bearer = Some(Arc::new(token::BearerFile::new(path)?));
+        }
         c
     } else if let Some(path) = &config.kubeconfig {
         let err = |source| KubeSourceError::Kubeconfig {
@@ -89,7 +96,11 @@ pub async fn client(config: &KubernetesSourceConfig) -> Result<kube::Client, Kub
     // A list that hangs must end (and the source say so), not wait forever; a watch
     // has the watcher's own idle timeout.
     kube_config.connect_timeout = Some(Duration::from_secs(10));
-    Ok(kube::Client::try_from(kube_config)?)
+    let builder = kube::client::ClientBuilder::try_from(kube_config)?;
+    Ok(match bearer {
+        Some(file) => builder.with_layer(&token::layer(file)).build(),
+        None => builder.build(),
+    })
 }
 
 /// Desired state from objects in the Kubernetes API: DNSEndpoints, and the kinds
