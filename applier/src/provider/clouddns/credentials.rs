@@ -21,12 +21,13 @@
 //! Tokens are kept until five minutes before they expire (a static one until the
 //! provider refuses it: [`TokenSource::forget`] reads the chain again). Nothing
 //! secret reaches `Debug` output or logs.
+pub use crate::provider::kit::renew::{EnvReader, process_env};
+use crate::provider::kit::renew::{Expiring, Kept};
 use crate::provider::{ErrorClass, ProviderError};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The scope dnsplane asks for: read and write Cloud DNS, nothing else.
@@ -35,8 +36,6 @@ pub const SCOPE: &str = "https://www.googleapis.com/auth/ndev.clouddns.readwrite
 pub const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
 /// The metadata server's host, when `GCE_METADATA_HOST` is not set.
 pub const DEFAULT_METADATA_HOST: &str = "metadata.google.internal";
-/// Renew a token this long before it expires.
-const RENEW_BEFORE: Duration = Duration::from_secs(300);
 
 /// One access token. `Debug` never prints it.
 #[derive(Clone, PartialEq, Eq)]
@@ -59,13 +58,10 @@ impl std::fmt::Debug for AccessToken {
     }
 }
 
-/// What the chain reads the environment through (the process's, or a test's map:
-/// changing a running process's environment is unsafe in edition 2024).
-pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// The process environment, ignoring empty variables.
-pub fn process_env() -> EnvReader {
-    Arc::new(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+impl Expiring for AccessToken {
+    fn expires(&self) -> Option<SystemTime> {
+        self.expires
+    }
 }
 
 /// The chain and its current token.
@@ -73,7 +69,7 @@ pub struct TokenSource {
     env: EnvReader,
     credentials_file: Option<PathBuf>,
     http: reqwest::Client,
-    current: tokio::sync::Mutex<Option<AccessToken>>,
+    current: Kept<AccessToken>,
 }
 
 impl std::fmt::Debug for TokenSource {
@@ -165,29 +161,25 @@ impl TokenSource {
             env,
             credentials_file,
             http,
-            current: tokio::sync::Mutex::new(None),
+            current: Kept::default(),
         }
     }
 
-    /// A token valid for at least [`RENEW_BEFORE`], from the chain when there is none
-    /// yet or it is about to expire.
+    /// A token valid for at least [`RENEW_BEFORE`](crate::provider::kit::renew::RENEW_BEFORE),
+    /// from the chain when there is none yet or it is about to expire.
     pub async fn get(&self) -> Result<AccessToken, ProviderError> {
-        let mut current = self.current.lock().await;
-        if let Some(t) = current.as_ref()
-            && t.expires
-                .is_none_or(|e| e > SystemTime::now() + RENEW_BEFORE)
-        {
-            return Ok(t.clone());
-        }
-        let fresh = self.resolve().await?;
-        tracing::debug!(origin = %fresh.origin, "Got a Google access token.");
-        *current = Some(fresh.clone());
-        Ok(fresh)
+        self.current
+            .get(async {
+                let fresh = self.resolve().await?;
+                tracing::debug!(origin = %fresh.origin, "Got a Google access token.");
+                Ok(fresh)
+            })
+            .await
     }
 
     /// The provider refused the token: read the chain again next time.
     pub async fn forget(&self) {
-        *self.current.lock().await = None;
+        self.current.forget().await;
     }
 
     async fn resolve(&self) -> Result<AccessToken, ProviderError> {
