@@ -14,36 +14,71 @@
 //! - `GET /_emulator/zones/{id}/{content}`: the zone's records or record sets
 //!   ([`ControlPlane::CONTENT`]), 404 for an unknown zone.
 use crate::fault::{FaultRule, FaultSet};
+use crate::running::Shared;
+use crate::server::Stopping;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, MutexGuard};
 
-/// What an emulator's state offers its control API.
+/// What an emulator's state offers its control API, and the state every emulator
+/// holds alike ([`Shared`]) for the request pipeline's fault handling.
 pub trait ControlPlane: Send + Sync + 'static {
     /// The last path segment of a zone's content (`rrsets`, `records`).
     const CONTENT: &'static str;
     /// The body of `POST /_emulator/zones`.
     type NewZone: DeserializeOwned;
+    /// The emulator's model (zones and their content).
+    type Model: Send;
+    /// The emulator's counters.
+    type Stats: Clone + Default + Serialize + Send;
 
-    /// The emulator's fault rules.
-    fn faults(&self) -> &FaultSet;
+    /// The state every emulator holds alike.
+    fn shared(&self) -> &Shared<Self::Model, Self::Stats>;
+    /// The counters of fault actions fired and of throttled answers, among `stats`.
+    fn fault_counts(stats: &mut Self::Stats) -> (&mut BTreeMap<String, u64>, &mut u64);
     /// Whether `rule` names operations this emulator has (the message names the field).
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String>;
-    /// The emulator's counters.
-    fn stats_json(&self) -> Value;
     /// Every zone, as the emulator shows them.
     fn zones_json(&self) -> Value;
     /// Creates a zone: the answer's body (its id), or why not.
     fn create_zone_json(&self, zone: Self::NewZone) -> Result<Value, String>;
     /// A zone's content; `None` for an unknown zone.
     fn content_json(&self, zone: &str) -> Option<Value>;
+
+    /// The emulator's fault rules.
+    fn faults(&self) -> &FaultSet {
+        &self.shared().faults
+    }
+
+    /// The model, locked (a poisoned lock is taken over: a panicked handler leaves
+    /// the model as a failed request would).
+    fn lock(&self) -> MutexGuard<'_, Self::Model> {
+        self.shared()
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The counters, locked.
+    fn stats(&self) -> MutexGuard<'_, Self::Stats> {
+        self.shared()
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends held requests early when the server stops.
+    fn stopping(&self) -> &Stopping {
+        &self.shared().stopping
+    }
 }
 
 /// The control API's router, to be nested under `/_emulator`.
@@ -105,7 +140,7 @@ async fn clear_faults<C: ControlPlane>(State(c): State<Arc<C>>) -> StatusCode {
 }
 
 async fn stats<C: ControlPlane>(State(c): State<Arc<C>>) -> Response {
-    Json(c.stats_json()).into_response()
+    Json(to_json(&*c.stats())).into_response()
 }
 
 async fn zones<C: ControlPlane>(State(c): State<Arc<C>>) -> Response {

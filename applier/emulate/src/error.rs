@@ -1,6 +1,6 @@
 //! What starting an emulator from the command line can fail with.
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// An emulator could not start or stopped serving.
 #[derive(Debug, thiserror::Error)]
@@ -26,4 +26,20 @@ impl EmulateError {
     pub fn is_config(&self) -> bool {
         matches!(self, EmulateError::Config { .. })
     }
+}
+
+/// Reads an emulator's TOML config file and checks it with `validate`: every
+/// emulator's `from_file`, so that problems name the file and the field alike.
+pub(crate) fn options_from_file<O: serde::de::DeserializeOwned>(
+    path: &Path,
+    validate: impl FnOnce(&O) -> Result<(), String>,
+) -> Result<O, EmulateError> {
+    let err = |message: String| EmulateError::Config {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let opts: O = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+    validate(&opts).map_err(err)?;
+    Ok(opts)
 }

@@ -30,6 +30,7 @@ pub mod control;
 pub mod fault;
 pub mod quota;
 pub mod route53;
+pub mod running;
 pub mod server;
 pub mod timefmt;
 

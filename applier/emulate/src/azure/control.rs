@@ -14,9 +14,10 @@
 //!   faults → `{"written": n}`;
 //! - `POST /_emulator/tokens` `{"lifetime": "1h"}` → `{"access_token": …}`; `DELETE
 //!   /_emulator/tokens` forgets every issued token (clients must fetch anew).
-use super::Inner;
+use super::{Inner, Stats, model};
 use crate::control::{ControlPlane, to_json};
-use crate::fault::{FaultRule, FaultSet};
+use crate::fault::FaultRule;
+use crate::running::Shared;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -25,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,9 +37,10 @@ pub(crate) fn router() -> Router<Arc<Inner>> {
         .route("/tokens", post(issue_token).delete(revoke_tokens))
 }
 
-#[derive(Deserialize)]
+/// The body of `POST /_emulator/zones`.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NewZone {
+pub struct NewZone {
     name: String,
     #[serde(default)]
     private: bool,
@@ -50,17 +53,19 @@ pub(crate) struct NewZone {
 impl ControlPlane for Inner {
     const CONTENT: &'static str = "recordsets";
     type NewZone = NewZone;
+    type Model = model::State;
+    type Stats = Stats;
 
-    fn faults(&self) -> &FaultSet {
-        &self.faults
+    fn shared(&self) -> &Shared<model::State, Stats> {
+        &self.shared
+    }
+
+    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
+        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {
         super::validate_fault(rule)
-    }
-
-    fn stats_json(&self) -> Value {
-        to_json(&*self.stats())
     }
 
     fn zones_json(&self) -> Value {

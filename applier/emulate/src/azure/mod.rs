@@ -43,9 +43,10 @@ pub use options::{
     ZoneSeed,
 };
 
+use crate::control::ControlPlane;
 use crate::error::EmulateError;
-use crate::fault::{FaultRule, FaultSet};
-use crate::server::{self, ServerHandle, Stopping};
+use crate::running::{Emulator, RunningEmulator, Shared};
+use crate::server::Stopping;
 use axum::Router;
 use errors::ArmError;
 use model::{Kind, Rtype, State, Zone, zone_key};
@@ -53,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest request body accepted.
@@ -127,27 +128,17 @@ fn zone_view(z: &Zone) -> ZoneView {
     }
 }
 
-/// The emulator's shared state.
+/// The emulator's shared state (opaque: what [`AzureEmulator`] serves).
 #[derive(Debug)]
-pub(crate) struct Inner {
+pub struct Inner {
     opts: AzureOptions,
-    state: Mutex<State>,
-    faults: FaultSet,
     throttle: throttle::Throttle,
     issuer: auth::Issuer,
-    stats: Mutex<Stats>,
-    stopping: Stopping,
+    /// Model, counters, fault rules, stop signal.
+    shared: Shared<State, Stats>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn stats(&self) -> MutexGuard<'_, Stats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Makes a zone (and its resource group) without an API call; returns its id.
     fn create_zone(
         &self,
@@ -251,42 +242,22 @@ impl Inner {
     }
 }
 
-/// A running Azure DNS emulator. Dropping it without [`stop`](Self::stop) leaves the
-/// server running until the runtime ends.
-pub struct AzureEmulator {
-    inner: Arc<Inner>,
-    server: ServerHandle,
-}
+impl Emulator for Inner {
+    const NAME: &'static str = "AzureEmulator";
+    /// The ARM base (Azure's `https://management.azure.com`).
+    const BASE: &'static str = "";
+    type Options = AzureOptions;
 
-impl std::fmt::Debug for AzureEmulator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AzureEmulator")
-            .field("endpoint", &self.endpoint())
-            .finish_non_exhaustive()
-    }
-}
-
-impl AzureEmulator {
-    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
-    /// (see [`AzureOptions::validate`]) are an `InvalidInput` error.
-    pub async fn start(
-        listener: tokio::net::TcpListener,
-        opts: AzureOptions,
-    ) -> std::io::Result<AzureEmulator> {
-        opts.validate()
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let (stop_tx, stopping) = server::stopping();
+    fn build(opts: AzureOptions, stopping: Stopping) -> Result<Inner, String> {
+        opts.validate()?;
         let mut state = State::default();
         state.add_group(&opts.subscription, &opts.resource_group);
-        let inner = Arc::new(Inner {
-            faults: FaultSet::new(opts.faults.clone()),
+        let inner = Inner {
             throttle: throttle::Throttle::new(opts.throttle.clone()),
             issuer: auth::Issuer::default(),
-            state: Mutex::new(state),
-            stats: Mutex::new(Stats::default()),
-            stopping,
+            shared: Shared::new(state, &opts.faults, stopping),
             opts,
-        });
+        };
         for z in &inner.opts.zones {
             inner
                 .create_zone(
@@ -295,31 +266,25 @@ impl AzureEmulator {
                     z.subscription.as_deref(),
                     z.resource_group.as_deref(),
                 )
-                .map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("zones: {e}"))
-                })?;
+                .map_err(|e| format!("zones: {e}"))?;
         }
-        let router = Router::new()
+        Ok(inner)
+    }
+
+    fn app() -> Router<Arc<Inner>> {
+        Router::new()
             .nest("/_emulator", control::router())
             .fallback(serve::handle)
-            .with_state(inner.clone());
-        let server = server::serve(listener, router, stop_tx)?;
-        Ok(AzureEmulator { inner, server })
     }
+}
 
-    /// `http://127.0.0.1:PORT`, the ARM base (Azure's `https://management.azure.com`).
-    pub fn endpoint(&self) -> String {
-        format!("http://{}", self.server.local_addr())
-    }
+/// A running Azure DNS emulator (see [`RunningEmulator`] for what every emulator has).
+pub type AzureEmulator = RunningEmulator<Inner>;
 
+impl RunningEmulator<Inner> {
     /// The token endpoint of `tenant`: `http://127.0.0.1:PORT/{tenant}/oauth2/v2.0/token`.
     pub fn token_url(&self, tenant: &str) -> String {
         format!("{}/{tenant}/oauth2/v2.0/token", self.endpoint())
-    }
-
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
     }
 
     /// Makes a public zone in the default subscription and resource group; returns
@@ -378,29 +343,6 @@ impl AzureEmulator {
     /// Forgets every issued token (configured ones stay): clients must fetch anew.
     pub fn revoke_tokens(&self) {
         self.inner.issuer.revoke_all();
-    }
-
-    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug).
-    pub fn add_fault(&self, rule: FaultRule) {
-        if let Err(e) = validate_fault(&rule) {
-            panic!("invalid fault rule: {e}");
-        }
-        self.inner.faults.add(rule);
-    }
-
-    /// Removes every fault rule.
-    pub fn clear_faults(&self) {
-        self.inner.faults.clear();
-    }
-
-    /// What the emulator has seen so far.
-    pub fn stats(&self) -> Stats {
-        self.inner.stats().clone()
-    }
-
-    /// Stops: ends held requests, lets answers in flight finish, closes the port.
-    pub async fn stop(self) {
-        self.server.stop().await;
     }
 }
 

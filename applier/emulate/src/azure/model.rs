@@ -379,8 +379,8 @@ pub(crate) fn zone_key(kind: Kind, sub: &str, rg: &str, name: &str) -> ZoneKey {
 
 /// Everything the emulator holds.
 #[derive(Debug, Default)]
-pub(crate) struct State {
-    pub zones: BTreeMap<ZoneKey, Zone>,
+pub struct State {
+    pub(crate) zones: BTreeMap<ZoneKey, Zone>,
     /// Resource groups that exist: (subscription, group), lower case.
     pub groups: BTreeSet<(String, String)>,
 }

@@ -173,14 +173,7 @@ fn is_segment(s: &str) -> bool {
 impl AzureOptions {
     /// Reads a TOML config file; problems name the file and the field.
     pub fn from_file(path: &Path) -> Result<AzureOptions, EmulateError> {
-        let err = |message: String| EmulateError::Config {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let opts: AzureOptions = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
-        opts.validate().map_err(err)?;
-        Ok(opts)
+        crate::error::options_from_file(path, AzureOptions::validate)
     }
 
     /// Checks values that parse but cannot work; the message names the field.

@@ -6,7 +6,9 @@ use super::ops::{self, Ctx};
 use super::route::Op;
 use super::throttle::Class;
 use super::{Inner, MAX_BODY_BYTES, model};
-use crate::fault::{Call, FaultAction, FaultRule};
+use crate::control::ControlPlane;
+use crate::fault::{FaultAction, FaultRule};
+use crate::running::{Terminal, decide_faults, terminal_fault};
 use crate::server::ConnKill;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State as AxState};
@@ -187,22 +189,8 @@ pub(super) async fn handle(
         })
         .unwrap_or_default();
     let keys: Vec<&str> = zone_keys.iter().map(String::as_str).collect();
-    let decision = inner.faults.decide(Call {
-        op: op.fault_op(),
-        zone: &keys,
-    });
-    if !decision.fired.is_empty() {
-        let mut st = inner.stats();
-        for a in &decision.fired {
-            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
-        }
-        tracing::info!(
-            op = op.name(),
-            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
-            "Fault rules fired."
-        );
-    }
-    if !inner.stopping.sleep(decision.delay_before).await {
+    let decision = decide_faults(&*inner, op.fault_op(), op.name(), &keys);
+    if !inner.stopping().sleep(decision.delay_before).await {
         return error_response(&ArmError::server(503), quota);
     }
 
@@ -256,34 +244,18 @@ pub(super) async fn handle(
         }
     };
 
-    if let Some(rule) = &decision.terminal {
-        match rule.action {
-            FaultAction::Timeout => {
-                if rule.commit.unwrap_or(false) {
-                    let _ = run(&inner);
-                }
-                inner
-                    .stopping
-                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
-                    .await;
-                kill.kill();
-                return error_response(&ArmError::server(504), quota);
-            }
-            FaultAction::AmbiguousAfterCommit => {
-                let _ = run(&inner);
-                inner.stopping.sleep(decision.delay_after).await;
-                return error_response(&fault_error(rule), quota);
-            }
-            FaultAction::Throttle => {
-                inner.stats().throttled += 1;
-                return error_response(&fault_error(rule), quota);
-            }
-            _ => return error_response(&fault_error(rule), quota),
-        }
+    let commit = || {
+        let _ = run(&inner);
+    };
+    if let Some(t) = terminal_fault(&*inner, &decision, &kill, commit).await {
+        return match t {
+            Terminal::Timeout => error_response(&ArmError::server(504), quota),
+            Terminal::Fault(rule) => error_response(&fault_error(rule), quota),
+        };
     }
 
     let result = run(&inner);
-    inner.stopping.sleep(decision.delay_after).await;
+    inner.stopping().sleep(decision.delay_after).await;
     match result {
         Outcome::Done(status, body) => response(status, body.as_ref(), quota),
         Outcome::Aad(status, body) => response(status, Some(&body), None),

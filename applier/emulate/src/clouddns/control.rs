@@ -3,15 +3,18 @@
 //! /_emulator/zones` `{"name": "my-zone", "dns_name": "example.com."}` creates one →
 //! 201 `{"name": …}`; `GET /_emulator/zones/{name}/rrsets` is the zone's record sets
 //! ([`RRSetView`](super::RRSetView)); fault rules name Cloud DNS's operations.
-use super::Inner;
+use super::{Inner, Stats, model};
 use crate::control::{ControlPlane, to_json};
-use crate::fault::{FaultRule, FaultSet};
+use crate::fault::FaultRule;
+use crate::running::Shared;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-#[derive(Deserialize)]
+/// The body of `POST /_emulator/zones`.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NewZone {
+pub struct NewZone {
     name: String,
     dns_name: String,
 }
@@ -19,17 +22,19 @@ pub(crate) struct NewZone {
 impl ControlPlane for Inner {
     const CONTENT: &'static str = "rrsets";
     type NewZone = NewZone;
+    type Model = model::State;
+    type Stats = Stats;
 
-    fn faults(&self) -> &FaultSet {
-        &self.faults
+    fn shared(&self) -> &Shared<model::State, Stats> {
+        &self.shared
+    }
+
+    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
+        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {
         super::validate_fault(rule)
-    }
-
-    fn stats_json(&self) -> Value {
-        to_json(&*self.stats())
     }
 
     fn zones_json(&self) -> Value {

@@ -33,10 +33,12 @@ mod values;
 
 pub use change::Limits;
 
+use crate::control::ControlPlane;
 use crate::error::EmulateError;
-use crate::fault::{Call, FaultAction, FaultRule, FaultSet};
+use crate::fault::{FaultAction, FaultRule};
 use crate::quota::Quota;
-use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use crate::running::{Emulator, RunningEmulator, Shared, Terminal, decide_faults, terminal_fault};
+use crate::server::{self, ConnKill, Stopping};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State as AxState};
@@ -48,7 +50,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The bearer token the default options accept.
@@ -213,14 +215,7 @@ pub(crate) fn validate_fault(rule: &FaultRule) -> Result<(), String> {
 impl CloudDnsOptions {
     /// Reads a TOML config file; problems name the file and the field.
     pub fn from_file(path: &Path) -> Result<CloudDnsOptions, EmulateError> {
-        let err = |message: String| EmulateError::Config {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let opts: CloudDnsOptions = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
-        opts.validate().map_err(err)?;
-        Ok(opts)
+        crate::error::options_from_file(path, CloudDnsOptions::validate)
     }
 
     /// Checks values that parse but cannot work; the message names the field.
@@ -314,26 +309,16 @@ pub struct ZoneView {
     pub last_change: u64,
 }
 
-/// The emulator's shared state.
+/// The emulator's shared state (opaque: what [`CloudDnsEmulator`] serves).
 #[derive(Debug)]
-pub(crate) struct Inner {
+pub struct Inner {
     opts: CloudDnsOptions,
-    state: Mutex<model::State>,
-    faults: FaultSet,
     quota: Quota,
-    stats: Mutex<Stats>,
-    stopping: Stopping,
+    /// Model, counters, fault rules, stop signal.
+    shared: Shared<model::State, Stats>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, model::State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn stats(&self) -> MutexGuard<'_, Stats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn count_commit(&self) {
         self.stats().changes_committed += 1;
     }
@@ -370,90 +355,42 @@ impl Inner {
     }
 }
 
-/// A running Cloud DNS emulator. Dropping it without [`stop`](Self::stop) leaves the
-/// server running until the runtime ends.
-pub struct CloudDnsEmulator {
-    inner: Arc<Inner>,
-    server: ServerHandle,
-}
+impl Emulator for Inner {
+    const NAME: &'static str = "CloudDnsEmulator";
+    /// The parent of `/dns/v1`.
+    const BASE: &'static str = "";
+    type Options = CloudDnsOptions;
 
-impl std::fmt::Debug for CloudDnsEmulator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CloudDnsEmulator")
-            .field("endpoint", &self.endpoint())
-            .finish_non_exhaustive()
-    }
-}
-
-impl CloudDnsEmulator {
-    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
-    /// (see [`CloudDnsOptions::validate`]) are an `InvalidInput` error.
-    pub async fn start(
-        listener: tokio::net::TcpListener,
-        opts: CloudDnsOptions,
-    ) -> std::io::Result<CloudDnsEmulator> {
-        opts.validate()
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let (stop_tx, stopping) = server::stopping();
-        let inner = Arc::new(Inner {
-            faults: FaultSet::new(opts.faults.clone()),
+    fn build(opts: CloudDnsOptions, stopping: Stopping) -> Result<Inner, String> {
+        opts.validate()?;
+        let inner = Inner {
             quota: Quota::new(opts.rate, opts.burst),
-            state: Mutex::new(model::State::default()),
-            stats: Mutex::new(Stats::default()),
-            stopping,
+            shared: Shared::new(model::State::default(), &opts.faults, stopping),
             opts,
-        });
+        };
         for z in &inner.opts.zones {
             let project = inner.opts.project.clone();
             inner
                 .add_zone(&project, &z.name, &z.dns_name, "", "public")
-                .map_err(|e| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        format!("zones: {}", e.message),
-                    )
-                })?;
+                .map_err(|e| format!("zones: {}", e.message))?;
         }
-        let router = Router::new()
+        Ok(inner)
+    }
+
+    fn app() -> Router<Arc<Inner>> {
+        Router::new()
             .nest("/_emulator", crate::control::router())
             .fallback(serve::handle)
-            .with_state(inner.clone());
-        let server = server::serve(listener, router, stop_tx)?;
-        Ok(CloudDnsEmulator { inner, server })
     }
+}
 
-    /// `http://127.0.0.1:PORT`, the parent of `/dns/v1`.
-    pub fn endpoint(&self) -> String {
-        format!("http://{}", self.server.local_addr())
-    }
+/// A running Cloud DNS emulator (see [`RunningEmulator`] for what every emulator has).
+pub type CloudDnsEmulator = RunningEmulator<Inner>;
 
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
-    }
-
+impl RunningEmulator<Inner> {
     /// The project zones are created in.
     pub fn project(&self) -> &str {
         &self.inner.opts.project
-    }
-
-    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug); the
-    /// control API answers 400 instead.
-    pub fn add_fault(&self, rule: FaultRule) {
-        if let Err(e) = validate_fault(&rule) {
-            panic!("invalid fault rule: {e}");
-        }
-        self.inner.faults.add(rule);
-    }
-
-    /// Removes every fault rule.
-    pub fn clear_faults(&self) {
-        self.inner.faults.clear();
-    }
-
-    /// What the emulator has seen so far.
-    pub fn stats(&self) -> Stats {
-        self.inner.stats().clone()
     }
 
     /// Creates a public managed zone `name` for `dns_name` (trailing dot optional) in
@@ -484,11 +421,6 @@ impl CloudDnsEmulator {
         let st = self.inner.lock();
         st.zone(&self.inner.opts.project, zone)
             .and_then(|z| z.changes.last().map(|c| c.id))
-    }
-
-    /// Stops: ends held requests, lets answers in flight finish, closes the port.
-    pub async fn stop(self) {
-        self.server.stop().await;
     }
 }
 

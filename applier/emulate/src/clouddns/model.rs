@@ -185,22 +185,22 @@ impl Zone {
 
 /// Every project's zones.
 #[derive(Debug, Default)]
-pub(crate) struct State {
+pub struct State {
     /// project → zone name → zone.
-    pub projects: BTreeMap<String, BTreeMap<String, Zone>>,
+    pub(crate) projects: BTreeMap<String, BTreeMap<String, Zone>>,
     pub next_zone_id: u64,
 }
 
 impl State {
     /// A zone by its name or its numeric id.
-    pub fn zone(&self, project: &str, zone: &str) -> Option<&Zone> {
+    pub(crate) fn zone(&self, project: &str, zone: &str) -> Option<&Zone> {
         let zones = self.projects.get(project)?;
         zones
             .get(zone)
             .or_else(|| zones.values().find(|z| z.id.to_string() == zone))
     }
 
-    pub fn zone_mut(&mut self, project: &str, zone: &str) -> Option<&mut Zone> {
+    pub(crate) fn zone_mut(&mut self, project: &str, zone: &str) -> Option<&mut Zone> {
         let zones = self.projects.get_mut(project)?;
         let key = if zones.contains_key(zone) {
             zone.to_string()

@@ -4,6 +4,7 @@ use super::change::{self, ChangeMeta};
 use super::errors::ApiError;
 use super::model::{DoneRule, Zone, page_token, read_page_token};
 use super::values::{RR_TYPES, parse_name};
+use crate::control::ControlPlane;
 use http::Method;
 use serde_json::{Value, json};
 use tokio::time::Instant;

@@ -158,22 +158,8 @@ pub(super) async fn handle(
         None => Vec::new(),
     };
     let keys: Vec<&str> = zone_keys.iter().map(String::as_str).collect();
-    let decision = inner.faults.decide(Call {
-        op: op.fault_op(),
-        zone: &keys,
-    });
-    if !decision.fired.is_empty() {
-        let mut st = inner.stats();
-        for a in &decision.fired {
-            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
-        }
-        tracing::info!(
-            op = op.name(),
-            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
-            "Fault rules fired."
-        );
-    }
-    if !inner.stopping.sleep(decision.delay_before).await {
+    let decision = decide_faults(&*inner, op.fault_op(), op.name(), &keys);
+    if !inner.stopping().sleep(decision.delay_before).await {
         return error_response(&ApiError::server(503));
     }
 
@@ -201,34 +187,18 @@ pub(super) async fn handle(
         pending_forever: decision.pending_forever,
     };
 
-    if let Some(rule) = &decision.terminal {
-        match rule.action {
-            FaultAction::Timeout => {
-                if rule.commit.unwrap_or(false) {
-                    let _ = inner.run(&op, &ctx);
-                }
-                inner
-                    .stopping
-                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
-                    .await;
-                kill.kill();
-                return error_response(&ApiError::server(504));
-            }
-            FaultAction::AmbiguousAfterCommit => {
-                let _ = inner.run(&op, &ctx);
-                inner.stopping.sleep(decision.delay_after).await;
-                return error_response(&fault_error(rule, &project, &op));
-            }
-            FaultAction::Throttle => {
-                inner.stats().throttled += 1;
-                return error_response(&fault_error(rule, &project, &op));
-            }
-            _ => return error_response(&fault_error(rule, &project, &op)),
-        }
+    let commit = || {
+        let _ = inner.run(&op, &ctx);
+    };
+    if let Some(t) = terminal_fault(&*inner, &decision, &kill, commit).await {
+        return match t {
+            Terminal::Timeout => error_response(&ApiError::server(504)),
+            Terminal::Fault(rule) => error_response(&fault_error(rule, &project, &op)),
+        };
     }
 
     let result = inner.run(&op, &ctx);
-    inner.stopping.sleep(decision.delay_after).await;
+    inner.stopping().sleep(decision.delay_after).await;
     match result {
         Ok(Value::Null) => {
             let mut resp = Response::new(Body::empty());

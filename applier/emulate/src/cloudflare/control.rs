@@ -2,32 +2,37 @@
 //! `POST /_emulator/zones` `{"name": …}` creates a zone → `{"id": "…"}`; `GET
 //! /_emulator/zones/{id}/records` is the zone's records
 //! ([`RecordView`](super::RecordView)); fault rules name Cloudflare's operations.
-use super::Inner;
+use super::{Inner, Stats, model};
 use crate::control::{ControlPlane, to_json};
-use crate::fault::{FaultRule, FaultSet};
+use crate::fault::FaultRule;
+use crate::running::Shared;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-#[derive(Deserialize)]
+/// The body of `POST /_emulator/zones`.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NewZone {
+pub struct NewZone {
     name: String,
 }
 
 impl ControlPlane for Inner {
     const CONTENT: &'static str = "records";
     type NewZone = NewZone;
+    type Model = model::State;
+    type Stats = Stats;
 
-    fn faults(&self) -> &FaultSet {
-        &self.faults
+    fn shared(&self) -> &Shared<model::State, Stats> {
+        &self.shared
+    }
+
+    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
+        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {
         super::validate_fault(rule)
-    }
-
-    fn stats_json(&self) -> Value {
-        to_json(&*self.stats())
     }
 
     fn zones_json(&self) -> Value {

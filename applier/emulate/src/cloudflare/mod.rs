@@ -43,10 +43,11 @@ pub(crate) use options::validate_fault;
 pub use options::{CloudflareOptions, Plan, ZoneSeed};
 pub use ratelimit::RateLimitOptions;
 
+use crate::control::ControlPlane;
 use crate::error::EmulateError;
-use crate::fault::{Call, FaultAction, FaultRule, FaultSet};
 use crate::quota::Quota;
-use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use crate::running::{Emulator, RunningEmulator, Shared, Terminal, decide_faults, terminal_fault};
+use crate::server::{self, ConnKill, Stopping};
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State as AxState};
 use axum::response::Response;
@@ -58,7 +59,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The token the default options accept.
@@ -139,27 +140,17 @@ pub struct ZoneView {
     pub record_count: usize,
 }
 
-/// The emulator's shared state.
+/// The emulator's shared state (opaque: what [`CloudflareEmulator`] serves).
 #[derive(Debug)]
-pub(crate) struct Inner {
+pub struct Inner {
     opts: CloudflareOptions,
-    state: Mutex<model::State>,
-    faults: FaultSet,
     limiter: RateLimiter,
     per_ip: Quota,
-    stats: Mutex<Stats>,
-    stopping: Stopping,
+    /// Model, counters, fault rules, stop signal.
+    shared: Shared<model::State, Stats>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, model::State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn stats(&self) -> MutexGuard<'_, Stats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn records(&self, zone_id: &str) -> Option<Vec<RecordView>> {
         let st = self.lock();
         st.zones
@@ -183,88 +174,40 @@ impl Inner {
     }
 }
 
-/// A running Cloudflare emulator. Dropping it without [`stop`](Self::stop) leaves the
-/// server running until the runtime ends.
-pub struct CloudflareEmulator {
-    inner: Arc<Inner>,
-    server: ServerHandle,
-}
+impl Emulator for Inner {
+    const NAME: &'static str = "CloudflareEmulator";
+    /// `/client/v4`, the API base.
+    const BASE: &'static str = BASE;
+    type Options = CloudflareOptions;
 
-impl std::fmt::Debug for CloudflareEmulator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CloudflareEmulator")
-            .field("endpoint", &self.endpoint())
-            .finish_non_exhaustive()
-    }
-}
-
-impl CloudflareEmulator {
-    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
-    /// (see [`CloudflareOptions::validate`]) are an `InvalidInput` error.
-    pub async fn start(
-        listener: tokio::net::TcpListener,
-        opts: CloudflareOptions,
-    ) -> std::io::Result<CloudflareEmulator> {
-        opts.validate()
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let (stop_tx, stopping) = server::stopping();
+    fn build(opts: CloudflareOptions, stopping: Stopping) -> Result<Inner, String> {
+        opts.validate()?;
         let ip_rate = opts.rate_limit.per_ip_per_second;
-        let inner = Arc::new(Inner {
-            faults: FaultSet::new(opts.faults.clone()),
+        let inner = Inner {
             limiter: RateLimiter::new(opts.rate_limit.clone()),
             per_ip: Quota::new(ip_rate, ip_rate.ceil() as u32),
-            state: Mutex::new(model::State::default()),
-            stats: Mutex::new(Stats::default()),
-            stopping,
+            shared: Shared::new(model::State::default(), &opts.faults, stopping),
             opts,
-        });
+        };
         for z in &inner.opts.zones {
             inner
                 .create_zone(&z.name, z.id.as_deref(), None)
-                .map_err(|e| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        format!("zones: {}", e.message),
-                    )
-                })?;
+                .map_err(|e| format!("zones: {}", e.message))?;
         }
-        let router = Router::new()
+        Ok(inner)
+    }
+
+    fn app() -> Router<Arc<Inner>> {
+        Router::new()
             .nest("/_emulator", crate::control::router())
             .fallback(handle)
-            .with_state(inner.clone());
-        let server = server::serve(listener, router, stop_tx)?;
-        Ok(CloudflareEmulator { inner, server })
     }
+}
 
-    /// `http://127.0.0.1:PORT/client/v4`, the API base.
-    pub fn endpoint(&self) -> String {
-        format!("http://{}{BASE}", self.server.local_addr())
-    }
+/// A running Cloudflare emulator (see [`RunningEmulator`] for what every emulator has).
+pub type CloudflareEmulator = RunningEmulator<Inner>;
 
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
-    }
-
-    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug); the
-    /// control API answers 400 instead.
-    pub fn add_fault(&self, rule: FaultRule) {
-        if let Err(e) = validate_fault(&rule) {
-            panic!("invalid fault rule: {e}");
-        }
-        self.inner.faults.add(rule);
-    }
-
-    /// Removes every fault rule.
-    pub fn clear_faults(&self) {
-        self.inner.faults.clear();
-    }
-
-    /// What the emulator has seen so far.
-    pub fn stats(&self) -> Stats {
-        self.inner.stats().clone()
-    }
-
+impl RunningEmulator<Inner> {
     /// Creates a zone without an API call; returns its id (32 hex digits). Panics on
     /// an invalid or taken name.
     pub fn create_zone(&self, name: &str) -> String {
@@ -276,11 +219,6 @@ impl CloudflareEmulator {
     /// The records of a zone in listing order; empty for an unknown zone.
     pub fn records(&self, zone_id: &str) -> Vec<RecordView> {
         self.inner.records(zone_id).unwrap_or_default()
-    }
-
-    /// Stops: ends held requests, lets answers in flight finish, closes the port.
-    pub async fn stop(self) {
-        self.server.stop().await;
     }
 }
 
@@ -397,22 +335,8 @@ async fn handle(
         .into_iter()
         .flatten()
         .collect();
-    let decision = inner.faults.decide(Call {
-        op: op.fault_op(),
-        zone: &keys,
-    });
-    if !decision.fired.is_empty() {
-        let mut st = inner.stats();
-        for a in &decision.fired {
-            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
-        }
-        tracing::info!(
-            op = op.name(),
-            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
-            "Fault rules fired."
-        );
-    }
-    if !inner.stopping.sleep(decision.delay_before).await {
+    let decision = decide_faults(&*inner, op.fault_op(), op.name(), &keys);
+    if !inner.stopping().sleep(decision.delay_before).await {
         return error_response(&ApiError::server(503), &rl);
     }
 
@@ -430,34 +354,18 @@ async fn handle(
         r
     };
 
-    if let Some(rule) = &decision.terminal {
-        match rule.action {
-            FaultAction::Timeout => {
-                if rule.commit.unwrap_or(false) {
-                    let _ = run(&inner);
-                }
-                inner
-                    .stopping
-                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
-                    .await;
-                kill.kill();
-                return error_response(&ApiError::server(504), &rl);
-            }
-            FaultAction::AmbiguousAfterCommit => {
-                let _ = run(&inner);
-                inner.stopping.sleep(decision.delay_after).await;
-                return error_response(&fault_error(rule, &inner.limiter), &rl);
-            }
-            FaultAction::Throttle => {
-                inner.stats().throttled += 1;
-                return error_response(&fault_error(rule, &inner.limiter), &rl);
-            }
-            _ => return error_response(&fault_error(rule, &inner.limiter), &rl),
-        }
+    let commit = || {
+        let _ = run(&inner);
+    };
+    if let Some(t) = terminal_fault(&*inner, &decision, &kill, commit).await {
+        return match t {
+            Terminal::Timeout => error_response(&ApiError::server(504), &rl),
+            Terminal::Fault(rule) => error_response(&fault_error(rule, &inner.limiter), &rl),
+        };
     }
 
     let result = run(&inner);
-    inner.stopping.sleep(decision.delay_after).await;
+    inner.stopping().sleep(decision.delay_after).await;
     match result {
         Ok(reply) => {
             let mut body = json!({

@@ -284,9 +284,9 @@ impl Zone {
 
 /// Everything the emulator holds.
 #[derive(Debug, Default)]
-pub(crate) struct State {
+pub struct State {
     /// By id.
-    pub zones: BTreeMap<String, Zone>,
+    pub(crate) zones: BTreeMap<String, Zone>,
 }
 
 /// A Cloudflare identifier: 32 lower-case hex digits.

@@ -5,6 +5,7 @@ use super::batch::{self, BatchInput};
 use super::errors::ApiError;
 use super::model::{Record, State, Zone, is_identifier, new_id};
 use super::records::{Mode, RecordInput, build, check_rules};
+use crate::control::ControlPlane;
 use http::Method;
 use serde_json::{Value, json};
 use std::collections::HashMap;

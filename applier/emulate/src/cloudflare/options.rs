@@ -110,14 +110,7 @@ pub(crate) fn validate_fault(rule: &FaultRule) -> Result<(), String> {
 impl CloudflareOptions {
     /// Reads a TOML config file; problems name the file and the field.
     pub fn from_file(path: &Path) -> Result<CloudflareOptions, EmulateError> {
-        let err = |message: String| EmulateError::Config {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let opts: CloudflareOptions = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
-        opts.validate().map_err(err)?;
-        Ok(opts)
+        crate::error::options_from_file(path, CloudflareOptions::validate)
     }
 
     /// Checks values that parse but cannot work; the message names the field.

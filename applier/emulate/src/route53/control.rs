@@ -2,16 +2,19 @@
 //! `POST /_emulator/zones` `{"name": …, "private": false}` creates a zone → `{"id":
 //! "Z…"}`; `GET /_emulator/zones/{id}/rrsets` is the zone's record sets
 //! ([`RRSetView`](super::RRSetView)); fault rules name Route 53's operations.
-use super::Inner;
 use super::ops::FAULT_OPS;
+use super::{Inner, Stats, model};
 use crate::control::{ControlPlane, to_json};
-use crate::fault::{FaultRule, FaultSet};
+use crate::fault::FaultRule;
+use crate::running::Shared;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-#[derive(Deserialize)]
+/// The body of `POST /_emulator/zones`.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NewZone {
+pub struct NewZone {
     name: String,
     #[serde(default)]
     private: bool,
@@ -20,17 +23,19 @@ pub(crate) struct NewZone {
 impl ControlPlane for Inner {
     const CONTENT: &'static str = "rrsets";
     type NewZone = NewZone;
+    type Model = model::State;
+    type Stats = Stats;
 
-    fn faults(&self) -> &FaultSet {
-        &self.faults
+    fn shared(&self) -> &Shared<model::State, Stats> {
+        &self.shared
+    }
+
+    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
+        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {
         rule.validate(FAULT_OPS)
-    }
-
-    fn stats_json(&self) -> Value {
-        to_json(&*self.stats())
     }
 
     fn zones_json(&self) -> Value {

@@ -31,16 +31,18 @@ mod unimplemented;
 mod values;
 mod wire;
 
+use crate::control::ControlPlane;
 use crate::error::EmulateError;
-use crate::fault::{Call, FaultAction, FaultRule, FaultSet};
+use crate::fault::{FaultAction, FaultRule};
 use crate::quota::Quota;
-use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use crate::running::{Emulator, RunningEmulator, Shared, Terminal, decide_faults, terminal_fault};
+use crate::server::{self, ConnKill, Stopping};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State as AxState};
 use axum::response::{IntoResponse, Response};
 use errors::ApiError;
-use ops::{Ctx, FAULT_OPS, Op};
+use ops::{Ctx, Op};
 pub use options::{
     Credential, DEFAULT_ACCESS_KEY_ID, DEFAULT_SECRET_ACCESS_KEY, MAX_BODY_BYTES, Route53Options,
     ZoneSeed,
@@ -50,8 +52,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 /// What the emulator has seen.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,17 +159,15 @@ pub struct ZoneView {
     pub record_set_count: usize,
 }
 
-/// The emulator's shared state.
+/// The emulator's shared state (opaque: what [`Route53Emulator`] serves).
 #[derive(Debug)]
-pub(crate) struct Inner {
+pub struct Inner {
     opts: Route53Options,
     /// `reject_values`, changeable while serving.
     reject_values: Mutex<Vec<String>>,
-    state: Mutex<model::State>,
-    faults: FaultSet,
     quota: Quota,
-    stats: Mutex<Stats>,
-    stopping: Stopping,
+    /// Model, counters, fault rules, stop signal.
+    shared: Shared<model::State, Stats>,
 }
 
 impl Inner {
@@ -177,14 +177,6 @@ impl Inner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, model::State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn stats(&self) -> MutexGuard<'_, Stats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn count_commit(&self) {
@@ -237,77 +229,37 @@ impl Inner {
     }
 }
 
-/// A running Route 53 emulator. Dropping it without [`stop`](Self::stop) leaves the
-/// server running until the runtime ends.
-pub struct Route53Emulator {
-    inner: Arc<Inner>,
-    server: ServerHandle,
-}
+impl Emulator for Inner {
+    const NAME: &'static str = "Route53Emulator";
+    /// The parent of `/2013-04-01`.
+    const BASE: &'static str = "";
+    type Options = Route53Options;
 
-impl std::fmt::Debug for Route53Emulator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Route53Emulator")
-            .field("endpoint", &self.endpoint())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Route53Emulator {
-    /// Starts serving on `listener` (bind `127.0.0.1:0` in tests). Invalid options
-    /// (see [`Route53Options::validate`]) are an `InvalidInput` error.
-    pub async fn start(
-        listener: tokio::net::TcpListener,
-        opts: Route53Options,
-    ) -> std::io::Result<Route53Emulator> {
-        opts.validate()
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let (stop_tx, stopping) = server::stopping();
-        let inner = Arc::new(Inner {
-            faults: FaultSet::new(opts.faults.clone()),
+    fn build(opts: Route53Options, stopping: Stopping) -> Result<Inner, String> {
+        opts.validate()?;
+        let inner = Inner {
             quota: Quota::new(opts.rate, opts.burst),
-            state: Mutex::new(model::State::default()),
-            stats: Mutex::new(Stats::default()),
-            stopping,
+            shared: Shared::new(model::State::default(), &opts.faults, stopping),
             reject_values: Mutex::new(opts.reject_values.clone()),
             opts,
-        });
+        };
         for z in &inner.opts.zones {
-            inner
-                .create_zone(&z.name, z.private, z.id.as_deref())
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+            inner.create_zone(&z.name, z.private, z.id.as_deref())?;
         }
-        let router = Router::new()
+        Ok(inner)
+    }
+
+    fn app() -> Router<Arc<Inner>> {
+        Router::new()
             .nest("/_emulator", crate::control::router())
             .fallback(handle)
-            .with_state(inner.clone());
-        let server = server::serve(listener, router, stop_tx)?;
-        Ok(Route53Emulator { inner, server })
     }
+}
 
-    /// `http://127.0.0.1:PORT`, the parent of `/2013-04-01`.
-    pub fn endpoint(&self) -> String {
-        format!("http://{}", self.server.local_addr())
-    }
+/// A running Route 53 emulator (see [`RunningEmulator`] for what every emulator has).
+pub type Route53Emulator = RunningEmulator<Inner>;
 
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
-    }
-
-    /// Adds a fault rule after the others. Panics on an invalid rule (a test bug); the
-    /// control API answers 400 instead.
-    pub fn add_fault(&self, rule: FaultRule) {
-        if let Err(e) = rule.validate(FAULT_OPS) {
-            panic!("invalid fault rule: {e}");
-        }
-        self.inner.faults.add(rule);
-    }
-
-    /// Removes every fault rule.
-    pub fn clear_faults(&self) {
-        self.inner.faults.clear();
-    }
-
+impl RunningEmulator<Inner> {
     /// Replaces the values a CREATE or UPSERT may not carry (see
     /// [`Route53Options::reject_values`]).
     pub fn set_reject_values(&self, values: Vec<String>) {
@@ -316,11 +268,6 @@ impl Route53Emulator {
             .reject_values
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = values;
-    }
-
-    /// What the emulator has seen so far.
-    pub fn stats(&self) -> Stats {
-        self.inner.stats().clone()
     }
 
     /// Creates a zone without an API call; returns its id (`Z…`, no prefix). A private
@@ -335,11 +282,6 @@ impl Route53Emulator {
     /// ListResourceRecordSets order; empty for an unknown zone.
     pub fn rrsets(&self, zone_id: &str) -> Vec<RRSetView> {
         self.inner.rrsets(zone_id).unwrap_or_default()
-    }
-
-    /// Stops: ends held requests, lets answers in flight finish, closes the port.
-    pub async fn stop(self) {
-        self.server.stop().await;
     }
 }
 
@@ -542,22 +484,8 @@ async fn handle(
     .into_iter()
     .flatten()
     .collect();
-    let decision = inner.faults.decide(Call {
-        op: op.fault_op(),
-        zone: &keys,
-    });
-    if !decision.fired.is_empty() {
-        let mut st = inner.stats();
-        for a in &decision.fired {
-            *st.faults.entry(a.as_str().to_string()).or_default() += 1;
-        }
-        tracing::info!(
-            op = op.name(),
-            faults = ?decision.fired.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
-            "Fault rules fired."
-        );
-    }
-    if !inner.stopping.sleep(decision.delay_before).await {
+    let decision = decide_faults(&*inner, op.fault_op(), op.name(), &keys);
+    if !inner.stopping().sleep(decision.delay_before).await {
         return error_response(&ApiError::server(503), &rid);
     }
 
@@ -575,34 +503,18 @@ async fn handle(
         base_url: &base_url,
     };
 
-    if let Some(rule) = &decision.terminal {
-        match rule.action {
-            FaultAction::Timeout => {
-                if rule.commit.unwrap_or(false) {
-                    let _ = inner.run(&op, &ctx);
-                }
-                inner
-                    .stopping
-                    .sleep(rule.delay.unwrap_or(Duration::from_secs(10)))
-                    .await;
-                kill.kill();
-                return error_response(&ApiError::server(504), &rid);
-            }
-            FaultAction::AmbiguousAfterCommit => {
-                let _ = inner.run(&op, &ctx);
-                inner.stopping.sleep(decision.delay_after).await;
-                return error_response(&fault_error(rule), &rid);
-            }
-            FaultAction::Throttle => {
-                inner.stats().throttled += 1;
-                return error_response(&fault_error(rule), &rid);
-            }
-            _ => return error_response(&fault_error(rule), &rid),
-        }
+    let commit = || {
+        let _ = inner.run(&op, &ctx);
+    };
+    if let Some(t) = terminal_fault(&*inner, &decision, &kill, commit).await {
+        return match t {
+            Terminal::Timeout => error_response(&ApiError::server(504), &rid),
+            Terminal::Fault(rule) => error_response(&fault_error(rule), &rid),
+        };
     }
 
     let result = inner.run(&op, &ctx);
-    inner.stopping.sleep(decision.delay_after).await;
+    inner.stopping().sleep(decision.delay_after).await;
     match result {
         Ok(reply) => {
             let mut resp = xml_response(reply.status, reply.body, &rid);
@@ -624,6 +536,7 @@ async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn options_from_toml() {

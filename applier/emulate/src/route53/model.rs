@@ -232,9 +232,9 @@ pub(crate) struct ChangeRec {
 
 /// Everything the emulator holds.
 #[derive(Debug, Default)]
-pub(crate) struct State {
-    pub zones: BTreeMap<String, Zone>,
-    pub changes: HashMap<String, ChangeRec>,
+pub struct State {
+    pub(crate) zones: BTreeMap<String, Zone>,
+    pub(crate) changes: HashMap<String, ChangeRec>,
     pub caller_refs: HashSet<String>,
 }
 
@@ -261,7 +261,7 @@ impl State {
     }
 
     /// Records a change and returns its bare id (`C0…`).
-    pub fn new_change(
+    pub(crate) fn new_change(
         &mut self,
         insync_at: Option<Instant>,
         comment: Option<String>,
@@ -284,7 +284,7 @@ impl State {
     }
 
     /// Zones in ListHostedZonesByName order: name with labels reversed, then id.
-    pub fn zones_by_name(&self) -> Vec<&Zone> {
+    pub(crate) fn zones_by_name(&self) -> Vec<&Zone> {
         let mut zones: Vec<&Zone> = self.zones.values().collect();
         zones.sort_by(|a, b| (sort_key(&a.name), &a.id).cmp(&(sort_key(&b.name), &b.id)));
         zones

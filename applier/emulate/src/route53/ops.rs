@@ -7,6 +7,7 @@ use super::sigv4::decode_component;
 use super::values::RR_TYPES;
 use super::wire::{self, Xml};
 use super::{Inner, model::RrKey};
+use crate::control::ControlPlane;
 use http::Method;
 use tokio::time::Instant;
 

@@ -132,14 +132,7 @@ impl Default for Route53Options {
 impl Route53Options {
     /// Reads a TOML config file; problems name the file and the field.
     pub fn from_file(path: &Path) -> Result<Route53Options, EmulateError> {
-        let err = |message: String| EmulateError::Config {
-            path: path.to_path_buf(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let opts: Route53Options = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
-        opts.validate().map_err(err)?;
-        Ok(opts)
+        crate::error::options_from_file(path, Route53Options::validate)
     }
 
     /// Checks values that parse but cannot work; the message names the field.

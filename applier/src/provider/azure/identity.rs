@@ -21,12 +21,11 @@ use std::time::{Duration, SystemTime};
 
 /// The audience of Azure Resource Manager tokens.
 pub const ARM_SCOPE: &str = "https://management.azure.com/.default";
-/// A token is renewed this long before it expires.
-pub const RENEW_BEFORE: Duration = Duration::from_secs(300);
+pub use crate::provider::kit::renew::RENEW_BEFORE;
 const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
-/// What the identity reads the environment through (the process's, or a test's map).
-pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub use crate::provider::kit::renew::EnvReader;
+use crate::provider::kit::renew::{Expiring, Kept};
 
 /// The process environment, ignoring empty variables.
 pub fn process_env() -> EnvReader {
@@ -39,6 +38,12 @@ pub struct AccessToken {
     pub secret: Secret<String>,
     /// When it stops working (`None`: unknown, kept until refused).
     pub expires: Option<SystemTime>,
+}
+
+impl Expiring for AccessToken {
+    fn expires(&self) -> Option<SystemTime> {
+        self.expires
+    }
 }
 
 impl std::fmt::Debug for AccessToken {
@@ -210,7 +215,7 @@ pub struct Identity {
     authority: String,
     env: EnvReader,
     http: reqwest::Client,
-    current: tokio::sync::Mutex<Option<AccessToken>>,
+    current: Kept<AccessToken>,
 }
 
 impl std::fmt::Debug for Identity {
@@ -234,7 +239,7 @@ impl Identity {
             authority: authority.trim().trim_end_matches('/').to_string(),
             env,
             http,
-            current: tokio::sync::Mutex::new(None),
+            current: Kept::default(),
         }
     }
 
@@ -244,22 +249,18 @@ impl Identity {
 
     /// A token valid for at least [`RENEW_BEFORE`]: the kept one, else a new one.
     pub async fn get(&self) -> Result<AccessToken, ProviderError> {
-        let mut current = self.current.lock().await;
-        if let Some(t) = current.as_ref()
-            && t.expires
-                .is_none_or(|e| e > SystemTime::now() + RENEW_BEFORE)
-        {
-            return Ok(t.clone());
-        }
-        let fresh = self.fetch().await?;
-        tracing::debug!(credential = %self.credential.describe(), "Got an Azure access token.");
-        *current = Some(fresh.clone());
-        Ok(fresh)
+        self.current
+            .get(async {
+                let fresh = self.fetch().await?;
+                tracing::debug!(credential = %self.credential.describe(), "Got an Azure access token.");
+                Ok(fresh)
+            })
+            .await
     }
 
     /// Azure refused the token: the next [`get`](Self::get) obtains another.
     pub async fn forget(&self) {
-        *self.current.lock().await = None;
+        self.current.forget().await;
     }
 
     /// `{authority}/{tenant}/oauth2/v2.0/token`.

@@ -21,13 +21,13 @@
 //! Tokens are kept until five minutes before they expire (a static one until the
 //! provider refuses it: [`TokenSource::forget`] reads the chain again). Nothing
 //! secret reaches `Debug` output or logs.
+pub use crate::provider::kit::renew::{EnvReader, process_env};
+use crate::provider::kit::renew::{Expiring, Kept};
 use crate::provider::{ErrorClass, ProviderError};
-use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+pub use jwt::sign_jwt;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// The scope dnsplane asks for: read and write Cloud DNS, nothing else.
 pub const SCOPE: &str = "https://www.googleapis.com/auth/ndev.clouddns.readwrite";
@@ -35,8 +35,6 @@ pub const SCOPE: &str = "https://www.googleapis.com/auth/ndev.clouddns.readwrite
 pub const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
 /// The metadata server's host, when `GCE_METADATA_HOST` is not set.
 pub const DEFAULT_METADATA_HOST: &str = "metadata.google.internal";
-/// Renew a token this long before it expires.
-const RENEW_BEFORE: Duration = Duration::from_secs(300);
 
 /// One access token. `Debug` never prints it.
 #[derive(Clone, PartialEq, Eq)]
@@ -59,13 +57,10 @@ impl std::fmt::Debug for AccessToken {
     }
 }
 
-/// What the chain reads the environment through (the process's, or a test's map:
-/// changing a running process's environment is unsafe in edition 2024).
-pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// The process environment, ignoring empty variables.
-pub fn process_env() -> EnvReader {
-    Arc::new(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+impl Expiring for AccessToken {
+    fn expires(&self) -> Option<SystemTime> {
+        self.expires
+    }
 }
 
 /// The chain and its current token.
@@ -73,7 +68,7 @@ pub struct TokenSource {
     env: EnvReader,
     credentials_file: Option<PathBuf>,
     http: reqwest::Client,
-    current: tokio::sync::Mutex<Option<AccessToken>>,
+    current: Kept<AccessToken>,
 }
 
 impl std::fmt::Debug for TokenSource {
@@ -165,29 +160,25 @@ impl TokenSource {
             env,
             credentials_file,
             http,
-            current: tokio::sync::Mutex::new(None),
+            current: Kept::default(),
         }
     }
 
-    /// A token valid for at least [`RENEW_BEFORE`], from the chain when there is none
-    /// yet or it is about to expire.
+    /// A token valid for at least [`RENEW_BEFORE`](crate::provider::kit::renew::RENEW_BEFORE),
+    /// from the chain when there is none yet or it is about to expire.
     pub async fn get(&self) -> Result<AccessToken, ProviderError> {
-        let mut current = self.current.lock().await;
-        if let Some(t) = current.as_ref()
-            && t.expires
-                .is_none_or(|e| e > SystemTime::now() + RENEW_BEFORE)
-        {
-            return Ok(t.clone());
-        }
-        let fresh = self.resolve().await?;
-        tracing::debug!(origin = %fresh.origin, "Got a Google access token.");
-        *current = Some(fresh.clone());
-        Ok(fresh)
+        self.current
+            .get(async {
+                let fresh = self.resolve().await?;
+                tracing::debug!(origin = %fresh.origin, "Got a Google access token.");
+                Ok(fresh)
+            })
+            .await
     }
 
     /// The provider refused the token: read the chain again next time.
     pub async fn forget(&self) {
-        *self.current.lock().await = None;
+        self.current.forget().await;
     }
 
     async fn resolve(&self) -> Result<AccessToken, ProviderError> {
@@ -560,69 +551,6 @@ impl TokenSource {
     }
 }
 
-/// The DER inside a PEM block (`-----BEGIN PRIVATE KEY-----`).
-fn pem_der(pem: &str) -> Result<(String, Vec<u8>), String> {
-    let begin = pem
-        .find("-----BEGIN ")
-        .ok_or("the private_key is not PEM")?;
-    let rest = &pem[begin + 11..];
-    let label_end = rest.find("-----").ok_or("the private_key is not PEM")?;
-    let label = rest[..label_end].to_string();
-    let body = &rest[label_end + 5..];
-    let end = body
-        .find("-----END")
-        .ok_or("the private_key PEM has no END line")?;
-    let b64: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
-    let der = STANDARD
-        .decode(b64)
-        .map_err(|e| format!("the private_key PEM is not base64: {e}"))?;
-    Ok((label, der))
-}
-
-/// A service account's JWT for `aud`, signed RS256 with its PEM private key, valid
-/// for an hour from `now`.
-pub fn sign_jwt(
-    email: &str,
-    key_id: Option<&str>,
-    aud: &str,
-    pem: &str,
-    now: SystemTime,
-) -> Result<String, String> {
-    use aws_lc_rs::rand::SystemRandom;
-    use aws_lc_rs::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
-    let (label, der) = pem_der(pem)?;
-    let key = match label.as_str() {
-        "RSA PRIVATE KEY" => RsaKeyPair::from_der(&der),
-        _ => RsaKeyPair::from_pkcs8(&der),
-    }
-    .map_err(|e| format!("the private_key is not an RSA key: {e}"))?;
-    let iat = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-    let mut header = serde_json::json!({"alg": "RS256", "typ": "JWT"});
-    if let Some(kid) = key_id {
-        header["kid"] = serde_json::json!(kid);
-    }
-    let claims = serde_json::json!({
-        "iss": email,
-        "scope": SCOPE,
-        "aud": aud,
-        "iat": iat,
-        "exp": iat + 3600,
-    });
-    let signing_input = format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(header.to_string()),
-        URL_SAFE_NO_PAD.encode(claims.to_string())
-    );
-    let mut sig = vec![0u8; key.public_modulus_len()];
-    key.sign(
-        &RSA_PKCS1_SHA256,
-        &SystemRandom::new(),
-        signing_input.as_bytes(),
-        &mut sig,
-    )
-    .map_err(|_| "signing failed".to_string())?;
-    Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig)))
-}
-
+mod jwt;
 #[cfg(test)]
 mod tests;

@@ -12,11 +12,10 @@
 use crate::provider::{ErrorClass, ProviderError};
 use serde::Deserialize;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-/// Renew temporary credentials this long before they expire.
-const RENEW_BEFORE: Duration = Duration::from_secs(300);
+pub use crate::provider::kit::renew::{EnvReader, process_env};
+use crate::provider::kit::renew::{Expiring, Kept};
 
 /// One set of AWS credentials. `Debug` never prints the secret or the token.
 #[derive(Clone, PartialEq, Eq)]
@@ -45,13 +44,10 @@ impl std::fmt::Debug for AwsCredentials {
     }
 }
 
-/// What the chain reads the environment through (the process's, or a test's map:
-/// Rust forbids changing a running process's environment safely).
-pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// The process environment, ignoring empty variables (as the SDKs do).
-pub fn process_env() -> EnvReader {
-    Arc::new(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+impl Expiring for AwsCredentials {
+    fn expires(&self) -> Option<SystemTime> {
+        self.expires
+    }
 }
 
 /// The chain and its current credentials.
@@ -61,7 +57,7 @@ pub struct CredentialChain {
     credentials_file: Option<PathBuf>,
     sts_endpoint: String,
     http: reqwest::Client,
-    current: tokio::sync::Mutex<Option<AwsCredentials>>,
+    current: Kept<AwsCredentials>,
 }
 
 impl std::fmt::Debug for CredentialChain {
@@ -92,29 +88,25 @@ impl CredentialChain {
             credentials_file,
             sts_endpoint,
             http,
-            current: tokio::sync::Mutex::new(None),
+            current: Kept::default(),
         }
     }
 
-    /// Credentials valid for at least [`RENEW_BEFORE`], read from the chain when there
-    /// are none yet or they are about to expire.
+    /// Credentials valid for at least [`RENEW_BEFORE`](crate::provider::kit::renew::RENEW_BEFORE),
+    /// read from the chain when there are none yet or they are about to expire.
     pub async fn get(&self) -> Result<AwsCredentials, ProviderError> {
-        let mut current = self.current.lock().await;
-        if let Some(c) = current.as_ref()
-            && c.expires
-                .is_none_or(|e| e > SystemTime::now() + RENEW_BEFORE)
-        {
-            return Ok(c.clone());
-        }
-        let fresh = self.resolve().await?;
-        tracing::debug!(origin = %fresh.origin, access_key_id = %fresh.access_key_id, "Read AWS credentials.");
-        *current = Some(fresh.clone());
-        Ok(fresh)
+        self.current
+            .get(async {
+                let fresh = self.resolve().await?;
+                tracing::debug!(origin = %fresh.origin, access_key_id = %fresh.access_key_id, "Read AWS credentials.");
+                Ok(fresh)
+            })
+            .await
     }
 
     /// The provider refused the credentials: read the chain again next time.
     pub async fn forget(&self) {
-        *self.current.lock().await = None;
+        self.current.forget().await;
     }
 
     async fn resolve(&self) -> Result<AwsCredentials, ProviderError> {
@@ -353,6 +345,7 @@ fn ini_section(text: &str, section: &str) -> Vec<(String, String)> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::sync::Arc;
 
     fn env(pairs: &[(&str, &str)]) -> EnvReader {
         let map: HashMap<String, String> = pairs
