@@ -22,6 +22,15 @@ state_dir = ".dnsplane-state/embedded"
 dns_listen = "127.0.0.1:10053"
 "#;
 
+/// A bad `dns_listen` inside `[[accounts]]` names the key and the value (it said only
+/// "invalid socket address syntax", at the table's first line; issue 35).
+#[test]
+fn a_bad_dns_listen_names_the_key_and_the_value() {
+    let e = parse(&EXAMPLE.replace("\"127.0.0.1:10053\"", "\"garbage\"")).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("dns_listen = \"garbage\"") && e.contains("127.0.0.1:10053"), "{e}");
+}
+
 #[test]
 fn parses_the_documented_format() {
     let c = parse(EXAMPLE).unwrap();

@@ -16,7 +16,7 @@ pub struct MemoryConfig {
     pub state_dir: PathBuf,
     /// Address to answer DNS queries on, UDP and TCP (e.g. "127.0.0.1:10053").
     /// Absent: no DNS.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "dns_listen")]
     pub dns_listen: Option<SocketAddr>,
     /// `[accounts.dns_rate_limit]`: UDP answers per client prefix (default 100/s,
     /// burst 200, slip 2).
@@ -26,6 +26,21 @@ pub struct MemoryConfig {
     /// `"none"`.
     #[serde(default)]
     pub dns_transfer: Transfer,
+}
+
+/// `dns_listen`, with an error that names the key and the value: serde's own says
+/// only "invalid socket address syntax", and inside `[[accounts]]` toml can point at
+/// nothing nearer than the table's first line.
+fn dns_listen<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    let text: Option<String> = Option::deserialize(d)?;
+    text.map(|t| {
+        t.parse().map_err(|_| {
+            serde::de::Error::custom(format!(
+                "dns_listen = {t:?} is not an address and port, e.g. \"127.0.0.1:10053\" or \"[::1]:53\""
+            ))
+        })
+    })
+    .transpose()
 }
 
 impl MemoryConfig {
