@@ -31,6 +31,7 @@ mod labels;
 mod layering;
 mod lease;
 mod message_limits;
+mod metric_names;
 mod metrics;
 mod observe_real;
 mod octodns_dump;
