@@ -39,17 +39,23 @@ pub struct OwnerMark {
     pub external_dns_resource: Option<Arc<str>>,
 }
 
-/// Name of the ownership record for `key`.
-pub fn owner_record_key(key: &RecordKey) -> Option<RecordKey> {
+/// The label `key`'s ownership record puts before its name (`_dnsplane-a`).
+pub fn mark_label(key: &RecordKey) -> String {
     let rtype = key.rtype.as_str().to_ascii_lowercase();
-    let (base, label) = match key.name.first_label() {
-        "*" => (
-            key.name.parent()?,
-            format!("{LABEL_PREFIX}{rtype}{WILDCARD_SUFFIX}"),
-        ),
-        _ => (key.name.clone(), format!("{LABEL_PREFIX}{rtype}")),
+    match key.name.first_label() {
+        "*" => format!("{LABEL_PREFIX}{rtype}{WILDCARD_SUFFIX}"),
+        _ => format!("{LABEL_PREFIX}{rtype}"),
+    }
+}
+
+/// Name of the ownership record for `key`; `None` when there can be none (the name
+/// is too long to take the mark's label).
+pub fn owner_record_key(key: &RecordKey) -> Option<RecordKey> {
+    let base = match key.name.first_label() {
+        "*" => key.name.parent()?,
+        _ => key.name.clone(),
     };
-    let name = base.prepend(&label).ok()?;
+    let name = base.prepend(&mark_label(key)).ok()?;
     // A set's mark is a set of the same name: Route 53 keeps them apart by it.
     Some(RecordKey::new(key.zone.clone(), name, RecordType::Txt).in_set(key.set))
 }

@@ -389,6 +389,15 @@ impl DesiredIndex {
                 name: e.name.detached(),
                 ..key
             };
+            // A record whose ownership record cannot exist would be written never and
+            // reported in conflict for ever: refused here, with the reason.
+            if ownership::owner_record_key(&key).is_none() {
+                errors.push(error(format!(
+                    "the name is too long to carry its ownership record ({} + the name passes DNS's 255-octet limit); shorten it",
+                    ownership::mark_label(&key)
+                )));
+                continue;
+            }
             let rrset = match RRSet::from_canonical_with(
                 key.clone(),
                 e.ttl.unwrap_or(zone.default_ttl),

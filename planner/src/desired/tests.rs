@@ -67,6 +67,35 @@ fn places_records_in_the_longest_zone_and_reports_problems() {
     assert!(errors[3].record.contains("c.example.com"));
 }
 
+/// A name that leaves no room for its ownership record (`_dnsplane-a.` before it
+/// would pass 255 octets) is refused at intake with the reason, not accepted and then
+/// stuck in conflict (issue 35); a name with room is taken.
+#[test]
+fn a_name_too_long_for_its_ownership_record_is_refused_with_the_reason() {
+    let label = "x".repeat(60);
+    // Three labels of 60, one of 50 and `example.com.`: 247 octets on the wire, a
+    // valid name; `_dnsplane-a.` adds 12, past 255.
+    let long = format!("{label}.{label}.{label}.{}.example.com", "y".repeat(50));
+    assert!(Name::parse(&long).is_ok());
+    let short = format!("{label}.example.com");
+    let entries = [
+        entry(&long, RecordType::A, &["192.0.2.1"], 1),
+        entry(&short, RecordType::A, &["192.0.2.2"], 2),
+    ];
+    let mut idx = DesiredIndex::new(&zones());
+    idx.update_source("file:0", &entries, vec![]);
+    assert_eq!(idx.zone(&root()).unwrap().len(), 1, "the short one is taken");
+    let errors = idx.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].location, "x.yaml:1");
+    assert!(
+        errors[0].message.contains("too long to carry its ownership record")
+            && errors[0].message.contains("_dnsplane-a"),
+        "{}",
+        errors[0].message
+    );
+}
+
 #[test]
 fn updates_touch_only_what_changed_and_shadows_fall_back() {
     let mut idx = DesiredIndex::new(&zones());
