@@ -208,7 +208,10 @@ fn normalise_label(input: &str, label: &str, first: bool) -> Result<String, Mode
         }
         lower
     } else {
-        if let Some((c, what)) = label.chars().find_map(|c| dropped_by_idna(c).map(|w| (c, w))) {
+        if let Some((c, what)) = label
+            .chars()
+            .find_map(|c| dropped_by_idna(c).map(|w| (c, w)))
+        {
             return Err(ModelError::name(
                 input,
                 format!(
@@ -377,10 +380,16 @@ mod tests {
             ("ex\u{AD}ample.com.", "U+00AD (soft hyphen)"),
             ("caf\u{E9}\u{200B}.example.", "U+200B (zero width space)"),
             ("\u{FEFF}b\u{FC}cher.example.", "U+FEFF"),
-            ("b\u{FC}\u{FE0F}cher.example.", "U+FE0F (variation selector)"),
+            (
+                "b\u{FC}\u{FE0F}cher.example.",
+                "U+FE0F (variation selector)",
+            ),
         ] {
             let e = Name::parse(input).expect_err(input).to_string();
-            assert!(e.contains(code) && e.contains("remove it"), "{input:?}: {e}");
+            assert!(
+                e.contains(code) && e.contains("remove it"),
+                "{input:?}: {e}"
+            );
         }
         // The same names without them are fine.
         assert_eq!(

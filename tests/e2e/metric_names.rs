@@ -19,7 +19,10 @@ fn repo() -> PathBuf {
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read_dir") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if path.is_dir() {
             if name != "tests" {
                 sources(&path, out);
@@ -100,10 +103,16 @@ fn every_metric_name_is_listed_documented_and_changed_only_with_a_changelog_line
         .split("metric names, old → new")
         .nth(1)
         .expect("CHANGELOG.md has the rename table");
-    let table = section.split("\n\n").find(|p| p.contains('|')).expect("the table");
+    let table = section
+        .split("\n\n")
+        .find(|p| p.contains('|'))
+        .expect("the table");
     for row in table.lines().filter(|l| l.starts_with("| `")) {
         let old = row.split('`').nth(1).expect("old name");
         let family = old.trim_end_matches("_total");
-        assert!(!code.contains(family), "{old} is retired but still registered");
+        assert!(
+            !code.contains(family),
+            "{old} is retired but still registered"
+        );
     }
 }

@@ -28,7 +28,10 @@ dns_listen = "127.0.0.1:10053"
 fn a_bad_dns_listen_names_the_key_and_the_value() {
     let e = parse(&EXAMPLE.replace("\"127.0.0.1:10053\"", "\"garbage\"")).unwrap_err();
     let e = e.to_string();
-    assert!(e.contains("dns_listen = \"garbage\"") && e.contains("127.0.0.1:10053"), "{e}");
+    assert!(
+        e.contains("dns_listen = \"garbage\"") && e.contains("127.0.0.1:10053"),
+        "{e}"
+    );
 }
 
 #[test]

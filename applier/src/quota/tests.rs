@@ -223,7 +223,10 @@ async fn a_throttle_without_retry_after_holds_one_slot_at_the_halved_rate() {
     // A slow account's slot is capped at a second: 0.5/s halved would be 4 s.
     let slow = Arc::new(Quota::new("slow", settings(0.5, 1)).unwrap());
     slow.throttle(None).await;
-    let waited = slow.acquire(Duration::from_secs(10)).await.expect("a token");
+    let waited = slow
+        .acquire(Duration::from_secs(10))
+        .await
+        .expect("a token");
     assert!(waited <= Duration::from_secs(1), "{waited:?}");
     assert_eq!(q.status().throttled, 1);
 }

@@ -84,12 +84,18 @@ fn a_name_too_long_for_its_ownership_record_is_refused_with_the_reason() {
     ];
     let mut idx = DesiredIndex::new(&zones());
     idx.update_source("file:0", &entries, vec![]);
-    assert_eq!(idx.zone(&root()).unwrap().len(), 1, "the short one is taken");
+    assert_eq!(
+        idx.zone(&root()).unwrap().len(),
+        1,
+        "the short one is taken"
+    );
     let errors = idx.errors();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].location, "x.yaml:1");
     assert!(
-        errors[0].message.contains("too long to carry its ownership record")
+        errors[0]
+            .message
+            .contains("too long to carry its ownership record")
             && errors[0].message.contains("_dnsplane-a"),
         "{}",
         errors[0].message

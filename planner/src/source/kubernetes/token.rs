@@ -130,7 +130,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
         let e = BearerFile::new(&path).unwrap_err().to_string();
-        assert!(e.contains("token") && e.contains(&path.display().to_string()), "{e}");
+        assert!(
+            e.contains("token") && e.contains(&path.display().to_string()),
+            "{e}"
+        );
         std::fs::write(&path, "\n \n").unwrap();
         let e = BearerFile::new(&path).unwrap_err().to_string();
         assert!(e.contains("holds no token"), "{e}");

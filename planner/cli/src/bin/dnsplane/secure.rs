@@ -195,13 +195,19 @@ fn loose_secrets(state: &Path, s: &Secured) -> Vec<(PathBuf, u32)> {
     {
         use std::os::unix::fs::PermissionsExt;
         let ca_key = state.join("ca-key.pem");
-        [&s.token, &ca_key, &s.server_key, &s.client_key, &s.planner_key]
-            .into_iter()
-            .filter_map(|p| {
-                let mode = std::fs::metadata(p).ok()?.permissions().mode() & 0o777;
-                (mode & 0o077 != 0).then(|| (p.clone(), mode))
-            })
-            .collect()
+        [
+            &s.token,
+            &ca_key,
+            &s.server_key,
+            &s.client_key,
+            &s.planner_key,
+        ]
+        .into_iter()
+        .filter_map(|p| {
+            let mode = std::fs::metadata(p).ok()?.permissions().mode() & 0o777;
+            (mode & 0o077 != 0).then(|| (p.clone(), mode))
+        })
+        .collect()
     }
     #[cfg(not(unix))]
     {
@@ -285,7 +291,10 @@ mod tests {
             // A token someone made readable by all is named, with its mode (issue 35).
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&s.token, std::fs::Permissions::from_mode(0o644)).unwrap();
-            assert_eq!(loose_secrets(dir.path(), &s), vec![(s.token.clone(), 0o644)]);
+            assert_eq!(
+                loose_secrets(dir.path(), &s),
+                vec![(s.token.clone(), 0o644)]
+            );
             std::fs::set_permissions(&s.token, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
         // A second start keeps everything clients trust.
