@@ -17,6 +17,7 @@ mod dns_as_code;
 mod docs_commands;
 mod doubt;
 mod embedded_dns;
+mod env_names;
 mod external_dns_takeover;
 mod failing_zone;
 mod failover;
