@@ -17,7 +17,10 @@ fn repo() -> PathBuf {
 fn read_in(dir: &Path, out: &mut BTreeSet<String>) {
     for entry in std::fs::read_dir(dir).expect("read_dir") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if path.is_dir() {
             if name != "tests" {
                 read_in(&path, out);
@@ -44,7 +47,12 @@ fn read_in(dir: &Path, out: &mut BTreeSet<String>) {
 #[test]
 fn every_environment_variable_read_is_documented_and_every_documented_one_is_read() {
     let mut code = BTreeSet::new();
-    for dir in ["planner/src", "planner/cli/src", "applier/src", "common/src"] {
+    for dir in [
+        "planner/src",
+        "planner/cli/src",
+        "applier/src",
+        "common/src",
+    ] {
         read_in(&repo().join(dir), &mut code);
     }
     assert!(code.len() >= 10, "the scan found the variables: {code:?}");

@@ -235,6 +235,56 @@ fn dnsplane_up_with_json_logs_writes_nothing_but_json_lines() {
     }
 }
 
+/// A second `dnsplane up` on the same state directory cannot open the embedded store
+/// (the first holds it): it exits at once, non-zero, with the reason, instead of
+/// running on as a planner without an applier (issue 35).
+#[test]
+fn a_second_up_on_the_same_state_directory_exits_with_the_reason() {
+    let Some(tools) = Tools::find() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf();
+    let up = Up::start(&root, &[]);
+    let (name, rtype, want) = &example_records(&root)[0];
+    let serving = wait_for(Duration::from_secs(60), || {
+        let mut got = dig(&tools.dig, up.dns, name, rtype, false);
+        got.sort();
+        (&got == want).then_some(())
+    });
+    assert!(serving.is_some(), "the first up never served");
+    let mut second = std::process::Command::new(binary("dnsplane"))
+        .args(["up", "--desired"])
+        .arg(root.join("deploy/examples/desired"))
+        .args(["--state-dir"])
+        .arg(up.state.path().join("s"))
+        .args(["--admin-listen", "off"])
+        .args(["--planner-listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--applier-listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--dns-listen", &format!("127.0.0.1:{}", free_port())])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the second up");
+    // A safety net, not a timing claim: it ends as soon as it fails to start.
+    let ended = wait_for(Duration::from_secs(60), || second.try_wait().ok().flatten());
+    if ended.is_none() {
+        let _ = second.kill();
+    }
+    let out = second.wait_with_output().expect("wait");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        ended.is_some(),
+        "the second up ran on without an applier:\n{text}"
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("already open"), "the reason is given: {text}");
+}
+
 /// `dnsplane up --insecure`: the old behaviour, plaintext and open, for those who ask.
 #[test]
 fn dnsplane_up_insecure_serves_plaintext() {

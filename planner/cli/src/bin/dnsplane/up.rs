@@ -366,7 +366,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     if let Some(emulator) = &azure {
         say(&azure::banner(&args, emulator));
     }
-    let applier = tokio::spawn(dnsplane_applier::run(
+    let mut applier = tokio::spawn(dnsplane_applier::run(
         applier_config,
         dnsplane_applier::Listeners {
             grpc: applier_listener,
@@ -381,18 +381,29 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             admin,
         },
         shutdown.clone(),
-    )
-    .await;
-    shutdown.cancel();
-    let applier = applier.await.context("applier task")?;
+    );
+    tokio::pin!(planner);
+    // An applier that ends on its own could not start (its store held by another
+    // `up` on the same state directory): the planner must not run on without it.
+    let (planner, applier) = tokio::select! {
+        p = &mut planner => {
+            shutdown.cancel();
+            (p, applier.await)
+        }
+        a = &mut applier => {
+            shutdown.cancel();
+            (planner.await, a)
+        }
+    };
+    let applier = applier.context("applier task")?;
     if let Some(emulator) = emulator {
         emulator.stop().await;
     }
     if let Some(emulator) = azure {
         emulator.stop().await;
     }
-    planner.context("planner")?;
     applier.context("applier")?;
+    planner.context("planner")?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
