@@ -537,6 +537,7 @@ impl DesiredIndex {
         // Promote the next claim, if any.
         if let Some(mut sh) = self.shadows.remove(key) {
             let next = sh.remove(0);
+            settle_shadow_errors(&mut self.sources, key, &next, &sh);
             records.insert(key.clone(), next);
             if !sh.is_empty() {
                 self.shadows.insert(key.clone(), sh);
@@ -549,6 +550,33 @@ impl DesiredIndex {
     pub fn set_refusals(&mut self, source: &str, refusals: Vec<SourceError>) {
         let source = self.interner.str(source);
         self.sources.entry(source).or_default().refusals = refusals;
+    }
+}
+
+/// `promoted` is now in force at `key`: its "keeping that one" error is over, and the
+/// claims still shadowed are measured against it (an error naming the source that
+/// withdrew would stay for ever, though nothing clashes with it any more).
+fn settle_shadow_errors(
+    sources: &mut BTreeMap<SharedStr, Contribution>,
+    key: &RecordKey,
+    promoted: &DesiredRecord,
+    shadowed: &[DesiredRecord],
+) {
+    if let Some(c) = sources.get_mut(&promoted.source) {
+        c.conflicts.remove(key);
+    }
+    for r in shadowed {
+        let Some(c) = sources.get_mut(&r.source) else {
+            continue;
+        };
+        if r.data == promoted.data {
+            c.conflicts.remove(key);
+        } else if let Some(e) = c.conflicts.get_mut(key) {
+            e.message = format!(
+                "also declared by {} ({}) with other values; keeping that one",
+                promoted.resource, promoted.source
+            );
+        }
     }
 }
 

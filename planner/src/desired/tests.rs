@@ -102,6 +102,26 @@ fn a_name_too_long_for_its_ownership_record_is_refused_with_the_reason() {
     );
 }
 
+/// Three sources claim one key: when the one in force withdraws, the next is in
+/// force and the third's error names that one, not the one that left.
+#[test]
+fn a_shadowed_claims_error_follows_the_claim_in_force() {
+    let mut idx = DesiredIndex::new(&zones());
+    let a = |v: &str, line| [entry("a.example.com", RecordType::A, &[v], line)];
+    idx.update_source("s1", &a("192.0.2.1", 1), vec![]);
+    idx.update_source("s2", &a("192.0.2.2", 2), vec![]);
+    idx.update_source("s3", &a("192.0.2.3", 3), vec![]);
+    idx.update_source("s1", &[], vec![]);
+    let errors = idx.errors();
+    let theirs: Vec<(&str, &str)> = errors
+        .iter()
+        .map(|e| (e.source.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(theirs[0].0, "s3");
+    assert!(theirs[0].1.contains("(s2)"), "{theirs:?}");
+}
+
 #[test]
 fn updates_touch_only_what_changed_and_shadows_fall_back() {
     let mut idx = DesiredIndex::new(&zones());
@@ -142,6 +162,15 @@ fn updates_touch_only_what_changed_and_shadows_fall_back() {
     );
     let k = RecordKey::new(root(), Name::parse("a.example.com").unwrap(), RecordType::A);
     assert_eq!(idx.zone(&root()).unwrap()[&k].data.values(), ["192.0.2.9"]);
+    // Nothing clashes with s2 any more: its error went with s1's claim (issue 35: it
+    // stayed, naming a record no source declared).
+    assert!(
+        !idx.errors()
+            .iter()
+            .any(|e| e.message.contains("also declared")),
+        "{:?}",
+        idx.errors()
+    );
     // s2 goes away: gone.
     idx.update_source("s2", &[], vec![]);
     assert!(!idx.zone(&root()).unwrap().contains_key(&k));
