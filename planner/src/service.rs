@@ -96,6 +96,7 @@ impl PlannerService {
             done.map_err(patch_failure("push"))?;
             return Ok(Response::new(pb::PutDesiredResponse {
                 accepted: req.records.len() as u32,
+                shadowed: push::shadowed(&self.engine, &source),
             }));
         }
         let (entries, checked) =
@@ -105,13 +106,14 @@ impl PlannerService {
         // Persisted before it is acknowledged: a push that cannot be stored changes
         // nothing, and one that was answered survives a restart.
         self.engine
-            .put_source(&format!("push:{}", req.source), entries, checked)
+            .put_source(&source, entries, checked)
             .map_err(|e| {
                 Status::unavailable(format!(
                     "cannot persist the push ({e}); nothing changed, retry later"
                 ))
             })?;
-        Ok(Response::new(pb::PutDesiredResponse { accepted }))
+        let shadowed = push::shadowed(&self.engine, &source);
+        Ok(Response::new(pb::PutDesiredResponse { accepted, shadowed }))
     }
 
     /// `UNAVAILABLE` unless this planner takes writes now: a standby names the
@@ -333,6 +335,7 @@ impl PlannerService {
             upserted,
             deleted: done.deleted as u32,
             records: done.records as u32,
+            shadowed: push::shadowed(&self.engine, &format!("push:{source}")),
         }))
     }
 

@@ -546,6 +546,22 @@ impl DesiredIndex {
         true
     }
 
+    /// `source`'s claims that another source's claim, with other values, holds back:
+    /// each key, with the source in force there.
+    pub fn shadowed(&self, source: &str) -> Vec<(RecordKey, SharedStr)> {
+        let mut out: Vec<(RecordKey, SharedStr)> = self
+            .shadows
+            .iter()
+            .filter_map(|(key, claims)| {
+                let mine = claims.iter().find(|r| &*r.source == source)?;
+                let held = self.zones.get(&key.zone)?.get(key)?;
+                (held.data != mine.data).then(|| (key.clone(), held.source.clone()))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Replaces what `source` reports about input it took no entry from.
     pub fn set_refusals(&mut self, source: &str, refusals: Vec<SourceError>) {
         let source = self.interner.str(source);

@@ -74,6 +74,16 @@ impl Engine {
         })
     }
 
+    /// Source `name`'s records that another source's, with other values, holds back:
+    /// (name, type, the source in force), for a push's answer.
+    pub fn shadowed(&self, name: &str) -> Vec<(RecordKey, String)> {
+        self.desired()
+            .shadowed(name)
+            .into_iter()
+            .map(|(key, by)| (key, by.to_string()))
+            .collect()
+    }
+
     /// Replaces what source `name` reports about input it took no entry from (shown
     /// with the source errors in status).
     pub fn set_source_refusals(&self, name: &str, refusals: Vec<SourceError>) {

@@ -146,6 +146,19 @@ fn canonical(rtype: RecordType, values: &[String]) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// A push's `shadowed`: the records of `source` that another source's holds back.
+pub(super) fn shadowed(engine: &crate::engine::Engine, source: &str) -> Vec<pb::ShadowedRecord> {
+    engine
+        .shadowed(source)
+        .into_iter()
+        .map(|(key, by)| pb::ShadowedRecord {
+            name: key.name.to_string(),
+            r#type: key.rtype.as_str().to_string(),
+            by,
+        })
+        .collect()
+}
+
 pub(super) fn check_source(source: &str) -> Result<(), Vec<FieldError>> {
     if source.is_empty() || source.len() > 128 {
         return Err(vec![FieldError::new(
@@ -381,5 +394,63 @@ pub(crate) fn check_record(
             })
         }
         _ => Err(errors),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::service::tests::{record, service};
+    use dnsplane_common::pb;
+    use dnsplane_common::pb::planner_server::Planner;
+    use tonic::Request;
+
+    fn put(source: &str, records: Vec<pb::DesiredRecord>) -> Request<pb::PutDesiredRequest> {
+        Request::new(pb::PutDesiredRequest {
+            source: source.into(),
+            records,
+        })
+    }
+
+    /// A push whose record another source declares with other values is accepted and
+    /// held back: the answer says so and names the source in force (issue 35; it said
+    /// only "accepted"). The same values, or none in force, shadow nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_push_held_back_by_another_source_says_by_which() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = service(dir.path());
+        let first = vec![
+            record("a.example.com", "A", &["192.0.2.1"]),
+            record("b.example.com", "A", &["192.0.2.2"]),
+        ];
+        let answer = svc.put_desired(put("first", first)).await.unwrap();
+        assert!(answer.into_inner().shadowed.is_empty());
+        let second = vec![
+            record("a.example.com", "A", &["192.0.2.9"]),
+            record("b.example.com", "A", &["192.0.2.2"]),
+            record("c.example.com", "A", &["192.0.2.3"]),
+        ];
+        let answer = svc.put_desired(put("second", second)).await.unwrap();
+        let answer = answer.into_inner();
+        assert_eq!(answer.accepted, 3);
+        assert_eq!(
+            answer.shadowed,
+            [pb::ShadowedRecord {
+                name: "a.example.com.".into(),
+                r#type: "A".into(),
+                by: "push:first".into(),
+            }]
+        );
+        // A patch says the same of what it leaves held back.
+        let done = svc
+            .patch_desired(Request::new(pb::PatchDesiredRequest {
+                source: "second".into(),
+                upserts: vec![record("b.example.com", "A", &["192.0.2.8"])],
+                deletes: Vec::new(),
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        let names: Vec<&str> = done.shadowed.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a.example.com.", "b.example.com."]);
     }
 }

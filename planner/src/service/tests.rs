@@ -16,7 +16,7 @@ fn zones() -> Vec<ZoneConfig> {
         .collect()
 }
 
-fn record(name: &str, rtype: &str, values: &[&str]) -> pb::DesiredRecord {
+pub(super) fn record(name: &str, rtype: &str, values: &[&str]) -> pb::DesiredRecord {
     pb::DesiredRecord {
         name: name.into(),
         r#type: rtype.into(),
