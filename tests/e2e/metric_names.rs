@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the repository")
@@ -33,27 +33,37 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every `"dnsplane_…"` string literal of the services' code before its
-/// `#[cfg(test)]` module: the metric families they register or encode.
-fn registered() -> BTreeSet<String> {
+/// Every string literal `"PREFIX…"` (of characters `part` takes) in the code below
+/// `dirs` before its `#[cfg(test)]` module.
+pub(crate) fn literals(dirs: &[&str], prefix: &str, part: fn(char) -> bool) -> BTreeSet<String> {
     let mut files = Vec::new();
-    for dir in ["planner/src", "applier/src", "common/src"] {
+    for dir in dirs {
         sources(&repo().join(dir), &mut files);
     }
-    let mut names = BTreeSet::new();
+    let mut found = BTreeSet::new();
+    let quoted = format!("\"{prefix}");
     for file in files {
         let text = std::fs::read_to_string(&file).expect("read");
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-        for piece in code.split("\"dnsplane_").skip(1) {
-            let tail: String = piece
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
-            if piece[tail.len()..].starts_with('"') && tail != "descriptor" {
-                names.insert(format!("dnsplane_{tail}"));
+        for piece in code.split(quoted.as_str()).skip(1) {
+            let tail: String = piece.chars().take_while(|c| part(*c)).collect();
+            if piece[tail.len()..].starts_with('"') {
+                found.insert(format!("{prefix}{tail}"));
             }
         }
     }
+    found
+}
+
+/// The metric families the services register or encode.
+fn registered() -> BTreeSet<String> {
+    let part = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    let mut names = literals(
+        &["planner/src", "applier/src", "common/src"],
+        "dnsplane_",
+        part,
+    );
+    names.remove("dnsplane_descriptor");
     names
 }
 
