@@ -87,6 +87,17 @@ struct Up {
 }
 
 impl Up {
+    /// Whether the first example record is answered on the DNS port, within 60 s.
+    fn serves_the_first_example(&self, tools: &Tools, root: &Path) -> bool {
+        let (name, rtype, want) = &example_records(root)[0];
+        wait_for(Duration::from_secs(60), || {
+            let mut got = dig(&tools.dig, self.dns, name, rtype, false);
+            got.sort();
+            (&got == want).then_some(())
+        })
+        .is_some()
+    }
+
     fn start(root: &Path, extra: &[&str]) -> Up {
         Up::start_with_env(root, extra, &[])
     }
@@ -215,14 +226,9 @@ fn dnsplane_up_with_json_logs_writes_nothing_but_json_lines() {
         .expect("repo root")
         .to_path_buf();
     let up = Up::start_with_env(&root, &[], &[("DNSPLANE_LOG_FORMAT", "json")]);
-    let (name, rtype, want) = &example_records(&root)[0];
-    let answered = wait_for(Duration::from_secs(60), || {
-        let mut got = dig(&tools.dig, up.dns, name, rtype, false);
-        got.sort();
-        (&got == want).then_some(())
-    });
+    let answered = up.serves_the_first_example(&tools, &root);
     let text = std::fs::read_to_string(&up.log).unwrap_or_default();
-    assert!(answered.is_some(), "never served; log:\n{text}");
+    assert!(answered, "never served; log:\n{text}");
     assert!(
         text.contains("Ctrl-C to stop"),
         "the banner is logged: {text}"
@@ -246,13 +252,10 @@ fn a_second_up_on_the_same_state_directory_exits_with_the_reason() {
         .expect("repo root")
         .to_path_buf();
     let up = Up::start(&root, &[]);
-    let (name, rtype, want) = &example_records(&root)[0];
-    let serving = wait_for(Duration::from_secs(60), || {
-        let mut got = dig(&tools.dig, up.dns, name, rtype, false);
-        got.sort();
-        (&got == want).then_some(())
-    });
-    assert!(serving.is_some(), "the first up never served");
+    assert!(
+        up.serves_the_first_example(&tools, &root),
+        "the first up never served"
+    );
     let mut second = std::process::Command::new(binary("dnsplane"))
         .args(["up", "--desired"])
         .arg(root.join("deploy/examples/desired"))
