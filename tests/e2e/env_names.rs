@@ -2,7 +2,8 @@
 //! the documented ones are read. docs/cli.md's table of them is checked against the
 //! code both ways: a variable read but not in the table, or in the table but read
 //! nowhere, fails, naming it.
-use crate::metric_names::{literals, repo};
+use crate::metric_names::literals;
+use dnsplane_e2e::repo_root;
 use std::collections::BTreeSet;
 
 #[test]
@@ -19,7 +20,7 @@ fn every_environment_variable_read_is_documented_and_every_documented_one_is_rea
         part,
     );
     assert!(code.len() >= 10, "the scan found the variables: {code:?}");
-    let cli = std::fs::read_to_string(repo().join("docs/cli.md")).expect("docs/cli.md");
+    let cli = std::fs::read_to_string(repo_root().join("docs/cli.md")).expect("docs/cli.md");
     let table: BTreeSet<String> = cli
         .split("## Environment variables")
         .nth(1)

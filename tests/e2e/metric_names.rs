@@ -4,15 +4,9 @@
 //! docs/observability.md, and a name that appears or goes (a rename is both) must be
 //! named in CHANGELOG.md. The names are read from the services' own source, not from
 //! a scrape: a scrape shows only the families that a run happened to register.
+use dnsplane_e2e::repo_root;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-pub(crate) fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the repository")
-        .to_path_buf()
-}
 
 /// The `.rs` files below `dir`, tests left out (files named `tests.rs` or
 /// `*_tests.rs`, and folders named `tests`).
@@ -38,7 +32,7 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 pub(crate) fn literals(dirs: &[&str], prefix: &str, part: fn(char) -> bool) -> BTreeSet<String> {
     let mut files = Vec::new();
     for dir in dirs {
-        sources(&repo().join(dir), &mut files);
+        sources(&repo_root().join(dir), &mut files);
     }
     let mut found = BTreeSet::new();
     let quoted = format!("\"{prefix}");
@@ -89,9 +83,9 @@ fn every_metric_name_is_listed_documented_and_changed_only_with_a_changelog_line
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect();
-    let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).expect("CHANGELOG");
-    let documented =
-        std::fs::read_to_string(repo().join("docs/observability.md")).expect("observability.md");
+    let changelog = std::fs::read_to_string(repo_root().join("CHANGELOG.md")).expect("CHANGELOG");
+    let documented = std::fs::read_to_string(repo_root().join("docs/observability.md"))
+        .expect("observability.md");
 
     let undocumented: Vec<&String> = code.iter().filter(|n| !names(&documented, n)).collect();
     assert!(

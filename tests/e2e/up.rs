@@ -1,6 +1,6 @@
 //! The README's first command: `dnsplane up` on the example desired state.
 use crate::stack::Tools;
-use dnsplane_e2e::{Proc, binary, dig, free_port, grpcurl, wait_for};
+use dnsplane_e2e::{Proc, binary, dig, free_port, grpcurl, repo_root, wait_for};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -136,10 +136,7 @@ impl Up {
 #[test]
 fn dnsplane_up_serves_the_example_zone() {
     let Some(tools) = Tools::find() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf();
+    let root = repo_root();
     let up = Up::start(&root, &[]);
     let (pp, dp, log, state) = (up.planner, up.dns, up.log.clone(), &up.state);
     let records = example_records(&root);
@@ -221,10 +218,7 @@ fn dnsplane_up_serves_the_example_zone() {
 #[test]
 fn dnsplane_up_with_json_logs_writes_nothing_but_json_lines() {
     let Some(tools) = Tools::find() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf();
+    let root = repo_root();
     let up = Up::start_with_env(&root, &[], &[("DNSPLANE_LOG_FORMAT", "json")]);
     let answered = up.serves_the_first_example(&tools, &root);
     let text = std::fs::read_to_string(&up.log).unwrap_or_default();
@@ -247,10 +241,7 @@ fn dnsplane_up_with_json_logs_writes_nothing_but_json_lines() {
 #[test]
 fn a_second_up_on_the_same_state_directory_exits_with_the_reason() {
     let Some(tools) = Tools::find() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf();
+    let root = repo_root();
     let up = Up::start(&root, &[]);
     assert!(
         up.serves_the_first_example(&tools, &root),
@@ -292,10 +283,7 @@ fn a_second_up_on_the_same_state_directory_exits_with_the_reason() {
 #[test]
 fn dnsplane_up_insecure_serves_plaintext() {
     let Some(tools) = Tools::find() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf();
+    let root = repo_root();
     let up = Up::start(&root, &["--insecure"]);
     let (pp, log, state) = (up.planner, up.log.clone(), &up.state);
     let listed = wait_for(Duration::from_secs(30), || {
@@ -319,10 +307,7 @@ fn dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli() {
     let Some(aws) = dnsplane_e2e::tool("DNSPLANE_AWS_CLI", "aws") else {
         return;
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf();
+    let root = repo_root();
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
     let command = readme
         .lines()
@@ -384,10 +369,7 @@ fn dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli() {
 /// ownership TXT records beside them.
 #[test]
 fn dnsplane_up_with_the_azure_emulator_writes_the_examples_through_arm() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo root")
-        .to_path_buf();
+    let root = repo_root();
     let state = tempfile::tempdir().expect("state");
     let (pp, ap, ep) = (free_port(), free_port(), free_port());
     let log = state.path().join("up.log");

@@ -48,6 +48,15 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The repository's root, whose docs, examples and sources tests read.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("common/testing sits two levels below the repository root")
+        .to_path_buf()
+}
+
 /// A binary of the workspace; panics with the command to build it when missing.
 pub fn binary(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
