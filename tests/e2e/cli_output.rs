@@ -284,6 +284,21 @@ fn cli_exit_codes_converged_and_changes_present() {
     assert_eq!(code, 0, "{out}");
 }
 
+/// The JSON example in docs/cli.md is a document the `status` schema admits: the
+/// docs show what the contract says.
+#[test]
+fn the_status_example_in_the_docs_meets_the_schema() {
+    let Some(python) = tool("DNSPLANE_JSONSCHEMA_PYTHON", "dnsplane-jsonschema-python") else {
+        return;
+    };
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md"))
+        .expect("docs/cli.md");
+    let start = docs.find("```json\n").expect("docs/cli.md has a JSON example") + 8;
+    let example = &docs[start..start + docs[start..].find("```").expect("the block ends")];
+    json(example);
+    validate(&python, "status", example, None);
+}
+
 /// `completions bash` loads in bash and completes the subcommands; `man` names each.
 #[test]
 fn completions_load_in_bash_and_the_man_page_names_every_subcommand() {

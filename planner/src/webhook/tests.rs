@@ -181,6 +181,29 @@ async fn changes_are_stored_idempotent_refused_alone_and_restored() {
     reads_back_across_a_restart(s, dir.path(), &got).await;
 }
 
+/// A body over the documented 64 MiB is refused whole with 413 before it is parsed:
+/// nothing of it is stored, and what was stored before stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_413_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path()).await;
+    let first = json!({"create": [a("www.example.com", "192.0.2.1")]});
+    assert_eq!(post(&s, "/records", first.to_string()).await.0, 204);
+    let before = records(&s).await;
+    // A valid change set padded past the limit with whitespace JSON allows.
+    let mut big = json!({"create": [a("big.example.com", "192.0.2.2")]}).to_string();
+    big.push_str(&" ".repeat(MAX_BODY + 1 - big.len()));
+    let (code, body) = post(&s, "/records", big).await;
+    assert_eq!(code, 413, "{body}");
+    assert_eq!(records(&s).await, before);
+    // Just under the limit is taken.
+    let mut fits = json!({"create": [a("fits.example.com", "192.0.2.3")]}).to_string();
+    fits.push_str(&" ".repeat(MAX_BODY - fits.len()));
+    assert_eq!(post(&s, "/records", fits).await.0, 204);
+    assert_eq!(records(&s).await.len(), 2);
+    s.stop.cancel();
+}
+
 /// Adjusting answers what `GET /records` will report, so that a converged world plans
 /// nothing: adjusted desired endpoints, applied, read back equal, and adjusting twice
 /// changes nothing.
