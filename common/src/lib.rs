@@ -35,6 +35,7 @@ pub mod secret;
 pub mod shared;
 pub mod telemetry;
 pub mod tls;
+pub mod toml_error;
 pub mod wire;
 pub mod wkt;
 

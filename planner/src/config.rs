@@ -379,7 +379,7 @@ impl PlannerConfig {
         })?;
         let mut config: PlannerConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: shown.clone(),
-            message: e.to_string(),
+            message: dnsplane_common::toml_error::describe(&text, &e),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         if config.state_dir.is_relative() {

@@ -7,6 +7,7 @@ mod cli;
 mod cli_output;
 mod clouddns;
 mod cloudflare;
+mod config_errors;
 mod conformance;
 mod cookbook;
 mod credentials;

@@ -185,6 +185,18 @@ pub struct AccountConfig {
     pub driver: DriverConfig,
 }
 
+/// Every `driver` an account may name.
+pub const DRIVERS: [&str; 8] = [
+    "memory",
+    "pdns",
+    "rfc2136",
+    "route53",
+    "clouddns",
+    "cloudflare",
+    "webhook",
+    "azure",
+];
+
 /// The driver of an account and its own keys, tagged by `driver`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "driver", rename_all = "lowercase", deny_unknown_fields)]
@@ -224,6 +236,34 @@ impl DriverConfig {
         }
     }
 
+    /// The driver `name`'s config from the rest of its account's table. Read by hand,
+    /// not through serde's internally tagged enum, which buffers the table and so loses
+    /// the path of a key inside it: an error here begins with that path.
+    fn from_table(name: &str, table: toml::Table) -> Result<DriverConfig, String> {
+        fn read<T: DeserializeOwned>(
+            table: toml::Table,
+            driver: fn(T) -> DriverConfig,
+        ) -> Result<DriverConfig, String> {
+            serde_path_to_error::deserialize(toml::Value::Table(table))
+                .map(driver)
+                .map_err(|e| at_path(None, &e))
+        }
+        match name {
+            "memory" => read(table, DriverConfig::Memory),
+            "pdns" => read(table, DriverConfig::Pdns),
+            "rfc2136" => read(table, DriverConfig::Rfc2136),
+            "route53" => read(table, DriverConfig::Route53),
+            "clouddns" => read(table, DriverConfig::CloudDns),
+            "cloudflare" => read(table, DriverConfig::Cloudflare),
+            "webhook" => read(table, DriverConfig::Webhook),
+            "azure" => read(table, DriverConfig::Azure),
+            other => Err(format!(
+                "driver: unknown variant `{other}`, expected one of {}",
+                DRIVERS.map(|d| format!("`{d}`")).join(", ")
+            )),
+        }
+    }
+
     /// Adds every problem with the driver's keys to `problems`; `at` names the table,
     /// `zones` are the account's.
     fn check(&self, at: &str, zones: &[Name], problems: &mut Vec<String>) {
@@ -253,8 +293,8 @@ impl<'de> Deserialize<'de> for AccountConfig {
             table
                 .remove(key)
                 .map(|v| {
-                    v.try_into::<T>()
-                        .map_err(|e| E::custom(format!("{key}: {}", e.message())))
+                    serde_path_to_error::deserialize(v)
+                        .map_err(|e| E::custom(at_path(Some(key), &e)))
                 })
                 .transpose()
         }
@@ -266,8 +306,9 @@ impl<'de> Deserialize<'de> for AccountConfig {
         let faults = take(&mut table, "faults")?.unwrap_or_default();
         let quota = take(&mut table, "quota")?;
         let pacing = take(&mut table, "pacing")?.unwrap_or_default();
-        let driver = DriverConfig::deserialize(toml::Value::Table(table))
-            .map_err(|e| D::Error::custom(e.message()))?;
+        let driver: String =
+            take(&mut table, "driver")?.ok_or_else(|| D::Error::missing_field("driver"))?;
+        let driver = DriverConfig::from_table(&driver, table).map_err(D::Error::custom)?;
         Ok(AccountConfig {
             name,
             zones,
@@ -278,6 +319,33 @@ impl<'de> Deserialize<'de> for AccountConfig {
             driver,
         })
     }
+}
+
+/// A driver's or shared key's error, prefixed with the key path it is about
+/// (`dns_rate_limit.burst: invalid type …`): the account is read whole, so the error
+/// would otherwise name no key and point at the `[[accounts]]` header
+/// ([`dnsplane_common::toml_error`] finds the key's line from this prefix).
+fn at_path(key: Option<&str>, e: &serde_path_to_error::Error<toml::de::Error>) -> String {
+    let inner = e.inner().message();
+    let mut path = e.path().to_string();
+    // serde's path of an unknown key ends with the key, which the message names.
+    if let Some(field) = inner
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        path = match path.rsplit_once('.') {
+            Some((parent, last)) if last == field => parent.to_string(),
+            _ if path == field => ".".to_string(),
+            _ => path,
+        };
+    }
+    let path = match (key, path.as_str()) {
+        (Some(k), ".") => k.to_string(),
+        (Some(k), p) => format!("{k}.{p}"),
+        (None, ".") => return inner.to_string(),
+        (None, p) => p.to_string(),
+    };
+    format!("{path}: {inner}")
 }
 
 fn default_cache_ttl() -> Duration {
@@ -329,7 +397,7 @@ impl ApplierConfig {
     pub fn from_toml(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let mut config: ApplierConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: dnsplane_common::toml_error::describe(text, &e),
         })?;
         if let Some(tls) = &mut config.tls {
             tls.resolve_paths(path.parent().unwrap_or(Path::new(".")));

@@ -34,6 +34,50 @@ fn a_bad_dns_listen_names_the_key_and_the_value() {
     );
 }
 
+/// An error inside `[[accounts]]` is shown at the key's own line and names its path:
+/// the account is read whole, so it was shown at the `[[accounts]]` header, naming no
+/// key when the driver's value had the wrong type (issue 35).
+#[test]
+fn an_account_error_is_shown_at_its_key_line_with_its_path() {
+    for (extra, line, want) in [
+        (
+            "dns_rate_limit = { burst = \"x\" }\n",
+            "line 13, column 1\n   |\n13 | dns_rate_limit",
+            "dns_rate_limit.burst: invalid type: string \"x\", expected u32",
+        ),
+        (
+            "[accounts.dns_rate_limit]\nslip = 1\nburst = -1\n",
+            "line 15, column 1\n   |\n15 | burst",
+            "dns_rate_limit.burst: invalid value: integer `-1`",
+        ),
+        (
+            "bogus = 1\n",
+            "line 13, column 1\n   |\n13 | bogus",
+            "unknown field `bogus`",
+        ),
+        (
+            "circuit = { jitter = \"many\" }\n",
+            "line 13, column 1\n   |\n13 | circuit",
+            "circuit.jitter: invalid type",
+        ),
+    ] {
+        let e = parse(&format!("{EXAMPLE}{extra}")).unwrap_err().to_string();
+        assert!(
+            e.contains(line) && e.contains(want),
+            "{line:?} / {want:?} not in:\n{e}"
+        );
+    }
+    // An unknown driver is named with those there are.
+    let e = parse(&EXAMPLE.replace("\"memory\"", "\"azrue\""))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("line 9")
+            && e.contains("unknown variant `azrue`, expected one of `memory`, `pdns`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn parses_the_documented_format() {
     let c = parse(EXAMPLE).unwrap();

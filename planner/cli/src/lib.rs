@@ -82,3 +82,52 @@ pub async fn admin_listener(addr: &str) -> Option<tokio::net::TcpListener> {
         }
     }
 }
+
+/// An error and its causes, each said once: `error: cause: …`. A cause whose words the
+/// text already holds is left out: an error that writes its source into its own
+/// message and also names it as its source (`#[error("auth: {0}")]` with `#[from]`)
+/// was printed twice by `{:#}` ("auth: tokens.toml:4: …: tokens.toml:4: …").
+pub fn describe(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("tokens.toml:4: unknown variant `admin`")]
+    struct Tokens;
+
+    /// Writes its cause into its message and names it as its source.
+    #[derive(Debug, thiserror::Error)]
+    #[error("auth: {0}")]
+    struct Auth(#[from] Tokens);
+
+    /// Names its cause without writing it.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot start")]
+    struct Start(#[source] Tokens);
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let e = anyhow::Error::from(Auth(Tokens)).context("pt.toml");
+        assert_eq!(
+            describe(&e),
+            "pt.toml: auth: tokens.toml:4: unknown variant `admin`"
+        );
+        let e = anyhow::Error::from(Start(Tokens));
+        assert_eq!(
+            describe(&e),
+            "cannot start: tokens.toml:4: unknown variant `admin`"
+        );
+    }
+}

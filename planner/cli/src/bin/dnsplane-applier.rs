@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     match dnsplane_cli::serve("dnsplane-applier", || run(args, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("dnsplane-applier: {e:#}");
+            eprintln!("dnsplane-applier: {}", dnsplane_cli::describe(&e));
             // An account that cannot be set up (unreadable key file, unresolvable
             // server) is a config problem too.
             match e.downcast_ref::<dnsplane_applier::ApplierError>() {

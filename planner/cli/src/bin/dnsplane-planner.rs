@@ -64,11 +64,11 @@ fn main() -> std::process::ExitCode {
             if e.downcast_ref::<dnsplane_planner::PlannerError>()
                 .is_some_and(dnsplane_planner::PlannerError::is_config) =>
         {
-            eprintln!("dnsplane-planner: {shown}: {e:#}");
+            eprintln!("dnsplane-planner: {shown}: {}", dnsplane_cli::describe(&e));
             std::process::ExitCode::from(dnsplane_cli::EXIT_BAD_CONFIG)
         }
         Err(e) => {
-            eprintln!("dnsplane-planner: {e:#}");
+            eprintln!("dnsplane-planner: {}", dnsplane_cli::describe(&e));
             std::process::ExitCode::FAILURE
         }
     }

@@ -286,7 +286,7 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(run) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("dnsplane: {e:#}");
+            eprintln!("dnsplane: {}", dnsplane_cli::describe(&e));
             std::process::ExitCode::FAILURE
         }
     }
