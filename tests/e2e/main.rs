@@ -8,6 +8,7 @@ mod cli_output;
 mod clouddns;
 mod cloudflare;
 mod config_errors;
+mod config_keys;
 mod conformance;
 mod cookbook;
 mod credentials;

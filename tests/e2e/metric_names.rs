@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The `.rs` files below `dir`, tests left out (files named `tests.rs` or
 /// `*_tests.rs`, and folders named `tests`).
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read_dir") {
         let path = entry.expect("entry").path();
         let name = path
