@@ -43,6 +43,8 @@
 //!
 //! - [`scan`]: which files, and whether they changed (and what is never read);
 //! - [`merge`]: keep-last-good per file;
+//! - [`settle`]: a file that loses records is believed once it has stayed so for a
+//!   second (a file rewritten in place is briefly short);
 //! - [`states`]: what was accepted, persisted per file (a one-record edit writes its
 //!   file's part, not the whole source); a write that fails (a full disk) is tried
 //!   again on a backoff until it succeeds, without waiting for the files to change.
@@ -66,8 +68,10 @@ pub mod format;
 mod load;
 pub(super) mod merge;
 mod scan;
+mod settle;
 mod states;
 pub use self::format::FileFormat;
+pub use self::settle::SHRINK_SETTLE;
 pub use self::states::stored_counts;
 
 /// The longest wait between two tries to persist a change that could not be
@@ -101,6 +105,8 @@ pub struct FileSource {
     unpersisted: bool,
     /// What the files are ([`format`]).
     format: FileFormat,
+    /// Files that lost records too recently to be believed ([`settle`]).
+    shrinks: settle::Shrinks,
 }
 
 impl FileSource {
@@ -118,6 +124,7 @@ impl FileSource {
             zones: None,
             unpersisted: false,
             format: FileFormat::Auto,
+            shrinks: settle::Shrinks::default(),
         }
     }
 
@@ -132,6 +139,13 @@ impl FileSource {
     /// ([`super::zones`]).
     pub fn with_zones(mut self, zones: super::zones::ZoneCheck) -> FileSource {
         self.zones = Some(zones);
+        self
+    }
+
+    /// Shrinks must hold for `window` (instead of [`SHRINK_SETTLE`] or the poll).
+    #[cfg(test)]
+    fn with_shrink_settle(mut self, window: Duration) -> FileSource {
+        self.shrinks.settle_unless_set(window);
         self
     }
 
@@ -192,6 +206,9 @@ impl FileSource {
             if !good.contains_key(path) && scan.unlisted.iter().any(|d| path.starts_with(d)) {
                 good.insert(path.clone(), old.kept(path)?);
             }
+        }
+        for path in self.shrinks.hold(&mut good, &old, &self.stamps)? {
+            tracing::debug!(file = %path.display(), "file source: the file lost records; they stay until it has stayed so for the settle window (a file rewritten in place)");
         }
         let stored = self.store.is_some();
         let key = self.store_key();
@@ -265,6 +282,7 @@ impl FileSource {
         tx: mpsc::Sender<Snapshot>,
         cancel: CancellationToken,
     ) -> JoinHandle<()> {
+        self.shrinks.settle_unless_set(SHRINK_SETTLE.max(poll));
         tokio::spawn(async move {
             let mut last_fingerprint: Option<u64> = None;
             // Compared by hash: a snapshot can be large.
@@ -296,6 +314,11 @@ impl FileSource {
                 self = source;
                 if fingerprint.is_some() {
                     last_fingerprint = fingerprint;
+                }
+                if self.shrinks.waiting() {
+                    // Read again at the next poll, changed or not, until the shrink
+                    // has held for its window (or the file grew back).
+                    last_fingerprint = None;
                 }
                 let wait = if self.unpersisted {
                     // Loaded again after the wait, whether the files change or not: a
@@ -481,5 +504,7 @@ mod format_tests;
 mod hostile_tests;
 #[cfg(test)]
 mod persist_tests;
+#[cfg(test)]
+mod settle_tests;
 #[cfg(test)]
 mod tests;

@@ -4,14 +4,14 @@ use dnsplane_common::RecordType;
 use std::fs;
 use std::path::Path;
 
-fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
+pub(super) fn write(dir: &Path, rel: &str, text: &str) -> PathBuf {
     let path = dir.join(rel);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(&path, text).unwrap();
     path
 }
 
-fn endpoint_file(endpoints: &[(&str, &str, &str)]) -> String {
+pub(super) fn endpoint_file(endpoints: &[(&str, &str, &str)]) -> String {
     let mut s = String::from(
         "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: web\nspec:\n  endpoints:\n",
     );
