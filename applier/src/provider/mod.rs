@@ -276,13 +276,26 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
 
     /// The zone's RRSets, or only those at `names`, with each request the driver makes
     /// under the account's quota: it calls [`call::Pacer::request`] right before each
-    /// one (a driver of one request per call: once, first).
+    /// one (a driver of one request per call: once, first). The default serves a
+    /// [`counted`](Self::counted) driver from its listing cache ([`kit::counted::list`]);
+    /// every other driver writes its own.
     async fn list_paced(
         &self,
         zone: &Name,
         names: Option<&[Name]>,
         pacer: &call::Pacer,
-    ) -> Result<Listing, ProviderError>;
+    ) -> Result<Listing, ProviderError> {
+        match self.counted() {
+            Some(counted) => kit::counted::list(counted, zone, names, pacer).await,
+            None => Err(ProviderError::new(
+                ErrorClass::Permanent,
+                format!(
+                    "the {} driver has no listing: it must write list_paced or counted",
+                    self.driver()
+                ),
+            )),
+        }
+    }
 
     /// One write of `ops`, each request under the account's quota (see
     /// [`list_paced`](Self::list_paced)): atomic when capabilities say so;

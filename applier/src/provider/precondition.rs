@@ -47,6 +47,41 @@ pub fn check(ops: &[RRSetOp], read: &ZoneRead) -> Result<(), ProviderError> {
     cname_check(ops, &read.types)
 }
 
+/// The names of a batch's "absent" asserts (no before, no after): the one
+/// precondition a provider whose batches assert "exactly this" (Route 53, Cloud DNS)
+/// cannot express, so the driver reads these names first.
+pub fn absent_names(ops: &[RRSetOp]) -> BTreeSet<Name> {
+    ops.iter()
+        .filter(|op| op.before.is_none() && op.after.is_none())
+        .map(|op| op.key.name.clone())
+        .collect()
+}
+
+/// Checks the "absent" asserts of a batch against a read of [`absent_names`] (the
+/// sets found, and those found but not modelled): a present set is a conflict of that
+/// op.
+pub fn check_absent(
+    ops: &[RRSetOp],
+    rrsets: &BTreeMap<RecordKey, RRSet>,
+    opaque: &BTreeSet<RecordKey>,
+) -> Result<(), ProviderError> {
+    match ops.iter().find(|op| {
+        op.before.is_none()
+            && op.after.is_none()
+            && (rrsets.contains_key(&op.key) || opaque.contains(&op.key))
+    }) {
+        Some(op) => Err(ProviderError::new(
+            ErrorClass::Conflict,
+            format!(
+                "precondition failed for {}: expected absent, found it present",
+                op.key
+            ),
+        )
+        .with_key(op.key.clone())),
+        None => Ok(()),
+    }
+}
+
 /// The CNAME rule on the state a batch would leave at each name it writes.
 /// Shared with the `rfc2136` driver, whose server silently ignores such additions.
 pub fn cname_check(

@@ -54,7 +54,7 @@ use crate::provider::kit::counted::{self, CountedZone};
 use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::RecordCache;
-use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Operation, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
@@ -394,15 +394,6 @@ impl Provider for AzureProvider {
 
     fn counted(&self) -> Option<&dyn CountedZone> {
         Some(self)
-    }
-
-    async fn list_paced(
-        &self,
-        zone: &Name,
-        names: Option<&[Name]>,
-        pacer: &Pacer,
-    ) -> Result<Listing, ProviderError> {
-        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(

@@ -30,7 +30,9 @@
 //! Sets with a routing policy are not modelled: a read marks them opaque, so dnsplane
 //! never writes over them.
 use crate::provider::call::Pacer;
-use crate::provider::{Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError};
+use crate::provider::{
+    Capabilities, ErrorClass, Listing, Operation, Provider, ProviderError, precondition,
+};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use futures::{StreamExt, TryStreamExt};
@@ -479,27 +481,10 @@ impl Provider for CloudDnsProvider {
     ) -> Result<(), ProviderError> {
         crate::provider::ensure_in_zone(zone, ops)?;
         // "Absent" is the one precondition a Change cannot express.
-        let absent: BTreeSet<Name> = ops
-            .iter()
-            .filter(|op| op.before.is_none() && op.after.is_none())
-            .map(|op| op.key.name.clone())
-            .collect();
+        let absent = precondition::absent_names(ops);
         if !absent.is_empty() {
             let read = self.read(zone, Some(&absent), pacer).await?;
-            if let Some(op) = ops.iter().find(|op| {
-                op.before.is_none()
-                    && op.after.is_none()
-                    && (read.rrsets.contains_key(&op.key) || read.opaque.contains(&op.key))
-            }) {
-                return Err(ProviderError::new(
-                    ErrorClass::Conflict,
-                    format!(
-                        "precondition failed for {}: expected absent, found it present",
-                        op.key
-                    ),
-                )
-                .with_key(op.key.clone()));
-            }
+            precondition::check_absent(ops, &read.rrsets, &read.opaque)?;
         }
         let respelled: Vec<Option<Vec<String>>> = ops
             .iter()

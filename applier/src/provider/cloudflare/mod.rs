@@ -47,7 +47,7 @@ use crate::provider::kit::secret::SecretHeader;
 use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::RecordCache;
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::rdata::canonicalize;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
@@ -410,15 +410,6 @@ impl Provider for CloudflareProvider {
 
     fn counted(&self) -> Option<&dyn CountedZone> {
         Some(self)
-    }
-
-    async fn list_paced(
-        &self,
-        zone: &Name,
-        names: Option<&[Name]>,
-        pacer: &Pacer,
-    ) -> Result<Listing, ProviderError> {
-        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(

@@ -8,7 +8,7 @@
 //!
 //! A driver implements [`CountedZone`] (its cache, and its read of a zone's names or
 //! of all of it) and returns itself from `Provider::counted`, which gives it
-//! `serial`, `forget` and `serial_position`; its `list_paced` is then [`list`].
+//! `serial`, `forget`, `serial_position` and `list_paced` (the trait's default, [`list`]).
 use crate::provider::call::Pacer;
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::{RecordCache, Validity};

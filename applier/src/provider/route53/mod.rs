@@ -46,7 +46,7 @@ use crate::provider::call::Pacer;
 use crate::provider::kit::counted::{self, CountedZone};
 use crate::provider::precondition::ZoneRead;
 use crate::provider::record_cache::RecordCache;
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Provider, ProviderError};
 use async_trait::async_trait;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
@@ -425,15 +425,6 @@ impl Provider for Route53Provider {
         } else {
             Vec::new()
         }
-    }
-
-    async fn list_paced(
-        &self,
-        zone: &Name,
-        names: Option<&[Name]>,
-        pacer: &Pacer,
-    ) -> Result<Listing, ProviderError> {
-        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(

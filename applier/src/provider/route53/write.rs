@@ -5,7 +5,7 @@ use super::upsert;
 use super::wire::{self, Action, OutChange};
 use super::{Route53Provider, decode, sets};
 use crate::provider::call::Pacer;
-use crate::provider::{ErrorClass, Provider, ProviderError};
+use crate::provider::{ErrorClass, Provider, ProviderError, precondition};
 use dnsplane_common::{Name, RRSetOp, RecordType};
 use reqwest::Method;
 use std::collections::BTreeSet;
@@ -29,29 +29,11 @@ impl Route53Provider {
             return Err(ProviderError::new(ErrorClass::Invalid, why).with_key(op.key.clone()));
         }
         // "Absent" is the one precondition Route 53 cannot check in a batch.
-        let absent: BTreeSet<Name> = ops
-            .iter()
-            .filter(|op| op.before.is_none() && op.after.is_none())
-            .map(|op| op.key.name.clone())
-            .collect();
+        let absent = precondition::absent_names(ops);
         if !absent.is_empty() {
             let read = self.read(zone, Some(&absent), pacer).await?;
             self.cache.refresh(zone, &absent, &read.zone);
-            if let Some(op) = ops.iter().find(|op| {
-                op.before.is_none()
-                    && op.after.is_none()
-                    && (read.zone.rrsets.contains_key(&op.key)
-                        || read.zone.opaque.contains(&op.key))
-            }) {
-                return Err(ProviderError::new(
-                    ErrorClass::Conflict,
-                    format!(
-                        "precondition failed for {}: expected absent, found it present",
-                        op.key
-                    ),
-                )
-                .with_key(op.key.clone()));
-            }
+            precondition::check_absent(ops, &read.zone.rrsets, &read.zone.opaque)?;
         }
         if ops
             .iter()

@@ -49,7 +49,7 @@ use crate::provider::kit::counted::{self, CountedZone};
 use crate::provider::kit::zones::ZoneLocks;
 use crate::provider::precondition::{ZoneRead, check};
 use crate::provider::record_cache::RecordCache;
-use crate::provider::{Capabilities, ErrorClass, Listing, Provider, ProviderError};
+use crate::provider::{Capabilities, ErrorClass, Provider, ProviderError};
 use async_trait::async_trait;
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey};
 use reqwest::Url;
@@ -307,15 +307,6 @@ impl Provider for WebhookProvider {
 
     fn counted(&self) -> Option<&dyn CountedZone> {
         Some(self)
-    }
-
-    async fn list_paced(
-        &self,
-        zone: &Name,
-        names: Option<&[Name]>,
-        pacer: &Pacer,
-    ) -> Result<Listing, ProviderError> {
-        counted::list(self, zone, names, pacer).await
     }
 
     async fn apply_paced(
