@@ -180,20 +180,19 @@ mod tests {
     #[test]
     fn a_key_path_is_shown_at_the_key_or_in_its_sub_table() {
         let second = TEXT.replacen("[[entry]]\nname = \"a\"\n", "", 1);
-        let e = error_at_entry(&second, "limit.burst: invalid type");
-        assert!(
-            describe(&second, &e)
-                .starts_with("TOML parse error at line 8, column 1\n  |\n8 | limit"),
-            "{}",
-            describe(&second, &e)
-        );
-        let e = error_at_entry(&second, "rate.burst: invalid type");
-        assert!(
-            describe(&second, &e)
-                .starts_with("TOML parse error at line 11, column 1\n   |\n11 | burst"),
-            "{}",
-            describe(&second, &e)
-        );
+        for (message, want) in [
+            (
+                "limit.burst: invalid type",
+                "TOML parse error at line 8, column 1\n  |\n8 | limit",
+            ),
+            (
+                "rate.burst: invalid type",
+                "TOML parse error at line 11, column 1\n   |\n11 | burst",
+            ),
+        ] {
+            let shown = describe(&second, &error_at_entry(&second, message));
+            assert!(shown.starts_with(want), "{shown}");
+        }
         // Not written in the entry: where TOML put it.
         let e = error_at_entry(&second, "zones: missing");
         assert!(describe(&second, &e).starts_with("TOML parse error at line 4"));

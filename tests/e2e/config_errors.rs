@@ -56,19 +56,24 @@ fn an_applier_account_mistake_points_at_its_key() {
     }
 }
 
+/// A planner with `extra` after one zone refuses to start (exit 64); its stderr.
+fn refused_planner(dir: &Path, extra: &str) -> String {
+    let config = dir.join("planner.toml");
+    let zone = "state_dir = \"state\"\n[[zones]]\nname = \"example.com\"\naccount = \"a\"\n";
+    std::fs::write(&config, format!("{zone}{extra}")).expect("config");
+    let (code, err) = start("dnsplane-planner", &config);
+    assert_eq!(code, Some(64), "{err}");
+    err
+}
+
 /// A planner source's unknown key is shown at its line, not at `[[sources]]`.
 #[test]
 fn a_planner_source_mistake_points_at_its_key() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("planner.toml");
-    std::fs::write(
-        &config,
-        "state_dir = \"state\"\n[[zones]]\nname = \"example.com\"\naccount = \"a\"\n\n\
-         [[sources]]\ntype = \"file\"\npaths = [\"desired\"]\npoll = \"5s\"\n",
-    )
-    .expect("config");
-    let (code, err) = start("dnsplane-planner", &config);
-    assert_eq!(code, Some(64), "{err}");
+    let err = refused_planner(
+        dir.path(),
+        "\n[[sources]]\ntype = \"file\"\npaths = [\"desired\"]\npoll = \"5s\"\n",
+    );
     assert!(
         err.contains("line 9, column 1") && err.contains("unknown field `poll`"),
         "{err}"
@@ -79,20 +84,12 @@ fn a_planner_source_mistake_points_at_its_key() {
 #[test]
 fn a_tokens_file_mistake_is_said_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("planner.toml");
-    std::fs::write(
-        &config,
-        "state_dir = \"state\"\n[[zones]]\nname = \"example.com\"\naccount = \"a\"\n\
-         [auth]\ntokens_file = \"tokens.toml\"\n",
-    )
-    .expect("config");
     std::fs::write(
         dir.path().join("tokens.toml"),
         "[[token]]\nname = \"ci\"\nsha256 = \"00\"\nrole = \"admin\"\n",
     )
     .expect("tokens");
-    let (code, err) = start("dnsplane-planner", &config);
-    assert_eq!(code, Some(64), "{err}");
+    let err = refused_planner(dir.path(), "[auth]\ntokens_file = \"tokens.toml\"\n");
     let problem = "tokens.toml:4: unknown variant `admin`";
     assert_eq!(err.matches(problem).count(), 1, "{err}");
 }

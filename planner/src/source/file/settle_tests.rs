@@ -18,16 +18,31 @@ fn names(s: &Snapshot) -> Vec<String> {
     n
 }
 
+/// A watcher of `dir` (holding web.yaml's three records) whose shrinks must hold for
+/// `settle`, once it has sent the three.
+async fn watching(
+    dir: &std::path::Path,
+    settle: Duration,
+) -> (
+    PathBuf,
+    mpsc::Receiver<Snapshot>,
+    CancellationToken,
+    JoinHandle<()>,
+) {
+    let path = write(dir, "web.yaml", &three());
+    let (tx, mut rx) = mpsc::channel(16);
+    let cancel = CancellationToken::new();
+    let source = FileSource::new([dir]).with_shrink_settle(settle);
+    let handle = source.watch(Duration::from_millis(20), tx, cancel.clone());
+    next_matching(&mut rx, "the three records", |s| s.entries.len() == 3).await;
+    (path, rx, cancel, handle)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_caught_half_written_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "web.yaml", &three());
-    let (tx, mut rx) = mpsc::channel(16);
-    let cancel = CancellationToken::new();
     // A window no test run outlasts: a shrink seen here is never believed.
-    let source = FileSource::new([dir.path()]).with_shrink_settle(Duration::from_secs(3600));
-    let handle = source.watch(Duration::from_millis(20), tx, cancel.clone());
-    next_matching(&mut rx, "the three records", |s| s.entries.len() == 3).await;
+    let (path, mut rx, cancel, handle) = watching(dir.path(), Duration::from_secs(3600)).await;
 
     // Truncated: an empty file (kept as doubt anyway) ...
     fs::write(&path, "").unwrap();
@@ -70,12 +85,7 @@ async fn a_file_caught_half_written_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_that_stays_short_is_believed_after_the_window() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "web.yaml", &three());
-    let (tx, mut rx) = mpsc::channel(16);
-    let cancel = CancellationToken::new();
-    let source = FileSource::new([dir.path()]).with_shrink_settle(Duration::from_millis(200));
-    let handle = source.watch(Duration::from_millis(20), tx, cancel.clone());
-    next_matching(&mut rx, "the three records", |s| s.entries.len() == 3).await;
+    let (path, mut rx, cancel, handle) = watching(dir.path(), Duration::from_millis(200)).await;
 
     fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.1")])).unwrap();
     let shrunk = next_matching(&mut rx, "one record", |s| s.entries.len() == 1).await;
