@@ -16,6 +16,7 @@
 use crate::fault::{FaultRule, FaultSet};
 use crate::running::Shared;
 use crate::server::Stopping;
+use crate::stats::Stats;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -23,9 +24,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::sync::{Arc, MutexGuard};
 
 /// What an emulator's state offers its control API, and the state every emulator
@@ -37,13 +37,9 @@ pub trait ControlPlane: Send + Sync + 'static {
     type NewZone: DeserializeOwned;
     /// The emulator's model (zones and their content).
     type Model: Send;
-    /// The emulator's counters.
-    type Stats: Clone + Default + Serialize + Send;
 
     /// The state every emulator holds alike.
-    fn shared(&self) -> &Shared<Self::Model, Self::Stats>;
-    /// The counters of fault actions fired and of throttled answers, among `stats`.
-    fn fault_counts(stats: &mut Self::Stats) -> (&mut BTreeMap<String, u64>, &mut u64);
+    fn shared(&self) -> &Shared<Self::Model>;
     /// Whether `rule` names operations this emulator has (the message names the field).
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String>;
     /// Every zone, as the emulator shows them.
@@ -68,7 +64,7 @@ pub trait ControlPlane: Send + Sync + 'static {
     }
 
     /// The counters, locked.
-    fn stats(&self) -> MutexGuard<'_, Self::Stats> {
+    fn stats(&self) -> MutexGuard<'_, Stats> {
         self.shared()
             .stats
             .lock()

@@ -32,6 +32,7 @@ pub mod quota;
 pub mod route53;
 pub mod running;
 pub mod server;
+pub mod stats;
 pub mod timefmt;
 
 mod error;

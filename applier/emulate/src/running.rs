@@ -8,6 +8,7 @@
 use crate::control::ControlPlane;
 use crate::fault::{Call, Decision, FaultAction, FaultRule, FaultSet};
 use crate::server::{self, ConnKill, ServerHandle, Stopping};
+use crate::stats::Stats;
 use axum::Router;
 use std::io;
 use std::net::SocketAddr;
@@ -18,19 +19,19 @@ use tokio::net::TcpListener;
 /// What every emulator's state holds alike: its model, its counters, its fault rules
 /// and the stop signal of its held requests (reached through [`ControlPlane`]).
 #[derive(Debug)]
-pub struct Shared<M, St> {
+pub struct Shared<M> {
     pub(crate) state: Mutex<M>,
-    pub(crate) stats: Mutex<St>,
+    pub(crate) stats: Mutex<Stats>,
     pub(crate) faults: FaultSet,
     pub(crate) stopping: Stopping,
 }
 
-impl<M, St: Default> Shared<M, St> {
+impl<M> Shared<M> {
     /// `state` with zeroed counters and the configured fault rules.
     pub(crate) fn new(state: M, faults: &[FaultRule], stopping: Stopping) -> Self {
         Shared {
             state: Mutex::new(state),
-            stats: Mutex::new(St::default()),
+            stats: Mutex::new(Stats::default()),
             faults: FaultSet::new(faults.to_vec()),
             stopping,
         }
@@ -72,9 +73,8 @@ pub(crate) fn decide_faults<S: ControlPlane>(
     if !decision.fired.is_empty() {
         {
             let mut st = inner.stats();
-            let (counts, _) = S::fault_counts(&mut st);
             for a in &decision.fired {
-                *counts.entry(a.as_str().to_string()).or_default() += 1;
+                *st.faults.entry(a.as_str().to_string()).or_default() += 1;
             }
         }
         tracing::info!(
@@ -123,7 +123,7 @@ pub(crate) async fn terminal_fault<'d, S: ControlPlane>(
             Terminal::Fault(rule)
         }
         FaultAction::Throttle => {
-            *S::fault_counts(&mut inner.stats()).1 += 1;
+            inner.stats().throttled += 1;
             Terminal::Fault(rule)
         }
         _ => Terminal::Fault(rule),
@@ -181,7 +181,7 @@ impl<S: Emulator> RunningEmulator<S> {
     }
 
     /// What the emulator has seen so far.
-    pub fn stats(&self) -> S::Stats {
+    pub fn stats(&self) -> Stats {
         self.inner.stats().clone()
     }
 

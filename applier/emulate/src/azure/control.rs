@@ -14,7 +14,7 @@
 //!   faults → `{"written": n}`;
 //! - `POST /_emulator/tokens` `{"lifetime": "1h"}` → `{"access_token": …}`; `DELETE
 //!   /_emulator/tokens` forgets every issued token (clients must fetch anew).
-use super::{Inner, Stats, model};
+use super::{Inner, model};
 use crate::control::{ControlPlane, to_json};
 use crate::fault::FaultRule;
 use crate::running::Shared;
@@ -26,7 +26,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,14 +53,9 @@ impl ControlPlane for Inner {
     const CONTENT: &'static str = "recordsets";
     type NewZone = NewZone;
     type Model = model::State;
-    type Stats = Stats;
 
-    fn shared(&self) -> &Shared<model::State, Stats> {
+    fn shared(&self) -> &Shared<model::State> {
         &self.shared
-    }
-
-    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
-        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {

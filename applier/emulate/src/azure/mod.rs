@@ -60,33 +60,7 @@ use std::time::Duration;
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// What the emulator has seen.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    /// Requests per operation (the API description's ids, e.g.
-    /// "RecordSets_CreateOrUpdate"; "Token" for the token endpoint), whatever their
-    /// outcome.
-    pub requests: BTreeMap<String, u64>,
-    /// 429 answers (the quota's and the `throttle` fault's).
-    pub throttled: u64,
-    /// 412 answers.
-    pub preconditions_failed: u64,
-    /// Calls that changed state.
-    pub changes_committed: u64,
-    /// Requests refused for their credentials (401s and refused token requests).
-    pub auth_failures: u64,
-    /// Tokens the token endpoint issued.
-    pub tokens_issued: u64,
-    /// Fault rules fired, per action.
-    pub faults: BTreeMap<String, u64>,
-}
-
-impl Stats {
-    /// Every request counted.
-    pub fn total_requests(&self) -> u64 {
-        self.requests.values().sum()
-    }
-}
+pub use crate::stats::Stats;
 
 /// A record set as a zone holds it, for assertions (and the control API's JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,7 +109,7 @@ pub struct Inner {
     throttle: throttle::Throttle,
     issuer: auth::Issuer,
     /// Model, counters, fault rules, stop signal.
-    shared: Shared<State, Stats>,
+    shared: Shared<State>,
 }
 
 impl Inner {

@@ -47,7 +47,6 @@ use errors::ApiError;
 use ops::{Ctx, FAULT_OPS, Op};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -258,33 +257,7 @@ impl CloudDnsOptions {
     }
 }
 
-/// What the emulator has seen.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    /// Requests per Google method name (e.g. "dns.changes.create"), whatever their
-    /// outcome.
-    pub requests: BTreeMap<String, u64>,
-    /// `rateLimitExceeded` answers (the quota's and the `throttle` fault's).
-    pub throttled: u64,
-    /// Calls that changed state: changes applied, zones created or deleted.
-    pub changes_committed: u64,
-    /// Requests refused for their token (401) or project (403).
-    pub auth_failures: u64,
-    /// Fault rules fired, per action.
-    pub faults: BTreeMap<String, u64>,
-}
-
-impl Stats {
-    /// Requests of one method (e.g. "dns.changes.create").
-    pub fn calls(&self, method: &str) -> u64 {
-        self.requests.get(method).copied().unwrap_or(0)
-    }
-
-    /// Every request.
-    pub fn total(&self) -> u64 {
-        self.requests.values().sum()
-    }
-}
+pub use crate::stats::Stats;
 
 /// A record set as a zone holds it, for assertions (and the control API's JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,7 +288,7 @@ pub struct Inner {
     opts: CloudDnsOptions,
     quota: Quota,
     /// Model, counters, fault rules, stop signal.
-    shared: Shared<model::State, Stats>,
+    shared: Shared<model::State>,
 }
 
 impl Inner {

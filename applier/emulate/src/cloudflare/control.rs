@@ -2,13 +2,12 @@
 //! `POST /_emulator/zones` `{"name": …}` creates a zone → `{"id": "…"}`; `GET
 //! /_emulator/zones/{id}/records` is the zone's records
 //! ([`RecordView`](super::RecordView)); fault rules name Cloudflare's operations.
-use super::{Inner, Stats, model};
+use super::{Inner, model};
 use crate::control::{ControlPlane, to_json};
 use crate::fault::FaultRule;
 use crate::running::Shared;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// The body of `POST /_emulator/zones`.
 #[derive(Debug, Deserialize)]
@@ -21,14 +20,9 @@ impl ControlPlane for Inner {
     const CONTENT: &'static str = "records";
     type NewZone = NewZone;
     type Model = model::State;
-    type Stats = Stats;
 
-    fn shared(&self) -> &Shared<model::State, Stats> {
+    fn shared(&self) -> &Shared<model::State> {
         &self.shared
-    }
-
-    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
-        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {

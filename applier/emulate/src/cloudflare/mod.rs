@@ -56,7 +56,6 @@ use ops::{BASE, Ctx, Op};
 use ratelimit::{RateLimiter, Verdict};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,28 +68,7 @@ pub const DEFAULT_ACCOUNT_ID: &str = "0000000000000000000000000000acc0";
 /// Largest request body accepted (a 3,500-record batch fits several times).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// What the emulator has seen.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    /// Requests per API operation (e.g. "BatchDnsRecords", "ListDnsRecords"), whatever
-    /// their outcome.
-    pub requests: BTreeMap<String, u64>,
-    /// 429 answers (the rate limits' and the `throttle` fault's).
-    pub throttled: u64,
-    /// Calls that changed state: records written, batches committed, zones created.
-    pub changes_committed: u64,
-    /// Requests refused for their credentials.
-    pub auth_failures: u64,
-    /// Fault rules fired, per action.
-    pub faults: BTreeMap<String, u64>,
-}
-
-impl Stats {
-    /// Every request counted.
-    pub fn total_requests(&self) -> u64 {
-        self.requests.values().sum()
-    }
-}
+pub use crate::stats::Stats;
 
 /// A record as a zone holds it, for assertions (and the control API's JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,7 +125,7 @@ pub struct Inner {
     limiter: RateLimiter,
     per_ip: Quota,
     /// Model, counters, fault rules, stop signal.
-    shared: Shared<model::State, Stats>,
+    shared: Shared<model::State>,
 }
 
 impl Inner {

@@ -3,13 +3,12 @@
 //! "Z…"}`; `GET /_emulator/zones/{id}/rrsets` is the zone's record sets
 //! ([`RRSetView`](super::RRSetView)); fault rules name Route 53's operations.
 use super::ops::FAULT_OPS;
-use super::{Inner, Stats, model};
+use super::{Inner, model};
 use crate::control::{ControlPlane, to_json};
 use crate::fault::FaultRule;
 use crate::running::Shared;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// The body of `POST /_emulator/zones`.
 #[derive(Debug, Deserialize)]
@@ -24,14 +23,9 @@ impl ControlPlane for Inner {
     const CONTENT: &'static str = "rrsets";
     type NewZone = NewZone;
     type Model = model::State;
-    type Stats = Stats;
 
-    fn shared(&self) -> &Shared<model::State, Stats> {
+    fn shared(&self) -> &Shared<model::State> {
         &self.shared
-    }
-
-    fn fault_counts(st: &mut Stats) -> (&mut BTreeMap<String, u64>, &mut u64) {
-        (&mut st.faults, &mut st.throttled)
     }
 
     fn check_fault(&self, rule: &FaultRule) -> Result<(), String> {

@@ -49,27 +49,12 @@ pub use options::{
 };
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-/// What the emulator has seen.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    /// Requests per AWS operation name (e.g. "ChangeResourceRecordSets"), whatever
-    /// their outcome.
-    pub requests: BTreeMap<String, u64>,
-    /// `Throttling` answers (the quota's and the `throttle` fault's).
-    pub throttled: u64,
-    /// Calls that changed state: change batches applied, zones created or deleted.
-    pub changes_committed: u64,
-    /// Requests refused by signature checks.
-    pub auth_failures: u64,
-    /// Fault rules fired, per action.
-    pub faults: BTreeMap<String, u64>,
-}
+pub use crate::stats::Stats;
 
 /// A record set as a zone holds it, for assertions (and the control API's JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,7 +152,7 @@ pub struct Inner {
     reject_values: Mutex<Vec<String>>,
     quota: Quota,
     /// Model, counters, fault rules, stop signal.
-    shared: Shared<model::State, Stats>,
+    shared: Shared<model::State>,
 }
 
 impl Inner {
