@@ -291,9 +291,13 @@ fn the_status_example_in_the_docs_meets_the_schema() {
     let Some(python) = tool("DNSPLANE_JSONSCHEMA_PYTHON", "dnsplane-jsonschema-python") else {
         return;
     };
-    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md"))
-        .expect("docs/cli.md");
-    let start = docs.find("```json\n").expect("docs/cli.md has a JSON example") + 8;
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md"))
+            .expect("docs/cli.md");
+    let start = docs
+        .find("```json\n")
+        .expect("docs/cli.md has a JSON example")
+        + 8;
     let example = &docs[start..start + docs[start..].find("```").expect("the block ends")];
     json(example);
     validate(&python, "status", example, None);

@@ -34,7 +34,9 @@ fn shell_words(line: &str) -> Vec<String> {
 
 /// The cookbook's text.
 fn cookbook_text() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(COOKBOOK);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(COOKBOOK);
     std::fs::read_to_string(&path).expect(COOKBOOK)
 }
 

@@ -361,7 +361,9 @@ spec:
 fn the_documented_manifests_parse() {
     let mut blocks = 0;
     for file in ["README.md", "docs/config.md"] {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(file);
         let text = std::fs::read_to_string(&path).expect(file);
         let mut rest = text.as_str();
         while let Some(start) = rest.find("```yaml\n") {
@@ -378,7 +380,10 @@ fn the_documented_manifests_parse() {
             assert!(!entries.is_empty(), "{file}: {block}");
         }
     }
-    assert!(blocks >= 3, "docs/config.md shows its DNSEndpoint manifests");
+    assert!(
+        blocks >= 3,
+        "docs/config.md shows its DNSEndpoint manifests"
+    );
 }
 
 /// `labels` are kept with the entry exactly as written; a bad label (not a mapping, a
