@@ -9,8 +9,8 @@ use crate::rrset::RRSet;
 use std::fmt;
 use std::time::Duration;
 
-/// What became of one change. Each has one meaning and one next step (README, "What
-/// dnsplane does when a record conflicts").
+/// What became of one change. Each has one meaning and one next step
+/// (docs/reliability.md, "What dnsplane does when a record conflicts").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Outcome {
     /// Committed by this attempt.

@@ -960,4 +960,20 @@ mod tests {
             )
         );
     }
+
+    /// The README's short planner.toml loads as written: one zone, one file source.
+    #[test]
+    fn the_readmes_planner_config_loads() {
+        let readme = include_str!("../../README.md");
+        let block = dnsplane_testing::docs::code_block_with(readme, "toml", "[[sources]]");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("planner.toml");
+        std::fs::write(&p, block).unwrap();
+        let c = PlannerConfig::load(&p).unwrap_or_else(|e| panic!("{e}\n{block}"));
+        assert_eq!(c.zones.len(), 1);
+        let SourceConfig::File { paths, .. } = &c.sources[0] else {
+            panic!("a file source: {:?}", c.sources[0]);
+        };
+        assert_eq!(paths[0], dir.path().join("desired"));
+    }
 }

@@ -139,15 +139,15 @@ fn tokens_roles_and_scopes_guard_the_planner_api() {
         "the token echoed: {out}"
     );
 
-    // The README's cookbook sends the header the way `call` does (cookbook.rs runs
-    // each of its commands against a `dnsplane up`, which asks for it).
-    let readme = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    // The grpcurl cookbook (docs/grpc.md) sends the header the way `call` does
+    // (cookbook.rs runs each of its commands against a `dnsplane up`, which asks for it).
+    let cookbook = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/grpc.md"),
     )
-    .expect("README.md");
+    .expect("docs/grpc.md");
     assert!(
-        readme.contains(r#" -H "authorization: Bearer $DNSPLANE_TOKEN" 127.0.0.1:50051 "#),
-        "the README's cookbook shows the authorization header"
+        cookbook.contains(r#" -H "authorization: Bearer $DNSPLANE_TOKEN" 127.0.0.1:50051 "#),
+        "the grpcurl cookbook (docs/grpc.md) shows the authorization header"
     );
 
     // read: status yes, writes no (naming the role needed and the caller).

@@ -1,6 +1,6 @@
 //! The CLI for scripts, against a real planner + applier: each read command's JSON
 //! validates against its schema in docs/cli/ (Python's jsonschema), its YAML reads
-//! back as the same document, the exit codes follow the README's table, tables are
+//! back as the same document, the exit codes follow docs/cli.md's table, tables are
 //! sorted and carry no escape codes off a terminal or under NO_COLOR, and `--addr`
 //! takes a bare `host:port`. Completions load in bash; the man page names every
 //! subcommand.

@@ -1,4 +1,4 @@
-//! The README's grpcurl cookbook, run: every `grpcurl` command in README.md is taken
+//! The grpcurl cookbook, run: every `grpcurl` command in docs/grpc.md is taken
 //! from the file, pointed at a running `dnsplane up` (secure, as the README runs it:
 //! its CA, token and client certificate from its state directory) and run with the
 //! real grpcurl; each must succeed and say something sensible. Plus the
@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// The addresses the README uses, as `dnsplane up` serves them.
-const README_PLANNER: &str = "127.0.0.1:50051";
-const README_APPLIER: &str = "127.0.0.1:50052";
+/// The file the cookbook is in, from the repository root.
+const COOKBOOK: &str = "docs/grpc.md";
+
+/// The addresses the cookbook uses, as `dnsplane up` serves them.
+const DOC_PLANNER: &str = "127.0.0.1:50051";
+const DOC_APPLIER: &str = "127.0.0.1:50052";
 
 #[derive(Debug)]
 struct Cookbook {
@@ -29,10 +32,17 @@ fn shell_words(line: &str) -> Vec<String> {
     commands.concat()
 }
 
-/// Every `grpcurl` command in the README's code blocks, continuation lines joined.
-fn readme_commands() -> Vec<Cookbook> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let text = std::fs::read_to_string(&path).expect("README.md");
+/// The cookbook's text.
+fn cookbook_text() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(COOKBOOK);
+    std::fs::read_to_string(&path).expect(COOKBOOK)
+}
+
+/// Every `grpcurl` command in the cookbook's code blocks, continuation lines joined.
+fn cookbook_commands() -> Vec<Cookbook> {
+    let text = cookbook_text();
     let mut out = Vec::new();
     let mut in_code = false;
     let mut pending: Option<(usize, String)> = None;
@@ -66,7 +76,7 @@ fn readme_commands() -> Vec<Cookbook> {
     }
     assert!(
         pending.is_none(),
-        "README.md ends inside a continued grpcurl command"
+        "{COOKBOOK} ends inside a continued grpcurl command"
     );
     out
 }
@@ -156,7 +166,7 @@ impl Up {
         }
     }
 
-    /// The state directory (the README's `$S`).
+    /// The state directory (the cookbook's `$S`).
     fn dir(&self) -> PathBuf {
         self.state.path().join("s")
     }
@@ -216,8 +226,8 @@ impl Up {
 }
 
 #[test]
-fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
-    let commands = readme_commands();
+fn every_grpcurl_command_in_docs_grpc_runs_against_dnsplane_up() {
+    let commands = cookbook_commands();
     let all: String = commands.iter().map(|c| format!("{}\n", c.text)).collect();
     // The cookbook covers what operators ask for.
     for (what, needle) in [
@@ -230,17 +240,15 @@ fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
     ] {
         assert!(
             all.contains(needle),
-            "the README's grpcurl cookbook lacks {what} ({needle}):\n{all}"
+            "the grpcurl cookbook ({COOKBOOK}) lacks {what} ({needle}):\n{all}"
         );
     }
-    // The variables the commands use are set as the README says.
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .expect("README.md");
+    // The variables the commands use are set as the cookbook says.
+    let doc = cookbook_text();
     for line in ["S=.dnsplane-state", "export DNSPLANE_TOKEN=$(cat $S/token)"] {
         assert!(
-            readme.lines().any(|l| l.trim() == line),
-            "README.md sets {line}"
+            doc.lines().any(|l| l.trim() == line),
+            "{COOKBOOK} sets {line}"
         );
     }
     let Some(tools) = Tools::find() else { return };
@@ -256,12 +264,12 @@ fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
             .args
             .iter()
             .map(|a| match a.as_str() {
-                README_PLANNER => planner.clone(),
-                README_APPLIER => applier.clone(),
+                DOC_PLANNER => planner.clone(),
+                DOC_APPLIER => applier.clone(),
                 other => {
                     assert!(
                         !other.contains("127.0.0.1") && !other.starts_with("localhost"),
-                        "README.md:{}: unknown address {other}",
+                        "{COOKBOOK}:{}: unknown address {other}",
                         c.line
                     );
                     other
@@ -274,13 +282,13 @@ fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
         assert_eq!(
             args.first().map(String::as_str),
             Some("-cacert"),
-            "README.md:{}: TLS with up's CA: {}",
+            "{COOKBOOK}:{}: TLS with up's CA: {}",
             c.line,
             c.text
         );
         assert!(
             !on_applier || args.iter().any(|a| a == "-cert"),
-            "README.md:{}: the applier takes only clients with a certificate: {}",
+            "{COOKBOOK}:{}: the applier takes only clients with a certificate: {}",
             c.line,
             c.text
         );
@@ -291,13 +299,13 @@ fn every_grpcurl_command_in_the_readme_runs_against_dnsplane_up() {
         let text = crate::stack::combined(&out);
         assert!(
             out.status.success(),
-            "README.md:{}: `{}` failed:\n{text}\nlog:\n{}",
+            "{COOKBOOK}:{}: `{}` failed:\n{text}\nlog:\n{}",
             c.line,
             c.text,
             up.logs()
         );
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        let at = format!("README.md:{}: `{}`", c.line, c.text);
+        let at = format!("{COOKBOOK}:{}: `{}`", c.line, c.text);
         match args.last().map(String::as_str) {
             Some("list") => {
                 let service = if on_applier {

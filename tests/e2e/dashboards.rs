@@ -149,10 +149,10 @@ fn the_prometheusrule_carries_the_rules_files_groups() {
     }
 }
 
-/// The README's table of the dashboard's rows and panels is the file's: a panel added,
-/// renamed or moved shows up here until the README says so too.
+/// docs/observability.md's table of the dashboard's rows and panels is the file's: a
+/// panel added, renamed or moved shows up here until the doc says so too.
 #[test]
-fn the_readme_shows_the_dashboards_rows_and_panels() {
+fn the_docs_show_the_dashboards_rows_and_panels() {
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     for panel in dashboard()["panels"].as_array().expect("panels") {
         let title = str_of(panel, "/title").to_string();
@@ -169,15 +169,16 @@ fn the_readme_shows_the_dashboards_rows_and_panels() {
         .iter()
         .map(|(row, panels)| format!("| {row} | {} |", panels.join(" · ")))
         .collect();
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let start = readme
+    let doc = std::fs::read_to_string(root().join("docs/observability.md"))
+        .expect("docs/observability.md");
+    let start = doc
         .find("<!-- dashboard-layout:")
-        .expect("the README's dashboard table");
-    let end = readme[start..]
+        .expect("docs/observability.md's dashboard table");
+    let end = doc[start..]
         .find("<!-- /dashboard-layout -->")
         .expect("its end")
         + start;
-    let got: Vec<String> = readme[start..end]
+    let got: Vec<String> = doc[start..end]
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| row |"))
         .map(str::to_string)
@@ -185,7 +186,7 @@ fn the_readme_shows_the_dashboards_rows_and_panels() {
     assert!(!want.is_empty(), "the dashboard has rows");
     assert_eq!(
         got, want,
-        "README.md's dashboard table vs deploy/grafana/dnsplane.json"
+        "docs/observability.md's dashboard table vs deploy/grafana/dnsplane.json"
     );
 }
 

@@ -55,6 +55,16 @@ const TABLE: &[(&str, &str, How)] = &[
     ("README.md", "dig @127.0.0.1 -p 10053", How::Up),
     (
         "README.md",
+        "sed -i 's/192.0.2.10$/192.0.2.20/' deploy/examples/desired/web.yaml",
+        How::Up,
+    ),
+    (
+        "README.md",
+        "cargo run -q --release --bin dnsplane -- status",
+        How::Up,
+    ),
+    (
+        "README.md",
         "cargo run --release --bin dnsplane -- up --route53-emulator",
         How::Elsewhere("up::dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli"),
     ),
@@ -64,14 +74,9 @@ const TABLE: &[(&str, &str, How)] = &[
         How::Elsewhere("up::dnsplane_up_with_the_route53_emulator_is_read_by_the_aws_cli"),
     ),
     (
-        "README.md",
-        "cargo run -q --bin dnsplane -- completions bash",
-        How::Plain,
-    ),
-    (
-        "README.md",
+        "docs/grpc.md",
         "S=.dnsplane-state",
-        How::Elsewhere("cookbook::every_grpcurl_command_in_the_readme_runs_against_dnsplane_up"),
+        How::Elsewhere("cookbook::every_grpcurl_command_in_docs_grpc_runs_against_dnsplane_up"),
     ),
     (
         "README.md",
@@ -81,7 +86,7 @@ const TABLE: &[(&str, &str, How)] = &[
         ),
     ),
     (
-        "README.md",
+        "docs/safety.md",
         "PROPTEST_CASES=100000",
         How::Check("100,000 cases take an hour; the suite runs the same properties with 256"),
     ),
@@ -795,7 +800,14 @@ fn blocks_against_dnsplane_up_run() {
         ("dns", dns),
         ("admin", admin),
     ];
-    let desired = root().join("deploy/examples/desired");
+    // A copy of the example desired state at the path the README's edit names, so
+    // that the blocks edit it as a reader does, and the repository stays as it is.
+    let desired = cwd.path().join("deploy/examples/desired");
+    std::fs::create_dir_all(&desired).expect("desired dir");
+    for e in std::fs::read_dir(root().join("deploy/examples/desired")).expect("examples") {
+        let from = e.expect("entry").path();
+        std::fs::copy(&from, desired.join(from.file_name().expect("name"))).expect("copy");
+    }
     let _up = crate::up::spawn_up(&[], &desired, &listen, &state, log.clone());
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     let served = wait_for(Duration::from_secs(60), || {

@@ -405,6 +405,15 @@ fn the_documented_configs_load() {
     );
 }
 
+/// The README's short applier.toml parses and validates as written.
+#[test]
+fn the_readmes_applier_config_loads() {
+    let readme = include_str!("../../../README.md");
+    let block = dnsplane_testing::docs::code_block_with(readme, "toml", "[[accounts]]");
+    let c = parse_text(block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    assert_eq!(c.accounts[0].driver.name(), "memory");
+}
+
 #[test]
 fn driver_problems_are_named() {
     for (text, want) in [

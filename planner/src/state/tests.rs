@@ -84,7 +84,7 @@ fn backoff_is_capped_exponential() {
 }
 
 /// plan → in flight → result: each outcome leaves the state and the retry time its
-/// row in the README's table promises.
+/// row in docs/reliability.md's table of outcomes promises.
 #[test]
 fn each_outcome_folds_into_its_state_and_clock() {
     for (outcome, kind, retry) in [

@@ -355,28 +355,35 @@ spec:
     );
 }
 
-/// Every DNSEndpoint manifest shown in the README parses without an error: the docs
-/// show what the parser takes.
+/// Every DNSEndpoint manifest shown in the README and in docs/config.md parses without
+/// an error: the docs show what the parser takes.
 #[test]
-fn the_readmes_manifests_parse() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let text = std::fs::read_to_string(&path).expect("README.md");
+fn the_documented_manifests_parse() {
     let mut blocks = 0;
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find("```yaml\n") {
-        let body = &rest[start + 8..];
-        let end = body.find("```").expect("a closed yaml block");
-        let block = &body[..end];
-        rest = &body[end..];
-        if !block.contains("kind: DNSEndpoint") {
-            continue;
+    for file in ["README.md", "docs/config.md"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(file);
+        let text = std::fs::read_to_string(&path).expect(file);
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("```yaml\n") {
+            let body = &rest[start + 8..];
+            let end = body.find("```").expect("a closed yaml block");
+            let block = &body[..end];
+            rest = &body[end..];
+            if !block.contains("kind: DNSEndpoint") {
+                continue;
+            }
+            blocks += 1;
+            let (entries, errors) = parse_manifests(file, block);
+            assert!(errors.is_empty(), "{file}: {block}\n{errors:#?}");
+            assert!(!entries.is_empty(), "{file}: {block}");
         }
-        blocks += 1;
-        let (entries, errors) = parse_manifests("README.md", block);
-        assert!(errors.is_empty(), "{block}\n{errors:#?}");
-        assert!(!entries.is_empty(), "{block}");
     }
-    assert!(blocks >= 2, "the README shows its DNSEndpoint manifests");
+    assert!(
+        blocks >= 3,
+        "docs/config.md shows its DNSEndpoint manifests"
+    );
 }
 
 /// `labels` are kept with the entry exactly as written; a bad label (not a mapping, a

@@ -1,6 +1,7 @@
 //! The read commands: `plan`, `status`, `records`. Each fetches every page, builds
 //! its document ([`crate::view`], sorted) and prints it as a table or as JSON/YAML
-//! ([`crate::output`]); the exit code says whether all is converged (README).
+//! ([`crate::output`]); the exit code says whether all is converged (docs/cli.md,
+//! "Exit codes").
 use crate::conn::{Conn, connect, status_err};
 use crate::output::{Output, Tone, short, tone_of};
 use crate::view;

@@ -385,7 +385,7 @@ pub struct Status {
     pub safety_mode: String,
     /// Every zone converged (no stuck record, no held plan, no zone error).
     pub converged: bool,
-    /// What `dnsplane status` exits with (README, exit codes).
+    /// What `dnsplane status` exits with (docs/cli.md, "Exit codes").
     pub exit_code: u8,
     pub lease: Option<Lease>,
     pub zones: Vec<ZoneStatus>,
