@@ -44,6 +44,7 @@ mod packing;
 mod proposed_plan;
 mod push;
 mod quota;
+mod readme;
 mod real_providers;
 mod real_servers;
 mod record_cache;
