@@ -78,6 +78,19 @@ fn an_account_error_is_shown_at_its_key_line_with_its_path() {
     );
 }
 
+/// Every name in [`DRIVERS`] is read as its own driver (the hand-written dispatch and
+/// the list cannot drift apart): its table's own keys are asked for, never an
+/// unknown variant.
+#[test]
+fn every_driver_name_is_read_by_its_driver() {
+    for name in DRIVERS {
+        match DriverConfig::from_table(name, toml::Table::new()) {
+            Ok(d) => assert_eq!(d.name(), name),
+            Err(e) => assert!(!e.contains("unknown variant"), "{name}: {e}"),
+        }
+    }
+}
+
 #[test]
 fn parses_the_documented_format() {
     let c = parse(EXAMPLE).unwrap();
