@@ -277,7 +277,8 @@ pub async fn run(
             } => {
                 let mut src = source::FileSource::new(paths.clone())
                     .with_format(*format)
-                    .with_zones(source::zones::ZoneCheck::new(&config.zones, *outside_zones));
+                    .with_zones(source::zones::ZoneCheck::new(&config.zones, *outside_zones))
+                    .with_shrink_settle(source::file::SHRINK_SETTLE.max(config.sync.source_poll));
                 let name = src.store_key();
                 let restored = Engine::cpu(|| src.with_store(store.clone()))?;
                 if restored > 0 {

@@ -142,9 +142,11 @@ impl FileSource {
         self
     }
 
-    /// Shrinks must hold for `window` (instead of [`SHRINK_SETTLE`] or the poll).
-    #[cfg(test)]
-    fn with_shrink_settle(mut self, window: Duration) -> FileSource {
+    /// A file that loses records is believed once it has stayed so for `window`
+    /// ([`settle`]); `watch` sets [`SHRINK_SETTLE`] or its poll, whichever is longer,
+    /// unless this set one first (as the planner does, so that its first load, before
+    /// `watch`, holds too).
+    pub fn with_shrink_settle(mut self, window: Duration) -> FileSource {
         self.shrinks.settle_unless_set(window);
         self
     }

@@ -103,3 +103,30 @@ async fn a_file_that_stays_short_is_believed_after_the_window() {
     cancel.cancel();
     handle.await.unwrap();
 }
+
+/// The planner's first load, of a file found short against what the store restored
+/// (a restart in the middle of a rewrite), holds too; without a window it is believed.
+#[test]
+fn a_first_load_with_a_window_holds_a_short_file_against_the_restored_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "web.yaml", &three());
+    let store = crate::store::DesiredStore::open(state.path()).unwrap();
+    let mut first = FileSource::new([dir.path()]);
+    first.with_store(store.clone()).unwrap();
+    assert_eq!(first.load().unwrap().entries.len(), 3);
+    drop(first);
+
+    fs::write(&path, endpoint_file(&[("a.example.com", "A", "192.0.2.1")])).unwrap();
+    let mut held = FileSource::new([dir.path()]).with_shrink_settle(Duration::from_secs(3600));
+    assert_eq!(held.with_store(store.clone()).unwrap(), 3);
+    assert_eq!(
+        held.load().unwrap().entries.len(),
+        3,
+        "the short file was believed"
+    );
+    drop(held);
+    let mut believed = FileSource::new([dir.path()]);
+    believed.with_store(store).unwrap();
+    assert_eq!(believed.load().unwrap().entries.len(), 1);
+}
