@@ -5,6 +5,23 @@
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 
+/// A secret's text as a file or variable holds it, trimmed of surrounding whitespace
+/// (`echo "$TOKEN" > token` leaves a final newline that no server accepts); `None`
+/// when nothing is left, which every reader refuses.
+pub fn trimmed(raw: &str) -> Option<&str> {
+    let secret = raw.trim();
+    (!secret.is_empty()).then_some(secret)
+}
+
+/// `prefix` and `secret` (`"Bearer "`, a token) as a header value marked sensitive, so
+/// that no HTTP log or trace shows it; `None` when it holds a character a header
+/// cannot carry.
+pub fn sensitive_header(prefix: &str, secret: &str) -> Option<http::HeaderValue> {
+    let mut value = http::HeaderValue::from_str(&format!("{prefix}{secret}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
 /// What every [`Secret`] prints instead of its value.
 pub const REDACTED: &str = "<redacted>";
 
@@ -84,6 +101,16 @@ mod tests {
         let c: Config = serde_json::from_str(r#"{"url":"redis://:pw-3f9a@h:1"}"#).unwrap();
         assert_eq!(c.url.expose(), "redis://:pw-3f9a@h:1");
         assert!(!format!("{c:?}").contains("3f9a"));
+    }
+
+    #[test]
+    fn a_secret_is_trimmed_and_its_header_is_sensitive() {
+        assert_eq!(trimmed("s3cret\n"), Some("s3cret"));
+        assert_eq!(trimmed(" \n\t"), None);
+        let h = sensitive_header("Bearer ", "s3cret").unwrap();
+        assert_eq!(h, "Bearer s3cret");
+        assert!(h.is_sensitive());
+        assert!(sensitive_header("Bearer ", "two\nlines").is_none());
     }
 
     #[test]

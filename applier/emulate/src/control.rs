@@ -78,6 +78,17 @@ pub trait ControlPlane: Send + Sync + 'static {
 }
 
 /// The control API's router, to be nested under `/_emulator`.
+/// An emulator's whole app: this control API under `/_emulator`, and every other path
+/// to `api`, the emulated API's one handler (which routes by itself, as the provider
+/// does: by method and path, or by an action parameter).
+pub fn with_api<C: ControlPlane, H, T>(api: H) -> Router<Arc<C>>
+where
+    H: axum::handler::Handler<T, Arc<C>>,
+    T: 'static,
+{
+    Router::new().nest("/_emulator", router()).fallback(api)
+}
+
 pub fn router<C: ControlPlane>() -> Router<Arc<C>> {
     Router::new()
         .route(

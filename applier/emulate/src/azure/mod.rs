@@ -245,6 +245,7 @@ impl Emulator for Inner {
         Ok(inner)
     }
 
+    /// The shared control API with Azure's own routes added (seeds, tokens).
     fn app() -> Router<Arc<Inner>> {
         Router::new()
             .nest("/_emulator", control::router())

@@ -351,9 +351,7 @@ impl Emulator for Inner {
     }
 
     fn app() -> Router<Arc<Inner>> {
-        Router::new()
-            .nest("/_emulator", crate::control::router())
-            .fallback(serve::handle)
+        crate::control::with_api(serve::handle)
     }
 }
 

@@ -235,9 +235,7 @@ impl Emulator for Inner {
     }
 
     fn app() -> Router<Arc<Inner>> {
-        Router::new()
-            .nest("/_emulator", crate::control::router())
-            .fallback(handle)
+        crate::control::with_api(handle)
     }
 }
 

@@ -50,20 +50,17 @@ impl SecretSource {
             }
         }
         .map_err(|e| self.error(e.to_string()))?;
-        let secret = raw.trim().to_string();
-        if secret.is_empty() {
-            return Err(self.error("it is empty"));
+        match dnsplane_common::secret::trimmed(&raw) {
+            Some(secret) => Ok(secret.to_string()),
+            None => Err(self.error("it is empty")),
         }
-        Ok(secret)
     }
 
     /// The secret as a sensitive header value, after `prefix` (`"Bearer "`, or `""`).
     pub fn header(&self, prefix: &str) -> Result<HeaderValue, SecretError> {
         let secret = self.read()?;
-        let mut v = HeaderValue::from_str(&format!("{prefix}{secret}"))
-            .map_err(|_| self.error("it holds characters an HTTP header cannot carry"))?;
-        v.set_sensitive(true);
-        Ok(v)
+        dnsplane_common::secret::sensitive_header(prefix, &secret)
+            .ok_or_else(|| self.error("it holds characters an HTTP header cannot carry"))
     }
 }
 

@@ -6,6 +6,7 @@
 //! minute (as kube does), so a rotated token is used; a re-read that fails keeps the
 //! last token, as client-go does.
 use super::KubeSourceError;
+use dnsplane_common::secret;
 use http::header::AUTHORIZATION;
 use http::{HeaderValue, Request};
 use std::path::{Path, PathBuf};
@@ -58,14 +59,9 @@ impl BearerFile {
 
 fn read(path: &Path) -> Result<HeaderValue, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err("the file holds no token".into());
-    }
-    let mut header = HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| "the token holds a character an HTTP header cannot carry".to_string())?;
-    header.set_sensitive(true);
-    Ok(header)
+    let token = secret::trimmed(&text).ok_or("the file holds no token")?;
+    secret::sensitive_header("Bearer ", token)
+        .ok_or_else(|| "the token holds a character an HTTP header cannot carry".to_string())
 }
 
 /// The layer that puts the file's token on every request of the client.

@@ -79,13 +79,9 @@ impl tonic::service::Interceptor for Bearer {
 fn read_token(path: &Path, what: &str) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{what} {}: cannot read", path.display()))?;
-    let token = text.trim().to_string();
-    anyhow::ensure!(
-        !token.is_empty(),
-        "{what} {}: the file is empty",
-        path.display()
-    );
-    Ok(token)
+    dnsplane_common::secret::trimmed(&text)
+        .map(str::to_string)
+        .with_context(|| format!("{what} {}: the file is empty", path.display()))
 }
 
 /// The token of `--token-file` (its content, trimmed), else of `DNSPLANE_TOKEN`, else
@@ -95,8 +91,7 @@ fn bearer(conn: &Conn, target: &Target) -> anyhow::Result<Bearer> {
         Some(path) => Some(read_token(path, "--token-file")?),
         None => match std::env::var("DNSPLANE_TOKEN")
             .ok()
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
+            .and_then(|t| dnsplane_common::secret::trimmed(&t).map(str::to_string))
         {
             Some(t) => Some(t),
             None => match &target.state_token {
