@@ -6,7 +6,7 @@
 //!
 //! `cargo bench -p dnsplane-planner --bench desired -- 10000 100000 1000000`
 use dnsplane_common::{Name, RecordType, pb};
-use dnsplane_planner::config::{ConflictPolicy, Policy, ZoneConfig};
+use dnsplane_planner::config::ZoneConfig;
 use dnsplane_planner::desired::DesiredIndex;
 use dnsplane_planner::service::validate_push;
 use dnsplane_planner::source::{DesiredEntry, Origin};
@@ -14,13 +14,11 @@ use std::time::Instant;
 
 fn zones() -> Vec<ZoneConfig> {
     (0..100)
-        .map(|z| ZoneConfig {
-            name: Name::parse(&format!("z{z}.example.com")).expect("zone"),
-            account: "a".into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
+        .map(|z| {
+            ZoneConfig::new(
+                Name::parse(&format!("z{z}.example.com")).expect("zone"),
+                "a",
+            )
         })
         .collect()
 }

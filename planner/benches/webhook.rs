@@ -6,7 +6,7 @@
 //!
 //! `cargo bench -p dnsplane-planner --bench webhook -- 5000 20000`
 use dnsplane_common::Name;
-use dnsplane_planner::config::{ConflictPolicy, PlannerConfig, Policy, WebhookConfig, ZoneConfig};
+use dnsplane_planner::config::{PlannerConfig, WebhookConfig, ZoneConfig};
 use dnsplane_planner::engine::Engine;
 use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::webhook::Webhook;
@@ -45,14 +45,10 @@ fn main() {
     for n in sizes {
         rt.block_on(async {
             let dir = tempfile::tempdir().expect("dir");
-            let config = PlannerConfig::with_zones(vec![ZoneConfig {
-                name: Name::parse("example.com").expect("zone"),
-                account: "a".into(),
-                policy: Policy::Sync,
-                conflict: ConflictPolicy::Report,
-                default_ttl: 300,
-                external_dns: None,
-            }]);
+            let config = PlannerConfig::with_zones(vec![ZoneConfig::new(
+                Name::parse("example.com").expect("zone"),
+                "a",
+            )]);
             let engine = Engine::new(
                 config,
                 PlannerMetrics::unregistered(),

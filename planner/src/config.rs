@@ -449,6 +449,32 @@ impl PlannerConfig {
         Ok(config)
     }
 
+    /// One zone config per target (zone, account): a zone with `accounts` gives one
+    /// per account, each with `account` set and `accounts` empty. In the order
+    /// configured.
+    pub fn targets(&self) -> Vec<(crate::target::Target, ZoneConfig)> {
+        let mut per_zone: std::collections::HashMap<&dnsplane_common::Name, usize> =
+            Default::default();
+        for z in &self.zones {
+            *per_zone.entry(&z.name).or_default() += z.account_names().len();
+        }
+        self.zones
+            .iter()
+            .flat_map(|z| {
+                let shared = per_zone[&z.name] > 1;
+                z.account_names().into_iter().map(move |a| {
+                    let target = crate::target::Target::new(z.name.clone(), a, shared);
+                    let cfg = ZoneConfig {
+                        account: a.to_string(),
+                        accounts: Vec::new(),
+                        ..z.clone()
+                    };
+                    (target, cfg)
+                })
+            })
+            .collect()
+    }
+
     /// The pool's members: `appliers`, else `applier` (plus `applier_dns`).
     pub fn pool_config(&self) -> crate::pool::PoolConfig {
         let addrs = if !self.appliers.is_empty() {
@@ -552,11 +578,23 @@ impl PlannerConfig {
         }
         let mut seen = std::collections::BTreeSet::new();
         for z in &self.zones {
-            if !seen.insert(&z.name) {
-                return Err(format!("zone {} is configured twice", z.name));
+            if !z.account.is_empty() && !z.accounts.is_empty() {
+                return Err(format!(
+                    "zone {}: account and accounts are exclusive (accounts = [{:?}, …] names every account)",
+                    z.name, z.account
+                ));
             }
-            if z.account.is_empty() {
-                return Err(format!("zone {}: account is empty", z.name));
+            for account in z.account_names() {
+                if account.is_empty() {
+                    return Err(format!("zone {}: account is empty", z.name));
+                }
+                if !seen.insert((&z.name, account)) {
+                    return Err(if z.accounts.iter().filter(|a| *a == account).count() > 1 {
+                        format!("zone {}: accounts names {account:?} twice", z.name)
+                    } else {
+                        format!("zone {} at account {account:?} is configured twice", z.name)
+                    });
+                }
             }
             // Every record without a TTL of its own gets this one: above what a record
             // may carry, every such record would be refused at run time.

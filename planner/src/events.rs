@@ -4,14 +4,15 @@
 //! capitalised sentence ending in a period.
 use crate::metrics::PlannerMetrics;
 use crate::source::SourceError;
-use dnsplane_common::{ChangeKind, Name, Outcome, RecordKey};
+use crate::target::Target;
+use dnsplane_common::{ChangeKind, Outcome, RecordKey};
 use std::time::Duration;
 use tracing::{debug, info, warn};
 
 /// A zone (or some of its names) was planned; `changes` are about to be sent.
 #[derive(Debug)]
 pub struct ZonePlanned<'a, K> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     /// The kinds of the changes that will be sent.
     pub kinds: K,
     pub changes: usize,
@@ -37,7 +38,7 @@ impl<K: IntoIterator<Item = ChangeKind>> ZonePlanned<'_, K> {
 /// An applier's result for one record was folded into the state table.
 #[derive(Debug)]
 pub struct ResultFolded<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub key: &'a RecordKey,
     pub outcome: Outcome,
     pub message: &'a str,
@@ -60,7 +61,7 @@ impl ResultFolded<'_> {
 /// time or quota for them); they are re-planned on their own clock.
 #[derive(Debug)]
 pub struct RecordsDeferred<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub count: u32,
 }
 
@@ -73,7 +74,7 @@ impl RecordsDeferred<'_> {
 /// One sync of a zone ended.
 #[derive(Debug)]
 pub struct SyncFinished<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     /// The whole zone, not a targeted re-plan of some names.
     pub full: bool,
     pub elapsed: Duration,
@@ -89,7 +90,7 @@ impl SyncFinished<'_> {
 /// A sync failed; the zone loop waits `retry_in` before the next one.
 #[derive(Debug)]
 pub struct SyncFailed<'a, E> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub error: &'a E,
     pub retry_in: Duration,
 }
@@ -138,7 +139,7 @@ impl DesiredRecordsRejected<'_> {
 /// The mass-change guard held a plan of a zone (logged once per new digest).
 #[derive(Debug)]
 pub struct PlanHeld<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub plan: &'a crate::guard::HeldPlan,
 }
 
@@ -162,7 +163,7 @@ impl PlanHeld<'_> {
 /// A person approved a held plan.
 #[derive(Debug)]
 pub struct PlanApproved<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub plan: &'a crate::guard::HeldPlan,
 }
 
@@ -181,7 +182,7 @@ impl PlanApproved<'_> {
 /// A zone was handed to external-dns (`Release`); persisted, before any change went.
 #[derive(Debug)]
 pub struct ZoneReleased<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub owner: &'a str,
     pub records: usize,
 }
@@ -200,7 +201,7 @@ impl ZoneReleased<'_> {
 /// A released zone is managed again (`Resume`).
 #[derive(Debug)]
 pub struct ZoneResumed<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub owner: &'a str,
 }
 
@@ -217,7 +218,7 @@ impl ZoneResumed<'_> {
 /// A held plan is no longer held: applied after approval, or no longer wanted.
 #[derive(Debug)]
 pub struct PlanReleased<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub digest: &'a str,
     pub approved: bool,
 }
@@ -263,7 +264,7 @@ impl LeaseChanged<'_> {
 /// this planner, wrote to it): the zone is read and planned again.
 #[derive(Debug)]
 pub struct SerialMoved<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub known: u64,
     pub now: u64,
 }
@@ -454,7 +455,7 @@ impl TokensReloaded<'_> {
 /// longer asks for them (a push withdrawn meanwhile); their names are planned again.
 #[derive(Debug)]
 pub struct ChangesWithdrawn<'a> {
-    pub zone: &'a Name,
+    pub zone: &'a Target,
     pub count: usize,
 }
 

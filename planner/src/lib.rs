@@ -46,6 +46,7 @@ pub mod service;
 pub mod source;
 pub mod state;
 pub mod store;
+pub mod target;
 pub mod webhook;
 
 pub use error::PlannerError;

@@ -6,26 +6,27 @@
 //!
 //! | metric | type | labels | set by |
 //! |---|---|---|---|
-//! | `dnsplane_planner_plan_changes_total` | counter | `zone`, `kind` (`create` `update` `delete` `adopt`) | `ZonePlanned`, per plan sent |
-//! | `dnsplane_planner_record_outcomes_total` | counter | `zone`, `outcome` (`applied` `already_applied` `conflict` `invalid` `deferred` `failed` `rejected_permanent`) | `ResultFolded`, per applier result |
-//! | `dnsplane_planner_sync_duration_seconds` | histogram | `zone`, `scope` (`zone` `names`), `result` (`ok` `error`) | `SyncFinished`, per sync |
-//! | `dnsplane_planner_records` | gauge | `zone`, `state` (`converged` `conflict` ...; 0 when none) | the read model, at scrape time |
-//! | `dnsplane_planner_desired_records`, `dnsplane_planner_observed_records` | gauge | `zone` | desired state / what the provider holds as the planner knows it (last read, updated from results; ownership records included), at scrape time |
-//! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone` | zone status, at scrape time (absent until the first one) |
-//! | `dnsplane_planner_zone_syncing` | gauge | `zone` | 1 while a sync of the zone runs |
+//! | `dnsplane_planner_plan_changes_total` | counter | `zone`, `account`, `kind` (`create` `update` `delete` `adopt`) | `ZonePlanned`, per plan sent |
+//! | `dnsplane_planner_record_outcomes_total` | counter | `zone`, `account`, `outcome` (`applied` `already_applied` `conflict` `invalid` `deferred` `failed` `rejected_permanent`) | `ResultFolded`, per applier result |
+//! | `dnsplane_planner_sync_duration_seconds` | histogram | `zone`, `account`, `scope` (`zone` `names`), `result` (`ok` `error`) | `SyncFinished`, per sync |
+//! | `dnsplane_planner_records` | gauge | `zone`, `account`, `state` (`converged` `conflict` ...; 0 when none) | the read model, at scrape time |
+//! | `dnsplane_planner_desired_records`, `dnsplane_planner_observed_records` | gauge | `zone`, `account` | desired state / what the provider holds as the planner knows it (last read, updated from results; ownership records included), at scrape time |
+//! | `dnsplane_planner_last_sync_timestamp_seconds`, `dnsplane_planner_last_sync_success_timestamp_seconds` | gauge | `zone`, `account` | zone status, at scrape time (absent until the first one) |
+//! | `dnsplane_planner_zone_syncing` | gauge | `zone`, `account` | 1 while a sync of the zone runs |
 //! | `dnsplane_planner_source_errors` | gauge | — | desired records rejected by the sources |
 //! | `dnsplane_planner_health` | gauge | `level` (`healthy` `syncing` `degraded` `failing`) | 1 for the planner's current level, 0 for the others, at scrape time (rules in `docs/reliability.md`) |
 //! | `dnsplane_planner_source_ready` | gauge | `source` | 1 while the source is ready, 0 while it keeps its last accepted records |
-//! | `dnsplane_planner_zone_held` | gauge | `zone` | 1 while the mass-change guard holds a plan of the zone |
-//! | `dnsplane_planner_held_changes` | gauge | `zone`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
-//! | `dnsplane_planner_guard_window_changes` | gauge | `zone` | deletes and updates the mass-change guard let through within `[safety] window`, at scrape time |
-//! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
+//! | `dnsplane_planner_zone_held` | gauge | `zone`, `account` | 1 while the mass-change guard holds a plan of the zone |
+//! | `dnsplane_planner_held_changes` | gauge | `zone`, `account`, `kind` (`delete` `update`) | the held plan's changes, at scrape time |
+//! | `dnsplane_planner_guard_window_changes` | gauge | `zone`, `account` | deletes and updates the mass-change guard let through within `[safety] window`, at scrape time |
+//! | `dnsplane_planner_plans_held_total`, `dnsplane_planner_plans_released_total` | counter | `zone`, `account` (released: also `how` = `approved` or `withdrawn`) | `PlanHeld`, `PlanReleased` |
 //! | `dnsplane_planner_lease_leader` | gauge | — | `LeaseChanged`: 1 while this planner holds the lease and may write, 0 on standby |
 //! | `dnsplane_planner_fenced` | gauge | — | `LeaseFenced`, `LeaseTookOver`: 1 while an applier serves another writer of this owner and this planner sends nothing |
 //! | `dnsplane_planner_lease_transitions_total` | counter | `to` (`leader` `standby`), `reason` (`acquired` `took_over` `lost` `expired` `released`) | `LeaseChanged`, per role change |
 //! | `dnsplane_planner_api_calls_total` | counter | `caller` (a token name of the tokens file, or `anonymous`), `call` (the gRPC method), `code` (the gRPC code, e.g. `OK` `UNAUTHENTICATED` `PERMISSION_DENIED` `RESOURCE_EXHAUSTED`) | every call of the `dnsplane.v1.Planner` API ([`crate::auth`]) |
 //! | `dnsplane_build_info`, `dnsplane_process_start_time_seconds` | | `service`, `version` | start |
-use dnsplane_common::{ChangeKind, Name, Outcome};
+use crate::target::Target;
+use dnsplane_common::{ChangeKind, Outcome};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -38,23 +39,27 @@ use std::time::Duration;
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ZoneLabels {
     zone: String,
+    account: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ChangeLabels {
     zone: String,
+    account: String,
     kind: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     zone: String,
+    account: String,
     outcome: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SyncLabels {
     zone: String,
+    account: String,
     scope: String,
     result: String,
 }
@@ -62,6 +67,7 @@ struct SyncLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     zone: String,
+    account: String,
     state: String,
 }
 
@@ -133,6 +139,7 @@ struct SourceLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReleaseLabels {
     zone: String,
+    account: String,
     how: String,
 }
 
@@ -337,19 +344,21 @@ impl PlannerMetrics {
     }
 
     /// The guard held a new plan of `zone`.
-    pub(crate) fn plan_held(&self, zone: &Name) {
+    pub(crate) fn plan_held(&self, target: &Target) {
         self.plans_held
             .get_or_create(&ZoneLabels {
-                zone: zone.to_string(),
+                zone: target.zone.to_string(),
+                account: target.account.to_string(),
             })
             .inc();
     }
 
     /// A held plan of `zone` was released.
-    pub(crate) fn plan_released(&self, zone: &Name, approved: bool) {
+    pub(crate) fn plan_released(&self, target: &Target, approved: bool) {
         self.plans_released
             .get_or_create(&ReleaseLabels {
-                zone: zone.to_string(),
+                zone: target.zone.to_string(),
+                account: target.account.to_string(),
                 how: if approved { "approved" } else { "withdrawn" }.into(),
             })
             .inc();
@@ -362,10 +371,11 @@ impl PlannerMetrics {
 
     /// One sync of `zone` ended after `elapsed` (`full_zone`: the whole zone, not a
     /// targeted re-plan of some names).
-    pub(crate) fn sync(&self, zone: &Name, full_zone: bool, elapsed: Duration, ok: bool) {
+    pub(crate) fn sync(&self, target: &Target, full_zone: bool, elapsed: Duration, ok: bool) {
         self.sync_duration
             .get_or_create(&SyncLabels {
-                zone: zone.to_string(),
+                zone: target.zone.to_string(),
+                account: target.account.to_string(),
                 scope: if full_zone { "zone" } else { "names" }.into(),
                 result: if ok { "ok" } else { "error" }.into(),
             })
@@ -373,12 +383,13 @@ impl PlannerMetrics {
     }
 
     /// These changes of `zone` were planned and are being sent.
-    pub(crate) fn planned(&self, zone: &Name, kinds: impl IntoIterator<Item = ChangeKind>) {
-        let zone = zone.to_string();
+    pub(crate) fn planned(&self, target: &Target, kinds: impl IntoIterator<Item = ChangeKind>) {
+        let zone = target.zone.to_string();
         for kind in kinds {
             self.plan_changes
                 .get_or_create(&ChangeLabels {
                     zone: zone.clone(),
+                    account: target.account.to_string(),
                     kind: kind.as_str().into(),
                 })
                 .inc();
@@ -386,10 +397,11 @@ impl PlannerMetrics {
     }
 
     /// An applier answered `outcome` for one record of `zone`.
-    pub(crate) fn outcome(&self, zone: &Name, outcome: Outcome) {
+    pub(crate) fn outcome(&self, target: &Target, outcome: Outcome) {
         self.record_outcomes
             .get_or_create(&OutcomeLabels {
-                zone: zone.to_string(),
+                zone: target.zone.to_string(),
+                account: target.account.to_string(),
                 outcome: outcome.label().into(),
             })
             .inc();
@@ -415,18 +427,23 @@ impl PlannerMetrics {
             .inc();
     }
 
-    /// Sets the gauges of `zone`.
-    pub fn set_zone(&self, zone: &Name, g: &ZoneGauges) {
-        let name = zone.to_string();
+    /// Sets the gauges of `target`.
+    pub fn set_zone(&self, target: &Target, g: &ZoneGauges) {
+        let name = target.zone.to_string();
+        let account = target.account.to_string();
         for (state, n) in &g.records {
             self.records
                 .get_or_create(&StateLabels {
                     zone: name.clone(),
+                    account: account.clone(),
                     state: (*state).into(),
                 })
                 .set(i64::from(*n));
         }
-        let labels = ZoneLabels { zone: name };
+        let labels = ZoneLabels {
+            zone: name,
+            account,
+        };
         self.desired_records
             .get_or_create(&labels)
             .set(g.desired as i64);
@@ -447,6 +464,7 @@ impl PlannerMetrics {
             self.held_changes
                 .get_or_create(&ChangeLabels {
                     zone: labels.zone.clone(),
+                    account: labels.account.clone(),
                     kind: kind.into(),
                 })
                 .set(n as i64);
@@ -515,7 +533,11 @@ mod tests {
     fn events_count_by_zone_kind_and_outcome() {
         let mut r = Registry::default();
         let m = PlannerMetrics::register(&mut r);
-        let zone = Name::parse("example.com.").unwrap();
+        let zone = Target::new(
+            dnsplane_common::Name::parse("example.com.").unwrap(),
+            "a",
+            false,
+        );
         m.planned(
             &zone,
             [
@@ -534,17 +556,17 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
         for line in [
-            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",kind=\"create\"} 2",
-            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",kind=\"delete\"} 1",
-            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",kind=\"adopt\"} 1",
-            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",outcome=\"applied\"} 1",
-            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",outcome=\"conflict\"} 2",
-            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",outcome=\"rejected_permanent\"} 1",
-            "dnsplane_planner_sync_duration_seconds_count{zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 1",
-            "dnsplane_planner_sync_duration_seconds_bucket{le=\"0.04\",zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 1",
-            "dnsplane_planner_sync_duration_seconds_bucket{le=\"0.02\",zone=\"example.com.\",scope=\"zone\",result=\"ok\"} 0",
-            "dnsplane_planner_sync_duration_seconds_bucket{le=\"+Inf\",zone=\"example.com.\",scope=\"names\",result=\"error\"} 1",
-            "dnsplane_planner_sync_duration_seconds_bucket{le=\"40.96\",zone=\"example.com.\",scope=\"names\",result=\"error\"} 0",
+            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",account=\"a\",kind=\"create\"} 2",
+            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",account=\"a\",kind=\"delete\"} 1",
+            "dnsplane_planner_plan_changes_total{zone=\"example.com.\",account=\"a\",kind=\"adopt\"} 1",
+            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",account=\"a\",outcome=\"applied\"} 1",
+            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",account=\"a\",outcome=\"conflict\"} 2",
+            "dnsplane_planner_record_outcomes_total{zone=\"example.com.\",account=\"a\",outcome=\"rejected_permanent\"} 1",
+            "dnsplane_planner_sync_duration_seconds_count{zone=\"example.com.\",account=\"a\",scope=\"zone\",result=\"ok\"} 1",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"0.04\",zone=\"example.com.\",account=\"a\",scope=\"zone\",result=\"ok\"} 1",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"0.02\",zone=\"example.com.\",account=\"a\",scope=\"zone\",result=\"ok\"} 0",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"+Inf\",zone=\"example.com.\",account=\"a\",scope=\"names\",result=\"error\"} 1",
+            "dnsplane_planner_sync_duration_seconds_bucket{le=\"40.96\",zone=\"example.com.\",account=\"a\",scope=\"names\",result=\"error\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
         }

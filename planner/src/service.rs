@@ -4,6 +4,7 @@
 use crate::auth::{Authenticator, Call};
 use crate::engine::{ApproveError, Engine, RecordStatesQuery, ReleaseError, Scope, SyncProgress};
 use crate::metrics::PlannerMetrics;
+use crate::target::{Target, TargetError};
 use admission::Ticket;
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::grpc::invalid_argument;
@@ -149,6 +150,42 @@ impl PlannerService {
     }
 }
 
+impl PlannerService {
+    /// The targets of `zones` a call that may act on several means: every target of
+    /// each, or with `account` only those at it (INVALID_ARGUMENT, field `account`,
+    /// when no zone named has a target there).
+    fn targets_of(&self, zones: &[Name], account: &str) -> Result<Vec<Target>, Status> {
+        let all = zones.iter().flat_map(|z| {
+            self.engine
+                .targets_named(z.as_str(), "")
+                .unwrap_or_default()
+        });
+        let out: Vec<Target> = all
+            .filter(|t| account.is_empty() || &*t.account == account)
+            .collect();
+        if out.is_empty() && !account.is_empty() && !zones.is_empty() {
+            return Err(FieldError::new(
+                "account",
+                format!("no zone named has a target at account {account:?}"),
+            )
+            .into());
+        }
+        Ok(out)
+    }
+}
+
+/// The gRPC status of a zone and account that name no single target: NOT_FOUND for
+/// an unknown zone, INVALID_ARGUMENT (field `account`) for an account the zone has
+/// no target at or a zone with several targets and no account.
+pub(crate) fn target_status(e: &TargetError) -> Status {
+    match e {
+        TargetError::UnknownZone { .. } => Status::not_found(e.to_string()),
+        TargetError::UnknownAccount { .. } | TargetError::Ambiguous { .. } => {
+            FieldError::new("account", e.to_string()).into()
+        }
+    }
+}
+
 /// The calls' bodies, after [`PlannerService::admit`]: each checks its request
 /// against the caller's scope before it changes anything.
 impl PlannerService {
@@ -157,10 +194,11 @@ impl PlannerService {
         t: &mut Ticket,
         req: pb::SyncRequest,
     ) -> Result<Response<SyncStream>, Status> {
-        // Each zone once, however often it is named: one read each.
+        // Each zone once, however often it is named: one read each (per target).
         let zones = self.scoped_zones(t, &req.zones)?;
+        let targets = self.targets_of(&zones, &req.account)?;
         let (tx, rx) = mpsc::channel(64);
-        for zone in zones {
+        for zone in targets {
             let (engine, tx) = (self.engine.clone(), tx.clone());
             let fresh = req.fresh;
             self.engine.spawn(async move {
@@ -190,12 +228,25 @@ impl PlannerService {
         &self,
         req: pb::ListRecordStatesRequest,
     ) -> Result<Response<pb::ListRecordStatesResponse>, Status> {
-        let zones = if req.zone.is_empty() {
-            Vec::new()
+        let targets = if req.zone.is_empty() {
+            if req.account.is_empty() {
+                Vec::new()
+            } else {
+                let zones: Vec<Name> = self.engine.zone_names().cloned().collect();
+                self.targets_of(&zones, &req.account)?
+            }
         } else {
-            self.zones(std::slice::from_ref(&req.zone)).map_err(|_| {
-                FieldError::new("zone", format!("{:?} is not a configured zone", req.zone))
-            })?
+            match self.engine.target(&req.zone, &req.account) {
+                Ok(t) => vec![t],
+                Err(e @ TargetError::UnknownZone { .. }) => {
+                    return Err(FieldError::new(
+                        "zone",
+                        format!("{:?} is not a configured zone ({e})", req.zone),
+                    )
+                    .into());
+                }
+                Err(e) => return Err(target_status(&e)),
+            }
         };
         let mut states = Vec::new();
         for (i, s) in req.states.iter().enumerate() {
@@ -214,17 +265,20 @@ impl PlannerService {
             0 => DEFAULT_PAGE,
             n => n.min(MAX_PAGE),
         };
-        let after =
-            if req.page_token.is_empty() {
-                None
-            } else {
-                Some(parse_token(&req.page_token).ok_or_else(|| {
-                    FieldError::new("page_token", "not a token this server issued")
-                })?)
-            };
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            let bad = || FieldError::new("page_token", "not a token this server issued");
+            let (account, key) = parse_token(&req.page_token).ok_or_else(bad)?;
+            let target = self
+                .engine
+                .target(key.zone.as_str(), &account)
+                .map_err(|_| bad())?;
+            Some((target, key))
+        };
         let page = Engine::cpu(|| {
             self.engine.record_states(&RecordStatesQuery {
-                zones,
+                targets,
                 states,
                 include_converged: req.include_converged,
                 after,
@@ -235,9 +289,17 @@ impl PlannerService {
             records: page
                 .records
                 .iter()
-                .map(|(k, s)| record_state_to_pb(k, s, page.labels.get(k)))
+                .map(|(t, k, s)| {
+                    let mut r = record_state_to_pb(k, s, page.labels.get(k));
+                    r.account = t.account.to_string();
+                    r
+                })
                 .collect(),
-            next_page_token: page.next.as_ref().map(token).unwrap_or_default(),
+            next_page_token: page
+                .next
+                .as_ref()
+                .map(|(t, k)| token(&t.account, k))
+                .unwrap_or_default(),
         }))
     }
 
@@ -355,11 +417,11 @@ impl PlannerService {
             )
             .into());
         }
-        match self.engine.approve(&req.zone, &req.digest) {
+        match self.engine.approve(&req.zone, &req.account, &req.digest) {
             Ok(plan) => Ok(Response::new(pb::ApproveResponse {
                 approved: Some(held_to_pb(&plan, None)),
             })),
-            Err(e @ ApproveError::UnknownZone { .. }) => Err(Status::not_found(e.to_string())),
+            Err(ApproveError::Target(e)) => Err(target_status(&e)),
             Err(e) => Err(Status::failed_precondition(e.to_string())),
         }
     }
@@ -375,7 +437,12 @@ impl PlannerService {
         self.scoped_zone(t, &req.zone)?;
         let out = self
             .engine
-            .release(&req.zone, &req.external_dns_owner, req.dry_run)
+            .release(
+                &req.zone,
+                &req.account,
+                &req.external_dns_owner,
+                req.dry_run,
+            )
             .await
             .map_err(release_status)?;
         let planned = |c: &crate::plan::PlannedChange| pb::PlannedChange {
@@ -392,6 +459,7 @@ impl PlannerService {
             released: out.released as u32,
             left: out.left.iter().map(planned).collect(),
             already: out.already as u32,
+            account: out.target.account.to_string(),
         }))
     }
 
@@ -404,7 +472,10 @@ impl PlannerService {
             return Err(FieldError::new("zone", "required").into());
         }
         self.scoped_zone(t, &req.zone)?;
-        let was = self.engine.resume(&req.zone).map_err(release_status)?;
+        let was = self
+            .engine
+            .resume(&req.zone, &req.account)
+            .map_err(release_status)?;
         Ok(Response::new(pb::ResumeResponse {
             was_released_to: was.owner,
         }))
@@ -586,7 +657,7 @@ impl pb::planner_server::Planner for PlannerService {
 /// The gRPC status of a refused release or resume.
 fn release_status(e: ReleaseError) -> Status {
     match &e {
-        ReleaseError::UnknownZone { .. } => Status::not_found(e.to_string()),
+        ReleaseError::Target(t) => target_status(t),
         ReleaseError::BadOwner(why) => FieldError::new("external_dns_owner", why.clone()).into(),
         ReleaseError::Sync(s) if s.is_lease() => Status::failed_precondition(e.to_string()),
         ReleaseError::Sync(_) | ReleaseError::Store { .. } => Status::unavailable(e.to_string()),

@@ -22,8 +22,7 @@
 //! what the converged planner holds.
 use dnsplane_common::Name;
 use dnsplane_planner::config::{
-    ConflictPolicy, KubernetesSourceConfig, PlannerConfig, Policy, SourceConfig, SyncConfig,
-    ZoneConfig,
+    KubernetesSourceConfig, PlannerConfig, SourceConfig, SyncConfig, ZoneConfig,
 };
 use dnsplane_testing::kube_api::{FakeKubeApi, Resource};
 use serde_json::{Value, json};
@@ -376,14 +375,10 @@ fn planner_config(api: &str, applier_port: u16, state: &std::path::Path) -> Plan
         },
         sources: vec![SourceConfig::Kubernetes(Box::new(source))],
         state_dir: state.to_path_buf(),
-        ..PlannerConfig::with_zones(vec![ZoneConfig {
-            name: Name::parse(ZONE).expect("zone"),
-            account: dnsplane_applier::config::EMBEDDED_ACCOUNT.into(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        }])
+        ..PlannerConfig::with_zones(vec![ZoneConfig::new(
+            Name::parse(ZONE).expect("zone"),
+            dnsplane_applier::config::EMBEDDED_ACCOUNT,
+        )])
     }
 }
 

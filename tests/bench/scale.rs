@@ -9,9 +9,7 @@
 //! Run: `cargo build --release --bins && cargo bench -p dnsplane-e2e --bench scale`
 //! (`-- 10000 100000` for a subset of sizes).
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
-use dnsplane_planner::config::{
-    BatchConfig, ConflictPolicy, PlannerConfig, Policy, SyncConfig, ZoneConfig,
-};
+use dnsplane_planner::config::{BatchConfig, PlannerConfig, SyncConfig, ZoneConfig};
 use dnsplane_planner::engine::Engine;
 use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::observed::ZoneView;
@@ -153,14 +151,7 @@ fn config(port: u16) -> PlannerConfig {
         batch: BatchConfig::default(),
         ..PlannerConfig::with_zones(
             (0..ZONES)
-                .map(|z| ZoneConfig {
-                    name: zone_name(z),
-                    account: "embedded".into(),
-                    policy: Policy::Sync,
-                    conflict: ConflictPolicy::Report,
-                    default_ttl: 300,
-                    external_dns: None,
-                })
+                .map(|z| ZoneConfig::new(zone_name(z), "embedded"))
                 .collect(),
         )
     }

@@ -174,6 +174,7 @@ fn adopt_writes_only_the_plan_reviewed_and_never_a_record_not_desired() {
         let adopt = |dry_run: bool, digest: &str| pb::AdoptRequest {
             zone: "example.com".into(),
             dry_run,
+            account: String::new(),
             digest: digest.into(),
         };
         let plan = c
@@ -234,6 +235,7 @@ async fn read_owners(c: &mut PlannerClient<Channel>) -> std::collections::BTreeM
             zone: ZONE.into(),
             what: pb::ReadZoneWhat::Observed as i32,
             fresh: true,
+            account: String::new(),
         })
         .await
         .expect("read zone")

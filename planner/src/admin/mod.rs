@@ -58,7 +58,7 @@ fn refresh(metrics: &PlannerMetrics, snapshot: &Snapshot) {
     }
     for z in &snapshot.zones {
         metrics.set_zone(
-            &z.name,
+            &z.target,
             &ZoneGauges {
                 records: RecordStateKind::ALL
                     .iter()

@@ -48,11 +48,11 @@
     say("", true);
     refresh();
   });
-  function approve(zone, digest) {
+  function approve(zone, account, digest) {
     return fetch("ui/approve", {
       method: "POST",
       headers: headers({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ zone: zone, digest: digest }),
+      body: JSON.stringify({ zone: zone, account: account || "", digest: digest }),
     }).then(function (r) {
       return r.text().then(function (body) {
         say((r.ok ? "" : "Approve refused (" + r.status + "): ") + body, r.ok);
@@ -65,7 +65,7 @@
   live.addEventListener("click", function (ev) {
     var b = ev.target.closest("button.approve");
     if (!b || b.disabled) { return; }
-    approve(b.dataset.zone, b.dataset.digest);
+    approve(b.dataset.zone, b.dataset.account, b.dataset.digest);
   });
   refresh();
   setInterval(refresh, 2000);

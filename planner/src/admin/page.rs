@@ -131,7 +131,7 @@ async fn live(State(page): State<Arc<Page>>, headers: HeaderMap) -> Response {
     };
     let status = status_to_pb(&page.engine.snapshot());
     let found = page.engine.record_states(&RecordStatesQuery {
-        zones: Vec::new(),
+        targets: Vec::new(),
         states: vec![RecordStateKind::Conflict],
         include_converged: false,
         after: None,
@@ -154,6 +154,9 @@ async fn live(State(page): State<Arc<Page>>, headers: HeaderMap) -> Response {
 #[serde(deny_unknown_fields)]
 struct ApproveForm {
     zone: String,
+    /// The target's account, where the zone has several targets.
+    #[serde(default)]
+    account: String,
     digest: String,
 }
 
@@ -181,6 +184,7 @@ async fn approve(State(page): State<Arc<Page>>, headers: HeaderMap, body: String
     };
     let mut req = tonic::Request::new(pb::ApproveRequest {
         zone: form.zone.clone(),
+        account: form.account.clone(),
         digest: form.digest.clone(),
     });
     if let Some(v) = headers

@@ -4,6 +4,7 @@
 use super::changes::{ChangeRow, Recent};
 use crate::auth::{Caller, Role};
 use crate::state::{RecordState, RecordStateKind};
+use crate::target::Target;
 use dnsplane_common::{Name, RRSet, RecordKey, pb};
 use std::fmt::Write;
 use std::time::SystemTime;
@@ -13,7 +14,7 @@ use std::time::SystemTime;
 pub struct Live<'a> {
     pub status: &'a pb::PlannerStatus,
     /// Records in conflict (the first page of them).
-    pub conflicts: &'a [(RecordKey, RecordState)],
+    pub conflicts: &'a [(Target, RecordKey, RecordState)],
     /// More conflicts than shown.
     pub conflicts_more: bool,
     pub recent: &'a Recent,
@@ -142,7 +143,7 @@ fn conflicts(h: &mut String, live: &Live<'_>) {
         return;
     }
     h.push_str("<table><thead><tr><th>Zone</th><th>Name</th><th>Type</th><th>Occupant</th><th>Observed value</th><th>Desired value</th><th>Reason</th></tr></thead><tbody>");
-    for (k, st) in live.conflicts {
+    for (t, k, st) in live.conflicts {
         let occupant = match st.observed_owner.as_deref() {
             Some(o) if !o.is_empty() => esc(o),
             _ => "<i>no owner mark</i>".to_string(),
@@ -150,7 +151,7 @@ fn conflicts(h: &mut String, live: &Live<'_>) {
         let _ = write!(
             h,
             "<tr class=\"conflict\"><td>{}</td><td>{}</td><td>{}</td><td class=\"occupant\">{occupant}</td><td class=\"observed\">{}</td><td class=\"desired\">{}</td><td>{}</td></tr>",
-            esc(k.zone.as_str()),
+            esc(&t.to_string()),
             esc(k.name.as_str()),
             esc(&k.rtype.to_string()),
             esc(&values(st.observed.as_ref())),
@@ -185,25 +186,28 @@ fn held(h: &mut String, live: &Live<'_>) {
     for (z, p) in held {
         let button = match approve_refusal(live.caller, &z.zone) {
             None => format!(
-                "<button class=\"approve\" data-zone=\"{}\" data-digest=\"{}\">Approve</button>",
+                "<button class=\"approve\" data-zone=\"{}\" data-account=\"{}\" data-digest=\"{}\">Approve</button>",
                 esc(&z.zone),
+                esc(&z.account),
                 esc(&p.digest)
             ),
             Some(why) => format!(
-                "<button class=\"approve\" disabled title=\"{why}\" data-zone=\"{}\" data-digest=\"{}\">Approve</button> <span class=\"muted\">{why}</span>",
+                "<button class=\"approve\" disabled title=\"{why}\" data-zone=\"{}\" data-account=\"{}\" data-digest=\"{}\">Approve</button> <span class=\"muted\">{why}</span>",
                 esc(&z.zone),
+                esc(&z.account),
                 esc(&p.digest),
                 why = esc(&why)
             ),
         };
         let _ = write!(
             h,
-            "<tr class=\"held\" data-zone=\"{zone}\"><td>{zone}</td><td class=\"digest\"><code>{digest}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
+            "<tr class=\"held\" data-zone=\"{zone}\" data-account=\"{account}\"><td>{zone} <span class=\"muted\">{account}</span></td><td class=\"digest\"><code>{digest}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
             p.deletes,
             p.updates,
             esc(&p.reason),
             ts(p.since.as_ref()),
             zone = esc(&z.zone),
+            account = esc(&z.account),
             digest = esc(&p.digest),
         );
     }
@@ -282,7 +286,7 @@ mod tests {
         }
     }
 
-    fn conflict(value: &str) -> (RecordKey, RecordState) {
+    fn conflict(value: &str) -> (Target, RecordKey, RecordState) {
         let zone = Name::parse("example.com.").unwrap();
         let key = RecordKey::new(
             zone,
@@ -303,7 +307,7 @@ mod tests {
             updated: None,
         };
         st.desired = st.observed.clone();
-        (key, st)
+        (Target::new(key.zone.clone(), "a", false), key, st)
     }
 
     fn render_with(role: Role, recent: &Recent) -> String {

@@ -195,6 +195,7 @@ mod tests {
             time: format!("t{i}"),
             event: super::super::OUTCOME.into(),
             zone: "example.com".into(),
+            account: String::new(),
             name: format!("r{i}.example.com"),
             rtype: "A".into(),
             old: String::new(),

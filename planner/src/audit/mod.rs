@@ -39,6 +39,10 @@ pub struct AuditEvent {
     /// [`ATTEMPT`] or [`OUTCOME`].
     pub event: String,
     pub zone: String,
+    /// The account of the zone's target: only where the zone has several targets
+    /// (absent otherwise, and in files written before targets).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
     pub name: String,
     #[serde(rename = "type")]
     pub rtype: String,
@@ -95,6 +99,7 @@ impl AuditEvent {
             time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
             event: event.to_string(),
             zone: key.zone.to_string(),
+            account: String::new(),
             name: key.name.to_string(),
             rtype: key.rtype.to_string(),
             old: String::new(),

@@ -43,8 +43,15 @@ pub enum ConflictPolicy {
 pub struct ZoneConfig {
     /// Absolute zone name, e.g. `example.com.`.
     pub name: Name,
-    /// Provider account (a name in the applier's config) hosting the zone.
+    /// Provider account (a name in the applier's config) hosting the zone: the
+    /// one-target form of `accounts`. In a target ([`crate::config::PlannerConfig::targets`])
+    /// it is the target's account.
+    #[serde(default)]
     pub account: String,
+    /// Several accounts serving the zone at once: one target per account, each read,
+    /// planned and reported on its own (exclusive with `account`).
+    #[serde(default)]
+    pub accounts: Vec<String>,
     #[serde(default = "default_policy")]
     pub policy: Policy,
     #[serde(default)]
@@ -59,6 +66,15 @@ pub struct ZoneConfig {
 }
 
 impl ZoneConfig {
+    /// The accounts serving the zone: `accounts`, else `account`.
+    pub fn account_names(&self) -> Vec<&str> {
+        if self.accounts.is_empty() {
+            vec![self.account.as_str()]
+        } else {
+            self.accounts.iter().map(String::as_str).collect()
+        }
+    }
+
     /// A zone as a `[[zones]]` entry naming only `name` and `account` gives: policy
     /// `sync`, conflicts reported, default TTL 300, no external-dns takeover (for
     /// programs and tests that build a config in code; override fields with
@@ -67,6 +83,7 @@ impl ZoneConfig {
         ZoneConfig {
             name,
             account: account.into(),
+            accounts: Vec::new(),
             policy: default_policy(),
             conflict: ConflictPolicy::default(),
             default_ttl: default_ttl(),

@@ -17,6 +17,7 @@ use crate::config::ConflictPolicy;
 use crate::guard;
 use crate::observed::ZoneView;
 use crate::plan::{PlannedChange, plan_zone};
+use crate::target::{Target, TargetError};
 use dnsplane_common::{ChangeKind, Name, RecordKey};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,13 +25,13 @@ use std::sync::Arc;
 /// Why an adopt was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum AdoptError {
-    #[error("zone {zone} is not configured")]
-    UnknownZone { zone: String },
+    #[error(transparent)]
+    Target(#[from] TargetError),
     #[error(
         "zone {zone}: the adopt plan changed since it was reviewed (digest {reviewed}, now {now}); nothing was written: review it again"
     )]
     Stale {
-        zone: Name,
+        zone: Target,
         reviewed: String,
         now: String,
     },
@@ -62,17 +63,12 @@ impl Engine {
     pub async fn adopt(
         &self,
         zone: &str,
+        account: &str,
         dry_run: bool,
         digest: Option<&str>,
     ) -> Result<AdoptOutcome, AdoptError> {
-        let z = self
-            .zone_name(zone)
-            .and_then(|n| self.zone(n))
-            .cloned()
-            .ok_or_else(|| AdoptError::UnknownZone {
-                zone: zone.to_string(),
-            })?;
-        let name = z.cfg.name.clone();
+        let z = self.runtime_named(zone, account)?;
+        let name = z.target.clone();
         z.not_released()?;
         if !dry_run {
             self.leading(&name)?;
@@ -116,7 +112,7 @@ impl Engine {
     /// A fresh read of the zone and what adopting would take of it now.
     async fn plan_adopt_now(&self, z: &Arc<ZoneRuntime>) -> Result<AdoptPlan, SyncError> {
         let name = &z.cfg.name;
-        let (current, _) = self.list_zone(name, true, &[]).await?;
+        let (current, _) = self.list_zone(&z.target, true, &[]).await?;
         let owner = self.config.owner_id.clone();
         let mut cfg = z.cfg.clone();
         cfg.conflict = ConflictPolicy::Adopt;

@@ -16,21 +16,21 @@ use crate::events;
 use crate::guard::{self, HeldPlan};
 use crate::observed::ZoneView;
 use crate::plan::ZonePlan;
-use dnsplane_common::Name;
+use crate::target::{Target, TargetError};
 use std::time::SystemTime;
 
 /// Why an approval was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ApproveError {
-    #[error("zone {zone} is not configured")]
-    UnknownZone { zone: String },
+    #[error(transparent)]
+    Target(#[from] TargetError),
     #[error("zone {zone} has no held plan")]
-    NothingHeld { zone: Name },
+    NothingHeld { zone: Target },
     #[error(
         "zone {zone}: the held plan changed; it is now {current} ({reason}); look again and approve that digest"
     )]
     Changed {
-        zone: Name,
+        zone: Target,
         current: String,
         reason: String,
     },
@@ -48,6 +48,7 @@ impl Engine {
         plan: &mut ZonePlan,
     ) {
         let name = &zone.cfg.name;
+        let target = &zone.target;
         let owner = self.config.owner_id.as_str();
         let mut held = lock(&zone.held);
         // This plan's guarded changes, plus those still held at names it did not plan.
@@ -92,7 +93,7 @@ impl Engine {
             // held that this sync did not cover.
             if let Some((h, _)) = held.take() {
                 events::PlanReleased {
-                    zone: name,
+                    zone: target,
                     digest: &h.digest,
                     approved: false,
                 }
@@ -117,7 +118,7 @@ impl Engine {
             // The person saw the total and agreed: the window starts afresh.
             lock(&zone.window).clear();
             events::PlanReleased {
-                zone: name,
+                zone: target,
                 digest: &verdict.digest,
                 approved: true,
             }
@@ -130,15 +131,17 @@ impl Engine {
             _ => "held by the mass-change guard",
         };
         let reason = format!(
-            "{by}: {}; approve with `dnsplane approve {name}` (digest {})",
-            verdict.reason, verdict.digest
+            "{by}: {}; approve with `dnsplane approve {}` (digest {})",
+            verdict.reason,
+            target.cli(),
+            verdict.digest
         );
         lock(&zone.states).hold(taken.iter().map(|c| c.change.key()), &reason, now);
         let since = match held.as_ref() {
             Some((h, since)) if h.digest == verdict.digest => *since,
             _ => {
                 events::PlanHeld {
-                    zone: name,
+                    zone: target,
                     plan: &verdict,
                 }
                 .emit(&self.metrics);
@@ -150,14 +153,14 @@ impl Engine {
 
     /// Approves `zone`'s held plan if its digest is still `digest`; the zone re-plans
     /// the held names at once and applies them if the plan is unchanged.
-    pub fn approve(&self, zone: &str, digest: &str) -> Result<HeldPlan, ApproveError> {
-        let z = self
-            .zone_name(zone)
-            .and_then(|n| self.zone(n))
-            .ok_or_else(|| ApproveError::UnknownZone {
-                zone: zone.to_string(),
-            })?;
-        let name = &z.cfg.name;
+    pub fn approve(
+        &self,
+        zone: &str,
+        account: &str,
+        digest: &str,
+    ) -> Result<HeldPlan, ApproveError> {
+        let z = self.runtime_named(zone, account)?;
+        let name = &z.target;
         let plan = match lock(&z.held).as_ref() {
             None => return Err(ApproveError::NothingHeld { zone: name.clone() }),
             Some((h, _)) if h.digest != digest => {

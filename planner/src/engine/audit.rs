@@ -6,6 +6,7 @@ use crate::audit::{AuditEvent, AuditFile, AuditFileError, Origin};
 use crate::desired::DesiredRecord;
 use crate::plan::{Blocked, PlannedChange};
 use crate::state::{RecordStateKind, StateTable};
+use crate::target::Target;
 use dnsplane_common::{ConflictReason, Name, RecordKey};
 use std::collections::BTreeMap;
 
@@ -24,6 +25,8 @@ pub enum HistoryError {
 /// What the outcome events of a sync's batches need besides each result.
 #[derive(Debug)]
 pub(super) struct BatchAudit {
+    /// The target's account where its zone has several targets, else empty.
+    pub account: String,
     /// Batch `i` is `<prefix>-<i>`.
     pub prefix: String,
     /// The sync's trace id (empty when traces are off).
@@ -32,11 +35,22 @@ pub(super) struct BatchAudit {
     pub origins: Vec<Vec<Origin>>,
 }
 
+/// What an audit event says of `target`'s account: it only where the zone has
+/// several targets (an event of a zone's only target reads as before).
+pub(super) fn shared_account(target: &Target) -> String {
+    if target.is_shared() {
+        target.account.to_string()
+    } else {
+        String::new()
+    }
+}
+
 impl BatchAudit {
     /// The event of `change`, batch `b`, position `i`.
     pub fn event(&self, kind: &str, c: &PlannedChange, b: usize, i: usize) -> AuditEvent {
         let mut e = AuditEvent::of_change(kind, &c.change, &self.origins[b][i]);
         e.batch_id = format!("{}-{b}", self.prefix);
+        e.account.clone_from(&self.account);
         e.trace_id.clone_from(&self.trace_id);
         e
     }
@@ -119,13 +133,13 @@ impl Engine {
     /// The origins of every change of `batches`, in their order.
     pub(super) fn batch_audit(
         &self,
-        zone: &Name,
+        zone: &Target,
         prefix: &str,
         batches: &[Vec<PlannedChange>],
     ) -> BatchAudit {
         let desired = self.desired();
         let pushers = lock(&self.pushers);
-        let records = desired.zone(zone);
+        let records = desired.zone(&zone.zone);
         let origins = batches
             .iter()
             .map(|b| {
@@ -138,6 +152,7 @@ impl Engine {
             })
             .collect();
         BatchAudit {
+            account: shared_account(zone),
             prefix: prefix.to_string(),
             trace_id: dnsplane_common::telemetry::current_trace_id().unwrap_or_default(),
             origins,
@@ -149,6 +164,7 @@ impl Engine {
     /// Called before the plan is folded into `states`.
     pub(super) fn new_conflicts(
         &self,
+        target: &Target,
         states: &StateTable,
         desired: &BTreeMap<RecordKey, DesiredRecord>,
         blocked: &[Blocked],
@@ -167,6 +183,7 @@ impl Engine {
             .map(|b| {
                 let origin = self.origin_in(desired.get(&b.key), &pushers);
                 let mut e = AuditEvent::about(crate::audit::OUTCOME, &b.key, &origin);
+                e.account = shared_account(target);
                 e.old = crate::audit::render(b.observed.as_ref());
                 e.new = crate::audit::render(b.desired.as_ref());
                 e.outcome(dnsplane_common::Outcome::Conflict, &b.message)

@@ -40,7 +40,7 @@ impl Engine {
             );
             let key = change.key();
             events::ResultFolded {
-                zone: &zone.cfg.name,
+                zone: &zone.target,
                 key,
                 outcome: r.outcome,
                 message: &r.message,

@@ -169,7 +169,11 @@ mod tests {
         summary.outcomes.insert(Outcome::Applied, done as u32);
         Running {
             run,
-            progress: SyncProgress::new(&"example.com.".parse().unwrap(), phase, &summary),
+            progress: SyncProgress::new(
+                &crate::target::Target::new("example.com.".parse().unwrap(), "a", false),
+                phase,
+                &summary,
+            ),
         }
     }
 

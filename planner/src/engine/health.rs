@@ -8,7 +8,7 @@
 use super::snapshot::{Level, Snapshot};
 use crate::lease::Role;
 use crate::state::RecordStateKind;
-use dnsplane_common::Name;
+use crate::target::Target;
 
 /// One rule of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,7 +113,7 @@ pub struct HealthReason {
     pub rule: Rule,
     pub level: Level,
     /// The zone it is about, if it is about one.
-    pub zone: Option<Name>,
+    pub zone: Option<Target>,
     /// One sentence, with what to do where it is not obvious.
     pub message: String,
 }
@@ -148,7 +148,7 @@ impl Snapshot {
 /// standby's zones wait for the lease, they are not behind).
 pub fn evaluate(s: &Snapshot) -> Health {
     let mut reasons = Vec::new();
-    let mut add = |rule: Rule, zone: Option<&Name>, message: String| {
+    let mut add = |rule: Rule, zone: Option<&Target>, message: String| {
         reasons.push(HealthReason {
             rule,
             level: rule.level(),
@@ -165,20 +165,22 @@ pub fn evaluate(s: &Snapshot) -> Health {
         if conflicts > 0 {
             add(
                 Rule::Conflicts,
-                Some(&z.name),
+                Some(&z.target),
                 format!(
                     "zone {}: {conflicts} record(s) in conflict; see `dnsplane records --state conflict`",
-                    z.name
+                    z.target
                 ),
             );
         }
         if let Some((h, _)) = &z.held {
             add(
                 Rule::HeldPlan,
-                Some(&z.name),
+                Some(&z.target),
                 format!(
                     "zone {}: plan HELD ({}); approve with `dnsplane approve {}`",
-                    z.name, h.reason, z.name
+                    z.target,
+                    h.reason,
+                    z.target.cli()
                 ),
             );
         }
@@ -187,26 +189,26 @@ pub fn evaluate(s: &Snapshot) -> Health {
         {
             add(
                 Rule::Fallback,
-                Some(&z.name),
+                Some(&z.target),
                 format!(
                     "zone {}: sent to applier {now}, not its own {own} (unhealthy)",
-                    z.name
+                    z.target
                 ),
             );
         }
         if !z.status.last_error.is_empty() {
             add(
                 Rule::ZoneSync,
-                Some(&z.name),
-                format!("zone {}: {}", z.name, z.status.last_error),
+                Some(&z.target),
+                format!("zone {}: {}", z.target, z.status.last_error),
             );
         } else if z.status.rejected {
             add(
                 Rule::ZoneSync,
-                Some(&z.name),
+                Some(&z.target),
                 format!(
                     "zone {}: provider account {} refuses writes",
-                    z.name, z.account
+                    z.target, z.account
                 ),
             );
         }
@@ -325,10 +327,10 @@ pub fn evaluate(s: &Snapshot) -> Health {
         if failed > 0 {
             add(
                 Rule::RecordsFailed,
-                Some(&z.name),
+                Some(&z.target),
                 format!(
                     "zone {}: {failed} record(s) failed (transient provider errors outlived the retries; retried on their own clock); see `dnsplane records --state failed`",
-                    z.name
+                    z.target
                 ),
             );
         }

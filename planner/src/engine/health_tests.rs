@@ -6,10 +6,12 @@ use crate::engine::snapshot::{ApplierSnapshot, DiskStatus, ZoneSnapshot, ZoneSta
 use crate::guard::HeldPlan;
 use crate::lease::LeaseStatus;
 use crate::source::SourceError;
+use dnsplane_common::Name;
 use std::time::SystemTime;
 
 fn zone(name: &str) -> ZoneSnapshot {
     ZoneSnapshot {
+        target: Target::new(Name::parse(name).unwrap(), "a", false),
         name: Name::parse(name).unwrap(),
         account: "a".into(),
         policy: Policy::Sync,
@@ -78,7 +80,7 @@ fn only(s: &Snapshot, rule: Rule, zone: Option<&str>) -> HealthReason {
     assert_eq!(r.rule, rule, "{h:?}");
     assert_eq!(r.level, rule.level());
     assert_eq!(h.level, rule.level());
-    assert_eq!(r.zone.as_ref().map(Name::as_str), zone);
+    assert_eq!(r.zone.as_ref().map(|t| t.zone.as_str()), zone);
     assert_eq!(h.reason(), r.message);
     r
 }

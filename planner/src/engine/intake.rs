@@ -26,11 +26,12 @@ impl Engine {
         self.wake(touched);
     }
 
-    /// Tells the zones which of their names' desired records changed.
+    /// Tells the zones which of their names' desired records changed: every target
+    /// of the zone, since they share its desired state.
     fn wake(&self, touched: crate::desired::Touched) {
         for (zone, names) in touched {
-            if let Some(z) = self.zones.get(&zone) {
-                lock(&z.dirty).extend(names);
+            for (_, z) in self.targets_of(&zone) {
+                lock(&z.dirty).extend(names.iter().cloned());
                 z.trigger.notify_one();
             }
         }

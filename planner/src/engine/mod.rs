@@ -31,6 +31,7 @@ use crate::pool::ApplierPool;
 use crate::source::SourceError;
 use crate::state::{RetryClock, StateTable};
 use crate::store::DesiredStore;
+use crate::target::{Target, TargetError};
 use dnsplane_common::{Name, RecordKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,6 +82,9 @@ pub use watched::Watched;
 /// and the other read-model methods.
 #[derive(Debug)]
 struct ZoneRuntime {
+    /// The zone and the account this runtime keeps ([`crate::target`]).
+    target: Target,
+    /// The zone's config, `account` being this target's.
     cfg: ZoneConfig,
     /// One sync of a zone at a time.
     sync_lock: tokio::sync::Mutex<()>,
@@ -140,7 +144,7 @@ impl ZoneRuntime {
         match self.released() {
             None => Ok(()),
             Some(r) => Err(SyncError::Released {
-                zone: self.cfg.name.clone(),
+                zone: self.target.clone(),
                 owner: r.owner,
             }),
         }
@@ -160,7 +164,9 @@ struct LastCounts {
 #[derive(Debug)]
 pub struct Engine {
     config: PlannerConfig,
-    zones: BTreeMap<Name, Arc<ZoneRuntime>>,
+    /// One runtime per target (zone, account), in (zone, account) order: the
+    /// targets of one zone are neighbours ([`Engine::targets_of`]).
+    zones: BTreeMap<Target, Arc<ZoneRuntime>>,
     /// The merged desired state of every source, maintained incrementally. Shared
     /// with the batch senders, which check each batch against it ([`recheck`]).
     desired: Arc<RwLock<DesiredIndex>>,
@@ -230,13 +236,14 @@ impl Engine {
     ) -> Result<Arc<Engine>, crate::pool::PoolError> {
         let pool = ApplierPool::new(config.pool_config())?;
         let zones = config
-            .zones
-            .iter()
-            .map(|z| {
+            .targets()
+            .into_iter()
+            .map(|(target, cfg)| {
                 (
-                    z.name.clone(),
+                    target.clone(),
                     Arc::new(ZoneRuntime {
-                        cfg: z.clone(),
+                        target,
+                        cfg,
                         sync_lock: tokio::sync::Mutex::new(()),
                         running: tokio::sync::watch::Sender::new(None),
                         runs: std::sync::atomic::AtomicU64::new(0),
@@ -297,19 +304,98 @@ impl Engine {
         &self.pool
     }
 
-    /// The configured zones, in order.
+    /// The configured zones, in order (each once, whatever its targets).
     pub fn zone_names(&self) -> impl Iterator<Item = &Name> {
-        self.zones.keys()
+        let mut last: Option<&Name> = None;
+        self.zones.keys().map(|t| &t.zone).filter(move |z| {
+            let new = last != Some(*z);
+            last = Some(*z);
+            new
+        })
     }
 
     /// The configured zone called `name` (any spelling `Name::parse` accepts).
     pub fn zone_name(&self, name: &str) -> Option<&Name> {
         let name = Name::parse(name).ok()?;
-        self.zones.get_key_value(&name).map(|(k, _)| k)
+        self.targets_of(&name).next().map(|(t, _)| &t.zone)
     }
 
+    /// Every target, in (zone, account) order.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        self.zones.keys()
+    }
+
+    /// The targets of `zone` (none when it is not configured).
+    fn targets_of<'a>(
+        &'a self,
+        zone: &Name,
+    ) -> impl Iterator<Item = (&'a Target, &'a Arc<ZoneRuntime>)> + 'a {
+        let zone = zone.clone();
+        self.zones
+            .range(Target::new(zone.clone(), "", false)..)
+            .take_while(move |(t, _)| t.zone == zone)
+    }
+
+    /// The one target a call means by `zone` and `account` (empty: the zone's only
+    /// target): refused when the zone has several and the call names none.
+    pub fn target(&self, zone: &str, account: &str) -> Result<Target, TargetError> {
+        let name = Name::parse(zone).map_err(|_| TargetError::UnknownZone {
+            zone: zone.to_string(),
+        })?;
+        let targets: Vec<&Target> = self.targets_of(&name).map(|(t, _)| t).collect();
+        let listed = || targets.iter().map(|t| t.account.to_string()).collect();
+        match targets.as_slice() {
+            [] => Err(TargetError::UnknownZone {
+                zone: zone.to_string(),
+            }),
+            [only] if account.is_empty() => Ok((*only).clone()),
+            _ if account.is_empty() => Err(TargetError::Ambiguous {
+                zone: name.clone(),
+                targets: listed(),
+            }),
+            _ => targets
+                .iter()
+                .find(|t| &*t.account == account)
+                .map(|t| (*t).clone())
+                .ok_or_else(|| TargetError::UnknownAccount {
+                    zone: name.clone(),
+                    account: account.to_string(),
+                    targets: listed(),
+                }),
+        }
+    }
+
+    /// The targets a call means by `zone` and `account` (empty: every target of
+    /// the zone), for calls that may act on several (`Plan`, `Sync`).
+    pub fn targets_named(&self, zone: &str, account: &str) -> Result<Vec<Target>, TargetError> {
+        if !account.is_empty() {
+            return self.target(zone, account).map(|t| vec![t]);
+        }
+        let unknown = || TargetError::UnknownZone {
+            zone: zone.to_string(),
+        };
+        let name = Name::parse(zone).map_err(|_| unknown())?;
+        let all: Vec<Target> = self.targets_of(&name).map(|(t, _)| t.clone()).collect();
+        if all.is_empty() {
+            return Err(unknown());
+        }
+        Ok(all)
+    }
+
+    /// The runtime of the one target `zone` and `account` name ([`Engine::target`]).
+    fn runtime_named(&self, zone: &str, account: &str) -> Result<Arc<ZoneRuntime>, TargetError> {
+        let t = self.target(zone, account)?;
+        Ok(self.zones[&t].clone())
+    }
+
+    fn runtime(&self, target: &Target) -> Option<&Arc<ZoneRuntime>> {
+        self.zones.get(target)
+    }
+
+    /// The first target of `zone` (its only one, unless it has several): for the
+    /// accessors tests and benchmarks use, which name a zone.
     fn zone(&self, name: &Name) -> Option<&Arc<ZoneRuntime>> {
-        self.zones.get(name)
+        self.targets_of(name).next().map(|(_, z)| z)
     }
 
     fn desired(&self) -> std::sync::RwLockReadGuard<'_, DesiredIndex> {
@@ -413,7 +499,8 @@ impl Engine {
         tokio::time::timeout(grace, self.tasks.wait()).await.is_ok()
     }
 
-    /// A fresh batch id prefix for one sync of `zone`.
+    /// A fresh batch id prefix for one sync of `zone` (unique across targets: the
+    /// number is the engine's).
     fn batch_prefix(&self, zone: &Name) -> String {
         let n = self.syncs.fetch_add(1, Ordering::Relaxed);
         format!("{zone}-{}-{n}", self.run)

@@ -11,6 +11,7 @@ use crate::observed::ZoneView;
 use crate::ownership;
 use crate::plan::{ZonePlan, plan_zone};
 use crate::state::RecordState;
+use crate::target::Target;
 use dnsplane_common::{Name, RRSet, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -61,13 +62,13 @@ impl Engine {
                 let known = *lock(&zone.serial);
                 let basis = match (kept, known) {
                     (Some(view), Some(serial)) if !fresh => {
-                        match self.list_zone_unless(name, serial).await? {
+                        match self.list_zone_unless(&zone.target, serial).await? {
                             None => Basis::Kept(view),
                             Some((current, serial)) => Basis::Listed(current, serial),
                         }
                     }
                     _ => {
-                        let (current, serial) = self.list_zone(name, fresh, &[]).await?;
+                        let (current, serial) = self.list_zone(&zone.target, fresh, &[]).await?;
                         Basis::Listed(current, serial)
                     }
                 };
@@ -116,7 +117,7 @@ impl Engine {
                         // Only the names in scope are planned: a whole-zone read is
                         // cut down to them (a record outside the scope must not look
                         // undesired).
-                        let listed = self.list_zone(name, true, &query).await?.0;
+                        let listed = self.list_zone(&zone.target, true, &query).await?.0;
                         let read = ZoneView::read(listed, None, zone.cfg.external_dns.as_ref())
                             .subset(name, names);
                         if let Some(v) = lock(&zone.view).as_mut() {
@@ -139,7 +140,7 @@ impl Engine {
     /// The `Plan` dry run of `zone`: a fresh plan of the whole zone against a read
     /// through the applier (`fresh`: bypassing its cache), with the changes a sync
     /// would withhold now set apart. Changes nothing.
-    pub async fn preview(&self, zone: &Name, fresh: bool) -> Result<Preview, SyncError> {
+    pub async fn preview(&self, zone: &Target, fresh: bool) -> Result<Preview, SyncError> {
         self.preview_against(zone, fresh, None).await
     }
 
@@ -148,7 +149,7 @@ impl Engine {
     /// records (`dnsplane plan --desired`). Nothing is kept of it.
     pub async fn preview_against(
         &self,
-        zone: &Name,
+        zone: &Target,
         fresh: bool,
         proposed: Option<&BTreeMap<RecordKey, DesiredRecord>>,
     ) -> Result<Preview, SyncError> {
@@ -159,7 +160,7 @@ impl Engine {
         let empty = BTreeMap::new();
         let zone_desired = match proposed {
             Some(p) => p,
-            None => desired.zone(zone).unwrap_or(&empty),
+            None => desired.zone(&zone.zone).unwrap_or(&empty),
         };
         let view = ZoneView::read(current, None, z.cfg.external_dns.as_ref());
         let mut plan = plan_zone(&z.cfg, &self.config.owner_id, zone_desired, &view);
@@ -174,7 +175,7 @@ impl Engine {
         let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
         plan.changes.retain(|c| !held.contains(c.change.key()));
         drop(held);
-        let items = crate::guard::weighed(&self.config.safety, zone, &plan.changes);
+        let items = crate::guard::weighed(&self.config.safety, &zone.zone, &plan.changes);
         // Weighed with what the guard let through lately, as a sync would weigh it.
         let remembered = {
             let mut w = lock(&z.window);
@@ -199,13 +200,13 @@ impl Engine {
     /// the zone's serial (0: the provider has none).
     pub async fn list_zone(
         &self,
-        zone: &Name,
+        zone: &Target,
         fresh: bool,
         names: &[Name],
     ) -> Result<(Vec<RRSet>, u64), SyncError> {
         let z = self.zone_or_err(zone)?;
         let member = self.member_for(zone)?;
-        client::list(&member, &z.cfg.account, zone, fresh, names)
+        client::list(&member, &z.cfg.account, &zone.zone, fresh, names)
             .await
             .map_err(|e| self.list_failed(zone, &member, e))
     }
@@ -213,19 +214,19 @@ impl Engine {
     /// Reads `zone` whole unless its serial is still `known`: then `None`.
     async fn list_zone_unless(
         &self,
-        zone: &Name,
+        zone: &Target,
         known: u64,
     ) -> Result<Option<(Vec<RRSet>, u64)>, SyncError> {
         let z = self.zone_or_err(zone)?;
         let member = self.member_for(zone)?;
-        client::list_unless(&member, &z.cfg.account, zone, known)
+        client::list_unless(&member, &z.cfg.account, &zone.zone, known)
             .await
             .map_err(|e| self.list_failed(zone, &member, e))
     }
 
     fn list_failed(
         &self,
-        zone: &Name,
+        zone: &Target,
         member: &crate::pool::Member,
         e: client::ApplierCallError,
     ) -> SyncError {

@@ -12,7 +12,8 @@ use super::sync::SyncError;
 use crate::config::ExternalDnsConfig;
 use crate::external_dns;
 use crate::observed::ZoneView;
-use dnsplane_common::{Name, RRSet};
+use crate::target::Target;
+use dnsplane_common::RRSet;
 
 /// Who holds a record of the zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +44,7 @@ impl Engine {
     /// (dnsplane's own marks are attached to what they own and not listed).
     pub async fn read_observed(
         &self,
-        zone: &Name,
+        zone: &Target,
         fresh: bool,
     ) -> Result<Vec<ZoneRecord>, SyncError> {
         let z = self.zone_or_err(zone)?;
@@ -86,11 +87,11 @@ impl Engine {
     }
 
     /// The desired records of `zone`, in key order (the TTL resolved).
-    pub fn read_desired(&self, zone: &Name) -> Result<Vec<RRSet>, SyncError> {
+    pub fn read_desired(&self, zone: &Target) -> Result<Vec<RRSet>, SyncError> {
         self.zone_or_err(zone)?;
         let desired = self.desired();
         Ok(desired
-            .zone(zone)
+            .zone(&zone.zone)
             .map(|records| records.iter().map(|(k, r)| r.rrset(k)).collect())
             .unwrap_or_default())
     }

@@ -19,6 +19,7 @@ use crate::observed::ZoneView;
 use crate::plan::{PlannedChange, ReleasePlan, plan_release};
 use crate::state::StateTable;
 use crate::store::StoreError;
+use crate::target::{Target, TargetError};
 use dnsplane_common::{Name, RecordKey};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -34,23 +35,23 @@ pub struct Released {
 /// Why a release or resume was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {
-    #[error("zone {zone} is not configured")]
-    UnknownZone { zone: String },
+    #[error(transparent)]
+    Target(#[from] TargetError),
     #[error("external_dns_owner: {0}")]
     BadOwner(String),
     #[error(
-        "zone {zone} is released to external-dns owner {owner:?}; `dnsplane resume {zone}` first to release it to another"
+        "zone {zone} is released to external-dns owner {owner:?}; `dnsplane resume {}` first to release it to another", zone.cli()
     )]
-    OtherOwner { zone: Name, owner: String },
+    OtherOwner { zone: Target, owner: String },
     #[error("zone {zone} is not released")]
-    NotReleased { zone: Name },
+    NotReleased { zone: Target },
     #[error(
         "zone {zone}: {} record(s) cannot be handed to external-dns, so nothing was written; first: {}",
         refused.len(),
         refused.first().map(|(k, why)| format!("{} {}: {why}", k.name, k.rtype)).unwrap_or_default()
     )]
     Refused {
-        zone: Name,
+        zone: Target,
         refused: Vec<(RecordKey, String)>,
     },
     #[error(transparent)]
@@ -58,18 +59,20 @@ pub enum ReleaseError {
     #[error(
         "zone {zone}: the planner has no state store, so a release could not outlive a restart"
     )]
-    NoStore { zone: Name },
+    NoStore { zone: Target },
     #[error("zone {zone}: persisting the release failed, so nothing was written: {source}")]
     Store {
-        zone: Name,
+        zone: Target,
         #[source]
         source: StoreError,
     },
 }
 
 /// What a release did (or, as a dry run, would do).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReleaseOutcome {
+    /// The target released.
+    pub target: Target,
     /// The changes sent (or that would be).
     pub changes: Vec<PlannedChange>,
     /// Records handed over by this call, as read back.
@@ -81,7 +84,13 @@ pub struct ReleaseOutcome {
     pub already: usize,
 }
 
-fn store_key(zone: &Name) -> String {
+/// Where a target's release is persisted. A zone's only target also reads the key
+/// from before targets (`release:<zone>`).
+fn store_key(zone: &Target) -> String {
+    format!("release:{}@{}", zone.zone, zone.account)
+}
+
+fn legacy_store_key(zone: &Name) -> String {
     format!("release:{zone}")
 }
 
@@ -91,18 +100,13 @@ impl Engine {
     pub async fn release(
         &self,
         zone: &str,
+        account: &str,
         to: &str,
         dry_run: bool,
     ) -> Result<ReleaseOutcome, ReleaseError> {
         check_owner(to)?;
-        let z = self
-            .zone_name(zone)
-            .and_then(|n| self.zone(n))
-            .cloned()
-            .ok_or_else(|| ReleaseError::UnknownZone {
-                zone: zone.to_string(),
-            })?;
-        let name = z.cfg.name.clone();
+        let z = self.runtime_named(zone, account)?;
+        let name = z.target.clone();
         if let Some(r) = z.released().filter(|r| r.owner != to) {
             return Err(ReleaseError::OtherOwner {
                 zone: name,
@@ -131,9 +135,11 @@ impl Engine {
             });
         }
         let mut outcome = ReleaseOutcome {
+            target: name.clone(),
             changes: plan.changes,
+            released: 0,
+            left: Vec::new(),
             already: plan.already,
-            ..Default::default()
         };
         let Some(store) = store else {
             return Ok(outcome);
@@ -197,7 +203,7 @@ impl Engine {
         registry: &ExternalDnsConfig,
     ) -> Result<ReleasePlan, SyncError> {
         let name = &z.cfg.name;
-        let (current, _) = self.list_zone(name, true, &[]).await?;
+        let (current, _) = self.list_zone(&z.target, true, &[]).await?;
         let owner = self.config.owner_id.as_str();
         Ok(Engine::cpu(|| {
             // external-dns's marks read as plain TXT data: the plan looks at them itself.
@@ -207,15 +213,9 @@ impl Engine {
     }
 
     /// Manages a released zone again: persisted, then a full, fresh sync at once.
-    pub fn resume(&self, zone: &str) -> Result<Released, ReleaseError> {
-        let z = self
-            .zone_name(zone)
-            .and_then(|n| self.zone(n))
-            .cloned()
-            .ok_or_else(|| ReleaseError::UnknownZone {
-                zone: zone.to_string(),
-            })?;
-        let name = z.cfg.name.clone();
+    pub fn resume(&self, zone: &str, account: &str) -> Result<Released, ReleaseError> {
+        let z = self.runtime_named(zone, account)?;
+        let name = z.target.clone();
         let Some(was) = z.released() else {
             return Err(ReleaseError::NotReleased { zone: name });
         };
@@ -253,8 +253,12 @@ impl Engine {
             return Ok(0);
         };
         let mut n = 0;
-        for (name, z) in &self.zones {
-            if let Some(Some(r)) = store.get::<Option<Released>>(&store_key(name))? {
+        for (target, z) in &self.zones {
+            let mut found = store.get::<Option<Released>>(&store_key(target))?;
+            if found.is_none() && !target.is_shared() {
+                found = store.get::<Option<Released>>(&legacy_store_key(&target.zone))?;
+            }
+            if let Some(Some(r)) = found {
                 lock(&z.status).released = Some(r);
                 n += 1;
             }

@@ -36,7 +36,7 @@ impl Engine {
         match crate::client::serial(&member, &zone.cfg.account, &zone.cfg.name).await {
             Ok(now) if now != 0 && now != known => {
                 events::SerialMoved {
-                    zone: &zone.cfg.name,
+                    zone: &zone.target,
                     known,
                     now,
                 }
@@ -238,7 +238,7 @@ impl Engine {
                     let backoff = retry_delay(failures, sync_cfg.retry_min, sync_cfg.retry_max);
                     not_before = Instant::now() + backoff;
                     events::SyncFailed {
-                        zone: &zone.cfg.name,
+                        zone: &zone.target,
                         error: &e,
                         retry_in: backoff,
                     }

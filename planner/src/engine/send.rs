@@ -33,7 +33,7 @@ impl Engine {
         summary: &mut SyncSummary,
         progress: Progress<'_>,
     ) -> Result<SerialTrail, SyncError> {
-        let name = zone.cfg.name.clone();
+        let name = zone.target.clone();
         // The last line of observe mode: whatever path got here, nothing is written.
         if self.config.safety.mode == crate::config::SafetyMode::Observe {
             return Err(SyncError::Observing { zone: name });
@@ -61,7 +61,7 @@ impl Engine {
         });
         let total = batches.len();
         let deadline = self.config.sync.batch_deadline;
-        let prefix = self.batch_prefix(&name);
+        let prefix = self.batch_prefix(&name.zone);
         // Who asked for each change, read once for the attempt and outcome events.
         let audit = Arc::new(Engine::cpu(|| self.batch_audit(&name, &prefix, &batches)));
         let (tx, rx) = client::batch_channel();
@@ -107,7 +107,7 @@ impl Engine {
                     let Ok(checked) = checked else { return };
                     if !checked.dropped.is_empty() {
                         events::ChangesWithdrawn {
-                            zone: &zone.cfg.name,
+                            zone: &zone.target,
                             count: checked.keep.iter().filter(|k| !**k).count(),
                         }
                         .emit();

@@ -8,6 +8,7 @@ use crate::guard::HeldPlan;
 use crate::lease::LeaseStatus;
 use crate::source::{Labels, SourceError};
 use crate::state::{RecordState, RecordStateKind};
+use crate::target::Target;
 use dnsplane_common::{Name, RecordKey, SharedStr};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -98,6 +99,8 @@ pub struct ZoneStatus {
 /// One zone as the status API shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ZoneSnapshot {
+    /// The zone and account this is the status of.
+    pub target: Target,
     pub name: Name,
     pub account: String,
     pub policy: Policy,
@@ -211,25 +214,27 @@ fn free_bytes(_dir: &std::path::Path) -> Result<u64, String> {
 /// Which record states to list.
 #[derive(Debug, Clone, Default)]
 pub struct RecordStatesQuery {
-    /// Zones, in order; empty: every zone.
-    pub zones: Vec<Name>,
+    /// Targets, in order; empty: every target.
+    pub targets: Vec<Target>,
     /// Only these states; empty: every state but converged (unless
     /// `include_converged`).
     pub states: Vec<RecordStateKind>,
     pub include_converged: bool,
-    /// Resume after this key (the last one of the previous page).
-    pub after: Option<RecordKey>,
+    /// Resume after this key of this target (the last one of the previous page).
+    pub after: Option<(Target, RecordKey)>,
     pub page_size: usize,
 }
 
 /// One page of record states, in (zone, key) order.
 #[derive(Debug, Clone, Default)]
 pub struct RecordStatesPage {
-    pub records: Vec<(RecordKey, RecordState)>,
+    /// Each record with the target it is at.
+    pub records: Vec<(Target, RecordKey, RecordState)>,
     /// The labels of the listed desired records that have any.
     pub labels: HashMap<RecordKey, Labels>,
-    /// Where the next page starts (after this key); `None` on the last page.
-    pub next: Option<RecordKey>,
+    /// Where the next page starts (after this key of this target); `None` on the
+    /// last page.
+    pub next: Option<(Target, RecordKey)>,
 }
 
 impl Engine {
@@ -266,6 +271,7 @@ impl Engine {
                     counts.observed = view.as_ref().map_or(0, |v| v.len());
                 }
                 ZoneSnapshot {
+                    target: z.target.clone(),
                     name: z.cfg.name.clone(),
                     account: z.cfg.account.clone(),
                     policy: z.cfg.policy,
@@ -369,14 +375,14 @@ impl Engine {
         let desired = self.desired();
         let empty = BTreeMap::new();
         let mut page = RecordStatesPage::default();
-        let zones: Vec<_> = if q.zones.is_empty() {
+        let zones: Vec<_> = if q.targets.is_empty() {
             self.zones.values().collect()
         } else {
-            q.zones.iter().filter_map(|n| self.zones.get(n)).collect()
+            q.targets.iter().filter_map(|t| self.zones.get(t)).collect()
         };
         'zones: for zone in zones {
             let name = &zone.cfg.name;
-            if q.after.as_ref().is_some_and(|a| &a.zone > name) {
+            if q.after.as_ref().is_some_and(|(t, _)| *t > zone.target) {
                 continue;
             }
             let zone_read = lock(&zone.view).is_some();
@@ -384,7 +390,11 @@ impl Engine {
             let unplanned = lock(&zone.dirty).clone();
             let states = lock(&zone.states);
             let zone_desired = desired.zone(name).unwrap_or(&empty);
-            let start = q.after.clone().filter(|a| &a.zone == name);
+            let start = q
+                .after
+                .as_ref()
+                .filter(|(t, _)| *t == zone.target)
+                .map(|(_, k)| k.clone());
             let range = |k: &RecordKey| start.as_ref().is_none_or(|a| k > a);
             let mut st = states.iter().filter(|(k, _)| range(k)).peekable();
             let mut de = zone_desired
@@ -423,7 +433,7 @@ impl Engine {
                     }
                 };
                 if page.records.len() == page_size {
-                    page.next = page.records.last().map(|(k, _)| k.clone());
+                    page.next = page.records.last().map(|(t, k, _)| (t.clone(), k.clone()));
                     break 'zones;
                 }
                 if let Some(record) = zone_desired.get(key) {
@@ -432,7 +442,7 @@ impl Engine {
                         page.labels.insert(key.clone(), labels.clone());
                     }
                 }
-                page.records.push((key.clone(), state));
+                page.records.push((zone.target.clone(), key.clone(), state));
             }
         }
         page
@@ -458,8 +468,8 @@ impl Engine {
         }
         let mut out = Vec::with_capacity(by_zone.values().map(Vec::len).sum());
         for (zone_name, keys) in by_zone {
-            let (Some(zone), Some(zone_desired)) =
-                (self.zones.get(zone_name), desired.zone(zone_name))
+            // A source reports its records' states at the zone's first target.
+            let (Some(zone), Some(zone_desired)) = (self.zone(zone_name), desired.zone(zone_name))
             else {
                 continue;
             };

@@ -16,6 +16,7 @@ use crate::events;
 use crate::plan::ZonePlan;
 use crate::pool::Member;
 use crate::state::RecordState;
+use crate::target::Target;
 use dnsplane_common::{Name, Outcome, RecordKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -51,41 +52,41 @@ impl Scope {
 pub enum SyncError {
     #[error("reading zone {zone} through the applier: {source}")]
     List {
-        zone: Name,
+        zone: Target,
         #[source]
         source: ApplierCallError,
     },
     #[error("applier stream for zone {zone}: {source}")]
     Apply {
-        zone: Name,
+        zone: Target,
         #[source]
         source: ApplierCallError,
     },
     #[error("applier stream for zone {zone}: stream ended after {done} of {total} batches")]
     StreamEnded {
-        zone: Name,
+        zone: Target,
         done: usize,
         total: usize,
     },
     #[error("reading zone {zone} through the applier: no applier is configured or discovered")]
-    NoApplier { zone: Name },
+    NoApplier { zone: Target },
     #[error("zone {zone} is not configured")]
-    UnknownZone { zone: Name },
+    UnknownZone { zone: Target },
     #[error(
         "zone {zone} is released to external-dns owner {owner:?}: nothing is planned or written until `dnsplane resume {zone}`"
     )]
-    Released { zone: Name, owner: String },
+    Released { zone: Target, owner: String },
     #[error(
         "zone {zone}: [safety] mode = \"observe\": plans are reported, never written; set mode = \"automatic\" or \"approve\" to write"
     )]
-    Observing { zone: Name },
+    Observing { zone: Target },
     #[error("zone {zone}: this planner is standby ({held}); only the leader writes")]
-    NotLeader { zone: Name, held: String },
+    NotLeader { zone: Target, held: String },
     #[error(
         "zone {zone}: the lease was lost after {sent} of {total} batches; the rest was not sent"
     )]
     LeaseLost {
-        zone: Name,
+        zone: Target,
         sent: usize,
         total: usize,
     },
@@ -160,14 +161,14 @@ impl Phase {
 /// One progress message of a sync.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncProgress {
-    pub zone: Name,
+    pub zone: Target,
     pub phase: Phase,
     pub summary: SyncSummary,
     pub error: String,
 }
 
 impl SyncProgress {
-    pub(super) fn new(zone: &Name, phase: Phase, summary: &SyncSummary) -> Self {
+    pub(super) fn new(zone: &Target, phase: Phase, summary: &SyncSummary) -> Self {
         SyncProgress {
             zone: zone.clone(),
             phase,
@@ -231,11 +232,11 @@ impl SerialTrail {
 }
 
 impl Engine {
-    /// One sync of `zone` (or of some of its names). `progress` receives phase updates
-    /// for the `Sync` RPC.
+    /// One sync of `zone`, a target (or of some of its names). `progress` receives
+    /// phase updates for the `Sync` RPC.
     pub async fn sync(
         &self,
-        zone: &Name,
+        zone: &Target,
         scope: &Scope,
         fresh: bool,
         progress: Progress<'_>,
@@ -252,7 +253,7 @@ impl Engine {
     }
 
     /// `Ok` while this planner holds the lease.
-    pub(super) fn leading(&self, zone: &Name) -> Result<(), SyncError> {
+    pub(super) fn leading(&self, zone: &Target) -> Result<(), SyncError> {
         if let Some(p) = self.lease.permit() {
             if self.reloaded(p.epoch) {
                 return Ok(());
@@ -284,7 +285,7 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
         if let Err(e) = zone.not_released() {
-            let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
+            let mut p = SyncProgress::new(&zone.target, Phase::Failed, &SyncSummary::default());
             p.error = e.to_string();
             send(progress, p).await;
             return Err(e);
@@ -303,13 +304,13 @@ impl Engine {
         if let Err(e @ SyncError::NotLeader { .. }) = &result {
             // Nothing ran (the lease went while this sync waited for the zone): the
             // zone's status and metrics stay as they were.
-            let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
+            let mut p = SyncProgress::new(&zone.target, Phase::Failed, &SyncSummary::default());
             p.error = e.to_string();
             send(progress, p).await;
             return result;
         }
         events::SyncFinished {
-            zone: &zone.cfg.name,
+            zone: &zone.target,
             full: scope.is_zone(),
             elapsed: started.elapsed(),
             ok: result.is_ok(),
@@ -340,7 +341,7 @@ impl Engine {
             }
         }
         if let Err(e) = &result {
-            let mut p = SyncProgress::new(&zone.cfg.name, Phase::Failed, &SyncSummary::default());
+            let mut p = SyncProgress::new(&zone.target, Phase::Failed, &SyncSummary::default());
             p.error = e.to_string();
             send(progress, p).await;
         }
@@ -355,8 +356,9 @@ impl Engine {
         fresh: bool,
         progress: Progress<'_>,
     ) -> Result<SyncSummary, SyncError> {
-        let name = zone.cfg.name.clone();
-        self.leading(&name)?;
+        let target = zone.target.clone();
+        let name = &target.zone;
+        self.leading(&target)?;
         {
             let mut st = lock(&zone.status);
             st.syncing = true;
@@ -364,12 +366,12 @@ impl Engine {
             st.sync_started.get_or_insert_with(SystemTime::now);
         }
         let none = SyncSummary::default();
-        send(progress, SyncProgress::new(&name, Phase::Planning, &none)).await;
+        send(progress, SyncProgress::new(&target, Phase::Planning, &none)).await;
         let (mut plan, withheld) = self
             .plan_scope(zone, scope, fresh, |desired, view, plan| {
                 let now = SystemTime::now();
                 let mut states = lock(&zone.states);
-                let conflicts = self.new_conflicts(&states, desired, &plan.blocked);
+                let conflicts = self.new_conflicts(&target, &states, desired, &plan.blocked);
                 let withheld = states.fold_plan(
                     |n| scope.contains(n),
                     desired,
@@ -404,7 +406,7 @@ impl Engine {
             ..Default::default()
         };
         events::ZonePlanned {
-            zone: &name,
+            zone: &target,
             kinds: plan.changes.iter().map(|c| c.change.kind),
             changes: plan.changes.len(),
             withheld,
@@ -414,7 +416,7 @@ impl Engine {
         .emit(&self.metrics);
         send(
             progress,
-            SyncProgress::new(&name, Phase::Applying, &summary),
+            SyncProgress::new(&target, Phase::Applying, &summary),
         )
         .await;
         if !plan.changes.is_empty() {
@@ -432,8 +434,8 @@ impl Engine {
             // out-of-band write in the instant between our batch and this read is left
             // to the periodic fresh read).
             if trail == SerialTrail::Unknown && lock(&zone.serial).is_some() {
-                let now = match self.member_for(&name) {
-                    Ok(m) => client::serial(&m, &zone.cfg.account, &name).await.ok(),
+                let now = match self.member_for(&target) {
+                    Ok(m) => client::serial(&m, &zone.cfg.account, name).await.ok(),
                     Err(_) => None,
                 };
                 if let Some(s) = now.filter(|s| *s != 0) {
@@ -446,19 +448,19 @@ impl Engine {
         if let Some(v) = lock(&zone.view).as_mut().and_then(Arc::get_mut) {
             v.compact_at_rest();
         }
-        send(progress, SyncProgress::new(&name, Phase::Done, &summary)).await;
+        send(progress, SyncProgress::new(&target, Phase::Done, &summary)).await;
         Ok(summary)
     }
 
-    pub(super) fn zone_or_err(&self, zone: &Name) -> Result<Arc<ZoneRuntime>, SyncError> {
-        self.zone(zone)
+    pub(super) fn zone_or_err(&self, zone: &Target) -> Result<Arc<ZoneRuntime>, SyncError> {
+        self.runtime(zone)
             .cloned()
             .ok_or_else(|| SyncError::UnknownZone { zone: zone.clone() })
     }
 
-    pub(super) fn member_for(&self, zone: &Name) -> Result<Arc<Member>, SyncError> {
+    pub(super) fn member_for(&self, zone: &Target) -> Result<Arc<Member>, SyncError> {
         self.pool
-            .route(zone)
+            .route(&zone.zone)
             .ok_or_else(|| SyncError::NoApplier { zone: zone.clone() })
     }
 }

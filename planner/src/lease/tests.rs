@@ -378,7 +378,12 @@ async fn a_standby_engine_sends_nothing_and_is_not_behind() {
     let engine = Engine::new(config, PlannerMetrics::unregistered(), handle).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(4);
     let err = engine
-        .sync(&zone, &Scope::Zone, true, Some(&tx))
+        .sync(
+            &crate::target::Target::new(zone.clone(), "a", false),
+            &Scope::Zone,
+            true,
+            Some(&tx),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, SyncError::NotLeader { .. }), "{err}");

@@ -78,7 +78,17 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
             .map(|r| pb::HealthReason {
                 rule: r.rule.id().into(),
                 level: r.level.as_str().into(),
-                zone: r.zone.as_ref().map(ToString::to_string).unwrap_or_default(),
+                zone: r
+                    .zone
+                    .as_ref()
+                    .map(|t| t.zone.to_string())
+                    .unwrap_or_default(),
+                account: r
+                    .zone
+                    .as_ref()
+                    .filter(|t| t.is_shared())
+                    .map(|t| t.account.to_string())
+                    .unwrap_or_default(),
                 message: r.message.clone(),
             })
             .collect(),
@@ -247,12 +257,14 @@ pub(super) fn record_state_to_pb(
         next_retry: s.next_retry.map(timestamp),
         last_change_id: s.last_change_id.clone(),
         updated: s.updated.map(timestamp),
+        account: String::new(),
     }
 }
 
 pub(super) fn progress_to_pb(p: &SyncProgress) -> pb::SyncProgress {
     pb::SyncProgress {
-        zone: p.zone.to_string(),
+        zone: p.zone.zone.to_string(),
+        account: p.zone.account.to_string(),
         phase: p.phase.as_str().into(),
         changes_planned: p.summary.planned as u32,
         changes_done: p.summary.done as u32,
@@ -270,16 +282,25 @@ pub(super) type SyncStream =
     Pin<Box<dyn futures::Stream<Item = Result<pb::SyncProgress, Status>> + Send>>;
 
 /// An opaque-enough page token: the last key returned.
-pub(super) fn token(k: &RecordKey) -> String {
-    format!("{}|{}|{}|{}", k.zone, k.name, k.rtype, k.set)
+/// A page token: the last key listed, and the account of its target (every token
+/// names it; one without, from before targets, means the zone's only target).
+pub(super) fn token(account: &str, k: &RecordKey) -> String {
+    format!("@{account}|{}|{}|{}|{}", k.zone, k.name, k.rtype, k.set)
 }
 
-pub(super) fn parse_token(t: &str) -> Option<RecordKey> {
+pub(super) fn parse_token(t: &str) -> Option<(String, RecordKey)> {
+    let (account, t) = match t.strip_prefix('@') {
+        Some(rest) => {
+            let (account, rest) = rest.split_once('|')?;
+            (account.to_string(), rest)
+        }
+        None => (String::new(), t),
+    };
     // The set identifier last: it may hold a `|` itself.
     let mut it = t.splitn(4, '|');
     let zone = Name::parse(it.next()?).ok()?;
     let name = Name::parse(it.next()?).ok()?;
     let rtype = RecordType::parse(it.next()?).ok()?;
     let set = dnsplane_common::SetId::new(it.next().unwrap_or("")).ok()?;
-    Some(RecordKey::new(zone, name, rtype).in_set(set))
+    Some((account, RecordKey::new(zone, name, rtype).in_set(set)))
 }

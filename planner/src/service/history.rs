@@ -54,9 +54,13 @@ impl PlannerService {
         };
         // An event of a zone outside the scope (a name that was once in another
         // zone) is left out, not refused.
+        // `account`: that target's events; an event without one is of a zone's
+        // only target.
         let allowed = |e: &AuditEvent| {
             let zone = Name::parse(&e.zone).ok();
-            scope.allows_record(zone.as_ref(), &name)
+            let account =
+                req.account.is_empty() || e.account.is_empty() || e.account == req.account;
+            account && scope.allows_record(zone.as_ref(), &name)
         };
         let events = Engine::cpu(|| self.engine.history(&name, zone.as_ref(), allowed, limit))
             .map_err(|e| match e {
@@ -85,5 +89,6 @@ fn event_to_pb(e: AuditEvent) -> pb::AuditEvent {
         trace_id: e.trace_id,
         source: e.source,
         caller: e.caller,
+        account: e.account,
     }
 }

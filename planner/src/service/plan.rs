@@ -18,11 +18,12 @@ impl PlannerService {
         req: pb::PlanRequest,
     ) -> Result<Response<pb::PlanResponse>, Status> {
         let zones = self.scoped_zones(t, &req.zones)?;
+        let zones = self.targets_of(&zones, &req.account)?;
         let page_size = match req.page_size as usize {
             0 => DEFAULT_PLAN_PAGE,
             n => n.min(MAX_PLAN_PAGE),
         };
-        // The token is "<zone index>:<items of that zone already returned>".
+        // The token is "<target index>:<items of that target already returned>".
         let (first_zone, mut skip) = if req.page_token.is_empty() {
             (0, 0)
         } else {
@@ -36,7 +37,8 @@ impl PlannerService {
         let mut next_page_token = String::new();
         for (zi, zone) in zones.iter().enumerate().skip(first_zone) {
             let mut zp = pb::ZonePlan {
-                zone: zone.to_string(),
+                zone: zone.zone.to_string(),
+                account: zone.account.to_string(),
                 ..Default::default()
             };
             match self.engine.preview(zone, req.fresh).await {

@@ -61,6 +61,7 @@ impl PlannerService {
             .into());
         };
         let zones = self.scoped_zones(t, &first.zones)?;
+        let zones = self.targets_of(&zones, &first.account)?;
         let request = pb::PutDesiredRequest {
             source: PROPOSED.into(),
             records,
@@ -80,10 +81,11 @@ impl PlannerService {
         let mut out = Vec::with_capacity(zones.len());
         for zone in &zones {
             let mut zp = pb::ZonePlan {
-                zone: zone.to_string(),
+                zone: zone.zone.to_string(),
+                account: zone.account.to_string(),
                 ..Default::default()
             };
-            let desired = proposed.zone(zone).unwrap_or(&empty);
+            let desired = proposed.zone(&zone.zone).unwrap_or(&empty);
             match self
                 .engine
                 .preview_against(zone, first.fresh, Some(desired))

@@ -4,8 +4,9 @@
 use super::PlannerService;
 use super::admission::Ticket;
 use crate::engine::{AdoptError, OwnerKind, SyncError};
+use crate::target::Target;
 use dnsplane_common::convert::FieldError;
-use dnsplane_common::{Name, pb};
+use dnsplane_common::pb;
 use tonic::{Response, Status};
 
 /// Records per `ReadZone` message: well under the 4 MiB a client takes by default.
@@ -15,16 +16,17 @@ pub(super) type ReadZoneStream =
     tokio_stream::Iter<std::vec::IntoIter<Result<pb::ReadZoneResponse, Status>>>;
 
 impl PlannerService {
-    /// The zone a request names, in the caller's scope; NOT_FOUND when not configured.
-    fn named_zone(&self, t: &mut Ticket, zone: &str) -> Result<Name, Status> {
+    /// The target a request names (zone and account), in the caller's scope;
+    /// NOT_FOUND when the zone is not configured, INVALID_ARGUMENT when the account
+    /// names no single target of it.
+    fn named_zone(&self, t: &mut Ticket, zone: &str, account: &str) -> Result<Target, Status> {
         if zone.is_empty() {
             return Err(FieldError::new("zone", "required").into());
         }
         self.scoped_zone(t, zone)?;
         self.engine
-            .zone_name(zone)
-            .cloned()
-            .ok_or_else(|| Status::not_found(format!("zone {zone} is not configured")))
+            .target(zone, account)
+            .map_err(|e| super::target_status(&e))
     }
 
     pub(super) async fn read_zone_admitted(
@@ -32,7 +34,7 @@ impl PlannerService {
         t: &mut Ticket,
         req: pb::ReadZoneRequest,
     ) -> Result<Response<ReadZoneStream>, Status> {
-        let zone = self.named_zone(t, &req.zone)?;
+        let zone = self.named_zone(t, &req.zone, &req.account)?;
         let records: Vec<pb::ZoneRecord> = match pb::ReadZoneWhat::try_from(req.what) {
             Ok(pb::ReadZoneWhat::Observed) => self
                 .engine
@@ -89,19 +91,20 @@ impl PlannerService {
         t: &mut Ticket,
         req: pb::AdoptRequest,
     ) -> Result<Response<pb::AdoptResponse>, Status> {
-        let zone = self.named_zone(t, &req.zone)?;
+        let zone = self.named_zone(t, &req.zone, &req.account)?;
         let digest = (!req.digest.is_empty()).then_some(req.digest.as_str());
         let out = self
             .engine
-            .adopt(zone.as_str(), req.dry_run, digest)
+            .adopt(zone.zone.as_str(), &zone.account, req.dry_run, digest)
             .await
             .map_err(|e| match &e {
-                AdoptError::UnknownZone { .. } => Status::not_found(e.to_string()),
+                AdoptError::Target(t) => super::target_status(t),
                 AdoptError::Stale { .. } => Status::failed_precondition(e.to_string()),
                 AdoptError::Sync(s) => sync_status(s),
             })?;
         Ok(Response::new(pb::AdoptResponse {
-            zone: zone.to_string(),
+            zone: zone.zone.to_string(),
+            account: zone.account.to_string(),
             changes: out
                 .changes
                 .iter()

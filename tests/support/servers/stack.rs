@@ -362,6 +362,7 @@ impl RealStack {
                     .sync(pb::SyncRequest {
                         zones: vec![zone.clone()],
                         fresh,
+                        ..Default::default()
                     })
                     .await?
                     .into_inner();
@@ -478,6 +479,7 @@ impl RealStack {
                     include_converged,
                     page_size: 5000,
                     page_token: token.clone(),
+                    ..Default::default()
                 }))
                 .expect("ListRecordStates")
                 .into_inner();

@@ -6,6 +6,7 @@ use dnsplane_common::pb;
 pub async fn approve(
     conn: Conn,
     zone: String,
+    account: String,
     digest: Option<String>,
 ) -> anyhow::Result<std::process::ExitCode> {
     let mut client = connect(&conn).await?;
@@ -18,12 +19,32 @@ pub async fn approve(
                 .map_err(status_err)?
                 .into_inner();
             let want = zone.trim_end_matches('.').to_ascii_lowercase();
-            let Some(z) = s
+            let targets: Vec<&pb::ZoneStatus> = s
                 .zones
                 .iter()
-                .find(|z| z.zone.trim_end_matches('.') == want)
-            else {
-                anyhow::bail!("zone {zone} is not configured on this planner");
+                .filter(|z| z.zone.trim_end_matches('.') == want)
+                .collect();
+            let accounts = || {
+                targets
+                    .iter()
+                    .map(|z| z.account.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let z = match targets.as_slice() {
+                [] => anyhow::bail!("zone {zone} is not configured on this planner"),
+                [only] if account.is_empty() || only.account == account => *only,
+                _ if account.is_empty() => anyhow::bail!(
+                    "zone {zone} has several targets (accounts {}): name one with --account",
+                    accounts()
+                ),
+                _ => match targets.iter().find(|z| z.account == account) {
+                    Some(z) => *z,
+                    None => anyhow::bail!(
+                        "zone {zone} has no target at account {account:?} (accounts {})",
+                        accounts()
+                    ),
+                },
             };
             let Some(h) = &z.held else {
                 println!("zone {}: no plan is held; nothing to approve", z.zone);
@@ -39,6 +60,7 @@ pub async fn approve(
     let resp = client
         .approve(pb::ApproveRequest {
             zone: zone.clone(),
+            account,
             digest,
         })
         .await
@@ -58,6 +80,7 @@ pub async fn approve(
 pub async fn release(
     conn: Conn,
     zone: String,
+    account: String,
     owner: String,
     dry_run: bool,
 ) -> anyhow::Result<std::process::ExitCode> {
@@ -67,6 +90,7 @@ pub async fn release(
             zone: zone.clone(),
             external_dns_owner: owner.clone(),
             dry_run,
+            account,
         })
         .await
         .map_err(status_err)?
@@ -113,10 +137,17 @@ pub async fn release(
 }
 
 /// `dnsplane resume ZONE`: manage a released zone again.
-pub async fn resume(conn: Conn, zone: String) -> anyhow::Result<std::process::ExitCode> {
+pub async fn resume(
+    conn: Conn,
+    zone: String,
+    account: String,
+) -> anyhow::Result<std::process::ExitCode> {
     let mut client = connect(&conn).await?;
     let resp = client
-        .resume(pb::ResumeRequest { zone: zone.clone() })
+        .resume(pb::ResumeRequest {
+            zone: zone.clone(),
+            account,
+        })
         .await
         .map_err(status_err)?
         .into_inner();

@@ -56,6 +56,7 @@ pub async fn history(
     conn: Conn,
     name: String,
     zone: String,
+    account: String,
     limit: u32,
     out: Output,
 ) -> anyhow::Result<std::process::ExitCode> {
@@ -65,6 +66,7 @@ pub async fn history(
             name: name.clone(),
             zone,
             limit,
+            account,
         })
         .await
         .map_err(status_err)?

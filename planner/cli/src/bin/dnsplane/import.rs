@@ -24,6 +24,10 @@ pub struct ImportArgs {
     pub conn: Conn,
     /// The zone to import, e.g. `example.com`.
     pub zone: String,
+    /// The account of the zone's target to read, where the zone is served by several
+    /// accounts (`accounts = [...]`).
+    #[arg(long, default_value = "")]
+    pub account: String,
     /// The directory to write the files into.
     #[arg(long)]
     pub out: PathBuf,
@@ -50,13 +54,19 @@ struct ZoneRead {
     records: Vec<(RRSet, pb::ZoneRecord)>,
 }
 
-async fn read_zone(conn: &Conn, zone: &str, what: pb::ReadZoneWhat) -> anyhow::Result<ZoneRead> {
+async fn read_zone(
+    conn: &Conn,
+    zone: &str,
+    account: &str,
+    what: pb::ReadZoneWhat,
+) -> anyhow::Result<ZoneRead> {
     let mut client = connect(conn).await?;
     let mut stream = client
         .read_zone(pb::ReadZoneRequest {
             zone: zone.to_string(),
             what: what as i32,
             fresh: true,
+            account: account.to_string(),
         })
         .await
         .map_err(status_err)?
@@ -82,7 +92,13 @@ fn is_apex_ns(zone: &Name, r: &RRSet) -> bool {
 
 pub async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     check_out_dir(&args.out, args.force)?;
-    let read = read_zone(&args.conn, &args.zone, pb::ReadZoneWhat::Observed).await?;
+    let read = read_zone(
+        &args.conn,
+        &args.zone,
+        &args.account,
+        pb::ReadZoneWhat::Observed,
+    )
+    .await?;
     let zone = read.zone.clone();
     let origin = files::planner_origin(&zone);
     let mut entries = Vec::new();
@@ -147,7 +163,7 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if args.adopt {
-        return adopt(args.conn, args.zone, false, None).await;
+        return adopt(args.conn, args.zone, args.account, false, None).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -189,6 +205,7 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
 pub async fn export(
     conn: Conn,
     zone: String,
+    account: String,
     format: WriteFormat,
     observed: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -197,7 +214,7 @@ pub async fn export(
     } else {
         pb::ReadZoneWhat::Desired
     };
-    let read = read_zone(&conn, &zone, what).await?;
+    let read = read_zone(&conn, &zone, &account, what).await?;
     let zone = read.zone.clone();
     let origin = files::planner_origin(&zone);
     let mut apex_ns = Vec::new();
@@ -228,6 +245,7 @@ pub async fn export(
 pub async fn adopt(
     conn: Conn,
     zone: String,
+    account: String,
     dry_run: bool,
     digest: Option<String>,
 ) -> anyhow::Result<ExitCode> {
@@ -240,6 +258,7 @@ pub async fn adopt(
                     zone: zone.clone(),
                     dry_run: true,
                     digest: String::new(),
+                    account: account.clone(),
                 })
                 .await
                 .map_err(status_err)?
@@ -261,6 +280,7 @@ pub async fn adopt(
             zone: zone.clone(),
             dry_run: false,
             digest,
+            account,
         })
         .await
         .map_err(status_err)?

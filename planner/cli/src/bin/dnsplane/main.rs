@@ -51,6 +51,10 @@ enum Command {
         /// Only these zones.
         #[arg(long)]
         zone: Vec<String>,
+        /// Only the zones' targets at this account (a zone served by several
+        /// accounts has one target per account).
+        #[arg(long, default_value = "")]
+        account: String,
         #[command(flatten)]
         output: OutputArgs,
         /// Exit 2 when the plan has changes (or a held plan), 0 when it has none, 1 on
@@ -76,6 +80,10 @@ enum Command {
         conn: Conn,
         /// The zone, e.g. `example.com`.
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
         /// What to print.
         #[arg(long, value_enum, default_value_t)]
         format: files::WriteFormat,
@@ -92,6 +100,10 @@ enum Command {
         conn: Conn,
         /// The zone, e.g. `example.com`.
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
         /// Only show the plan.
         #[arg(long, conflicts_with = "digest")]
         dry_run: bool,
@@ -113,6 +125,10 @@ enum Command {
         conn: Conn,
         #[arg(long, default_value = "")]
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
         /// Include converged records.
         #[arg(long)]
         all: bool,
@@ -128,6 +144,11 @@ enum Command {
         /// Only events of this zone.
         #[arg(long, default_value = "")]
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
+
         /// At most this many events.
         #[arg(long, default_value_t = 100)]
         limit: u32,
@@ -141,6 +162,11 @@ enum Command {
         conn: Conn,
         /// The zone whose held plan to approve.
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
+
         /// The digest of the plan you reviewed; without it, the plan held now is
         /// shown and approved.
         #[arg(long)]
@@ -154,6 +180,11 @@ enum Command {
         conn: Conn,
         /// The zone to hand over.
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
+
         /// The external-dns `--txt-owner-id` that takes the records.
         #[arg(long = "to-external-dns", value_name = "OWNER")]
         to_external_dns: String,
@@ -166,6 +197,10 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
         zone: String,
+        /// The account of the zone's target, where the zone is served by several
+        /// accounts (`accounts = [...]`).
+        #[arg(long, default_value = "")]
+        account: String,
     },
     /// Make (or keep) a CA, server and client certificates and an admin token in a
     /// directory, as `up` makes in its state directory: for the compose demo.
@@ -194,6 +229,11 @@ enum Command {
         conn: Conn,
         #[arg(long)]
         zone: Vec<String>,
+        /// Only the zones' targets at this account (a zone served by several
+        /// accounts has one target per account).
+        #[arg(long, default_value = "")]
+        account: String,
+
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -298,6 +338,7 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Plan {
             conn,
             zone,
+            account,
             output,
             detailed_exitcode,
             desired: Some(path),
@@ -306,6 +347,7 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
             proposed::plan_desired(
                 conn,
                 zone,
+                account,
                 &path,
                 format,
                 Output::new(output),
@@ -316,49 +358,69 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Plan {
             conn,
             zone,
+            account,
             output,
             detailed_exitcode,
             desired: None,
             ..
-        } => remote::plan(conn, zone, Output::new(output), detailed_exitcode).await,
+        } => remote::plan(conn, zone, account, Output::new(output), detailed_exitcode).await,
         Command::Import(args) => import::import(args).await,
         Command::Export {
             conn,
             zone,
+            account,
             format,
             observed,
-        } => import::export(conn, zone, format, observed).await,
+        } => import::export(conn, zone, account, format, observed).await,
         Command::Adopt {
             conn,
             zone,
+            account,
             dry_run,
             digest,
-        } => import::adopt(conn, zone, dry_run, digest).await,
+        } => import::adopt(conn, zone, account, dry_run, digest).await,
         Command::Status { conn, output } => remote::status(conn, Output::new(output)).await,
         Command::Records {
             conn,
             zone,
+            account,
             all,
             output,
-        } => remote::records(conn, zone, all, Output::new(output)).await,
-        Command::Sync { conn, zone, output } => sync::sync(conn, zone, Output::new(output)).await,
+        } => remote::records(conn, zone, account, all, Output::new(output)).await,
+        Command::Sync {
+            conn,
+            zone,
+            account,
+            output,
+        } => sync::sync(conn, zone, account, Output::new(output)).await,
         Command::Completions { shell } => meta::completions::<Cli>(shell),
         Command::Man { dir } => meta::man::<Cli>(dir.as_deref()),
-        Command::Approve { conn, zone, digest } => act::approve(conn, zone, digest).await,
+        Command::Approve {
+            conn,
+            zone,
+            account,
+            digest,
+        } => act::approve(conn, zone, account, digest).await,
         Command::History {
             conn,
             name,
             zone,
+            account,
             limit,
             output,
-        } => history::history(conn, name, zone, limit, Output::new(output)).await,
+        } => history::history(conn, name, zone, account, limit, Output::new(output)).await,
         Command::Release {
             conn,
             zone,
+            account,
             to_external_dns,
             dry_run,
-        } => act::release(conn, zone, to_external_dns, dry_run).await,
-        Command::Resume { conn, zone } => act::resume(conn, zone).await,
+        } => act::release(conn, zone, account, to_external_dns, dry_run).await,
+        Command::Resume {
+            conn,
+            zone,
+            account,
+        } => act::resume(conn, zone, account).await,
         Command::Certs { dir, names } => secure::certs(&dir, &names),
         Command::Emulate {
             api,

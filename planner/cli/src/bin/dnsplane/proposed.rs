@@ -19,6 +19,7 @@ const RECORDS_PER_CHUNK: usize = 5_000;
 pub async fn plan_desired(
     conn: Conn,
     zones: Vec<String>,
+    account: String,
     path: &Path,
     format: FormatArg,
     out: Output,
@@ -38,6 +39,7 @@ pub async fn plan_desired(
         chunks.push(pb::PlanProposedChunk::default());
     }
     chunks[0].zones = zones;
+    chunks[0].account = account;
     chunks[0].fresh = true;
     if let Some(last) = chunks.last_mut() {
         last.last = true;

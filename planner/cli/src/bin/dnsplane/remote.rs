@@ -39,6 +39,7 @@ fn name_type(name: &str, rtype: &str, set: &str) -> String {
 pub async fn plan(
     conn: Conn,
     zones: Vec<String>,
+    account: String,
     out: Output,
     detailed: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -52,6 +53,7 @@ pub async fn plan(
                 fresh: true,
                 page_size: 1000,
                 page_token: token.clone(),
+                account: account.clone(),
             })
             .await
             .map_err(status_err)?
@@ -359,7 +361,13 @@ fn lease_line(l: &pb::LeaseStatus) -> String {
 }
 
 /// `records`: 2 when any record listed is not converged.
-pub async fn records(conn: Conn, zone: String, all: bool, out: Output) -> anyhow::Result<ExitCode> {
+pub async fn records(
+    conn: Conn,
+    zone: String,
+    account: String,
+    all: bool,
+    out: Output,
+) -> anyhow::Result<ExitCode> {
     let mut client = connect(&conn).await?;
     let mut token = String::new();
     let mut list = Vec::new();
@@ -371,6 +379,7 @@ pub async fn records(conn: Conn, zone: String, all: bool, out: Output) -> anyhow
                 include_converged: all,
                 page_size: 1000,
                 page_token: token.clone(),
+                account: account.clone(),
             })
             .await
             .map_err(status_err)?

@@ -11,10 +11,19 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// 0 when every zone's sync ended done, 1 when one failed.
-pub async fn sync(conn: Conn, zones: Vec<String>, out: Output) -> anyhow::Result<ExitCode> {
+pub async fn sync(
+    conn: Conn,
+    zones: Vec<String>,
+    account: String,
+    out: Output,
+) -> anyhow::Result<ExitCode> {
     let mut client = connect(&conn).await?;
     let mut stream = client
-        .sync(pb::SyncRequest { zones, fresh: true })
+        .sync(pb::SyncRequest {
+            zones,
+            fresh: true,
+            account,
+        })
         .await
         .map_err(status_err)?
         .into_inner();

@@ -10,8 +10,7 @@
 use anyhow::Context;
 use dnsplane_common::Name;
 use dnsplane_planner::config::{
-    ApplierTlsConfig, AuthConfig, ConflictPolicy, PlannerConfig, Policy, SourceConfig, SyncConfig,
-    TlsConfig, ZoneConfig,
+    ApplierTlsConfig, AuthConfig, PlannerConfig, SourceConfig, SyncConfig, TlsConfig, ZoneConfig,
 };
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
@@ -245,14 +244,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
     let zones = args
         .zone
         .iter()
-        .map(|z| ZoneConfig {
-            name: z.clone(),
-            account: account.clone(),
-            policy: Policy::Sync,
-            conflict: ConflictPolicy::Report,
-            default_ttl: 300,
-            external_dns: None,
-        })
+        .map(|z| ZoneConfig::new(z.clone(), account.clone()))
         .collect();
     let applier_addr = loopback_if_unspecified(applier_listener.local_addr()?);
     let secured = if args.insecure {
