@@ -658,6 +658,56 @@ mod tests {
     use super::*;
     use dnsplane_common::Name;
 
+    /// `accounts`: one target per account; the mistakes name the key.
+    #[test]
+    fn a_zone_may_name_several_accounts_each_once() {
+        let load = |zones: &str| {
+            toml::from_str::<PlannerConfig>(zones)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.validate().map(|()| c))
+        };
+        let c = load("[[zones]]\nname = \"example.com\"\naccounts = [\"r53\", \"cf\"]\n").unwrap();
+        let targets: Vec<String> = c.targets().iter().map(|(t, z)| format!("{t}|{}", z.account)).collect();
+        assert_eq!(
+            targets,
+            ["example.com. at account r53|r53", "example.com. at account cf|cf"]
+        );
+        // Two [[zones]] of one name at two accounts are two targets too.
+        let c = load(
+            "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n[[zones]]\nname = \"example.com\"\naccount = \"b\"\npolicy = \"upsert-only\"\n",
+        )
+        .unwrap();
+        let t = c.targets();
+        assert_eq!(t.len(), 2);
+        assert!(t.iter().all(|(t, _)| t.is_shared()));
+        assert_eq!(t[1].1.policy, Policy::UpsertOnly);
+        for (zones, want) in [
+            (
+                "[[zones]]\nname = \"example.com\"\naccounts = [\"a\", \"a\"]\n",
+                "zone example.com.: accounts names \"a\" twice",
+            ),
+            (
+                "[[zones]]\nname = \"example.com\"\naccount = \"a\"\naccounts = [\"b\"]\n",
+                "account and accounts are exclusive",
+            ),
+            (
+                "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n[[zones]]\nname = \"example.com\"\naccounts = [\"b\", \"a\"]\n",
+                "zone example.com. at account \"a\" is configured twice",
+            ),
+            (
+                "[[zones]]\nname = \"example.com\"\n",
+                "zone example.com.: account is empty",
+            ),
+            (
+                "[[zones]]\nname = \"example.com\"\naccounts = [\"a\", \"\"]\n",
+                "zone example.com.: account is empty",
+            ),
+        ] {
+            let e = load(zones).unwrap_err();
+            assert!(e.contains(want), "{zones}: {e}");
+        }
+    }
+
     #[test]
     fn defaults_and_validation() {
         let c: PlannerConfig = toml::from_str(

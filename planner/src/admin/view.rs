@@ -116,8 +116,9 @@ fn zones(h: &mut String, s: &pb::PlannerStatus) {
             .collect();
         let _ = write!(
             h,
-            "<tr class=\"zone\" data-zone=\"{zone}\"><td>{zone}</td><td class=\"state\">{state}{syncing}</td><td>{by}</td><td>{desired}</td><td>{observed}</td><td>{last}</td><td>{ok}</td><td class=\"err\">{err}</td><td>{applier}</td></tr>",
+            "<tr class=\"zone\" data-zone=\"{zone}\" data-account=\"{account}\"><td>{zone} <span class=\"muted\">{account}</span></td><td class=\"state\">{state}{syncing}</td><td>{by}</td><td>{desired}</td><td>{observed}</td><td>{last}</td><td>{ok}</td><td class=\"err\">{err}</td><td>{applier}</td></tr>",
             zone = esc(&z.zone),
+            account = esc(&z.account),
             state = esc(&z.state),
             syncing = if z.syncing { " (syncing)" } else { "" },
             by = if by_state.is_empty() {
@@ -272,6 +273,7 @@ mod tests {
             reason: "zone example.com.: a plan is held".into(),
             zones: vec![pb::ZoneStatus {
                 zone: "example.com.".into(),
+                account: "a".into(),
                 state: "HELD".into(),
                 records_by_state: [("held".to_string(), 10), ("converged".to_string(), 3)].into(),
                 held: Some(pb::HeldPlan {
@@ -337,7 +339,7 @@ mod tests {
         let h = render_with(Role::Approve, &Recent::NotConfigured);
         assert!(
             h.contains(
-                "<button class=\"approve\" data-zone=\"example.com.\" data-digest=\"d1g3st\">"
+                "<button class=\"approve\" data-zone=\"example.com.\" data-account=\"a\" data-digest=\"d1g3st\">"
             ),
             "{h}"
         );

@@ -59,6 +59,8 @@ mod send;
 mod snapshot;
 mod sync;
 mod takeover;
+#[cfg(test)]
+mod targets_tests;
 mod watched;
 
 pub use adopt::{AdoptError, AdoptOutcome};

@@ -264,7 +264,11 @@ pub(super) fn record_state_to_pb(
 pub(super) fn progress_to_pb(p: &SyncProgress) -> pb::SyncProgress {
     pb::SyncProgress {
         zone: p.zone.zone.to_string(),
-        account: p.zone.account.to_string(),
+        account: if p.zone.is_shared() {
+            p.zone.account.to_string()
+        } else {
+            String::new()
+        },
         phase: p.phase.as_str().into(),
         changes_planned: p.summary.planned as u32,
         changes_done: p.summary.done as u32,

@@ -35,14 +35,20 @@ pub async fn sync(
     let style = ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {pos}/{len} {msg}")
         .map(|s| s.progress_chars("=> "))
         .unwrap_or_else(|_| ProgressStyle::default_bar());
-    let mut zone_bars: BTreeMap<String, ProgressBar> = BTreeMap::new();
-    let mut last: BTreeMap<String, view::SyncZone> = BTreeMap::new();
+    let mut zone_bars: BTreeMap<(String, String), ProgressBar> = BTreeMap::new();
+    let mut last: BTreeMap<(String, String), view::SyncZone> = BTreeMap::new();
     while let Some(p) = stream.message().await.map_err(status_err)? {
         let z = view::SyncZone::from(&p);
         let outcomes: Vec<String> = z.outcomes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // A zone served by several accounts syncs once per account: say which.
+        let label = if z.account.is_empty() {
+            z.zone.clone()
+        } else {
+            format!("{} ({})", z.zone, z.account)
+        };
         let line = format!(
             "{} {}: {}/{} {}{}",
-            z.zone,
+            label,
             z.phase,
             z.changes_done,
             z.changes_planned,
@@ -55,10 +61,11 @@ pub async fn sync(
         );
         match &bars {
             Some(m) => {
-                let bar = zone_bars.entry(z.zone.clone()).or_insert_with(|| {
+                let key = (z.zone.clone(), z.account.clone());
+                let bar = zone_bars.entry(key).or_insert_with(|| {
                     let b = m.add(ProgressBar::new(0));
                     b.set_style(style.clone());
-                    b.set_prefix(z.zone.clone());
+                    b.set_prefix(label.clone());
                     b
                 });
                 bar.set_length(u64::from(z.changes_planned));
@@ -71,7 +78,7 @@ pub async fn sync(
             None if out.is_table() => println!("{line}"),
             None => {}
         }
-        last.insert(z.zone.clone(), z);
+        last.insert((z.zone.clone(), z.account.clone()), z);
     }
     let doc = view::Sync {
         zones: last.into_values().collect(),
@@ -85,3 +92,4 @@ pub async fn sync(
         ExitCode::SUCCESS
     })
 }
+

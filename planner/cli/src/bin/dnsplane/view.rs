@@ -37,6 +37,9 @@ fn rrset(r: Option<&pb::RrSet>) -> Option<RrSet> {
 /// A record's state (`records`, and the held-back records of `plan`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Record {
+    /// The account of the record's target (`records`; empty in `plan`, whose zones
+    /// name it).
+    pub account: String,
     pub name: String,
     pub r#type: String,
     pub set_identifier: String,
@@ -60,6 +63,7 @@ impl From<&pb::RecordState> for Record {
     fn from(r: &pb::RecordState) -> Self {
         let key = r.key.clone().unwrap_or_default();
         Record {
+            account: r.account.clone(),
             name: key.name,
             r#type: key.r#type,
             set_identifier: key.set_identifier,
@@ -83,11 +87,12 @@ impl From<&pb::RecordState> for Record {
 }
 
 impl Record {
-    fn sort_key(&self) -> (String, String, String) {
+    fn sort_key(&self) -> (String, String, String, String) {
         (
             self.name.clone(),
             self.r#type.clone(),
             self.set_identifier.clone(),
+            self.account.clone(),
         )
     }
 }
@@ -203,6 +208,9 @@ impl Change {
 #[derive(Debug, Serialize)]
 pub struct ZonePlan {
     pub zone: String,
+    /// The account of the zone's target (a zone served by several accounts is
+    /// planned once per account).
+    pub account: String,
     /// Why the zone could not be planned; empty when it was.
     pub error: String,
     pub held: Option<Held>,
@@ -222,10 +230,12 @@ pub struct Plan {
 impl Plan {
     /// The pages' zones merged (a zone may span pages) and sorted.
     pub fn new(pages: Vec<pb::ZonePlan>) -> Plan {
-        let mut zones: BTreeMap<String, ZonePlan> = BTreeMap::new();
+        let mut zones: BTreeMap<(String, String), ZonePlan> = BTreeMap::new();
         for z in pages {
-            let entry = zones.entry(z.zone.clone()).or_insert_with(|| ZonePlan {
+            let key = (z.zone.clone(), z.account.clone());
+            let entry = zones.entry(key).or_insert_with(|| ZonePlan {
                 zone: z.zone.clone(),
+                account: z.account.clone(),
                 error: String::new(),
                 held: None,
                 changes: Vec::new(),
@@ -489,6 +499,9 @@ impl From<&pb::PlannerStatus> for Status {
 #[derive(Debug, Clone, Serialize)]
 pub struct SyncZone {
     pub zone: String,
+    /// The account of the zone's target where the zone has several (each syncs on
+    /// its own); empty otherwise.
+    pub account: String,
     /// The last phase seen: done or failed when the sync ended.
     pub phase: String,
     pub changes_planned: u32,
@@ -501,6 +514,7 @@ impl From<&pb::SyncProgress> for SyncZone {
     fn from(p: &pb::SyncProgress) -> Self {
         SyncZone {
             zone: p.zone.clone(),
+            account: p.account.clone(),
             phase: p.phase.clone(),
             changes_planned: p.changes_planned,
             changes_done: p.changes_done,
