@@ -667,10 +667,17 @@ mod tests {
                 .and_then(|c| c.validate().map(|()| c))
         };
         let c = load("[[zones]]\nname = \"example.com\"\naccounts = [\"r53\", \"cf\"]\n").unwrap();
-        let targets: Vec<String> = c.targets().iter().map(|(t, z)| format!("{t}|{}", z.account)).collect();
+        let targets: Vec<String> = c
+            .targets()
+            .iter()
+            .map(|(t, z)| format!("{t}|{}", z.account))
+            .collect();
         assert_eq!(
             targets,
-            ["example.com. at account r53|r53", "example.com. at account cf|cf"]
+            [
+                "example.com. at account r53|r53",
+                "example.com. at account cf|cf"
+            ]
         );
         // Two [[zones]] of one name at two accounts are two targets too.
         let c = load(

@@ -155,7 +155,7 @@ impl PlanHeld<'_> {
             owned = self.plan.owned,
             "Plan held by the mass-change guard: {}; nothing of it is deleted or updated until `dnsplane approve {}`.",
             self.plan.reason,
-            self.zone
+            self.zone.cli()
         );
     }
 }

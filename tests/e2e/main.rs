@@ -64,6 +64,7 @@ mod slice;
 mod stack;
 mod status_json;
 mod status_page;
+mod targets;
 mod tls;
 mod up;
 mod webhook;

@@ -276,7 +276,7 @@ pub struct PowerDns {
     pub dns_port: u16,
     pub api_port: u16,
     pub api_key_file: PathBuf,
-    api_key: String,
+    pub api_key: String,
     pdnsutil: PathBuf,
     /// From spawning the process to the zone being created.
     pub startup: Duration,
@@ -285,6 +285,12 @@ pub struct PowerDns {
 impl PowerDns {
     /// Starts `pdns_server` and creates zone `pdns.test.` through the API.
     pub fn start() -> Option<PowerDns> {
+        PowerDns::start_zone("pdns.test")
+    }
+
+    /// [`start`](Self::start) with zone `zone` (the same zone at two servers: a zone
+    /// served by two providers).
+    pub fn start_zone(zone: &str) -> Option<PowerDns> {
         let [pdns_server, pdnsutil, sqlite3] = binaries(
             "PowerDNS",
             "pdns-server pdns-backend-sqlite3 sqlite3",
@@ -348,7 +354,7 @@ impl PowerDns {
             http(api_port, "GET", "/api/v1/servers/localhost", &api_key, "")
                 .is_ok_and(|(s, _)| s == 200)
         });
-        let zone = Name::parse("pdns.test").expect("zone name");
+        let zone = Name::parse(zone).expect("zone name");
         let (status, body) = http(
             api_port,
             "POST",
@@ -464,10 +470,15 @@ pub struct Bind {
 impl Bind {
     /// Starts `named -g` with zone `bind.test.` (SOA, NS, glue) and an hmac-sha256 key.
     pub fn start() -> Option<Bind> {
+        Bind::start_zone("bind.test")
+    }
+
+    /// [`start`](Self::start) with zone `zone`.
+    pub fn start_zone(zone: &str) -> Option<Bind> {
         let [named, nsupdate] = binaries("BIND", "bind9 bind9-dnsutils", ["named", "nsupdate"])?;
         let dir = tempfile::tempdir().expect("temp dir");
         let d = dir.path().to_str().expect("utf-8 temp path").to_string();
-        let zone = Name::parse("bind.test").expect("zone name");
+        let zone = Name::parse(zone).expect("zone name");
         let zone_text = zone.as_str().trim_end_matches('.').to_string();
         let key_name = "dnsplane-test".to_string();
         let key_file = dir.path().join("dnsplane.key");

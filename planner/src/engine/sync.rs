@@ -73,7 +73,7 @@ pub enum SyncError {
     #[error("zone {zone} is not configured")]
     UnknownZone { zone: Target },
     #[error(
-        "zone {zone} is released to external-dns owner {owner:?}: nothing is planned or written until `dnsplane resume {zone}`"
+        "zone {zone} is released to external-dns owner {owner:?}: nothing is planned or written until `dnsplane resume {}`", zone.cli()
     )]
     Released { zone: Target, owner: String },
     #[error(

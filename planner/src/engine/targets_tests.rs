@@ -71,7 +71,11 @@ async fn each_account_of_a_zone_is_a_target_of_its_own() {
         .collect();
     assert_eq!(
         accounts,
-        [("example.com.", "a"), ("example.com.", "b"), ("other.org.", "a")]
+        [
+            ("example.com.", "a"),
+            ("example.com.", "b"),
+            ("other.org.", "a")
+        ]
     );
 }
 

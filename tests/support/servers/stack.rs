@@ -557,7 +557,7 @@ impl RealStack {
 }
 
 /// Starts `dnsplane-<name>` with `<dir>/<name>.toml`, logging to `<dir>/<name>.log`.
-fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16, admin: Option<u16>) -> Proc {
+pub fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16, admin: Option<u16>) -> Proc {
     let bin = opts.bin_dir.join(format!("dnsplane-{name}"));
     assert!(
         bin.exists(),
@@ -597,7 +597,7 @@ fn spawn_proc(dir: &Path, opts: &Options, name: &str, port: u16, admin: Option<u
 }
 
 /// Polls `grpc.health.v1` until `service` is SERVING (30 s safety net).
-fn wait_serving(rt: &tokio::runtime::Runtime, port: u16, service: &str, proc_: &Proc) {
+pub fn wait_serving(rt: &tokio::runtime::Runtime, port: u16, service: &str, proc_: &Proc) {
     use tonic_health::pb::health_client::HealthClient;
     use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
     let ok = wait_for(Duration::from_secs(30), || {

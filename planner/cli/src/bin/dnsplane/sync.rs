@@ -92,4 +92,3 @@ pub async fn sync(
         ExitCode::SUCCESS
     })
 }
-
