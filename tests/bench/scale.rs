@@ -7,10 +7,12 @@
 //! - the latency from a one-record change in a source to `APPLIED`.
 //!
 //! Run: `cargo build --release --bins && cargo bench -p dnsplane-e2e --bench scale`
-//! (`-- 10000 100000` for a subset of sizes).
+//! (`-- 10000 100000` for a subset of sizes). `-- 200000 targets=3` serves every zone
+//! from three accounts at once (issue 33: three targets per zone sharing one desired
+//! state), and adds the no-op sync of every target.
 use dnsplane_common::{Name, RRSet, RRSetOp, RecordKey, RecordType};
 use dnsplane_planner::config::{BatchConfig, PlannerConfig, SyncConfig, ZoneConfig};
-use dnsplane_planner::engine::Engine;
+use dnsplane_planner::engine::{Engine, Scope};
 use dnsplane_planner::metrics::PlannerMetrics;
 use dnsplane_planner::observed::ZoneView;
 use dnsplane_planner::ownership;
@@ -90,30 +92,40 @@ fn seed(state: &std::path::Path, per_zone: usize) {
     }
 }
 
-/// Seeds the world (in a child process) and starts the applier process on it.
-fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
-    let state = dir.join("state");
+/// The applier's accounts: `embedded`, or `embedded-<i>` for each of `targets`.
+fn accounts(targets: usize) -> Vec<String> {
+    if targets == 1 {
+        vec!["embedded".into()]
+    } else {
+        (0..targets).map(|i| format!("embedded-{i}")).collect()
+    }
+}
+
+/// Seeds the world (in a child process) once per account and starts the applier
+/// process on them.
+fn start_applier(dir: &std::path::Path, per_zone: usize, targets: usize) -> (Applier, u16) {
     let zones: Vec<Name> = (0..ZONES).map(zone_name).collect();
-    let seeded = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .env(
-            "DNSPLANE_BENCH_SEED",
-            format!("{}|{per_zone}", state.display()),
-        )
-        .status()
-        .expect("seed");
-    assert!(seeded.success(), "seeding failed");
-    let port = free_port();
     let zones_toml: Vec<String> = zones.iter().map(|z| format!("\"{z}\"")).collect();
-    let config = dir.join("applier.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "max_concurrent_batches = 8\n[[accounts]]\nname = \"embedded\"\ndriver = \"memory\"\nzones = [{}]\nstate_dir = \"{}\"\n",
+    let mut config_text = "max_concurrent_batches = 8\n".to_string();
+    for account in accounts(targets) {
+        let state = dir.join(format!("state-{account}"));
+        let seeded = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .env(
+                "DNSPLANE_BENCH_SEED",
+                format!("{}|{per_zone}", state.display()),
+            )
+            .status()
+            .expect("seed");
+        assert!(seeded.success(), "seeding failed");
+        config_text.push_str(&format!(
+            "[[accounts]]\nname = \"{account}\"\ndriver = \"memory\"\nzones = [{}]\nstate_dir = \"{}\"\n",
             zones_toml.join(", "),
             state.display()
-        ),
-    )
-    .expect("config");
+        ));
+    }
+    let port = free_port();
+    let config = dir.join("applier.toml");
+    std::fs::write(&config, config_text).expect("config");
     let exe = std::env::current_exe().expect("exe");
     let bin = exe
         .parent()
@@ -138,7 +150,7 @@ fn start_applier(dir: &std::path::Path, per_zone: usize) -> (Applier, u16) {
     (Applier(child), port)
 }
 
-fn config(port: u16) -> PlannerConfig {
+fn config(port: u16, targets: usize) -> PlannerConfig {
     PlannerConfig {
         owner_id: OWNER.into(),
         applier: format!("http://127.0.0.1:{port}"),
@@ -151,7 +163,11 @@ fn config(port: u16) -> PlannerConfig {
         batch: BatchConfig::default(),
         ..PlannerConfig::with_zones(
             (0..ZONES)
-                .map(|z| ZoneConfig::new(zone_name(z), "embedded"))
+                .map(|z| ZoneConfig {
+                    account: String::new(),
+                    accounts: accounts(targets),
+                    ..ZoneConfig::new(zone_name(z), "")
+                })
                 .collect(),
         )
     }
@@ -159,6 +175,10 @@ fn config(port: u16) -> PlannerConfig {
 
 struct Row {
     records: usize,
+    targets: usize,
+    /// One sync of every target with nothing to do (serials unchanged: planned
+    /// against the kept views).
+    noop_sync: Duration,
     initial_sync: Duration,
     plan_converged: Duration,
     plan_empty: Duration,
@@ -167,14 +187,14 @@ struct Row {
     latency_p90: Duration,
 }
 
-fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
+fn run(records: usize, targets: usize, rt: &tokio::runtime::Runtime) -> Row {
     let per_zone = records / ZONES;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_applier, port) = start_applier(dir.path(), per_zone);
+    let (_applier, port) = start_applier(dir.path(), per_zone, targets);
     let baseline = rss_bytes();
     let engine = rt.block_on(async {
         Engine::new(
-            config(port),
+            config(port, targets),
             PlannerMetrics::unregistered(),
             dnsplane_planner::lease::LeaseHandle::sole_writer(),
         )
@@ -238,6 +258,22 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     let plan_empty = t.elapsed();
     assert_eq!(changes, records);
 
+    // The no-op sync: every target once, nothing changed (each asks its serial and
+    // plans against its kept view).
+    let all: Vec<_> = engine.targets().cloned().collect();
+    assert_eq!(all.len(), ZONES * targets);
+    let t = Instant::now();
+    rt.block_on(async {
+        for target in &all {
+            let done = engine
+                .sync(target, &Scope::Zone, false, None)
+                .await
+                .expect("no-op sync");
+            assert_eq!(done.planned, 0, "{target}: the world was converged");
+        }
+    });
+    let noop_sync = t.elapsed();
+
     // One-record change in a source → APPLIED.
     let mut lat = Vec::new();
     for i in 0..30u32 {
@@ -278,6 +314,8 @@ fn run(records: usize, rt: &tokio::runtime::Runtime) -> Row {
     lat.sort();
     Row {
         records,
+        targets,
+        noop_sync,
         initial_sync,
         plan_converged,
         plan_empty,
@@ -300,6 +338,10 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect::<Vec<_>>();
+    let targets: usize = std::env::args()
+        .filter_map(|a| a.strip_prefix("targets=")?.parse().ok())
+        .next()
+        .unwrap_or(1);
     let sizes = if sizes.is_empty() {
         vec![10_000, 100_000, 1_000_000]
     } else {
@@ -311,17 +353,19 @@ fn main() {
         .build()
         .expect("runtime");
     println!(
-        "| records | zones | initial read + sync | full plan, converged | full plan, from empty | planner RSS / record | one-record change → APPLIED (p50 / p90) |"
+        "| records | zones | targets per zone | initial read + sync | full plan, converged | full plan, from empty | no-op sync, every target | planner RSS / record | one-record change → APPLIED (p50 / p90) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for n in sizes {
-        let r = run(n, &rt);
+        let r = run(n, targets, &rt);
         println!(
-            "| {} | {ZONES} | {:.2} s | {:.1} ms | {:.1} ms | {:.0} B | {:.1} ms / {:.1} ms |",
+            "| {} | {ZONES} | {} | {:.2} s | {:.1} ms | {:.1} ms | {:.1} ms | {:.0} B | {:.1} ms / {:.1} ms |",
             r.records,
+            r.targets,
             r.initial_sync.as_secs_f64(),
             r.plan_converged.as_secs_f64() * 1e3,
             r.plan_empty.as_secs_f64() * 1e3,
+            r.noop_sync.as_secs_f64() * 1e3,
             r.bytes_per_record,
             r.latency_p50.as_secs_f64() * 1e3,
             r.latency_p90.as_secs_f64() * 1e3,
