@@ -5,7 +5,8 @@
 //! refuses the applier's key (a real 401): its target fails and says so by name, and
 //! BIND keeps converging, since one target's failure never blocks another. With the
 //! key back, PowerDNS catches up. The gRPC API refuses a call naming the zone without
-//! an account (the real `grpcurl`), and the CLI's documents name each target.
+//! an account (the real `grpcurl`), and the CLI's documents name each target. The
+//! configs are docs/targets.md's recipe, read from the page.
 use dnsplane_common::pb;
 use dnsplane_common::pb::planner_client::PlannerClient;
 use dnsplane_e2e::servers::stack::{Tools, spawn_proc, wait_serving};
@@ -38,27 +39,36 @@ impl TwoProviders {
         let key_file = dir.path().join("pdns-key");
         std::fs::write(&key_file, format!("{}\n", pdns.api_key)).expect("key");
         let (planner_port, applier_port) = (free_port(), free_port());
+        // docs/targets.md's recipe, with this test's servers, files and zone.
+        let ours = |text: String| {
+            text.replace("example.com.", ZONE)
+                .replace("http://127.0.0.1:8081", &pdns.api_url())
+                .replace("/etc/dnsplane/pdns-api-key", &key_file.display().to_string())
+                .replace("127.0.0.1:53\"", &format!("127.0.0.1:{}\"", bind.port))
+                .replace(
+                    "/etc/dnsplane/bind-tsig.key",
+                    &bind.key_file.display().to_string(),
+                )
+                .replace(
+                    "http://127.0.0.1:50052",
+                    &format!("http://127.0.0.1:{applier_port}"),
+                )
+        };
+        let applier = ours(recipe("# applier.toml — two providers for one zone"));
+        assert!(applier.contains(&pdns.api_url()), "{applier}");
         std::fs::write(
             dir.path().join("applier.toml"),
-            format!(
-                "cache_ttl = \"10m\"\n\n\
-                 [[accounts]]\nname = \"pdns\"\ndriver = \"pdns\"\nzones = [\"{ZONE}\"]\n\
-                 api_url = \"{}\"\napi_key_file = \"{}\"\n\n\
-                 [[accounts]]\nname = \"bind\"\ndriver = \"rfc2136\"\nzones = [\"{ZONE}\"]\n\
-                 server = \"127.0.0.1:{}\"\ntsig_secret_file = \"{}\"\n",
-                pdns.api_url(),
-                key_file.display(),
-                bind.port,
-                bind.key_file.display(),
-            ),
+            format!("cache_ttl = \"10m\"\n\n{applier}"),
         )
         .expect("applier.toml");
+        let planner = ours(recipe("# planner.toml — two providers for one zone"));
+        assert!(planner.contains(&format!(":{applier_port}")), "{planner}");
+        // Before the recipe's first table: the owner id and quick retries.
         std::fs::write(
             dir.path().join("planner.toml"),
             format!(
-                "owner_id = \"e2e\"\napplier = \"http://127.0.0.1:{applier_port}\"\n\n\
-                 [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n\n\
-                 [[zones]]\nname = \"{ZONE}\"\naccounts = [\"bind\", \"pdns\"]\n"
+                "owner_id = \"e2e\"\n{planner}\n\
+                 [sync]\ninterval = \"10m\"\nmin_interval = \"100ms\"\nretry_min = \"200ms\"\nretry_max = \"1s\"\n"
             ),
         )
         .expect("planner.toml");
@@ -201,6 +211,20 @@ impl TwoProviders {
             ),
         )
     }
+}
+
+/// The ```toml block of docs/targets.md whose first line is `first`.
+fn recipe(first: &str) -> String {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/targets.md"),
+    )
+    .expect("docs/targets.md");
+    page.split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split_once("```").map(|(block, _)| block))
+        .find(|b| b.starts_with(first))
+        .unwrap_or_else(|| panic!("no ```toml block starting {first:?} in docs/targets.md"))
+        .to_string()
 }
 
 #[test]
