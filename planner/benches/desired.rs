@@ -21,6 +21,7 @@ fn zones() -> Vec<ZoneConfig> {
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
             external_dns: None,
+            merge: Default::default(),
         })
         .collect()
 }

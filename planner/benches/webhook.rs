@@ -52,6 +52,7 @@ fn main() {
                 conflict: ConflictPolicy::Report,
                 default_ttl: 300,
                 external_dns: None,
+                merge: Default::default(),
             }]);
             let engine = Engine::new(
                 config,

@@ -383,6 +383,7 @@ fn planner_config(api: &str, applier_port: u16, state: &std::path::Path) -> Plan
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
             external_dns: None,
+            merge: Default::default(),
         }])
     }
 }

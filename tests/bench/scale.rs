@@ -160,6 +160,7 @@ fn config(port: u16) -> PlannerConfig {
                     conflict: ConflictPolicy::Report,
                     default_ttl: 300,
                     external_dns: None,
+                    merge: Default::default(),
                 })
                 .collect(),
         )

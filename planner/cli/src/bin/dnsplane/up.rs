@@ -252,6 +252,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             conflict: ConflictPolicy::Report,
             default_ttl: 300,
             external_dns: None,
+            merge: Default::default(),
         })
         .collect();
     let applier_addr = loopback_if_unspecified(applier_listener.local_addr()?);
