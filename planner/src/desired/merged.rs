@@ -64,7 +64,8 @@ impl Unions {
         !self.zones.is_empty() && UNION_TYPES.contains(&key.rtype) && self.zones.contains(&key.zone)
     }
 
-    /// The claims of `key`, when several sources claim it in a union zone.
+    /// The claims of `key`, when several sources claim it in a union zone (an index
+    /// without merged sets answers without hashing the key).
     pub(super) fn of_key(&self, key: &RecordKey) -> Option<&[DesiredRecord]> {
         if self.claims.is_empty() {
             return None;
@@ -182,7 +183,7 @@ impl DesiredIndex {
     /// merged (then nothing is done). Whether the record in force changed is settled
     /// at the end of the update.
     pub(super) fn leave(&mut self, key: &RecordKey, source: &SharedStr) -> bool {
-        if !self.unions.claims.contains_key(key) {
+        if self.unions.of_key(key).is_none() {
             return false;
         }
         self.note_before(key);
