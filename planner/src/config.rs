@@ -16,7 +16,7 @@ pub use auth::AuthConfig;
 pub use safety::{SafetyConfig, SafetyMode, StateConfig};
 pub use source::{FileFormat, KubernetesSourceConfig, OutsideZones, SourceConfig};
 pub use tls::{ApplierTlsConfig, TlsConfig};
-pub use zone::{AesKey, AesKeyFile, ConflictPolicy, ExternalDnsConfig, Policy, ZoneConfig};
+pub use zone::{AesKey, AesKeyFile, ConflictPolicy, ExternalDnsConfig, Merge, Policy, ZoneConfig};
 
 /// Errors loading or validating the config. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -735,6 +735,28 @@ mod tests {
         let e = toml::from_str::<PlannerConfig>("[[zones]]\nname = \"bad name\"\naccount = \"a\"")
             .unwrap_err();
         assert!(e.to_string().contains("bad name"), "{e}");
+    }
+
+    /// `[[zones]] merge`: `none` unless set, `union` read, anything else a config error
+    /// naming the key, its line and the allowed values.
+    #[test]
+    fn zone_merge_key() {
+        let zone = "[[zones]]\nname = \"example.com\"\naccount = \"a\"\n";
+        let load = |extra: &str| toml::from_str::<PlannerConfig>(&format!("{zone}{extra}"));
+        assert_eq!(load("").unwrap().zones[0].merge, Merge::None);
+        assert_eq!(
+            ZoneConfig::new(Name::parse("example.com").unwrap(), "a").merge,
+            Merge::None
+        );
+        for (text, merge) in [("none", Merge::None), ("union", Merge::Union)] {
+            let c = load(&format!("merge = \"{text}\"\n")).unwrap();
+            c.validate().unwrap();
+            assert_eq!(c.zones[0].merge, merge);
+        }
+        let e = load("merge = \"bogus\"\n").unwrap_err().to_string();
+        for says in ["line 4", "merge", "bogus", "none", "union"] {
+            assert!(e.contains(says), "{says:?} missing from {e}");
+        }
     }
 
     /// `[safety] mode` and `[state] min_free_bytes`: defaults, the three modes, and a

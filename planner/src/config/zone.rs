@@ -38,6 +38,18 @@ pub enum ConflictPolicy {
     Adopt,
 }
 
+/// What becomes of a record set that several sources want with other values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Merge {
+    /// The first source's claim holds; the others are shadowed, each a source error.
+    #[default]
+    None,
+    /// For A, AAAA, TXT, MX, SRV and CAA: the set is the union of every source's
+    /// values, at the lowest of their TTLs (issue 33). Other types as `none`.
+    Union,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZoneConfig {
@@ -63,6 +75,9 @@ pub struct ZoneConfig {
     /// through external-dns's TXT registry (read by `external_dns.rs`).
     #[serde(default)]
     pub external_dns: Option<ExternalDnsConfig>,
+    /// `merge`: several sources wanting one record set ([`Merge`]).
+    #[serde(default)]
+    pub merge: Merge,
 }
 
 impl ZoneConfig {
@@ -76,7 +91,7 @@ impl ZoneConfig {
     }
 
     /// A zone as a `[[zones]]` entry naming only `name` and `account` gives: policy
-    /// `sync`, conflicts reported, default TTL 300, no external-dns takeover (for
+    /// `sync`, conflicts reported, default TTL 300, no external-dns takeover, no merge (for
     /// programs and tests that build a config in code; override fields with
     /// `ZoneConfig { default_ttl: 60, ..ZoneConfig::new(name, account) }`).
     pub fn new(name: Name, account: impl Into<String>) -> ZoneConfig {
@@ -88,6 +103,7 @@ impl ZoneConfig {
             conflict: ConflictPolicy::default(),
             default_ttl: default_ttl(),
             external_dns: None,
+            merge: Merge::None,
         }
     }
 }

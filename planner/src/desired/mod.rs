@@ -14,7 +14,8 @@
 //! - [`rules`]: the rules across records (duplicates, CNAME beside other data) and the
 //!   lines their errors point at;
 //! - [`keys`]: the keys each source declares, and who declares what in each zone;
-//! - [`read`]: the queries on the index (a source's records, a zone, errors, counts).
+//! - [`read`]: the queries on the index (a source's records, a zone, errors, counts);
+//! - [`merged`]: the record sets several sources want in a `merge = "union"` zone.
 use crate::config::ZoneConfig;
 use crate::ownership;
 use crate::source::{DesiredEntry, EntryKey, Labels, SourceError};
@@ -23,6 +24,7 @@ use rules::Lines;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod keys;
+mod merged;
 mod read;
 mod record;
 mod rules;
@@ -82,6 +84,8 @@ pub struct DesiredIndex {
     sources: BTreeMap<SharedStr, Contribution>,
     /// A CNAME beside other desired data at its name, per key of the CNAME.
     clashes: BTreeMap<RecordKey, SourceError>,
+    /// The keys several sources claim in `merge = "union"` zones ([`merged`]).
+    unions: merged::Unions,
     /// Records inserted into each zone's map one by one since it was last built in one
     /// go; see [`DesiredIndex::settle`].
     grown: HashMap<Name, usize>,
@@ -107,6 +111,7 @@ impl DesiredIndex {
             shadows: HashMap::new(),
             sources: BTreeMap::new(),
             clashes: BTreeMap::new(),
+            unions: merged::Unions::of(zones),
             grown: HashMap::new(),
             interner,
         }
@@ -254,7 +259,7 @@ impl DesiredIndex {
         }
         self.fill_zone(bulk, &mut touched);
         let left = old.keys.zones().cloned().collect();
-        self.finish_update(source, contribution, left, &touched, &lines);
+        self.finish_update(source, contribution, left, &mut touched, &lines);
         touched
     }
 
@@ -326,7 +331,7 @@ impl DesiredIndex {
                 &mut touched,
             );
         }
-        self.finish_update(source, contribution, before, &touched, &lines);
+        self.finish_update(source, contribution, before, &mut touched, &lines);
         touched
     }
 
@@ -338,9 +343,10 @@ impl DesiredIndex {
         source: SharedStr,
         contribution: Contribution,
         mut zones: Vec<Name>,
-        touched: &Touched,
+        touched: &mut Touched,
         lines: &Lines<'_>,
     ) {
+        self.settle_unions(touched);
         zones.extend(contribution.keys.zones().cloned());
         self.sources.insert(source, contribution);
         zones.extend(touched.keys().cloned());
@@ -455,6 +461,10 @@ impl DesiredIndex {
         if self.claim_of(&key, source).is_some() {
             return; // unchanged claim, kept
         }
+        if self.joins(&key) {
+            self.join(key, record);
+            return;
+        }
         let records = self.zones.entry(key.zone.clone()).or_default();
         match records.get(&key) {
             Some(first) if &first.source != source => {
@@ -504,18 +514,11 @@ impl DesiredIndex {
         }
     }
 
-    /// The claim `source` holds on `key`, in the index or among the shadows.
-    fn claim_of(&self, key: &RecordKey, source: &SharedStr) -> Option<&DesiredRecord> {
-        let main = self
-            .zones
-            .get(&key.zone)
-            .and_then(|z| z.get(key))
-            .filter(|r| &r.source == source);
-        main.or_else(|| self.shadows.get(key)?.iter().find(|r| &r.source == source))
-    }
-
     /// Removes `source`'s claim on `key`; returns true when the effective record changed.
     fn withdraw(&mut self, key: &RecordKey, source: &SharedStr) -> bool {
+        if self.leave(key, source) {
+            return false; // settled at the end of the update
+        }
         if let Some(sh) = self.shadows.get_mut(key) {
             let before = sh.len();
             sh.retain(|r| &r.source != source);
@@ -544,22 +547,6 @@ impl DesiredIndex {
             }
         }
         true
-    }
-
-    /// `source`'s claims that another source's claim, with other values, holds back:
-    /// each key, with the source in force there.
-    pub fn shadowed(&self, source: &str) -> Vec<(RecordKey, SharedStr)> {
-        let mut out: Vec<(RecordKey, SharedStr)> = self
-            .shadows
-            .iter()
-            .filter_map(|(key, claims)| {
-                let mine = claims.iter().find(|r| &*r.source == source)?;
-                let held = self.zones.get(&key.zone)?.get(key)?;
-                (held.data != mine.data).then(|| (key.clone(), held.source.clone()))
-            })
-            .collect();
-        out.sort();
-        out
     }
 
     /// Replaces what `source` reports about input it took no entry from.

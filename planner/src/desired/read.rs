@@ -4,7 +4,7 @@ use super::{DesiredIndex, DesiredRecord, NO_LABELS};
 use crate::config::ZoneConfig;
 use crate::source::{Labels, SourceError};
 use dnsplane_common::rrset::at_name;
-use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SetId};
+use dnsplane_common::{Name, RRSet, RecordKey, RecordType, SetId, SharedStr};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl DesiredIndex {
@@ -23,6 +23,38 @@ impl DesiredIndex {
             .collect()
     }
 
+    /// The claim `source` holds on `key`, in the index or among the shadows
+    /// (in a merged set, its own claim, not the merge).
+    pub(super) fn claim_of(&self, key: &RecordKey, source: &SharedStr) -> Option<&DesiredRecord> {
+        if let Some(claims) = self.unions.of_key(key) {
+            return claims.iter().find(|r| &r.source == source);
+        }
+        let main = self
+            .zones
+            .get(&key.zone)
+            .and_then(|z| z.get(key))
+            .filter(|r| &r.source == source);
+        main.or_else(|| self.shadows.get(key)?.iter().find(|r| &r.source == source))
+    }
+
+    /// `source`'s claims that another source's claim, with other values, holds back:
+    /// each key, with the source in force there (in a merged set, the claims that cannot
+    /// be merged).
+    pub fn shadowed(&self, source: &str) -> Vec<(RecordKey, SharedStr)> {
+        let mut out: Vec<(RecordKey, SharedStr)> = self
+            .shadows
+            .iter()
+            .filter_map(|(key, claims)| {
+                let mine = claims.iter().find(|r| &*r.source == source)?;
+                let held = self.zones.get(&key.zone)?.get(key)?;
+                (held.data != mine.data).then(|| (key.clone(), held.source.clone()))
+            })
+            .collect();
+        out.extend(self.held_back(source));
+        out.sort();
+        out
+    }
+
     /// The labels `source` gave its record at `key` ([`Labels::NONE`] when none).
     pub fn labels(&self, source: &str, key: &RecordKey) -> &Labels {
         self.sources
@@ -35,7 +67,8 @@ impl DesiredIndex {
         self.zones.get(zone)
     }
 
-    /// Every problem found in the sources, in source order, then the CNAME clashes.
+    /// Every problem found in the sources, in source order, then the CNAME clashes,
+    /// then the claims merged sets hold back (not the [`notices`](Self::notices)).
     pub fn errors(&self) -> Vec<SourceError> {
         let mut out: Vec<SourceError> = self
             .sources
@@ -49,7 +82,41 @@ impl DesiredIndex {
             })
             .collect();
         out.extend(self.clashes.values().cloned());
+        out.extend(self.unions.errors.values().flatten().cloned());
         out
+    }
+
+    /// What merged record sets report that is no error (sources that want different
+    /// TTLs, and the one taken), in key order. Kept apart from
+    /// [`errors`](Self::errors): those degrade the planner's health, and a fleet of
+    /// sources with different TTLs is a normal configuration.
+    pub fn notices(&self) -> Vec<SourceError> {
+        self.unions.notices().cloned().collect()
+    }
+
+    /// The values of the record in force at `key`, each with the sources that want it
+    /// (sorted by name): one source for a record that one source holds, every source
+    /// whose claim has the value for a merged set. Empty when nothing is desired there.
+    pub fn value_sources(&self, key: &RecordKey) -> Vec<(String, Vec<String>)> {
+        let Some(record) = self.zones.get(&key.zone).and_then(|z| z.get(key)) else {
+            return Vec::new();
+        };
+        let claims = self
+            .unions
+            .of_key(key)
+            .unwrap_or(std::slice::from_ref(record));
+        record
+            .data
+            .values()
+            .map(|v| {
+                let sources = claims
+                    .iter()
+                    .filter(|c| c.data.values().any(|w| w == v))
+                    .map(|c| c.source.to_string())
+                    .collect();
+                (v.to_string(), sources)
+            })
+            .collect()
     }
 
     pub fn error_count(&self) -> usize {
@@ -58,6 +125,7 @@ impl DesiredIndex {
             .map(|c| c.errors.len() + c.refusals.len() + c.conflicts.len())
             .sum::<usize>()
             + self.clashes.len()
+            + self.unions.errors.values().map(Vec::len).sum::<usize>()
     }
 
     /// The desired records at `names` (all types), for a targeted re-plan.
@@ -94,7 +162,8 @@ impl DesiredIndex {
     }
 
     /// The record `source` has in force at `name` `rtype` (not one shadowed by
-    /// another source's claim), with the zone that holds the name and its labels.
+    /// another source's claim), with the zone that holds the name and its labels. In
+    /// a merged set, `source`'s own claim (each source's is in force there, merged).
     pub fn in_force(
         &self,
         source: &str,
@@ -104,6 +173,10 @@ impl DesiredIndex {
     ) -> Option<(&ZoneConfig, &DesiredRecord, &Labels)> {
         let zone = self.zone_of(name)?;
         let key = RecordKey::new(zone.name.clone(), name.clone(), rtype).in_set(set);
+        if let Some(claims) = self.unions.of_key(&key) {
+            let mine = claims.iter().find(|c| *c.source == *source)?;
+            return Some((zone, mine, self.labels(source, &key)));
+        }
         let record = self.zones.get(&zone.name)?.get(&key)?;
         (*record.source == *source).then(|| (zone, record, self.labels(source, &key)))
     }
