@@ -79,6 +79,18 @@ pub struct Listeners {
 /// An `Err` is a configuration problem ([`PlannerError::is_config`]): the binaries
 /// exit 64 with it. [`run`] checks the same.
 pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
+    // Two Kubernetes sources under one name would overwrite each other's records.
+    let mut kube_names = std::collections::BTreeSet::new();
+    for source in &config.sources {
+        if let SourceConfig::Kubernetes(k) = source {
+            let key = source::kubernetes::store_key(k);
+            if !kube_names.insert(key.clone()) {
+                return Err(PlannerError::Config(format!(
+                    "[[sources]] type = \"kubernetes\": two sources read the same namespaces and kinds ({key}); give each its cluster's `name`"
+                )));
+            }
+        }
+    }
     for source in &config.sources {
         match source {
             SourceConfig::File { paths, format, .. } => source::FileSource::new(paths.clone())

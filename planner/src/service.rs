@@ -228,7 +228,22 @@ impl PlannerService {
         &self,
         req: pb::ListRecordStatesRequest,
     ) -> Result<Response<pb::ListRecordStatesResponse>, Status> {
-        let targets = if req.zone.is_empty() {
+        // One name: every target of its zone (unless `account` names one), converged
+        // records too, each value with its sources.
+        let name = if req.name.is_empty() {
+            None
+        } else {
+            let n = Name::parse(&req.name)
+                .map_err(|e| FieldError::new("name", format!("{:?}: {e}", req.name)))?;
+            Some(n)
+        };
+        let targets = if let Some(n) = &name {
+            let zone = self
+                .zone_of(n)
+                .cloned()
+                .ok_or_else(|| FieldError::new("name", format!("{n} is in no configured zone")))?;
+            self.targets_of(std::slice::from_ref(&zone), &req.account)?
+        } else if req.zone.is_empty() {
             if req.account.is_empty() {
                 Vec::new()
             } else {
@@ -280,7 +295,8 @@ impl PlannerService {
             self.engine.record_states(&RecordStatesQuery {
                 targets,
                 states,
-                include_converged: req.include_converged,
+                include_converged: req.include_converged || name.is_some(),
+                name,
                 after,
                 page_size,
             })
@@ -292,6 +308,16 @@ impl PlannerService {
                 .map(|(t, k, s)| {
                     let mut r = record_state_to_pb(k, s, page.labels.get(k));
                     r.account = t.account.to_string();
+                    r.sources = page
+                        .sources
+                        .get(k)
+                        .into_iter()
+                        .flatten()
+                        .map(|(value, sources)| pb::ValueSources {
+                            value: value.clone(),
+                            sources: sources.clone(),
+                        })
+                        .collect();
                     r
                 })
                 .collect(),

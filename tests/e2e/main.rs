@@ -66,6 +66,7 @@ mod status_json;
 mod status_page;
 mod targets;
 mod tls;
+mod union;
 mod up;
 mod webhook;
 mod webhook_plan;

@@ -43,7 +43,10 @@ impl TwoProviders {
         let ours = |text: String| {
             text.replace("example.com.", ZONE)
                 .replace("http://127.0.0.1:8081", &pdns.api_url())
-                .replace("/etc/dnsplane/pdns-api-key", &key_file.display().to_string())
+                .replace(
+                    "/etc/dnsplane/pdns-api-key",
+                    &key_file.display().to_string(),
+                )
                 .replace("127.0.0.1:53\"", &format!("127.0.0.1:{}\"", bind.port))
                 .replace(
                     "/etc/dnsplane/bind-tsig.key",

@@ -135,6 +135,7 @@ async fn live(State(page): State<Arc<Page>>, headers: HeaderMap) -> Response {
         states: vec![RecordStateKind::Conflict],
         include_converged: false,
         after: None,
+        name: None,
         page_size: CONFLICTS_SHOWN,
     });
     let recent: Recent = page.changes.recent(RECENT_SHOWN);

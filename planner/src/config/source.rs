@@ -33,6 +33,11 @@ pub enum SourceConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct KubernetesSourceConfig {
+    /// The cluster's name, needed when several Kubernetes sources read the same
+    /// namespaces and kinds (several clusters feeding one planner): each source's
+    /// records and state go under their own name, `kubernetes@<name>:…`.
+    #[serde(default)]
+    pub name: Option<String>,
     /// Namespaces to read; empty: all (a cluster-wide list and watch).
     #[serde(default)]
     pub namespaces: Vec<String>,

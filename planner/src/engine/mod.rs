@@ -200,6 +200,8 @@ pub struct Engine {
     first_loads: tokio::sync::watch::Sender<BTreeSet<String>>,
     /// The source errors as status last read them (see `ZoneRuntime::last_counts`).
     last_errors: Mutex<Vec<SourceError>>,
+    /// The desired state's notices as status last read them.
+    last_notices: Mutex<Vec<SourceError>>,
     /// One push (put, stream, patch) at a time: a patch reads the state the push
     /// before it left, and two pushes of one source never persist out of order.
     push_lock: Mutex<()>,
@@ -285,6 +287,7 @@ impl Engine {
             source_parts: Mutex::new(BTreeMap::new()),
             first_loads: tokio::sync::watch::Sender::new(BTreeSet::new()),
             last_errors: Mutex::new(Vec::new()),
+            last_notices: Mutex::new(Vec::new()),
             push_lock: Mutex::new(()),
             audit,
             pushers: Mutex::new(std::collections::HashMap::new()),

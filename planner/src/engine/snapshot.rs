@@ -179,6 +179,8 @@ pub struct Snapshot {
     pub appliers: Vec<ApplierSnapshot>,
     /// Every desired record the sources could not accept.
     pub source_errors: Vec<SourceError>,
+    /// What the desired state says that needs no action (a merged set's TTLs differ).
+    pub source_notices: Vec<SourceError>,
     /// Configured sources by name, with why each is not ready (empty: ready).
     pub sources: Vec<(String, Vec<String>)>,
     /// The parts of the sources that have them, by source name.
@@ -222,6 +224,8 @@ pub struct RecordStatesQuery {
     pub include_converged: bool,
     /// Resume after this key of this target (the last one of the previous page).
     pub after: Option<(Target, RecordKey)>,
+    /// Only the records at this name, each with the sources of each value.
+    pub name: Option<Name>,
     pub page_size: usize,
 }
 
@@ -232,6 +236,9 @@ pub struct RecordStatesPage {
     pub records: Vec<(Target, RecordKey, RecordState)>,
     /// The labels of the listed desired records that have any.
     pub labels: HashMap<RecordKey, Labels>,
+    /// With [`RecordStatesQuery::name`]: each listed record's desired values, each
+    /// with the sources that want it.
+    pub sources: HashMap<RecordKey, Vec<(String, Vec<String>)>>,
     /// Where the next page starts (after this key of this target); `None` on the
     /// last page.
     pub next: Option<(Target, RecordKey)>,
@@ -286,13 +293,18 @@ impl Engine {
                 }
             })
             .collect();
-        let source_errors = match &desired {
+        let (source_errors, source_notices) = match &desired {
             Some(d) => {
                 let errors = d.errors();
+                let notices = d.notices();
                 lock(&self.last_errors).clone_from(&errors);
-                errors
+                lock(&self.last_notices).clone_from(&notices);
+                (errors, notices)
             }
-            None => lock(&self.last_errors).clone(),
+            None => (
+                lock(&self.last_errors).clone(),
+                lock(&self.last_notices).clone(),
+            ),
         };
         drop(desired);
         let appliers = self
@@ -311,6 +323,7 @@ impl Engine {
             zones,
             appliers,
             source_errors,
+            source_notices,
             sources: lock(&self.readiness)
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
@@ -395,7 +408,9 @@ impl Engine {
                 .as_ref()
                 .filter(|(t, _)| *t == zone.target)
                 .map(|(_, k)| k.clone());
-            let range = |k: &RecordKey| start.as_ref().is_none_or(|a| k > a);
+            let range = |k: &RecordKey| {
+                start.as_ref().is_none_or(|a| k > a) && q.name.as_ref().is_none_or(|n| k.name == *n)
+            };
             let mut st = states.iter().filter(|(k, _)| range(k)).peekable();
             let mut de = zone_desired
                 .iter()
@@ -440,6 +455,9 @@ impl Engine {
                     let labels = desired.labels(&record.source, key);
                     if !labels.is_empty() {
                         page.labels.insert(key.clone(), labels.clone());
+                    }
+                    if q.name.is_some() {
+                        page.sources.insert(key.clone(), desired.value_sources(key));
                     }
                 }
                 page.records.push((zone.target.clone(), key.clone(), state));

@@ -95,16 +95,8 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
         safety_mode: s.mode.as_str().into(),
         zones,
         appliers,
-        source_errors: s
-            .source_errors
-            .iter()
-            .map(|e| pb::SourceError {
-                source: e.source.clone(),
-                location: e.location.clone(),
-                record: e.record.clone(),
-                message: e.message.clone(),
-            })
-            .collect(),
+        source_errors: s.source_errors.iter().map(source_error_to_pb).collect(),
+        source_notices: s.source_notices.iter().map(source_error_to_pb).collect(),
         sources: s
             .sources
             .iter()
@@ -258,6 +250,16 @@ pub(super) fn record_state_to_pb(
         last_change_id: s.last_change_id.clone(),
         updated: s.updated.map(timestamp),
         account: String::new(),
+        sources: Vec::new(),
+    }
+}
+
+fn source_error_to_pb(e: &crate::source::SourceError) -> pb::SourceError {
+    pb::SourceError {
+        source: e.source.clone(),
+        location: e.location.clone(),
+        record: e.record.clone(),
+        message: e.message.clone(),
     }
 }
 

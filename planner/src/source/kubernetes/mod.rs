@@ -148,18 +148,7 @@ impl KubernetesSource {
     /// when they are not the default DNSEndpoint alone, so that an existing planner's
     /// state keeps its name).
     pub fn store_key(&self) -> String {
-        let mut key = format!("kubernetes:{}", self.config.namespaces.join(","));
-        if let Some(s) = &self.config.label_selector {
-            key.push('?');
-            key.push_str(s);
-        }
-        let kinds = settings::kinds(&self.config);
-        if kinds != [Kind::DnsEndpoint] {
-            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-            key.push('#');
-            key.push_str(&names.join(","));
-        }
-        key
+        store_key(&self.config)
     }
 
     /// The DNSEndpoints in force, for the status writer.
@@ -485,6 +474,27 @@ fn endpoint(text: Box<str>) -> Option<(ObjectName, Option<i64>, Box<str>)> {
         obj["metadata"]["generation"].as_i64(),
         text,
     ))
+}
+
+/// The name a Kubernetes source's state goes under: its cluster's `name` (when given),
+/// its scope, and its kinds when they are not the default DNSEndpoint alone (so that
+/// an existing planner's state keeps its name).
+pub fn store_key(config: &KubernetesSourceConfig) -> String {
+    let mut key = match &config.name {
+        Some(name) => format!("kubernetes@{name}:{}", config.namespaces.join(",")),
+        None => format!("kubernetes:{}", config.namespaces.join(",")),
+    };
+    if let Some(s) = &config.label_selector {
+        key.push('?');
+        key.push_str(s);
+    }
+    let kinds = settings::kinds(config);
+    if kinds != [Kind::DnsEndpoint] {
+        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        key.push('#');
+        key.push_str(&names.join(","));
+    }
+    key
 }
 
 #[cfg(test)]

@@ -119,10 +119,14 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// List records that are not converged (conflicts, invalid, failed, ...).
+    /// List records that are not converged (conflicts, invalid, failed, ...), or with
+    /// NAME every record at that name, converged or not, each value with the sources
+    /// that want it.
     Records {
         #[command(flatten)]
         conn: Conn,
+        /// One record name, e.g. `api.example.com`.
+        name: Option<String>,
         #[arg(long, default_value = "")]
         zone: String,
         /// The account of the zone's target, where the zone is served by several
@@ -382,11 +386,24 @@ async fn dispatch(command: Command) -> anyhow::Result<std::process::ExitCode> {
         Command::Status { conn, output } => remote::status(conn, Output::new(output)).await,
         Command::Records {
             conn,
+            name,
             zone,
             account,
             all,
             output,
-        } => remote::records(conn, zone, account, all, Output::new(output)).await,
+        } => {
+            remote::records(
+                conn,
+                remote::RecordsQuery {
+                    name: name.unwrap_or_default(),
+                    zone,
+                    account,
+                    all,
+                },
+                Output::new(output),
+            )
+            .await
+        }
         Command::Sync {
             conn,
             zone,

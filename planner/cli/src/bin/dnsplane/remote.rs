@@ -360,14 +360,23 @@ fn lease_line(l: &pb::LeaseStatus) -> String {
     out
 }
 
+/// What `records` lists.
+pub struct RecordsQuery {
+    /// One name (empty: every name of the zones).
+    pub name: String,
+    pub zone: String,
+    pub account: String,
+    pub all: bool,
+}
+
 /// `records`: 2 when any record listed is not converged.
-pub async fn records(
-    conn: Conn,
-    zone: String,
-    account: String,
-    all: bool,
-    out: Output,
-) -> anyhow::Result<ExitCode> {
+pub async fn records(conn: Conn, q: RecordsQuery, out: Output) -> anyhow::Result<ExitCode> {
+    let RecordsQuery {
+        name,
+        zone,
+        account,
+        all,
+    } = q;
     let mut client = connect(&conn).await?;
     let mut token = String::new();
     let mut list = Vec::new();
@@ -380,6 +389,7 @@ pub async fn records(
                 page_size: 1000,
                 page_token: token.clone(),
                 account: account.clone(),
+                name: name.clone(),
             })
             .await
             .map_err(status_err)?
@@ -433,6 +443,13 @@ pub async fn records(
         }
         println!("{t}");
         println!("{} record(s)", doc.records.len());
+        // `records NAME`: where each value comes from.
+        for r in doc.records.iter().filter(|r| !r.sources.is_empty()) {
+            println!("{} {} at {}:", r.name, r.r#type, r.account);
+            for v in &r.sources {
+                println!("  {}  from {}", v.value, v.sources.join(", "));
+            }
+        }
     } else {
         out.emit(&doc)?;
     }

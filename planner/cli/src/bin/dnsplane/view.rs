@@ -57,6 +57,16 @@ pub struct Record {
     /// The desired record's labels (from its source: a DNSEndpoint's `labels`, a push,
     /// external-dns); metadata, never planned. Empty in `plan`.
     pub labels: BTreeMap<String, String>,
+    /// Each desired value with the sources that want it (`records NAME` only; empty
+    /// otherwise).
+    pub sources: Vec<ValueSources>,
+}
+
+/// One desired value and the sources that want it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ValueSources {
+    pub value: String,
+    pub sources: Vec<String>,
 }
 
 impl From<&pb::RecordState> for Record {
@@ -81,6 +91,14 @@ impl From<&pb::RecordState> for Record {
                 .labels
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            sources: r
+                .sources
+                .iter()
+                .map(|v| ValueSources {
+                    value: v.value.clone(),
+                    sources: v.sources.clone(),
+                })
                 .collect(),
         }
     }
