@@ -45,6 +45,7 @@ fn healthy() -> Snapshot {
         zones: vec![zone("example.com")],
         appliers: vec![applier("http://a1")],
         source_errors: Vec::new(),
+        source_notices: Vec::new(),
         sources: Vec::new(),
         source_parts: Default::default(),
         lease: LeaseStatus {
