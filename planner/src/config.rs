@@ -449,6 +449,44 @@ impl PlannerConfig {
         Ok(config)
     }
 
+    /// Views (split horizon): each `[[zones]] view` a name of letters, digits and `-`;
+    /// each view a source feeds (`[[sources]] views`) one some target has.
+    fn validate_views(&self) -> Result<(), String> {
+        let mut known = std::collections::BTreeSet::new();
+        for z in &self.zones {
+            if let Some(v) = &z.view {
+                let ok = !v.is_empty()
+                    && v.len() <= 63
+                    && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+                if !ok {
+                    return Err(format!(
+                        "zone {}: view {v:?} must be 1-63 letters, digits and '-'",
+                        z.name
+                    ));
+                }
+                known.insert(v.as_str());
+            }
+        }
+        for (i, source) in self.sources.iter().enumerate() {
+            let views = match source {
+                SourceConfig::File { views, .. } => views,
+                SourceConfig::Kubernetes(k) => &k.views,
+            };
+            if let Some(v) = views.iter().find(|v| !known.contains(v.as_str())) {
+                return Err(format!(
+                    "[[sources]] #{}: views names {v:?}, which no [[zones]] target has (the views: {})",
+                    i + 1,
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.iter().copied().collect::<Vec<_>>().join(", ")
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// One zone config per target (zone, account): a zone with `accounts` gives one
     /// per account, each with `account` set and `accounts` empty. In the order
     /// configured.
@@ -611,6 +649,7 @@ impl PlannerConfig {
                     .map_err(|m| format!("zone {}: external_dns.{m}", z.name))?;
             }
         }
+        self.validate_views()?;
         if self.batch.max_changes == 0 || self.batch.max_bytes < 1024 {
             return Err("batch.max_changes must be ≥ 1 and batch.max_bytes ≥ 1024".into());
         }

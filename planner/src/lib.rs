@@ -287,12 +287,14 @@ pub async fn run(
                 paths,
                 outside_zones,
                 format,
+                views,
             } => {
                 let mut src = source::FileSource::new(paths.clone())
                     .with_format(*format)
                     .with_zones(source::zones::ZoneCheck::new(&config.zones, *outside_zones))
                     .with_shrink_settle(source::file::SHRINK_SETTLE.max(config.sync.source_poll));
                 let name = src.store_key();
+                engine.set_source_views(&name, views.clone());
                 let restored = Engine::cpu(|| src.with_store(store.clone()))?;
                 if restored > 0 {
                     info!(source = %name, records = restored, "Accepted desired state restored.");
@@ -470,6 +472,7 @@ async fn start_kubernetes_source(
         source::zones::ZoneCheck::new(&engine.config().zones, config.outside_zones),
     );
     let name = src.store_key();
+    engine.set_source_views(&name, config.views.clone());
     let initial = src.initial();
     engine.await_first_load(&name);
     engine.set_source_readiness(&name, initial.unready);

@@ -406,6 +406,10 @@ impl PlannerService {
         self.check_patch(t, &req)?;
         let zones = &self.engine.config().zones;
         let patch = Engine::cpu(|| validate_patch(&req)).map_err(|e| invalid_argument(&e))?;
+        let unknown = push::unknown_views(&self.engine.config().zones, "upserts", &patch.upserts);
+        if !unknown.is_empty() {
+            return Err(invalid_argument(&unknown));
+        }
         let upserted = patch.upserts.len() as u32;
         let source = &req.source;
         let done = self

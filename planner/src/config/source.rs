@@ -20,6 +20,9 @@ pub enum SourceConfig {
         /// `*.yaml`/`*.yml` a DNSEndpoint manifest).
         #[serde(default)]
         format: FileFormat,
+        /// The views this source feeds (empty: every view); see `[[zones]] view`.
+        #[serde(default)]
+        views: Vec<String>,
     },
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.
@@ -38,6 +41,9 @@ pub struct KubernetesSourceConfig {
     /// records and state go under their own name, `kubernetes@<name>:…`.
     #[serde(default)]
     pub name: Option<String>,
+    /// The views this source feeds (empty: every view); see `[[zones]] view`.
+    #[serde(default)]
+    pub views: Vec<String>,
     /// Namespaces to read; empty: all (a cluster-wide list and watch).
     #[serde(default)]
     pub namespaces: Vec<String>,

@@ -64,6 +64,11 @@ pub struct ZoneConfig {
     /// planned and reported on its own (exclusive with `account`).
     #[serde(default)]
     pub accounts: Vec<String>,
+    /// The view these targets serve (split horizon: `"public"`, `"internal"`): they
+    /// get the records fed to every view, and those fed to this one (a source's
+    /// `views`, a record's `dnsplane.io/view` label). None: every-view records only.
+    #[serde(default)]
+    pub view: Option<String>,
     #[serde(default = "default_policy")]
     pub policy: Policy,
     #[serde(default)]
@@ -99,6 +104,7 @@ impl ZoneConfig {
             name,
             account: account.into(),
             accounts: Vec::new(),
+            view: None,
             policy: default_policy(),
             conflict: ConflictPolicy::default(),
             default_ttl: default_ttl(),

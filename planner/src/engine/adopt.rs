@@ -117,7 +117,7 @@ impl Engine {
         let mut cfg = z.cfg.clone();
         cfg.conflict = ConflictPolicy::Adopt;
         Ok(Engine::cpu(|| {
-            let desired = self.desired();
+            let desired = z.desired();
             let empty = BTreeMap::new();
             let zone_desired = desired.zone(name).unwrap_or(&empty);
             let view = ZoneView::read(current, Some(zone_desired), cfg.external_dns.as_ref());

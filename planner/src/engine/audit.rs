@@ -137,7 +137,12 @@ impl Engine {
         prefix: &str,
         batches: &[Vec<PlannedChange>],
     ) -> BatchAudit {
-        let desired = self.desired();
+        let index = self
+            .runtime(zone)
+            .map_or_else(|| self.desired.clone(), |z| z.desired.clone());
+        let desired = index
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let pushers = lock(&self.pushers);
         let records = desired.zone(&zone.zone);
         let origins = batches

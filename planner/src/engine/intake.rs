@@ -17,6 +17,10 @@ impl Engine {
     /// O(size of this source), whatever the size of the world.
     pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
         events::DesiredRecordsRejected { errors: &errors }.emit();
+        if self.views_apply(name, &entries) {
+            self.set_source_in_views(name, &entries, errors);
+            return;
+        }
         let touched = Engine::cpu(|| {
             self.desired
                 .write()
@@ -27,14 +31,9 @@ impl Engine {
     }
 
     /// Tells the zones which of their names' desired records changed: every target
-    /// of the zone, since they share its desired state.
+    /// of the zone without a view, since they share its desired state.
     fn wake(&self, touched: crate::desired::Touched) {
-        for (zone, names) in touched {
-            for (_, z) in self.targets_of(&zone) {
-                lock(&z.dirty).extend(names.iter().cloned());
-                z.trigger.notify_one();
-            }
-        }
+        self.wake_view(None, touched);
     }
 
     /// Persists accepted pushes in `store` from now on (set once, before serving).
@@ -64,6 +63,10 @@ impl Engine {
             let _one = lock(&self.push_lock);
             if let Some(store) = self.pushes.get() {
                 store.put(self.writer().as_ref().map(|w| w.get()), name, &entries)?;
+            }
+            if self.views_apply(name, &entries) {
+                self.set_source_in_views(name, &entries, Vec::new());
+                return Ok(());
             }
             let touched = self
                 .desired
@@ -176,12 +179,16 @@ impl Engine {
         if let Some(store) = self.pushes.get() {
             store.patch(self.writer().as_ref().map(|w| w.get()), name, &patch)?;
         }
-        let touched = self
-            .desired
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .patch_source(name, &patch.upserts, &patch.deletes);
-        self.wake(touched);
+        if self.views_apply(name, &patch.upserts) {
+            self.patch_source_in_views(name, &patch.upserts, &patch.deletes);
+        } else {
+            let touched = self
+                .desired
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .patch_source(name, &patch.upserts, &patch.deletes);
+            self.wake(touched);
+        }
         let records = self.desired().source_len(name);
         Ok(Patched { deleted, records })
     }

@@ -61,6 +61,7 @@ mod sync;
 mod takeover;
 #[cfg(test)]
 mod targets_tests;
+mod views;
 mod watched;
 
 pub use adopt::{AdoptError, AdoptOutcome};
@@ -78,6 +79,7 @@ pub use snapshot::{
 };
 pub use sync::{Phase, Preview, Scope, SyncError, SyncProgress, SyncSummary};
 pub use takeover::{NotWritable, Reload};
+pub use views::VIEW_LABEL;
 pub use watched::Watched;
 
 /// Everything the engine keeps per zone. Private: read through [`Engine::snapshot`]
@@ -88,6 +90,9 @@ struct ZoneRuntime {
     target: Target,
     /// The zone's config, `account` being this target's.
     cfg: ZoneConfig,
+    /// The desired index this target plans from: the engine's main one, or its
+    /// view's ([`views`]).
+    desired: Arc<RwLock<DesiredIndex>>,
     /// One sync of a zone at a time.
     sync_lock: tokio::sync::Mutex<()>,
     /// The progress of the sync holding `sync_lock`, for `Sync` calls to follow
@@ -129,6 +134,13 @@ struct ZoneRuntime {
 }
 
 impl ZoneRuntime {
+    /// The desired state this target plans from (its view's).
+    fn desired(&self) -> std::sync::RwLockReadGuard<'_, DesiredIndex> {
+        self.desired
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The zone's release to external-dns, while it is released ([`release`]).
     fn released(&self) -> Option<Released> {
         lock(&self.status).released.clone()
@@ -172,6 +184,10 @@ pub struct Engine {
     /// The merged desired state of every source, maintained incrementally. Shared
     /// with the batch senders, which check each batch against it ([`recheck`]).
     desired: Arc<RwLock<DesiredIndex>>,
+    /// Each view's desired index (none without views: [`views`]).
+    views: views::ViewIndexes,
+    /// The views each source feeds (`[[sources]] views`), by source name.
+    source_views: Mutex<std::collections::HashMap<String, Vec<String>>>,
     /// The appliers, and which one each zone goes to.
     pool: Arc<ApplierPool>,
     metrics: PlannerMetrics,
@@ -239,15 +255,25 @@ impl Engine {
         lease: LeaseHandle,
     ) -> Result<Arc<Engine>, crate::pool::PoolError> {
         let pool = ApplierPool::new(config.pool_config())?;
-        let zones = config
-            .targets()
+        let desired = Arc::new(RwLock::new(DesiredIndex::new(&views::zones_for(
+            &config.zones,
+            None,
+        ))));
+        let targets = config.targets();
+        let view_indexes = views::indexes(&config.zones, &targets);
+        let zones = targets
             .into_iter()
             .map(|(target, cfg)| {
+                let index = match &cfg.view {
+                    Some(v) => view_indexes[v.as_str()].index.clone(),
+                    None => desired.clone(),
+                };
                 (
                     target.clone(),
                     Arc::new(ZoneRuntime {
                         target,
                         cfg,
+                        desired: index,
                         sync_lock: tokio::sync::Mutex::new(()),
                         running: tokio::sync::watch::Sender::new(None),
                         runs: std::sync::atomic::AtomicU64::new(0),
@@ -268,12 +294,13 @@ impl Engine {
                 )
             })
             .collect();
-        let desired = Arc::new(RwLock::new(DesiredIndex::new(&config.zones)));
         let audit = Arc::new(crate::audit::AuditTrail::new(metrics.clone()));
         Ok(Arc::new(Engine {
             config,
             zones,
             desired,
+            views: view_indexes,
+            source_views: Mutex::new(std::collections::HashMap::new()),
             pool,
             metrics,
             run: lease.identity().run.clone(),
@@ -542,7 +569,7 @@ impl Engine {
         f: impl FnOnce(&ZoneConfig, &BTreeMap<RecordKey, DesiredRecord>, Option<&ZoneView>) -> R,
     ) -> Option<R> {
         let z = self.zone(zone)?;
-        let desired = self.desired();
+        let desired = z.desired();
         let empty = BTreeMap::new();
         let view = lock(&z.view);
         Some(f(

@@ -73,7 +73,7 @@ impl Engine {
                     }
                 };
                 let (plan, r) = Engine::cpu(|| {
-                    let desired = self.desired();
+                    let desired = zone.desired();
                     let empty = BTreeMap::new();
                     let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
                     let view = match basis {
@@ -127,7 +127,7 @@ impl Engine {
                     }
                 };
                 Ok(Engine::cpu(|| {
-                    let scoped = DesiredScope::Names(self.desired().at_names(name, names));
+                    let scoped = DesiredScope::Names(zone.desired().at_names(name, names));
                     let mut plan =
                         plan_zone(&zone.cfg, &self.config.owner_id, scoped.records(), &view);
                     let r = fold(scoped.records(), &view, &mut plan);
@@ -156,7 +156,7 @@ impl Engine {
         let z = self.zone_or_err(zone)?;
         z.not_released()?;
         let (current, _) = self.list_zone(zone, fresh, &[]).await?;
-        let desired = self.desired();
+        let desired = z.desired();
         let empty = BTreeMap::new();
         let zone_desired = match proposed {
             Some(p) => p,

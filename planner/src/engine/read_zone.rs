@@ -88,8 +88,8 @@ impl Engine {
 
     /// The desired records of `zone`, in key order (the TTL resolved).
     pub fn read_desired(&self, zone: &Target) -> Result<Vec<RRSet>, SyncError> {
-        self.zone_or_err(zone)?;
-        let desired = self.desired();
+        let z = self.zone_or_err(zone)?;
+        let desired = z.desired();
         Ok(desired
             .zone(&zone.zone)
             .map(|records| records.iter().map(|(k, r)| r.rrset(k)).collect())

@@ -82,7 +82,7 @@ impl Engine {
             let stopped_at = stopped_at.clone();
             let audit = audit.clone();
             let trail = self.audit_sink();
-            let desired = self.desired.clone();
+            let desired = zone.desired.clone();
             let skipped = skipped.clone();
             tokio::spawn(async move {
                 for (i, batch) in batches.iter().enumerate() {

@@ -260,18 +260,31 @@ impl Engine {
             .zones
             .values()
             .map(|z| {
+                // A target with a view counts from its view's index.
+                let own = if std::sync::Arc::ptr_eq(&z.desired, &self.desired) {
+                    None
+                } else {
+                    Some(match z.desired.try_read() {
+                        Ok(g) => Some(g),
+                        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                        Err(std::sync::TryLockError::WouldBlock) => None,
+                    })
+                };
+                let desired = match &own {
+                    Some(g) => g.as_ref(),
+                    None => desired.as_ref(),
+                };
                 let mut status = lock(&z.status).clone();
                 status.guard_window = z.guard_window(self.config.safety.window);
-                let fresh = desired
-                    .as_ref()
-                    .and_then(|desired| z.count(desired, &status, Some(INLINE_COUNT_WORK)));
+                let fresh =
+                    desired.and_then(|desired| z.count(desired, &status, Some(INLINE_COUNT_WORK)));
                 if fresh.is_none() {
                     z.counts_stale.store(true, Ordering::Relaxed);
                 }
                 let mut counts = fresh.unwrap_or_else(|| lock(&z.last_counts).clone());
                 // The sizes cost nothing to read, whatever the zone: always current, even
                 // while the state counts are the refresher's.
-                if let Some(desired) = &desired {
+                if let Some(desired) = desired {
                     counts.desired = desired.zone(&z.cfg.name).map_or(0, BTreeMap::len);
                 }
                 if let Some(view) = try_lock(&z.view) {
@@ -295,7 +308,7 @@ impl Engine {
             .collect();
         let (source_errors, source_notices) = match &desired {
             Some(d) => {
-                let errors = d.errors();
+                let errors = self.errors_in_views(d.errors());
                 let notices = d.notices();
                 lock(&self.last_errors).clone_from(&errors);
                 lock(&self.last_notices).clone_from(&notices);
@@ -360,10 +373,7 @@ impl Engine {
             if !z.counts_stale.swap(false, Ordering::Relaxed) {
                 continue;
             }
-            let desired = self
-                .desired
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let desired = z.desired();
             let status = lock(&z.status).clone();
             if z.count(&desired, &status, None).is_none() {
                 // Busy (a fold, an index update): the next round tries again.
@@ -385,7 +395,6 @@ impl Engine {
         };
         let with_converged = keep(RecordStateKind::Converged) || keep(RecordStateKind::Pending);
         let page_size = q.page_size.max(1);
-        let desired = self.desired();
         let empty = BTreeMap::new();
         let mut page = RecordStatesPage::default();
         let zones: Vec<_> = if q.targets.is_empty() {
@@ -402,6 +411,8 @@ impl Engine {
             let refused = lock(&zone.status).refused.clone();
             let unplanned = lock(&zone.dirty).clone();
             let states = lock(&zone.states);
+            // Its view's desired state, for a target with a view.
+            let desired = zone.desired();
             let zone_desired = desired.zone(name).unwrap_or(&empty);
             let start = q
                 .after

@@ -1,5 +1,6 @@
 //! A zone served by several accounts: one target per account, each with its own
 //! runtime, sharing the zone's desired state.
+use super::views::VIEW_LABEL;
 use super::*;
 use crate::config::ZoneConfig;
 use crate::lease::LeaseHandle;
@@ -144,4 +145,167 @@ async fn approving_and_resuming_name_the_target() {
         e.resume("example.com", ""),
         Err(ReleaseError::Target(TargetError::Ambiguous { .. }))
     ));
+}
+
+/// `example.com.` public at account `pub`, internal at `priv`.
+fn split_horizon() -> Arc<Engine> {
+    let config = PlannerConfig::with_zones(vec![
+        ZoneConfig {
+            view: Some("public".into()),
+            ..ZoneConfig::new(zone(), "pub")
+        },
+        ZoneConfig {
+            view: Some("internal".into()),
+            ..ZoneConfig::new(zone(), "priv")
+        },
+    ]);
+    config.validate().unwrap();
+    Engine::new(
+        config,
+        PlannerMetrics::unregistered(),
+        LeaseHandle::sole_writer(),
+    )
+    .unwrap()
+}
+
+fn entry_at(name: &str, value: &str, view: Option<&str>) -> DesiredEntry {
+    DesiredEntry {
+        values: vec![value.into()],
+        labels: match view {
+            Some(v) => crate::source::Labels::of([(VIEW_LABEL, v)]).unwrap(),
+            None => Default::default(),
+        },
+        ..entry(name)
+    }
+}
+
+/// What `account`'s target plans from: (name, values) per record.
+fn desired_at(e: &Engine, account: &str) -> Vec<(String, Vec<String>)> {
+    let t = e.target("example.com", account).unwrap();
+    let z = e.runtime(&t).unwrap();
+    let desired = z.desired();
+    desired
+        .zone(&zone())
+        .map(|m| {
+            m.iter()
+                .map(|(k, r)| (k.name.to_string(), r.rrset(k).values_vec()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn each_view_plans_its_own_records_and_every_view_ones() {
+    let e = split_horizon();
+    // Every view: both. Labelled: only that view, even at the same name.
+    e.set_source(
+        "push",
+        vec![
+            entry_at("mail.example.com", "192.0.2.25", None),
+            entry_at("www.example.com", "203.0.113.80", Some("public")),
+            entry_at("www.example.com", "10.0.0.80", Some("internal")),
+            entry_at("intra.example.com", "10.0.0.1", Some("internal")),
+        ],
+        Vec::new(),
+    );
+    assert_eq!(
+        desired_at(&e, "pub"),
+        [
+            (
+                "mail.example.com.".to_string(),
+                vec!["192.0.2.25".to_string()]
+            ),
+            (
+                "www.example.com.".to_string(),
+                vec!["203.0.113.80".to_string()]
+            ),
+        ]
+    );
+    assert_eq!(
+        desired_at(&e, "priv"),
+        [
+            (
+                "intra.example.com.".to_string(),
+                vec!["10.0.0.1".to_string()]
+            ),
+            (
+                "mail.example.com.".to_string(),
+                vec!["192.0.2.25".to_string()]
+            ),
+            (
+                "www.example.com.".to_string(),
+                vec!["10.0.0.80".to_string()]
+            ),
+        ]
+    );
+    // Two records of one name in two views are no collision.
+    assert!(
+        e.snapshot().source_errors.is_empty(),
+        "{:?}",
+        e.snapshot().source_errors
+    );
+    // Only the view that changed wakes.
+    for account in ["pub", "priv"] {
+        let t = e.target("example.com", account).unwrap();
+        lock(&e.runtime(&t).unwrap().dirty).clear();
+    }
+    e.set_source(
+        "push",
+        vec![
+            entry_at("mail.example.com", "192.0.2.25", None),
+            entry_at("www.example.com", "203.0.113.80", Some("public")),
+            entry_at("www.example.com", "10.0.0.81", Some("internal")),
+            entry_at("intra.example.com", "10.0.0.1", Some("internal")),
+        ],
+        Vec::new(),
+    );
+    let dirty = |account: &str| {
+        let t = e.target("example.com", account).unwrap();
+        lock(&e.runtime(&t).unwrap().dirty).len()
+    };
+    assert_eq!((dirty("pub"), dirty("priv")), (0, 1));
+}
+
+#[tokio::test]
+async fn a_source_feeds_its_views_and_an_unknown_view_is_an_error() {
+    let e = split_horizon();
+    e.set_source_views("file:internal", vec!["internal".into()]);
+    e.set_source(
+        "file:internal",
+        vec![entry_at("db.example.com", "10.0.0.5", None)],
+        Vec::new(),
+    );
+    assert_eq!(desired_at(&e, "pub"), []);
+    assert_eq!(desired_at(&e, "priv").len(), 1);
+    // A label naming no target's view places the record nowhere, and says so.
+    e.set_source(
+        "push",
+        vec![entry_at("x.example.com", "10.0.0.9", Some("lab"))],
+        Vec::new(),
+    );
+    let errors = e.snapshot().source_errors;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].message.contains("view lab"), "{errors:?}");
+    assert!(errors[0].message.contains("internal, public"), "{errors:?}");
+    assert!(
+        !desired_at(&e, "priv")
+            .iter()
+            .any(|(n, _)| n.starts_with("x."))
+    );
+}
+
+#[test]
+fn a_source_view_no_target_has_is_a_config_error() {
+    let c: PlannerConfig = toml::from_str(
+        "[[zones]]\nname = \"example.com\"\naccount = \"a\"\nview = \"public\"\n\
+         [[sources]]\ntype = \"file\"\npaths = [\"d\"]\nviews = [\"internl\"]\n",
+    )
+    .unwrap();
+    let e = c.validate().unwrap_err();
+    assert!(e.contains("views names \"internl\""), "{e}");
+    assert!(e.contains("the views: public"), "{e}");
+    let c: PlannerConfig =
+        toml::from_str("[[zones]]\nname = \"example.com\"\naccount = \"a\"\nview = \"a b\"\n")
+            .unwrap();
+    assert!(c.validate().unwrap_err().contains("view \"a b\""));
 }

@@ -61,6 +61,7 @@ pub(super) fn validate_push_checked(
             Err(mut e) => errors.append(&mut e),
         }
     }
+    errors.extend(unknown_views(zones, "records", &entries));
     let checked = DesiredIndex::checked(zones, &req.source, &entries);
     errors.extend(field_errors(&checked.errors));
     if errors.is_empty() {
@@ -177,6 +178,40 @@ pub(crate) fn cross_check(
     entries: &[DesiredEntry],
 ) -> Vec<FieldError> {
     field_errors(&DesiredIndex::check_alone(zones, source, entries))
+}
+
+/// The entries fed (by their `dnsplane.io/view` label) only to views no `[[zones]]`
+/// target has: refused at their field, since they would be placed nowhere.
+pub(super) fn unknown_views(
+    zones: &[ZoneConfig],
+    field: &str,
+    entries: &[DesiredEntry],
+) -> Vec<FieldError> {
+    use crate::engine::VIEW_LABEL;
+    let known: std::collections::BTreeSet<&str> =
+        zones.iter().filter_map(|z| z.view.as_deref()).collect();
+    entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let fed = e.labels.get(VIEW_LABEL)?;
+            let views: Vec<&str> = fed.split(',').map(str::trim).collect();
+            if views.iter().any(|v| known.contains(v)) {
+                return None;
+            }
+            Some(FieldError::new(
+                format!("{field}[{i}].labels"),
+                format!(
+                    "{VIEW_LABEL}={fed:?}: no [[zones]] target has that view (the views: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.iter().copied().collect::<Vec<_>>().join(", ")
+                    }
+                ),
+            ))
+        })
+        .collect()
 }
 
 fn field_errors(errors: &[crate::source::SourceError]) -> Vec<FieldError> {
