@@ -484,6 +484,35 @@ impl PlannerConfig {
                 ));
             }
         }
+        // Where every source names its views, a view none of them names is fed by
+        // nothing the config says (only labelled pushes could): a typo, most likely.
+        let every_view = self.sources.iter().any(|s| match s {
+            SourceConfig::File { views, .. } => views.is_empty(),
+            SourceConfig::Kubernetes(k) => k.views.is_empty(),
+        });
+        if !self.sources.is_empty() && !every_view {
+            let fed: std::collections::BTreeSet<&str> = self
+                .sources
+                .iter()
+                .flat_map(|s| match s {
+                    SourceConfig::File { views, .. } => views.iter(),
+                    SourceConfig::Kubernetes(k) => k.views.iter(),
+                })
+                .map(String::as_str)
+                .collect();
+            if let Some(z) = self
+                .zones
+                .iter()
+                .find(|z| z.view.as_deref().is_some_and(|v| !fed.contains(v)))
+            {
+                return Err(format!(
+                    "zone {}: view {:?} is fed by no [[sources]] (each names its views: {})",
+                    z.name,
+                    z.view.as_deref().unwrap_or_default(),
+                    fed.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
         Ok(())
     }
 

@@ -68,6 +68,7 @@ mod targets;
 mod tls;
 mod union;
 mod up;
+mod views;
 mod webhook;
 mod webhook_plan;
 mod webhook_server;

@@ -308,4 +308,16 @@ fn a_source_view_no_target_has_is_a_config_error() {
         toml::from_str("[[zones]]\nname = \"example.com\"\naccount = \"a\"\nview = \"a b\"\n")
             .unwrap();
     assert!(c.validate().unwrap_err().contains("view \"a b\""));
+    // Every source names its views, and none names this target's.
+    let c: PlannerConfig = toml::from_str(
+        "[[zones]]\nname = \"example.com\"\naccount = \"a\"\nview = \"public\"\n\
+         [[zones]]\nname = \"example.com\"\naccount = \"b\"\nview = \"internal\"\n\
+         [[sources]]\ntype = \"file\"\npaths = [\"d\"]\nviews = [\"public\"]\n",
+    )
+    .unwrap();
+    let e = c.validate().unwrap_err();
+    assert!(
+        e.contains("view \"internal\" is fed by no [[sources]]"),
+        "{e}"
+    );
 }

@@ -304,6 +304,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<std::process::ExitCode> {
             paths: args.desired.clone(),
             outside_zones: Default::default(),
             format: args.format.into(),
+            views: Vec::new(),
         }],
         state_dir: args.state_dir.join("planner"),
         // A second `dnsplane up` on the same state directory stands by.
