@@ -158,6 +158,11 @@ impl Account {
         self.stack.driver()
     }
 
+    /// What the account's driver can do.
+    pub fn capabilities(&self) -> crate::provider::Capabilities {
+        self.stack.capabilities()
+    }
+
     /// What the driver learnt of its server ([`Provider::notes`]).
     pub fn notes(&self) -> Vec<String> {
         self.provider.notes()

@@ -99,6 +99,9 @@ pub struct AccountStatus {
     pub pacing: PacingStatus,
     /// What the driver learnt of its server ([`crate::provider::Provider::notes`]).
     pub notes: Vec<String>,
+    /// What the driver writes beyond plain sets: routing-policy sets, properties.
+    pub routing_sets: bool,
+    pub properties: &'static [&'static str],
 }
 
 /// The whole applier as `GetStatus` shows it.
@@ -460,6 +463,8 @@ impl Accounts {
                 quota,
                 pacing,
                 notes: account.notes(),
+                routing_sets: account.capabilities().routing_sets,
+                properties: account.capabilities().properties,
             });
         }
         ApplierStatus {

@@ -307,6 +307,17 @@ pub struct ApplierAccount {
     pub quota: Option<pb::QuotaStatus>,
     /// Its pacing after the provider's 429 answers (`reason` set: throttled for long).
     pub pacing: Option<pb::PacingStatus>,
+    /// What its driver can hold beyond plain record sets.
+    pub holds: Holds,
+}
+
+/// What an account's driver writes beyond plain record sets (the applier's
+/// `AccountStatus`): a record needing more is not for a target at that account.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holds {
+    pub driver: String,
+    pub routing_sets: bool,
+    pub properties: Vec<String>,
 }
 
 /// The accounts of `member`, asked with a deadline so a stuck applier cannot stall a
@@ -325,6 +336,11 @@ pub async fn accounts(member: &Member, within: std::time::Duration) -> Vec<Appli
                 circuit: a.circuit,
                 quota: a.quota,
                 pacing: a.pacing,
+                holds: Holds {
+                    driver: a.driver,
+                    routing_sets: a.routing_sets,
+                    properties: a.properties,
+                },
             })
             .collect(),
         _ => Vec::new(),

@@ -567,7 +567,8 @@ fn record_outcomes(
                 K::Pending | K::InFlight | K::Deferred => Phase::Pending,
                 K::Held => Phase::Held,
                 K::Conflict => Phase::Conflict,
-                K::Invalid => Phase::Invalid,
+                // Not published there, and the detail says why.
+                K::Invalid | K::NotForTarget => Phase::Invalid,
                 K::Failed | K::Rejected => Phase::Failed,
             };
             let detail = [&state.reason, &state.last_error]

@@ -48,11 +48,15 @@ pub enum RecordStateKind {
     /// Part of a plan the mass-change guard holds until it is approved
     /// ([`crate::guard`]); re-planned on every sync of its name.
     Held,
+    /// The target's account cannot hold the record (a routing-policy set or a
+    /// provider-specific property its driver does not write): left to the zone's
+    /// other targets, not sent; planned again when the desired record changes.
+    NotForTarget,
 }
 
 impl RecordStateKind {
     /// Every state, for gauges that show zeros.
-    pub const ALL: [RecordStateKind; 9] = [
+    pub const ALL: [RecordStateKind; 10] = [
         RecordStateKind::Pending,
         RecordStateKind::InFlight,
         RecordStateKind::Converged,
@@ -62,6 +66,7 @@ impl RecordStateKind {
         RecordStateKind::Deferred,
         RecordStateKind::Rejected,
         RecordStateKind::Held,
+        RecordStateKind::NotForTarget,
     ];
 
     /// User-facing name (`converged`, `conflict`, ...).
@@ -76,6 +81,7 @@ impl RecordStateKind {
             RecordStateKind::Deferred => "deferred",
             RecordStateKind::Rejected => "rejected",
             RecordStateKind::Held => "held",
+            RecordStateKind::NotForTarget => "not_for_target",
         }
     }
 }
@@ -106,7 +112,8 @@ pub struct RecordState {
 }
 
 impl RecordState {
-    fn new(kind: RecordStateKind, now: SystemTime) -> Self {
+    /// A state of `kind`, as of `now`, holding nothing else yet.
+    pub fn new(kind: RecordStateKind, now: SystemTime) -> Self {
         RecordState {
             kind,
             desired: None,
@@ -151,7 +158,7 @@ pub fn due(state: Option<&RecordState>, desired: Option<&RRSet>, now: SystemTime
     let Some(s) = state else { return true };
     let desired_changed = s.desired.as_ref() != desired;
     match s.kind {
-        K::Invalid => desired_changed,
+        K::Invalid | K::NotForTarget => desired_changed,
         K::Conflict | K::Failed | K::Deferred | K::Rejected => {
             desired_changed || s.next_retry.is_none_or(|t| t <= now + RETRY_SLACK)
         }
@@ -450,6 +457,25 @@ impl StateTable {
             true
         });
         before - plan.changes.len()
+    }
+
+    /// `key`'s record is not for this target (its account cannot hold `desired`, for
+    /// `reason`): reported once, planned again only when the desired record changes.
+    pub fn not_for_target(
+        &mut self,
+        key: &RecordKey,
+        desired: Option<RRSet>,
+        reason: &str,
+        now: SystemTime,
+    ) {
+        let s = self.entry(key, now);
+        if s.kind != RecordStateKind::NotForTarget || s.reason != reason {
+            s.updated = Some(now);
+        }
+        s.kind = RecordStateKind::NotForTarget;
+        s.desired = desired;
+        s.reason = reason.to_string();
+        s.next_retry = None;
     }
 
     /// `keys`' changes are held by the mass-change guard for `reason`: they wait for an

@@ -24,6 +24,7 @@ mod external_dns_takeover;
 mod failing_zone;
 mod failover;
 mod health;
+mod holds;
 mod hostile;
 mod incremental;
 mod kubernetes;

@@ -191,7 +191,8 @@ impl Capabilities {
         ))
     }
 
-    /// [`refusal`](Self::refusal) for one op.
+    /// [`refusal`](Self::refusal) for one op: the same rule the planner keeps a
+    /// target by ([`dnsplane_common::routing::cannot_hold`]).
     pub fn op_refusal(&self, driver: &str, op: &RRSetOp) -> Option<String> {
         if !op.key.set.is_none() && !self.routing_sets {
             return Some(format!(
@@ -200,19 +201,10 @@ impl Capabilities {
             ));
         }
         op.before.iter().chain(&op.after).find_map(|set| {
-            let (name, _) = set.properties().find(|(name, _)| {
-                !self
-                    .properties
-                    .iter()
-                    .any(|p| p == name || *p == ANY_PROPERTY)
-            })?;
-            Some(format!(
-                "{driver} cannot write provider-specific property {name:?} (on {})",
-                op.key
-            ))
+            dnsplane_common::routing::cannot_hold(driver, self.routing_sets, self.properties, set)
         })
     }
 }
 
 /// In [`Capabilities::properties`]: every property is written.
-pub const ANY_PROPERTY: &str = "*";
+pub const ANY_PROPERTY: &str = dnsplane_common::routing::ANY_PROPERTY;

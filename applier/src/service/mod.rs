@@ -287,6 +287,8 @@ fn account_to_pb(a: &AccountStatus) -> pb::AccountStatus {
         quota: a.quota.as_ref().map(quota_to_pb),
         pacing: Some(pacing_to_pb(&a.name, &a.pacing)),
         notes: a.notes.clone(),
+        routing_sets: a.routing_sets,
+        properties: a.properties.iter().map(ToString::to_string).collect(),
     }
 }
 

@@ -47,6 +47,7 @@ mod audit;
 mod fold;
 mod follow;
 mod health;
+mod holds;
 mod intake;
 mod patch;
 mod pushes;
@@ -228,6 +229,8 @@ pub struct Engine {
     pushers: Mutex<std::collections::HashMap<String, String>>,
     /// The tokens file and TLS files, for status ([`watched`]).
     watched: std::sync::OnceLock<Watched>,
+    /// What each account's driver can hold, as its applier last said ([`holds`]).
+    holds: Mutex<std::collections::HashMap<String, crate::client::Holds>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -319,6 +322,7 @@ impl Engine {
             audit,
             pushers: Mutex::new(std::collections::HashMap::new()),
             watched: std::sync::OnceLock::new(),
+            holds: Mutex::new(std::collections::HashMap::new()),
         }))
     }
 
@@ -491,10 +495,12 @@ impl Engine {
         let pool = self.pool.clone();
         let every = self.config.pool.health_interval;
         let stop = cancel.clone();
+        let engine = self.clone();
         self.tasks.spawn(async move {
             loop {
                 for m in pool.members().into_iter().filter(|m| m.healthy()) {
                     let accounts = crate::client::accounts(&m, Duration::from_secs(1)).await;
+                    engine.note_holds(&accounts);
                     m.set_circuits(accounts.iter().map(|a| (&*a.name, &*a.circuit)));
                     m.set_throttled(
                         accounts

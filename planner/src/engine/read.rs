@@ -172,6 +172,17 @@ impl Engine {
                 .map(|(k, s)| (k.clone(), s.clone()))
                 .collect()
         };
+        // What this target's account cannot hold is shown as such, not as a change.
+        let mut withheld = withheld;
+        for (key, desired, why) in self.take_unholdable(&z, &mut plan) {
+            let mut s = RecordState::new(
+                crate::state::RecordStateKind::NotForTarget,
+                SystemTime::now(),
+            );
+            s.desired = desired;
+            s.reason = why;
+            withheld.push((key, s));
+        }
         let held: BTreeSet<&RecordKey> = withheld.iter().map(|(k, _)| k).collect();
         plan.changes.retain(|c| !held.contains(c.change.key()));
         drop(held);

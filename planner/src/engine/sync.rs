@@ -381,6 +381,8 @@ impl Engine {
                     self.retry_clock(),
                 );
                 drop(states);
+                // What this target's account cannot hold goes to the other targets only.
+                self.keep_holdable(zone, plan, now);
                 // The names this plan covers wait for a plan no more, whoever started
                 // the sync (the zone's loop or a `Sync` call). Only now, with their
                 // states folded in: until then status counts them pending, not

@@ -205,6 +205,7 @@ pub fn kind_to_pb(k: RecordStateKind) -> pb::RecordStateKind {
         RecordStateKind::Deferred => pb::RecordStateKind::Deferred,
         RecordStateKind::Rejected => pb::RecordStateKind::Rejected,
         RecordStateKind::Held => pb::RecordStateKind::Held,
+        RecordStateKind::NotForTarget => pb::RecordStateKind::NotForTarget,
     }
 }
 
@@ -221,6 +222,7 @@ pub fn kind_from_pb(k: i32) -> Option<RecordStateKind> {
         pb::RecordStateKind::Deferred => RecordStateKind::Deferred,
         pb::RecordStateKind::Rejected => RecordStateKind::Rejected,
         pb::RecordStateKind::Held => RecordStateKind::Held,
+        pb::RecordStateKind::NotForTarget => RecordStateKind::NotForTarget,
     })
 }
 

@@ -1,0 +1,80 @@
+//! Records a target's account cannot hold. A zone served by several accounts may
+//! want a record only some of them can write (a Route 53 alias, a Cloudflare proxied
+//! flag, a routing-policy set): it goes to the targets whose driver writes it, and at
+//! the others it is `not_for_target`, reported once and never sent (the applier would
+//! refuse it as invalid on every change). What each driver writes comes from the
+//! appliers' status (`AccountStatus.routing_sets`, `properties`), the same rule the
+//! applier refuses by ([`dnsplane_common::routing::cannot_hold`]).
+use super::{Engine, ZoneRuntime, lock};
+use crate::client::{ApplierAccount, Holds};
+use crate::plan::ZonePlan;
+use dnsplane_common::{RRSet, RecordKey};
+use std::time::SystemTime;
+
+impl Engine {
+    /// Notes what each of `accounts`' drivers can hold.
+    pub(super) fn note_holds(&self, accounts: &[ApplierAccount]) {
+        let mut holds = lock(&self.holds);
+        for a in accounts {
+            holds.insert(a.name.clone(), a.holds.clone());
+        }
+    }
+
+    /// What `account`'s driver holds, once an applier has said (`None` before).
+    fn holds_of(&self, account: &str) -> Option<Holds> {
+        lock(&self.holds).get(account).cloned()
+    }
+
+    /// Takes the changes of `plan` that `zone`'s account cannot hold out of it, and
+    /// marks their records `not_for_target` with why. Called with the plan folded
+    /// (each change's record is pending), before anything is sent.
+    pub(super) fn keep_holdable(&self, zone: &ZoneRuntime, plan: &mut ZonePlan, now: SystemTime) {
+        let refused = self.take_unholdable(zone, plan);
+        if refused.is_empty() {
+            return;
+        }
+        let mut states = lock(&zone.states);
+        for (key, desired, why) in refused {
+            states.not_for_target(&key, desired, &why, now);
+        }
+    }
+
+    /// The changes of `plan` that `zone`'s account cannot hold, taken out of it: each
+    /// key with the record it would write and why not ("not for this target: …").
+    pub(super) fn take_unholdable(
+        &self,
+        zone: &ZoneRuntime,
+        plan: &mut ZonePlan,
+    ) -> Vec<(RecordKey, Option<RRSet>, String)> {
+        let Some(holds) = self.holds_of(&zone.cfg.account) else {
+            return Vec::new();
+        };
+        let writer = format!("account {} ({})", zone.cfg.account, holds.driver);
+        let mut refused = Vec::new();
+        plan.changes.retain(|c| {
+            let why = c.change.ops.iter().find_map(|op| {
+                op.after.as_ref().and_then(|set| {
+                    dnsplane_common::routing::cannot_hold(
+                        &writer,
+                        holds.routing_sets,
+                        &holds.properties,
+                        set,
+                    )
+                })
+            });
+            match why {
+                Some(why) => {
+                    let after = c.change.ops.iter().find_map(|op| op.after.clone());
+                    refused.push((
+                        c.change.key().clone(),
+                        after,
+                        format!("not for this target: {why}"),
+                    ));
+                    false
+                }
+                None => true,
+            }
+        });
+        refused
+    }
+}
