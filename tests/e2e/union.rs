@@ -114,6 +114,24 @@ fn three_clusters_feed_one_name_and_each_takes_only_its_own_away() {
         "three sources",
     );
 
+    // Each cluster's Service is told its record is published, though the set in
+    // force is a merge (one source's name on it).
+    for (cluster, api) in [("A", &a), ("B", &b)] {
+        let told = wait_for(WAIT, || {
+            api.events().into_iter().find(|e| {
+                e["involvedObject"]["kind"] == "Service"
+                    && e["involvedObject"]["name"] == "api"
+                    && e["reason"] == "Published"
+            })
+        });
+        assert!(
+            told.is_some(),
+            "cluster {cluster}'s Service was never told: {:#?}\nlogs:\n{}",
+            api.events(),
+            s.logs()
+        );
+    }
+
     // Each value with its sources.
     let (code, out) = s.cli(&["records", &host, "-o", "json"]);
     assert_eq!(code, 0, "{out}");

@@ -11,6 +11,7 @@ use crate::state::{RecordState, RecordStateKind};
 use crate::target::Target;
 use dnsplane_common::{Name, RecordKey, SharedStr};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -261,7 +262,7 @@ impl Engine {
             .values()
             .map(|z| {
                 // A target with a view counts from its view's index.
-                let own = if std::sync::Arc::ptr_eq(&z.desired, &self.desired) {
+                let own = if Arc::ptr_eq(&z.desired, &self.desired) {
                     None
                 } else {
                     Some(match z.desired.try_read() {
@@ -478,13 +479,32 @@ impl Engine {
     }
 }
 
+/// How much a state needs someone, to tell an object the worst of its record's
+/// targets: a record its target cannot hold counts least (the other targets tell).
+fn severity(kind: RecordStateKind) -> u8 {
+    use RecordStateKind as K;
+    match kind {
+        K::NotForTarget => 0,
+        K::Converged => 1,
+        K::Pending | K::InFlight | K::Deferred => 2,
+        K::Held => 3,
+        K::Invalid => 4,
+        K::Conflict => 5,
+        K::Failed | K::Rejected => 6,
+    }
+}
+
 impl Engine {
     /// The state of every record `source` has in force, with the resource that asked
     /// for it: what a source that reports back to its objects (the Kubernetes source's
     /// status) needs, read from the same state tables as [`Engine::record_states`].
-    /// Claims another source holds are left out (that source's records). O(size of
-    /// the source). Each record as `read` makes it of (resource, key, state), so that
-    /// no copy of every state is made on the way (the writers read this each second).
+    /// Claims another source holds are left out (that source's records); in a merged
+    /// set, each of its sources is told (with its own resource). Where the zone has
+    /// several targets (without a view), the worst of their states is told: a record
+    /// is published when every target that can hold it holds it. O(size of the
+    /// source, times the zone's targets). Each record as `read` makes it of (resource,
+    /// key, state), so that no copy of every state is made on the way (the writers
+    /// read this each second).
     pub fn source_record_states<T>(
         &self,
         source: &str,
@@ -497,34 +517,53 @@ impl Engine {
         }
         let mut out = Vec::with_capacity(by_zone.values().map(Vec::len).sum());
         for (zone_name, keys) in by_zone {
-            // A source reports its records' states at the zone's first target.
-            let (Some(zone), Some(zone_desired)) = (self.zone(zone_name), desired.zone(zone_name))
-            else {
+            let Some(zone_desired) = desired.zone(zone_name) else {
                 continue;
             };
-            let zone_read = lock(&zone.view).is_some();
-            let refused = lock(&zone.status).refused.clone();
-            let unplanned = lock(&zone.dirty).clone();
-            let states = lock(&zone.states);
+            // The targets planned from this desired state (not those of a view).
+            let targets: Vec<&Arc<ZoneRuntime>> = self
+                .targets_of(zone_name)
+                .map(|(_, z)| z)
+                .filter(|z| Arc::ptr_eq(&z.desired, &self.desired))
+                .collect();
+            let seen: Vec<_> = targets
+                .iter()
+                .map(|z| {
+                    (
+                        lock(&z.view).is_some(),
+                        lock(&z.status).refused.clone(),
+                        lock(&z.dirty).clone(),
+                        lock(&z.states),
+                    )
+                })
+                .collect();
             for key in keys {
-                let Some(record) = zone_desired.get(key).filter(|r| &*r.source == source) else {
+                let Some(record) = zone_desired.get(key) else {
                     continue;
                 };
-                let item = match states.get(key) {
-                    Some(state) => read(&record.resource, key, state),
-                    None => read(
-                        &record.resource,
-                        key,
-                        &states.without_entry(
-                            key,
-                            &record.rrset(key),
-                            zone_read,
-                            unplanned.contains(&key.name),
-                            refused.as_deref(),
-                        ),
-                    ),
+                let Some((_, mine, _)) = desired.in_force(source, &key.name, key.rtype, key.set)
+                else {
+                    continue;
                 };
-                out.push(item);
+                let rrset = record.rrset(key);
+                let state = seen
+                    .iter()
+                    .map(
+                        |(zone_read, refused, unplanned, states)| match states.get(key) {
+                            Some(s) => std::borrow::Cow::Borrowed(s),
+                            None => std::borrow::Cow::Owned(states.without_entry(
+                                key,
+                                &rrset,
+                                *zone_read,
+                                unplanned.contains(&key.name),
+                                refused.as_deref(),
+                            )),
+                        },
+                    )
+                    .max_by_key(|s| severity(s.kind));
+                if let Some(state) = state {
+                    out.push(read(&mine.resource, key, &state));
+                }
             }
         }
         out
