@@ -379,6 +379,36 @@ pub fn is_alias<'a>(properties: impl IntoIterator<Item = (&'a str, &'a str)>) ->
     property(properties, aws::ALIAS) == Some("true")
 }
 
+/// In a writer's list of properties: every property is written.
+pub const ANY_PROPERTY: &str = "*";
+
+/// Why a writer of `properties` (with routing-policy sets when `routing_sets`) cannot
+/// hold `rrset`, named `writer` in the message: a set or a property it does not write.
+/// The applier refuses such a change before any provider call; the planner keeps it
+/// from a target whose account cannot hold it. `None`: it can.
+pub fn cannot_hold<S: AsRef<str>>(
+    writer: &str,
+    routing_sets: bool,
+    properties: &[S],
+    rrset: &crate::RRSet,
+) -> Option<String> {
+    if !rrset.key.set.is_none() && !routing_sets {
+        return Some(format!(
+            "{writer} has no routing-policy sets (setIdentifier): cannot write {}",
+            rrset.key
+        ));
+    }
+    let (name, _) = rrset.properties().find(|(name, _)| {
+        !properties
+            .iter()
+            .any(|p| p.as_ref() == *name || p.as_ref() == ANY_PROPERTY)
+    })?;
+    Some(format!(
+        "{writer} cannot write provider-specific property {name:?} (on {})",
+        rrset.key
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,34 +506,4 @@ mod tests {
             assert!(e.contains(says), "{pairs:?}: {e}");
         }
     }
-}
-
-/// In a writer's list of properties: every property is written.
-pub const ANY_PROPERTY: &str = "*";
-
-/// Why a writer of `properties` (with routing-policy sets when `routing_sets`) cannot
-/// hold `rrset`, named `writer` in the message: a set or a property it does not write.
-/// The applier refuses such a change before any provider call; the planner keeps it
-/// from a target whose account cannot hold it. `None`: it can.
-pub fn cannot_hold<S: AsRef<str>>(
-    writer: &str,
-    routing_sets: bool,
-    properties: &[S],
-    rrset: &crate::RRSet,
-) -> Option<String> {
-    if !rrset.key.set.is_none() && !routing_sets {
-        return Some(format!(
-            "{writer} has no routing-policy sets (setIdentifier): cannot write {}",
-            rrset.key
-        ));
-    }
-    let (name, _) = rrset.properties().find(|(name, _)| {
-        !properties
-            .iter()
-            .any(|p| p.as_ref() == *name || p.as_ref() == ANY_PROPERTY)
-    })?;
-    Some(format!(
-        "{writer} cannot write provider-specific property {name:?} (on {})",
-        rrset.key
-    ))
 }
