@@ -459,7 +459,9 @@ fn the_planner_admin_port_serves_metrics_probes_and_status() {
     );
     let (code, metrics) = http_get(admin_port, "/metrics");
     assert_eq!(code, 200);
-    let zone = format!("zone=\"{ZONE}\"");
+    // The embedded account's target of the zone (every zone-labelled family names
+    // the account too).
+    let zone = format!("zone=\"{ZONE}\",account=\"embedded\"");
     for line in [
         format!("dnsplane_planner_records{{{zone},state=\"converged\"}} 3"),
         format!("dnsplane_planner_records{{{zone},state=\"conflict\"}} 1"),

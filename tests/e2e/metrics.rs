@@ -51,17 +51,29 @@ pub(crate) fn parse_metrics(text: &str) -> BTreeMap<Series, f64> {
     out
 }
 
-/// The value of `name` with exactly `labels`, if present.
+/// The value of `name` with exactly `labels` (and, on a zone-labelled family, the
+/// zone's target's `account`), if present.
 pub(crate) fn sample(
     m: &BTreeMap<Series, f64>,
     name: &str,
     labels: &[(&str, &str)],
 ) -> Option<f64> {
-    let labels: BTreeMap<String, String> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    m.get(&(name.to_string(), labels)).copied()
+    let mut found = m.iter().filter(|((n, l), _)| {
+        n == name
+            && l.len() <= labels.len() + 1
+            && labels
+                .iter()
+                .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+            // The one label a series may carry beyond those named: a zone's
+            // target's account.
+            && l.keys().all(|k| k == "account" || labels.iter().any(|(n, _)| n == k))
+    });
+    let first = found.next().map(|(_, v)| *v);
+    assert!(
+        found.next().is_none(),
+        "{name} {labels:?} matches several series (name the account)"
+    );
+    first
 }
 
 /// The sum of `name` over every series whose labels include `labels`.

@@ -218,16 +218,7 @@ impl TwoProviders {
 
 /// The ```toml block of docs/targets.md whose first line is `first`.
 fn recipe(first: &str) -> String {
-    let page = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/targets.md"),
-    )
-    .expect("docs/targets.md");
-    page.split("```toml\n")
-        .skip(1)
-        .filter_map(|b| b.split_once("```").map(|(block, _)| block))
-        .find(|b| b.starts_with(first))
-        .unwrap_or_else(|| panic!("no ```toml block starting {first:?} in docs/targets.md"))
-        .to_string()
+    dnsplane_e2e::doc_toml_block("targets.md", first)
 }
 
 #[test]

@@ -21,16 +21,8 @@ const WAIT: Duration = Duration::from_secs(30);
 /// docs/targets.md's multi-cluster recipe with this test's API servers, webhook port
 /// and zone: the lines after the recipe's `[[zones]]` table's name and account.
 fn recipe(zone: &str, a: &FakeKubeApi, b: &FakeKubeApi, webhook: u16) -> String {
-    let page = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/targets.md"),
-    )
-    .expect("docs/targets.md");
-    let block = page
-        .split("```toml\n")
-        .skip(1)
-        .filter_map(|b| b.split_once("```").map(|(block, _)| block))
-        .find(|b| b.starts_with("# planner.toml — three clusters, one name"))
-        .expect("the recipe in docs/targets.md");
+    let block =
+        dnsplane_e2e::doc_toml_block("targets.md", "# planner.toml — three clusters, one name");
     // The stack writes the zone's name and account itself: keep the recipe's other
     // zone keys, then its sources and webhook.
     let (_, rest) = block

@@ -14,18 +14,9 @@ const ZONE: &str = "split.test.";
 /// A safety net for each wait, not a performance claim.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The ```toml block of docs/targets.md whose first line is `first`.
+/// The ```toml block of docs/targets.md whose first line is `first`, for `ZONE`.
 fn recipe(first: &str) -> String {
-    let page = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/targets.md"),
-    )
-    .expect("docs/targets.md");
-    page.split("```toml\n")
-        .skip(1)
-        .filter_map(|b| b.split_once("```").map(|(block, _)| block))
-        .find(|b| b.starts_with(first))
-        .unwrap_or_else(|| panic!("no ```toml block starting {first:?} in docs/targets.md"))
-        .replace("example.com.", ZONE)
+    dnsplane_e2e::doc_toml_block("targets.md", first).replace("example.com.", ZONE)
 }
 
 /// `www 300 IN A <value>`-style lines as a zone file of `ZONE`.

@@ -18,3 +18,18 @@ pub mod scaling;
 pub mod servers;
 pub mod webdriver;
 pub mod webhook_reference;
+
+/// The ```toml block of `docs/<page>` whose first line is `first`: a recipe a test
+/// runs as the page writes it.
+pub fn doc_toml_block(page: &str, first: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs")
+        .join(page);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split_once("```").map(|(block, _)| block))
+        .find(|b| b.starts_with(first))
+        .unwrap_or_else(|| panic!("no ```toml block starting {first:?} in docs/{page}"))
+        .to_string()
+}

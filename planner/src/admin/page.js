@@ -48,7 +48,7 @@
     say("", true);
     refresh();
   });
-  function approve(zone, account, digest) {
+  function approve(zone, digest, account) {
     return fetch("ui/approve", {
       method: "POST",
       headers: headers({ "Content-Type": "application/json" }),
@@ -65,7 +65,7 @@
   live.addEventListener("click", function (ev) {
     var b = ev.target.closest("button.approve");
     if (!b || b.disabled) { return; }
-    approve(b.dataset.zone, b.dataset.account, b.dataset.digest);
+    approve(b.dataset.zone, b.dataset.digest, b.dataset.account);
   });
   refresh();
   setInterval(refresh, 2000);

@@ -46,6 +46,11 @@ impl Engine {
         zone: &ZoneRuntime,
         plan: &mut ZonePlan,
     ) -> Vec<(RecordKey, Option<RRSet>, String)> {
+        // A zone's only target has no other to leave the record to: what its account
+        // cannot hold is invalid there, as the applier says.
+        if !zone.target.is_shared() {
+            return Vec::new();
+        }
         let Some(holds) = self.holds_of(&zone.cfg.account) else {
             return Vec::new();
         };
