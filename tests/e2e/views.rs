@@ -1,7 +1,8 @@
 //! Issue 33, "public and private of one name": docs/targets.md's split-horizon recipe,
 //! read from the page, run with the planner and applier processes against moto (the
-//! Route 53 LocalStack serves; software dnsplane did not write) holding a public and a
-//! private hosted zone of one name. The public target gets the public and the shared
+//! Route 53 LocalStack serves; software dnsplane did not write), and again against
+//! dnsplane's own Route 53 emulator, each holding a public and a private hosted zone
+//! of one name. The public target gets the public and the shared
 //! files' records, the private one the internal and the shared ones: the same name
 //! with two contents. Each zone is read back with the real AWS CLI.
 use dnsplane_e2e::moto::Moto;
@@ -27,19 +28,24 @@ fn zone_file(dir: &std::path::Path, sub: &str, lines: &[&str]) {
     std::fs::write(d.join("split.test.zone"), text).expect("zone file");
 }
 
+/// Where the hosted zones are: an endpoint speaking Route 53's API, the keys it takes
+/// (and a shared credentials file holding them), and the two zones' ids.
+struct Route53At {
+    endpoint: String,
+    keys: (&'static str, &'static str),
+    credentials: std::path::PathBuf,
+    public_id: String,
+    private_id: String,
+}
+
 /// The hosted zone's A records, `name value`, as the AWS CLI lists them.
-fn listing(moto: &Moto, zone_id: &str) -> Vec<String> {
-    let mut lines: Vec<String> = aws_listing(
-        &format!("http://127.0.0.1:{}", moto.port),
-        zone_id,
-        "AKIAMOTO000000000000",
-        "moto-secret",
-    )
-    .expect("the AWS CLI (DNSPLANE_AWS_CLI)")
-    .into_iter()
-    .filter(|(_, _, t, _)| t == "A")
-    .map(|(n, _, _, v)| format!("{n} {v}"))
-    .collect();
+fn listing(at: &Route53At, zone_id: &str) -> Vec<String> {
+    let mut lines: Vec<String> = aws_listing(&at.endpoint, zone_id, at.keys.0, at.keys.1)
+        .expect("the AWS CLI (DNSPLANE_AWS_CLI)")
+        .into_iter()
+        .filter(|(_, _, t, _)| t == "A")
+        .map(|(n, _, _, v)| format!("{n} {v}"))
+        .collect();
     lines.sort();
     lines
 }
@@ -48,8 +54,6 @@ fn listing(moto: &Moto, zone_id: &str) -> Vec<String> {
 fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
     let Some(moto) = Moto::start() else { return };
     let zone = dnsplane_common::Name::parse(ZONE).expect("zone");
-    let public_id = moto.create_zone(&zone, false);
-    let private_id = moto.create_zone(&zone, true);
     let dir = tempfile::tempdir().expect("dir");
     let credentials = dir.path().join("aws-credentials");
     std::fs::write(
@@ -57,13 +61,43 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
         "[default]\naws_access_key_id = AKIAMOTO000000000000\naws_secret_access_key = moto-secret\n",
     )
     .expect("credentials");
-    // The recipe's accounts, pointed at moto.
+    split_horizon(&Route53At {
+        endpoint: format!("http://127.0.0.1:{}", moto.port),
+        keys: ("AKIAMOTO000000000000", "moto-secret"),
+        credentials,
+        public_id: moto.create_zone(&zone, false),
+        private_id: moto.create_zone(&zone, true),
+    });
+}
+
+/// The same on dnsplane's own Route 53 emulator (signatures checked, Route 53's
+/// quota): its private hosted zones as moto's.
+#[test]
+fn the_same_split_horizon_runs_on_the_route53_emulator() {
+    let r53 = dnsplane_e2e::servers::route53::EmulatedRoute53::start();
+    split_horizon(&Route53At {
+        endpoint: r53.emulator.endpoint(),
+        keys: (
+            dnsplane_emulate::DEFAULT_ACCESS_KEY_ID,
+            dnsplane_emulate::DEFAULT_SECRET_ACCESS_KEY,
+        ),
+        credentials: r53.credentials_file.clone(),
+        public_id: r53.emulator.create_zone(ZONE, false),
+        private_id: r53.emulator.create_zone(ZONE, true),
+    });
+}
+
+/// docs/targets.md's split-horizon recipe against `at`'s two hosted zones.
+fn split_horizon(at: &Route53At) {
+    let (public_id, private_id) = (&at.public_id, &at.private_id);
+    let dir = tempfile::tempdir().expect("dir");
+    // The recipe's accounts, pointed at the endpoint.
     let applier = recipe("# applier.toml — public and private of one name").replace(
         "driver = \"route53\"\n",
         &format!(
-            "driver = \"route53\"\nendpoint = \"http://127.0.0.1:{}\"\nprofile = \"default\"\ncredentials_file = \"{}\"\n",
-            moto.port,
-            credentials.display()
+            "driver = \"route53\"\nendpoint = \"{}\"\nprofile = \"default\"\ncredentials_file = \"{}\"\n",
+            at.endpoint,
+            at.credentials.display()
         ),
     );
     std::fs::write(dir.path().join("applier.toml"), &applier).expect("applier.toml");
@@ -100,7 +134,7 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
     let wait_listing = |id: &str, want: &[&str], what: &str| {
         let mut last = Vec::new();
         let ok = wait_for(WAIT, || {
-            last = listing(&moto, id);
+            last = listing(at, id);
             (last == want).then_some(())
         });
         assert!(
@@ -110,7 +144,7 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
         );
     };
     wait_listing(
-        &public_id,
+        public_id,
         &[
             "mail.split.test. 192.0.2.25",
             "www.split.test. 203.0.113.80",
@@ -118,7 +152,7 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
         "the public zone",
     );
     wait_listing(
-        &private_id,
+        private_id,
         &[
             "db.split.test. 10.0.0.5",
             "mail.split.test. 192.0.2.25",
@@ -134,7 +168,7 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
         &["www A 10.0.0.81", "db A 10.0.0.5"],
     );
     wait_listing(
-        &private_id,
+        private_id,
         &[
             "db.split.test. 10.0.0.5",
             "mail.split.test. 192.0.2.25",
@@ -143,7 +177,7 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
         "the private zone after the internal change",
     );
     assert_eq!(
-        listing(&moto, &public_id),
+        listing(at, public_id),
         [
             "mail.split.test. 192.0.2.25",
             "www.split.test. 203.0.113.80"
