@@ -113,12 +113,32 @@ impl Engine {
         })
     }
 
-    /// Every record source `name` declares, as it declares it, with its labels.
+    /// Every record source `name` declares, as it declares it, with its labels: in
+    /// every view (a record fed to one view is only in that view's index).
     pub fn source_records(
         &self,
         name: &str,
     ) -> Vec<(dnsplane_common::RRSet, crate::source::Labels)> {
-        Engine::cpu(|| self.desired().source_records(name))
+        Engine::cpu(|| {
+            let mut out = self.desired().source_records(name);
+            if self.views.is_empty() {
+                return out;
+            }
+            let mut seen: std::collections::HashSet<dnsplane_common::RecordKey> =
+                out.iter().map(|(r, _)| r.key.clone()).collect();
+            for v in self.views.values() {
+                let index = v
+                    .index
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for (r, labels) in index.source_records(name) {
+                    if seen.insert(r.key.clone()) {
+                        out.push((r, labels));
+                    }
+                }
+            }
+            out
+        })
     }
 
     /// Changes part of a pushed source, in O(patch): `check` sees the upserts with

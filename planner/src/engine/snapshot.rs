@@ -500,8 +500,8 @@ impl Engine {
     /// status) needs, read from the same state tables as [`Engine::record_states`].
     /// Claims another source holds are left out (that source's records); in a merged
     /// set, each of its sources is told (with its own resource). Where the zone has
-    /// several targets (without a view), the worst of their states is told: a record
-    /// is published when every target that can hold it holds it. O(size of the
+    /// several targets, the worst state among those that plan the record (its view's)
+    /// is told: a record is published when every target that can hold it holds it. O(size of the
     /// source, times the zone's targets). Each record as `read` makes it of (resource,
     /// key, state), so that no copy of every state is made on the way (the writers
     /// read this each second).
@@ -510,26 +510,33 @@ impl Engine {
         source: &str,
         read: impl Fn(&SharedStr, &RecordKey, &RecordState) -> T,
     ) -> Vec<T> {
-        let desired = self.desired();
-        let mut by_zone: BTreeMap<&Name, Vec<&RecordKey>> = BTreeMap::new();
-        for key in desired.source_keys(source) {
-            by_zone.entry(&key.zone).or_default().push(key);
-        }
-        let mut out = Vec::with_capacity(by_zone.values().map(Vec::len).sum());
-        for (zone_name, keys) in by_zone {
-            let Some(zone_desired) = desired.zone(zone_name) else {
-                continue;
-            };
-            // The targets planned from this desired state (not those of a view).
-            let targets: Vec<&Arc<ZoneRuntime>> = self
-                .targets_of(zone_name)
-                .map(|(_, z)| z)
-                .filter(|z| Arc::ptr_eq(&z.desired, &self.desired))
+        // Every index that may hold the source's records: the main one, each view's.
+        let indexes: Vec<&Arc<std::sync::RwLock<crate::desired::DesiredIndex>>> =
+            std::iter::once(&self.desired)
+                .chain(self.views.values().map(|v| &v.index))
                 .collect();
-            let seen: Vec<_> = targets
-                .iter()
-                .map(|z| {
+        let guards: Vec<_> = indexes
+            .iter()
+            .map(|i| i.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+            .collect();
+        let mut by_zone: BTreeMap<&Name, std::collections::BTreeSet<&RecordKey>> = BTreeMap::new();
+        for g in &guards {
+            for key in g.source_keys(source) {
+                by_zone.entry(&key.zone).or_default().insert(key);
+            }
+        }
+        let mut out = Vec::with_capacity(by_zone.values().map(|k| k.len()).sum());
+        for (zone_name, keys) in by_zone {
+            // Each target of the zone, with the index it plans from.
+            let seen: Vec<_> = self
+                .targets_of(zone_name)
+                .map(|(_, z)| {
+                    let at = indexes
+                        .iter()
+                        .position(|i| Arc::ptr_eq(i, &z.desired))
+                        .unwrap_or(0);
                     (
+                        at,
                         lock(&z.view).is_some(),
                         lock(&z.status).refused.clone(),
                         lock(&z.dirty).clone(),
@@ -538,31 +545,36 @@ impl Engine {
                 })
                 .collect();
             for key in keys {
-                let Some(record) = zone_desired.get(key) else {
-                    continue;
-                };
-                let Some((_, mine, _)) = desired.in_force(source, &key.name, key.rtype, key.set)
-                else {
-                    continue;
-                };
-                let rrset = record.rrset(key);
-                let state = seen
-                    .iter()
-                    .map(
-                        |(zone_read, refused, unplanned, states)| match states.get(key) {
-                            Some(s) => std::borrow::Cow::Borrowed(s),
-                            None => std::borrow::Cow::Owned(states.without_entry(
-                                key,
-                                &rrset,
-                                *zone_read,
-                                unplanned.contains(&key.name),
-                                refused.as_deref(),
-                            )),
-                        },
-                    )
-                    .max_by_key(|s| severity(s.kind));
-                if let Some(state) = state {
-                    out.push(read(&mine.resource, key, &state));
+                let mut worst: Option<(SharedStr, std::borrow::Cow<'_, RecordState>)> = None;
+                for (at, zone_read, refused, unplanned, states) in &seen {
+                    let g = &guards[*at];
+                    // Not desired at this target (another view's record).
+                    let Some(record) = g.zone(zone_name).and_then(|d| d.get(key)) else {
+                        continue;
+                    };
+                    let Some((_, mine, _)) = g.in_force(source, &key.name, key.rtype, key.set)
+                    else {
+                        continue;
+                    };
+                    let state = match states.get(key) {
+                        Some(s) => std::borrow::Cow::Borrowed(s),
+                        None => std::borrow::Cow::Owned(states.without_entry(
+                            key,
+                            &record.rrset(key),
+                            *zone_read,
+                            unplanned.contains(&key.name),
+                            refused.as_deref(),
+                        )),
+                    };
+                    if worst
+                        .as_ref()
+                        .is_none_or(|(_, w)| severity(state.kind) > severity(w.kind))
+                    {
+                        worst = Some((mine.resource.clone(), state));
+                    }
+                }
+                if let Some((resource, state)) = worst {
+                    out.push(read(&resource, key, &state));
                 }
             }
         }

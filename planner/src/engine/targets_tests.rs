@@ -321,3 +321,36 @@ fn a_source_view_no_target_has_is_a_config_error() {
         "{e}"
     );
 }
+
+/// A source's records are told their state where every target has a view: the
+/// every-view ones and each view's own (the Kubernetes status writer reads this).
+#[tokio::test]
+async fn a_source_is_told_the_state_of_its_records_in_every_view() {
+    let e = split_horizon();
+    e.set_source(
+        "kubernetes:",
+        vec![
+            entry_at("mail.example.com", "192.0.2.25", None),
+            entry_at("db.example.com", "10.0.0.5", Some("internal")),
+        ],
+        Vec::new(),
+    );
+    let told: Vec<(String, String)> = e.source_record_states("kubernetes:", |_, key, state| {
+        (key.name.to_string(), state.kind.as_str().to_string())
+    });
+    assert_eq!(
+        told,
+        [
+            ("db.example.com.".to_string(), "pending".to_string()),
+            ("mail.example.com.".to_string(), "pending".to_string()),
+        ]
+    );
+    // And it reads all of them back (what the webhook answers external-dns with).
+    let mut back: Vec<String> = e
+        .source_records("kubernetes:")
+        .into_iter()
+        .map(|(r, _)| r.key.name.to_string())
+        .collect();
+    back.sort();
+    assert_eq!(back, ["db.example.com.", "mail.example.com."]);
+}
