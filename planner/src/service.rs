@@ -2,9 +2,8 @@
 //! the [`Engine`], and encodes its answers. The only module that builds or reads the
 //! planner's own proto messages (the applier's are in [`crate::client`]).
 use crate::auth::{Authenticator, Call};
-use crate::engine::{ApproveError, Engine, RecordStatesQuery, ReleaseError, Scope, SyncProgress};
+use crate::engine::{ApproveError, Engine, ReleaseError, Scope, SyncProgress};
 use crate::metrics::PlannerMetrics;
-use crate::target::{Target, TargetError};
 use admission::Ticket;
 use dnsplane_common::convert::FieldError;
 use dnsplane_common::grpc::invalid_argument;
@@ -20,19 +19,18 @@ mod history;
 mod plan;
 mod proposed;
 pub(crate) mod push;
+mod record_states;
+mod targets;
 mod zone_records;
 
-use encode::{SyncStream, held_to_pb, parse_token, progress_to_pb, record_state_to_pb, token};
+use encode::{SyncStream, held_to_pb, progress_to_pb};
 pub use encode::{kind_from_pb, kind_name, kind_to_pb, status, status_to_pb};
 pub use push::validate_push;
 use push::{
     PatchFailure, cross_check, patch_failure, push_as_patch, validate_patch, validate_push_checked,
 };
+pub(crate) use targets::target_status;
 use zone_records::ReadZoneStream;
-
-/// Page size limits for record-state listings.
-const DEFAULT_PAGE: usize = 500;
-const MAX_PAGE: usize = 5_000;
 
 #[derive(Debug, Clone)]
 pub struct PlannerService {
@@ -150,42 +148,6 @@ impl PlannerService {
     }
 }
 
-impl PlannerService {
-    /// The targets of `zones` a call that may act on several means: every target of
-    /// each, or with `account` only those at it (INVALID_ARGUMENT, field `account`,
-    /// when no zone named has a target there).
-    fn targets_of(&self, zones: &[Name], account: &str) -> Result<Vec<Target>, Status> {
-        let all = zones.iter().flat_map(|z| {
-            self.engine
-                .targets_named(z.as_str(), "")
-                .unwrap_or_default()
-        });
-        let out: Vec<Target> = all
-            .filter(|t| account.is_empty() || &*t.account == account)
-            .collect();
-        if out.is_empty() && !account.is_empty() && !zones.is_empty() {
-            return Err(FieldError::new(
-                "account",
-                format!("no zone named has a target at account {account:?}"),
-            )
-            .into());
-        }
-        Ok(out)
-    }
-}
-
-/// The gRPC status of a zone and account that name no single target: NOT_FOUND for
-/// an unknown zone, INVALID_ARGUMENT (field `account`) for an account the zone has
-/// no target at or a zone with several targets and no account.
-pub(crate) fn target_status(e: &TargetError) -> Status {
-    match e {
-        TargetError::UnknownZone { .. } => Status::not_found(e.to_string()),
-        TargetError::UnknownAccount { .. } | TargetError::Ambiguous { .. } => {
-            FieldError::new("account", e.to_string()).into()
-        }
-    }
-}
-
 /// The calls' bodies, after [`PlannerService::admit`]: each checks its request
 /// against the caller's scope before it changes anything.
 impl PlannerService {
@@ -222,111 +184,6 @@ impl PlannerService {
         drop(tx);
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
         Ok(Response::new(Box::pin(stream)))
-    }
-
-    async fn list_record_states_admitted(
-        &self,
-        req: pb::ListRecordStatesRequest,
-    ) -> Result<Response<pb::ListRecordStatesResponse>, Status> {
-        // One name: every target of its zone (unless `account` names one), converged
-        // records too, each value with its sources.
-        let name = if req.name.is_empty() {
-            None
-        } else {
-            let n = Name::parse(&req.name)
-                .map_err(|e| FieldError::new("name", format!("{:?}: {e}", req.name)))?;
-            Some(n)
-        };
-        let targets = if let Some(n) = &name {
-            let zone = self
-                .zone_of(n)
-                .cloned()
-                .ok_or_else(|| FieldError::new("name", format!("{n} is in no configured zone")))?;
-            self.targets_of(std::slice::from_ref(&zone), &req.account)?
-        } else if req.zone.is_empty() {
-            if req.account.is_empty() {
-                Vec::new()
-            } else {
-                let zones: Vec<Name> = self.engine.zone_names().cloned().collect();
-                self.targets_of(&zones, &req.account)?
-            }
-        } else {
-            match self.engine.target(&req.zone, &req.account) {
-                Ok(t) => vec![t],
-                Err(e @ TargetError::UnknownZone { .. }) => {
-                    return Err(FieldError::new(
-                        "zone",
-                        format!("{:?} is not a configured zone ({e})", req.zone),
-                    )
-                    .into());
-                }
-                Err(e) => return Err(target_status(&e)),
-            }
-        };
-        let mut states = Vec::new();
-        for (i, s) in req.states.iter().enumerate() {
-            match kind_from_pb(*s) {
-                Some(k) => states.push(k),
-                None => {
-                    return Err(FieldError::new(
-                        format!("states[{i}]"),
-                        format!("unknown state {s}"),
-                    )
-                    .into());
-                }
-            }
-        }
-        let page_size = match req.page_size as usize {
-            0 => DEFAULT_PAGE,
-            n => n.min(MAX_PAGE),
-        };
-        let after = if req.page_token.is_empty() {
-            None
-        } else {
-            let bad = || FieldError::new("page_token", "not a token this server issued");
-            let (account, key) = parse_token(&req.page_token).ok_or_else(bad)?;
-            let target = self
-                .engine
-                .target(key.zone.as_str(), &account)
-                .map_err(|_| bad())?;
-            Some((target, key))
-        };
-        let page = Engine::cpu(|| {
-            self.engine.record_states(&RecordStatesQuery {
-                targets,
-                states,
-                include_converged: req.include_converged || name.is_some(),
-                name,
-                after,
-                page_size,
-            })
-        });
-        Ok(Response::new(pb::ListRecordStatesResponse {
-            records: page
-                .records
-                .iter()
-                .map(|(t, k, s)| {
-                    let mut r = record_state_to_pb(k, s, page.labels.get(k));
-                    r.account = t.account.to_string();
-                    r.sources = page
-                        .sources
-                        .get(k)
-                        .into_iter()
-                        .flatten()
-                        .map(|(value, sources)| pb::ValueSources {
-                            value: value.clone(),
-                            sources: sources.clone(),
-                        })
-                        .collect();
-                    r
-                })
-                .collect(),
-            next_page_token: page
-                .next
-                .as_ref()
-                .map(|(t, k)| token(&t.account, k))
-                .unwrap_or_default(),
-        }))
     }
 
     async fn put_desired_stream_admitted(

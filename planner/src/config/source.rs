@@ -29,6 +29,16 @@ pub enum SourceConfig {
     Kubernetes(Box<KubernetesSourceConfig>),
 }
 
+impl SourceConfig {
+    /// The views the source feeds (`views`; empty: every view).
+    pub fn views(&self) -> &[String] {
+        match self {
+            SourceConfig::File { views, .. } => views,
+            SourceConfig::Kubernetes(k) => &k.views,
+        }
+    }
+}
+
 /// `[[sources]] type = "kubernetes"`: which DNSEndpoints, and how to reach the API.
 /// With neither `kubeconfig` nor `api_server`, the in-cluster service account is used
 /// (`KUBERNETES_SERVICE_HOST`/`PORT`, token and CA under
