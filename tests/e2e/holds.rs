@@ -42,12 +42,7 @@ fn a_routing_set_goes_only_to_the_target_that_can_hold_it() {
     let zone = dnsplane_common::Name::parse(ZONE).expect("zone");
     let zone_id = moto.create_zone(&zone, false);
     let dir = tempfile::tempdir().expect("dir");
-    let credentials = dir.path().join("aws-credentials");
-    std::fs::write(
-        &credentials,
-        "[default]\naws_access_key_id = AKIAMOTO000000000000\naws_secret_access_key = moto-secret\n",
-    )
-    .expect("credentials");
+    let credentials = Moto::write_credentials(&dir.path().join("aws-credentials"));
     let (planner_port, applier_port) = (free_port(), free_port());
     std::fs::write(
         dir.path().join("applier.toml"),
@@ -114,8 +109,8 @@ fn a_routing_set_goes_only_to_the_target_that_can_hold_it() {
         last = aws_listing(
             &format!("http://127.0.0.1:{}", moto.port),
             &zone_id,
-            "AKIAMOTO000000000000",
-            "moto-secret",
+            Moto::ACCESS_KEY,
+            Moto::SECRET,
         )
         .expect("the AWS CLI")
         .into_iter()

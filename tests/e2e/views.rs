@@ -55,15 +55,10 @@ fn one_name_public_and_private_in_two_hosted_zones_each_gets_its_view() {
     let Some(moto) = Moto::start() else { return };
     let zone = dnsplane_common::Name::parse(ZONE).expect("zone");
     let dir = tempfile::tempdir().expect("dir");
-    let credentials = dir.path().join("aws-credentials");
-    std::fs::write(
-        &credentials,
-        "[default]\naws_access_key_id = AKIAMOTO000000000000\naws_secret_access_key = moto-secret\n",
-    )
-    .expect("credentials");
+    let credentials = Moto::write_credentials(&dir.path().join("aws-credentials"));
     split_horizon(&Route53At {
         endpoint: format!("http://127.0.0.1:{}", moto.port),
-        keys: ("AKIAMOTO000000000000", "moto-secret"),
+        keys: (Moto::ACCESS_KEY, Moto::SECRET),
         credentials,
         public_id: moto.create_zone(&zone, false),
         private_id: moto.create_zone(&zone, true),
@@ -185,12 +180,7 @@ fn split_horizon(at: &Route53At) {
     );
 
     // Status names both targets, neither with an error, and no collision.
-    let out = std::process::Command::new(dnsplane_testing::binary("dnsplane"))
-        .args(["status", "-o", "json", "--addr"])
-        .arg(format!("http://127.0.0.1:{planner_port}"))
-        .output()
-        .expect("dnsplane status");
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status json");
+    let doc = status_json(planner_port);
     let accounts: Vec<&str> = doc["zones"]
         .as_array()
         .expect("zones")
@@ -199,4 +189,38 @@ fn split_horizon(at: &Route53At) {
         .collect();
     assert_eq!(accounts, ["r53-private", "r53-public"], "{doc}");
     assert_eq!(doc["source_errors"], serde_json::json!([]), "{doc}");
+
+    // Never delete on doubt, per view: the internal source's directory emptied is
+    // not "no internal records" (the source is not ready and keeps them).
+    std::fs::remove_file(dir.path().join("desired/internal/split.test.zone")).expect("rm");
+    let noticed = wait_for(WAIT, || {
+        status_json(planner_port)["sources"]
+            .as_array()?
+            .iter()
+            .any(|x| {
+                x["name"].as_str().is_some_and(|n| n.contains("internal")) && x["ready"] == false
+            })
+            .then_some(())
+    });
+    assert!(noticed.is_some(), "{}", status_json(planner_port));
+    // Longer than the settle time a shrinking file source waits (1 s).
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        listing(at, private_id),
+        [
+            "db.split.test. 10.0.0.5",
+            "mail.split.test. 192.0.2.25",
+            "www.split.test. 10.0.0.81",
+        ]
+    );
+}
+
+/// `dnsplane status -o json` of the planner at `port`.
+fn status_json(port: u16) -> serde_json::Value {
+    let out = std::process::Command::new(dnsplane_testing::binary("dnsplane"))
+        .args(["status", "-o", "json", "--addr"])
+        .arg(format!("http://127.0.0.1:{port}"))
+        .output()
+        .expect("dnsplane status");
+    serde_json::from_slice(&out.stdout).expect("status json")
 }

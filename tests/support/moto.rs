@@ -92,9 +92,28 @@ impl Moto {
     /// An environment holding keys (moto accepts any).
     pub fn env() -> EnvReader {
         Arc::new(|k| match k {
-            "AWS_ACCESS_KEY_ID" => Some("AKIAMOTO000000000000".into()),
-            "AWS_SECRET_ACCESS_KEY" => Some("moto-secret".into()),
+            "AWS_ACCESS_KEY_ID" => Some(Moto::ACCESS_KEY.into()),
+            "AWS_SECRET_ACCESS_KEY" => Some(Moto::SECRET.into()),
             _ => None,
         })
+    }
+
+    /// The keys the tests give moto (it accepts any, and checks no signature).
+    pub const ACCESS_KEY: &str = "AKIAMOTO000000000000";
+    pub const SECRET: &str = "moto-secret";
+
+    /// Writes a shared credentials file holding [`Moto::ACCESS_KEY`] (profile
+    /// `default`) at `path`, for an applier's `credentials_file`; returns `path`.
+    pub fn write_credentials(path: &std::path::Path) -> std::path::PathBuf {
+        std::fs::write(
+            path,
+            format!(
+                "[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                Moto::ACCESS_KEY,
+                Moto::SECRET
+            ),
+        )
+        .expect("write credentials");
+        path.to_path_buf()
     }
 }

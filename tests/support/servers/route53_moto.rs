@@ -12,8 +12,8 @@ use dnsplane_common::Name;
 use std::path::PathBuf;
 
 /// moto's keys (it accepts any, and checks no signature).
-const ACCESS_KEY: &str = "AKIAMOTO000000000000";
-const SECRET: &str = "moto-secret";
+const ACCESS_KEY: &str = Moto::ACCESS_KEY;
+const SECRET: &str = Moto::SECRET;
 
 /// A `moto_server` with one public hosted zone, `route53.test.`.
 #[derive(Debug)]
@@ -34,14 +34,7 @@ impl MotoRoute53 {
         let zone = Name::parse("route53.test").expect("zone");
         let zone_id = moto.create_zone(&zone, false);
         let dir = tempfile::tempdir().expect("temp dir");
-        let credentials_file = dir.path().join("aws-credentials");
-        std::fs::write(
-            &credentials_file,
-            format!(
-                "[default]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET}\n"
-            ),
-        )
-        .expect("write credentials");
+        let credentials_file = Moto::write_credentials(&dir.path().join("aws-credentials"));
         let provider = Route53Provider::with_env(&moto.config(), Moto::env()).expect("writer");
         Some(MotoRoute53 {
             writer: Writer::new(emulated::runtime(), zone.clone(), Box::new(provider)),
