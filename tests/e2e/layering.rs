@@ -280,6 +280,7 @@ fn proto_types_stay_at_the_edges() {
         "planner/src/service/history.rs",
         "planner/src/service/plan.rs",
         "planner/src/service/proposed.rs",
+        "planner/src/service/record_states.rs",
         "planner/src/service/zone_records.rs",
         "planner/src/client.rs",
         // The admin port (split in a folder for the status page), which shows
