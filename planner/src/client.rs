@@ -55,6 +55,9 @@ impl std::error::Error for ApplierCallError {}
 /// stay far below any gRPC message limit, whatever the number of names asked.
 pub const LIST_NAMES_PER_REQUEST: usize = 1000;
 
+/// Where a read hands each page of records as it arrives (see [`list_into`]).
+pub type PageSink<'a> = dyn FnMut(Vec<RRSet>) + Send + 'a;
+
 /// Reads `zone` of `account` through `member` (all pages); only `names` when not empty,
 /// asked [`LIST_NAMES_PER_REQUEST`] at a time. A record the applier sends that dnsplane
 /// cannot model is skipped (left alone, never "fixed"), with a warning. The serial is
@@ -74,28 +77,47 @@ pub async fn list(
         names.chunks(LIST_NAMES_PER_REQUEST).collect()
     };
     for chunk in chunks {
-        let (rrsets, s) = list_once(member, account, zone, fresh, chunk, 0)
-            .await?
-            .unwrap_or_default();
-        out.extend(rrsets);
+        let s = list_once(member, account, zone, fresh, chunk, 0, &mut |page| {
+            out.extend(page)
+        })
+        .await?
+        .unwrap_or_default();
         serial = Some(serial.map_or(s, |known| known.min(s)));
     }
     Ok((out, serial.unwrap_or(0)))
 }
 
-/// The whole zone like [`list`], unless its serial still equals `known` (one cheap
-/// provider call): then `None`, and nothing moves over the wire.
+/// The whole zone like [`list`], each page handed to `sink` as it arrives rather than
+/// collected: a caller that keeps less than the records as received (a view sharing
+/// them with the desired index) then never holds the whole zone twice. Returns the
+/// serial. After an error, what `sink` was given is not the whole zone.
+pub async fn list_into(
+    member: &Member,
+    account: &str,
+    zone: &Name,
+    fresh: bool,
+    sink: &mut PageSink<'_>,
+) -> Result<u64, ApplierCallError> {
+    Ok(list_once(member, account, zone, fresh, &[], 0, sink)
+        .await?
+        .unwrap_or_default())
+}
+
+/// The whole zone like [`list_into`], unless its serial still equals `known` (one
+/// cheap provider call): then `None`, `sink` is given nothing, and nothing moves over
+/// the wire.
 pub async fn list_unless(
     member: &Member,
     account: &str,
     zone: &Name,
     known: u64,
-) -> Result<Option<(Vec<RRSet>, u64)>, ApplierCallError> {
-    list_once(member, account, zone, false, &[], known).await
+    sink: &mut PageSink<'_>,
+) -> Result<Option<u64>, ApplierCallError> {
+    list_once(member, account, zone, false, &[], known, sink).await
 }
 
-/// One `ListRecords` call, all its pages; `None` when the applier answered that the
-/// serial is still `unless_serial`.
+/// One `ListRecords` call, all its pages, each handed to `sink`; the serial, or `None`
+/// when the applier answered that the serial is still `unless_serial`.
 async fn list_once(
     member: &Member,
     account: &str,
@@ -103,7 +125,8 @@ async fn list_once(
     fresh: bool,
     names: &[Name],
     unless_serial: u64,
-) -> Result<Option<(Vec<RRSet>, u64)>, ApplierCallError> {
+    sink: &mut PageSink<'_>,
+) -> Result<Option<u64>, ApplierCallError> {
     let err = |status: tonic::Status| ApplierCallError::new(member, &status);
     let mut client = member.client();
     let mut stream = client
@@ -118,13 +141,13 @@ async fn list_once(
         .await
         .map_err(err)?
         .into_inner();
-    let mut out = Vec::new();
     let mut serial = 0;
     while let Some(page) = stream.message().await.map_err(err)? {
         if page.unchanged {
             return Ok(None);
         }
         serial = page.serial;
+        let mut out = Vec::with_capacity(page.rrsets.len());
         for (i, r) in page.rrsets.iter().enumerate() {
             match rrset_from_pb(&format!("rrsets[{i}]"), r) {
                 Ok(r) => out.push(r),
@@ -133,11 +156,14 @@ async fn list_once(
                 }
             }
         }
-        if page.last {
+        let last = page.last;
+        drop(page);
+        sink(out);
+        if last {
             break;
         }
     }
-    Ok(Some((out, serial)))
+    Ok(Some(serial))
 }
 
 /// The zone's serial as the provider reports it now (one cheap call); 0 when the

@@ -10,6 +10,8 @@ use dnsplane_common::{Name, RRData, RRSet, RRSetOp, RecordKey, RecordType};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+pub use builder::ViewBuilder;
+
 /// What ownership records that can share one template have in common: TTL, values and
 /// properties (a set's mark carries the set's policy).
 type OwnerData = (u32, Vec<String>, Vec<(String, String)>);
@@ -140,49 +142,9 @@ impl ZoneView {
         desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
         external: Option<&ExternalDnsConfig>,
     ) -> ZoneView {
-        let mut marks = BTreeMap::new();
-        let registry = external.map(Registry::new);
-        let rrsets = rrsets.into_iter().filter_map(|r| {
-            if let Some(mark) = registry.as_ref().and_then(|reg| reg.parse(&r)) {
-                marks.insert(r.key.clone(), (r, mark));
-                return None;
-            }
-            Some(r)
-        });
-        let mut view = ZoneView::build(rrsets, desired);
-        if let Some(reg) = &registry {
-            view.attach_external(reg, marks);
-        }
-        view
-    }
-
-    fn build(
-        rrsets: impl IntoIterator<Item = RRSet>,
-        desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
-    ) -> ZoneView {
-        // Collected first, then built in one go: a B-tree built from a sorted run has
-        // full nodes, one filled key by key about half full nodes.
-        let mut seen: Vec<(RecordKey, Seen)> = Vec::new();
-        let mut marks = SharedMarks::default();
-        for r in rrsets {
-            seen.push(ZoneView::place(r, desired, &mut marks));
-        }
-        // A stable sort: of equal keys, the later data (or ownership) record wins, as
-        // inserting one by one did.
-        seen.sort_by(|(a, _), (b, _)| a.cmp(b));
-        let mut entries: Vec<(RecordKey, Seen)> = Vec::with_capacity(seen.len());
-        for (key, s) in seen {
-            match entries.last_mut() {
-                Some((last, merged)) if *last == key => {
-                    merged.data = s.data.or(merged.data.take());
-                    merged.owner = s.owner.or(merged.owner.take());
-                }
-                _ => entries.push((key, s)),
-            }
-        }
-        let mut view = ZoneView::of(entries.into_iter().collect());
-        view.written = marks;
-        view
+        let mut builder = ViewBuilder::new(external);
+        builder.add(rrsets, desired);
+        builder.finish(desired)
     }
 
     fn of(entries: BTreeMap<RecordKey, Seen>) -> ZoneView {
@@ -508,5 +470,6 @@ impl ZoneView {
     }
 }
 
+mod builder;
 #[cfg(test)]
 mod tests;

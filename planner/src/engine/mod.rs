@@ -231,7 +231,16 @@ pub struct Engine {
     watched: std::sync::OnceLock<Watched>,
     /// What each account's driver can hold, as its applier last said ([`holds`]).
     holds: Mutex<std::collections::HashMap<String, crate::client::Holds>>,
+    /// Whole-zone reads in progress at once ([`WHOLE_READS_AT_ONCE`]).
+    whole_reads: tokio::sync::Semaphore,
 }
+
+/// How many targets read their whole zone at once. Why a bound: a read holds its
+/// zone's records as they arrive until its view is built, and at start every target of
+/// every zone reads; unbounded, the planner's peak (and what the allocator keeps after
+/// it) grew with the number of targets, not with what it keeps. Reads are paced by the
+/// appliers' quotas anyway, so the bound costs a start little time.
+const WHOLE_READS_AT_ONCE: usize = 8;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -323,6 +332,7 @@ impl Engine {
             pushers: Mutex::new(std::collections::HashMap::new()),
             watched: std::sync::OnceLock::new(),
             holds: Mutex::new(std::collections::HashMap::new()),
+            whole_reads: tokio::sync::Semaphore::new(WHOLE_READS_AT_ONCE),
         }))
     }
 

@@ -7,7 +7,7 @@ use crate::client;
 use crate::config::ZoneConfig;
 use crate::desired::DesiredRecord;
 use crate::external_dns::{Format, Registry};
-use crate::observed::ZoneView;
+use crate::observed::{ViewBuilder, ZoneView};
 use crate::ownership;
 use crate::plan::{ZonePlan, plan_zone};
 use crate::state::RecordState;
@@ -33,12 +33,16 @@ impl DesiredScope<'_> {
     }
 }
 
-/// What a whole-zone plan is made against: a listing just read (with the zone's
-/// serial), or the view kept from before when the serial says nothing changed.
-enum Basis {
-    Listed(Vec<RRSet>, u64),
+/// What a whole-zone plan is made against: a listing just read (placed as it arrived,
+/// with the zone's serial), or the view kept from before when the serial says nothing
+/// changed.
+enum Basis<'c> {
+    Listed(ViewBuilder<'c>, u64),
     Kept(Arc<ZoneView>),
 }
+
+/// No desired records (a zone no source has named yet).
+static EMPTY: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
 
 impl Engine {
     /// Reads what `scope` needs and plans it: the planning function of every sync and
@@ -60,16 +64,29 @@ impl Engine {
                 // nothing listed. `fresh` always lists.
                 let kept = lock(&zone.view).clone();
                 let known = *lock(&zone.serial);
+                // Held until the view is built: see `WHOLE_READS_AT_ONCE`.
+                let _reading = self.whole_reads.acquire().await;
+                let mut builder = ViewBuilder::new(zone.cfg.external_dns.as_ref());
+                let mut sink = |page: Vec<RRSet>| {
+                    // Placed against the desired records as it arrives (sharing their
+                    // storage), unless a large update holds the index: then at the end.
+                    let desired = zone.desired.try_read().ok();
+                    let records = desired.as_ref().map(|d| d.zone(name).unwrap_or(&EMPTY));
+                    builder.add(page, records);
+                };
                 let basis = match (kept, known) {
                     (Some(view), Some(serial)) if !fresh => {
-                        match self.list_zone_unless(&zone.target, serial).await? {
+                        match self
+                            .list_zone_unless(&zone.target, serial, &mut sink)
+                            .await?
+                        {
                             None => Basis::Kept(view),
-                            Some((current, serial)) => Basis::Listed(current, serial),
+                            Some(serial) => Basis::Listed(builder, serial),
                         }
                     }
                     _ => {
-                        let (current, serial) = self.list_zone(&zone.target, fresh, &[]).await?;
-                        Basis::Listed(current, serial)
+                        let serial = self.list_zone_into(&zone.target, fresh, &mut sink).await?;
+                        Basis::Listed(builder, serial)
                     }
                 };
                 let (plan, r) = Engine::cpu(|| {
@@ -77,13 +94,9 @@ impl Engine {
                     let empty = BTreeMap::new();
                     let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
                     let view = match basis {
-                        Basis::Listed(current, serial) => {
+                        Basis::Listed(builder, serial) => {
                             *lock(&zone.serial) = (serial != 0).then_some(serial);
-                            let view = Arc::new(ZoneView::read(
-                                current,
-                                Some(zone_desired.records()),
-                                zone.cfg.external_dns.as_ref(),
-                            ));
+                            let view = Arc::new(builder.finish(Some(zone_desired.records())));
                             *lock(&zone.view) = Some(view.clone());
                             view
                         }
@@ -222,15 +235,31 @@ impl Engine {
             .map_err(|e| self.list_failed(zone, &member, e))
     }
 
-    /// Reads `zone` whole unless its serial is still `known`: then `None`.
+    /// Reads `zone` whole, each page handed to `sink` as it arrives; the zone's serial.
+    async fn list_zone_into(
+        &self,
+        zone: &Target,
+        fresh: bool,
+        sink: &mut client::PageSink<'_>,
+    ) -> Result<u64, SyncError> {
+        let z = self.zone_or_err(zone)?;
+        let member = self.member_for(zone)?;
+        client::list_into(&member, &z.cfg.account, &zone.zone, fresh, sink)
+            .await
+            .map_err(|e| self.list_failed(zone, &member, e))
+    }
+
+    /// [`Engine::list_zone_into`] unless the zone's serial is still `known`: then
+    /// `None`, and `sink` is given nothing.
     async fn list_zone_unless(
         &self,
         zone: &Target,
         known: u64,
-    ) -> Result<Option<(Vec<RRSet>, u64)>, SyncError> {
+        sink: &mut client::PageSink<'_>,
+    ) -> Result<Option<u64>, SyncError> {
         let z = self.zone_or_err(zone)?;
         let member = self.member_for(zone)?;
-        client::list_unless(&member, &z.cfg.account, &zone.zone, known)
+        client::list_unless(&member, &z.cfg.account, &zone.zone, known, sink)
             .await
             .map_err(|e| self.list_failed(zone, &member, e))
     }

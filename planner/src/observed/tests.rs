@@ -1,6 +1,6 @@
 //! The observed view: what it holds, shares and counts.
 use super::*;
-use dnsplane_common::RecordType;
+use dnsplane_common::{RecordType, SharedStr};
 
 use dnsplane_testing::records::key;
 
@@ -142,4 +142,68 @@ fn the_count_follows_every_change() {
                 + view.owners().filter(|(o, _)| o.name == k.name).count()
         );
     }
+}
+
+/// A view built page by page (some pages placed as they come, some deferred while the
+/// desired index is busy) is the view read in one go: same data, ownership and
+/// external-dns marks; and what equals the desired records shares their storage.
+#[test]
+fn a_view_built_by_pages_is_the_view_read_whole() {
+    let external = crate::config::ExternalDnsConfig {
+        owner_id: "ext".into(),
+        txt_prefix: String::new(),
+        txt_suffix: String::new(),
+        wildcard_replacement: String::new(),
+        aes_key_file: None,
+    };
+    let keys: Vec<RecordKey> = (0..6)
+        .map(|i| key(&format!("r{i}.example.com"), RecordType::A))
+        .collect();
+    let mut rrsets = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        rrsets.push(RRSet::new(k.clone(), 300, &[&format!("192.0.2.{i}")]).unwrap());
+        if i % 2 == 0 {
+            rrsets.push(crate::ownership::owner_record(k, "me", "push/x").unwrap());
+        }
+    }
+    // An external-dns mark of r5, in its new format, on the last page.
+    let mark_key = key("a-r5.example.com", RecordType::Txt);
+    let mark = "\"heritage=external-dns,external-dns/owner=ext,external-dns/resource=svc/x\"";
+    rrsets.push(RRSet::new(mark_key.clone(), 300, &[mark]).unwrap());
+    let desired: BTreeMap<RecordKey, DesiredRecord> = rrsets[..4]
+        .iter()
+        .filter(|r| parse_owner_record(r).is_none())
+        .map(|r| {
+            let d = DesiredRecord::new(r, SharedStr::new("push:x"), SharedStr::new("push/x"));
+            let k = RecordKey::new(r.key.zone.detached(), r.key.name.detached(), r.key.rtype);
+            (k, d)
+        })
+        .collect();
+    let whole = ZoneView::read(rrsets.clone(), Some(&desired), Some(&external));
+
+    let mut builder = ViewBuilder::new(Some(&external));
+    for (i, page) in rrsets.chunks(3).enumerate() {
+        builder.add(page.to_vec(), (i % 2 == 0).then_some(&desired));
+    }
+    let paged = builder.finish(Some(&desired));
+
+    assert_eq!(paged.len(), whole.len());
+    assert!(paged.data().eq(whole.data()));
+    assert!(
+        paged
+            .owners()
+            .map(|(k, o)| (k, &o.mark))
+            .eq(whole.owners().map(|(k, o)| (k, &o.mark)))
+    );
+    assert!(paged.is_external_mark(&mark_key));
+    assert_eq!(
+        paged.external_owner(&keys[5]).map(|o| o.mark.owner.clone()),
+        whole.external_owner(&keys[5]).map(|o| o.mark.owner.clone()),
+    );
+    assert!(paged.external_owner(&keys[5]).is_some());
+    // The first data record equals its desired one: the view keeps the desired key's
+    // name, not the one read.
+    let (seen_key, _) = paged.data().next().unwrap();
+    let (desired_key, _) = desired.get_key_value(&keys[0]).unwrap();
+    assert!(seen_key.name.shares_text_with(&desired_key.name));
 }
