@@ -478,6 +478,16 @@ impl StateTable {
         s.next_retry = None;
     }
 
+    /// `key`'s record is to be planned again now, for `reason` (a `not_for_target`
+    /// record its account's driver has come to write).
+    pub fn replan(&mut self, key: &RecordKey, reason: &str, now: SystemTime) {
+        let s = self.entry(key, now);
+        s.kind = RecordStateKind::Pending;
+        s.reason = reason.to_string();
+        s.next_retry = None;
+        s.updated = Some(now);
+    }
+
     /// `keys`' changes are held by the mass-change guard for `reason`: they wait for an
     /// approval (or a change of the desired state), not for a clock.
     pub fn hold<'a>(

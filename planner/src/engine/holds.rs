@@ -8,15 +8,73 @@
 use super::{Engine, ZoneRuntime, lock};
 use crate::client::{ApplierAccount, Holds};
 use crate::plan::ZonePlan;
+use crate::state::RecordStateKind;
 use dnsplane_common::{RRSet, RecordKey};
 use std::time::SystemTime;
 
 impl Engine {
-    /// Notes what each of `accounts`' drivers can hold.
+    /// Notes what each of `accounts`' drivers can hold. When that is new or changed,
+    /// the account's shared targets look again at what it decided: a record refused
+    /// `invalid` by the applier before the planner knew (the first sync after start can
+    /// send before the first health round) becomes `not_for_target`, and a
+    /// `not_for_target` record the driver now writes is planned again. Either would
+    /// otherwise wait for its desired record to change.
     pub(super) fn note_holds(&self, accounts: &[ApplierAccount]) {
-        let mut holds = lock(&self.holds);
-        for a in accounts {
-            holds.insert(a.name.clone(), a.holds.clone());
+        let changed: Vec<(String, Holds)> = {
+            let mut holds = lock(&self.holds);
+            accounts
+                .iter()
+                .filter(|a| {
+                    holds.insert(a.name.clone(), a.holds.clone()).as_ref() != Some(&a.holds)
+                })
+                .map(|a| (a.name.clone(), a.holds.clone()))
+                .collect()
+        };
+        for (account, holds) in changed {
+            self.recheck_holds(&account, &holds, SystemTime::now());
+        }
+    }
+
+    /// [`Engine::note_holds`] for one account whose driver holds `holds`.
+    fn recheck_holds(&self, account: &str, holds: &Holds, now: SystemTime) {
+        let writer = format!("account {account} ({})", holds.driver);
+        let zones = self.zones.values();
+        for zone in zones.filter(|z| z.target.is_shared() && z.cfg.account == account) {
+            let mut states = lock(&zone.states);
+            let mut refused = Vec::new();
+            let mut holdable = Vec::new();
+            for (key, s) in states.iter() {
+                let Some(desired) = &s.desired else { continue };
+                let why = dnsplane_common::routing::cannot_hold(
+                    &writer,
+                    holds.routing_sets,
+                    &holds.properties,
+                    desired,
+                );
+                match (s.kind, why) {
+                    (RecordStateKind::Invalid, Some(why)) => {
+                        refused.push((
+                            key.clone(),
+                            desired.clone(),
+                            format!("not for this target: {why}"),
+                        ));
+                    }
+                    (RecordStateKind::NotForTarget, None) => holdable.push(key.clone()),
+                    _ => {}
+                }
+            }
+            for (key, desired, why) in refused {
+                states.not_for_target(&key, Some(desired), &why, now);
+            }
+            let why = format!("{writer} now writes it; planned again");
+            for key in &holdable {
+                states.replan(key, &why, now);
+            }
+            drop(states);
+            if !holdable.is_empty() {
+                lock(&zone.dirty).extend(holdable.into_iter().map(|k| k.name));
+                zone.trigger.notify_one();
+            }
         }
     }
 

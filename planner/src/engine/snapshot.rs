@@ -309,10 +309,15 @@ impl Engine {
             .collect();
         let (source_errors, source_notices) = match &desired {
             Some(d) => {
-                let errors = self.errors_in_views(d.errors());
                 let notices = d.notices();
-                lock(&self.last_errors).clone_from(&errors);
                 lock(&self.last_notices).clone_from(&notices);
+                let errors = match self.errors_in_views(d.errors()) {
+                    Some(errors) => {
+                        lock(&self.last_errors).clone_from(&errors);
+                        errors
+                    }
+                    None => lock(&self.last_errors).clone(),
+                };
                 (errors, notices)
             }
             None => (

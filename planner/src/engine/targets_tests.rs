@@ -331,3 +331,107 @@ async fn a_source_is_told_the_state_of_its_records_in_every_view() {
     back.sort();
     assert_eq!(back, ["db.example.com.", "mail.example.com."]);
 }
+
+/// A view's source errors stay in status while that view's index is busy (a large
+/// update holds it): status shows what it last read, never a list without them.
+#[tokio::test]
+async fn a_busy_view_keeps_its_errors_in_status() {
+    let e = split_horizon();
+    e.set_source(
+        "push:a",
+        vec![entry_at("db.example.com", "10.0.0.5", Some("internal"))],
+        Vec::new(),
+    );
+    e.set_source(
+        "push:b",
+        vec![entry_at("db.example.com", "10.0.0.6", Some("internal"))],
+        Vec::new(),
+    );
+    let errors = e.snapshot().source_errors;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let t = e.target("example.com", "priv").unwrap();
+    let z = e.runtime(&t).unwrap();
+    let busy = z.desired.write().unwrap();
+    assert_eq!(e.snapshot().source_errors, errors);
+    drop(busy);
+    assert_eq!(e.snapshot().source_errors, errors);
+}
+
+/// What a driver holds reaches records already decided: one the applier refused
+/// `invalid` before the planner knew becomes `not_for_target`, and one
+/// `not_for_target` is planned again once the driver writes it. The zone's other
+/// target, at another account, is left alone.
+#[tokio::test]
+async fn what_a_driver_holds_reaches_records_already_decided() {
+    use crate::client::{ApplierAccount, Holds};
+    use crate::state::{RecordStateKind, RetryClock};
+    use dnsplane_common::{Outcome, RRSet, RecordKey, RecordResult};
+    let e = engine();
+    let key = RecordKey::new(
+        zone(),
+        Name::parse("www.example.com").unwrap(),
+        RecordType::A,
+    );
+    let rrset = RRSet::with_properties(
+        key.clone(),
+        300,
+        &["192.0.2.1"],
+        &[("cloudflare.proxied", "true")],
+    )
+    .unwrap();
+    let now = SystemTime::now();
+    let clock = RetryClock {
+        min: Duration::from_secs(1),
+        max: Duration::from_secs(60),
+    };
+    for account in ["a", "b"] {
+        let z = e
+            .runtime(&e.target("example.com", account).unwrap())
+            .unwrap();
+        let mut states = lock(&z.states);
+        states.not_for_target(&key, Some(rrset.clone()), "not yet", now);
+        states.fold_result(
+            &key,
+            &RecordResult::new("c1", Outcome::Invalid),
+            None,
+            now,
+            clock,
+        );
+        assert_eq!(states.get(&key).unwrap().kind, RecordStateKind::Invalid);
+    }
+    let kind = |account: &str| {
+        let z = e
+            .runtime(&e.target("example.com", account).unwrap())
+            .unwrap();
+        let states = lock(&z.states);
+        let s = states.get(&key).unwrap();
+        (s.kind, s.reason.clone())
+    };
+    let account = |properties: &[&str]| ApplierAccount {
+        name: "a".into(),
+        circuit: "closed".into(),
+        quota: None,
+        pacing: None,
+        holds: Holds {
+            driver: "pdns".into(),
+            routing_sets: false,
+            properties: properties.iter().map(|p| p.to_string()).collect(),
+        },
+    };
+    e.note_holds(&[account(&[])]);
+    let (k, why) = kind("a");
+    assert_eq!(k, RecordStateKind::NotForTarget, "{why}");
+    assert!(why.contains("cloudflare.proxied"), "{why}");
+    assert_eq!(kind("b").0, RecordStateKind::Invalid);
+
+    let a = e.runtime(&e.target("example.com", "a").unwrap()).unwrap();
+    lock(&a.dirty).clear();
+    e.note_holds(&[account(&["cloudflare.proxied"])]);
+    let (k, why) = kind("a");
+    assert_eq!(k, RecordStateKind::Pending, "{why}");
+    assert!(lock(&a.dirty).contains(&key.name));
+    // Told the same again, nothing moves.
+    lock(&a.dirty).clear();
+    e.note_holds(&[account(&["cloudflare.proxied"])]);
+    assert!(lock(&a.dirty).is_empty());
+}

@@ -206,17 +206,19 @@ impl Engine {
     }
 
     /// Every index's source errors, each once (an every-view record's error shows in
-    /// each index that holds it).
-    pub(super) fn errors_in_views(&self, main: Vec<SourceError>) -> Vec<SourceError> {
+    /// each index that holds it); `None` while a view's index is busy (a large
+    /// update), as for the main index: status then shows the errors it last read, not
+    /// a list missing that view's.
+    pub(super) fn errors_in_views(&self, main: Vec<SourceError>) -> Option<Vec<SourceError>> {
         if self.views.is_empty() {
-            return main;
+            return Some(main);
+        }
+        let mut others = Vec::new();
+        for v in self.views.values() {
+            others.extend(v.index.try_read().ok()?.errors());
         }
         let mut seen: HashMap<(String, String, String, String), ()> = HashMap::new();
         let mut out = Vec::new();
-        let others = self
-            .views
-            .values()
-            .flat_map(|v| v.index.try_read().map(|i| i.errors()).unwrap_or_default());
         for e in main.into_iter().chain(others) {
             let key = (
                 e.source.clone(),
@@ -228,7 +230,7 @@ impl Engine {
                 out.push(e);
             }
         }
-        out
+        Some(out)
     }
 }
 
