@@ -20,6 +20,11 @@ use dnsplane_planner::plan::plan_zone;
 use dnsplane_planner::source::{DesiredEntry, Origin};
 use std::time::{Duration, Instant, SystemTime};
 
+/// The allocator of the `dnsplane-planner` binary, with its settings (`main` applies
+/// them), so that RSS is what the deployed planner's would be.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ZONES: usize = 100;
 const OWNER: &str = "bench";
 
@@ -326,6 +331,7 @@ fn run(records: usize, targets: usize, rt: &tokio::runtime::Runtime) -> Row {
 }
 
 fn main() {
+    dnsplane_common::allocator::apply_settings();
     if let Ok(spec) = std::env::var("DNSPLANE_BENCH_SEED") {
         let (dir, per_zone) = spec.rsplit_once('|').expect("dir|per_zone");
         seed(
