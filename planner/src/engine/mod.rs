@@ -242,6 +242,11 @@ pub struct Engine {
 /// appliers' quotas anyway, so the bound costs a start little time.
 const WHOLE_READS_AT_ONCE: usize = 8;
 
+/// How long a whole-zone read waits for its turn before it goes ahead regardless: a
+/// read stuck elsewhere (an applier that never answers) must not stall other zones
+/// for longer than this; the bound is on memory, never on progress.
+const WHOLE_READ_WAIT: Duration = Duration::from_secs(5);
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -64,8 +64,10 @@ impl Engine {
                 // nothing listed. `fresh` always lists.
                 let kept = lock(&zone.view).clone();
                 let known = *lock(&zone.serial);
-                // Held until the view is built: see `WHOLE_READS_AT_ONCE`.
-                let _reading = self.whole_reads.acquire().await;
+                // Held until the view is built: see `WHOLE_READS_AT_ONCE`, and
+                // `WHOLE_READ_WAIT` for a turn that does not come.
+                let _reading =
+                    tokio::time::timeout(super::WHOLE_READ_WAIT, self.whole_reads.acquire()).await;
                 let mut builder = ViewBuilder::new(zone.cfg.external_dns.as_ref());
                 let mut sink = |page: Vec<RRSet>| {
                     // Placed against the desired records as it arrives (sharing their
