@@ -31,7 +31,14 @@ struct TwoProviders {
 }
 
 impl TwoProviders {
+    /// docs/targets.md's two-providers recipe as written.
     fn start() -> Option<TwoProviders> {
+        TwoProviders::start_with(|_| recipe("# planner.toml — two providers for one zone"))
+    }
+
+    /// The two providers, with the planner config `planner` gives (before this
+    /// test's addresses and zone are put in), given the directory it runs in.
+    fn start_with(planner: impl FnOnce(&std::path::Path) -> String) -> Option<TwoProviders> {
         let tools = Tools::find()?;
         let pdns = PowerDns::start_zone(ZONE)?;
         let bind = Bind::start_zone(ZONE)?;
@@ -64,7 +71,7 @@ impl TwoProviders {
             format!("cache_ttl = \"10m\"\n\n{applier}"),
         )
         .expect("applier.toml");
-        let planner = ours(recipe("# planner.toml — two providers for one zone"));
+        let planner = ours(planner(dir.path()));
         assert!(planner.contains(&format!(":{applier_port}")), "{planner}");
         // Before the recipe's first table: the owner id and quick retries.
         std::fs::write(
@@ -316,4 +323,100 @@ fn one_zone_at_powerdns_and_bind_converges_at_both_and_a_failing_one_blocks_noth
     s.restart_applier_with_key(&key);
     s.wait_served(pdns_port, 25, 0, "PowerDNS (after its key came back)");
     s.wait_served(bind_port, 25, 0, "BIND");
+}
+
+/// Split horizon fed by Kubernetes: the zone public at PowerDNS and internal at BIND;
+/// one cluster's Services go to every view, an internal cluster's (its source's
+/// `views = ["internal"]`) to BIND only. The internal cluster's API then goes down:
+/// its source is not ready, its record stays at BIND (never delete on doubt, per
+/// view) while the other cluster's change reaches both. Back, it deletes its Service:
+/// only then does BIND drop the record.
+#[test]
+fn kubernetes_sources_feed_their_views_and_a_cluster_down_deletes_nothing() {
+    use dnsplane_testing::kube_api::fixtures::service_load_balancer;
+    use dnsplane_testing::kube_api::{FakeKubeApi, Resource};
+    const HOSTNAME: &str = "external-dns.alpha.kubernetes.io/hostname";
+    let rt = crate::kubernetes_kinds::runtime();
+    let everyone = rt.block_on(FakeKubeApi::start());
+    let internal = rt.block_on(FakeKubeApi::start());
+    let host = |name: &str| format!("{name}.{}", ZONE.trim_end_matches('.'));
+    let service = |name: &str, ip: &str| {
+        let h = host(name);
+        service_load_balancer("default", name, &[(HOSTNAME, h.as_str())], &[ip])
+    };
+    everyone.apply_object(Resource::Service, service("api", "192.0.2.1"));
+    internal.apply_object(Resource::Service, service("db", "10.0.0.5"));
+    let (everyone_url, internal_url) = (everyone.url(), internal.url());
+    let Some(s) = TwoProviders::start_with(|_| {
+        format!(
+            "applier = \"http://127.0.0.1:50052\"\n\n\
+             [[zones]]\nname = \"example.com.\"\naccount = \"pdns\"\nview = \"public\"\n\n\
+             [[zones]]\nname = \"example.com.\"\naccount = \"bind\"\nview = \"internal\"\n\n\
+             [[sources]]\ntype = \"kubernetes\"\nname = \"everyone\"\n\
+             api_server = \"{everyone_url}\"\nkinds = [\"Service\"]\n\n\
+             [[sources]]\ntype = \"kubernetes\"\nname = \"internal\"\n\
+             api_server = \"{internal_url}\"\nkinds = [\"Service\"]\nviews = [\"internal\"]\n"
+        )
+    }) else {
+        return;
+    };
+    let (pdns, bind) = (s.pdns.dns_port, s.bind.port);
+    let wait_dig = |port: u16, name: &str, want: &[&str], when: &str| {
+        let mut last = Vec::new();
+        let ok = wait_for(CONVERGE, || {
+            last = s.dig(port, name);
+            (last == want).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "{when}: {name} at port {port}: wanted {want:?}, saw {last:?}; status:\n{}\nplanner log:\n{}",
+            s.cli(&["status"]).1,
+            s.log("planner")
+        );
+    };
+    wait_dig(pdns, "api", &["192.0.2.1"], "every view");
+    wait_dig(bind, "api", &["192.0.2.1"], "every view");
+    wait_dig(bind, "db", &["10.0.0.5"], "the internal view");
+    // The public target never plans the internal record.
+    assert!(s.dig(pdns, "db").is_empty());
+    let planned = |account: &str| TwoProviders::target(&s.status(), account).desired_records;
+    assert_eq!((planned("pdns"), planned("bind")), (1, 2));
+
+    // The internal cluster's API goes down: its source is not ready, and keeps its
+    // record at BIND while the other cluster's change reaches both views.
+    internal.set_failing(true);
+    let internal_ready = || {
+        let status = s.status();
+        let source = status
+            .sources
+            .iter()
+            .find(|x| x.name.contains("internal"))?;
+        Some(source.ready)
+    };
+    let down = wait_for(CONVERGE, || (internal_ready() == Some(false)).then_some(()));
+    assert!(
+        down.is_some(),
+        "status never showed the internal cluster's source not ready:\n{}",
+        s.cli(&["status"]).1
+    );
+    everyone.apply_object(Resource::Service, service("api", "192.0.2.11"));
+    wait_dig(pdns, "api", &["192.0.2.11"], "internal cluster down");
+    wait_dig(bind, "api", &["192.0.2.11"], "internal cluster down");
+    assert_eq!(
+        s.dig(bind, "db"),
+        ["10.0.0.5"],
+        "an unready source's record was deleted"
+    );
+    assert_eq!(planned("bind"), 2);
+
+    // Back, the internal cluster deletes its Service: BIND drops it.
+    internal.set_failing(false);
+    let up = wait_for(CONVERGE, || (internal_ready() == Some(true)).then_some(()));
+    assert!(
+        up.is_some(),
+        "the internal cluster's source never came back"
+    );
+    assert!(internal.delete_object(Resource::Service, "default", "db"));
+    wait_dig(bind, "db", &[], "the internal Service deleted");
+    wait_dig(bind, "api", &["192.0.2.11"], "after the delete");
 }
