@@ -1,7 +1,10 @@
 use super::*;
 use crate::desired::DesiredRecord;
+use crate::plan::ZonePlan;
 use crate::plan::{Blocked, PlannedChange};
 use dnsplane_common::{Change, ChangeKind, RRSetOp, RecordType};
+use dnsplane_common::{Name, Outcome, RecordKey, RecordResult};
+use std::collections::{BTreeMap, BTreeSet};
 
 const CLOCK: RetryClock = RetryClock {
     min: Duration::from_millis(500),
