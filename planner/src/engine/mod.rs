@@ -52,6 +52,8 @@ mod intake;
 mod patch;
 mod pushes;
 mod read;
+#[cfg(test)]
+mod read_tests;
 mod read_zone;
 mod recheck;
 mod release;

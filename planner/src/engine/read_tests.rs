@@ -1,0 +1,170 @@
+//! A zone's read cut off halfway (the applier's stream breaks after a page): never a
+//! view, a plan or a write. Views are built page by page as the pages arrive, so a
+//! partial listing must be thrown away whole, not planned as if the rest were gone.
+use super::*;
+use crate::config::ZoneConfig;
+use crate::lease::LeaseHandle;
+use crate::metrics::PlannerMetrics;
+use crate::source::{DesiredEntry, Origin};
+use dnsplane_common::pb;
+use dnsplane_common::{RRSet, RecordKey, RecordType};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+type Answer<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// An applier whose zone listing comes in two pages, the second of which can be cut
+/// off (`cut`); it counts the `Apply` calls it is asked (there should be none).
+#[derive(Clone)]
+struct CutApplier {
+    pages: Arc<[Vec<pb::RrSet>; 2]>,
+    cut: Arc<AtomicBool>,
+    applies: Arc<AtomicUsize>,
+}
+
+#[tonic::async_trait]
+impl pb::applier_server::Applier for CutApplier {
+    type ListRecordsStream = Answer<pb::ListRecordsResponse>;
+    type ApplyStream = Answer<pb::ApplyResponse>;
+
+    async fn list_records(
+        &self,
+        _: Request<pb::ListRecordsRequest>,
+    ) -> Result<Response<Self::ListRecordsStream>, Status> {
+        let page = |i: usize, last| pb::ListRecordsResponse {
+            rrsets: self.pages[i].clone(),
+            serial: 7,
+            last,
+            ..Default::default()
+        };
+        let second = if self.cut.load(Ordering::SeqCst) {
+            Err(Status::unavailable("the connection broke"))
+        } else {
+            Ok(page(1, true))
+        };
+        let answers = vec![Ok(page(0, false)), second];
+        Ok(Response::new(Box::pin(tokio_stream::iter(answers))))
+    }
+
+    async fn apply(
+        &self,
+        _: Request<tonic::Streaming<pb::ApplyRequest>>,
+    ) -> Result<Response<Self::ApplyStream>, Status> {
+        self.applies.fetch_add(1, Ordering::SeqCst);
+        Err(Status::unimplemented("not in this test"))
+    }
+
+    async fn get_status(
+        &self,
+        _: Request<pb::GetApplierStatusRequest>,
+    ) -> Result<Response<pb::ApplierStatus>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
+
+    async fn claim(
+        &self,
+        _: Request<pb::ClaimRequest>,
+    ) -> Result<Response<pb::ClaimResponse>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
+}
+
+fn zone() -> Name {
+    Name::parse("example.com").unwrap()
+}
+
+/// `www<i>.example.com. A 192.0.2.<i>`, as pushed and as owned at the provider.
+fn desired(i: usize) -> (DesiredEntry, Vec<pb::RrSet>) {
+    let name = Name::parse(&format!("www{i}.example.com")).unwrap();
+    let value = format!("192.0.2.{i}");
+    let key = RecordKey::new(zone(), name.clone(), RecordType::A);
+    let data = RRSet::new(key.clone(), 300, &[value.as_str()]).unwrap();
+    let mark = crate::ownership::owner_record(&key, "dnsplane", "test").unwrap();
+    let entry = DesiredEntry {
+        name,
+        rtype: RecordType::A,
+        ttl: Some(300),
+        values: vec![value],
+        set: dnsplane_common::SetId::NONE,
+        properties: Vec::new(),
+        labels: Default::default(),
+        origin: Origin {
+            source: "push".into(),
+            location: format!("records[{i}]").into(),
+            resource: "test".into(),
+        },
+    };
+    (entry, vec![(&data).into(), (&mark).into()])
+}
+
+#[tokio::test]
+async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
+    // Page one holds www0..www2, page two www3..www5: all desired and owned.
+    let (entries, listed): (Vec<_>, Vec<_>) = (0..6).map(desired).unzip();
+    let listed: Vec<Vec<pb::RrSet>> = listed.chunks(3).map(|c| c.concat()).collect();
+    let fake = CutApplier {
+        pages: Arc::new([listed[0].clone(), listed[1].clone()]),
+        cut: Arc::new(AtomicBool::new(true)),
+        applies: Arc::new(AtomicUsize::new(0)),
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let server = tonic::transport::Server::builder()
+        .add_service(pb::applier_server::ApplierServer::new(fake.clone()))
+        .serve(addr);
+    let served = tokio::spawn(server);
+
+    let mut config = PlannerConfig::with_zones(vec![ZoneConfig::new(zone(), "a")]);
+    config.applier = format!("http://{addr}");
+    config.validate().unwrap();
+    let e = Engine::new(
+        config,
+        PlannerMetrics::unregistered(),
+        LeaseHandle::sole_writer(),
+    )
+    .unwrap();
+    e.set_source("push", entries, Vec::new());
+    let t = e.target("example.com", "a").unwrap();
+    let z = e.runtime(&t).unwrap();
+    let sync = || e.sync(&t, &Scope::Zone, true, None);
+    let synced = || async {
+        // The server may still be starting: a refused connection is no answer yet.
+        for _ in 0..100 {
+            match sync().await {
+                Err(SyncError::List { source, .. }) if source.is_transport() => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+        sync().await
+    };
+
+    // Cut off before anything was ever read: no view, no state, no write.
+    let r = synced().await;
+    assert!(matches!(r, Err(SyncError::List { .. })), "{r:?}");
+    assert!(lock(&z.view).is_none());
+    assert!(lock(&z.states).is_empty());
+    assert_eq!(fake.applies.load(Ordering::SeqCst), 0);
+
+    // Whole: the zone is converged, nothing to write.
+    fake.cut.store(false, Ordering::SeqCst);
+    let r = synced().await;
+    assert!(r.is_ok(), "{r:?}");
+    let kept = lock(&z.view).clone().expect("a view");
+    assert_eq!(kept.len(), 12);
+
+    // Cut off again: the view read whole stays, and nothing is planned from half a
+    // zone (its missing half would have looked like records to create).
+    fake.cut.store(true, Ordering::SeqCst);
+    let r = synced().await;
+    assert!(matches!(r, Err(SyncError::List { .. })), "{r:?}");
+    let after = lock(&z.view).clone().expect("a view");
+    assert!(Arc::ptr_eq(&kept, &after));
+    assert!(lock(&z.states).is_empty());
+    assert_eq!(fake.applies.load(Ordering::SeqCst), 0);
+    served.abort();
+}
