@@ -37,7 +37,6 @@ impl Engine {
 
     /// [`Engine::note_holds`] for one account whose driver holds `holds`.
     fn recheck_holds(&self, account: &str, holds: &Holds, now: SystemTime) {
-        let writer = format!("account {account} ({})", holds.driver);
         let zones = self.zones.values();
         for zone in zones.filter(|z| z.target.is_shared() && z.cfg.account == account) {
             let mut states = lock(&zone.states);
@@ -45,19 +44,9 @@ impl Engine {
             let mut holdable = Vec::new();
             for (key, s) in states.iter() {
                 let Some(desired) = &s.desired else { continue };
-                let why = dnsplane_common::routing::cannot_hold(
-                    &writer,
-                    holds.routing_sets,
-                    &holds.properties,
-                    desired,
-                );
-                match (s.kind, why) {
+                match (s.kind, refusal(account, holds, desired)) {
                     (RecordStateKind::Invalid, Some(why)) => {
-                        refused.push((
-                            key.clone(),
-                            desired.clone(),
-                            format!("not for this target: {why}"),
-                        ));
+                        refused.push((key.clone(), desired.clone(), why));
                     }
                     (RecordStateKind::NotForTarget, None) => holdable.push(key.clone()),
                     _ => {}
@@ -66,7 +55,10 @@ impl Engine {
             for (key, desired, why) in refused {
                 states.not_for_target(&key, Some(desired), &why, now);
             }
-            let why = format!("{writer} now writes it; planned again");
+            let why = format!(
+                "account {account} ({}) now writes it; planned again",
+                holds.driver
+            );
             for key in &holdable {
                 states.replan(key, &why, now);
             }
@@ -112,27 +104,18 @@ impl Engine {
         let Some(holds) = self.holds_of(&zone.cfg.account) else {
             return Vec::new();
         };
-        let writer = format!("account {} ({})", zone.cfg.account, holds.driver);
+        let account = &zone.cfg.account;
         let mut refused = Vec::new();
         plan.changes.retain(|c| {
             let why = c.change.ops.iter().find_map(|op| {
-                op.after.as_ref().and_then(|set| {
-                    dnsplane_common::routing::cannot_hold(
-                        &writer,
-                        holds.routing_sets,
-                        &holds.properties,
-                        set,
-                    )
-                })
+                op.after
+                    .as_ref()
+                    .and_then(|set| refusal(account, &holds, set))
             });
             match why {
                 Some(why) => {
                     let after = c.change.ops.iter().find_map(|op| op.after.clone());
-                    refused.push((
-                        c.change.key().clone(),
-                        after,
-                        format!("not for this target: {why}"),
-                    ));
+                    refused.push((c.change.key().clone(), after, why));
                     false
                 }
                 None => true,
@@ -140,4 +123,13 @@ impl Engine {
         });
         refused
     }
+}
+
+/// Why `account`, whose driver holds `holds`, cannot write `set` ("not for this
+/// target: …"), by the rule the applier refuses with; `None` when it can.
+fn refusal(account: &str, holds: &Holds, set: &RRSet) -> Option<String> {
+    let writer = format!("account {account} ({})", holds.driver);
+    let why =
+        dnsplane_common::routing::cannot_hold(&writer, holds.routing_sets, &holds.properties, set)?;
+    Some(format!("not for this target: {why}"))
 }

@@ -64,9 +64,10 @@ impl Engine {
                 // nothing listed. `fresh` always lists.
                 let kept = lock(&zone.view).clone();
                 let known = *lock(&zone.serial);
-                // Held until the view is built: see `WHOLE_READS_AT_ONCE`, and
-                // `WHOLE_READ_WAIT` for a turn that does not come.
-                let _reading =
+                // Held until the view is built, not through planning: see
+                // `WHOLE_READS_AT_ONCE`, and `WHOLE_READ_WAIT` for a turn that does
+                // not come.
+                let reading =
                     tokio::time::timeout(super::WHOLE_READ_WAIT, self.whole_reads.acquire()).await;
                 let mut builder = ViewBuilder::new(zone.cfg.external_dns.as_ref());
                 let mut sink = |page: Vec<RRSet>| {
@@ -93,8 +94,7 @@ impl Engine {
                 };
                 let (plan, r) = Engine::cpu(|| {
                     let desired = zone.desired();
-                    let empty = BTreeMap::new();
-                    let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&empty));
+                    let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&EMPTY));
                     let view = match basis {
                         Basis::Listed(builder, serial) => {
                             *lock(&zone.serial) = (serial != 0).then_some(serial);
@@ -104,6 +104,7 @@ impl Engine {
                         }
                         Basis::Kept(view) => view,
                     };
+                    drop(reading);
                     let mut plan = plan_zone(
                         &zone.cfg,
                         &self.config.owner_id,
@@ -172,10 +173,9 @@ impl Engine {
         z.not_released()?;
         let (current, _) = self.list_zone(zone, fresh, &[]).await?;
         let desired = z.desired();
-        let empty = BTreeMap::new();
         let zone_desired = match proposed {
             Some(p) => p,
-            None => desired.zone(&zone.zone).unwrap_or(&empty),
+            None => desired.zone(&zone.zone).unwrap_or(&EMPTY),
         };
         let view = ZoneView::read(current, None, z.cfg.external_dns.as_ref());
         let mut plan = plan_zone(&z.cfg, &self.config.owner_id, zone_desired, &view);
