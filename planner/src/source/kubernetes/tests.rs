@@ -825,9 +825,12 @@ mod kinds_through_the_api {
         // RBAC loses the Ingresses, and the watches break: relisting Ingresses is refused.
         api.forbid(Resource::Ingress);
         api.drop_watches();
-        // Every watch broke; the others list again, the Ingresses stay refused.
-        let s = until(&mut rx, "the Ingress watch failing alone", |s| {
-            s.unready.len() == 1 && s.unready[0].starts_with("Ingress")
+        // Every watch broke; the others list again, the Ingresses stay refused. The
+        // broken connection itself may be reported first: wait for the refusal.
+        let s = until(&mut rx, "the Ingress watch refused alone", |s| {
+            s.unready.len() == 1
+                && s.unready[0].starts_with("Ingress")
+                && s.unready[0].contains("forbidden")
         })
         .await;
         assert_eq!(s.entries.len(), 2, "nothing deleted: {:?}", s.entries);
