@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 pub use builder::ViewBuilder;
+use entries::Entries;
 
 /// What ownership records that can share one template have in common: TTL, values and
 /// properties (a set's mark carries the set's policy).
@@ -96,13 +97,14 @@ impl SharedMarks {
 #[derive(Debug, Default, Clone)]
 pub struct ZoneView {
     /// Data records (ownership records excluded) and ownership (by the key owned), by
-    /// key.
-    entries: BTreeMap<RecordKey, Seen>,
+    /// key; in chunks shared with the zone's other targets where equal
+    /// ([`ZoneView::share_with`]).
+    entries: Entries,
     /// The ownership records read or written, by their data, so that
     /// records written with the same mark share one [`Owned`] (a first sync of a
     /// million records would otherwise hold a million copies of a few marks).
     written: SharedMarks,
-    /// Entries inserted one by one since the map was last built in one go; see
+    /// Entries inserted one by one since the chunks were last shrunk; see
     /// [`ZoneView::compact`].
     grown: usize,
     /// Data and ownership records held (kept as they change: status reads it).
@@ -147,7 +149,7 @@ impl ZoneView {
         builder.finish(desired)
     }
 
-    fn of(entries: BTreeMap<RecordKey, Seen>) -> ZoneView {
+    fn of(entries: Entries) -> ZoneView {
         ZoneView {
             records: entries.values().map(Seen::records).sum(),
             entries,
@@ -288,7 +290,8 @@ impl ZoneView {
 
     /// The data records at `name` (every type), in key order.
     pub fn data_at(&self, zone: &Name, name: &Name) -> impl Iterator<Item = (&RecordKey, &RRData)> {
-        at_name(&self.entries, zone, name).filter_map(|(k, s)| Some((k, s.data.as_ref()?)))
+        self.entries_at(zone, name)
+            .filter_map(|(k, s)| Some((k, s.data.as_ref()?)))
     }
 
     /// The data records as RRSets, in key order (for tests that compare views).
@@ -320,13 +323,16 @@ impl ZoneView {
     /// The part of the view at `names` (data at the names, ownership of records at
     /// the names), for a targeted re-plan.
     pub fn subset(&self, zone: &Name, names: &BTreeSet<Name>) -> ZoneView {
-        let mut out = BTreeMap::new();
+        let mut out = Vec::new();
         let mut external = BTreeMap::new();
         for n in names {
-            out.extend(at_name(&self.entries, zone, n).map(|(k, v)| (k.clone(), v.clone())));
+            out.extend(
+                self.entries_at(zone, n)
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
             external.extend(at_name(&self.external, zone, n).map(|(k, v)| (k.clone(), v.clone())));
         }
-        let mut view = ZoneView::of(out);
+        let mut view = ZoneView::of(out.into_iter().collect());
         view.external_txt = external
             .values()
             .flat_map(|o: &ExternalOwned| o.txts.iter().map(|t| t.key.clone()))
@@ -339,9 +345,7 @@ impl ZoneView {
     /// their ownership records).
     pub fn replace_names(&mut self, zone: &Name, names: &BTreeSet<Name>, fresh: ZoneView) {
         for n in names {
-            let gone: Vec<RecordKey> = at_name(&self.entries, zone, n)
-                .map(|(k, _)| k.clone())
-                .collect();
+            let gone: Vec<RecordKey> = self.entries_at(zone, n).map(|(k, _)| k.clone()).collect();
             for k in gone {
                 if let Some(seen) = self.entries.remove(&k) {
                     self.records -= seen.records();
@@ -357,7 +361,9 @@ impl ZoneView {
             }
         }
         self.records += fresh.records;
-        self.entries.extend(fresh.entries);
+        for (k, s) in fresh.entries.iter() {
+            self.entries.insert(k.clone(), s.clone());
+        }
         self.external.extend(fresh.external);
         self.external_txt.extend(fresh.external_txt);
     }
@@ -436,18 +442,15 @@ impl ZoneView {
         self.update(key, |s| s.data = rrset.as_ref().map(RRData::of));
     }
 
-    /// Rebuilds the map in one go once a quarter of its entries were inserted one by
-    /// one: a B-tree filled key by key in order (a first sync's creates) leaves its
-    /// nodes about half full, one built from a sorted run fills them. Amortised O(1)
+    /// Gives back the room chunks grew by once a quarter of the entries were
+    /// inserted one by one (a first sync's creates grow every chunk). Amortised O(1)
     /// per insert.
     pub fn compact(&mut self) {
         self.compact_past(4);
     }
 
     /// [`compact`](Self::compact) once a sixteenth came one by one: for the end of a
-    /// sync, so that the view a zone keeps at rest is nearly all full nodes (a first
-    /// sync of a million records otherwise ends with up to a fifth of them in half-full
-    /// ones).
+    /// sync, so that the view a zone keeps at rest holds little spare room.
     pub fn compact_at_rest(&mut self) {
         self.compact_past(16);
     }
@@ -456,8 +459,44 @@ impl ZoneView {
         if self.grown * share <= self.entries.len() || self.grown < 1_024 {
             return;
         }
-        self.entries = std::mem::take(&mut self.entries).into_iter().collect();
+        self.entries.shrink();
         self.grown = 0;
+    }
+
+    /// Holds once what this view and `other` (another target of the same zone) hold
+    /// alike: each chunk of entries equal to one of `other`'s becomes `other`'s.
+    /// Nothing seen changes; a later change to either copies its chunk first. Returns
+    /// how many chunks became shared.
+    pub fn share_with(&mut self, other: &ZoneView) -> usize {
+        self.entries.share_with(&other.entries)
+    }
+
+    /// How many chunks hold the entries (for tests of sharing).
+    #[cfg(test)]
+    pub fn chunks(&self) -> usize {
+        self.entries.cuts().len()
+    }
+
+    /// How many of the chunks holding the entries `other` holds too (for tests).
+    #[cfg(test)]
+    pub fn chunks_shared_with(&self, other: &ZoneView) -> usize {
+        self.entries.chunks_shared_with(&other.entries)
+    }
+
+    /// The entries at `name` (every type), in key order.
+    fn entries_at<'a>(
+        &'a self,
+        zone: &Name,
+        name: &Name,
+    ) -> impl Iterator<Item = (&'a RecordKey, &'a Seen)> + 'a {
+        let name = name.clone();
+        self.entries
+            .from_key(&RecordKey::new(
+                zone.clone(),
+                name.clone(),
+                RecordType::ALL[0],
+            ))
+            .take_while(move |(k, _)| k.name == name)
     }
 
     /// Records in the view (data and ownership, external-dns's marks included).
@@ -471,5 +510,6 @@ impl ZoneView {
 }
 
 mod builder;
+mod entries;
 #[cfg(test)]
 mod tests;

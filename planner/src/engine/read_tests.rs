@@ -78,7 +78,7 @@ fn zone() -> Name {
 /// `www<i>.example.com. A 192.0.2.<i>`, as pushed and as owned at the provider.
 fn desired(i: usize) -> (DesiredEntry, Vec<pb::RrSet>) {
     let name = Name::parse(&format!("www{i}.example.com")).unwrap();
-    let value = format!("192.0.2.{i}");
+    let value = format!("10.0.{}.{}", i / 250, i % 250);
     let key = RecordKey::new(zone(), name.clone(), RecordType::A);
     let data = RRSet::new(key.clone(), 300, &[value.as_str()]).unwrap();
     let mark = crate::ownership::owner_record(&key, "dnsplane", "test").unwrap();
@@ -99,6 +99,51 @@ fn desired(i: usize) -> (DesiredEntry, Vec<pb::RrSet>) {
     (entry, vec![(&data).into(), (&mark).into()])
 }
 
+/// Serves `fake` on loopback; the address and the server's task.
+fn serve(fake: &CutApplier) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let server = tonic::transport::Server::builder()
+        .add_service(pb::applier_server::ApplierServer::new(fake.clone()))
+        .serve(addr);
+    let served = tokio::spawn(async move {
+        server.await.unwrap();
+    });
+    (addr, served)
+}
+
+/// An engine for `example.com.` at `accounts`, reaching its appliers at `addr`.
+fn engine_at(addr: std::net::SocketAddr, accounts: &[&str]) -> Arc<Engine> {
+    let mut config = PlannerConfig::with_zones(vec![ZoneConfig {
+        account: String::new(),
+        accounts: accounts.iter().map(|a| a.to_string()).collect(),
+        ..ZoneConfig::new(zone(), "")
+    }]);
+    config.applier = format!("http://{addr}");
+    config.validate().unwrap();
+    Engine::new(
+        config,
+        PlannerMetrics::unregistered(),
+        LeaseHandle::sole_writer(),
+    )
+    .unwrap()
+}
+
+/// A sync of `t`, retried while the server may still be starting (a refused
+/// connection is no answer yet).
+async fn synced(e: &Engine, t: &crate::target::Target) -> Result<SyncSummary, SyncError> {
+    for _ in 0..100 {
+        match e.sync(t, &Scope::Zone, true, None).await {
+            Err(SyncError::List { source, .. }) if source.is_transport() => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+    e.sync(t, &Scope::Zone, true, None).await
+}
+
 #[tokio::test]
 async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
     // Page one holds www0..www2, page two www3..www5: all desired and owned.
@@ -109,39 +154,12 @@ async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
         cut: Arc::new(AtomicBool::new(true)),
         applies: Arc::new(AtomicUsize::new(0)),
     };
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    let server = tonic::transport::Server::builder()
-        .add_service(pb::applier_server::ApplierServer::new(fake.clone()))
-        .serve(addr);
-    let served = tokio::spawn(server);
-
-    let mut config = PlannerConfig::with_zones(vec![ZoneConfig::new(zone(), "a")]);
-    config.applier = format!("http://{addr}");
-    config.validate().unwrap();
-    let e = Engine::new(
-        config,
-        PlannerMetrics::unregistered(),
-        LeaseHandle::sole_writer(),
-    )
-    .unwrap();
+    let (addr, served) = serve(&fake);
+    let e = engine_at(addr, &["a"]);
     e.set_source("push", entries, Vec::new());
     let t = e.target("example.com", "a").unwrap();
     let z = e.runtime(&t).unwrap();
-    let sync = || e.sync(&t, &Scope::Zone, true, None);
-    let synced = || async {
-        // The server may still be starting: a refused connection is no answer yet.
-        for _ in 0..100 {
-            match sync().await {
-                Err(SyncError::List { source, .. }) if source.is_transport() => {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                other => return other,
-            }
-        }
-        sync().await
-    };
+    let synced = || synced(&e, &t);
 
     // Cut off before anything was ever read: no view, no state, no write.
     let r = synced().await;
@@ -166,5 +184,62 @@ async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
     assert!(Arc::ptr_eq(&kept, &after));
     assert!(lock(&z.states).is_empty());
     assert_eq!(fake.applies.load(Ordering::SeqCst), 0);
+    served.abort();
+}
+
+/// Three targets holding the same records hold them once (issue 33): each view read is
+/// its own, and at rest shares every chunk equal to another target's. A change to one
+/// target's view is its own.
+#[tokio::test]
+async fn targets_holding_the_same_records_hold_them_once() {
+    let (entries, listed): (Vec<_>, Vec<_>) = (0..2_000).map(desired).unzip();
+    let listed: Vec<Vec<pb::RrSet>> = listed.chunks(1_000).map(|c| c.concat()).collect();
+    let fake = CutApplier {
+        pages: Arc::new([listed[0].clone(), listed[1].clone()]),
+        cut: Arc::new(AtomicBool::new(false)),
+        applies: Arc::new(AtomicUsize::new(0)),
+    };
+    let (addr, served) = serve(&fake);
+    let e = engine_at(addr, &["a", "b", "c"]);
+    e.set_source("push", entries, Vec::new());
+    let mut views = Vec::new();
+    for account in ["a", "b", "c"] {
+        let t = e.target("example.com", account).unwrap();
+        let r = synced(&e, &t).await;
+        assert!(r.is_ok(), "{account}: {r:?}");
+        views.push(lock(&e.runtime(&t).unwrap().view).clone().expect("a view"));
+    }
+    assert_eq!(
+        fake.applies.load(Ordering::SeqCst),
+        0,
+        "converged: nothing to write"
+    );
+    let chunks = views[0].chunks();
+    assert!(chunks > 10, "{chunks} chunks");
+    for v in &views[1..] {
+        assert_eq!(v.len(), 4_000);
+        assert_eq!(v.chunks_shared_with(&views[0]), chunks, "not shared");
+    }
+
+    // One target's record changes: only its view sees it.
+    let key = RecordKey::new(
+        zone(),
+        Name::parse("www5.example.com").unwrap(),
+        RecordType::A,
+    );
+    let t = e.target("example.com", "b").unwrap();
+    let z = e.runtime(&t).unwrap();
+    let gone = dnsplane_common::RRSetOp {
+        before: views[1].get(&key),
+        after: None,
+        key: key.clone(),
+    };
+    if let Some(v) = lock(&z.view).as_mut() {
+        Arc::make_mut(v).apply_op(&gone, &key);
+    }
+    assert!(!lock(&z.view).as_ref().unwrap().contains(&key));
+    for v in [&views[0], &views[2]] {
+        assert!(v.contains(&key), "another target's view changed");
+    }
     served.abort();
 }

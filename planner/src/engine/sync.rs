@@ -445,13 +445,27 @@ impl Engine {
                 }
             }
         }
-        // Only a view no reader holds: copying a shared one to compact it would cost
-        // more than the compaction saves.
-        if let Some(v) = lock(&zone.view).as_mut().and_then(Arc::get_mut) {
-            v.compact_at_rest();
-        }
+        self.rest_view(&zone);
         send(progress, SyncProgress::new(&target, Phase::Done, &summary)).await;
         Ok(summary)
+    }
+
+    /// The view a sync leaves, made small: its spare room given back, and what it
+    /// holds alike with another target of the zone held once (issue 33: three
+    /// providers for one zone must not cost three times the memory). Only a view no
+    /// plan holds: copying a shared one would cost more than it saves.
+    fn rest_view(&self, zone: &ZoneRuntime) {
+        // Taken before this target's lock, one lock at a time.
+        let sibling = self
+            .targets_of(&zone.target.zone)
+            .filter(|(t, _)| **t != zone.target)
+            .find_map(|(_, z)| lock(&z.view).clone());
+        if let Some(v) = lock(&zone.view).as_mut().and_then(Arc::get_mut) {
+            v.compact_at_rest();
+            if let Some(s) = sibling {
+                v.share_with(&s);
+            }
+        }
     }
 
     pub(super) fn zone_or_err(&self, zone: &Target) -> Result<Arc<ZoneRuntime>, SyncError> {

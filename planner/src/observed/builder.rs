@@ -79,9 +79,7 @@ impl<'c> ViewBuilder<'c> {
                 _ => entries.push((key, s)),
             }
         }
-        // Built from a sorted run, the B-tree has full nodes (one filled key by key has
-        // nodes about half full).
-        let mut view = ZoneView::of(entries.into_iter().collect());
+        let mut view = ZoneView::of(super::Entries::from_sorted(entries));
         view.written = self.marks;
         if let Some(reg) = &self.registry {
             view.attach_external(reg, self.external_marks);
