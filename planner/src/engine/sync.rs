@@ -445,7 +445,7 @@ impl Engine {
                 }
             }
         }
-        self.rest_view(&zone);
+        self.rest_view(zone);
         send(progress, SyncProgress::new(&target, Phase::Done, &summary)).await;
         Ok(summary)
     }

@@ -38,7 +38,7 @@ pub(super) struct Entries {
 fn starts_chunk(key: &RecordKey) -> bool {
     let mut h = std::hash::DefaultHasher::new();
     key.hash(&mut h);
-    h.finish() % CHUNK == 0
+    h.finish().is_multiple_of(CHUNK)
 }
 
 impl Entries {
