@@ -146,7 +146,7 @@ impl ZoneView {
     ) -> ZoneView {
         let mut builder = ViewBuilder::new(external);
         builder.add(rrsets, desired);
-        builder.finish(desired)
+        builder.finish(desired, None)
     }
 
     fn of(entries: Entries) -> ZoneView {
@@ -491,7 +491,7 @@ impl ZoneView {
     ) -> impl Iterator<Item = (&'a RecordKey, &'a Seen)> + 'a {
         let name = name.clone();
         self.entries
-            .from_key(&RecordKey::new(
+            .starting_at(&RecordKey::new(
                 zone.clone(),
                 name.clone(),
                 RecordType::ALL[0],

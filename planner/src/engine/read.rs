@@ -92,13 +92,19 @@ impl Engine {
                         Basis::Listed(builder, serial)
                     }
                 };
+                // Another target's view of the zone, for this one to hold what they hold
+                // alike once (taken before the desired index: one lock at a time).
+                let sibling = match &basis {
+                    Basis::Listed(..) => self.sibling_view(zone),
+                    Basis::Kept(_) => None,
+                };
                 let (plan, r) = Engine::cpu(|| {
                     let desired = zone.desired();
                     let zone_desired = DesiredScope::Zone(desired.zone(name).unwrap_or(&EMPTY));
                     let view = match basis {
                         Basis::Listed(builder, serial) => {
                             *lock(&zone.serial) = (serial != 0).then_some(serial);
-                            let view = Arc::new(builder.finish(Some(zone_desired.records())));
+                            let view = Arc::new(builder.finish(Some(zone_desired.records()), sibling.as_deref()));
                             *lock(&zone.view) = Some(view.clone());
                             view
                         }

@@ -456,16 +456,20 @@ impl Engine {
     /// plan holds: copying a shared one would cost more than it saves.
     fn rest_view(&self, zone: &ZoneRuntime) {
         // Taken before this target's lock, one lock at a time.
-        let sibling = self
-            .targets_of(&zone.target.zone)
-            .filter(|(t, _)| **t != zone.target)
-            .find_map(|(_, z)| lock(&z.view).clone());
+        let sibling = self.sibling_view(zone);
         if let Some(v) = lock(&zone.view).as_mut().and_then(Arc::get_mut) {
             v.compact_at_rest();
             if let Some(s) = sibling {
                 v.share_with(&s);
             }
         }
+    }
+
+    /// The view of another target of `zone`'s zone, if one was read.
+    pub(super) fn sibling_view(&self, zone: &ZoneRuntime) -> Option<Arc<crate::observed::ZoneView>> {
+        self.targets_of(&zone.target.zone)
+            .filter(|(t, _)| **t != zone.target)
+            .find_map(|(_, z)| lock(&z.view).clone())
     }
 
     pub(super) fn zone_or_err(&self, zone: &Target) -> Result<Arc<ZoneRuntime>, SyncError> {

@@ -60,26 +60,32 @@ impl<'c> ViewBuilder<'c> {
         }
     }
 
-    /// The view, the deferred records placed against `desired` first.
-    pub fn finish(mut self, desired: Option<&BTreeMap<RecordKey, DesiredRecord>>) -> ZoneView {
+    /// The view, the deferred records placed against `desired` first. Where
+    /// `sibling` (another target's view of the zone) holds the same entries, the view
+    /// holds them with it.
+    pub fn finish(
+        mut self,
+        desired: Option<&BTreeMap<RecordKey, DesiredRecord>>,
+        sibling: Option<&ZoneView>,
+    ) -> ZoneView {
         for r in std::mem::take(&mut self.deferred) {
             self.seen.push(ZoneView::place(r, desired, &mut self.marks));
         }
         // A stable sort: of equal keys, the later data (or ownership) record wins, as
         // inserting one by one did.
-        let mut seen = self.seen;
-        seen.sort_by(|(a, _), (b, _)| a.cmp(b));
-        let mut entries: Vec<(RecordKey, Seen)> = Vec::with_capacity(seen.len());
-        for (key, s) in seen {
-            match entries.last_mut() {
-                Some((last, merged)) if *last == key => {
-                    merged.data = s.data.or(merged.data.take());
-                    merged.owner = s.owner.or(merged.owner.take());
-                }
-                _ => entries.push((key, s)),
+        let mut entries = self.seen;
+        entries.sort_by(|(a, _), (b, _)| a.cmp(b));
+        // Merged in place (no second vector of every entry).
+        entries.dedup_by(|(key, later), (kept, merged)| {
+            let same = key == kept;
+            if same {
+                merged.data = later.data.take().or(merged.data.take());
+                merged.owner = later.owner.take().or(merged.owner.take());
             }
-        }
-        let mut view = ZoneView::of(super::Entries::from_sorted(entries));
+            same
+        });
+        let entries = super::Entries::from_sorted_sharing(entries, sibling.map(|s| &s.entries));
+        let mut view = ZoneView::of(entries);
         view.written = self.marks;
         if let Some(reg) = &self.registry {
             view.attach_external(reg, self.external_marks);

@@ -44,23 +44,57 @@ fn starts_chunk(key: &RecordKey) -> bool {
 impl Entries {
     /// From entries sorted by key, without duplicates.
     pub fn from_sorted(entries: Vec<(RecordKey, Seen)>) -> Entries {
+        Entries::from_sorted_sharing(entries, None)
+    }
+
+    /// [`Entries::from_sorted`], taking `sibling`'s chunk (another target's view of
+    /// the zone) wherever it holds the same entries instead of allocating one. Shared
+    /// as it is built, not after: chunks allocated and then dropped for a sibling's
+    /// leave the allocator's pages part used, and the memory stays resident.
+    pub fn from_sorted_sharing(
+        entries: Vec<(RecordKey, Seen)>,
+        sibling: Option<&Entries>,
+    ) -> Entries {
         let len = entries.len();
-        let mut chunks = Vec::new();
-        let mut chunk: Chunk = Vec::new();
-        for (k, s) in entries {
-            if !chunk.is_empty() && (starts_chunk(&k) || chunk.len() >= MAX_CHUNK) {
-                chunks.push(Arc::new(std::mem::take(&mut chunk)));
-            }
-            chunk.push((k, s));
-        }
-        if !chunk.is_empty() {
-            chunks.push(Arc::new(chunk));
-        }
-        for c in &mut chunks {
-            if let Some(c) = Arc::get_mut(c) {
-                c.shrink_to_fit();
+        // Where each chunk starts.
+        let mut starts = Vec::with_capacity(len / CHUNK as usize + 1);
+        for (i, (k, _)) in entries.iter().enumerate() {
+            let last = starts.last().copied();
+            if last.is_none() || starts_chunk(k) || last.is_some_and(|l| i - l >= MAX_CHUNK) {
+                starts.push(i);
             }
         }
+        let ranges: Vec<(usize, usize)> = starts
+            .iter()
+            .zip(starts.iter().skip(1).copied().chain([len]))
+            .map(|(&s, e)| (s, e))
+            .collect();
+        // The sibling's chunk for each range, where it holds the same entries.
+        let mut theirs = sibling.map_or(&[][..], |s| &s.chunks[..]).iter().peekable();
+        let found: Vec<Option<Arc<Chunk>>> = ranges
+            .iter()
+            .map(|&(s, e)| {
+                let mine = &entries[s..e];
+                while theirs.next_if(|c| c[0].0 < mine[0].0).is_some() {}
+                theirs
+                    .peek()
+                    .filter(|t| t[..] == *mine)
+                    .map(|t| Arc::clone(t))
+            })
+            .collect();
+        let mut rest = entries.into_iter();
+        let chunks = ranges
+            .iter()
+            .zip(found)
+            .map(|(&(s, e), found)| match found {
+                Some(shared) => {
+                    rest.by_ref().take(e - s).for_each(drop);
+                    shared
+                }
+                // Sized exactly: a `Take` of a vector's iterator knows its length.
+                None => Arc::new(rest.by_ref().take(e - s).collect::<Chunk>()),
+            })
+            .collect();
         Entries { chunks, len }
     }
 
@@ -187,7 +221,7 @@ impl Entries {
     }
 
     /// The entries from `key` on, in key order.
-    pub fn from_key<'a>(
+    pub fn starting_at<'a>(
         &'a self,
         key: &RecordKey,
     ) -> impl Iterator<Item = (&'a RecordKey, &'a Seen)> + use<'a> {

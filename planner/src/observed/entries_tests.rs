@@ -66,7 +66,7 @@ fn inserts_and_removes_keep_the_map_and_its_cuts() {
         e.cuts().len()
     );
     for i in [0, 1, 1_500, 2_999, 3_000] {
-        let from: Vec<_> = e.from_key(&k(i)).collect();
+        let from: Vec<_> = e.starting_at(&k(i)).collect();
         let want: Vec<_> = model.range(k(i)..).collect();
         assert_eq!(from, want, "from {i}");
     }
@@ -132,4 +132,22 @@ fn different_views_share_only_equal_chunks() {
     assert_eq!(c.share_with(&a), a.cuts().len() - 1);
     assert_eq!(c.get(&k(0)), Some(&seen(0, 9)));
     assert!(c.iter().skip(1).eq(a.iter().skip(1)));
+}
+
+/// Built beside a sibling, a view takes the sibling's chunks where they are equal and
+/// allocates only the others.
+#[test]
+fn a_view_built_beside_a_sibling_takes_its_equal_chunks() {
+    let a = Entries::from_sorted((0..3_000).map(|i| (k(i), seen(i, i))).collect());
+    let mut entries: Vec<_> = (0..3_000).map(|i| (k(i), seen(i, i))).collect();
+    entries[1_500].1 = seen(1_500, 1);
+    entries.remove(2_500);
+    let b = Entries::from_sorted_sharing(entries.clone(), Some(&a));
+    assert!(b.iter().map(|(k, s)| (k.clone(), s.clone())).eq(entries.iter().cloned()));
+    assert_eq!(b.cuts(), Entries::from_sorted(entries).cuts());
+    let chunks = b.cuts().len();
+    let shared = b.chunks_shared_with(&a);
+    assert!(shared + 2 <= chunks && shared + 3 >= chunks, "{shared} of {chunks}");
+    assert_eq!(b.get(&k(1_500)), Some(&seen(1_500, 1)));
+    assert_eq!(a.get(&k(1_500)), Some(&seen(1_500, 1_500)));
 }

@@ -185,7 +185,7 @@ fn a_view_built_by_pages_is_the_view_read_whole() {
     for (i, page) in rrsets.chunks(3).enumerate() {
         builder.add(page.to_vec(), (i % 2 == 0).then_some(&desired));
     }
-    let paged = builder.finish(Some(&desired));
+    let paged = builder.finish(Some(&desired), None);
 
     assert_eq!(paged.len(), whole.len());
     assert!(paged.data().eq(whole.data()));
