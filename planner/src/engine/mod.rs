@@ -64,6 +64,7 @@ mod sync;
 mod takeover;
 #[cfg(test)]
 mod targets_tests;
+mod turns;
 mod views;
 mod watched;
 
@@ -233,21 +234,11 @@ pub struct Engine {
     watched: std::sync::OnceLock<Watched>,
     /// What each account's driver can hold, as its applier last said ([`holds`]).
     holds: Mutex<std::collections::HashMap<String, crate::client::Holds>>,
-    /// Whole-zone reads in progress at once ([`WHOLE_READS_AT_ONCE`]).
+    /// Whole-zone reads in progress at once ([`turns`]).
     whole_reads: tokio::sync::Semaphore,
+    /// [`turns::WHOLE_READ_STALL`], in milliseconds (tests shorten it).
+    whole_read_stall_ms: AtomicU64,
 }
-
-/// How many targets read their whole zone at once. Why a bound: a read holds its
-/// zone's records as they arrive until its view is built, and at start every target of
-/// every zone reads; unbounded, the planner's peak (and what the allocator keeps after
-/// it) grew with the number of targets, not with what it keeps. Reads are paced by the
-/// appliers' quotas anyway, so the bound costs a start little time.
-const WHOLE_READS_AT_ONCE: usize = 8;
-
-/// How long a whole-zone read waits for its turn before it goes ahead regardless: a
-/// read stuck elsewhere (an applier that never answers) must not stall other zones
-/// for longer than this; the bound is on memory, never on progress.
-const WHOLE_READ_WAIT: Duration = Duration::from_secs(5);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -339,7 +330,10 @@ impl Engine {
             pushers: Mutex::new(std::collections::HashMap::new()),
             watched: std::sync::OnceLock::new(),
             holds: Mutex::new(std::collections::HashMap::new()),
-            whole_reads: tokio::sync::Semaphore::new(WHOLE_READS_AT_ONCE),
+            whole_reads: tokio::sync::Semaphore::new(turns::WHOLE_READS_AT_ONCE),
+            whole_read_stall_ms: AtomicU64::new(
+                u64::try_from(turns::WHOLE_READ_STALL.as_millis()).unwrap_or(u64::MAX),
+            ),
         }))
     }
 

@@ -64,33 +64,32 @@ impl Engine {
                 // nothing listed. `fresh` always lists.
                 let kept = lock(&zone.view).clone();
                 let known = *lock(&zone.serial);
-                // Held until the view is built, not through planning: see
-                // `WHOLE_READS_AT_ONCE`, and `WHOLE_READ_WAIT` for a turn that does
-                // not come.
-                let reading =
-                    tokio::time::timeout(super::WHOLE_READ_WAIT, self.whole_reads.acquire()).await;
                 let mut builder = ViewBuilder::new(zone.cfg.external_dns.as_ref());
+                let progress = super::turns::ReadProgress::new();
                 let mut sink = |page: Vec<RRSet>| {
+                    progress.tick();
                     // Placed against the desired records as it arrives (sharing their
                     // storage), unless a large update holds the index: then at the end.
                     let desired = zone.desired.try_read().ok();
                     let records = desired.as_ref().map(|d| d.zone(name).unwrap_or(&EMPTY));
                     builder.add(page, records);
                 };
-                let basis = match (kept, known) {
-                    (Some(view), Some(serial)) if !fresh => {
-                        match self
+                // `Err(view)`: the serial has not moved, the kept view stands.
+                let listing = async {
+                    Ok::<_, SyncError>(match (kept, known) {
+                        (Some(view), Some(serial)) if !fresh => self
                             .list_zone_unless(&zone.target, serial, &mut sink)
                             .await?
-                        {
-                            None => Basis::Kept(view),
-                            Some(serial) => Basis::Listed(builder, serial),
-                        }
-                    }
-                    _ => {
-                        let serial = self.list_zone_into(&zone.target, fresh, &mut sink).await?;
-                        Basis::Listed(builder, serial)
-                    }
+                            .ok_or(view),
+                        _ => Ok(self.list_zone_into(&zone.target, fresh, &mut sink).await?),
+                    })
+                };
+                // The turn is held until the view is built, not through planning: see
+                // `turns`.
+                let (listed, reading) = self.in_turn(&progress, listing).await;
+                let basis = match listed? {
+                    Ok(serial) => Basis::Listed(builder, serial),
+                    Err(view) => Basis::Kept(view),
                 };
                 // Another target's view of the zone, for this one to hold what they hold
                 // alike once (taken before the desired index: one lock at a time).
@@ -104,7 +103,9 @@ impl Engine {
                     let view = match basis {
                         Basis::Listed(builder, serial) => {
                             *lock(&zone.serial) = (serial != 0).then_some(serial);
-                            let view = Arc::new(builder.finish(Some(zone_desired.records()), sibling.as_deref()));
+                            let view = Arc::new(
+                                builder.finish(Some(zone_desired.records()), sibling.as_deref()),
+                            );
                             *lock(&zone.view) = Some(view.clone());
                             view
                         }

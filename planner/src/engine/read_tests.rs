@@ -22,6 +22,8 @@ struct CutApplier {
     pages: Arc<[Vec<pb::RrSet>; 2]>,
     cut: Arc<AtomicBool>,
     applies: Arc<AtomicUsize>,
+    /// An account whose listings never answer (a stalled read).
+    stalled: Option<&'static str>,
 }
 
 #[tonic::async_trait]
@@ -31,8 +33,11 @@ impl pb::applier_server::Applier for CutApplier {
 
     async fn list_records(
         &self,
-        _: Request<pb::ListRecordsRequest>,
+        req: Request<pb::ListRecordsRequest>,
     ) -> Result<Response<Self::ListRecordsStream>, Status> {
+        if self.stalled == Some(req.get_ref().account.as_str()) {
+            return Ok(Response::new(Box::pin(tokio_stream::pending())));
+        }
         let page = |i: usize, last| pb::ListRecordsResponse {
             rrsets: self.pages[i].clone(),
             serial: 7,
@@ -115,11 +120,18 @@ fn serve(fake: &CutApplier) -> (std::net::SocketAddr, tokio::task::JoinHandle<()
 
 /// An engine for `example.com.` at `accounts`, reaching its appliers at `addr`.
 fn engine_at(addr: std::net::SocketAddr, accounts: &[&str]) -> Arc<Engine> {
-    let mut config = PlannerConfig::with_zones(vec![ZoneConfig {
-        account: String::new(),
-        accounts: accounts.iter().map(|a| a.to_string()).collect(),
-        ..ZoneConfig::new(zone(), "")
-    }]);
+    engine_for(
+        addr,
+        vec![ZoneConfig {
+            account: String::new(),
+            accounts: accounts.iter().map(|a| a.to_string()).collect(),
+            ..ZoneConfig::new(zone(), "")
+        }],
+    )
+}
+
+fn engine_for(addr: std::net::SocketAddr, zones: Vec<ZoneConfig>) -> Arc<Engine> {
+    let mut config = PlannerConfig::with_zones(zones);
     config.applier = format!("http://{addr}");
     config.validate().unwrap();
     Engine::new(
@@ -153,6 +165,7 @@ async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
         pages: Arc::new([listed[0].clone(), listed[1].clone()]),
         cut: Arc::new(AtomicBool::new(true)),
         applies: Arc::new(AtomicUsize::new(0)),
+        stalled: None,
     };
     let (addr, served) = serve(&fake);
     let e = engine_at(addr, &["a"]);
@@ -198,6 +211,7 @@ async fn targets_holding_the_same_records_hold_them_once() {
         pages: Arc::new([listed[0].clone(), listed[1].clone()]),
         cut: Arc::new(AtomicBool::new(false)),
         applies: Arc::new(AtomicUsize::new(0)),
+        stalled: None,
     };
     let (addr, served) = serve(&fake);
     let e = engine_at(addr, &["a", "b", "c"]);
@@ -240,6 +254,65 @@ async fn targets_holding_the_same_records_hold_them_once() {
     assert!(!lock(&z.view).as_ref().unwrap().contains(&key));
     for v in [&views[0], &views[2]] {
         assert!(v.contains(&key), "another target's view changed");
+    }
+    served.abort();
+}
+
+/// Whole-zone reads take turns, and a read that receives nothing gives its turn back
+/// (`turns`): with every turn held by reads from an applier that never answers, another
+/// zone's read still waits only that long, then completes. (Before, a read went ahead
+/// after waiting 5 s for its turn, whatever the reads holding the turns were doing: at
+/// start with many targets, all of them went at once.)
+#[tokio::test]
+async fn a_read_that_receives_nothing_gives_its_turn_back() {
+    let (entries, listed): (Vec<_>, Vec<_>) = (0..6).map(desired).unzip();
+    let listed: Vec<Vec<pb::RrSet>> = listed.chunks(3).map(|c| c.concat()).collect();
+    let fake = CutApplier {
+        pages: Arc::new([listed[0].clone(), listed[1].clone()]),
+        cut: Arc::new(AtomicBool::new(false)),
+        applies: Arc::new(AtomicUsize::new(0)),
+        stalled: Some("stalled"),
+    };
+    let (addr, served) = serve(&fake);
+    let turns = super::turns::WHOLE_READS_AT_ONCE;
+    let mut zones: Vec<ZoneConfig> = (0..turns)
+        .map(|i| ZoneConfig::new(Name::parse(&format!("z{i}.test")).unwrap(), "stalled"))
+        .collect();
+    zones.push(ZoneConfig::new(zone(), "a"));
+    let e = engine_for(addr, zones);
+    let stall = Duration::from_millis(300);
+    e.whole_read_stall_ms
+        .store(stall.as_millis() as u64, Ordering::Relaxed);
+    e.set_source("push", entries, Vec::new());
+    // Reachable first, so that the stalled reads are stalled, not refused.
+    let t = e.target("example.com", "a").unwrap();
+    assert!(synced(&e, &t).await.is_ok());
+
+    let started = tokio::time::Instant::now();
+    let stalled: Vec<_> = (0..turns)
+        .map(|i| {
+            let e = e.clone();
+            let t = e.target(&format!("z{i}.test"), "stalled").unwrap();
+            tokio::spawn(async move { e.sync(&t, &Scope::Zone, true, None).await })
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while e.whole_reads.available_permits() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stalled reads took no turn"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let r = tokio::time::timeout(Duration::from_secs(10), synced(&e, &t)).await;
+    let r = r.expect("a read waited behind stalled reads for good");
+    assert!(r.is_ok(), "{r:?}");
+    assert!(started.elapsed() >= stall, "{:?}", started.elapsed());
+    // The stalled reads are still reading; none of them holds a turn now.
+    assert_eq!(e.whole_reads.available_permits(), turns);
+    assert!(stalled.iter().all(|s| !s.is_finished()));
+    for s in stalled {
+        s.abort();
     }
     served.abort();
 }

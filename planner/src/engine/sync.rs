@@ -466,7 +466,10 @@ impl Engine {
     }
 
     /// The view of another target of `zone`'s zone, if one was read.
-    pub(super) fn sibling_view(&self, zone: &ZoneRuntime) -> Option<Arc<crate::observed::ZoneView>> {
+    pub(super) fn sibling_view(
+        &self,
+        zone: &ZoneRuntime,
+    ) -> Option<Arc<crate::observed::ZoneView>> {
         self.targets_of(&zone.target.zone)
             .filter(|(t, _)| **t != zone.target)
             .find_map(|(_, z)| lock(&z.view).clone())

@@ -435,26 +435,3 @@ async fn what_a_driver_holds_reaches_records_already_decided() {
     e.note_holds(&[account(&["cloudflare.proxied"])]);
     assert!(lock(&a.dirty).is_empty());
 }
-
-/// Whole-zone reads take turns (at most `WHOLE_READS_AT_ONCE` at once), but none waits
-/// longer than `WHOLE_READ_WAIT`: with every turn held by reads that never end, a sync
-/// still goes on to read (here from an applier that is not there, so it fails) rather
-/// than wait behind them.
-#[tokio::test(start_paused = true)]
-async fn a_read_waits_for_its_turn_but_not_forever() {
-    let e = engine();
-    let turns = u32::try_from(WHOLE_READS_AT_ONCE).unwrap();
-    let _all = e.whole_reads.acquire_many(turns).await.unwrap();
-    e.set_source("push", vec![entry("www.other.org")], Vec::new());
-    let t = e.target("other.org", "a").unwrap();
-    let started = tokio::time::Instant::now();
-    let sync = e.sync(&t, &Scope::Zone, true, None);
-    let r = tokio::time::timeout(Duration::from_secs(3600), sync).await;
-    let r = r.expect("the sync waited for a turn that never comes");
-    assert!(r.is_err(), "{r:?}");
-    assert!(
-        started.elapsed() >= WHOLE_READ_WAIT,
-        "{:?}",
-        started.elapsed()
-    );
-}

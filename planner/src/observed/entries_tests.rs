@@ -143,11 +143,18 @@ fn a_view_built_beside_a_sibling_takes_its_equal_chunks() {
     entries[1_500].1 = seen(1_500, 1);
     entries.remove(2_500);
     let b = Entries::from_sorted_sharing(entries.clone(), Some(&a));
-    assert!(b.iter().map(|(k, s)| (k.clone(), s.clone())).eq(entries.iter().cloned()));
+    assert!(
+        b.iter()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .eq(entries.iter().cloned())
+    );
     assert_eq!(b.cuts(), Entries::from_sorted(entries).cuts());
     let chunks = b.cuts().len();
     let shared = b.chunks_shared_with(&a);
-    assert!(shared + 2 <= chunks && shared + 3 >= chunks, "{shared} of {chunks}");
+    assert!(
+        shared + 2 <= chunks && shared + 3 >= chunks,
+        "{shared} of {chunks}"
+    );
     assert_eq!(b.get(&k(1_500)), Some(&seen(1_500, 1)));
     assert_eq!(a.get(&k(1_500)), Some(&seen(1_500, 1_500)));
 }
