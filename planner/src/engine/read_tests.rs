@@ -26,6 +26,26 @@ struct CutApplier {
     stalled: Option<&'static str>,
 }
 
+impl CutApplier {
+    /// `records` records desired and held (in two pages, the second cut off while
+    /// `cut`), and the applier listing them.
+    fn with_records(
+        records: usize,
+        cut: bool,
+        stalled: Option<&'static str>,
+    ) -> (Vec<DesiredEntry>, CutApplier) {
+        let (entries, listed): (Vec<_>, Vec<_>) = (0..records).map(desired).unzip();
+        let half: Vec<Vec<pb::RrSet>> = listed.chunks(records / 2).map(|c| c.concat()).collect();
+        let fake = CutApplier {
+            pages: Arc::new([half[0].clone(), half[1].clone()]),
+            cut: Arc::new(AtomicBool::new(cut)),
+            applies: Arc::new(AtomicUsize::new(0)),
+            stalled,
+        };
+        (entries, fake)
+    }
+}
+
 #[tonic::async_trait]
 impl pb::applier_server::Applier for CutApplier {
     type ListRecordsStream = Answer<pb::ListRecordsResponse>;
@@ -159,14 +179,7 @@ async fn synced(e: &Engine, t: &crate::target::Target) -> Result<SyncSummary, Sy
 #[tokio::test]
 async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
     // Page one holds www0..www2, page two www3..www5: all desired and owned.
-    let (entries, listed): (Vec<_>, Vec<_>) = (0..6).map(desired).unzip();
-    let listed: Vec<Vec<pb::RrSet>> = listed.chunks(3).map(|c| c.concat()).collect();
-    let fake = CutApplier {
-        pages: Arc::new([listed[0].clone(), listed[1].clone()]),
-        cut: Arc::new(AtomicBool::new(true)),
-        applies: Arc::new(AtomicUsize::new(0)),
-        stalled: None,
-    };
+    let (entries, fake) = CutApplier::with_records(6, true, None);
     let (addr, served) = serve(&fake);
     let e = engine_at(addr, &["a"]);
     e.set_source("push", entries, Vec::new());
@@ -205,14 +218,7 @@ async fn a_read_cut_off_halfway_plans_nothing_and_keeps_the_last_view() {
 /// target's view is its own.
 #[tokio::test]
 async fn targets_holding_the_same_records_hold_them_once() {
-    let (entries, listed): (Vec<_>, Vec<_>) = (0..2_000).map(desired).unzip();
-    let listed: Vec<Vec<pb::RrSet>> = listed.chunks(1_000).map(|c| c.concat()).collect();
-    let fake = CutApplier {
-        pages: Arc::new([listed[0].clone(), listed[1].clone()]),
-        cut: Arc::new(AtomicBool::new(false)),
-        applies: Arc::new(AtomicUsize::new(0)),
-        stalled: None,
-    };
+    let (entries, fake) = CutApplier::with_records(2_000, false, None);
     let (addr, served) = serve(&fake);
     let e = engine_at(addr, &["a", "b", "c"]);
     e.set_source("push", entries, Vec::new());
@@ -265,14 +271,7 @@ async fn targets_holding_the_same_records_hold_them_once() {
 /// start with many targets, all of them went at once.)
 #[tokio::test]
 async fn a_read_that_receives_nothing_gives_its_turn_back() {
-    let (entries, listed): (Vec<_>, Vec<_>) = (0..6).map(desired).unzip();
-    let listed: Vec<Vec<pb::RrSet>> = listed.chunks(3).map(|c| c.concat()).collect();
-    let fake = CutApplier {
-        pages: Arc::new([listed[0].clone(), listed[1].clone()]),
-        cut: Arc::new(AtomicBool::new(false)),
-        applies: Arc::new(AtomicUsize::new(0)),
-        stalled: Some("stalled"),
-    };
+    let (entries, fake) = CutApplier::with_records(6, false, Some("stalled"));
     let (addr, served) = serve(&fake);
     let turns = super::turns::WHOLE_READS_AT_ONCE;
     let mut zones: Vec<ZoneConfig> = (0..turns)
