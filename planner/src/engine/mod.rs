@@ -372,6 +372,18 @@ impl Engine {
         self.zones.keys()
     }
 
+    /// An engine for `config` as the unit tests run one: no metrics registry, the
+    /// sole writer.
+    #[cfg(test)]
+    pub(crate) fn for_tests(config: PlannerConfig) -> Arc<Engine> {
+        Engine::new(
+            config,
+            PlannerMetrics::unregistered(),
+            LeaseHandle::sole_writer(),
+        )
+        .expect("an engine for the test's config")
+    }
+
     /// The targets of `zone` (none when it is not configured).
     fn targets_of<'a>(
         &'a self,

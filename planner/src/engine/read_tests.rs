@@ -3,9 +3,7 @@
 //! partial listing must be thrown away whole, not planned as if the rest were gone.
 use super::*;
 use crate::config::ZoneConfig;
-use crate::lease::LeaseHandle;
-use crate::metrics::PlannerMetrics;
-use crate::source::{DesiredEntry, Origin};
+use crate::source::DesiredEntry;
 use dnsplane_common::pb;
 use dnsplane_common::{RRSet, RecordKey, RecordType};
 use std::pin::Pin;
@@ -107,20 +105,7 @@ fn desired(i: usize) -> (DesiredEntry, Vec<pb::RrSet>) {
     let key = RecordKey::new(zone(), name.clone(), RecordType::A);
     let data = RRSet::new(key.clone(), 300, &[value.as_str()]).unwrap();
     let mark = crate::ownership::owner_record(&key, "dnsplane", "test").unwrap();
-    let entry = DesiredEntry {
-        name,
-        rtype: RecordType::A,
-        ttl: Some(300),
-        values: vec![value],
-        set: dnsplane_common::SetId::NONE,
-        properties: Vec::new(),
-        labels: Default::default(),
-        origin: Origin {
-            source: "push".into(),
-            location: format!("records[{i}]").into(),
-            resource: "test".into(),
-        },
-    };
+    let entry = crate::source::testing::pushed(name.as_str(), &value, Some(300), i);
     (entry, vec![(&data).into(), (&mark).into()])
 }
 
@@ -154,12 +139,7 @@ fn engine_for(addr: std::net::SocketAddr, zones: Vec<ZoneConfig>) -> Arc<Engine>
     let mut config = PlannerConfig::with_zones(zones);
     config.applier = format!("http://{addr}");
     config.validate().unwrap();
-    Engine::new(
-        config,
-        PlannerMetrics::unregistered(),
-        LeaseHandle::sole_writer(),
-    )
-    .unwrap()
+    Engine::for_tests(config)
 }
 
 /// A sync of `t`, retried while the server may still be starting (a refused

@@ -591,39 +591,20 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::config::{PlannerConfig, ZoneConfig};
-    use crate::lease::LeaseHandle;
-    use crate::metrics::PlannerMetrics;
-    use crate::source::{DesiredEntry, Origin};
-    use dnsplane_common::RecordType;
+    use crate::source::DesiredEntry;
 
     fn engine() -> std::sync::Arc<Engine> {
         let config = PlannerConfig::with_zones(vec![ZoneConfig::new(
             Name::parse("example.com").unwrap(),
             "a",
         )]);
-        Engine::new(
-            config,
-            PlannerMetrics::unregistered(),
-            LeaseHandle::sole_writer(),
-        )
-        .unwrap()
+        Engine::for_tests(config)
     }
 
     fn entries(n: usize) -> Vec<DesiredEntry> {
         (0..n)
-            .map(|i| DesiredEntry {
-                name: Name::parse(&format!("r{i}.example.com")).unwrap(),
-                rtype: RecordType::A,
-                ttl: None,
-                values: vec!["192.0.2.1".into()],
-                set: dnsplane_common::SetId::NONE,
-                properties: Vec::new(),
-                labels: Default::default(),
-                origin: Origin {
-                    source: "push".into(),
-                    location: format!("records[{i}]").into(),
-                    resource: "test".into(),
-                },
+            .map(|i| {
+                crate::source::testing::pushed(&format!("r{i}.example.com"), "192.0.2.1", None, i)
             })
             .collect()
     }

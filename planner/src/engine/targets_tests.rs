@@ -3,9 +3,7 @@
 use super::views::VIEW_LABEL;
 use super::*;
 use crate::config::ZoneConfig;
-use crate::lease::LeaseHandle;
-use crate::metrics::PlannerMetrics;
-use crate::source::{DesiredEntry, Origin};
+use crate::source::DesiredEntry;
 use crate::target::TargetError;
 use dnsplane_common::RecordType;
 
@@ -24,29 +22,11 @@ fn engine() -> Arc<Engine> {
         ZoneConfig::new(Name::parse("other.org").unwrap(), "a"),
     ]);
     config.validate().unwrap();
-    Engine::new(
-        config,
-        PlannerMetrics::unregistered(),
-        LeaseHandle::sole_writer(),
-    )
-    .unwrap()
+    Engine::for_tests(config)
 }
 
 fn entry(name: &str) -> DesiredEntry {
-    DesiredEntry {
-        name: Name::parse(name).unwrap(),
-        rtype: RecordType::A,
-        ttl: None,
-        values: vec!["192.0.2.1".into()],
-        set: dnsplane_common::SetId::NONE,
-        properties: Vec::new(),
-        labels: Default::default(),
-        origin: Origin {
-            source: "push".into(),
-            location: "records[0]".into(),
-            resource: "test".into(),
-        },
-    }
+    crate::source::testing::pushed(name, "192.0.2.1", None, 0)
 }
 
 #[tokio::test]
@@ -160,12 +140,7 @@ fn split_horizon() -> Arc<Engine> {
         },
     ]);
     config.validate().unwrap();
-    Engine::new(
-        config,
-        PlannerMetrics::unregistered(),
-        LeaseHandle::sole_writer(),
-    )
-    .unwrap()
+    Engine::for_tests(config)
 }
 
 fn entry_at(name: &str, value: &str, view: Option<&str>) -> DesiredEntry {

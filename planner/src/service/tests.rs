@@ -184,12 +184,7 @@ proptest! {
 /// use it too).
 pub(super) fn service(dir: &std::path::Path) -> PlannerService {
     let config = crate::config::PlannerConfig::with_zones(zones());
-    let engine = Engine::new(
-        config,
-        crate::metrics::PlannerMetrics::unregistered(),
-        crate::lease::LeaseHandle::sole_writer(),
-    )
-    .unwrap();
+    let engine = Engine::for_tests(config);
     engine.set_store(crate::store::DesiredStore::open(dir).unwrap());
     PlannerService::new(engine)
 }

@@ -221,6 +221,24 @@ pub(crate) mod testing {
             .collect()
     }
 
+    /// An A record at `name` with `value`, as the `i`th record of a push.
+    pub(crate) fn pushed(name: &str, value: &str, ttl: Option<u32>, i: usize) -> DesiredEntry {
+        DesiredEntry {
+            name: dnsplane_common::Name::parse(name).unwrap(),
+            rtype: dnsplane_common::RecordType::A,
+            ttl,
+            values: vec![value.to_string()],
+            set: dnsplane_common::SetId::NONE,
+            properties: Vec::new(),
+            labels: Default::default(),
+            origin: super::Origin {
+                source: "push".into(),
+                location: format!("records[{i}]").into(),
+                resource: "test".into(),
+            },
+        }
+    }
+
     pub(crate) fn entry(
         name: &str,
         rtype: &'static str,

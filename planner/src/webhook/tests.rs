@@ -17,12 +17,7 @@ struct Served {
 
 async fn serve(dir: &std::path::Path) -> Served {
     let config = PlannerConfig::with_zones(zones());
-    let engine = Engine::new(
-        config,
-        PlannerMetrics::unregistered(),
-        crate::lease::LeaseHandle::sole_writer(),
-    )
-    .unwrap();
+    let engine = Engine::for_tests(config);
     engine.set_store(crate::store::DesiredStore::open(dir).unwrap());
     engine.restore_pushes().unwrap();
     let hook = Webhook::new(
