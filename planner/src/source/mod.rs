@@ -25,6 +25,7 @@ pub mod dnsendpoint;
 pub mod file;
 pub mod kubernetes;
 pub mod labels;
+pub mod netbox;
 pub mod octodns;
 pub mod zonefile;
 pub mod zones;
