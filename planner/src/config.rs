@@ -15,7 +15,9 @@ mod zone;
 pub use audit::AuditConfig;
 pub use auth::AuthConfig;
 pub use safety::{SafetyConfig, SafetyMode, StateConfig};
-pub use source::{FileFormat, KubernetesSourceConfig, OutsideZones, SourceConfig};
+pub use source::{
+    FileFormat, KubernetesSourceConfig, NetboxSourceConfig, OutsideZones, SourceConfig,
+};
 pub use tls::{ApplierTlsConfig, TlsConfig};
 pub use zone::{AesKey, AesKeyFile, ConflictPolicy, ExternalDnsConfig, Merge, Policy, ZoneConfig};
 
@@ -405,6 +407,20 @@ impl PlannerConfig {
                         }
                     }
                 }
+                SourceConfig::Netbox(n) => {
+                    for p in [
+                        Some(&mut n.token_file),
+                        n.ca_file.as_mut(),
+                        n.webhook_secret_file.as_mut(),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        if p.is_relative() {
+                            *p = base.join(&*p);
+                        }
+                    }
+                }
             }
         }
         if let Some(a) = &mut config.audit
@@ -534,6 +550,10 @@ impl PlannerConfig {
             ));
         }
         for source in &self.sources {
+            if let SourceConfig::Netbox(n) = source {
+                crate::source::netbox::settings::check(n)
+                    .map_err(|e| format!("[[sources]] type = \"netbox\": {e}"))?;
+            }
             if let SourceConfig::Kubernetes(k) = source {
                 if k.kubeconfig.is_some() && k.api_server.is_some() {
                     return Err(

@@ -106,6 +106,10 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
                     )));
                 }
             }
+            // NetBox itself is reached at run time; its token, CA and secret now.
+            SourceConfig::Netbox(n) => {
+                netbox_parts(n, &config.zones)?;
+            }
         }
     }
     DesiredStore::open(&config.state_dir)?;
@@ -329,12 +333,15 @@ pub async fn run(
                     let _ = watcher.await;
                 });
             }
-            SourceConfig::Kubernetes(_) => {}
+            SourceConfig::Kubernetes(_) | SourceConfig::Netbox(_) => {}
         }
     }
     for source in &config.sources {
         if let SourceConfig::Kubernetes(k) = source {
             start_kubernetes_source(&engine, k, kube_metrics.clone(), work.clone()).await?;
+        }
+        if let SourceConfig::Netbox(n) = source {
+            start_netbox_source(&engine, n, work.clone()).await?;
         }
     }
     // Until it is the leader, the engine answers reads and sends nothing.
@@ -458,6 +465,89 @@ pub async fn run(
 /// Starts a Kubernetes source: not ready, and every zone's syncs held, until its first
 /// complete list; its snapshots into the engine; and, unless turned off, the status
 /// writer that reports each object's records back to it.
+/// A NetBox source and its webhook secret, as configured: `Err` names the file or
+/// setting that cannot be used.
+fn netbox_parts(
+    config: &config::NetboxSourceConfig,
+    zones: &[config::ZoneConfig],
+) -> Result<(source::netbox::NetboxSource, Option<Vec<u8>>), PlannerError> {
+    let refuse = |e: String| PlannerError::Config(format!("[[sources]] type = \"netbox\": {e}"));
+    source::netbox::settings::check(config).map_err(refuse)?;
+    let src = source::netbox::NetboxSource::new(config, zones).map_err(refuse)?;
+    let secret = match &config.webhook_secret_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| refuse(format!("webhook_secret_file {}: {e}", path.display())))?;
+            let secret = dnsplane_common::secret::trimmed(&text).ok_or_else(|| {
+                refuse(format!(
+                    "webhook_secret_file {}: the file holds no secret",
+                    path.display()
+                ))
+            })?;
+            Some(secret.as_bytes().to_vec())
+        }
+        None => None,
+    };
+    Ok((src, secret))
+}
+
+/// Starts a NetBox source: its webhook receiver, and the reads whose records the
+/// engine takes. Zones wait for its first complete read.
+async fn start_netbox_source(
+    engine: &Arc<Engine>,
+    config: &config::NetboxSourceConfig,
+    work: CancellationToken,
+) -> Result<(), PlannerError> {
+    use source::netbox::{self, webhook};
+    let (src, secret) = netbox_parts(config, &engine.config().zones)?;
+    let name = src.store_key().to_string();
+    engine.set_source_views(&name, config.views.clone());
+    engine.await_first_load(&name);
+    engine.set_source_readiness(&name, vec!["waiting for the first complete read".into()]);
+    engine.set_source_parts(&name, src.parts());
+    let (events_tx, events_rx) = tokio::sync::mpsc::channel(netbox::EVENT_QUEUE);
+    if let (Some(addr), Some(secret)) = (config.webhook_listen, secret) {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| PlannerError::WebhookListen { addr, source })?;
+        let receiver = Arc::new(webhook::Receiver::new(
+            secret,
+            events_tx,
+            src.overflow_flag(),
+            &name,
+        ));
+        let stop = work.clone();
+        engine.spawn(async move {
+            if let Err(e) = receiver.serve(listener, stop).await {
+                tracing::error!(error = %e, "The NetBox webhook receiver stopped.");
+            }
+        });
+    }
+    // One update waiting at most: each holds every record of the source.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<netbox::Update>(1);
+    engine.spawn(src.run(events_rx, tx, work));
+    let engine_ = engine.clone();
+    engine.spawn(async move {
+        let mut first = true;
+        while let Some(update) = rx.recv().await {
+            if let Some(snapshot) = update.snapshot {
+                events::DesiredStateChanged {
+                    source: &name,
+                    records: snapshot.entries.len(),
+                    errors: snapshot.errors.len(),
+                    initial: std::mem::take(&mut first),
+                }
+                .emit();
+                // Entries before readiness: the first ready update lets the zones plan
+                // only once its records are in the index.
+                engine_.set_source(&name, snapshot.entries, snapshot.errors);
+            }
+            engine_.set_source_readiness(&name, update.unready);
+        }
+    });
+    Ok(())
+}
+
 async fn start_kubernetes_source(
     engine: &Arc<Engine>,
     config: &config::KubernetesSourceConfig,

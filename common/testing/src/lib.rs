@@ -7,7 +7,8 @@
 //! Kubernetes API server ([`kube_api`]: DNSEndpoints, Services, Ingresses, the Gateway
 //! API's routes, Events…) that prunes, defaults and validates by CRDs' structural
 //! schemas as a real one does ([`crd`]), and the real `kubectl` pointed at it
-//! ([`kubectl`]).
+//! ([`kubectl`]), the real NetBox `tests/run-all.sh` starts ([`netbox`]), and a
+//! fault-injecting HTTP proxy to put in front of it ([`http_fault`]).
 //!
 //! It depends only on `dnsplane-common`, so every crate's integration tests and the
 //! cross-service tests can use it. (A crate's own unit tests cannot depend on a crate
@@ -16,8 +17,10 @@
 pub mod certs;
 pub mod crd;
 pub mod docs;
+pub mod http_fault;
 pub mod kube_api;
 pub mod kubectl;
+pub mod netbox;
 pub mod otlp;
 pub mod proto_json;
 pub mod records;

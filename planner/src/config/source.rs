@@ -27,6 +27,9 @@ pub enum SourceConfig {
     /// external-dns `DNSEndpoint` objects read from the Kubernetes API (list, then
     /// watch), each object's result written back to its status.
     Kubernetes(Box<KubernetesSourceConfig>),
+    /// IPAM's IP addresses in a NetBox, read whole every `full_read_interval` and
+    /// object by object on NetBox's webhooks.
+    Netbox(Box<NetboxSourceConfig>),
 }
 
 impl SourceConfig {
@@ -35,6 +38,7 @@ impl SourceConfig {
         match self {
             SourceConfig::File { views, .. } => views,
             SourceConfig::Kubernetes(k) => &k.views,
+            SourceConfig::Netbox(n) => &n.views,
         }
     }
 }
@@ -153,6 +157,71 @@ fn default_status_interval() -> Duration {
 }
 fn default_true() -> bool {
     true
+}
+
+/// `[[sources]] type = "netbox"`: which NetBox, which addresses, and where its
+/// webhooks arrive.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NetboxSourceConfig {
+    /// The source's name, needed when several NetBox sources feed one planner: each
+    /// source's records and status go under `netbox@<name>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The views this source feeds (empty: every view); see `[[zones]] view`.
+    #[serde(default)]
+    pub views: Vec<String>,
+    /// NetBox's URL (`https://netbox.example.com`).
+    pub url: String,
+    /// An API token allowed to read IPAM (a v2 `nbt_…` token or a v1 one), re-read as
+    /// it rotates.
+    pub token_file: PathBuf,
+    /// The CA bundle (PEM) NetBox's certificate is checked against.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Read IPAM's IP addresses: each with a `dns_name` gives an A or AAAA record.
+    #[serde(default = "default_true")]
+    pub ipam: bool,
+    /// The statuses of the addresses taken.
+    #[serde(default = "default_statuses")]
+    pub statuses: Vec<String>,
+    /// Only addresses in these VRFs (by name; `global` for none). Empty: every VRF.
+    #[serde(default)]
+    pub vrfs: Vec<String>,
+    /// Only addresses of these tenants (by slug). Empty: every tenant and none.
+    #[serde(default)]
+    pub tenants: Vec<String>,
+    /// Only addresses with at least one of these tags (by slug). Empty: every address.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Where NetBox's webhooks are received (`127.0.0.1:8090`); none: full reads only.
+    #[serde(default)]
+    pub webhook_listen: Option<std::net::SocketAddr>,
+    /// The webhooks' secret: a webhook whose `X-Hook-Signature` is not its HMAC is
+    /// refused (401). Needed with `webhook_listen`.
+    #[serde(default)]
+    pub webhook_secret_file: Option<PathBuf>,
+    /// How often everything is read again, whatever webhooks came: a webhook that
+    /// never arrives costs this much freshness, never correctness.
+    #[serde(with = "humantime_serde", default = "default_full_read_interval")]
+    pub full_read_interval: Duration,
+    /// How long one request to NetBox may take.
+    #[serde(with = "humantime_serde", default = "default_request_timeout")]
+    pub request_timeout: Duration,
+    /// An address whose name falls in no configured zone: `error` (reported) or
+    /// `ignore` (left out: one NetBox fed to several planners of different zones).
+    #[serde(default)]
+    pub outside_zones: OutsideZones,
+}
+
+fn default_statuses() -> Vec<String> {
+    vec!["active".to_string()]
+}
+fn default_full_read_interval() -> Duration {
+    Duration::from_secs(600)
+}
+fn default_request_timeout() -> Duration {
+    Duration::from_secs(30)
 }
 
 /// `[[sources]] outside_zones`: what a name in no configured zone means.

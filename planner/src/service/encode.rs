@@ -113,6 +113,7 @@ pub fn status_to_pb(s: &Snapshot) -> pb::PlannerStatus {
                         name: p.name.clone(),
                         ready: p.ready,
                         reason: p.reason.clone(),
+                        detail: p.detail.clone(),
                     })
                     .collect(),
             })

@@ -12,6 +12,10 @@
 //! - [`kubernetes`]: DNSEndpoint objects listed and watched in the Kubernetes API,
 //!   kept last-good per object, their results written to their status;
 //! - [`labels`]: an endpoint's labels, metadata kept beside a record, never planned;
+//! - [`header_file`]: a token file sent as an `Authorization` header, re-read as it
+//!   rotates;
+//! - [`netbox`]: IPAM's IP addresses in NetBox, read whole and on its webhooks, kept
+//!   last-good per address;
 //! - [`octodns`]: octoDNS's YAML zone files (one per zone), read and written;
 //! - [`zones`]: each endpoint checked against the configured zones before its object
 //!   is accepted (a name in no zone is an error, not a deletion);
@@ -23,6 +27,7 @@ use std::sync::Arc;
 
 pub mod dnsendpoint;
 pub mod file;
+pub mod header_file;
 pub mod kubernetes;
 pub mod labels;
 pub mod netbox;
@@ -192,6 +197,9 @@ pub struct SourcePart {
     pub ready: bool,
     /// Why it is not ready (the API's answer, with the fix), or empty.
     pub reason: String,
+    /// What it last did, ready or not (`last full read 2026-11-30T13:00:00Z: 1000
+    /// addresses in 1 request`), or empty.
+    pub detail: String,
 }
 
 /// A source's parts as it updates them.

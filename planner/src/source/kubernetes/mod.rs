@@ -77,7 +77,7 @@ pub async fn client(config: &KubernetesSourceConfig) -> Result<kube::Client, Kub
         c.root_cert_file = config.ca_file.clone();
         // Read here, trimmed ([`token`]), not by kube.
         if let Some(path) = &config.token_file {
-            bearer = Some(Arc::new(token::BearerFile::new(path)?));
+            bearer = Some(Arc::new(token::bearer_file(path)?));
         }
         c
     } else if let Some(path) = &config.kubeconfig {

@@ -332,6 +332,7 @@ impl Progress {
                     name: w.describe(),
                     ready,
                     reason,
+                    detail: String::new(),
                 }
             })
             .collect()

@@ -1,5 +1,8 @@
 //! NetBox's REST API, as the source reads it.
+use crate::source::header_file::HeaderFile;
 use serde::de::DeserializeOwned;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What went wrong reading NetBox; the read it belonged to is not used.
@@ -50,31 +53,56 @@ const MAX_PAGES: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct NetboxClient {
     base: String,
-    token: String,
+    token: Arc<HeaderFile>,
     http: reqwest::Client,
 }
 
+/// How NetBox 4.7 wants a token sent: a v2 token (`nbt_<key>.<token>`) as `Bearer`,
+/// a v1 token (40 hex digits) as `Token`.
+pub fn scheme(token: &str) -> &'static str {
+    if token.starts_with("nbt_") {
+        "Bearer "
+    } else {
+        "Token "
+    }
+}
+
 impl NetboxClient {
-    /// `base` is NetBox's URL (`https://netbox.example.com`); `token` a v2 token
-    /// (`nbt_<key>.<token>`) or a v1 one, sent as NetBox 4.7 expects each.
-    pub fn new(base: &str, token: &str, timeout: Duration) -> Result<NetboxClient, reqwest::Error> {
-        let http = reqwest::Client::builder()
+    /// `base` is NetBox's URL (`https://netbox.example.com`); `ca_file` the CA bundle
+    /// (PEM) its certificate is checked against instead of the system's roots.
+    pub fn new(
+        base: &str,
+        token: Arc<HeaderFile>,
+        ca_file: Option<&Path>,
+        timeout: Duration,
+    ) -> Result<NetboxClient, String> {
+        let mut http = reqwest::Client::builder()
             .timeout(timeout)
-            .connect_timeout(timeout)
-            .build()?;
+            .connect_timeout(timeout);
+        if let Some(path) = ca_file {
+            let pem =
+                std::fs::read(path).map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "ca_file {}: no PEM certificate in it",
+                    path.display()
+                ));
+            }
+            http = http.tls_certs_only(certs);
+        }
+        let http = http.build().map_err(|e| format!("the HTTP client: {e}"))?;
         Ok(NetboxClient {
             base: base.trim_end_matches('/').to_string(),
-            token: token.to_string(),
+            token,
             http,
         })
     }
 
-    fn authorization(&self) -> String {
-        if self.token.starts_with("nbt_") {
-            format!("Bearer {}", self.token)
-        } else {
-            format!("Token {}", self.token)
-        }
+    /// NetBox's URL, without a final `/`.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     /// Every object of the list at `path` (`/api/ipam/ip-addresses/`) with `query`.
@@ -84,14 +112,15 @@ impl NetboxClient {
     /// page skips one that still exists, and a skipped address reads as a record to
     /// delete. By id, every object that exists throughout the read is read. Whole or an
     /// error: a failed page fails the read.
-    pub async fn list_all<T: DeserializeOwned + HasId>(
+    /// Also says how many requests the read took.
+    pub async fn list_all_counted<T: DeserializeOwned + HasId>(
         &self,
         path: &str,
         query: &[(String, String)],
-    ) -> Result<Vec<T>, NetboxError> {
+    ) -> Result<(Vec<T>, usize), NetboxError> {
         let base = format!("{}{path}", self.base);
         let mut all: Vec<T> = Vec::new();
-        for _ in 0..MAX_PAGES {
+        for requests in 1..=MAX_PAGES {
             let mut url = reqwest::Url::parse(&base).map_err(|e| NetboxError::Url {
                 url: base.clone(),
                 problem: e.to_string(),
@@ -109,7 +138,7 @@ impl NetboxClient {
             let more = page.next.is_some() && !page.results.is_empty();
             all.extend(page.results);
             if !more {
-                return Ok(all);
+                return Ok((all, requests));
             }
         }
         Err(NetboxError::Loop {
@@ -136,7 +165,7 @@ impl NetboxClient {
         let resp = self
             .http
             .get(url)
-            .header(reqwest::header::AUTHORIZATION, self.authorization())
+            .header(reqwest::header::AUTHORIZATION, self.token.header())
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await

@@ -1,6 +1,14 @@
 //! IPAM's IP addresses as records: an address with a `dns_name` is an A (IPv4) or AAAA
 //! (IPv6) record at that name, in the zone that holds the name.
+//!
+//! Each address is kept last-good, as every other source keeps its objects: an
+//! address edited into something that cannot be a record (a name DNS refuses, a name in
+//! no zone) keeps the record it was last accepted with, and the error says so. A typo
+//! in NetBox's UI must not delete a host's name from DNS; an address that is deleted,
+//! filtered out (its status no longer `active`) or whose `dns_name` is emptied does
+//! lose its record: that is what its owner asked for.
 use super::client::HasId;
+use crate::source::zones::{Verdict, ZoneCheck};
 use crate::source::{DesiredEntry, Origin, SourceError};
 use dnsplane_common::{Name, RecordType};
 use std::collections::BTreeMap;
@@ -51,9 +59,9 @@ pub struct Tag {
     pub slug: String,
 }
 
-/// Which addresses give records (`[sources.netbox]`'s IPAM filters). Empty lists
-/// take every VRF, tenant or tag.
-#[derive(Debug, Clone)]
+/// Which addresses give records (the source's IPAM filters). Empty lists take every
+/// VRF, tenant or tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IpamFilter {
     /// Statuses taken; `active` by default.
     pub statuses: Vec<String>,
@@ -87,93 +95,190 @@ impl IpamFilter {
                     .is_some_and(|t| self.tenants.contains(&t.slug)))
             && (self.tags.is_empty() || a.tags.iter().any(|t| self.tags.contains(&t.slug)))
     }
+
+    /// The query that narrows a full read on NetBox's side. Only filters whose
+    /// meaning there is exactly this filter's are sent (NetBox's `tag=a&tag=b` means
+    /// both tags, this filter's either): every address read is checked here again, so
+    /// a narrower list could only drop addresses, and a dropped address would read as
+    /// a record to delete.
+    pub fn query(&self) -> Vec<(String, String)> {
+        let mut q: Vec<(String, String)> = Vec::new();
+        q.extend(self.statuses.iter().map(|s| ("status".into(), s.clone())));
+        q.extend(self.tenants.iter().map(|t| ("tenant".into(), t.clone())));
+        if let [tag] = self.tags.as_slice() {
+            q.push(("tag".into(), tag.clone()));
+        }
+        q
+    }
 }
 
-/// The records `addresses` ask for, and an error for each address that cannot be one.
-///
-/// Several addresses naming one (name, type): where `merges(name)` (the zone's `merge
-/// = "union"`), one RRSet of all their addresses; else the lowest id's address, and a
-/// collision error for each other one. By id, so the choice never flaps between reads.
-pub fn entries(
-    addresses: &[IpAddress],
-    filter: &IpamFilter,
-    merges: impl Fn(&Name) -> bool,
-) -> (Vec<DesiredEntry>, Vec<SourceError>) {
-    let mut sets: BTreeMap<(Name, RecordType), (Vec<String>, Vec<u64>)> = BTreeMap::new();
-    let mut errors = Vec::new();
-    let source: Arc<str> = Arc::from("netbox");
-    let mut taken: Vec<&IpAddress> = addresses
-        .iter()
-        .filter(|a| filter.takes(a) && !a.dns_name.trim().is_empty())
-        .collect();
-    taken.sort_by_key(|a| a.id);
-    for a in taken {
-        let error = |message: String| SourceError {
-            source: "netbox".into(),
-            location: format!("ipam/ip-addresses/{}", a.id),
-            record: a.dns_name.clone(),
+/// The record one address asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wanted {
+    name: Name,
+    rtype: RecordType,
+    value: String,
+}
+
+/// The source's addresses: NetBox's latest version of each, and the record each was
+/// last accepted with.
+#[derive(Debug, Default)]
+pub struct Addresses {
+    current: BTreeMap<u64, IpAddress>,
+    accepted: BTreeMap<u64, Wanted>,
+}
+
+impl Addresses {
+    /// A complete read replaces every address: those it lacks are gone.
+    pub fn replace_all(&mut self, read: Vec<IpAddress>) {
+        self.current = read.into_iter().map(|a| (a.id, a)).collect();
+    }
+
+    /// One address as NetBox now has it.
+    pub fn put(&mut self, a: IpAddress) {
+        self.current.insert(a.id, a);
+    }
+
+    /// An address NetBox no longer has.
+    pub fn remove(&mut self, id: u64) {
+        self.current.remove(&id);
+    }
+
+    /// Addresses held (every status: the filter applies when records are made).
+    pub fn len(&self) -> usize {
+        self.current.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.current.is_empty()
+    }
+
+    /// The records the addresses ask for, and an error for each address that cannot
+    /// be one (with the record it keeps, if it was accepted before).
+    ///
+    /// Several addresses naming one (name, type): where `merges(name)` (the zone's
+    /// `merge = "union"`), one RRSet of all their addresses; else the lowest id's, and
+    /// a collision error for each other one. By id, so the choice never flaps.
+    /// `ui` is NetBox's URL: each record's location is its address's page there.
+    pub fn records(
+        &mut self,
+        filter: &IpamFilter,
+        zones: &ZoneCheck,
+        merges: impl Fn(&Name) -> bool,
+        ui: &str,
+    ) -> (Vec<DesiredEntry>, Vec<SourceError>) {
+        let mut errors = Vec::new();
+        let error = |id: u64, record: &str, message: String| SourceError {
+            source: super::SOURCE_KIND.into(),
+            location: format!("{ui}/ipam/ip-addresses/{id}/"),
+            record: record.to_string(),
             message,
         };
-        let name = match Name::parse(&a.dns_name) {
-            Ok(n) => n,
-            Err(e) => {
-                errors.push(error(format!("dns_name is not a valid name: {e}")));
+        let accepted = &mut self.accepted;
+        accepted.retain(|id, _| self.current.contains_key(id));
+        for a in self.current.values() {
+            if !filter.takes(a) || a.dns_name.trim().is_empty() {
+                accepted.remove(&a.id);
                 continue;
             }
-        };
-        let ip = a.address.split('/').next().unwrap_or_default();
-        let (rtype, value) = match ip.parse::<IpAddr>() {
-            Ok(IpAddr::V4(v4)) => (RecordType::A, v4.to_string()),
-            Ok(IpAddr::V6(v6)) => (RecordType::Aaaa, v6.to_string()),
-            Err(_) => {
-                errors.push(error(format!(
-                    "address {:?} is not an IP address",
-                    a.address
-                )));
-                continue;
-            }
-        };
-        let merge = merges(&name);
-        let (values, ids) = sets.entry((name, rtype)).or_default();
-        match ids.first() {
-            Some(first) if !merge && values.first() != Some(&value) => {
-                errors.push(error(format!(
-                    "{rtype} {value} collides with ipam/ip-addresses/{first}, which names it \
-                     first (the zone does not merge record sets)"
-                )));
-            }
-            _ => {
-                values.push(value);
-                ids.push(a.id);
+            match wanted(a, zones) {
+                Ok(Some(w)) => {
+                    accepted.insert(a.id, w);
+                }
+                Ok(None) => {
+                    accepted.remove(&a.id);
+                }
+                Err(why) => {
+                    let kept = accepted.get(&a.id).map_or(String::new(), |w| {
+                        format!(
+                            "; its last accepted record, {} {} {}, is kept",
+                            w.name, w.rtype, w.value
+                        )
+                    });
+                    errors.push(error(a.id, &a.dns_name, format!("{why}{kept}")));
+                }
             }
         }
-    }
-    let entries = sets
-        .into_iter()
-        .map(|((name, rtype), (mut values, mut ids))| {
-            values.sort();
-            values.dedup();
-            ids.sort_unstable();
-            let resource = ids
-                .iter()
-                .map(|id| format!("ipam/ip-addresses/{id}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            DesiredEntry {
-                name,
-                rtype,
-                ttl: None,
-                values,
-                set: dnsplane_common::SetId::NONE,
-                properties: Vec::new(),
-                labels: Default::default(),
-                origin: Origin {
-                    source: source.clone(),
-                    location: Arc::from(resource.as_str()),
-                    resource: Arc::from(resource.as_str()),
-                },
+        let mut sets: BTreeMap<(Name, RecordType), (Vec<String>, Vec<u64>)> = BTreeMap::new();
+        for (id, w) in accepted.iter() {
+            let (values, ids) = sets.entry((w.name.clone(), w.rtype)).or_default();
+            match ids.first() {
+                Some(first) if !merges(&w.name) && values.first() != Some(&w.value) => {
+                    errors.push(error(
+                        *id,
+                        &format!("{} {}", w.name, w.rtype),
+                        format!(
+                            "{} collides with ipam/ip-addresses/{first}, which names it \
+                             first (the zone does not merge record sets)",
+                            w.value
+                        ),
+                    ));
+                }
+                _ => {
+                    values.push(w.value.clone());
+                    ids.push(*id);
+                }
             }
-        })
-        .collect();
-    (entries, errors)
+        }
+        let source: Arc<str> = Arc::from(super::SOURCE_KIND);
+        let entries = sets
+            .into_iter()
+            .map(|((name, rtype), (mut values, ids))| {
+                values.sort();
+                values.dedup();
+                let resource = ids
+                    .iter()
+                    .map(|id| format!("ipam/ip-addresses/{id}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                DesiredEntry {
+                    name,
+                    rtype,
+                    ttl: None,
+                    values,
+                    set: dnsplane_common::SetId::NONE,
+                    properties: Vec::new(),
+                    labels: Default::default(),
+                    origin: Origin {
+                        source: source.clone(),
+                        location: Arc::from(format!("{ui}/ipam/ip-addresses/{}/", ids[0])),
+                        resource: Arc::from(resource.as_str()),
+                    },
+                }
+            })
+            .collect();
+        (entries, errors)
+    }
+}
+
+/// The record `a` asks for: `None` when its name is in no zone and the source ignores
+/// such names; `Err` why it cannot be one.
+fn wanted(a: &IpAddress, zones: &ZoneCheck) -> Result<Option<Wanted>, String> {
+    let name =
+        Name::parse(a.dns_name.trim()).map_err(|e| format!("dns_name is not a valid name: {e}"))?;
+    let ip = a.address.split('/').next().unwrap_or_default();
+    let (rtype, value) = match ip.parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => (RecordType::A, v4.to_string()),
+        Ok(IpAddr::V6(v6)) => (RecordType::Aaaa, v6.to_string()),
+        Err(_) => return Err(format!("address {:?} is not an IP address", a.address)),
+    };
+    let entry = DesiredEntry {
+        name: name.clone(),
+        rtype,
+        ttl: None,
+        values: vec![value.clone()],
+        set: dnsplane_common::SetId::NONE,
+        properties: Vec::new(),
+        labels: Default::default(),
+        origin: Origin {
+            source: Arc::from(super::SOURCE_KIND),
+            location: Arc::from(""),
+            resource: Arc::from(""),
+        },
+    };
+    match zones.check(&entry) {
+        Verdict::Fine => Ok(Some(Wanted { name, rtype, value })),
+        Verdict::Ignore => Ok(None),
+        Verdict::Refuse(why) => Err(why),
+    }
 }

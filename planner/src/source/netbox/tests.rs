@@ -1,116 +1,156 @@
-//! The NetBox source against a real NetBox (`tests/tools/netbox.sh start DIR`, then
-//! `DNSPLANE_NETBOX_URL` and `DNSPLANE_NETBOX_TOKEN`): skipped without one, failed
-//! without one under `DNSPLANE_REQUIRE_SERVERS=1`.
-use super::client::{NetboxClient, NetboxError};
-use super::ipam::{self, IpAddress, IpamFilter};
+//! The NetBox source against the real NetBox of `tests/run-all.sh`, through a
+//! fault-injecting proxy: reads are whole or kept, and a webhook re-reads one address.
+//! Skipped without a NetBox; failed without one under `DNSPLANE_REQUIRE_SERVERS=1`.
+use super::webhook::Event;
+use super::{NetboxSource, Update};
+use crate::config::{NetboxSourceConfig, ZoneConfig};
+use dnsplane_common::Name;
+use dnsplane_testing::http_fault::{Fault, FaultProxy};
+use dnsplane_testing::netbox::NetBox;
 use std::time::Duration;
+use tokio::sync::mpsc;
 
-fn netbox() -> Option<(String, String)> {
-    match (
-        std::env::var("DNSPLANE_NETBOX_URL"),
-        std::env::var("DNSPLANE_NETBOX_TOKEN"),
-    ) {
-        (Ok(u), Ok(t)) => Some((u, t)),
-        _ => {
-            assert!(
-                std::env::var_os("DNSPLANE_REQUIRE_SERVERS").is_none(),
-                "no NetBox: set DNSPLANE_NETBOX_URL and DNSPLANE_NETBOX_TOKEN (tests/tools/netbox.sh start DIR)"
-            );
-            None
+/// Waits for the source's next update with records (or readiness only, `records`
+/// false), up to 60 s.
+async fn next(rx: &mut mpsc::Receiver<Update>, records: bool) -> Update {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let u = rx.recv().await.expect("the source runs");
+            if u.snapshot.is_some() == records {
+                return u;
+            }
         }
-    }
+    })
+    .await
+    .expect("an update within 60 s")
 }
 
-async fn call(
-    url: &str,
-    token: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: serde_json::Value,
-) -> serde_json::Value {
-    let resp = reqwest::Client::new()
-        .request(method, format!("{url}{path}"))
-        .header("Authorization", format!("Bearer {token}"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    let text = resp.text().await.unwrap();
-    assert!(status.is_success(), "{path}: {status}: {text}");
-    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
-}
-
-/// 2,500 addresses (three pages), some filtered, one with a bad name, two naming one
-/// host: read whole, by id; the records as NetBox holds them.
-#[tokio::test]
-async fn addresses_become_records_read_whole_by_id() {
-    let Some((url, token)) = netbox() else { return };
+/// 2,100 addresses (three pages) read whole by id; a page that fails halfway, and a
+/// token NetBox refuses, keep the last complete read and make the source not ready;
+/// a webhook's address is read again alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_are_whole_or_kept_and_a_webhook_rereads_one_address() {
+    let Some(nb) = NetBox::find() else { return };
     let run = std::process::id();
-    let tag = format!("t{run}");
-    call(
-        &url,
-        &token,
-        reqwest::Method::POST,
-        "/api/extras/tags/",
-        serde_json::json!({"name": tag, "slug": tag}),
-    )
-    .await;
-    let mut objects: Vec<serde_json::Value> = (0..2_500)
-        .map(|i| {
-            serde_json::json!({
-                "address": format!("10.{}.{}.{}/16", run % 200, i / 250, i % 250 + 1),
-                "dns_name": format!("h{i}.r{run}.example.com"),
-                "status": if i % 100 == 7 { "reserved" } else { "active" },
-                "tags": [{"slug": tag}],
-            })
-        })
-        .collect();
-    // NetBox takes a label longer than DNS allows (its check is on characters only).
-    let long = format!("{}.example.com", "a".repeat(64));
-    objects[3]["dns_name"] = serde_json::json!(long);
-    objects[4]["dns_name"] = serde_json::json!(format!("h5.r{run}.example.com"));
-    call(
-        &url,
-        &token,
-        reqwest::Method::POST,
-        "/api/ipam/ip-addresses/",
-        serde_json::Value::Array(objects),
-    )
-    .await;
+    let tag = format!("unit{run}");
+    nb.tag(&tag).await;
+    let zone = format!("u{run}.example.com");
+    nb.seed(
+        2_100,
+        std::net::Ipv4Addr::new(10, 200, (run % 200) as u8, 0),
+        &format!("h{{i}}.{zone}"),
+        &tag,
+    );
+    let proxy = FaultProxy::start(&nb.url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{}\n", nb.token)).unwrap();
+    let config = NetboxSourceConfig {
+        url: proxy.url().to_string(),
+        token_file: token.clone(),
+        tags: vec![tag.clone()],
+        ..serde_json::from_value(serde_json::json!({"url": "", "token_file": ""})).unwrap()
+    };
+    let zones = [ZoneConfig::new(Name::parse(&zone).unwrap(), "pdns")];
+    let mut source = NetboxSource::new(&config, &zones).unwrap();
+    source.interval = Duration::from_millis(300);
+    let parts = source.parts();
+    let (events_tx, events_rx) = mpsc::channel(16);
+    let (tx, mut rx) = mpsc::channel(1);
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(source.run(events_rx, tx, stop.clone()));
 
-    let client = NetboxClient::new(&url, &token, Duration::from_secs(30)).unwrap();
-    let query = vec![("tag".to_string(), tag.clone())];
-    let all: Vec<IpAddress> = client
-        .list_all("/api/ipam/ip-addresses/", &query)
+    let first = next(&mut rx, true).await;
+    let snapshot = first.snapshot.unwrap();
+    assert_eq!(snapshot.entries.len(), 2_100, "{:?}", snapshot.errors);
+    assert!(first.unready.is_empty());
+    let lists: Vec<String> = proxy
+        .requests()
+        .into_iter()
+        .filter(|r| r.starts_with("GET /api/ipam/ip-addresses/?"))
+        .collect();
+    assert_eq!(lists.len(), 3, "three pages of 1,000: {lists:?}");
+    assert!(
+        lists[1].contains("id__gt=") && lists[1].contains("ordering=id"),
+        "{lists:?}"
+    );
+    let detail = parts.lock().unwrap()[0].detail.clone();
+    assert!(detail.contains("2100 addresses in 3 requests"), "{detail}");
+
+    // The second page fails: the read is not used, the source says why.
+    proxy.set(Fault::After { n: 1, status: 502 });
+    let failed = next(&mut rx, false).await;
+    assert_eq!(failed.unready.len(), 1);
+    assert!(
+        failed.unready[0].contains("last complete read is kept")
+            && failed.unready[0].contains("502"),
+        "{:?}",
+        failed.unready
+    );
+    assert!(!parts.lock().unwrap()[0].ready);
+
+    // A token NetBox refuses (403): the same.
+    proxy.set(Fault::None);
+    let ready = next(&mut rx, true).await;
+    assert!(ready.unready.is_empty(), "{:?}", ready.unready);
+    assert_eq!(ready.snapshot.unwrap().entries.len(), 2_100);
+    std::fs::write(&token, "nbt_nope.nope\n").unwrap();
+    // (The token file is read again at most once a minute: a new source reads it now.)
+    let mut refused = NetboxSource::new(&config, &zones).unwrap();
+    assert!(
+        refused
+            .full_read()
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("403")
+    );
+    std::fs::write(&token, format!("{}\n", nb.token)).unwrap();
+
+    // A webhook names one address: it alone is read again.
+    let all = nb.addresses(&tag).await;
+    let (id, _, _) = &all[7];
+    nb.ok(
+        "PATCH",
+        &format!("/api/ipam/ip-addresses/{id}/"),
+        Some(serde_json::json!({"dns_name": format!("renamed.{zone}")})),
+    )
+    .await;
+    let before = proxy.requests().len();
+    events_tx
+        .send(Event::Address {
+            id: *id,
+            deleted: false,
+        })
         .await
         .unwrap();
-    assert_eq!(all.len(), 2_500);
-    assert!(all.windows(2).all(|w| w[0].id < w[1].id), "read by id");
-
-    let (entries, errors) = ipam::entries(&all, &IpamFilter::default(), |_| false);
-    // 25 reserved skipped, one bad name, and h4 collides with h5 (not merged).
-    assert_eq!(entries.len(), 2_500 - 25 - 1 - 1, "{errors:?}");
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    let renamed = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let u = next(&mut rx, true).await;
+            let s = u.snapshot.unwrap();
+            if s.entries
+                .iter()
+                .any(|e| e.name.as_str() == format!("renamed.{zone}."))
+            {
+                return s;
+            }
+        }
+    })
+    .await
+    .expect("the renamed address");
+    assert_eq!(renamed.entries.len(), 2_100);
     assert!(
-        errors
+        !renamed
+            .entries
             .iter()
-            .any(|e| e.record == long && e.message.contains("not a valid name"))
+            .any(|e| e.name.as_str() == format!("h7.{zone}."))
     );
-    assert!(errors.iter().any(|e| e.message.contains("collides with")));
-    let (merged, errors) = ipam::entries(&all, &IpamFilter::default(), |_| true);
-    assert_eq!(merged.len(), 2_500 - 25 - 1 - 1);
-    assert_eq!(errors.len(), 1);
-    let h5 = merged
-        .iter()
-        .find(|e| e.name.as_str() == format!("h5.r{run}.example.com."))
-        .unwrap();
-    assert_eq!(h5.values.len(), 2, "{h5:?}");
-
-    // A token NetBox refuses: an error, never an empty read.
-    let bad = NetboxClient::new(&url, "nbt_nope.nope", Duration::from_secs(30)).unwrap();
-    let r = bad
-        .list_all::<IpAddress>("/api/ipam/ip-addresses/", &query)
-        .await;
-    assert!(matches!(r, Err(NetboxError::Status { .. })), "{r:?}");
+    assert!(
+        proxy.requests()[before..]
+            .iter()
+            .any(|r| r == &format!("GET /api/ipam/ip-addresses/{id}/")),
+        "read alone: {:?}",
+        &proxy.requests()[before..]
+    );
+    stop.cancel();
 }

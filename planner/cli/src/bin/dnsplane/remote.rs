@@ -300,16 +300,21 @@ fn print_status(doc: &view::Status, s: &pb::PlannerStatus, out: Output) {
     // A source with parts (a Kubernetes source's kinds): every part, ready or not.
     for src in doc.sources.iter().filter(|src| !src.parts.is_empty()) {
         for p in &src.parts {
+            let detail = if p.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", p.detail)
+            };
             if p.ready {
                 println!(
-                    "source {} {}: {}",
+                    "source {} {}: {}{detail}",
                     src.name,
                     p.name,
                     out.paint("ready", Tone::Good)
                 );
             } else {
                 println!(
-                    "source {} {}: {}: {} (its last accepted records are kept)",
+                    "source {} {}: {}: {} (its last accepted records are kept){detail}",
                     src.name,
                     p.name,
                     out.paint("NOT READY", Tone::Bad),

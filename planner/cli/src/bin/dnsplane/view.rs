@@ -379,6 +379,9 @@ pub struct SourcePart {
     pub name: String,
     pub ready: bool,
     pub reason: String,
+    /// What the part last did (a NetBox source's last full read and webhook).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -445,6 +448,7 @@ impl From<&pb::PlannerStatus> for Status {
                         name: p.name.clone(),
                         ready: p.ready,
                         reason: p.reason.clone(),
+                        detail: p.detail.clone(),
                     })
                     .collect(),
             })
