@@ -37,6 +37,7 @@ mod lease;
 mod message_limits;
 mod metric_names;
 mod metrics;
+mod netbox;
 mod observe_real;
 mod octodns_dump;
 mod otlp_trace;

@@ -158,6 +158,7 @@ impl NetboxSource {
                             unready = None;
                             retry = RETRY_MIN;
                             next_full = Instant::now() + self.interval;
+                            true
                         }
                         Err(e) => {
                             let why = format!("the full read failed, the last complete read is kept: {e}");
@@ -165,9 +166,10 @@ impl NetboxSource {
                             unready = Some(if complete { why } else { format!("no complete read yet: {e}") });
                             next_full = Instant::now() + retry;
                             retry = (retry * 2).min(RETRY_MAX);
+                            // Nothing read: the records stand, readiness changes.
+                            false
                         }
                     }
-                    true
                 }
                 Some(first) = events.recv() => {
                     let mut batch = vec![first];
