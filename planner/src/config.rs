@@ -6,6 +6,7 @@ use std::time::Duration;
 
 mod audit;
 mod auth;
+mod netbox;
 mod safety;
 mod source;
 mod targets;
@@ -551,7 +552,7 @@ impl PlannerConfig {
         }
         for source in &self.sources {
             if let SourceConfig::Netbox(n) = source {
-                crate::source::netbox::settings::check(n)
+                n.check()
                     .map_err(|e| format!("[[sources]] type = \"netbox\": {e}"))?;
             }
             if let SourceConfig::Kubernetes(k) = source {

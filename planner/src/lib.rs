@@ -472,7 +472,7 @@ fn netbox_parts(
     zones: &[config::ZoneConfig],
 ) -> Result<(source::netbox::NetboxSource, Option<Vec<u8>>), PlannerError> {
     let refuse = |e: String| PlannerError::Config(format!("[[sources]] type = \"netbox\": {e}"));
-    source::netbox::settings::check(config).map_err(refuse)?;
+    config.check().map_err(refuse)?;
     let src = source::netbox::NetboxSource::new(config, zones).map_err(refuse)?;
     let secret = match &config.webhook_secret_file {
         Some(path) => {

@@ -123,7 +123,9 @@ const TABLE: &[(&str, &str, How)] = &[
     (
         "docs/netbox.md",
         "curl -sf -X POST \"$NETBOX_URL/api/extras/webhooks/\"",
-        How::Check("needs a NetBox (tests/e2e/netbox.rs creates the same webhook and event rule through dnsplane_testing::netbox)"),
+        How::Check(
+            "needs a NetBox (tests/e2e/netbox.rs creates the same webhook and event rule through dnsplane_testing::netbox)",
+        ),
     ),
     ("docs/deploy.md", "docker build", How::Check(DOCKER)),
     ("docs/deploy.md", "docker compose", How::Check(DOCKER)),

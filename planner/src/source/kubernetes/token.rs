@@ -37,6 +37,13 @@ pub fn layer(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_token_file_that_cannot_be_used_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        let e = super::bearer_file(&path).unwrap_err().to_string();
+        assert!(e.contains(&path.display().to_string()), "{e}");
+    }
 
     /// `echo "$TOKEN" > token`: kube sent the final newline and every request failed
     /// before it left ("invalid bearer token"). Now the list reaches the API server.

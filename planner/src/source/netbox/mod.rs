@@ -18,7 +18,6 @@
 //!
 //! - [`client`]: the REST client, paged by id; a read is whole or it is an error;
 //! - [`ipam`]: IP addresses as records, kept last-good per address;
-//! - [`settings`]: the configuration checked at start;
 //! - [`webhook`]: the receiver of NetBox's webhooks (signature checked).
 use crate::config::{Merge, NetboxSourceConfig, ZoneConfig};
 use crate::source::header_file::HeaderFile;
@@ -36,7 +35,6 @@ use webhook::Event;
 
 pub mod client;
 pub mod ipam;
-pub mod settings;
 pub mod webhook;
 
 #[cfg(test)]
