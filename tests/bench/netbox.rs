@@ -1,0 +1,138 @@
+//! NetBox at 50,000 IP addresses (issue 34, docs/scale.md): a full read's time and
+//! NetBox requests, the planner's memory holding them, and how soon a rename made
+//! through NetBox's API is served by PowerDNS through the webhook.
+//!
+//! Needs the tests' NetBox (`tests/tools/netbox.sh start DIR`, its `DNSPLANE_NETBOX_*`
+//! variables, as tests/run-all.sh exports them), PowerDNS and dig. Run:
+//! `cargo build --release --bins && cargo bench -p dnsplane-e2e --bench netbox -- 50000`
+use dnsplane_e2e::servers::stack::{Options, RealStack, Tools};
+use dnsplane_e2e::servers::{Kind, RealServer};
+use dnsplane_testing::netbox::NetBox;
+use std::time::{Duration, Instant};
+
+/// Safety net for the whole load; not a performance claim.
+const CONVERGE: Duration = Duration::from_secs(1800);
+/// Renames timed through the webhook.
+const RENAMES: usize = 10;
+
+fn rss(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("a kB figure")
+            * 1024
+    };
+    (kb("VmRSS:"), kb("VmHWM:"))
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(50_000);
+    let nb = NetBox::find().expect("a NetBox: set DNSPLANE_NETBOX_URL, _TOKEN and _MANAGE");
+    let tools = Tools::find().expect("dig and grpcurl");
+    let server = RealServer::start(Kind::Pdns).expect("PowerDNS");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let run = std::process::id();
+    let tag = format!("bench{run}");
+    let zone = server.zone().to_string();
+    let zone = zone.trim_end_matches('.').to_string();
+    rt.block_on(nb.tag(&tag));
+    let first = std::net::Ipv4Addr::new(10, 64, 0, 0);
+    let t = Instant::now();
+    nb.seed(n, first, &format!("h{{i}}.b{run}.{zone}"), &tag);
+    println!("seeded {n} addresses through NetBox's ORM in {:.1} s", t.elapsed().as_secs_f64());
+    let ids: Vec<u64> = rt
+        .block_on(nb.addresses(&tag))
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect();
+    assert_eq!(ids.len(), n);
+
+    let files = tempfile::tempdir().expect("temp dir");
+    let token = files.path().join("token");
+    std::fs::write(&token, &nb.token).expect("token");
+    let secret_file = files.path().join("secret");
+    std::fs::write(&secret_file, "bench-secret").expect("secret");
+    let port = dnsplane_testing::free_port();
+    let hook = rt.block_on(nb.hook(
+        &format!("dnsplane-bench-{run}"),
+        &format!("http://127.0.0.1:{port}/netbox"),
+        "bench-secret",
+    ));
+    let bin_dir = std::env::current_exe()
+        .expect("exe")
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/release")
+        .to_path_buf();
+    let opts = Options {
+        bin_dir,
+        log_filter: "warn,dnsplane_planner=info".into(),
+        planner_extra: format!(
+            "[[sources]]\ntype = \"netbox\"\nurl = \"{}\"\ntoken_file = \"{}\"\ntags = [\"{tag}\"]\n\
+             webhook_listen = \"127.0.0.1:{port}\"\nwebhook_secret_file = \"{}\"\n",
+            nb.url,
+            token.display(),
+            secret_file.display()
+        ),
+        ..Options::default()
+    };
+    let t = Instant::now();
+    let s = RealStack::start(server, tools, opts);
+    let detail = s.wait_until("the first full read", CONVERGE, |s| {
+        s.planner_status()
+            .sources
+            .iter()
+            .find(|src| src.name.starts_with("netbox:") && src.ready)
+            .map(|src| src.parts[0].detail.clone())
+    });
+    println!(
+        "first full read done {:.1} s after the planner started: {detail}",
+        t.elapsed().as_secs_f64()
+    );
+    s.wait_until("every record converged", CONVERGE, |s| {
+        (s.states_count().get("converged").copied() == Some(n as u32)).then_some(())
+    });
+    println!(
+        "{n} records converged in PowerDNS {:.1} s after the planner started",
+        t.elapsed().as_secs_f64()
+    );
+    let (now, peak) = rss(s.planner_pid());
+    println!(
+        "planner memory: VmRSS {} MiB, peak VmHWM {} MiB ({:.0} B an address)",
+        now >> 20,
+        peak >> 20,
+        now as f64 / n as f64
+    );
+
+    let mut took = Vec::new();
+    for (k, id) in ids.iter().take(RENAMES).enumerate() {
+        let name = format!("renamed{k}.b{run}.{zone}");
+        let want = std::net::Ipv4Addr::from(u32::from(first) + k as u32).to_string();
+        let t = Instant::now();
+        rt.block_on(nb.ok(
+            "PATCH",
+            &format!("/api/ipam/ip-addresses/{id}/"),
+            Some(serde_json::json!({"dns_name": name})),
+        ));
+        s.wait_until("the rename served", CONVERGE, |s| {
+            (s.dig(&name, "A") == [want.clone()]).then_some(())
+        });
+        took.push(t.elapsed());
+    }
+    took.sort();
+    println!(
+        "a rename through NetBox's API served by PowerDNS: median {} ms, max {} ms ({RENAMES} renames; NetBox's PATCH answer included)",
+        took[RENAMES / 2].as_millis(),
+        took[RENAMES - 1].as_millis()
+    );
+    rt.block_on(hook.remove(&nb));
+}
