@@ -30,6 +30,14 @@ have promtool || need_pkgs+=(prometheus)
 # tests/e2e/status_page.rs: the status page in a real headless Chromium via chromedriver.
 have chromium || need_pkgs+=(chromium)
 have chromedriver || need_pkgs+=(chromium-driver)
+# A real NetBox (tests/tools/netbox.sh): its own PostgreSQL cluster (the server
+# binaries, not a running service), curl to wait for it, and what pip needs to build
+# psycopg's C module (pg_config; Python's headers).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
+have pg_config || need_pkgs+=(libpq-dev)
+python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    || need_pkgs+=(python3-dev)
+have curl || need_pkgs+=(curl)
 if ((${#need_pkgs[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         say "installing ${need_pkgs[*]}"
@@ -187,8 +195,53 @@ free_kb=$(df -Pk "$ROOT" | awk 'NR==2 {print $4}')
 if [ "${free_kb:-0}" -lt $((12 * 1024 * 1024)) ]; then
   echo "warning: only $((free_kb / 1024)) MB free under $ROOT; a clean build and test run needs about 12 GB" >&2
 fi
+# --- NetBox, started while cargo builds --------------------------------------------
+# pip install (~80 s) and start (~45 s with cargo on every core) overlap the build; the
+# committed migrated dump spares the ~8-minute migration (tests/tools/netbox.sh).
+NETBOX_DIR="$TOOLS/netbox"
+NETBOX_LOG="$TOOLS/netbox.log"
+say "installing and starting NetBox in the background (log: $NETBOX_LOG)"
+# A session of its own, so that on an early exit the install can be ended as a whole.
+setsid -w bash -c 'tests/tools/netbox.sh install "$1" && tests/tools/netbox.sh start "$1"' \
+    netbox "$NETBOX_DIR" >"$NETBOX_LOG" 2>&1 </dev/null &
+netbox_pid=$!
+netbox_waited=
+stop_netbox() {
+    # Still installing or starting: end that first, or it could start NetBox after the stop.
+    if [[ -z $netbox_waited ]]; then
+        kill -TERM -- "-$netbox_pid" 2>/dev/null || true
+        wait "$netbox_pid" 2>/dev/null || true
+    fi
+    tests/tools/netbox.sh stop "$NETBOX_DIR" >/dev/null 2>&1 || true
+}
+trap stop_netbox EXIT
+# Without these an interrupted run would skip the EXIT trap's stop.
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
 say "building"
 cargo build --workspace --bins --locked 2>&1 | tail -n 3
+say "waiting for NetBox"
+if ! wait "$netbox_pid"; then
+    netbox_waited=1
+    echo "tests/run-all.sh: NetBox did not install or start (tests/tools/netbox.sh); the end of $NETBOX_LOG:" >&2
+    tail -n 40 "$NETBOX_LOG" >&2
+    exit 1
+fi
+netbox_waited=1
+# tests/tools/netbox.sh start prints these, one per line.
+DNSPLANE_NETBOX_URL=$(sed -n 's/^NETBOX_URL=//p' "$NETBOX_LOG")
+DNSPLANE_NETBOX_TOKEN=$(sed -n 's/^NETBOX_TOKEN=//p' "$NETBOX_LOG")
+DNSPLANE_NETBOX_MANAGE=$(sed -n 's/^NETBOX_MANAGE=//p' "$NETBOX_LOG")
+if [[ -z $DNSPLANE_NETBOX_URL || -z $DNSPLANE_NETBOX_TOKEN || ! -x $DNSPLANE_NETBOX_MANAGE ]]; then
+    echo "tests/run-all.sh: NetBox started but $NETBOX_LOG lacks its URL, token or manage command" >&2
+    exit 1
+fi
+# The API and its v2 token (`Authorization: Bearer nbt_<key>.<token>`), and NetBox's
+# management commands for fast seeding (tests/tools/netbox-seed.py).
+export DNSPLANE_NETBOX_URL DNSPLANE_NETBOX_TOKEN DNSPLANE_NETBOX_MANAGE
+echo "NetBox at $DNSPLANE_NETBOX_URL"
+
 say "testing"
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$TOOLS/test.log" | grep -Ev '^test .* \.\.\. ok$'
 status=${PIPESTATUS[0]}

@@ -96,7 +96,7 @@ impl NetBox {
             "/../../tests/tools/netbox-seed.py"
         );
         let out = Command::new(&self.manage)
-            .args(["shell", "-c"])
+            .args(["shell", "--no-imports", "-c"])
             .arg(std::fs::read_to_string(script).expect("tests/tools/netbox-seed.py"))
             .env("SEED_COUNT", count.to_string())
             .env("SEED_FIRST", first.to_string())
