@@ -65,16 +65,31 @@ fn netbox_addresses_reach_powerdns_and_follow_netbox_webhooks() {
         &format!("http://127.0.0.1:{port}/netbox"),
         &secret,
     ));
+    // The addresses' reverse zone, in PowerDNS and in the planner: `ptr = true`.
+    let reverse = format!("{}.10.in-addr.arpa", first.octets()[1]);
+    let RealServer::Pdns(pdns) = &server else {
+        unreachable!("PowerDNS")
+    };
+    let (status, body) = pdns.api(
+        "POST",
+        "/api/v1/servers/localhost/zones",
+        &format!(r#"{{"name":"{reverse}.","kind":"Native","nameservers":["ns1.{zone}."]}}"#),
+    );
+    assert_eq!(status, 201, "{body}");
     let source = |url: &str| {
         format!(
-            "[[sources]]\ntype = \"netbox\"\nurl = \"{url}\"\ntoken_file = \"{}\"\ntags = [\"{tag}\"]\n\
+            "[[sources]]\ntype = \"netbox\"\nurl = \"{url}\"\ntoken_file = \"{}\"\ntags = [\"{tag}\"]\nptr = true\n\
              webhook_listen = \"127.0.0.1:{port}\"\nwebhook_secret_file = \"{}\"\nfull_read_interval = \"10s\"\n",
             token.display(),
             secret_file.display()
         )
     };
     let opts = Options {
-        planner_extra: source(&nb.url),
+        planner_extra: format!(
+            "[[zones]]\nname = \"{reverse}\"\naccount = \"pdns\"\n\n{}",
+            source(&nb.url)
+        ),
+        extra_zones: vec![format!("{reverse}.")],
         ..Options::default()
     };
     let mut s = RealStack::start(server, tools, opts);
@@ -85,6 +100,13 @@ fn netbox_addresses_reach_powerdns_and_follow_netbox_webhooks() {
     });
     assert_eq!(s.dig(&name(0), "A"), [ip(0)]);
     assert_eq!(s.dig(&name(N - 1), "A"), [ip(N - 1)]);
+    let ptr = |i: usize| {
+        let o = std::net::Ipv4Addr::from(u32::from(first) + i as u32).octets();
+        format!("{}.{}.{reverse}", o[3], o[2])
+    };
+    s.wait_until("the PTR records", WAIT, |s| {
+        (s.dig(&ptr(3), "PTR") == [format!("{}.", name(3))]).then_some(())
+    });
 
     // A rename through NetBox's API is served once its webhook arrives (full reads
     // every 10 s would take longer; the figure is printed, not asserted).
@@ -99,11 +121,14 @@ fn netbox_addresses_reach_powerdns_and_follow_netbox_webhooks() {
         (s.dig(&renamed, "A") == [ip(5)]).then_some(())
     });
     eprintln!(
-        "netbox e2e: a rename served {:?} after NetBox's API answered",
+        "netbox e2e: a rename served {:?} after its PATCH was sent to NetBox",
         t0.elapsed()
     );
     s.wait_until("the old name gone", WAIT, |s| {
         s.dig(&name(5), "A").is_empty().then_some(())
+    });
+    s.wait_until("the PTR renamed", WAIT, |s| {
+        (s.dig(&ptr(5), "PTR") == [format!("{renamed}.")]).then_some(())
     });
 
     // A delete removes that record only.

@@ -182,6 +182,10 @@ pub struct NetboxSourceConfig {
     /// Read IPAM's IP addresses: each with a `dns_name` gives an A or AAAA record.
     #[serde(default = "default_true")]
     pub ipam: bool,
+    /// Also a PTR record for each address, in the configured reverse zone that holds
+    /// its reverse name (`10.2.0.192.in-addr.arpa.`); none where no zone does.
+    #[serde(default)]
+    pub ptr: bool,
     /// The statuses of the addresses taken.
     #[serde(default = "default_statuses")]
     pub statuses: Vec<String>,

@@ -58,6 +58,11 @@ impl ZoneCheck {
         zone_for(&self.zones, name)
     }
 
+    /// Whether a configured zone holds `name`.
+    pub fn holds(&self, name: &Name) -> bool {
+        self.zone_of(name).is_some()
+    }
+
     /// Checks one entry: placed in its zone, it must make an RRSet.
     pub fn check(&self, e: &DesiredEntry) -> Verdict {
         let Some(zone) = self.zone_of(&e.name) else {

@@ -50,6 +50,9 @@ pub struct Options {
     /// The PowerDNS account's `api_url` instead of the server's own (a proxy in front
     /// of it, e.g. [`crate::quota_proxy::QuotaProxy`]).
     pub api_url: Option<String>,
+    /// More zones the account serves, beside the server's own (a reverse zone created
+    /// at the server by the test); their `[[zones]]` go in `planner_extra`.
+    pub extra_zones: Vec<String>,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             admin_ports: false,
             sync_table: None,
             api_url: None,
+            extra_zones: Vec::new(),
         }
     }
 }
@@ -170,6 +174,17 @@ impl RealStack {
             account_toml = account_toml.replace(
                 &format!("api_url = \"{}\"", p.api_url()),
                 &format!("api_url = \"{url}\""),
+            );
+        }
+        if !opts.extra_zones.is_empty() {
+            let all: Vec<String> = std::iter::once(zone.to_string())
+                .chain(opts.extra_zones.iter().cloned())
+                .map(|z| format!("\"{z}\""))
+                .collect();
+            account_toml = account_toml.replacen(
+                &format!("zones = [\"{zone}\"]"),
+                &format!("zones = [{}]", all.join(", ")),
+                1,
             );
         }
         std::fs::write(

@@ -165,6 +165,7 @@ impl Addresses {
         filter: &IpamFilter,
         zones: &ZoneCheck,
         merges: impl Fn(&Name) -> bool,
+        ptr: bool,
         ui: &str,
     ) -> (Vec<DesiredEntry>, Vec<SourceError>) {
         let mut errors = Vec::new();
@@ -200,23 +201,39 @@ impl Addresses {
             }
         }
         let mut sets: BTreeMap<(Name, RecordType), (Vec<String>, Vec<u64>)> = BTreeMap::new();
-        for (id, w) in accepted.iter() {
-            let (values, ids) = sets.entry((w.name.clone(), w.rtype)).or_default();
+        let mut claim = |id: u64, name: &Name, rtype: RecordType, value: &str, merge: bool| {
+            let (values, ids) = sets.entry((name.clone(), rtype)).or_default();
             match ids.first() {
-                Some(first) if !merges(&w.name) && values.first() != Some(&w.value) => {
+                Some(first) if !merge && values.first().map(String::as_str) != Some(value) => {
+                    let why = if rtype == RecordType::Ptr {
+                        "a PTR set is never merged"
+                    } else {
+                        "the zone does not merge record sets"
+                    };
                     errors.push(error(
-                        *id,
-                        &format!("{} {}", w.name, w.rtype),
+                        id,
+                        &format!("{name} {rtype}"),
                         format!(
-                            "{} collides with ipam/ip-addresses/{first}, which names it \
-                             first (the zone does not merge record sets)",
-                            w.value
+                            "{value} collides with ipam/ip-addresses/{first}, which names it \
+                             first ({why})"
                         ),
                     ));
                 }
                 _ => {
-                    values.push(w.value.clone());
-                    ids.push(*id);
+                    values.push(value.to_string());
+                    ids.push(id);
+                }
+            }
+        };
+        for (id, w) in accepted.iter() {
+            claim(*id, &w.name, w.rtype, &w.value, merges(&w.name));
+        }
+        // PTRs after every forward record, so that their errors follow the addresses'.
+        if ptr {
+            for (id, w) in accepted.iter() {
+                let reverse = reverse_name(&w.value);
+                if zones.holds(&reverse) {
+                    claim(*id, &reverse, RecordType::Ptr, w.name.as_str(), false);
                 }
             }
         }
@@ -249,6 +266,29 @@ impl Addresses {
             .collect();
         (entries, errors)
     }
+}
+
+/// The reverse-lookup name of an IP address (`10.2.0.192.in-addr.arpa.`, nibbles
+/// under `ip6.arpa.`).
+pub fn reverse_name(ip: &str) -> Name {
+    let text = match ip.parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => {
+            let [a, b, c, d] = v4.octets();
+            format!("{d}.{c}.{b}.{a}.in-addr.arpa.")
+        }
+        Ok(IpAddr::V6(v6)) => {
+            let mut labels: Vec<String> = v6
+                .octets()
+                .iter()
+                .flat_map(|o| [o >> 4, o & 0xf])
+                .map(|n| format!("{n:x}"))
+                .collect();
+            labels.reverse();
+            format!("{}.ip6.arpa.", labels.join("."))
+        }
+        Err(_) => unreachable!("a value of an A or AAAA record is an IP address"),
+    };
+    Name::parse(&text).expect("a reverse name is a name")
 }
 
 /// The record `a` asks for: `None` when its name is in no zone and the source ignores

@@ -31,7 +31,13 @@ fn records(
     a: &mut Addresses,
     merges: bool,
 ) -> (Vec<(String, &'static str, Vec<String>)>, Vec<String>) {
-    let (entries, errors) = a.records(&IpamFilter::default(), &zones(), |_| merges, "https://nb");
+    let (entries, errors) = a.records(
+        &IpamFilter::default(),
+        &zones(),
+        |_| merges,
+        false,
+        "https://nb",
+    );
     (
         keys(&entries),
         errors.iter().map(|e| e.to_string()).collect(),
@@ -207,4 +213,62 @@ fn filters_take_statuses_vrfs_tenants_and_any_tag() {
         ..IpamFilter::default()
     };
     assert!(!tenant.takes(&x), "no tenant is not tenant acme");
+}
+
+#[test]
+fn with_ptr_each_address_has_its_reverse_record_where_a_reverse_zone_is_configured() {
+    let zones = ZoneCheck::new(
+        &[
+            ZoneConfig::new(Name::parse("example.com").unwrap(), "pdns"),
+            ZoneConfig::new(Name::parse("2.0.192.in-addr.arpa").unwrap(), "pdns"),
+            ZoneConfig::new(Name::parse("8.b.d.0.1.0.0.2.ip6.arpa").unwrap(), "pdns"),
+        ],
+        OutsideZones::Error,
+    );
+    let mut a = Addresses::default();
+    a.replace_all(vec![
+        address(1, "192.0.2.1/24", "web.example.com", "active"),
+        address(2, "2001:db8::2/64", "web.example.com", "active"),
+        // The same address under another name: the lower id keeps the PTR.
+        address(3, "192.0.2.1/24", "www.example.com", "active"),
+        // No reverse zone holds 198.51.100.0/24: no PTR, and no error.
+        address(4, "198.51.100.4/24", "far.example.com", "active"),
+    ]);
+    let (entries, errors) = a.records(&IpamFilter::default(), &zones, |_| true, true, "https://nb");
+    let ptrs: Vec<_> = keys(&entries)
+        .into_iter()
+        .filter(|e| e.1 == "PTR")
+        .collect();
+    assert_eq!(
+        ptrs,
+        [
+            entry("1.2.0.192.in-addr.arpa.", "PTR", &["web.example.com."]),
+            entry(
+                "2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.",
+                "PTR",
+                &["web.example.com."]
+            ),
+        ]
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]
+            .message
+            .contains("collides with ipam/ip-addresses/1")
+            && errors[0].message.contains("never merged"),
+        "{errors:?}"
+    );
+    // Without `ptr`, none.
+    let (entries, _) = a.records(
+        &IpamFilter::default(),
+        &zones,
+        |_| true,
+        false,
+        "https://nb",
+    );
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e.rtype == dnsplane_common::RecordType::Ptr)
+    );
 }

@@ -77,6 +77,7 @@ pub struct NetboxSource {
     zones: ZoneCheck,
     configured: Vec<ZoneConfig>,
     interval: Duration,
+    ptr: bool,
     addresses: Addresses,
     parts: SourceParts,
     /// Set by the webhook receiver when an event could not be queued.
@@ -109,6 +110,7 @@ impl NetboxSource {
             zones: ZoneCheck::new(zones, config.outside_zones),
             configured: zones.to_vec(),
             interval: config.full_read_interval,
+            ptr: config.ptr,
             addresses: Addresses::default(),
             parts: Arc::new(Mutex::new(Vec::new())),
             overflowed: Arc::new(AtomicBool::new(false)),
@@ -258,9 +260,13 @@ impl NetboxSource {
         let merges = |name: &dnsplane_common::Name| {
             zone_for(configured, name).is_some_and(|z| z.merge == Merge::Union)
         };
-        let (entries, errors) =
-            self.addresses
-                .records(&self.filter, &self.zones, merges, self.client.base());
+        let (entries, errors) = self.addresses.records(
+            &self.filter,
+            &self.zones,
+            merges,
+            self.ptr,
+            self.client.base(),
+        );
         Snapshot {
             entries,
             errors,
