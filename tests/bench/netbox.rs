@@ -45,7 +45,9 @@ fn main() {
     let zone = server.zone().to_string();
     let zone = zone.trim_end_matches('.').to_string();
     rt.block_on(nb.tag(&tag));
-    let first = std::net::Ipv4Addr::new(10, 64, 0, 0);
+    // Another /16 for each run: NetBox refuses an address it already holds, and the
+    // addresses of an earlier run on the same NetBox stay.
+    let first = std::net::Ipv4Addr::new(10, 64 + (run % 32) as u8, 0, 0);
     let t = Instant::now();
     nb.seed(n, first, &format!("h{{i}}.b{run}.{zone}"), &tag);
     println!(

@@ -27,10 +27,10 @@ fn zones() -> ZoneCheck {
     )
 }
 
-fn records(
-    a: &mut Addresses,
-    merges: bool,
-) -> (Vec<(String, &'static str, Vec<String>)>, Vec<String>) {
+/// (name, type, values) of each record, and each error as status shows it.
+type Records = (Vec<(String, &'static str, Vec<String>)>, Vec<String>);
+
+fn records(a: &mut Addresses, merges: bool) -> Records {
     let (entries, errors) = a.records(
         &IpamFilter::default(),
         &zones(),

@@ -179,12 +179,12 @@ impl NetboxSource {
                             Err(_) => break,
                         }
                     }
-                    if complete {
-                        if let Err(e) = self.apply_events(&batch).await {
-                            // The objects are read again by the next full read, soon.
-                            tracing::warn!(source = %self.key, error = %e, "A NetBox webhook's object could not be read; a full read follows.");
-                            next_full = next_full.min(Instant::now() + retry);
-                        }
+                    if complete
+                        && let Err(e) = self.apply_events(&batch).await
+                    {
+                        // The objects are read again by the next full read, soon.
+                        tracing::warn!(source = %self.key, error = %e, "A NetBox webhook's object could not be read; a full read follows.");
+                        next_full = next_full.min(Instant::now() + retry);
                     }
                     // Before the first complete read, that read covers them.
                     complete
