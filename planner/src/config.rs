@@ -941,6 +941,48 @@ mod tests {
     /// A Kubernetes source: its files relative to the config file, the rest defaults;
     /// `kubeconfig` and `api_server` together are refused (which would be used?).
     #[test]
+    fn netbox_source_reads_with_relative_files_and_refuses_what_cannot_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("planner.toml");
+        let zones = "[[zones]]\nname=\"example.com\"\naccount=\"a\"\n";
+        std::fs::write(
+            &p,
+            format!("{zones}[[sources]]\ntype=\"netbox\"\nurl=\"https://netbox.example.com\"\ntoken_file=\"nb-token\"\nwebhook_listen=\"127.0.0.1:8090\"\nwebhook_secret_file=\"nb-secret\"\ntags=[\"dns\"]\nptr=true\n"),
+        )
+        .unwrap();
+        let c = PlannerConfig::load(&p).unwrap();
+        let SourceConfig::Netbox(n) = &c.sources[0] else {
+            panic!("a netbox source: {:?}", c.sources[0]);
+        };
+        assert_eq!(n.token_file, dir.path().join("nb-token"));
+        assert_eq!(
+            n.webhook_secret_file.as_deref(),
+            Some(dir.path().join("nb-secret").as_path())
+        );
+        assert_eq!(n.statuses, ["active"]);
+        assert_eq!(n.full_read_interval, Duration::from_secs(600));
+        assert!(n.ptr && n.ipam);
+
+        std::fs::write(
+            &p,
+            format!("{zones}[[sources]]\ntype=\"netbox\"\nurl=\"https://nb\"\ntoken_file=\"t\"\nwebhook_listen=\"127.0.0.1:8090\"\n"),
+        )
+        .unwrap();
+        let e = PlannerConfig::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("type = \"netbox\"") && e.contains("webhook_secret_file"),
+            "{e}"
+        );
+        std::fs::write(
+            &p,
+            format!("{zones}[[sources]]\ntype=\"netbox\"\nurl=\"https://nb\"\ntoken_file=\"t\"\nplugin=true\n"),
+        )
+        .unwrap();
+        let e = PlannerConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("plugin"), "a key not built yet is refused: {e}");
+    }
+
+    #[test]
     fn kubernetes_source_reads_with_relative_files_and_refuses_two_connections() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("planner.toml");
