@@ -15,19 +15,6 @@ const CONVERGE: Duration = Duration::from_secs(1800);
 /// Renames timed through the webhook.
 const RENAMES: usize = 10;
 
-fn rss(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .expect("a kB figure")
-            * 1024
-    };
-    (kb("VmRSS:"), kb("VmHWM:"))
-}
-
 fn main() {
     let n: usize = std::env::args()
         .skip(1)
@@ -110,7 +97,7 @@ fn main() {
         "{n} records converged in PowerDNS {:.1} s after the planner started",
         t.elapsed().as_secs_f64()
     );
-    let (now, peak) = rss(s.planner_pid());
+    let (now, peak) = dnsplane_testing::rss(s.planner_pid());
     println!(
         "planner memory: VmRSS {} MiB, peak VmHWM {} MiB ({:.0} B an address)",
         now >> 20,

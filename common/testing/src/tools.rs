@@ -280,3 +280,17 @@ pub fn http_get_with(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, S
         .expect("status code");
     (code, body.to_string())
 }
+
+/// `VmRSS` and `VmHWM` (peak) of a process, in bytes.
+pub fn rss(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
+            * 1024
+    };
+    (kb("VmRSS:"), kb("VmHWM:"))
+}

@@ -88,19 +88,7 @@ fn healthz(port: u16) -> bool {
     text.starts_with("HTTP/1.1 200")
 }
 
-/// `VmRSS` and `VmHWM` (peak) of a process, in bytes.
-pub fn rss(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
-            * 1024
-    };
-    (kb("VmRSS:"), kb("VmHWM:"))
-}
+pub use dnsplane_testing::rss;
 
 /// Provider calls the applier made, by kind, from its `/metrics`
 /// (`dnsplane_applier_provider_requests_total`): reads (`zones`, `serial`, `list`) and
