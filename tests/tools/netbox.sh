@@ -183,6 +183,11 @@ ours() {
         [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]]
 }
 
+# Is pid, a child this script just started, still running (a zombie is not)?
+alive() {
+    [[ -d /proc/$1 && $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
+}
+
 wait_gone() {
     local pid=$1 what=$2
     for _ in $(seq 1 50); do ours "$pid" "$what" || return 0; sleep 0.2; done
@@ -268,8 +273,10 @@ start)
     url="http://127.0.0.1:$HTTP_PORT"
     deadline=$((SECONDS + START_TIMEOUT))
     while :; do
-        ours "$(cat "$D/run/runserver.pid")" "$D/venv/bin/netbox" || fail_start "runserver exited" "$D/run/runserver.log"
-        ours "$(cat "$D/run/rqworker.pid")" "$D/venv/bin/netbox" || fail_start "rqworker exited" "$D/run/rqworker.log"
+        # Alive, not "ours": until it has exec'd, a child's command line is still this
+        # script's (a busy machine showed that window as "rqworker exited").
+        alive "$(cat "$D/run/runserver.pid")" || fail_start "runserver exited" "$D/run/runserver.log"
+        alive "$(cat "$D/run/rqworker.pid")" || fail_start "rqworker exited" "$D/run/rqworker.log"
         code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$url/api/status/" || true)
         # 403: up, and login required (the default).
         if [[ $code == 403 || $code == 200 ]]; then
