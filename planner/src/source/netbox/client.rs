@@ -105,14 +105,14 @@ impl NetboxClient {
         &self.base
     }
 
-    /// Every object of the list at `path` (`/api/ipam/ip-addresses/`) with `query`.
+    /// Every object of the list at `path` (`/api/ipam/ip-addresses/`) with `query`, and
+    /// how many requests the read took.
     ///
     /// Paged by id (`ordering=id`, `id__gt=` the last id read), not by `offset`: with
     /// offsets, an object deleted during the read shifts the rest back and the next
     /// page skips one that still exists, and a skipped address reads as a record to
     /// delete. By id, every object that exists throughout the read is read. Whole or an
     /// error: a failed page fails the read.
-    /// Also says how many requests the read took.
     pub async fn list_all_counted<T: DeserializeOwned + HasId>(
         &self,
         path: &str,
