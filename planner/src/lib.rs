@@ -44,6 +44,7 @@ pub mod pool;
 pub mod redis_store;
 pub mod service;
 pub mod source;
+mod source_tasks;
 pub mod state;
 pub mod store;
 pub mod target;
@@ -108,7 +109,7 @@ pub fn preflight(config: &PlannerConfig) -> Result<(), PlannerError> {
             }
             // NetBox itself is reached at run time; its token, CA and secret now.
             SourceConfig::Netbox(n) => {
-                netbox_parts(n, &config.zones)?;
+                source_tasks::netbox_parts(n, &config.zones)?;
             }
         }
     }
@@ -338,10 +339,11 @@ pub async fn run(
     }
     for source in &config.sources {
         if let SourceConfig::Kubernetes(k) = source {
-            start_kubernetes_source(&engine, k, kube_metrics.clone(), work.clone()).await?;
+            source_tasks::start_kubernetes_source(&engine, k, kube_metrics.clone(), work.clone())
+                .await?;
         }
         if let SourceConfig::Netbox(n) = source {
-            start_netbox_source(&engine, n, work.clone()).await?;
+            source_tasks::start_netbox_source(&engine, n, work.clone()).await?;
         }
     }
     // Until it is the leader, the engine answers reads and sends nothing.
@@ -460,218 +462,4 @@ pub async fn run(
     }
     info!("Planner stopped.");
     result.map_err(PlannerError::Serve)
-}
-
-/// Starts a Kubernetes source: not ready, and every zone's syncs held, until its first
-/// complete list; its snapshots into the engine; and, unless turned off, the status
-/// writer that reports each object's records back to it.
-/// A NetBox source and its webhook secret, as configured: `Err` names the file or
-/// setting that cannot be used.
-fn netbox_parts(
-    config: &config::NetboxSourceConfig,
-    zones: &[config::ZoneConfig],
-) -> Result<(source::netbox::NetboxSource, Option<Vec<u8>>), PlannerError> {
-    let refuse = |e: String| PlannerError::Config(format!("[[sources]] type = \"netbox\": {e}"));
-    config.check().map_err(refuse)?;
-    let src = source::netbox::NetboxSource::new(config, zones).map_err(refuse)?;
-    let secret = match &config.webhook_secret_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| refuse(format!("webhook_secret_file {}: {e}", path.display())))?;
-            let secret = dnsplane_common::secret::trimmed(&text).ok_or_else(|| {
-                refuse(format!(
-                    "webhook_secret_file {}: the file holds no secret",
-                    path.display()
-                ))
-            })?;
-            Some(secret.as_bytes().to_vec())
-        }
-        None => None,
-    };
-    Ok((src, secret))
-}
-
-/// Starts a NetBox source: its webhook receiver, and the reads whose records the
-/// engine takes. Zones wait for its first complete read.
-async fn start_netbox_source(
-    engine: &Arc<Engine>,
-    config: &config::NetboxSourceConfig,
-    work: CancellationToken,
-) -> Result<(), PlannerError> {
-    use source::netbox::{self, webhook};
-    let (src, secret) = netbox_parts(config, &engine.config().zones)?;
-    let name = src.store_key().to_string();
-    engine.set_source_views(&name, config.views.clone());
-    engine.await_first_load(&name);
-    engine.set_source_readiness(&name, vec!["waiting for the first complete read".into()]);
-    engine.set_source_parts(&name, src.parts());
-    let (events_tx, events_rx) = tokio::sync::mpsc::channel(netbox::EVENT_QUEUE);
-    if let (Some(addr), Some(secret)) = (config.webhook_listen, secret) {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| PlannerError::WebhookListen { addr, source })?;
-        let receiver = Arc::new(webhook::Receiver::new(
-            secret,
-            events_tx,
-            src.overflow_flag(),
-            &name,
-        ));
-        let stop = work.clone();
-        engine.spawn(async move {
-            if let Err(e) = receiver.serve(listener, stop).await {
-                tracing::error!(error = %e, "The NetBox webhook receiver stopped.");
-            }
-        });
-    }
-    // One update waiting at most: each holds every record of the source.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<netbox::Update>(1);
-    engine.spawn(src.run(events_rx, tx, work));
-    let engine_ = engine.clone();
-    engine.spawn(async move {
-        let mut first = true;
-        while let Some(update) = rx.recv().await {
-            if let Some(snapshot) = update.snapshot {
-                events::DesiredStateChanged {
-                    source: &name,
-                    records: snapshot.entries.len(),
-                    errors: snapshot.errors.len(),
-                    initial: std::mem::take(&mut first),
-                }
-                .emit();
-                // Entries before readiness: the first ready update lets the zones plan
-                // only once its records are in the index.
-                engine_.set_source(&name, snapshot.entries, snapshot.errors);
-            }
-            engine_.set_source_readiness(&name, update.unready);
-        }
-    });
-    Ok(())
-}
-
-async fn start_kubernetes_source(
-    engine: &Arc<Engine>,
-    config: &config::KubernetesSourceConfig,
-    kube_metrics: Option<source::kubernetes::metrics::KubeMetrics>,
-    work: CancellationToken,
-) -> Result<(), PlannerError> {
-    use source::kubernetes::{self, notify, status};
-    let client = kubernetes::client(config)
-        .await
-        .map_err(|e| PlannerError::SourceNotReady(e.to_string()))?;
-    let src = kubernetes::KubernetesSource::new(config.clone()).with_zones(
-        source::zones::ZoneCheck::new(&engine.config().zones, config.outside_zones),
-    );
-    let name = src.store_key();
-    engine.set_source_views(&name, config.views.clone());
-    let initial = src.initial();
-    engine.await_first_load(&name);
-    engine.set_source_readiness(&name, initial.unready);
-    let objects = src.objects();
-    let translated = src.translated();
-    engine.set_source_parts(&name, src.parts());
-    // One snapshot waiting at most: each holds every record of the source, and the
-    // source folds what arrives meanwhile into the next.
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-    let watcher = src.watch(client.clone(), tx, work.clone());
-    let engine_ = engine.clone();
-    let source_name = name.clone();
-    engine.spawn(async move {
-        let mut first = true;
-        while let Some(snapshot) = rx.recv().await {
-            events::DesiredStateChanged {
-                source: &source_name,
-                records: snapshot.entries.len(),
-                errors: snapshot.errors.len(),
-                initial: std::mem::take(&mut first),
-            }
-            .emit();
-            // Entries before readiness: the first ready snapshot lets the zones plan
-            // only once its records are in the index.
-            engine_.set_source(&source_name, snapshot.entries, snapshot.errors);
-            engine_.set_source_readiness(&source_name, snapshot.unready);
-        }
-        let _ = watcher.await;
-    });
-    let kinds = kubernetes::settings::kinds(config);
-    if config.write_events
-        && kinds
-            .iter()
-            .any(|k| *k != kubernetes::kinds::Kind::DnsEndpoint)
-    {
-        let engine_ = engine.clone();
-        let source_name = name.clone();
-        let mut writer = notify::EventWriter::new(client.clone(), engine.lease().status().identity);
-        if let Some(m) = &kube_metrics {
-            writer = writer.with_metrics(m.clone());
-        }
-        let m = kube_metrics.clone();
-        let task = notify::run_events(
-            writer,
-            translated,
-            move || {
-                (engine_.lease().status().role == lease::Role::Leader)
-                    .then(|| record_outcomes(&engine_, &source_name))
-            },
-            move |tally| {
-                if let Some(m) = &m {
-                    m.set_objects(&kinds, tally);
-                }
-            },
-            work.clone(),
-        );
-        engine.spawn(async move {
-            let _ = task.await;
-        });
-    }
-    if config.write_status {
-        let engine_ = engine.clone();
-        let writer = status::StatusWriter::new(client, config.status_interval);
-        let task = status::run_status(
-            writer,
-            objects,
-            move || {
-                (engine_.lease().status().role == lease::Role::Leader)
-                    .then(|| record_outcomes(&engine_, &name))
-            },
-            work,
-        );
-        engine.spawn(async move {
-            let _ = task.await;
-        });
-    }
-    Ok(())
-}
-
-/// The records of `source` as the status writer sees them, from the engine's read
-/// model.
-fn record_outcomes(
-    engine: &Engine,
-    source: &str,
-) -> Vec<source::kubernetes::status::RecordOutcome> {
-    use source::kubernetes::status::{Phase, RecordName, RecordOutcome};
-    use state::RecordStateKind as K;
-    Engine::cpu(|| {
-        engine.source_record_states(source, |resource, key, state| {
-            let phase = match state.kind {
-                K::Converged => Phase::Converged,
-                K::Pending | K::InFlight | K::Deferred => Phase::Pending,
-                K::Held => Phase::Held,
-                K::Conflict => Phase::Conflict,
-                // Not published there, and the detail says why.
-                K::Invalid | K::NotForTarget => Phase::Invalid,
-                K::Failed | K::Rejected => Phase::Failed,
-            };
-            let detail = [&state.reason, &state.last_error]
-                .into_iter()
-                .find(|s| !s.is_empty())
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            RecordOutcome {
-                resource: resource.clone(),
-                record: RecordName(key.clone()),
-                phase,
-                detail,
-            }
-        })
-    })
 }
