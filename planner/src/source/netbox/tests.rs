@@ -154,3 +154,55 @@ async fn reads_are_whole_or_kept_and_a_webhook_rereads_one_address() {
     );
     stop.cancel();
 }
+
+/// The fields and filters the source reads, pinned against NetBox's own OpenAPI
+/// description (`/api/schema/`), not against what this code believes.
+#[tokio::test]
+async fn every_field_and_filter_read_is_in_netboxs_own_api_schema() {
+    let Some(nb) = NetBox::find() else { return };
+    let schema = nb.ok("GET", "/api/schema/?format=json", None).await;
+    let schemas = &schema["components"]["schemas"];
+    let props = |name: &str| {
+        schemas[name]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no schema {name}"))
+            .clone()
+    };
+    let ip = props("IPAddress");
+    for field in [
+        "id", "address", "dns_name", "status", "vrf", "tenant", "tags",
+    ] {
+        assert!(ip.contains_key(field), "IPAddress.{field}: {:?}", ip.keys());
+    }
+    let statuses = &ip["status"]["properties"]["value"]["enum"];
+    assert!(
+        statuses.as_array().unwrap().contains(&"active".into()),
+        "{statuses}"
+    );
+    assert_eq!(
+        ip["vrf"]["allOf"][0]["$ref"],
+        "#/components/schemas/BriefVRF"
+    );
+    assert!(props("BriefVRF").contains_key("name"));
+    assert_eq!(
+        ip["tenant"]["allOf"][0]["$ref"],
+        "#/components/schemas/BriefTenant"
+    );
+    assert!(props("BriefTenant").contains_key("slug"));
+    assert_eq!(
+        ip["tags"]["items"]["$ref"],
+        "#/components/schemas/NestedTag"
+    );
+    assert!(props("NestedTag").contains_key("slug"));
+    let page = props("PaginatedIPAddressList");
+    assert!(page.contains_key("next") && page.contains_key("results"));
+    let params: Vec<&str> = schema["paths"]["/api/ipam/ip-addresses/"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for p in ["id__gt", "ordering", "limit", "status", "tenant", "tag"] {
+        assert!(params.contains(&p), "filter {p} of /api/ipam/ip-addresses/");
+    }
+}
