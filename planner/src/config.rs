@@ -975,11 +975,14 @@ mod tests {
         );
         std::fs::write(
             &p,
-            format!("{zones}[[sources]]\ntype=\"netbox\"\nurl=\"https://nb\"\ntoken_file=\"t\"\nplugin=true\n"),
+            format!("{zones}[[sources]]\ntype=\"netbox\"\nurl=\"https://nb\"\ntoken_file=\"t\"\nipam=false\nplugin=true\nplugin_views={{corp=\"internal\"}}\n"),
         )
         .unwrap();
         let e = PlannerConfig::load(&p).unwrap_err().to_string();
-        assert!(e.contains("plugin"), "a key not built yet is refused: {e}");
+        assert!(
+            e.contains("plugin_views maps \"corp\" to \"internal\", which no [[zones]] target has"),
+            "a view renamed to one no target serves: {e}"
+        );
     }
 
     #[test]

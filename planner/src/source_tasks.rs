@@ -90,6 +90,16 @@ pub(crate) async fn start_netbox_source(
             }
         });
     }
+    if let Some(writer) = src.write_back() {
+        let task = netbox_write_back(
+            engine.clone(),
+            name.clone(),
+            writer,
+            src.parts(),
+            work.clone(),
+        );
+        engine.spawn(task);
+    }
     // One update waiting at most: each holds every record of the source.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<netbox::Update>(1);
     engine.spawn(src.run(events_rx, tx, work));
@@ -101,6 +111,67 @@ pub(crate) async fn start_netbox_source(
         }
     });
     Ok(())
+}
+
+/// Writes each record's outcome back to NetBox, a round a second, while this planner
+/// leads; status shows how it goes as the source's second part.
+async fn netbox_write_back(
+    engine: Arc<Engine>,
+    source: String,
+    mut writer: source::netbox::write_back::WriteBack,
+    parts: source::SourceParts,
+    stop: CancellationToken,
+) {
+    let ui = format!("{}/", writer.base());
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+        }
+        let leads = engine.lease().status().role == lease::Role::Leader;
+        let detail = if leads {
+            match Engine::cpu(|| netbox_statuses(&engine, &source, &ui)) {
+                Some(want) => {
+                    let (_, left) = writer.round(&want).await;
+                    format!(
+                        "{} objects written since start; {left} waiting",
+                        writer.written
+                    )
+                }
+                None => continue,
+            }
+        } else {
+            "the leader writes; this planner stands by".to_string()
+        };
+        let part = source::SourcePart {
+            name: "write-back (dnsplane_status)".into(),
+            ready: writer.problem.is_none(),
+            reason: writer.problem.clone().unwrap_or_default(),
+            detail,
+        };
+        let mut held = parts.lock().unwrap_or_else(|e| e.into_inner());
+        if held.len() < 2 {
+            held.push(part);
+        } else {
+            held[1] = part;
+        }
+    }
+}
+
+/// What each NetBox object's `dnsplane_status` should say, from the engine's read
+/// model: its records' outcomes, and the errors of the objects that give none (`None`
+/// while an index is busy with a large update: that round writes nothing, rather than
+/// tell an object with an error only of its converged records).
+fn netbox_statuses(
+    engine: &Engine,
+    source: &str,
+    ui: &str,
+) -> Option<std::collections::BTreeMap<source::netbox::write_back::Object, String>> {
+    let errors = engine.errors_located(ui)?;
+    Some(source::netbox::write_back::statuses(
+        &record_outcomes(engine, source),
+        &errors,
+    ))
 }
 
 /// Starts a Kubernetes source: not ready, and every zone's syncs held, until its first
@@ -191,13 +262,10 @@ pub(crate) async fn start_kubernetes_source(
     Ok(())
 }
 
-/// The records of `source` as the status writer sees them, from the engine's read
-/// model.
-fn record_outcomes(
-    engine: &Engine,
-    source: &str,
-) -> Vec<source::kubernetes::status::RecordOutcome> {
-    use source::kubernetes::status::{Phase, RecordName, RecordOutcome};
+/// The records of `source` as the sources that report back (a DNSEndpoint's status,
+/// a Kubernetes event, a NetBox custom field) see them, from the engine's read model.
+fn record_outcomes(engine: &Engine, source: &str) -> Vec<source::outcomes::RecordOutcome> {
+    use source::outcomes::{Phase, RecordName, RecordOutcome};
     use state::RecordStateKind as K;
     Engine::cpu(|| {
         engine.source_record_states(source, |resource, key, state| {
@@ -214,6 +282,10 @@ fn record_outcomes(
                 .into_iter()
                 .find(|s| !s.is_empty())
                 .map(|s| s.to_string())
+                .or_else(|| {
+                    let owner = state.observed_owner.as_ref()?;
+                    (phase == Phase::Conflict).then(|| format!("owned by {owner:?}"))
+                })
                 .unwrap_or_default();
             RecordOutcome {
                 resource: resource.clone(),

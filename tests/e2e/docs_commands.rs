@@ -122,9 +122,18 @@ const TABLE: &[(&str, &str, How)] = &[
     ),
     (
         "docs/netbox.md",
-        "curl -sf -X POST \"$NETBOX_URL/api/extras/webhooks/\"",
-        How::Check(
-            "needs a NetBox (tests/e2e/netbox.rs creates the same webhook and event rule through dnsplane_testing::netbox)",
+        "HOOK=$(curl -sf -X POST \"$NETBOX_URL/api/extras/webhooks/\"",
+        // dnsplane_testing::netbox::NetBox::hook runs this block against the real
+        // NetBox (with the test's name and URL).
+        How::Elsewhere("netbox::netbox_addresses_reach_powerdns_and_follow_netbox_webhooks"),
+    ),
+    (
+        "docs/netbox.md",
+        "curl -sf -X POST \"$NETBOX_URL/api/extras/custom-fields/\"",
+        // dnsplane_testing::netbox::NetBox::status_field runs this block against the
+        // real NetBox.
+        How::Elsewhere(
+            "netbox_plugin::plugin_records_reach_powerdns_beside_addresses_with_outcomes_in_netbox",
         ),
     ),
     ("docs/deploy.md", "docker build", How::Check(DOCKER)),

@@ -38,6 +38,7 @@ mod message_limits;
 mod metric_names;
 mod metrics;
 mod netbox;
+mod netbox_plugin;
 mod observe_real;
 mod octodns_dump;
 mod otlp_trace;

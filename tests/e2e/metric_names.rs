@@ -58,6 +58,8 @@ fn registered() -> BTreeSet<String> {
         part,
     );
     names.remove("dnsplane_descriptor");
+    // The NetBox custom field the write-back fills, not a metric.
+    names.remove("dnsplane_status");
     names
 }
 

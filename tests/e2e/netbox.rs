@@ -54,17 +54,8 @@ fn netbox_addresses_reach_powerdns_and_follow_netbox_webhooks() {
     assert_eq!(ids.len(), N);
 
     let files = tempfile::tempdir().unwrap();
-    let token = files.path().join("netbox-token");
-    std::fs::write(&token, format!("{}\n", nb.token)).unwrap();
-    let secret = format!("hook-secret-{run}");
-    let secret_file = files.path().join("netbox-webhook-secret");
-    std::fs::write(&secret_file, &secret).unwrap();
-    let port = dnsplane_testing::free_port();
-    let hook = rt.block_on(nb.hook(
-        &format!("dnsplane-e2e-{run}"),
-        &format!("http://127.0.0.1:{port}/netbox"),
-        &secret,
-    ));
+    let end = rt.block_on(nb.planner_hook(files.path(), &format!("dnsplane-e2e-{run}")));
+    let (token, secret_file, port) = (&end.token_file, &end.secret_file, end.port);
     // The addresses' reverse zone, in PowerDNS and in the planner: `ptr = true`.
     let reverse = format!("{}.10.in-addr.arpa", first.octets()[1]);
     let RealServer::Pdns(pdns) = &server else {
@@ -233,5 +224,5 @@ fn netbox_addresses_reach_powerdns_and_follow_netbox_webhooks() {
         text.contains("NOT READY") && text.contains("no complete read yet"),
         "{text}"
     );
-    rt.block_on(hook.remove(&nb));
+    rt.block_on(end.hook.remove(&nb));
 }

@@ -732,6 +732,19 @@ impl RealServer {
         }
     }
 
+    /// [`dig`](Self::dig) of each query `(name, type)`; the cloud emulators answer all of
+    /// them from one listing.
+    pub fn digs(&self, dig: &Path, queries: &[(String, &str)]) -> Vec<Vec<String>> {
+        match self {
+            RealServer::Route53(s) => s.digs(queries),
+            RealServer::Route53Moto(s) => s.digs(queries),
+            RealServer::CloudDns(s) => s.digs(queries),
+            RealServer::Cloudflare(s) => s.digs(queries),
+            RealServer::Azure(s) => s.digs(queries),
+            _ => queries.iter().map(|(n, t)| self.dig(dig, n, t)).collect(),
+        }
+    }
+
     /// The applier's `[[accounts]]` table for this server, as a user would write it
     /// (see docs/providers.md), named `account`.
     pub fn account_toml(&self, account: &str) -> String {

@@ -14,6 +14,9 @@ pub enum Fault {
     None,
     /// Forward `n` more requests, then answer every one with `status`.
     After { n: usize, status: u16 },
+    /// Answer every paged list (a `GET` with `limit=`) with an empty list, 200: a
+    /// server that suddenly says it holds nothing. Everything else is forwarded.
+    EmptyLists,
 }
 
 #[derive(Debug)]
@@ -87,10 +90,21 @@ async fn forward(State(inner): State<Arc<Inner>>, req: Request) -> Response {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(format!("{} {target}", req.method()));
+    let list = req.method() == axum::http::Method::GET && target.contains("limit=");
     let failing = {
         let mut fault = inner.fault.lock().unwrap_or_else(|p| p.into_inner());
         match *fault {
             Fault::None => None,
+            Fault::EmptyLists if list => {
+                return Response::builder()
+                    .status(StatusCode::OK)
+                    .header("content-type", "application/json")
+                    .body(Body::from(
+                        r#"{"count":0,"next":null,"previous":null,"results":[]}"#,
+                    ))
+                    .expect("a response");
+            }
+            Fault::EmptyLists => None,
             Fault::After { n: 0, status } => Some(status),
             Fault::After { n, status } => {
                 *fault = Fault::After { n: n - 1, status };

@@ -132,43 +132,186 @@ impl NetBox {
         }
     }
 
+    /// A netbox-plugin-dns zone `name` (the plugin makes its SOA and apex NS, with a
+    /// nameserver `ns.<name>`) in view `view` (made if new; `None`: the default view):
+    /// its id.
+    pub async fn plugin_zone(&self, name: &str, view: Option<&str>) -> u64 {
+        let ns = self
+            .plugin_object("nameservers", &format!("ns.{name}"))
+            .await;
+        let mut zone = json!({
+            "name": name,
+            "soa_mname": ns,
+            "soa_rname": format!("hostmaster.{name}"),
+            "nameservers": [ns],
+        });
+        if let Some(view) = view {
+            zone["view"] = self.plugin_object("views", view).await;
+        }
+        let made = self
+            .ok("POST", "/api/plugins/netbox-dns/zones/", Some(zone))
+            .await;
+        made["id"].as_u64().expect("zone id")
+    }
+
+    /// The custom field `dnsplane_status` on IP addresses and plugin records, made by
+    /// docs/netbox.md's own command (once: tests share this NetBox).
+    pub async fn status_field(&self) {
+        let exists = || async {
+            let found = self
+                .ok(
+                    "GET",
+                    "/api/extras/custom-fields/?name=dnsplane_status",
+                    None,
+                )
+                .await;
+            found["count"].as_u64().unwrap_or(0) > 0
+        };
+        if exists().await {
+            return;
+        }
+        let block = docs_block("curl -sf -X POST \"$NETBOX_URL/api/extras/custom-fields/\"");
+        let out = self.run_docs(&block, &[]);
+        // Another test may have made it meanwhile: then the command's 400 is fine.
+        assert!(
+            out.status.success() || exists().await,
+            "docs/netbox.md's custom field command: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Runs a command block of docs/netbox.md with bash, against this NetBox.
+    fn run_docs(&self, block: &str, env: &[(&str, &str)]) -> std::process::Output {
+        Command::new("bash")
+            .args(["-euo", "pipefail", "-c", block])
+            .env("NETBOX_URL", &self.url)
+            .env("NETBOX_TOKEN", &self.token)
+            .envs(env.iter().copied())
+            .output()
+            .expect("bash runs")
+    }
+
+    /// The id of the plugin's `kind` (`views`, `nameservers`) named `name`, made if new.
+    async fn plugin_object(&self, kind: &str, name: &str) -> Value {
+        let path = format!("/api/plugins/netbox-dns/{kind}/");
+        let (status, made) = self.call("POST", &path, Some(json!({"name": name}))).await;
+        if status == 201 {
+            return made["id"].clone();
+        }
+        let found = self.ok("GET", &format!("{path}?name={name}"), None).await;
+        let id = found["results"][0]["id"].clone();
+        assert!(id.is_u64(), "{kind} {name}: {status}: {made}");
+        id
+    }
+
+    /// Plugin records `(name, type, value)` in zone `zone`, made in one request: their
+    /// ids, in order.
+    pub async fn plugin_records(&self, zone: u64, records: &[(&str, &str, &str)]) -> Vec<u64> {
+        let body: Vec<Value> = records
+            .iter()
+            .map(|(name, rtype, value)| {
+                json!({"zone": zone, "name": name, "type": rtype, "value": value})
+            })
+            .collect();
+        let made = self
+            .ok(
+                "POST",
+                "/api/plugins/netbox-dns/records/",
+                Some(Value::Array(body)),
+            )
+            .await;
+        made.as_array()
+            .expect("a list")
+            .iter()
+            .map(|r| r["id"].as_u64().expect("record id"))
+            .collect()
+    }
+
+    /// The token, in a file `netbox-token` under `dir` (a source's `token_file`).
+    pub fn token_file(&self, dir: &std::path::Path) -> PathBuf {
+        let path = dir.join("netbox-token");
+        std::fs::write(&path, format!("{}\n", self.token)).expect("write the token file");
+        path
+    }
+
+    /// What a planner's NetBox source needs to hear from this NetBox, written under
+    /// `dir`: the token file, and a webhook named `name` (see [`hook`](Self::hook)) to a
+    /// free loopback port, with its secret in a file.
+    pub async fn planner_hook(&self, dir: &std::path::Path, name: &str) -> PlannerHook {
+        let secret = format!("{name}-secret");
+        let secret_file = dir.join("netbox-webhook-secret");
+        std::fs::write(&secret_file, &secret).expect("write the secret file");
+        let port = crate::free_port();
+        let hook = self
+            .hook(name, &format!("http://127.0.0.1:{port}/netbox"), &secret)
+            .await;
+        PlannerHook {
+            token_file: self.token_file(dir),
+            secret_file,
+            port,
+            hook,
+        }
+    }
+
     /// A webhook to `url` signed with `secret`, fired by an event rule on every IP
-    /// address created, updated or deleted; removed by [`Hook::remove`].
+    /// address, plugin record and plugin zone created, updated or deleted; removed by
+    /// [`Hook::remove`]. Made by docs/netbox.md's own commands, with this test's name,
+    /// URL and no TLS (what a reader changes too).
     pub async fn hook(&self, name: &str, url: &str, secret: &str) -> Hook {
-        let webhook = self
-            .ok(
-                "POST",
-                "/api/extras/webhooks/",
-                Some(json!({
-                    "name": name,
-                    "payload_url": url,
-                    "http_method": "POST",
-                    "http_content_type": "application/json",
-                    "secret": secret,
-                    "ssl_verification": false,
-                })),
+        let block = docs_block("HOOK=$(curl -sf -X POST \"$NETBOX_URL/api/extras/webhooks/\"");
+        let script = block
+            .replace(
+                "\"name\": \"dnsplane\"",
+                &format!("\"name\": {}", json!(name)),
             )
-            .await;
-        let rule = self
-            .ok(
-                "POST",
-                "/api/extras/event-rules/",
-                Some(json!({
-                    "name": name,
-                    "object_types": ["ipam.ipaddress"],
-                    "event_types": ["object_created", "object_updated", "object_deleted"],
-                    "action_type": "webhook",
-                    "action_object_type": "extras.webhook",
-                    "action_object_id": webhook["id"],
-                    "enabled": true,
-                })),
-            )
-            .await;
+            .replace("http://dnsplane-planner:8090/netbox", url)
+            .replace("\"ssl_verification\": true", "\"ssl_verification\": false")
+            + "\necho\necho \"HOOK=$HOOK\"\n";
+        let out = self.run_docs(&script, &[("SECRET", secret)]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "docs/netbox.md's webhook commands: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rule: Value = stdout
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("the event rule in: {stdout}"));
+        let webhook = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("HOOK="))
+            .and_then(|id| id.trim().parse().ok())
+            .unwrap_or_else(|| panic!("the webhook's id in: {stdout}"));
         Hook {
-            webhook: webhook["id"].as_u64().expect("webhook id"),
+            webhook,
             rule: rule["id"].as_u64().expect("event rule id"),
         }
     }
+}
+
+/// The ```sh block of docs/netbox.md whose first line starts with `first`.
+fn docs_block(first: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/netbox.md");
+    let text = std::fs::read_to_string(path).expect("docs/netbox.md");
+    text.split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .find(|b| b.starts_with(first))
+        .unwrap_or_else(|| panic!("docs/netbox.md has no block starting {first:?}"))
+        .to_string()
+}
+
+/// A planner's end of NetBox's webhook ([`NetBox::planner_hook`]).
+#[derive(Debug)]
+pub struct PlannerHook {
+    pub token_file: PathBuf,
+    pub secret_file: PathBuf,
+    /// Where the planner's `webhook_listen` must be (`127.0.0.1:<port>`).
+    pub port: u16,
+    pub hook: Hook,
 }
 
 /// A webhook and its event rule in NetBox.

@@ -20,9 +20,15 @@ impl NetboxSourceConfig {
             }
             Err(e) => return Err(format!("url {:?}: {e}", c.url)),
         }
-        if !c.ipam {
-            return Err("ipam = false leaves this source nothing to read".into());
+        if !c.ipam && !c.plugin {
+            return Err(
+                "ipam = false without plugin = true leaves this source nothing to read".into(),
+            );
         }
+        if !c.plugin && !c.plugin_views.is_empty() {
+            return Err("plugin_views goes with plugin = true".into());
+        }
+
         if let Some(name) = &c.name
             && (name.is_empty()
                 || !name

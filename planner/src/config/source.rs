@@ -182,6 +182,22 @@ pub struct NetboxSourceConfig {
     /// Read IPAM's IP addresses: each with a `dns_name` gives an A or AAAA record.
     #[serde(default = "default_true")]
     pub ipam: bool,
+    /// Read netbox-plugin-dns's zones and records (`/api/plugins/netbox-dns/`): the
+    /// records of the plugin zones that configured zones hold. SOA and apex NS are
+    /// never taken: they stay the plugin's and the provider's.
+    #[serde(default)]
+    pub plugin: bool,
+    /// The plugin's views, renamed to the views of `[[zones]] view`: a record in a
+    /// plugin view that is not the plugin's default view is fed to the view of that
+    /// name (or of the name given here). The default view's records feed `views`.
+    #[serde(default)]
+    pub plugin_views: std::collections::BTreeMap<String, String>,
+    /// Write each record's outcome back to NetBox, into the custom field
+    /// `dnsplane_status` of its IP address or plugin record (`converged`,
+    /// `conflict: …`, `invalid: …`): the token must be allowed to write them. Only the
+    /// leader writes, in bulk, at most 500 objects a second (less when NetBox is slower).
+    #[serde(default)]
+    pub write_back: bool,
     /// Also a PTR record for each address, in the configured reverse zone that holds
     /// its reverse name (`10.2.0.192.in-addr.arpa.`); none where no zone does.
     #[serde(default)]

@@ -80,6 +80,21 @@ impl PlannerConfig {
                 ));
             }
         }
+        for (i, source) in self.sources.iter().enumerate() {
+            let SourceConfig::Netbox(nb) = source else {
+                continue;
+            };
+            if let Some((from, to)) = nb
+                .plugin_views
+                .iter()
+                .find(|(_, to)| !known.contains(to.as_str()))
+            {
+                return Err(format!(
+                    "[[sources]] #{}: plugin_views maps {from:?} to {to:?}, which no [[zones]] target has as its view",
+                    i + 1
+                ));
+            }
+        }
         // Where every source names its views, a view none of them names is fed by
         // nothing the config says (only labelled pushes could): a typo, most likely.
         let every_view = self.sources.iter().any(|s| s.views().is_empty());

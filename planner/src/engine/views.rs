@@ -15,8 +15,7 @@ use dnsplane_common::Name;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
-/// The label that feeds a record to some views only.
-pub const VIEW_LABEL: &str = "dnsplane.io/view";
+pub use crate::source::labels::VIEW_LABEL;
 
 /// One view's desired index, and the zones that have a target in the view.
 #[derive(Debug)]
@@ -231,6 +230,19 @@ impl Engine {
             }
         }
         Some(out)
+    }
+}
+
+impl Engine {
+    /// The source errors whose location starts with `prefix` (the pages of one source's
+    /// objects), from every index, each once: a source that writes outcomes back to
+    /// its objects tells those that give no record why. `None` while an index is busy
+    /// (as [`errors_in_views`](Self::errors_in_views)).
+    pub fn errors_located(&self, prefix: &str) -> Option<Vec<SourceError>> {
+        let main = self.desired.try_read().ok()?.errors();
+        let mut all = self.errors_in_views(main)?;
+        all.retain(|e| e.location.starts_with(prefix));
+        Some(all)
     }
 }
 

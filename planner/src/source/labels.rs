@@ -13,6 +13,9 @@ use dnsplane_common::SharedStr;
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// The label that feeds a record to some views only (`[[zones]] view`; views
+/// separated by commas). Here, beside the labels, because sources set it too.
+pub const VIEW_LABEL: &str = "dnsplane.io/view";
 /// Most labels one record may carry.
 pub const MAX_LABELS: usize = 32;
 /// Longest label key, in bytes (a Kubernetes label key with its prefix: 253 + 63).

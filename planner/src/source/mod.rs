@@ -32,6 +32,7 @@ pub mod kubernetes;
 pub mod labels;
 pub mod netbox;
 pub mod octodns;
+pub mod outcomes;
 pub mod zonefile;
 pub mod zones;
 

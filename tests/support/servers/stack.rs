@@ -547,6 +547,12 @@ impl RealStack {
         self.server.dig(&self.tools.dig, name, rtype)
     }
 
+    /// [`dig`](Self::dig) of each query `(name, type)` (an emulated cloud's listing read
+    /// once).
+    pub fn digs(&self, queries: &[(String, &str)]) -> Vec<Vec<String>> {
+        self.server.digs(&self.tools.dig, queries)
+    }
+
     pub fn soa_serial(&self) -> u64 {
         self.server.soa_serial(&self.tools.dig)
     }

@@ -16,7 +16,7 @@
 //! thousand writes a second.
 use super::dnsendpoint_resource;
 use super::objects::{ObjectName, ObjectState, Objects, resource_of};
-use dnsplane_common::{RecordKey, SharedStr};
+pub use crate::source::outcomes::{Phase, RecordName, RecordOutcome};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,34 +35,6 @@ const MAX_LINES: usize = 10;
 /// written. Ten lines of provider errors can exceed it.
 pub const MAX_MESSAGE_CHARS: usize = 32768;
 
-/// Where one record stands, in the terms a status shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Converged,
-    /// Not converged yet: planned, in flight, deferred, held for approval.
-    Pending,
-    Conflict,
-    /// The provider refuses the value.
-    Invalid,
-    /// Held for approval by the mass-change guard (a status shows it as pending).
-    Held,
-    /// Transient failures outlived their budget, or the account refuses writes: it is
-    /// retried, so the object is pending, with the error shown.
-    Failed,
-}
-
-/// One record of the source as the planner's state table has it. Read for every record
-/// of the source each second: shares what the index holds instead of copying it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordOutcome {
-    /// `DNSEndpoint namespace/name`: the object that asked for it.
-    pub resource: SharedStr,
-    pub record: RecordName,
-    pub phase: Phase,
-    /// Why it is not converged (the conflict, the provider's error), or empty.
-    pub detail: String,
-}
-
 /// Outcomes by the object that asked for them: sorted references, a few bytes per
 /// record, where a map would hold a node per object (this is built each second).
 #[derive(Debug)]
@@ -80,32 +52,6 @@ impl<'a> ByResource<'a> {
         let start = self.0.partition_point(|o| &*o.resource < resource);
         let len = self.0[start..].partition_point(|o| &*o.resource == resource);
         &self.0[start..start + len]
-    }
-}
-
-/// The record an outcome is about, written `app.example.com. A` (and `(set eu)` in a
-/// routing set) only when a message names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordName(pub RecordKey);
-
-impl std::fmt::Display for RecordName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.0.name, self.0.rtype)?;
-        if !self.0.set.is_none() {
-            write!(f, " (set {})", self.0.set)?;
-        }
-        Ok(())
-    }
-}
-
-/// `"web.example.com. A"`, for tests.
-#[cfg(test)]
-impl From<&str> for RecordName {
-    fn from(s: &str) -> RecordName {
-        let (name, rtype) = s.rsplit_once(' ').expect("name and type");
-        let name = dnsplane_common::Name::parse(name).expect("name");
-        let rtype = dnsplane_common::RecordType::parse(rtype).expect("type");
-        RecordName(RecordKey::new(name.clone(), name, rtype))
     }
 }
 

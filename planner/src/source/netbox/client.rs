@@ -157,6 +157,34 @@ impl NetboxClient {
         }
     }
 
+    /// A bulk `PATCH` of the list at `path` (`[{"id": 7, …}, …]`): NetBox applies all of
+    /// it or none.
+    pub async fn patch(&self, path: &str, body: &serde_json::Value) -> Result<(), NetboxError> {
+        let url = format!("{}{path}", self.base);
+        let resp = self
+            .http
+            .patch(&url)
+            .header(reqwest::header::AUTHORIZATION, self.token.header())
+            .header(reqwest::header::ACCEPT, "application/json")
+            .json(body)
+            .send()
+            .await
+            .map_err(|source| NetboxError::Transport {
+                url: url.clone(),
+                source,
+            })?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = resp.text().await.unwrap_or_default();
+        Err(NetboxError::Status {
+            url,
+            status,
+            body: body.chars().take(300).collect(),
+        })
+    }
+
     async fn get<T: DeserializeOwned>(&self, url: &str) -> Result<T, NetboxError> {
         let transport = |source| NetboxError::Transport {
             url: url.to_string(),

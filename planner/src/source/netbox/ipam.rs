@@ -8,12 +8,19 @@
 //! filtered out (its status no longer `active`) or whose `dns_name` is emptied does
 //! lose its record: that is what its owner asked for.
 use super::client::HasId;
+use super::last_good::{LastGood, Made};
+use super::plugin::Held;
+use super::write_back::CustomFields;
 use crate::source::zones::{Verdict, ZoneCheck};
 use crate::source::{DesiredEntry, Origin, SourceError};
 use dnsplane_common::{Name, RecordType};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+
+/// The fields asked for (`?fields=`): NetBox then serialises only these, and a page of
+/// 1,000 addresses comes back in less than half the time.
+pub const FIELDS: &str = "id,address,dns_name,status,vrf,tenant,tags,custom_fields";
 
 /// The fields of `/api/ipam/ip-addresses/` the source reads.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -30,6 +37,9 @@ pub struct IpAddress {
     pub tenant: Option<Related>,
     #[serde(default)]
     pub tags: Vec<Tag>,
+    /// Its `dnsplane_status`, for the write-back.
+    #[serde(default)]
+    pub custom_fields: CustomFields,
 }
 
 impl HasId for IpAddress {
@@ -114,51 +124,39 @@ impl IpamFilter {
 
 /// The record one address asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Wanted {
+pub struct Wanted {
     name: Name,
     rtype: RecordType,
     value: String,
 }
 
-/// The source's addresses: NetBox's latest version of each, and the record each was
-/// last accepted with.
-#[derive(Debug, Default)]
-pub struct Addresses {
-    current: BTreeMap<u64, IpAddress>,
-    accepted: BTreeMap<u64, Wanted>,
+impl Wanted {
+    /// Whether `a` still asks for this record as written (its `dns_name` is this
+    /// name, its address this value): then it stands without being checked again (a
+    /// webhook at 50,000 addresses re-makes every record, and the checks were most of
+    /// that). A name or address written otherwise is checked again: only time is lost.
+    fn made_of(&self, a: &IpAddress) -> bool {
+        let name = a.dns_name.trim();
+        let name = name.strip_suffix('.').unwrap_or(name);
+        let ip = a.address.split('/').next().unwrap_or_default();
+        self.name.as_str().strip_suffix('.') == Some(name) && self.value == ip
+    }
 }
 
+/// The source's addresses: NetBox's latest version of each, and the record each was
+/// last accepted with.
+pub type Addresses = LastGood<IpAddress, Wanted>;
+
 impl Addresses {
-    /// A complete read replaces every address: those it lacks are gone.
-    pub fn replace_all(&mut self, read: Vec<IpAddress>) {
-        self.current = read.into_iter().map(|a| (a.id, a)).collect();
-    }
-
-    /// One address as NetBox now has it.
-    pub fn put(&mut self, a: IpAddress) {
-        self.current.insert(a.id, a);
-    }
-
-    /// An address NetBox no longer has.
-    pub fn remove(&mut self, id: u64) {
-        self.current.remove(&id);
-    }
-
-    /// Addresses held (every status: the filter applies when records are made).
-    pub fn len(&self) -> usize {
-        self.current.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.current.is_empty()
-    }
-
     /// The records the addresses ask for, and an error for each address that cannot
     /// be one (with the record it keeps, if it was accepted before).
     ///
     /// Several addresses naming one (name, type): where `merges(name)` (the zone's
     /// `merge = "union"`), one RRSet of all their addresses; else the lowest id's, and
     /// a collision error for each other one. By id, so the choice never flaps.
+    /// A name and type the plugin's records hold (`plugin`) is the plugin's: an
+    /// address naming it with a value the plugin has is served by the plugin's record,
+    /// and with another value it is a collision, reported on the address.
     /// `ui` is NetBox's URL: each record's location is its address's page there.
     pub fn records(
         &mut self,
@@ -166,6 +164,7 @@ impl Addresses {
         zones: &ZoneCheck,
         merges: impl Fn(&Name) -> bool,
         ptr: bool,
+        plugin: &Held,
         ui: &str,
     ) -> (Vec<DesiredEntry>, Vec<SourceError>) {
         let mut errors = Vec::new();
@@ -175,33 +174,43 @@ impl Addresses {
             record: record.to_string(),
             message,
         };
-        let accepted = &mut self.accepted;
-        accepted.retain(|id, _| self.current.contains_key(id));
-        for a in self.current.values() {
-            if !filter.takes(a) || a.dns_name.trim().is_empty() {
-                accepted.remove(&a.id);
-                continue;
-            }
-            match wanted(a, zones) {
-                Ok(Some(w)) => {
-                    accepted.insert(a.id, w);
+        let refused = self.settle(
+            |a, before| {
+                if !filter.takes(a) || a.dns_name.trim().is_empty() {
+                    return Made::Drop;
                 }
-                Ok(None) => {
-                    accepted.remove(&a.id);
+                if before.is_some_and(|w| w.made_of(a)) {
+                    return Made::Stands;
                 }
-                Err(why) => {
-                    let kept = accepted.get(&a.id).map_or(String::new(), |w| {
-                        format!(
-                            "; its last accepted record, {} {} {}, is kept",
-                            w.name, w.rtype, w.value
-                        )
-                    });
-                    errors.push(error(a.id, &a.dns_name, format!("{why}{kept}")));
+                match wanted(a, zones) {
+                    Ok(Some(w)) => Made::Take(w),
+                    Ok(None) => Made::Drop,
+                    Err(why) => Made::Refuse(why),
                 }
-            }
+            },
+            |w| format!("{} {} {}", w.name, w.rtype, w.value),
+        );
+        for (id, why) in refused {
+            let name = self.get(id).map_or("", |a| a.dns_name.as_str());
+            errors.push(error(id, name, why));
         }
+        let accepted = self.accepted();
         let mut sets: BTreeMap<(Name, RecordType), (Vec<String>, Vec<u64>)> = BTreeMap::new();
         let mut claim = |id: u64, name: &Name, rtype: RecordType, value: &str, merge: bool| {
+            if let Some((values, first)) = plugin.get(&(name.clone(), rtype)) {
+                if !values.iter().any(|v| v == value) {
+                    errors.push(error(
+                        id,
+                        &format!("{name} {rtype}"),
+                        format!(
+                            "{value} collides with the plugin's netbox-dns/records/{first}, \
+                             which holds {name} {rtype} ({}): a name the plugin holds is the plugin's",
+                            values.join(", ")
+                        ),
+                    ));
+                }
+                return;
+            }
             let (values, ids) = sets.entry((name.clone(), rtype)).or_default();
             match ids.first() {
                 Some(first) if !merge && values.first().map(String::as_str) != Some(value) => {

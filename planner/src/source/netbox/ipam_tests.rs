@@ -36,6 +36,7 @@ fn records(a: &mut Addresses, merges: bool) -> Records {
         &zones(),
         |_| merges,
         false,
+        &Default::default(),
         "https://nb",
     );
     (
@@ -234,7 +235,14 @@ fn with_ptr_each_address_has_its_reverse_record_where_a_reverse_zone_is_configur
         // No reverse zone holds 198.51.100.0/24: no PTR, and no error.
         address(4, "198.51.100.4/24", "far.example.com", "active"),
     ]);
-    let (entries, errors) = a.records(&IpamFilter::default(), &zones, |_| true, true, "https://nb");
+    let (entries, errors) = a.records(
+        &IpamFilter::default(),
+        &zones,
+        |_| true,
+        true,
+        &Default::default(),
+        "https://nb",
+    );
     let ptrs: Vec<_> = keys(&entries)
         .into_iter()
         .filter(|e| e.1 == "PTR")
@@ -264,6 +272,7 @@ fn with_ptr_each_address_has_its_reverse_record_where_a_reverse_zone_is_configur
         &zones,
         |_| true,
         false,
+        &Default::default(),
         "https://nb",
     );
     assert!(

@@ -1,5 +1,5 @@
-//! NetBox's webhooks, received: an event rule on IP addresses POSTs each change here,
-//! and the source re-reads that address.
+//! NetBox's webhooks, received: an event rule on IP addresses (and the plugin's records
+//! and zones) POSTs each change here, and the source re-reads that object.
 //!
 //! A webhook is only a hint. Its body names an object; what the object holds is read
 //! from NetBox's API with the source's own token, never taken from the body. So a
@@ -29,6 +29,11 @@ const MAX_BODY: usize = 1 << 20;
 pub enum Event {
     /// Read IP address `id` again (`deleted`: NetBox says it is gone).
     Address { id: u64, deleted: bool },
+    /// Read plugin record `id` again.
+    PluginRecord { id: u64, deleted: bool },
+    /// A plugin zone or view changed: its records' view, TTL or activity may have, so
+    /// everything is read again.
+    PluginZone,
 }
 
 /// The receiver's state.
@@ -50,6 +55,42 @@ struct Body {
     #[serde(default)]
     model: Option<String>,
     data: Data,
+    #[serde(default)]
+    snapshots: Option<Snapshots>,
+}
+
+/// The object before and after the change, as NetBox serialises it.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Snapshots {
+    #[serde(default)]
+    prechange: Option<serde_json::Value>,
+    #[serde(default)]
+    postchange: Option<serde_json::Value>,
+}
+
+impl Snapshots {
+    /// Whether the change touched nothing but `dnsplane_status` (and the time of the
+    /// change, and a plugin zone's serial): the write-back's own echo, which has nothing
+    /// to read again.
+    fn only_status(&self) -> bool {
+        let strip = |v: &serde_json::Value| {
+            let mut v = v.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("last_updated");
+                // A plugin zone's serial, bumped by each change of its records (the
+                // write-back's included): dnsplane never writes the SOA.
+                o.remove("soa_serial");
+                if let Some(cf) = o.get_mut("custom_fields").and_then(|c| c.as_object_mut()) {
+                    cf.remove(super::write_back::FIELD);
+                }
+            }
+            v
+        };
+        match (&self.prechange, &self.postchange) {
+            (Some(pre @ serde_json::Value::Object(_)), Some(post)) => strip(pre) == strip(post),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -136,17 +177,26 @@ async fn receive(
         .as_deref()
         .or(body.model.as_deref())
         .unwrap_or_default();
-    if !matches!(kind, "ipam.ipaddress" | "ipaddress") {
-        tracing::debug!(source = %r.source, object_type = kind, "A NetBox webhook about an object this source does not read; ignored.");
+    let (id, deleted) = (body.data.id, body.event == "deleted");
+    let event = match kind {
+        "ipam.ipaddress" | "ipaddress" => Event::Address { id, deleted },
+        "netbox_dns.record" => Event::PluginRecord { id, deleted },
+        "netbox_dns.zone" | "netbox_dns.view" => Event::PluginZone,
+        _ => {
+            tracing::debug!(source = %r.source, object_type = kind, "A NetBox webhook about an object this source does not read; ignored.");
+            return (
+                StatusCode::ACCEPTED,
+                format!("{kind:?} is not read by this source\n"),
+            );
+        }
+    };
+    if body.snapshots.as_ref().is_some_and(Snapshots::only_status) {
+        tracing::debug!(source = %r.source, id = body.data.id, "A NetBox webhook for a change of dnsplane_status alone (the write-back's own); nothing to read.");
         return (
             StatusCode::ACCEPTED,
-            format!("{kind:?} is not read by this source\n"),
+            "only dnsplane_status changed: nothing to read\n".into(),
         );
     }
-    let event = Event::Address {
-        id: body.data.id,
-        deleted: body.event == "deleted",
-    };
     tracing::debug!(source = %r.source, event = %body.event, id = body.data.id, "NetBox webhook received.");
     if r.events.try_send(event).is_err() {
         // Too many at once (or the source stopping): a full read covers them all.
@@ -253,6 +303,62 @@ mod tests {
                 deleted: true
             })
         );
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn the_write_backs_own_echo_is_not_read_again_but_any_other_change_is() {
+        let (url, mut rx, _flag, stop) = serve().await;
+        let change = |pre: serde_json::Value, post: serde_json::Value| {
+            serde_json::json!({
+                "event": "updated", "object_type": "netbox_dns.record", "data": {"id": 4},
+                "snapshots": {"prechange": pre, "postchange": post},
+            })
+            .to_string()
+        };
+        let echo = change(
+            serde_json::json!({"value": "192.0.2.1", "last_updated": "t1", "custom_fields": {"dnsplane_status": "", "rack": "r1"}}),
+            serde_json::json!({"value": "192.0.2.1", "last_updated": "t2", "custom_fields": {"dnsplane_status": "converged", "rack": "r1"}}),
+        );
+        assert_eq!(
+            post(&url, &echo, Some(&sign(b"s3cret", echo.as_bytes()))).await,
+            202
+        );
+        assert!(rx.try_recv().is_err(), "the echo is dropped");
+        for b in [
+            // Its value, another custom field, or a create (no prechange): read again.
+            change(
+                serde_json::json!({"value": "192.0.2.1", "custom_fields": {"dnsplane_status": "converged"}}),
+                serde_json::json!({"value": "192.0.2.2", "custom_fields": {"dnsplane_status": "converged"}}),
+            ),
+            change(
+                serde_json::json!({"value": "192.0.2.1", "custom_fields": {"rack": "r1"}}),
+                serde_json::json!({"value": "192.0.2.1", "custom_fields": {"rack": "r2"}}),
+            ),
+            change(
+                serde_json::Value::Null,
+                serde_json::json!({"value": "192.0.2.1"}),
+            ),
+        ] {
+            assert_eq!(
+                post(&url, &b, Some(&sign(b"s3cret", b.as_bytes()))).await,
+                202
+            );
+            assert_eq!(
+                rx.recv().await,
+                Some(Event::PluginRecord {
+                    id: 4,
+                    deleted: false
+                }),
+                "{b}"
+            );
+        }
+        let zone = serde_json::json!({"event": "updated", "object_type": "netbox_dns.zone", "data": {"id": 2}}).to_string();
+        assert_eq!(
+            post(&url, &zone, Some(&sign(b"s3cret", zone.as_bytes()))).await,
+            202
+        );
+        assert_eq!(rx.recv().await, Some(Event::PluginZone));
         stop.cancel();
     }
 
