@@ -14,6 +14,7 @@
 //! The backends on their own, and Redis going away: [`backends`].
 mod backends;
 mod fencing;
+mod netbox_write_back;
 mod redis_store;
 mod takeover;
 
