@@ -1,7 +1,7 @@
 //! Starting the sources that run as tasks (Kubernetes, NetBox): each is not ready,
 //! and every zone's syncs held, until its first complete read; then its snapshots go
 //! into the engine as they come.
-use crate::engine::Engine;
+use crate::engine::{Engine, LastPut};
 use crate::error::PlannerError;
 use crate::source::Snapshot;
 use crate::{config, events, lease, source, state};
@@ -9,25 +9,29 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-/// Puts a source's new snapshot (if its records changed) in force, then its readiness:
-/// entries before readiness, so that the first ready snapshot lets the zones plan only
-/// once its records are in the index.
+/// Puts a source's new snapshot (if its records changed) in force, as the patch of
+/// what changed since `last` where it can ([`Engine::put_live_source`]), then its
+/// readiness: entries before readiness, so that the first ready snapshot lets the
+/// zones plan only once its records are in the index.
 fn put_in_force(
     engine: &Engine,
     name: &str,
     snapshot: Option<Snapshot>,
     unready: Vec<String>,
-    first: &mut bool,
+    last: &mut LastPut,
 ) {
     if let Some(snapshot) = snapshot {
+        let initial = last.is_empty();
         events::DesiredStateChanged {
             source: name,
             records: snapshot.entries.len(),
             errors: snapshot.errors.len(),
-            initial: std::mem::take(first),
+            initial,
         }
         .emit();
-        engine.set_source(name, snapshot.entries, snapshot.errors);
+        let started = std::time::Instant::now();
+        let put = engine.put_live_source(name, snapshot.entries, snapshot.errors, last);
+        tracing::debug!(source = %name, took_ms = started.elapsed().as_millis() as u64, ?put, "Source's records put in force.");
     }
     engine.set_source_readiness(name, unready);
 }
@@ -105,9 +109,9 @@ pub(crate) async fn start_netbox_source(
     engine.spawn(src.run(events_rx, tx, work));
     let engine_ = engine.clone();
     engine.spawn(async move {
-        let mut first = true;
+        let mut last = LastPut::default();
         while let Some(update) = rx.recv().await {
-            put_in_force(&engine_, &name, update.snapshot, update.unready, &mut first);
+            put_in_force(&engine_, &name, update.snapshot, update.unready, &mut last);
         }
     });
     Ok(())
@@ -205,10 +209,10 @@ pub(crate) async fn start_kubernetes_source(
     let engine_ = engine.clone();
     let source_name = name.clone();
     engine.spawn(async move {
-        let mut first = true;
+        let mut last = LastPut::default();
         while let Some(mut snapshot) = rx.recv().await {
             let unready = std::mem::take(&mut snapshot.unready);
-            put_in_force(&engine_, &source_name, Some(snapshot), unready, &mut first);
+            put_in_force(&engine_, &source_name, Some(snapshot), unready, &mut last);
         }
         let _ = watcher.await;
     });

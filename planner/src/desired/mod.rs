@@ -15,7 +15,8 @@
 //!   lines their errors point at;
 //! - [`keys`]: the keys each source declares, and who declares what in each zone;
 //! - [`read`]: the queries on the index (a source's records, a zone, errors, counts);
-//! - [`merged`]: the record sets several sources want in a `merge = "union"` zone.
+//! - [`merged`]: the record sets several sources want in a `merge = "union"` zone;
+//! - [`live`]: a live source's change taken as a patch.
 use crate::config::ZoneConfig;
 use crate::ownership;
 use crate::source::{DesiredEntry, EntryKey, Labels, SourceError};
@@ -24,6 +25,7 @@ use rules::Lines;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod keys;
+mod live;
 mod merged;
 mod read;
 mod record;
@@ -44,6 +46,8 @@ struct Contribution {
     keys: SourceKeys,
     /// The source's own errors and those of its entries.
     errors: Vec<SourceError>,
+    /// How many of `errors`, from the first, are the source's own.
+    own_errors: usize,
     /// Input the source took no entry from (a webhook's refused endpoints), as the
     /// source last reported it: shown with its errors, replaced whole each time.
     refusals: Vec<SourceError>,
@@ -56,6 +60,13 @@ struct Contribution {
 
 /// Labels per key, for the keys that have any.
 pub(crate) type LabelsOf = HashMap<RecordKey, Labels>;
+
+/// Entries placed: the records, first one per key; their labels; the others' errors.
+type Claims = (
+    BTreeMap<RecordKey, DesiredRecord>,
+    LabelsOf,
+    Vec<SourceError>,
+);
 
 /// What a record without labels reports.
 static NO_LABELS: Labels = Labels::NONE;
@@ -196,12 +207,14 @@ impl DesiredIndex {
     ) -> Touched {
         let lines = Lines::of(entries);
         let mut errors = errors;
+        let own_errors = errors.len();
         errors.append(&mut entry_errors);
         let mut touched = Touched::new();
         let old = self.sources.remove(&source).unwrap_or_default();
         let mut contribution = Contribution {
             keys: SourceKeys::default(),
             errors,
+            own_errors,
             // A new whole state of the source is no answer to what it refused.
             refusals: old.refusals.clone(),
             conflicts: BTreeMap::new(),
@@ -289,8 +302,19 @@ impl DesiredIndex {
         deletes: &[EntryKey],
     ) -> Touched {
         let source = self.interner.str(source);
+        let (new, labels, errors) = self.claims(&source, upserts);
+        self.patch_claims(source, (new, labels, errors), upserts, deletes)
+    }
+
+    /// [`patch_source`](Self::patch_source) with the upserts' claims made.
+    fn patch_claims(
+        &mut self,
+        source: SharedStr,
+        (new, mut labels, mut errors): Claims,
+        upserts: &[DesiredEntry],
+        deletes: &[EntryKey],
+    ) -> Touched {
         let lines = Lines::of(upserts);
-        let (new, mut labels, mut errors) = self.claims(&source, upserts);
         let mut touched = Touched::new();
         let mut contribution = self.sources.remove(&source).unwrap_or_default();
         contribution.errors.append(&mut errors);
@@ -357,15 +381,7 @@ impl DesiredIndex {
 
     /// The records `entries` declare, placed in their zones, first one per key; and
     /// the problems with the others.
-    fn claims(
-        &mut self,
-        source: &SharedStr,
-        entries: &[DesiredEntry],
-    ) -> (
-        BTreeMap<RecordKey, DesiredRecord>,
-        LabelsOf,
-        Vec<SourceError>,
-    ) {
+    fn claims(&mut self, source: &SharedStr, entries: &[DesiredEntry]) -> Claims {
         let mut errors = Vec::new();
         let mut new: BTreeMap<RecordKey, DesiredRecord> = BTreeMap::new();
         let mut labels = LabelsOf::new();

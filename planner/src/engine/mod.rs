@@ -49,6 +49,9 @@ mod follow;
 mod health;
 mod holds;
 mod intake;
+mod live;
+#[cfg(test)]
+mod live_tests;
 mod patch;
 mod pushes;
 mod read;
@@ -72,6 +75,7 @@ pub use adopt::{AdoptError, AdoptOutcome};
 pub use approve::ApproveError;
 pub use audit::HistoryError;
 pub use health::{Health, HealthReason, Rule};
+pub use live::{LastPut, Put};
 pub use patch::{Patch, Patched};
 pub use pushes::PushStore;
 #[cfg(test)]

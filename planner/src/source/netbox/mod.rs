@@ -217,7 +217,10 @@ impl NetboxSource {
                         }
                     }
                     if complete {
-                        match self.apply_events(&batch).await {
+                        let started = Instant::now();
+                        let read = self.apply_events(&batch).await;
+                        tracing::debug!(source = %self.key, events = batch.len(), read_ms = started.elapsed().as_millis() as u64, "NetBox's objects of a batch of webhooks read again.");
+                        match read {
                             Ok(false) => {}
                             Ok(true) => next_full = Instant::now(),
                             Err(e) => {
@@ -236,7 +239,11 @@ impl NetboxSource {
                 next_full = Instant::now();
             }
             self.report(unready.clone());
+            let started = Instant::now();
             let snapshot = (changed && complete).then(|| self.snapshot());
+            if snapshot.is_some() {
+                tracing::debug!(source = %self.key, took_ms = started.elapsed().as_millis() as u64, "NetBox source's records built.");
+            }
             let update = Update {
                 snapshot,
                 unready: unready.iter().cloned().collect(),

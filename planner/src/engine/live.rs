@@ -1,0 +1,110 @@
+//! Live sources (Kubernetes, NetBox) put in force by what changed: each hands over its
+//! whole state at every change, and the engine keeps what each last put in force, so
+//! that a one-object change costs the index O(change) instead of O(source).
+use super::Engine;
+use super::patch::Patch;
+use crate::events;
+use crate::source::{DesiredEntry, EntryKey, SourceError};
+use std::collections::{HashMap, HashSet};
+
+/// What a live source last put in force, by key (the source's task keeps it).
+#[derive(Debug, Default)]
+pub struct LastPut {
+    entries: Option<HashMap<EntryKey, DesiredEntry>>,
+}
+
+impl LastPut {
+    /// Nothing put in force yet: the next snapshot is the source's first.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_none()
+    }
+}
+
+/// How a snapshot went into force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// Whole: the first, a large change, one the index could not take as a patch,
+    /// or any in an engine with views.
+    Whole,
+    /// As the patch of what changed: `changed` upserts and deletes.
+    Patch { changed: usize },
+}
+
+impl Engine {
+    /// Puts a live source's new snapshot in force: as the patch from what it last put
+    /// in force (`last`) where that is small and the index can take it as one
+    /// ([`crate::desired::DesiredIndex::patch_live`]), whole otherwise. The index ends
+    /// the same either way.
+    pub fn put_live_source(
+        &self,
+        name: &str,
+        entries: Vec<DesiredEntry>,
+        errors: Vec<SourceError>,
+        last: &mut LastPut,
+    ) -> Put {
+        let patched = Engine::cpu(|| {
+            let held = last.entries.as_ref()?;
+            if self.views_apply(name, &entries) {
+                return None;
+            }
+            let patch = live_patch(held, &entries)?;
+            let changed = patch.upserts.len() + patch.deletes.len();
+            let touched = self
+                .desired
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .patch_live(name, &patch.upserts, &patch.deletes, errors.clone())?;
+            events::DesiredRecordsRejected { errors: &errors }.emit();
+            self.wake(touched);
+            Some((patch, changed))
+        });
+        match patched {
+            Some((patch, changed)) => {
+                let held = last.entries.get_or_insert_with(HashMap::new);
+                for key in patch.deletes {
+                    held.remove(&key);
+                }
+                for e in patch.upserts {
+                    held.insert(e.entry_key(), e);
+                }
+                Put::Patch { changed }
+            }
+            None => {
+                self.set_source_ref(name, &entries, errors);
+                last.entries = Some(entries.into_iter().map(|e| (e.entry_key(), e)).collect());
+                Put::Whole
+            }
+        }
+    }
+}
+
+/// The patch that takes a live source from `last` (what it put in force, by key) to
+/// `entries`; `None` where it is larger than a quarter of the source (the whole update
+/// is then about as cheap), or where `entries` declare a key twice (the whole update
+/// keeps the first and reports the others).
+pub(crate) fn live_patch(
+    last: &HashMap<EntryKey, DesiredEntry>,
+    entries: &[DesiredEntry],
+) -> Option<Patch> {
+    let most = entries.len().max(last.len()) / 4 + 1;
+    let mut seen = HashSet::with_capacity(entries.len());
+    let mut patch = Patch::default();
+    for e in entries {
+        let key = e.entry_key();
+        if last.get(&key) != Some(e) {
+            patch.upserts.push(e.clone());
+        }
+        if !seen.insert(key) || patch.upserts.len() > most {
+            return None;
+        }
+    }
+    for key in last.keys() {
+        if !seen.contains(key) {
+            patch.deletes.push(key.clone());
+            if patch.upserts.len() + patch.deletes.len() > most {
+                return None;
+            }
+        }
+    }
+    Some(patch)
+}
