@@ -67,7 +67,7 @@ fn main() {
         .to_path_buf();
     let opts = Options {
         bin_dir,
-        log_filter: "warn,dnsplane_planner=info,dnsplane_planner::source=debug,dnsplane_planner::source_tasks=debug".into(),
+        log_filter: "warn,dnsplane_planner=info".into(),
         planner_extra: format!(
             "[[sources]]\ntype = \"netbox\"\nurl = \"{}\"\ntoken_file = \"{}\"\ntags = [\"{tag}\"]\n\
              webhook_listen = \"127.0.0.1:{port}\"\nwebhook_secret_file = \"{}\"\n",
@@ -135,6 +135,5 @@ fn main() {
         figures(|t| t.0),
         figures(|t| t.1)
     );
-    std::fs::write("/work/wt/bench-logs.txt", s.logs()).ok();
     rt.block_on(hook.remove(&nb));
 }
