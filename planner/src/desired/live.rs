@@ -12,12 +12,13 @@ impl DesiredIndex {
     /// snapshot would give. `None`, with nothing changed, where a patch cannot stand for
     /// the snapshot: the source is unknown, some of its entries were refused (their
     /// errors belong to the whole snapshot), or some of the upserts are. The caller
-    /// then updates the source whole.
+    /// then updates the source whole. `entries`: the whole snapshot, which errors
+    /// point into as the whole update's would.
     pub fn patch_live(
         &mut self,
         source: &str,
-        upserts: &[DesiredEntry],
-        deletes: &[EntryKey],
+        (upserts, deletes): (&[DesiredEntry], &[EntryKey]),
+        entries: &[DesiredEntry],
         errors: Vec<SourceError>,
     ) -> Option<Touched> {
         let source = self.interner.str(source);
@@ -29,7 +30,7 @@ impl DesiredIndex {
         if !claims.2.is_empty() {
             return None;
         }
-        let touched = self.patch_claims(source.clone(), claims, upserts, deletes);
+        let touched = self.patch_claims(source.clone(), claims, entries, deletes);
         let contribution = self.sources.get_mut(&source)?;
         contribution.own_errors = errors.len();
         contribution.errors = errors;

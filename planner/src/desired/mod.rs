@@ -306,15 +306,16 @@ impl DesiredIndex {
         self.patch_claims(source, (new, labels, errors), upserts, deletes)
     }
 
-    /// [`patch_source`](Self::patch_source) with the upserts' claims made.
+    /// [`patch_source`](Self::patch_source) with the upserts' claims made; errors
+    /// point at the lines of `declared` (the upserts, or a live source's snapshot).
     fn patch_claims(
         &mut self,
         source: SharedStr,
         (new, mut labels, mut errors): Claims,
-        upserts: &[DesiredEntry],
+        declared: &[DesiredEntry],
         deletes: &[EntryKey],
     ) -> Touched {
-        let lines = Lines::of(upserts);
+        let lines = Lines::of(declared);
         let mut touched = Touched::new();
         let mut contribution = self.sources.remove(&source).unwrap_or_default();
         contribution.errors.append(&mut errors);

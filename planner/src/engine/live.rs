@@ -53,7 +53,12 @@ impl Engine {
                 .desired
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .patch_live(name, &patch.upserts, &patch.deletes, errors.clone())?;
+                .patch_live(
+                    name,
+                    (&patch.upserts, &patch.deletes),
+                    &entries,
+                    errors.clone(),
+                )?;
             events::DesiredRecordsRejected { errors: &errors }.emit();
             self.wake(touched);
             Some((patch, changed))
@@ -71,11 +76,22 @@ impl Engine {
             }
             None => {
                 self.set_source_ref(name, &entries, errors);
-                last.entries = Some(entries.into_iter().map(|e| (e.entry_key(), e)).collect());
+                last.entries = Some(by_key(entries));
                 Put::Whole
             }
         }
     }
+}
+
+/// `entries` by key, the first of each key: the one the index holds
+/// ([`crate::desired::DesiredIndex::update_source`] keeps the first and reports the
+/// others).
+pub(crate) fn by_key(entries: Vec<DesiredEntry>) -> HashMap<EntryKey, DesiredEntry> {
+    let mut out = HashMap::with_capacity(entries.len());
+    for e in entries {
+        out.entry(e.entry_key()).or_insert(e);
+    }
+    out
 }
 
 /// The patch that takes a live source from `last` (what it put in force, by key) to
