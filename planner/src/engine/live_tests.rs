@@ -3,7 +3,7 @@
 //! index where the whole updates leave it, whatever the snapshots hold: refused names,
 //! CNAME clashes, duplicates, another source's claims at the same names, merged or
 //! not.
-use super::live::{by_key, live_patch};
+use super::live::{Fingerprint, by_key, live_patch};
 use crate::config::ZoneConfig;
 use crate::desired::DesiredIndex;
 use crate::source::{DesiredEntry, EntryKey, Origin, SourceError};
@@ -147,7 +147,7 @@ fn snapshots_taken_as_patches_end_where_whole_updates_do() {
             let mut patched = DesiredIndex::new(&zones());
             whole.update_source("file:other", &snapshot(&other), Vec::new());
             patched.update_source("file:other", &snapshot(&other), Vec::new());
-            let mut last: Option<HashMap<EntryKey, DesiredEntry>> = None;
+            let mut last: Option<HashMap<EntryKey, Fingerprint>> = None;
             for (i, (edits, errors)) in steps.iter().enumerate() {
                 if i > 0 {
                     apply(&mut picks, edits);
@@ -183,7 +183,7 @@ fn snapshots_taken_as_patches_end_where_whole_updates_do() {
                         patched.update_source("live", &entries, errors);
                     }
                 }
-                last = Some(by_key(entries));
+                last = Some(by_key(&entries));
                 prop_assert_eq!(seen(&patched), seen(&whole));
             }
             Ok(())
@@ -194,14 +194,14 @@ fn snapshots_taken_as_patches_end_where_whole_updates_do() {
     assert!(taken > 500, "only {taken} steps went as patches");
 }
 
-/// A one-object change of a large source goes as a patch of that object alone; a
-/// duplicate key, or a change of more than a quarter of the source, goes whole.
+/// A one-object change of a large source goes as a patch of that object alone, and
+/// the index takes it as one; a duplicate key, or a change of more than a quarter of
+/// the source, goes whole. Labels and origin are part of what is compared.
 #[test]
 fn a_small_change_is_a_patch_and_a_large_one_is_not() {
     let picks: Vec<Pick> = (2..7).map(|n| (n, 0, 0, n)).collect();
     let entries = snapshot(&picks);
-    let held: HashMap<EntryKey, DesiredEntry> =
-        entries.iter().map(|e| (e.entry_key(), e.clone())).collect();
+    let held = by_key(&entries);
     let same = live_patch(&held, &entries).expect("a patch");
     assert!(same.upserts.is_empty() && same.deletes.is_empty());
     let mut renamed = entries.clone();
@@ -209,6 +209,17 @@ fn a_small_change_is_a_patch_and_a_large_one_is_not() {
     let p = live_patch(&held, &renamed).expect("a patch");
     assert_eq!(p.upserts, vec![renamed[0].clone()]);
     assert_eq!(p.deletes, vec![entries[0].entry_key()]);
+    let mut index = DesiredIndex::new(&zones());
+    index.update_source("live", &entries, Vec::new());
+    let touched = index
+        .patch_live("live", (&p.upserts, &p.deletes), &renamed, Vec::new())
+        .expect("the index takes it as a patch");
+    assert_eq!(touched.values().map(|n| n.len()).sum::<usize>(), 2);
+    // The same data from another object, or with other labels: a change.
+    let mut moved = entries.clone();
+    moved[1] = entry(&(3, 0, 0, 1));
+    moved[2] = entry(&(4, 0, 0, 2));
+    assert_eq!(live_patch(&held, &moved).expect("a patch").upserts.len(), 2);
     let mut twice = entries.clone();
     twice.push(entry(&(3, 0, 1, 9)));
     assert!(
