@@ -67,7 +67,8 @@ fn main() {
         .to_path_buf();
     let opts = Options {
         bin_dir,
-        log_filter: "warn,dnsplane_planner=info".into(),
+        // The source's and its task's debug lines time the planner's part of a rename.
+        log_filter: "warn,dnsplane_planner=info,dnsplane_planner::source::netbox=debug,dnsplane_planner::source_tasks=debug".into(),
         planner_extra: format!(
             "[[sources]]\ntype = \"netbox\"\nurl = \"{}\"\ntoken_file = \"{}\"\ntags = [\"{tag}\"]\n\
              webhook_listen = \"127.0.0.1:{port}\"\nwebhook_secret_file = \"{}\"\n",
@@ -134,6 +135,30 @@ fn main() {
         "a rename served by PowerDNS ({RENAMES} renames): from the PATCH sent {}; from NetBox's answer to it {}",
         figures(|t| t.0),
         figures(|t| t.1)
+    );
+    // The planner's part of each rename, from its debug lines: NetBox's object read
+    // again, the source's records built, and put in force (the patch of what changed).
+    let log = s.planner_log();
+    let part = |message: &str, field: &str| {
+        let mut v: Vec<u64> = log
+            .lines()
+            .filter(|l| l.contains(message))
+            .filter_map(|l| l.split(&format!(" {field}=")).nth(1))
+            .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+            .collect();
+        let v = v.split_off(v.len().saturating_sub(RENAMES));
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        match sorted.len() {
+            0 => "not logged".to_string(),
+            n => format!("median {} ms, max {} ms", sorted[n / 2], sorted[n - 1]),
+        }
+    };
+    println!(
+        "the planner's part of a rename: NetBox's address read again {}; the records built {}; put in force {}",
+        part("read again", "read_ms"),
+        part("records built", "took_ms"),
+        part("put in force", "took_ms")
     );
     rt.block_on(hook.remove(&nb));
 }

@@ -2,7 +2,7 @@
 //! whole state at every change, and its task keeps a fingerprint of each entry it last
 //! put in force, so that a one-object change costs the index O(change) instead of
 //! O(source). A fingerprint, not the entry: a copy of every entry cost about 480 bytes
-//! an entry (24 MiB at NetBox's 50,000 addresses); a key and 128 bits cost about 60.
+//! an entry (24 MiB at NetBox's 50,000 addresses); a key and 128 bits cost 2 MiB there.
 use super::Engine;
 use super::patch::Patch;
 use crate::events;

@@ -320,6 +320,11 @@ impl RealStack {
         self.planner.child.id()
     }
 
+    /// The planner's whole log so far.
+    pub fn planner_log(&self) -> String {
+        self.planner.log_text()
+    }
+
     /// The planner's exit status once it has exited (a crash, an abort), else `None`.
     pub fn planner_exit(&mut self) -> Option<std::process::ExitStatus> {
         self.planner.child.try_wait().ok().flatten()
