@@ -30,11 +30,7 @@ fn plugin_records_reach_powerdns_beside_addresses_with_outcomes_in_netbox() {
         return;
     };
     // The proxy's task runs on the runtime's own thread while the test waits.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(1);
     let run = std::process::id();
     let zone = server.zone().to_string();
     let zone = zone.trim_end_matches('.').to_string();

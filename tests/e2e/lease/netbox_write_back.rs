@@ -29,11 +29,7 @@ fn netbox_write_back_is_the_leaders_and_moves_with_the_lease() {
     let Some(pdns) = PowerDns::start() else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::stack::threaded_runtime(1);
     let run = std::process::id();
     let zone = pdns.zone.to_string();
     let base = zone.trim_end_matches('.').to_string();
