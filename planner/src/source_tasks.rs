@@ -6,6 +6,7 @@ use crate::error::PlannerError;
 use crate::source::Snapshot;
 use crate::{config, events, lease, source, state};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -117,8 +118,9 @@ pub(crate) async fn start_netbox_source(
     Ok(())
 }
 
-/// Writes each record's outcome back to NetBox, a round a second, while this planner
-/// leads; status shows how it goes as the source's second part.
+/// Writes each record's outcome back to NetBox, a round a second (see
+/// [`write_back_pause`]), while this planner leads; status shows how it goes as the
+/// source's second part.
 async fn netbox_write_back(
     engine: Arc<Engine>,
     source: String,
@@ -127,14 +129,18 @@ async fn netbox_write_back(
     stop: CancellationToken,
 ) {
     let ui = format!("{}/", writer.base());
+    let mut pause = write_back_pause(Duration::ZERO);
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            () = tokio::time::sleep(pause) => {}
         }
         let leads = engine.lease().status().role == lease::Role::Leader;
         let detail = if leads {
-            match Engine::cpu(|| netbox_statuses(&engine, &source, &ui)) {
+            let started = std::time::Instant::now();
+            let want = Engine::cpu(|| netbox_statuses(&engine, &source, &ui));
+            pause = write_back_pause(started.elapsed());
+            match want {
                 Some(want) => {
                     let (_, left) = writer.round(&want).await;
                     format!(
@@ -160,6 +166,13 @@ async fn netbox_write_back(
             held[1] = part;
         }
     }
+}
+
+/// How long the write-back waits before its next round, after working out every
+/// object's status took `took`: a second, or ten times `took`, so that the work takes
+/// at most a tenth of a core however large the source; 30 s at most.
+fn write_back_pause(took: Duration) -> Duration {
+    (took * 10).clamp(Duration::from_secs(1), Duration::from_secs(30))
 }
 
 /// What each NetBox object's `dnsplane_status` should say, from the engine's read
@@ -299,4 +312,29 @@ fn record_outcomes(engine: &Engine, source: &str) -> Vec<source::outcomes::Recor
             }
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_back_pause;
+    use std::time::Duration;
+
+    /// A round a second while working out the statuses is cheap; spaced by ten times
+    /// its cost when it is not (a tenth of a core); never more than 30 s apart.
+    #[test]
+    fn the_write_back_takes_at_most_a_tenth_of_a_core() {
+        assert_eq!(write_back_pause(Duration::ZERO), Duration::from_secs(1));
+        assert_eq!(
+            write_back_pause(Duration::from_millis(40)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            write_back_pause(Duration::from_millis(250)),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            write_back_pause(Duration::from_secs(9)),
+            Duration::from_secs(30)
+        );
+    }
 }
