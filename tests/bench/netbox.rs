@@ -146,12 +146,11 @@ fn main() {
             .filter_map(|l| l.split(&format!(" {field}=")).nth(1))
             .filter_map(|rest| rest.split(' ').next()?.parse().ok())
             .collect();
-        let v = v.split_off(v.len().saturating_sub(RENAMES));
-        let mut sorted = v.clone();
-        sorted.sort_unstable();
-        match sorted.len() {
+        let mut last = v.split_off(v.len().saturating_sub(RENAMES));
+        last.sort_unstable();
+        match last.len() {
             0 => "not logged".to_string(),
-            n => format!("median {} ms, max {} ms", sorted[n / 2], sorted[n - 1]),
+            n => format!("median {} ms, max {} ms", last[n / 2], last[n - 1]),
         }
     };
     println!(

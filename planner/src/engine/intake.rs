@@ -16,26 +16,16 @@ impl Engine {
     /// desired records changed, telling each which names to re-plan. Costs
     /// O(size of this source), whatever the size of the world.
     pub fn set_source(&self, name: &str, entries: Vec<DesiredEntry>, errors: Vec<SourceError>) {
-        self.set_source_ref(name, &entries, errors);
-    }
-
-    /// [`set_source`](Self::set_source), for a caller that keeps the entries.
-    pub(super) fn set_source_ref(
-        &self,
-        name: &str,
-        entries: &[DesiredEntry],
-        errors: Vec<SourceError>,
-    ) {
         events::DesiredRecordsRejected { errors: &errors }.emit();
-        if self.views_apply(name, entries) {
-            self.set_source_in_views(name, entries, errors);
+        if self.views_apply(name, &entries) {
+            self.set_source_in_views(name, &entries, errors);
             return;
         }
         let touched = Engine::cpu(|| {
             self.desired
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .update_source(name, entries, errors)
+                .update_source(name, &entries, errors)
         });
         self.wake(touched);
     }

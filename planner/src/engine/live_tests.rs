@@ -227,4 +227,7 @@ fn a_small_change_is_a_patch_and_a_large_one_is_not() {
         "h3.sub.example.com A twice"
     );
     assert!(live_patch(&held, &entries[..2]).is_none(), "3 of 5 deleted");
+    // A source that suddenly holds nothing goes whole, before the mass-change guard,
+    // as before: never as a patch of deletes.
+    assert!(live_patch(&held, &[]).is_none(), "everything deleted");
 }
